@@ -1,0 +1,155 @@
+# strata build. Sources are found by wildcard: a folder's *.c files form its
+# library, *_main.c files are tool entry points, tests/test_*.c are cmocka
+# suites, tests/e2e_*.sh end-to-end scripts, tests/fuzz/fuzz_*.c libFuzzer
+# targets, tests/bench/bench_*.c benchmarks. Adding a file needs no edit here.
+
+CC      ?= cc
+PREFIX  ?= /usr/local
+SHARED  ?= $(abspath ../shared)
+NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+
+OPT      ?= -O2
+SAN      ?=
+CSTD     := -std=c11 -D_DEFAULT_SOURCE -D_FILE_OFFSET_BITS=64
+WARN     := -Wall -Wextra -Werror
+CFLAGS   ?=
+ALLCFLAGS = $(CSTD) $(OPT) $(WARN) $(SAN) -pthread -I. $(CFLAGS)
+LDLIBS   ?=
+ALLLIBS   = $(LDLIBS) -lm -pthread
+
+# Build outputs are kept per compiler and per variant so `make CC=clang`
+# and `make asan` never reuse objects built with other flags.
+VARIANT ?= $(notdir $(firstword $(CC)))
+BUILD   ?= build/$(VARIANT)
+BIN     ?= bin
+
+# pkg-config flags for optional libraries, resolved once; missing ones are empty.
+pc = $(shell pkg-config --silence-errors $(1) $(2))
+RUNTIME_LIBS := $(call pc,--libs,zlib) -lopenblas $(call pc,--libs,libcurl libmicrohttpd jansson libpcre2-8)
+RUNTIME_LIBS := $(if $(wildcard /usr/include/*/cblas.h /usr/include/cblas.h /usr/include/openblas/cblas.h),$(RUNTIME_LIBS),$(filter-out -lopenblas,$(RUNTIME_LIBS)))
+TOOL_LIBS    := $(call pc,--libs,zlib jansson)
+CMOCKA_LIBS  := $(or $(call pc,--libs,cmocka),-lcmocka)
+
+MODULES := formats convert pack runtime
+lib_srcs = $(filter-out %_main.c,$(wildcard $(1)/*.c))
+objs     = $(patsubst %.c,$(BUILD)/%.o,$(call lib_srcs,$(1)))
+
+FORMATS_OBJS := $(call objs,formats)
+CONVERT_OBJS := $(call objs,convert)
+PACK_OBJS    := $(call objs,pack)
+RUNTIME_OBJS := $(call objs,runtime)
+
+LIBFORMATS := $(BUILD)/libformats.a
+LIBCONVERT := $(BUILD)/libconvert.a
+LIBPACK    := $(BUILD)/libpack.a
+LIBRUNTIME := $(BUILD)/libruntime.a
+
+TOOLS := $(BIN)/grams2imatrix $(BIN)/iq3pack $(BIN)/packindex $(BIN)/strata
+
+TEST_SRCS  := $(wildcard tests/test_*.c)
+TEST_BINS  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+BENCH_SRCS := $(wildcard tests/bench/bench_*.c)
+BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
+FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz_*.c)
+CU_SRCS    := $(wildcard runtime/cuda/*.cu)
+
+.PHONY: all test asan bench cuda fuzz install clean tests help
+all: $(TOOLS)
+
+help:
+	@echo "make            build every tool into bin/"
+	@echo "make test       run all tests (cmocka suites + end-to-end scripts)"
+	@echo "make asan       the test suite under AddressSanitizer + UBSan"
+	@echo "make bench      benchmarks, each beside a baseline measured in the same run"
+	@echo "make cuda       compile the CUDA sources with nvcc (no-op without nvcc)"
+	@echo "make fuzz       libFuzzer targets (clang), bounded time each (FUZZ_SECONDS)"
+	@echo "make install    copy the tools to \$$PREFIX/bin (PREFIX=$(PREFIX))"
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -MMD -MP -c $< -o $@
+
+$(LIBFORMATS): $(FORMATS_OBJS)
+$(LIBCONVERT): $(CONVERT_OBJS)
+$(LIBPACK): $(PACK_OBJS)
+$(LIBRUNTIME): $(RUNTIME_OBJS)
+$(BUILD)/lib%.a:
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^ $(if $^,,$(BUILD)/empty.o)
+
+# every library archive needs at least one member
+$(BUILD)/empty.o:
+	@mkdir -p $(dir $@)
+	echo 'typedef int strata_empty_unit;' | $(CC) $(ALLCFLAGS) -x c -c - -o $@
+$(LIBFORMATS) $(LIBCONVERT) $(LIBPACK) $(LIBRUNTIME): | $(BUILD)/empty.o
+
+ALL_LIBS := $(LIBRUNTIME) $(LIBPACK) $(LIBCONVERT) $(LIBFORMATS)
+
+$(BIN)/grams2imatrix: $(BUILD)/convert/grams2imatrix_main.o $(LIBCONVERT) $(LIBFORMATS)
+	@mkdir -p $(BIN)
+	$(CC) $(ALLCFLAGS) $^ -o $@ $(TOOL_LIBS) $(ALLLIBS)
+$(BIN)/iq3pack: $(BUILD)/pack/iq3pack_main.o $(LIBPACK) $(LIBCONVERT) $(LIBFORMATS)
+	@mkdir -p $(BIN)
+	$(CC) $(ALLCFLAGS) $^ -o $@ $(TOOL_LIBS) $(ALLLIBS)
+$(BIN)/packindex: $(BUILD)/pack/packindex_main.o $(LIBPACK) $(LIBFORMATS)
+	@mkdir -p $(BIN)
+	$(CC) $(ALLCFLAGS) $^ -o $@ $(TOOL_LIBS) $(ALLLIBS)
+$(BIN)/strata: $(BUILD)/runtime/strata_main.o $(LIBRUNTIME) $(LIBFORMATS)
+	@mkdir -p $(BIN)
+	$(CC) $(ALLCFLAGS) $^ -o $@ $(RUNTIME_LIBS) $(TOOL_LIBS) $(ALLLIBS)
+
+$(BUILD)/tests/%: tests/%.c $(ALL_LIBS) tests/test_util.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -MMD -MP $< $(ALL_LIBS) -o $@ $(CMOCKA_LIBS) $(RUNTIME_LIBS) $(TOOL_LIBS) $(ALLLIBS)
+
+$(BUILD)/bench/%: tests/bench/%.c $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) $< $(ALL_LIBS) -o $@ $(RUNTIME_LIBS) $(TOOL_LIBS) $(ALLLIBS)
+
+tests: $(TEST_BINS) $(TOOLS)
+
+# The runner prints one closing line: "N passed, N failed".
+test: tests
+	@STRATA_SHARED=$(SHARED) STRATA_BIN=$(abspath $(BIN)) sh tests/run.sh $(TEST_BINS) $(wildcard tests/e2e_*.sh)
+
+ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -g
+asan:
+	$(MAKE) test VARIANT=asan-$(notdir $(firstword $(CC))) BIN=build/asan-$(notdir $(firstword $(CC)))/bin \
+	    OPT="-O1" SAN="$(ASAN_FLAGS)" \
+	    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
+
+bench: $(BENCH_BINS) $(TOOLS)
+	@for b in $(BENCH_BINS); do echo "== $$b"; STRATA_SHARED=$(SHARED) ./$$b || exit 1; done
+
+cuda:
+ifeq ($(strip $(NVCC)),)
+	@echo "make cuda: nvcc not found; the CUDA backend is not built (the CPU backend is unaffected)."
+else
+	@mkdir -p $(BUILD)/cuda
+	@set -e; for f in $(CU_SRCS); do \
+	    echo "$(NVCC) -c $$f"; \
+	    $(NVCC) -O2 -std=c++17 -I. --compiler-options -Wall,-Wextra,-Werror -c $$f -o $(BUILD)/cuda/$$(basename $$f .cu).o; \
+	done; echo "make cuda: compiled $(words $(CU_SRCS)) CUDA source(s) with $(NVCC)"
+endif
+
+FUZZ_SECONDS ?= 30
+FUZZ_CC ?= clang
+fuzz:
+	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz needs clang"; exit 1; }
+	@set -e; for f in $(FUZZ_SRCS); do \
+	    n=$$(basename $$f .c); mkdir -p build/fuzz/corpus-$$n; \
+	    $(FUZZ_CC) $(CSTD) -O1 -g -I. -fsanitize=fuzzer,address,undefined $$f \
+	        $(filter-out %_main.c,$(wildcard formats/*.c)) -o build/fuzz/$$n -lm -pthread; \
+	    echo "== $$n for $(FUZZ_SECONDS)s"; \
+	    if [ -x tests/fuzz/seed.sh ]; then STRATA_SHARED=$(SHARED) sh tests/fuzz/seed.sh $$n build/fuzz/corpus-$$n; fi; \
+	    build/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1 build/fuzz/corpus-$$n; \
+	done
+
+install: $(TOOLS)
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
+
+clean:
+	rm -rf build bin
+
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,78 @@
+/* test_util.h: small helpers shared by the cmocka suites.
+ *
+ * Contract: shared_path() builds a path under the shared reference folder
+ * ($STRATA_SHARED, else ../shared); have_shared() tells whether a file there
+ * exists so a test can skip() and say so when the data is absent.
+ * slurp() reads a whole file or returns NULL. No global state. */
+#ifndef STRATA_TEST_UTIL_H
+#define STRATA_TEST_UTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+static inline const char *shared_root(void)
+{
+    const char *s = getenv("STRATA_SHARED");
+    return (s && *s) ? s : "../shared";
+}
+
+static inline char *shared_path(char *buf, size_t n, const char *rel)
+{
+    snprintf(buf, n, "%s/%s", shared_root(), rel);
+    return buf;
+}
+
+static inline int have_shared(const char *rel)
+{
+    char p[4096];
+    struct stat st;
+    return stat(shared_path(p, sizeof p, rel), &st) == 0;
+}
+
+/* Skip the current test, saying which shared file is missing. */
+#define SKIP_UNLESS_SHARED(rel)                                              \
+    do {                                                                     \
+        if (!have_shared(rel)) {                                             \
+            printf("SKIP %s: %s/%s is absent\n", __func__, shared_root(), rel); \
+            skip();                                                          \
+        }                                                                    \
+    } while (0)
+
+static inline void *slurp(const char *path, size_t *size)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    if (fseek(fp, 0, SEEK_END) != 0) { fclose(fp); return NULL; }
+    long len = ftell(fp);
+    if (len < 0 || fseek(fp, 0, SEEK_SET) != 0) { fclose(fp); return NULL; }
+    unsigned char *buf = malloc((size_t)len + 1);
+    if (buf && fread(buf, 1, (size_t)len, fp) != (size_t)len) { free(buf); buf = NULL; }
+    fclose(fp);
+    if (buf) { buf[len] = 0; if (size) *size = (size_t)len; }
+    return buf;
+}
+
+static inline void *slurp_shared(const char *rel, size_t *size)
+{
+    char p[4096];
+    return slurp(shared_path(p, sizeof p, rel), size);
+}
+
+/* A private scratch directory for one test program; caller frees. */
+static inline char *make_scratch_dir(void)
+{
+    const char *base = getenv("TMPDIR");
+    char tmpl[4096];
+    snprintf(tmpl, sizeof tmpl, "%s/strata-test-XXXXXX", (base && *base) ? base : "/tmp");
+    char *d = mkdtemp(tmpl);
+    return d ? strdup(d) : NULL;
+}
+
+#endif
