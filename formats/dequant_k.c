@@ -1,7 +1,8 @@
 /* dequant_k.c: row decoders for the K-quants (Q2_K ... Q6_K, Q8_K), 256
  * weights per super-block. Each sub-block scale is formed first (d * sc, a
  * rounded float), then multiplied by the code and the min subtracted, which
- * is ggml's order; computing d * (sc * q) instead changes the last bit. */
+ * is ggml's order; computing d * (sc * q) instead flips the sign of zeros
+ * (a negative d times an integer 0 is -0, (d * sc) * 0 need not be). */
 #include "ggml_dequant.h"
 
 #include "fp16.h"

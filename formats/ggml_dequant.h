@@ -7,8 +7,11 @@
  * exported for kernels and tests that want one type without the table.
  *
  * Bit-exactness forbids contracting a*b+c into an fma: gcc's -std=c11 already
- * sets -ffp-contract=off, clang needs the pragma below (its default is "on"
- * and -march=native would turn Q4_1's x*d + m into one rounding). */
+ * sets -ffp-contract=off, clang needs the pragma below (its default is "on",
+ * and with -march=haswell it emits vfmadd for Q4_1's x*d + m). For today's
+ * types the products before an add happen to be exact (fp16 scale times a
+ * few-bit integer), so an fma would round the same; the pragma keeps the
+ * contract from resting on that analysis. */
 #ifndef STRATA_GGML_DEQUANT_H
 #define STRATA_GGML_DEQUANT_H
 

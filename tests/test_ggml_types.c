@@ -107,6 +107,20 @@ static void test_dequantize_refusals(void **state)
     for (int i = 0; i < 64; i++) assert_true(dst[i] == 0.0f); /* d = +0 */
 }
 
+/* Q8_K has no vector file (ggml only quantizes activations to it): check
+ * d * q against exact products. */
+static void test_q8_K_by_hand(void **state)
+{
+    (void)state;
+    block_q8_K b;
+    memset(&b, 0, sizeof b);
+    b.d = 0.375f;
+    for (int j = 0; j < QK_K; j++) b.qs[j] = (int8_t)(j - 128);
+    float y[QK_K];
+    assert_int_equal(ggml_dequantize(GGML_TYPE_Q8_K, &b, y, QK_K), 0);
+    for (int j = 0; j < QK_K; j++) assert_true(y[j] == 0.375f * (float)(j - 128));
+}
+
 /* ---- reference vectors ------------------------------------------------------ */
 
 /* Index of the first float whose bits differ, or -1. Bits, not ==: -0 vs +0
@@ -235,6 +249,7 @@ int main(void)
         cmocka_unit_test(test_row_bytes),
         cmocka_unit_test(test_block_structs_match_table),
         cmocka_unit_test(test_dequantize_refusals),
+        cmocka_unit_test(test_q8_K_by_hand),
         cmocka_unit_test(test_compare_catches_one_ulp),
         cmocka_unit_test(test_manifest_covered),
         VT("f16"),    VT("bf16"),    VT("q4_0"),   VT("q4_1"),    VT("q5_0"),   VT("q5_1"),
