@@ -2,7 +2,7 @@
  * weights per super-block. Each sub-block scale is formed first (d * sc, a
  * rounded float), then multiplied by the code and the min subtracted, which
  * is ggml's order; computing d * (sc * q) instead flips the sign of zeros
- * (a negative d times an integer 0 is -0, (d * sc) * 0 need not be). */
+ * (Q6_K: (d * sc) * 0 is -0 when sc < 0, d * (sc * 0) is +0 when d > 0). */
 #include "ggml_dequant.h"
 
 #include "fp16.h"
