@@ -9,6 +9,8 @@
  *    turns n elements (n a multiple of blck) starting at a block boundary into
  *    f32, bit-for-bit equal to ggml's to_float (checked against
  *    ../shared/vectors/quant). Types without a decoder have to_f32 == NULL.
+ *    src must be aligned as its block struct (ggml_blocks.h: 2 bytes, 4 for
+ *    Q8_K), which GGUF's 32-byte tensor alignment guarantees.
  *  - ggml_row_bytes(id, n) is the byte size of n elements, or 0 when n is not
  *    a multiple of the block size or the type is unknown.
  * Block layouts are declared in ggml_blocks.h with static size assertions. */

@@ -1,0 +1,63 @@
+/* dequant_fp4.c: row decoders for the FP4 microscaling types. Both store
+ * E2M1 codes that ggml decodes through a doubled table (ggml_kvalues_fp4 =
+ * 2 * E2M1), so both scale decoders return half the scale. Every product is
+ * exact (a <=4-bit integer times a <=4-bit-mantissa power of two), hence no
+ * ordering subtleties here. */
+#include "ggml_dequant.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ggml_blocks.h"
+#include "ggml_tables.h"
+
+/* E8M0 (a bare biased exponent) halved: 2^(e-128). e = 0 and 1 give f32
+ * subnormals, built from bits; 255 (the MX NaN) is not special-cased, as in
+ * ggml. */
+static float e8m0_half(uint8_t e)
+{
+    const uint32_t bits = (e < 2) ? (0x00200000u << e) : ((uint32_t)(e - 1) << 23);
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* UE4M3 halved: 4-bit exponent (bias 7), 3-bit mantissa, bit 7 ignored;
+ * 0x7F (the E4M3 NaN) reads as 0 as in ggml. Normal: (1 + m/8) 2^(e-7) / 2,
+ * subnormal: m 2^-9 / 2; ldexpf is exact on these small integers. */
+static float ue4m3_half(uint8_t x)
+{
+    if (x == 0 || x == 0x7F) return 0.0f;
+    const int e = (x >> 3) & 0xF, m = x & 7;
+    return e == 0 ? ldexpf((float)m, -10) : ldexpf((float)(8 + m), e - 11);
+}
+
+/* MXFP4: 32 weights, one E8M0 scale; low nibbles first half, high second. */
+void dequantize_row_mxfp4(const void *src, float *dst, int64_t n)
+{
+    const block_mxfp4 *x = src;
+    for (int64_t i = 0; i < n / QK_MXFP4; i++, dst += QK_MXFP4) {
+        const float d = e8m0_half(x[i].e);
+        for (int j = 0; j < QK_MXFP4 / 2; j++) {
+            dst[j] = ggml_kvalues_fp4[x[i].qs[j] & 0xF] * d;
+            dst[j + QK_MXFP4 / 2] = ggml_kvalues_fp4[x[i].qs[j] >> 4] * d;
+        }
+    }
+}
+
+/* NVFP4: 64 weights in four sub-blocks of 16, each with a UE4M3 scale and 8
+ * code bytes (low nibble weight j, high nibble weight j + 8). */
+void dequantize_row_nvfp4(const void *src, float *dst, int64_t n)
+{
+    const block_nvfp4 *x = src;
+    for (int64_t i = 0; i < n / QK_NVFP4; i++) {
+        for (int s = 0; s < QK_NVFP4 / QK_NVFP4_SUB; s++, dst += QK_NVFP4_SUB) {
+            const float d = ue4m3_half(x[i].d[s]);
+            const uint8_t *qs = x[i].qs + s * (QK_NVFP4_SUB / 2);
+            for (int j = 0; j < QK_NVFP4_SUB / 2; j++) {
+                dst[j] = ggml_kvalues_fp4[qs[j] & 0xF] * d;
+                dst[j + QK_NVFP4_SUB / 2] = ggml_kvalues_fp4[qs[j] >> 4] * d;
+            }
+        }
+    }
+}

@@ -1,0 +1,56 @@
+/* ggml_dequant.h: the per-type row decoders behind ggml_types.c's table.
+ *
+ * Contract: each dequantize_row_T(src, dst, n) turns n elements (a multiple
+ * of T's block size, src aligned as ggml_blocks.h says) into f32, bit for bit
+ * what ggml's to_float writes: same float operations in the same order, one
+ * rounding each. Callers normally go through ggml_dequantize(); these are
+ * exported for kernels and tests that want one type without the table.
+ *
+ * Bit-exactness forbids contracting a*b+c into an fma: gcc's -std=c11 already
+ * sets -ffp-contract=off, clang needs the pragma below (its default is "on",
+ * and with -march=haswell it emits vfmadd for Q4_1's x*d + m). For today's
+ * types the products before an add happen to be exact (fp16 scale times a
+ * few-bit integer), so an fma would round the same; the pragma keeps the
+ * contract from resting on that analysis. */
+#ifndef STRATA_GGML_DEQUANT_H
+#define STRATA_GGML_DEQUANT_H
+
+#include <stdint.h>
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+#define GGML_DEQUANT_DECL(T) void dequantize_row_##T(const void *src, float *dst, int64_t n)
+
+GGML_DEQUANT_DECL(f32);
+GGML_DEQUANT_DECL(f16);
+GGML_DEQUANT_DECL(bf16);
+GGML_DEQUANT_DECL(q4_0);
+GGML_DEQUANT_DECL(q4_1);
+GGML_DEQUANT_DECL(q5_0);
+GGML_DEQUANT_DECL(q5_1);
+GGML_DEQUANT_DECL(q8_0);
+GGML_DEQUANT_DECL(q1_0);
+GGML_DEQUANT_DECL(q2_0);
+GGML_DEQUANT_DECL(q2_K);
+GGML_DEQUANT_DECL(q3_K);
+GGML_DEQUANT_DECL(q4_K);
+GGML_DEQUANT_DECL(q5_K);
+GGML_DEQUANT_DECL(q6_K);
+GGML_DEQUANT_DECL(q8_K);
+GGML_DEQUANT_DECL(tq1_0);
+GGML_DEQUANT_DECL(tq2_0);
+GGML_DEQUANT_DECL(iq4_nl);
+GGML_DEQUANT_DECL(iq4_xs);
+GGML_DEQUANT_DECL(iq2_xxs);
+GGML_DEQUANT_DECL(iq2_xs);
+GGML_DEQUANT_DECL(iq2_s);
+GGML_DEQUANT_DECL(iq3_xxs);
+GGML_DEQUANT_DECL(iq3_s);
+GGML_DEQUANT_DECL(iq1_s);
+GGML_DEQUANT_DECL(iq1_m);
+GGML_DEQUANT_DECL(mxfp4);
+GGML_DEQUANT_DECL(nvfp4);
+
+#endif
