@@ -310,7 +310,8 @@ static void open_all_in(const char *rel, const char *suffix, int64_t min_tensors
         assert_true(gguf_n_tensors(f) >= min_tensors);
         assert_true(gguf_n_tensors(f) < 100000);
         assert_true(gguf_n_kv(f) > 0);
-        assert_non_null(gguf_get_str(f, "general.architecture"));
+        /* models and vocabularies name an architecture; llama.cpp's imatrix files a type */
+        assert_true(gguf_get_str(f, "general.architecture") || gguf_get_str(f, "general.type"));
         for (int64_t i = 0; i < gguf_n_tensors(f); i++) {
             const gguf_tensor *t = gguf_tensor_at(f, i);
             assert_ptr_equal(gguf_find_tensor(f, t->name), t);
@@ -335,6 +336,33 @@ static void test_real_models(void **state)
         snprintf(rel, sizeof rel, "models/archs/%s", archs[i]);
         if (have_shared(rel)) open_all_in(rel, ".gguf", 1);
     }
+}
+
+/* The seed's imatrix files: shared payloads, and no padding after the last
+ * payload (the seed writes none), which the reader must accept. */
+static void test_real_imatrix(void **state)
+{
+    (void)state;
+    SKIP_UNLESS_SHARED("vectors/imatrix");
+    char dirp[4096];
+    DIR *d = opendir(shared_path(dirp, sizeof dirp, "vectors/imatrix"));
+    assert_non_null(d);
+    int seen = 0;
+    for (struct dirent *de; (de = readdir(d));) {
+        if (de->d_name[0] == '.') continue;
+        char rel[512];
+        snprintf(rel, sizeof rel, "vectors/imatrix/%s/out.gguf", de->d_name);
+        if (!have_shared(rel)) continue;
+        char path[4096], err[512];
+        gguf_file *f = gguf_open(shared_path(path, sizeof path, rel), err, sizeof err);
+        if (!f) fail_msg("%s", err);
+        assert_true(gguf_n_tensors(f) > 0);
+        gguf_close(f);
+        seen++;
+    }
+    closedir(d);
+    open_all_in("vectors/imatrix/llama.cpp-written", ".gguf", 1);
+    assert_true(seen > 0);
 }
 
 static void test_real_vocab(void **state)
@@ -630,6 +658,7 @@ int main(void)
         cmocka_unit_test(test_round_trip_alignment_64_file),
         cmocka_unit_test(test_writer_refusals),
         cmocka_unit_test(test_real_models),
+        cmocka_unit_test(test_real_imatrix),
         cmocka_unit_test(test_real_vocab),
         cmocka_unit_test(test_stories_f32),
         cmocka_unit_test(test_hostile_truncation),
