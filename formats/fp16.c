@@ -11,8 +11,9 @@ float fp16_to_f32(uint16_t h)
     uint32_t bits;
 
     if (exp == 0x1F) {
-        /* inf keeps a zero mantissa; NaN keeps its payload, shifted into place */
-        bits = sign | 0x7F800000u | (man << 13);
+        /* inf keeps a zero mantissa; a NaN keeps its payload and comes out
+         * quiet, as F16C's vcvtph2ps and ggml's reference converter give it */
+        bits = sign | 0x7F800000u | (man << 13) | (man ? 0x400000u : 0u);
     } else if (exp != 0) {
         bits = sign | ((exp + 112u) << 23) | (man << 13);
     } else if (man == 0) {
@@ -66,9 +67,51 @@ uint16_t f32_to_bf16(float f)
     return (uint16_t)(x >> 16);
 }
 
-void fp16_row_to_f32(const uint16_t *src, float *dst, int64_t n)
+static void fp16_row_scalar(const uint16_t *src, float *dst, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) dst[i] = fp16_to_f32(src[i]);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <immintrin.h>
+
+/* clang 14's __builtin_cpu_supports does not know "f16c": ask cpuid. */
+static int cpu_has_f16c(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    return (c & bit_F16C) && __builtin_cpu_supports("avx");
+}
+
+/* vcvtph2ps is exact for every half, subnormals included, and quiets NaN the
+ * way the scalar path does, so both paths give the same bits. */
+__attribute__((target("avx,f16c")))
+static void fp16_row_f16c(const uint16_t *src, float *dst, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(src + i));
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+    }
+    fp16_row_scalar(src + i, dst + i, n - i);
+}
+
+void fp16_row_to_f32(const uint16_t *src, float *dst, int64_t n)
+{
+    if (cpu_has_f16c()) fp16_row_f16c(src, dst, n);
+    else fp16_row_scalar(src, dst, n);
+}
+#else
+void fp16_row_to_f32(const uint16_t *src, float *dst, int64_t n)
+{
+    fp16_row_scalar(src, dst, n);
+}
+#endif
+
+void fp16_row_to_f32_scalar(const uint16_t *src, float *dst, int64_t n)
+{
+    fp16_row_scalar(src, dst, n);
 }
 
 void bf16_row_to_f32(const uint16_t *src, float *dst, int64_t n)

@@ -22,8 +22,10 @@ uint16_t f32_to_fp16(float f);
 static inline float bf16_to_f32(uint16_t h) { return fp_bits_f32((uint32_t)h << 16); }
 uint16_t f32_to_bf16(float f);
 
-/* Row helpers (n elements). */
+/* Row helpers (n elements). fp16_row_to_f32 uses F16C when the CPU has it;
+ * the _scalar variant is the portable reference it is tested against. */
 void fp16_row_to_f32(const uint16_t *src, float *dst, int64_t n);
+void fp16_row_to_f32_scalar(const uint16_t *src, float *dst, int64_t n);
 void bf16_row_to_f32(const uint16_t *src, float *dst, int64_t n);
 
 #endif

@@ -23,6 +23,8 @@ static void test_half_to_float_all_65536(void **state)
         double r = ref_half((uint16_t)h);
         if (isnan(r)) {
             assert_true(isnan(f));
+            assert_true(fp_f32_bits(f) & 0x400000u); /* quiet */
+            assert_int_equal((fp_f32_bits(f) >> 13) & 0x1FFu, h & 0x1FFu); /* payload kept */
             /* ggml canonicalises every NaN to the quiet 0x7E00, keeping the sign */
             assert_int_equal(f32_to_fp16(f), (h & 0x8000) | 0x7E00);
         } else {
@@ -84,6 +86,24 @@ static void test_bf16(void **state)
     assert_true(isnan(bf16_to_f32(f32_to_bf16(fp_bits_f32(0x7F800001u)))));
 }
 
+/* The F16C row path and the scalar reference agree on every half, and on
+ * row lengths that leave a tail. */
+static void test_row_paths_agree(void **state)
+{
+    (void)state;
+    uint16_t *h = malloc(65536 * sizeof *h);
+    float *a = malloc(65536 * sizeof *a), *b = malloc(65536 * sizeof *b);
+    for (uint32_t i = 0; i < 65536; i++) h[i] = (uint16_t)i;
+    for (int64_t n = 65536; n >= 65530; n--) {
+        memset(a, 0, 65536 * sizeof *a);
+        memset(b, 0, 65536 * sizeof *b);
+        fp16_row_to_f32(h, a, n);
+        fp16_row_to_f32_scalar(h, b, n);
+        assert_memory_equal(a, b, 65536 * sizeof *a);
+    }
+    free(h); free(a); free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -91,6 +111,7 @@ int main(void)
         cmocka_unit_test(test_float_to_half_ties_to_even),
         cmocka_unit_test(test_float_to_half_edges),
         cmocka_unit_test(test_bf16),
+        cmocka_unit_test(test_row_paths_agree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
