@@ -63,6 +63,18 @@ int iq3_cell_lookup(const iq3_tables *t, const float c[4], int want_margin)
     return t->cell[cell];
 }
 
+static const float LEVELS[8] = { 2, 6, 10, 14, 18, 22, 26, 31 };
+
+float iq3_lattice_bound(const float *m, int n, float db, const float *w)
+{
+    float den = db > 1e-20f ? db : 1e-20f, s = 0, margin;
+    for (int i = 0; i < n; i++) {
+        float e = LEVELS[level_of(m[i] / den, &margin)] * db - m[i];
+        s += (w ? w[i] : 1.0f) * (e * e);
+    }
+    return s;
+}
+
 int iq3_nearest_ref_scalar(const iq3_tables *t, const float c[4])
 {
     int best = 0;

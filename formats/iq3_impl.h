@@ -35,6 +35,11 @@ int iq3_nearest_w_avx2(const iq3_tables *t, const float c[4], const float w[4]);
  * boundary, or so far out, that float32 rounding could change the winner. */
 int iq3_cell_lookup(const iq3_tables *t, const float c[4], int want_margin);
 
+/* Sum over n magnitudes m of w * (m - L*db)^2 with L the nearest grid level
+ * (2,6,...,26,31): a lower bound on the error of any grid choice at db.
+ * w NULL means ones. */
+float iq3_lattice_bound(const float *m, int n, float db, const float *w);
+
 /* One 256-weight block -> 98 bytes. */
 void iq3_encode_block_ref(const iq3_tables *t, const float *x, uint8_t *out, int simd);
 void iq3_encode_block_quality(const iq3_tables *t, const float *x, const float *imp,

@@ -70,9 +70,22 @@ void iq3_encode_block_ref(const iq3_tables *t, const float *x, uint8_t *out, int
     for (int ib = 0; ib < 8; ib++) {
         const float *m = mag + 32 * ib;
         uint8_t best_idx[8] = { 0 }, idx[8];
-        float best_err = 0;
-        int best_code = 0;
+        float best_err = 0, lb[16];
+        int best_code = -1, order[16];
+        /* The seed tries all 16 codes; most cannot win. Each code's error is
+         * at least its per-coordinate lattice error, so codes are tried in
+         * order of that bound and skipped once the bound exceeds the best
+         * error found (with a relative margin far above float32 rounding).
+         * Ties are still resolved towards the lower code, as the seed does. */
         for (int code = 0; code < 16; code++) {
+            lb[code] = iq3_lattice_bound(m, 32, d * (0.5f + (float)code) * 0.5f, NULL);
+            int p = code;
+            while (p > 0 && lb[order[p - 1]] > lb[code]) { order[p] = order[p - 1]; p--; }
+            order[p] = code;
+        }
+        for (int oi = 0; oi < 16; oi++) {
+            int code = order[oi];
+            if (best_code >= 0 && lb[code] > best_err * 1.0001f) break;
             float db = d * (0.5f + (float)code) * 0.5f;
             float den = db > 1e-20f ? db : 1e-20f;
             float e[32];
@@ -86,7 +99,7 @@ void iq3_encode_block_ref(const iq3_tables *t, const float *x, uint8_t *out, int
                 }
             }
             float err = pw_sum(e, 32);
-            if (code == 0 || err < best_err) {
+            if (best_code < 0 || err < best_err || (err == best_err && code < best_code)) {
                 best_err = err;
                 best_code = code;
                 memcpy(best_idx, idx, 8);
