@@ -2,6 +2,7 @@
  * each subcommand is one row of COMMANDS (name, handler, one-line summary);
  * adding a subcommand is adding a row. Handlers get argv from the
  * subcommand's name on and return the exit status. */
+#include "pack/gguf_inspect.h"
 #include "pack/iq3_cli.h"
 
 #include <stdio.h>
@@ -13,7 +14,12 @@ typedef struct iq3pack_command {
     const char *summary;
 } iq3pack_command;
 
+static int cmd_info(int argc, char **argv) { return gguf_inspect_info(argc, argv, stdout, stderr); }
+static int cmd_dump(int argc, char **argv) { return gguf_inspect_dump(argc, argv, stdout, stderr); }
+
 static const iq3pack_command COMMANDS[] = {
+    { "info", cmd_info, "GGUF checkpoint: architecture, metadata, tensors by type and size" },
+    { "dump", cmd_dump, "one GGUF tensor dequantized to raw float32 (bit-exact with ggml)" },
     { "encode", iq3pack_cmd_encode, "raw float32 rows -> IQ3 container (quality or seed-exact reference)" },
     { "decode", iq3pack_cmd_decode, "IQ3 container -> raw float32 rows" },
     { "stats", iq3pack_cmd_stats, "bits per weight, rel-RMSE and weighted rel-RMSE" },
