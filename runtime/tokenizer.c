@@ -323,6 +323,8 @@ tokenizer *tokenizer_new(const tokenizer_spec *s, char *err, size_t errlen)
         /* sets ignore_merges and add_bos for the pre-tokenizers that want them */
         if (tok_bpe_setup(t, err, errlen) != 0) goto fail;
         d_add_bos = t->add_bos;
+    } else if (t->kind == TOKENIZER_WPM && tok_wpm_setup(t, err, errlen) != 0) {
+        goto fail;
     }
     t->bos = pick_id(s->bos, d_bos, t->n_vocab);
     t->eos = pick_id(s->eos, d_eos, t->n_vocab);

@@ -96,6 +96,7 @@ size_t tok_utf8_put(uint32_t cp, char *out);
 int tok_spm_encode(const tokenizer *t, const char *text, size_t len, bool space_prefix, tok_ids *out);
 int tok_bpe_setup(tokenizer *t, char *err, size_t errlen);
 int tok_bpe_encode(const tokenizer *t, const char *text, size_t len, tok_ids *out);
+int tok_wpm_setup(tokenizer *t, char *err, size_t errlen);
 int tok_wpm_encode(const tokenizer *t, const char *text, size_t len, tok_ids *out);
 
 #endif

@@ -349,8 +349,10 @@ static void test_bpe_rules(void **state)
 {
     (void)state;
     /* GPT-2 alphabet: ' ' is U+0120 "Ġ" */
-    static const char *toks[] = {"a", "b", "\xc4\xa0", "ab", "\xc4\xa0" "a", "\xc4\xa0" "ab", "<|eot|>", "1", "2", "12"};
-    static const char *merges[] = {"a b", "\xc4\xa0 a", "\xc4\xa0" "a b", "1 2"};
+#define G "\xc4\xa0" /* U+0120, the byte-level spelling of ' ' */
+    static const char *toks[] = {"a", "b", G, "ab", (G "a"), (G "ab"), "<|eot|>", "1", "2", "12"};
+    static const char *merges[] = {"a b", G " a", (G "a b"), "1 2"};
+#undef G
     int32_t ty[10] = {1, 1, 1, 1, 1, 1, TOKEN_TYPE_CONTROL, 1, 1, 1};
     tokenizer_spec s = tokenizer_spec_defaults();
     s.model = "gpt2";
