@@ -388,6 +388,7 @@ tokenizer *tokenizer_load(const gguf_file *f, char *err, size_t errlen)
 
     const char **toks = malloc(n * sizeof *toks);
     int32_t *types = NULL;
+    float *scores = NULL;
     const char **merges = NULL;
     tokenizer *t = NULL;
     if (!toks) { set_err(err, errlen, "%s: out of memory", path); return NULL; }
@@ -401,7 +402,11 @@ tokenizer *tokenizer_load(const gguf_file *f, char *err, size_t errlen)
             set_err(err, errlen, "%s: tokenizer.ggml.scores is not %llu float32 values", path, (unsigned long long)n);
             goto done;
         }
-        s.scores = gguf_kv_arr_data(f, si); /* GGUF is little-endian, as are our hosts */
+        scores = malloc(n * sizeof *scores);
+        if (!scores) { set_err(err, errlen, "%s: out of memory", path); goto done; }
+        /* copied: a GGUF array need not be aligned (little-endian, as our hosts) */
+        memcpy(scores, gguf_kv_arr_data(f, si), n * sizeof *scores);
+        s.scores = scores;
     }
     int64_t ti = gguf_find_key(f, "tokenizer.ggml.token_type");
     if (ti >= 0) {
@@ -451,6 +456,7 @@ tokenizer *tokenizer_load(const gguf_file *f, char *err, size_t errlen)
 done:
     free(toks);
     free(types);
+    free(scores);
     free(merges);
     return t;
 }
