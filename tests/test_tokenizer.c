@@ -1,0 +1,472 @@
+/* test_tokenizer.c: the runtime tokenizer against llama.cpp's vocab test
+ * pairs (../shared/vocab: 46 strings each, ids without BOS), the prompt
+ * tokens of the reference models (with BOS), and small in-memory
+ * vocabularies for the rules the pairs do not reach (special tokens,
+ * BOS/EOS flags, byte fallback, refusals). */
+#include "test_util.h"
+#include "runtime/tokenizer.h"
+
+#include <stdbool.h>
+
+#define SEP "\n__ggml_vocab_test__\n"
+
+/* ------------------------------------------------------------------ */
+/* vocab pairs                                                         */
+
+static tokenizer *load_tok(const char *rel)
+{
+    char p[4096], err[512] = "";
+    gguf_file *f = gguf_open(shared_path(p, sizeof p, rel), err, sizeof err);
+    if (!f) { print_error("%s\n", err); return NULL; }
+    tokenizer *t = tokenizer_load(f, err, sizeof err);
+    gguf_close(f); /* the tokenizer must not keep pointers into the file */
+    if (!t) print_error("%s\n", err);
+    return t;
+}
+
+/* Parses one line of space-separated ids; returns the count or -1. */
+static long parse_ids(const char *s, const char *end, int32_t *ids, size_t cap)
+{
+    size_t n = 0;
+    while (s < end) {
+        while (s < end && *s == ' ') s++;
+        if (s >= end) break;
+        char *e;
+        long v = strtol(s, &e, 10);
+        if (e == s || n == cap) return -1;
+        ids[n++] = (int32_t)v;
+        s = e;
+    }
+    return (long)n;
+}
+
+static void run_vocab(const char *name, bool round_trip)
+{
+    char g[256], in[300], out[300];
+    snprintf(g, sizeof g, "vocab/ggml-vocab-%s.gguf", name);
+    snprintf(in, sizeof in, "%s.inp", g);
+    snprintf(out, sizeof out, "%s.out", g);
+    if (!have_shared(in)) { printf("SKIP %s: %s/%s is absent\n", name, shared_root(), in); skip(); }
+    if (!have_shared(g)) {
+        /* README: llama-bpe, qwen2, command-r (>= 4 MiB) and chameleon,
+         * deepseek-r1-qwen, roberta-bpe (never committed) ship without
+         * their GGUF; only the pairs are here. */
+        printf("SKIP %s: unsupported here, %s/%s is absent (only the .inp/.out pairs exist)\n", name, shared_root(), g);
+        skip();
+    }
+    tokenizer *t = load_tok(g);
+    assert_non_null(t);
+    size_t ni = 0, no = 0;
+    char *inp = slurp_shared(in, &ni), *ref = slurp_shared(out, &no);
+    assert_non_null(inp);
+    assert_non_null(ref);
+
+    int32_t *want = malloc(8192 * sizeof *want);
+    assert_non_null(want);
+    int cases = 0, pass = 0, rt_fail = 0;
+    const char *s = inp, *end = inp + ni, *line = ref, *lend = ref + no;
+    while (s < end) {
+        const char *e = strstr(s, SEP);
+        if (!e) break; /* every case, the last one too, ends with the separator */
+        const char *nl = memchr(line, '\n', (size_t)(lend - line));
+        assert_non_null(nl);
+        long nw = parse_ids(line, nl, want, 8192);
+        assert_true(nw >= 0);
+        int32_t *ids;
+        size_t n;
+        assert_int_equal(tokenizer_encode(t, s, (size_t)(e - s), false, false, &ids, &n), 0);
+        bool ok = n == (size_t)nw && (n == 0 || memcmp(ids, want, n * sizeof *ids) == 0);
+        if (ok) {
+            pass++;
+        } else {
+            printf("  %s case %d \"%.*s\": got", name, cases, (int)(e - s) > 60 ? 60 : (int)(e - s), s);
+            for (size_t i = 0; i < n && i < 40; i++) printf(" %d", ids[i]);
+            printf("\n      want %.*s\n", (int)(nl - line) > 300 ? 300 : (int)(nl - line), line);
+        }
+        if (round_trip) {
+            char *txt;
+            size_t tl;
+            assert_int_equal(tokenizer_decode(t, ids, n, false, &txt, &tl), 0);
+            if (tl != (size_t)(e - s) || memcmp(txt, s, tl) != 0) {
+                rt_fail++;
+                printf("  %s case %d: decode(encode(s)) = \"%s\"\n", name, cases, txt);
+            }
+            free(txt);
+        }
+        free(ids);
+        cases++;
+        s = e + strlen(SEP);
+        line = nl + 1;
+    }
+    printf("vocab %-16s %d/%d cases exact%s\n", name, pass, cases,
+           round_trip ? (rt_fail ? ", round trip FAILED" : ", round trip ok") : " (lossy: no round trip)");
+    free(want);
+    free(inp);
+    free(ref);
+    tokenizer_free(t);
+    assert_int_equal(cases, 46);
+    assert_int_equal(pass, cases);
+    assert_int_equal(rt_fail, 0);
+}
+
+#define VOCAB_TEST(fn, name, rt) static void fn(void **state) { (void)state; run_vocab(name, rt); }
+VOCAB_TEST(test_vocab_llama_spm, "llama-spm", true)
+VOCAB_TEST(test_vocab_phi3, "phi-3", true)
+VOCAB_TEST(test_vocab_gpt2, "gpt-2", true)
+VOCAB_TEST(test_vocab_mpt, "mpt", true)
+VOCAB_TEST(test_vocab_starcoder, "starcoder", true)
+VOCAB_TEST(test_vocab_refact, "refact", true)
+VOCAB_TEST(test_vocab_falcon, "falcon", true)
+VOCAB_TEST(test_vocab_deepseek_coder, "deepseek-coder", true)
+VOCAB_TEST(test_vocab_deepseek_llm, "deepseek-llm", true)
+VOCAB_TEST(test_vocab_bert_bge, "bert-bge", false)
+VOCAB_TEST(test_vocab_llama_bpe, "llama-bpe", true)
+VOCAB_TEST(test_vocab_qwen2, "qwen2", true)
+VOCAB_TEST(test_vocab_command_r, "command-r", true)
+VOCAB_TEST(test_vocab_deepseek_r1_qwen, "deepseek-r1-qwen", true)
+VOCAB_TEST(test_vocab_chameleon, "chameleon", true)
+VOCAB_TEST(test_vocab_roberta_bpe, "roberta-bpe", true)
+
+/* ------------------------------------------------------------------ */
+/* reference models: prompt tokens (BOS included) and generated text    */
+
+/* Reads "prompt_tokens a b c" from a meta file; returns the count or -1. */
+static long meta_prompt_tokens(const char *rel, int32_t *ids, size_t cap)
+{
+    size_t n;
+    char *m = slurp_shared(rel, &n);
+    if (!m) return -1;
+    long r = -1;
+    const char *p = strstr(m, "\nprompt_tokens ");
+    if (p) {
+        p += strlen("\nprompt_tokens ");
+        const char *e = strchr(p, '\n');
+        r = parse_ids(p, e ? e : m + n, ids, cap);
+    }
+    free(m);
+    return r;
+}
+
+static void check_prompts(const char *model_gguf, const char *dir, const char *meta_dir, int nprompts)
+{
+    SKIP_UNLESS_SHARED(model_gguf);
+    tokenizer *t = load_tok(model_gguf);
+    assert_non_null(t);
+    for (int v = 0; v < nprompts; v++) {
+        char rp[512], rt[512], rm[512];
+        snprintf(rp, sizeof rp, "%s/v%d.prompt.txt", dir, v);
+        snprintf(rt, sizeof rt, "%s/v%d.tokens.i32", dir, v);
+        snprintf(rm, sizeof rm, "%s/v%d.meta.txt", meta_dir, v);
+        if (!have_shared(rp)) break;
+        size_t pl = 0, tl = 0;
+        char *prompt = slurp_shared(rp, &pl);
+        int32_t *toks = slurp_shared(rt, &tl);
+        int32_t want[512];
+        long nw = meta_prompt_tokens(rm, want, 512);
+        assert_non_null(prompt);
+        assert_non_null(toks);
+        assert_true(nw > 0);
+        /* the meta's prompt ids are the head of the tokens file */
+        assert_true((size_t)nw * 4 <= tl);
+        assert_memory_equal(toks, want, (size_t)nw * 4);
+        int32_t *ids;
+        size_t n;
+        assert_int_equal(tokenizer_encode(t, prompt, pl, true, false, &ids, &n), 0);
+        if (n != (size_t)nw || memcmp(ids, want, n * 4) != 0) {
+            printf("  %s: got", rp);
+            for (size_t i = 0; i < n; i++) printf(" %d", ids[i]);
+            printf("\n");
+        }
+        assert_int_equal(n, (size_t)nw);
+        assert_memory_equal(ids, want, n * 4);
+
+        /* gen.txt: the continuation as concatenated pieces (special=false) */
+        char rg[512];
+        snprintf(rg, sizeof rg, "%s/v%d.gen.txt", meta_dir, v);
+        size_t gl = 0;
+        char *gen = slurp_shared(rg, &gl);
+        if (gen) {
+            size_t ng = tl / 4 - (size_t)nw;
+            char *buf = malloc(64 * ng + 1);
+            size_t at = 0;
+            assert_non_null(buf);
+            for (size_t i = 0; i < ng; i++) {
+                int k = tokenizer_piece(t, toks[nw + (long)i], false, buf + at, 64);
+                assert_true(k >= 0 && k <= 64);
+                at += (size_t)k;
+            }
+            assert_int_equal(at, gl);
+            assert_memory_equal(buf, gen, gl);
+            free(buf);
+            free(gen);
+        }
+        free(ids);
+        free(prompt);
+        free(toks);
+    }
+    tokenizer_free(t);
+}
+
+static void test_stories260k_prompts(void **state)
+{
+    (void)state;
+    check_prompts("models/stories260K/stories260K.gguf", "models/stories260K", "models/stories260K", 4);
+}
+
+static void test_tinymoe_prompts(void **state)
+{
+    (void)state;
+    check_prompts("models/tinymoe/tinymoe-f32.gguf", "models/tinymoe", "models/tinymoe/logits/f32", 4);
+}
+
+static void test_archs_prompts(void **state)
+{
+    (void)state;
+    static const char *a[][2] = {{"qwen2", "qwen2-f16.gguf"}, {"qwen3", "qwen3-f16.gguf"},
+                                 {"qwen3moe", "qwen3moe-f16.gguf"}, {"olmoe", "olmoe-f16.gguf"}};
+    for (size_t i = 0; i < 4; i++) {
+        char g[512], d[256];
+        snprintf(d, sizeof d, "models/archs/%s", a[i][0]);
+        snprintf(g, sizeof g, "%s/%s", d, a[i][1]);
+        check_prompts(g, d, d, 3);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* in-memory vocabularies                                              */
+
+static void expect_ids(const tokenizer *t, const char *text, bool add_special, bool parse_special,
+                       const int32_t *want, size_t nw)
+{
+    int32_t *ids;
+    size_t n;
+    assert_int_equal(tokenizer_encode(t, text, strlen(text), add_special, parse_special, &ids, &n), 0);
+    if (n != nw || (n && memcmp(ids, want, n * 4) != 0)) {
+        printf("  \"%s\": got", text);
+        for (size_t i = 0; i < n; i++) printf(" %d", ids[i]);
+        printf("\n");
+    }
+    assert_int_equal(n, nw);
+    if (n) assert_memory_equal(ids, want, n * 4);
+    free(ids);
+}
+
+#define U "\xe2\x96\x81" /* U+2581, SentencePiece's space */
+
+/* ids: 0 <unk> 1 <s> 2 </s> 3..258 <0x00>..<0xFF> then the pieces below */
+static tokenizer *small_spm(int add_eos)
+{
+    static const char *extra[] = {U "a", "b", U "ab", "ab", U, "<|u|>", "c", "bc"};
+    static const float extra_score[] = {-1, -1, -3, -2, -5, 0, -1, -1};
+    static const int32_t extra_type[] = {1, 1, 1, 1, 1, TOKEN_TYPE_USER_DEFINED, 1, 1};
+    enum { NX = sizeof extra / sizeof extra[0] };
+    const char *toks[3 + 256 + NX];
+    float sc[3 + 256 + NX];
+    int32_t ty[3 + 256 + NX];
+    char bytes[256][8];
+    toks[0] = "<unk>"; toks[1] = "<s>"; toks[2] = "</s>";
+    ty[0] = TOKEN_TYPE_UNKNOWN; ty[1] = ty[2] = TOKEN_TYPE_CONTROL;
+    for (int b = 0; b < 256; b++) {
+        snprintf(bytes[b], sizeof bytes[b], "<0x%02X>", b);
+        toks[3 + b] = bytes[b];
+        ty[3 + b] = TOKEN_TYPE_BYTE;
+    }
+    for (int i = 0; i < NX; i++) { toks[259 + i] = extra[i]; ty[259 + i] = extra_type[i]; }
+    for (int i = 0; i < 259 + NX; i++) sc[i] = i >= 259 ? extra_score[i - 259] : 0;
+    tokenizer_spec s = tokenizer_spec_defaults();
+    s.model = "llama";
+    s.n_tokens = 259 + NX;
+    s.tokens = toks;
+    s.scores = sc;
+    s.types = ty;
+    s.add_eos = add_eos;
+    char err[256];
+    tokenizer *t = tokenizer_new(&s, err, sizeof err);
+    assert_non_null(t);
+    return t;
+}
+
+enum { UA = 259, B_ = 260, UAB = 261, AB = 262, SP = 263, USR = 264, C_ = 265, BC = 266 };
+
+static void test_spm_rules(void **state)
+{
+    (void)state;
+    tokenizer *t = small_spm(-1);
+    /* "▁a"+"b" (-1 each) merge first, then "▁ab" (-3): scores drive it */
+    expect_ids(t, "ab", false, false, (int32_t[]){UAB}, 1);
+    /* "▁a" and "bc" tie at -1: the leftmost merges first, then "bc" */
+    expect_ids(t, "abc", false, false, (int32_t[]){UA, BC}, 2);
+    /* BOS as the metadata default says; no EOS unless asked */
+    expect_ids(t, "ab", true, false, (int32_t[]){1, UAB}, 2);
+    /* 'z' is no token: byte fallback */
+    expect_ids(t, "z", false, false, (int32_t[]){SP, 3 + 'z'}, 2);
+    /* control text stays text unless parse_special */
+    expect_ids(t, "<s>", false, true, (int32_t[]){1}, 1);
+    int32_t *ids;
+    size_t n;
+    assert_int_equal(tokenizer_encode(t, "<s>", 3, false, false, &ids, &n), 0);
+    assert_true(n > 1);
+    for (size_t i = 0; i < n; i++) assert_int_not_equal(ids[i], 1);
+    free(ids);
+    /* user-defined tokens are cut out even without parse_special; the
+     * text after a special token gets its own leading space */
+    expect_ids(t, "a<|u|>b", false, false, (int32_t[]){UA, USR, SP, B_}, 4);
+    /* the empty text is no tokens at all, BOS alone with add_special */
+    expect_ids(t, "", false, false, NULL, 0);
+    expect_ids(t, "", true, false, (int32_t[]){1}, 1);
+    tokenizer_free(t);
+
+    t = small_spm(1);
+    expect_ids(t, "ab", true, false, (int32_t[]){1, UAB, 2}, 3);
+    tokenizer_free(t);
+}
+
+static void test_pieces_and_decode(void **state)
+{
+    (void)state;
+    tokenizer *t = small_spm(-1);
+    char buf[16];
+    assert_int_equal(tokenizer_piece(t, UAB, false, buf, sizeof buf), 3);
+    assert_memory_equal(buf, " ab", 3);
+    assert_int_equal(tokenizer_piece(t, 1, false, buf, sizeof buf), 0);
+    assert_int_equal(tokenizer_piece(t, 1, true, buf, sizeof buf), 3);
+    assert_int_equal(tokenizer_piece(t, 3 + 0xC3, false, buf, sizeof buf), 1);
+    assert_int_equal((unsigned char)buf[0], 0xC3);
+    /* a short buffer gets the full length back, and no overflow */
+    assert_int_equal(tokenizer_piece(t, UAB, false, buf, 1), 3);
+    assert_int_equal(tokenizer_piece(t, -1, false, buf, sizeof buf), -1);
+    assert_int_equal(tokenizer_piece(t, tokenizer_n_vocab(t), false, buf, sizeof buf), -1);
+    char *s;
+    size_t n;
+    assert_int_equal(tokenizer_decode(t, (int32_t[]){1, UAB, SP, B_}, 4, false, &s, &n), 0);
+    assert_string_equal(s, "ab b"); /* the leading space encode added is gone */
+    free(s);
+    assert_int_equal(tokenizer_decode(t, (int32_t[]){5000}, 1, false, &s, &n), -1);
+    tokenizer_free(t);
+}
+
+static void test_bpe_rules(void **state)
+{
+    (void)state;
+    /* GPT-2 alphabet: ' ' is U+0120 "Ġ" */
+#define G "\xc4\xa0" /* U+0120, the byte-level spelling of ' ' */
+    static const char *toks[] = {"a", "b", G, "ab", (G "a"), (G "ab"), "<|eot|>", "1", "2", "12"};
+    static const char *merges[] = {"a b", G " a", (G "a b"), "1 2"};
+#undef G
+    int32_t ty[10] = {1, 1, 1, 1, 1, 1, TOKEN_TYPE_CONTROL, 1, 1, 1};
+    tokenizer_spec s = tokenizer_spec_defaults();
+    s.model = "gpt2";
+    s.pre = "gpt-2";
+    s.n_tokens = 10;
+    s.tokens = toks;
+    s.types = ty;
+    s.n_merges = 4;
+    s.merges = merges;
+    s.bos = 6;
+    char err[256];
+    tokenizer *t = tokenizer_new(&s, err, sizeof err);
+    assert_non_null(t);
+    /* words "ab", " ab"; in " ab" rank 0 (a b) wins over rank 1 (Ġ a),
+     * and "Ġ ab" is no merge, so "Ġab" is never reached */
+    expect_ids(t, "ab ab", false, false, (int32_t[]){3, 2, 3}, 3);
+    /* gpt2 vocabularies add no BOS unless the metadata says so */
+    expect_ids(t, "ab", true, false, (int32_t[]){3}, 1);
+    expect_ids(t, "ab<|eot|>", false, true, (int32_t[]){3, 6}, 2);
+    /* starcoder-style digit splitting is not gpt-2's: "12" stays one word */
+    expect_ids(t, "12", false, false, (int32_t[]){9}, 1);
+    char *out;
+    size_t n;
+    assert_int_equal(tokenizer_decode(t, (int32_t[]){3, 5}, 2, false, &out, &n), 0);
+    assert_string_equal(out, "ab ab");
+    free(out);
+    tokenizer_free(t);
+
+    s.pre = "starcoder";
+    t = tokenizer_new(&s, err, sizeof err);
+    assert_non_null(t);
+    expect_ids(t, "12", false, false, (int32_t[]){7, 8}, 2);
+    tokenizer_free(t);
+
+    s.pre = "llama3"; /* llama3 adds BOS by default */
+    t = tokenizer_new(&s, err, sizeof err);
+    assert_non_null(t);
+    assert_true(tokenizer_add_bos(t));
+    expect_ids(t, "ab", true, false, (int32_t[]){6, 3}, 2);
+    tokenizer_free(t);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    static const char *toks[] = {"a"};
+    char err[256] = "";
+    tokenizer_spec s = tokenizer_spec_defaults();
+    s.n_tokens = 1;
+    s.tokens = toks;
+    s.model = "rwkv";
+    assert_null(tokenizer_new(&s, err, sizeof err));
+    assert_non_null(strstr(err, "rwkv"));
+    s.model = "gpt2";
+    s.pre = "no-such-pre";
+    assert_null(tokenizer_new(&s, err, sizeof err));
+    assert_non_null(strstr(err, "no-such-pre"));
+    s.pre = "gpt-2";
+    static const char *bad_merge[] = {"ab"};
+    s.merges = bad_merge;
+    s.n_merges = 1;
+    assert_null(tokenizer_new(&s, err, sizeof err));
+    assert_non_null(strstr(err, "merges"));
+    s.n_tokens = 0;
+    assert_null(tokenizer_new(&s, err, sizeof err));
+}
+
+/* A model GGUF with no tokenizer keys is refused with its name. */
+static void test_gguf_without_tokenizer(void **state)
+{
+    (void)state;
+    gguf_writer *w = gguf_writer_new();
+    assert_non_null(w);
+    assert_int_equal(gguf_writer_add_str(w, "general.architecture", "llama"), 0);
+    uint8_t *buf;
+    size_t sz;
+    char err[256];
+    assert_int_equal(gguf_writer_to_memory(w, &buf, &sz, err, sizeof err), 0);
+    gguf_file *f = gguf_open_memory(buf, sz, "mem.gguf", err, sizeof err);
+    assert_non_null(f);
+    assert_null(tokenizer_load(f, err, sizeof err));
+    assert_non_null(strstr(err, "tokenizer.ggml.model"));
+    gguf_close(f);
+    free(buf);
+    gguf_writer_free(w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_spm_rules),
+        cmocka_unit_test(test_pieces_and_decode),
+        cmocka_unit_test(test_bpe_rules),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_gguf_without_tokenizer),
+        cmocka_unit_test(test_vocab_llama_spm),
+        cmocka_unit_test(test_vocab_phi3),
+        cmocka_unit_test(test_vocab_gpt2),
+        cmocka_unit_test(test_vocab_mpt),
+        cmocka_unit_test(test_vocab_starcoder),
+        cmocka_unit_test(test_vocab_refact),
+        cmocka_unit_test(test_vocab_falcon),
+        cmocka_unit_test(test_vocab_deepseek_coder),
+        cmocka_unit_test(test_vocab_deepseek_llm),
+        cmocka_unit_test(test_vocab_bert_bge),
+        cmocka_unit_test(test_vocab_llama_bpe),
+        cmocka_unit_test(test_vocab_qwen2),
+        cmocka_unit_test(test_vocab_command_r),
+        cmocka_unit_test(test_vocab_deepseek_r1_qwen),
+        cmocka_unit_test(test_vocab_chameleon),
+        cmocka_unit_test(test_vocab_roberta_bpe),
+        cmocka_unit_test(test_stories260k_prompts),
+        cmocka_unit_test(test_tinymoe_prompts),
+        cmocka_unit_test(test_archs_prompts),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
