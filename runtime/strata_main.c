@@ -1,16 +1,38 @@
-/* strata: the runtime's command-line entry (placeholder until the runtime
- * issue lands; prints its usage and refuses to run). */
+/* strata: the runtime's command-line entry. A thin dispatcher: each
+ * subcommand is one row of COMMANDS (name, handler, one-line summary);
+ * adding a subcommand is adding a row. Handlers get argv from the
+ * subcommand's name on and return the exit status. */
 #include <stdio.h>
 #include <string.h>
 
+typedef struct strata_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} strata_command;
+
+static const strata_command COMMANDS[] = {
+    { NULL, NULL, NULL }, /* rows are added above this sentinel */
+};
+
+static void help(FILE *fp)
+{
+    fprintf(fp, "usage: strata <command> [options]   (strata <command> --help for its options)\n");
+    for (size_t i = 0; COMMANDS[i].name; i++)
+        fprintf(fp, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
+    fprintf(fp, "Planned: run serve bench perplexity check pull budget info (see docs/STATUS.md).\n");
+}
+
 int main(int argc, char **argv)
 {
-    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: strata <command> PACK [options]\n"
-               "commands (planned): run serve bench perplexity check pull budget info\n"
-               "None is implemented in this build yet.\n");
+    if (argc < 2) { help(stderr); return 2; }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        help(stdout);
         return 0;
     }
-    fprintf(stderr, "strata: no command is implemented in this build yet (see --help)\n");
+    for (size_t i = 0; COMMANDS[i].name; i++)
+        if (!strcmp(argv[1], COMMANDS[i].name)) return COMMANDS[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "strata: unknown command '%s'\n", argv[1]);
+    help(stderr);
     return 2;
 }
