@@ -118,6 +118,7 @@ typedef struct run {
     unsigned     rotated;
     entry       *entries;
     size_t       n_entries, cap_entries;
+    size_t       n_written; /* tensor infos in the file: more than entries in llama style */
     census       c;
 } run;
 
@@ -541,6 +542,7 @@ static gguf_writer *writer_seed(run *r, uint32_t chunk_size, uint32_t chunk_coun
 {
     gguf_writer *w = gguf_writer_new();
     if (!w) return NULL;
+    r->n_written = r->n_entries;
     gguf_writer_set_alignment(w, ALIGNMENT, true);
     if (gguf_writer_add_u32(w, "imatrix.chunk_size", chunk_size) ||
         gguf_writer_add_u32(w, "imatrix.chunk_count", chunk_count) || add_datasets(r, w)) {
@@ -593,6 +595,7 @@ static gguf_writer *writer_llama(run *r, uint32_t chunk_size, uint32_t chunk_cou
         }
     }
     qsort(it, n, sizeof *it, cmp_item);
+    r->n_written = 2 * n;
     if (gguf_writer_add_str(w, "general.type", "imatrix") || add_datasets(r, w) ||
         gguf_writer_add_u32(w, "imatrix.chunk_count", chunk_count) ||
         gguf_writer_add_u32(w, "imatrix.chunk_size", chunk_size))
@@ -708,7 +711,7 @@ int grams2imatrix_run(const g2i_options *o, FILE *log)
     long long nbytes = 0;
     if (write_out(&r, w, &nbytes)) goto out;
     note(&r, "IMATRIX_OK entries=%zu layers=%llu experts=%llu inherited=%llu rows=%s routing=%s"
-         " chunks=%s/%s bytes=%lld out=%s\n", r.n_entries, (unsigned long long)r.c.layers,
+         " chunks=%s/%s bytes=%lld out=%s\n", r.n_written, (unsigned long long)r.c.layers,
          (unsigned long long)r.c.experts, (unsigned long long)r.c.inherited,
          u128_str(r.c.rows, b1), u128_str(r.c.routing, b2), u128_str(chunk_count, b3),
          g2i_int_str(o->chunk_size, b4), nbytes, o->out);
