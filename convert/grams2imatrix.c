@@ -452,6 +452,9 @@ static int build_moe(run *r, layer_grams *L, const char *dn)
         r->c.routing += rows;
     }
     free(pooled);
+    /* The slices now hold everything: drop the per-file diagonals so memory
+     * stays one layer's worth, not the whole recording's. */
+    for (size_t x = 0; x < L->n_ex; ++x) { free(L->ex[x].diag); L->ex[x].diag = NULL; }
     if (min_e != 0)
         note(r, "note: layer %llu has no gram for experts 0..%llu; those slices carry the"
              " pooled gram at count 0\n", (unsigned long long)L->layer,
