@@ -343,7 +343,7 @@ static int load_dir(run *r, const char *d)
     }
     closedir(dp);
     /* strcmp order is Python's sorted() order for these ASCII names. */
-    if (!rc) qsort(names, n, sizeof *names, cmp_str);
+    if (!rc && n) qsort(names, n, sizeof *names, cmp_str);
     for (size_t i = 0; !rc && i < n; ++i) rc = load_file(r, d, names[i]);
     for (size_t i = 0; i < n; ++i) free(names[i]);
     free(names);
@@ -496,7 +496,7 @@ static int build_entries(run *r)
         snprintf(inz, sizeof inz, "blk.%llu.ssm_inz", ln);
         /* One entry holds one width: an expert gram at another k would inherit,
          * or be inherited by, a diagonal of the wrong length. */
-        qsort(L->ex, L->n_ex, sizeof *L->ex, cmp_expert);
+        if (L->n_ex) qsort(L->ex, L->n_ex, sizeof *L->ex, cmp_expert);
         for (size_t j = 0; j < L->n_ex; ++j)
             if (L->ex[j].k != L->k)
                 return refuse(r, "K_MISMATCH layer %llu expert %llu: %s holds k=%u and this"
