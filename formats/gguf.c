@@ -447,8 +447,13 @@ gguf_file *gguf_open(const char *path, char *err, size_t errlen)
         return NULL;
     }
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s: %s", path, errno ? strerror(errno) : "not a regular file");
+    if (fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file", path);
         close(fd);
         return NULL;
     }

@@ -24,7 +24,11 @@
  *    ggml's own reader requires. A tensor added with gguf_writer_add_tensor_alias
  *    reuses an earlier tensor's payload offset (only when a caller asks).
  *  - gguf_writer_write() writes to "<path>.tmp.<pid>" and renames over nothing:
- *    it refuses an existing path, and leaves no file behind on failure. */
+ *    it refuses an existing path, and leaves no file behind on failure.
+ *  - Every add/set call validates what it is given as the reader would. The
+ *    first refused call is remembered: serialising then fails with its
+ *    message, so an ignored return value cannot yield a file that silently
+ *    lacks a key or a tensor. */
 #ifndef STRATA_GGUF_H
 #define STRATA_GGUF_H
 
@@ -83,7 +87,8 @@ const char *gguf_kv_key(const gguf_file *f, int64_t i);
 gguf_type   gguf_kv_type(const gguf_file *f, int64_t i);
 gguf_type   gguf_kv_arr_type(const gguf_file *f, int64_t i);  /* element type of an array */
 uint64_t    gguf_kv_arr_n(const gguf_file *f, int64_t i);
-/* Raw little-endian element data of a numeric/bool array (NULL for strings). */
+/* Raw little-endian element data of a numeric/bool array (NULL for strings);
+ * points into the file, so it may be unaligned: memcpy elements out. */
 const void *gguf_kv_arr_data(const gguf_file *f, int64_t i);
 const char *gguf_kv_arr_str(const gguf_file *f, int64_t i, uint64_t j);
 /* Scalars by index; return 0 or -1 on a type mismatch. */
@@ -91,7 +96,8 @@ int gguf_kv_u64(const gguf_file *f, int64_t i, uint64_t *out); /* any int type, 
 int gguf_kv_i64(const gguf_file *f, int64_t i, int64_t *out);  /* any int type that fits */
 int gguf_kv_f64(const gguf_file *f, int64_t i, double *out);   /* f32 or f64 */
 const char *gguf_kv_str(const gguf_file *f, int64_t i);        /* NULL unless STRING */
-/* Pointer to the scalar's raw bytes (its own type), for printing. */
+/* Pointer to the scalar's raw bytes (its own type, unaligned), for printing;
+ * the string for STRING, NULL for ARRAY. */
 const void *gguf_kv_raw(const gguf_file *f, int64_t i);
 
 /* By key. */

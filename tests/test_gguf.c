@@ -310,7 +310,8 @@ static void open_all_in(const char *rel, const char *suffix, int64_t min_tensors
         assert_true(gguf_n_tensors(f) >= min_tensors);
         assert_true(gguf_n_tensors(f) < 100000);
         assert_true(gguf_n_kv(f) > 0);
-        assert_non_null(gguf_get_str(f, "general.architecture"));
+        /* models and vocabularies name an architecture; llama.cpp's imatrix files a type */
+        assert_true(gguf_get_str(f, "general.architecture") || gguf_get_str(f, "general.type"));
         for (int64_t i = 0; i < gguf_n_tensors(f); i++) {
             const gguf_tensor *t = gguf_tensor_at(f, i);
             assert_ptr_equal(gguf_find_tensor(f, t->name), t);
@@ -335,6 +336,33 @@ static void test_real_models(void **state)
         snprintf(rel, sizeof rel, "models/archs/%s", archs[i]);
         if (have_shared(rel)) open_all_in(rel, ".gguf", 1);
     }
+}
+
+/* The seed's imatrix files: shared payloads, and no padding after the last
+ * payload (the seed writes none), which the reader must accept. */
+static void test_real_imatrix(void **state)
+{
+    (void)state;
+    SKIP_UNLESS_SHARED("vectors/imatrix");
+    char dirp[4096];
+    DIR *d = opendir(shared_path(dirp, sizeof dirp, "vectors/imatrix"));
+    assert_non_null(d);
+    int seen = 0;
+    for (struct dirent *de; (de = readdir(d));) {
+        if (de->d_name[0] == '.') continue;
+        char rel[512];
+        snprintf(rel, sizeof rel, "vectors/imatrix/%s/out.gguf", de->d_name);
+        if (!have_shared(rel)) continue;
+        char path[4096], err[512];
+        gguf_file *f = gguf_open(shared_path(path, sizeof path, rel), err, sizeof err);
+        if (!f) fail_msg("%s", err);
+        assert_true(gguf_n_tensors(f) > 0);
+        gguf_close(f);
+        seen++;
+    }
+    closedir(d);
+    open_all_in("vectors/imatrix/llama.cpp-written", ".gguf", 1);
+    assert_true(seen > 0);
 }
 
 static void test_real_vocab(void **state)
@@ -387,6 +415,242 @@ static void test_stories_f32(void **state)
     gguf_close(f);
 }
 
+
+/* --------------------------------------------------------------- hostile */
+
+/* A small valid file: a string, a string array, a numeric array, an explicit
+ * general.alignment and three tensors. The last payload (q8_0, 544 bytes) is
+ * a multiple of the alignment, so the file ends exactly where the data does
+ * and cutting even its last byte must be refused. */
+static uint8_t *make_fixture(size_t *n)
+{
+    gguf_writer *w = gguf_writer_new();
+    gguf_writer_set_alignment(w, 32, true);
+    static const char *const toks[] = { "a", "bb", "ccc" };
+    int32_t ints[2] = { 1, -2 };
+    assert_int_equal(gguf_writer_add_str(w, "general.architecture", "llama"), 0);
+    assert_int_equal(gguf_writer_add_arr_str(w, "tokenizer.ggml.tokens", toks, 3), 0);
+    assert_int_equal(gguf_writer_add_arr(w, "key.ints", GGUF_TYPE_INT32, ints, 2), 0);
+    assert_int_equal(gguf_writer_add_u32(w, "key.blk1", 1), 0);
+    uint8_t data[544];
+    fill_random(data, sizeof data, 42);
+    int64_t a[1] = { 8 }, b[1] = { 16 }, c[2] = { 32, 16 };
+    assert_int_equal(gguf_writer_add_tensor(w, "tens.aaaa", GGML_TYPE_F32, 1, a, data, 32), 0);
+    assert_int_equal(gguf_writer_add_tensor(w, "tens.bbbb", GGML_TYPE_F32, 1, b, data, 64), 1);
+    assert_int_equal(gguf_writer_add_tensor(w, "tens.cccc", GGML_TYPE_Q8_0, 2, c, data, 544), 2);
+    uint8_t *buf;
+    char err[512];
+    assert_int_equal(gguf_writer_to_memory(w, &buf, n, err, sizeof err), 0);
+    gguf_writer_free(w);
+    return buf;
+}
+
+/* Offset of the first occurrence of a GGUF string's bytes (after its length). */
+static size_t find_str(const uint8_t *buf, size_t n, const char *s)
+{
+    size_t l = strlen(s);
+    for (size_t i = 8; i + l <= n; i++) {
+        uint64_t len;
+        memcpy(&len, buf + i - 8, 8);
+        if (len == l && memcmp(buf + i, s, l) == 0) return i;
+    }
+    fail_msg("'%s' not in the fixture", s);
+    return 0;
+}
+
+static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+
+/* Field offsets in a tensor info (all tensor infos of the fixture have
+ * 9-byte names; c has two dims). */
+static size_t ti_ndims(const uint8_t *b, size_t n, const char *name) { return find_str(b, n, name) + 9; }
+static size_t ti_dim(const uint8_t *b, size_t n, const char *name, int d) { return ti_ndims(b, n, name) + 4 + 8 * (size_t)d; }
+static size_t ti_type(const uint8_t *b, size_t n, const char *name)
+{
+    size_t nd = ti_ndims(b, n, name);
+    uint32_t k;
+    memcpy(&k, b + nd, 4);
+    return nd + 4 + 8 * k;
+}
+static size_t ti_offset(const uint8_t *b, size_t n, const char *name) { return ti_type(b, n, name) + 4; }
+
+static void expect_refused(const uint8_t *buf, size_t n, const char *what, const char *needle)
+{
+    char err[512] = "";
+    gguf_file *f = gguf_open_memory(buf, n, "fixture", err, sizeof err);
+    if (f) {
+        gguf_close(f);
+        fail_msg("%s: accepted", what);
+    }
+    if (strncmp(err, "fixture: ", 9) != 0 || strchr(err, '\n'))
+        fail_msg("%s: message is not one line naming the file: '%s'", what, err);
+    if (!strstr(err, needle)) fail_msg("%s: '%s' does not mention '%s'", what, err, needle);
+}
+
+static void test_hostile_truncation(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *full = make_fixture(&n);
+    char err[512];
+    gguf_file *f = gguf_open_memory(full, n, "fixture", err, sizeof err);
+    if (!f) fail_msg("%s", err);
+    assert_int_equal(gguf_file_size(f), gguf_data_offset(f) + 32 + 64 + 544);
+    gguf_close(f);
+    /* each prefix in its own exact-size allocation, so ASan sees any overread;
+     * a cut shows up as a short read, as a count the rest cannot hold, or as
+     * tensor data past the end */
+    for (size_t cut = 0; cut < n; cut++) {
+        uint8_t *p = malloc(cut ? cut : 1);
+        memcpy(p, full, cut);
+        char what[64];
+        snprintf(what, sizeof what, "cut at %zu of %zu", cut, n);
+        expect_refused(p, cut, what, "");
+        f = gguf_open_memory(p, cut, "fixture", err, sizeof err);
+        assert_null(f);
+        if (!strstr(err, "truncated") && !strstr(err, "absurd") && !strstr(err, "past the end"))
+            fail_msg("%s: '%s' does not say the file is cut short", what, err);
+        free(p);
+    }
+    free(full);
+}
+
+typedef void (*mutator)(uint8_t *b, size_t n);
+
+#define MUT(NAME, BODY) static void NAME(uint8_t *b, size_t n) { (void)n; BODY; }
+MUT(m_magic, b[0] = 'X')
+MUT(m_version1, put32(b + 4, 1))
+MUT(m_version4, put32(b + 4, 4))
+MUT(m_ntensors_huge, put64(b + 8, 1ull << 60))
+MUT(m_nkv_huge, put64(b + 16, 1ull << 60))
+MUT(m_strlen_huge, put64(b + find_str(b, n, "llama") - 8, 1ull << 62))
+MUT(m_keylen_huge, put64(b + 24, UINT64_MAX))
+MUT(m_strarr_huge, put64(b + find_str(b, n, "tokenizer.ggml.tokens") + 21 + 8, 1ull << 61))
+MUT(m_numarr_huge, put64(b + find_str(b, n, "key.ints") + 8 + 8, 1ull << 62))
+MUT(m_nested, put32(b + find_str(b, n, "key.ints") + 8 + 4, GGUF_TYPE_ARRAY))
+MUT(m_keytype13, put32(b + find_str(b, n, "key.blk1") + 8, 13))
+MUT(m_keytype255, put32(b + find_str(b, n, "key.blk1") + 8, 255))
+MUT(m_ndims0, put32(b + ti_ndims(b, n, "tens.aaaa"), 0))
+MUT(m_ndims5, put32(b + ti_ndims(b, n, "tens.cccc"), 5))
+MUT(m_dim0, put64(b + ti_dim(b, n, "tens.cccc", 1), 0))
+MUT(m_dim_negative, put64(b + ti_dim(b, n, "tens.cccc", 1), (uint64_t)-16))
+MUT(m_nel_overflow, put64(b + ti_dim(b, n, "tens.cccc", 1), 1ull << 62))
+MUT(m_bytes_overflow, put64(b + ti_dim(b, n, "tens.aaaa", 0), 1ull << 62))
+MUT(m_type4, put32(b + ti_type(b, n, "tens.bbbb"), 4))
+MUT(m_type31, put32(b + ti_type(b, n, "tens.bbbb"), 31))
+MUT(m_type99, put32(b + ti_type(b, n, "tens.bbbb"), 99))
+MUT(m_type_neg, put32(b + ti_type(b, n, "tens.bbbb"), 0xFFFFFFFFu))
+MUT(m_block, put64(b + ti_dim(b, n, "tens.cccc", 0), 33))
+MUT(m_unaligned, put64(b + ti_offset(b, n, "tens.bbbb"), 33))
+MUT(m_past_eof, put64(b + ti_offset(b, n, "tens.cccc"), 1u << 20))
+MUT(m_offset_huge, put64(b + ti_offset(b, n, "tens.cccc"), UINT64_MAX - 31))
+MUT(m_overlap, put64(b + ti_offset(b, n, "tens.cccc"), 64))
+MUT(m_overlap_start, put64(b + ti_offset(b, n, "tens.bbbb"), 0))
+MUT(m_name64, put64(b + find_str(b, n, "tens.aaaa") - 8, 64))
+MUT(m_name_nul, b[find_str(b, n, "tens.aaaa") + 2] = 0)
+MUT(m_align0, put32(b + find_str(b, n, "general.alignment") + 17 + 4, 0))
+MUT(m_align3, put32(b + find_str(b, n, "general.alignment") + 17 + 4, 3))
+MUT(m_align_type, put32(b + find_str(b, n, "general.alignment") + 17, GGUF_TYPE_INT32))
+MUT(m_dup_name, memcpy(b + find_str(b, n, "tens.bbbb"), "tens.aaaa", 9))
+MUT(m_dup_key, memcpy(b + find_str(b, n, "key.blk1"), "key.ints", 8))
+
+static void test_hostile_fields(void **state)
+{
+    (void)state;
+    static const struct { const char *what; mutator m; const char *needle; } cases[] = {
+        { "magic", m_magic, "bad magic" },
+        { "version 1", m_version1, "version 1" },
+        { "version 4", m_version4, "version 4" },
+        { "n_tensors huge", m_ntensors_huge, "n_tensors" },
+        { "n_kv huge", m_nkv_huge, "n_kv" },
+        { "string length huge", m_strlen_huge, "string of" },
+        { "key length huge", m_keylen_huge, "string of" },
+        { "string array huge", m_strarr_huge, "strings" },
+        { "numeric array huge", m_numarr_huge, "array of" },
+        { "nested array", m_nested, "nested" },
+        { "key type 13", m_keytype13, "unknown value type 13" },
+        { "key type 255", m_keytype255, "unknown value type 255" },
+        { "n_dims 0", m_ndims0, "n_dims 0" },
+        { "n_dims 5", m_ndims5, "n_dims 5" },
+        { "dim 0", m_dim0, "dimension 1" },
+        { "dim negative", m_dim_negative, "dimension 1" },
+        { "element count overflow", m_nel_overflow, "overflows" },
+        { "byte size overflow", m_bytes_overflow, "overflows" },
+        { "type id 4", m_type4, "type id 4" },
+        { "type id 31", m_type31, "type id 31" },
+        { "type id 99", m_type99, "type id 99" },
+        { "type id 2^32-1", m_type_neg, "type id" },
+        { "ne0 off block", m_block, "block size" },
+        { "offset unaligned", m_unaligned, "not aligned" },
+        { "offset past EOF", m_past_eof, "past the end" },
+        { "offset near 2^64", m_offset_huge, "past the end" },
+        { "partial overlap", m_overlap, "overlap" },
+        { "overlap at same start", m_overlap_start, "overlap" },
+        { "name 64 bytes", m_name64, "shorter than 64" },
+        { "name with NUL", m_name_nul, "NUL" },
+        { "alignment 0", m_align0, "power of two" },
+        { "alignment 3", m_align3, "power of two" },
+        { "alignment not u32", m_align_type, "must be u32" },
+        { "duplicate tensor name", m_dup_name, "duplicate tensor name 'tens.aaaa'" },
+        { "duplicate key", m_dup_key, "duplicate key 'key.ints'" },
+    };
+    size_t n;
+    uint8_t *full = make_fixture(&n);
+    uint8_t *b = malloc(n);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        memcpy(b, full, n);
+        cases[i].m(b, n);
+        assert_memory_not_equal(b, full, n); /* the mutation did something */
+        expect_refused(b, n, cases[i].what, cases[i].needle);
+    }
+    free(b);
+    free(full);
+}
+
+/* Identical (offset, size) is a shared payload, not an overlap. */
+static void test_shared_payload_accepted(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *b = make_fixture(&n);
+    /* make tens.bbbb an 8-element f32 at tens.aaaa's offset 0 */
+    put64(b + ti_dim(b, n, "tens.bbbb", 0), 8);
+    put64(b + ti_offset(b, n, "tens.bbbb"), 0);
+    char err[512];
+    gguf_file *f = gguf_open_memory(b, n, "fixture", err, sizeof err);
+    if (!f) fail_msg("%s", err);
+    assert_ptr_equal(gguf_find_tensor(f, "tens.aaaa")->data, gguf_find_tensor(f, "tens.bbbb")->data);
+    gguf_close(f);
+    free(b);
+}
+
+static void test_open_errors(void **state)
+{
+    (void)state;
+    char err[512];
+    assert_null(gguf_open("/nonexistent/strata.gguf", err, sizeof err));
+    assert_non_null(strstr(err, "/nonexistent/strata.gguf: "));
+    char *dir = make_scratch_dir();
+    assert_non_null(dir);
+    assert_null(gguf_open(dir, err, sizeof err));
+    assert_non_null(strstr(err, dir));
+    char path[4200];
+    snprintf(path, sizeof path, "%s/empty.gguf", dir);
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    fclose(fp);
+    assert_null(gguf_open(path, err, sizeof err));
+    assert_non_null(strstr(err, path));
+    assert_non_null(strstr(err, "truncated"));
+    unlink(path);
+    rmdir(dir);
+    free(dir);
+    /* a tiny err buffer is never overrun */
+    char tiny[8];
+    assert_null(gguf_open_memory("GGUF", 4, "a-long-name", tiny, sizeof tiny));
+    assert_int_equal(strlen(tiny), 7);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -394,8 +658,13 @@ int main(void)
         cmocka_unit_test(test_round_trip_alignment_64_file),
         cmocka_unit_test(test_writer_refusals),
         cmocka_unit_test(test_real_models),
+        cmocka_unit_test(test_real_imatrix),
         cmocka_unit_test(test_real_vocab),
         cmocka_unit_test(test_stories_f32),
+        cmocka_unit_test(test_hostile_truncation),
+        cmocka_unit_test(test_hostile_fields),
+        cmocka_unit_test(test_shared_payload_accepted),
+        cmocka_unit_test(test_open_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
