@@ -24,5 +24,14 @@ fuzz_gguf)
         chmod u+w "$corpus/imatrix-$(basename "$(dirname "$f")")-$(basename "$f")"
     done
     ;;
+fuzz_radgram)
+    # the seed's recordings: real RADGRAM2 headers and diagonals, small k
+    find "$shared"/vectors/imatrix -name 'gram.*.bin' -size -64k 2>/dev/null | head -n 16 |
+    while read -r f; do
+        n=$(echo "$f" | tr '/' '_')
+        cp -f "$f" "$corpus/$n"
+        chmod u+w "$corpus/$n"
+    done
+    ;;
 esac
 exit 0
