@@ -1,13 +1,41 @@
-/* iq3pack: placeholder entry; info/dump land with the GGUF reader. */
+/* iq3pack: builds packs and encodes raw IQ3 containers. A thin dispatcher:
+ * each subcommand is one row of COMMANDS (name, handler, one-line summary);
+ * adding a subcommand is adding a row. Handlers get argv from the
+ * subcommand's name on and return the exit status. */
+#include "pack/iq3_cli.h"
+
 #include <stdio.h>
 #include <string.h>
 
+typedef struct iq3pack_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} iq3pack_command;
+
+static const iq3pack_command COMMANDS[] = {
+    { "encode", iq3pack_cmd_encode, "raw float32 rows -> IQ3 container (quality or seed-exact reference)" },
+    { "decode", iq3pack_cmd_decode, "IQ3 container -> raw float32 rows" },
+    { "stats", iq3pack_cmd_stats, "bits per weight, rel-RMSE and weighted rel-RMSE" },
+};
+
+static void help(FILE *fp)
+{
+    fprintf(fp, "usage: iq3pack <command> [options]   (iq3pack <command> --help for its options)\n");
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof *COMMANDS; i++)
+        fprintf(fp, "  %-8s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: iq3pack <command> ...\n");
+    if (argc < 2) { help(stderr); return 2; }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        help(stdout);
         return 0;
     }
-    fprintf(stderr, "iq3pack: not implemented in this build yet (see --help)\n");
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof *COMMANDS; i++)
+        if (!strcmp(argv[1], COMMANDS[i].name)) return COMMANDS[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "iq3pack: unknown command '%s'\n", argv[1]);
+    help(stderr);
     return 2;
 }
