@@ -155,7 +155,11 @@ static void attention_block(model *m, int l, int B, int pos0)
         }
     }
     attn_job j = { m, l, B, pos0 };
-    pool_run(m->pool, B * hp->n_head, attn_task, &j);
+    /* A short context is cheaper on one thread than a pool wake-up. */
+    if ((int64_t)B * hp->n_head * (pos0 + B) * hp->head_dim < 32 * 1024)
+        for (int t = 0; t < B * hp->n_head; t++) attn_task(&j, t, 0);
+    else
+        pool_run(m->pool, B * hp->n_head, attn_task, &j);
     mm_mul(&m->mm, &L->wo, m->att, B, m->o);
     add_rows(m->x, m->o, (size_t)B * hp->n_embd);
 }

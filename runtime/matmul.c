@@ -53,13 +53,25 @@ static void tile_task(void *arg, int task, int thread)
 #endif
 }
 
+/* Below this many multiply-adds, waking the pool costs more than the work
+ * (stories260K's matrices are 64 x 64). Tasks run the same code either way. */
+#define MM_SERIAL_MACS (64 * 1024)
+
+static void run(mm_ctx *c, int n_tasks, pool_fn fn, mm_job *j)
+{
+    if ((int64_t)j->B * j->w->rows * j->w->cols < MM_SERIAL_MACS)
+        for (int t = 0; t < n_tasks; t++) fn(j, t, 0);
+    else
+        pool_run(c->pool, n_tasks, fn, j);
+}
+
 void mm_mul(mm_ctx *c, const weight *w, const float *X, int B, float *Y)
 {
     mm_job j = { c, w, X, B, Y };
     if (B == 1)
-        pool_run(c->pool, (int)((w->rows + MV_CHUNK - 1) / MV_CHUNK), matvec_task, &j);
+        run(c, (int)((w->rows + MV_CHUNK - 1) / MV_CHUNK), matvec_task, &j);
     else
-        pool_run(c->pool, (int)((w->rows + MM_TILE - 1) / MM_TILE), tile_task, &j);
+        run(c, (int)((w->rows + MM_TILE - 1) / MM_TILE), tile_task, &j);
 }
 
 void mm_blas_single_thread(void)
