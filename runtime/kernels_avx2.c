@@ -6,6 +6,7 @@
 #include "runtime/kernels_impl.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #include <string.h>
 
@@ -145,12 +146,15 @@ static const kernels avx2_table = {
     },
 };
 
+/* F16C is read from CPUID leaf 1 (ECX bit 29): not every clang knows the
+ * "f16c" name in __builtin_cpu_supports. */
 const kernels *kernels_avx2(void)
 {
+    unsigned a, b, c, d;
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-        return &avx2_table;
-    return NULL;
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return NULL;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 29))) return NULL;
+    return &avx2_table;
 }
 
 #else
