@@ -1,0 +1,113 @@
+/* arch.c: the architecture table and the hyperparameter keys (model.h).
+ * Adding an architecture is adding a row; the forward pass reads the flags. */
+#include "runtime/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const arch_info arch_table[] = {
+    /* Llama 1/2/3 and Mixtral (llama.cpp builds Mixtral as `llama` with experts, norm_w = true). */
+    { .name = "llama",    .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true },
+    { .name = "qwen2",    .rope = ROPE_NEOX, .qk_norm = QK_NORM_NONE, .attn_bias = true,  .norm_topk = true },
+    { .name = "qwen3",    .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true },
+    { .name = "qwen3moe", .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true },
+    /* OLMoE normalises q and k over the whole projected width, and keeps the raw top-k probabilities. */
+    { .name = "olmoe",    .rope = ROPE_NEOX, .qk_norm = QK_NORM_FULL, .attn_bias = false, .norm_topk = false },
+};
+
+const arch_info *arch_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof arch_table / sizeof arch_table[0]; i++)
+        if (name && strcmp(arch_table[i].name, name) == 0) return &arch_table[i];
+    return NULL;
+}
+
+enum { REQ, OPT };
+enum { I, F };
+
+/* Defaults that depend on other keys (-1) are resolved after the table. */
+static const struct hkey {
+    const char *key;
+    size_t off;
+    int kind, need;
+    double def;
+} hkeys[] = {
+    { "vocab_size",                         offsetof(model_hparams, n_vocab),       I, OPT, 0 },
+    { "context_length",                     offsetof(model_hparams, n_ctx_train),   I, REQ, 0 },
+    { "embedding_length",                   offsetof(model_hparams, n_embd),        I, REQ, 0 },
+    { "feed_forward_length",                offsetof(model_hparams, n_ff),          I, OPT, 0 },
+    { "block_count",                        offsetof(model_hparams, n_layer),       I, REQ, 0 },
+    { "attention.head_count",               offsetof(model_hparams, n_head),        I, REQ, 0 },
+    { "attention.head_count_kv",            offsetof(model_hparams, n_head_kv),     I, OPT, -1 },
+    { "attention.key_length",               offsetof(model_hparams, head_dim),      I, OPT, -1 },
+    { "rope.dimension_count",               offsetof(model_hparams, n_rot),         I, OPT, -1 },
+    { "rope.freq_base",                     offsetof(model_hparams, rope_base),     F, OPT, 10000.0 },
+    { "attention.layer_norm_rms_epsilon",   offsetof(model_hparams, rms_eps),       F, REQ, 0 },
+    { "expert_count",                       offsetof(model_hparams, n_expert),      I, OPT, 0 },
+    { "expert_used_count",                  offsetof(model_hparams, n_expert_used), I, OPT, 0 },
+    { "expert_feed_forward_length",         offsetof(model_hparams, n_ff_exp),      I, OPT, -1 },
+    { "expert_shared_feed_forward_length",  offsetof(model_hparams, n_ff_shexp),    I, OPT, 0 },
+};
+
+int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *ctx, char *err,
+                 size_t errlen)
+{
+    memset(hp, 0, sizeof *hp);
+    const arch_info *a = arch_find(arch);
+    if (!a) {
+        snprintf(err, errlen, "architecture '%s' is not supported (llama, qwen2, qwen3, qwen3moe, olmoe)",
+                 arch ? arch : "(none)");
+        return -1;
+    }
+    hp->arch = *a;
+    char key[160];
+    for (size_t i = 0; i < sizeof hkeys / sizeof hkeys[0]; i++) {
+        const struct hkey *k = &hkeys[i];
+        double v = k->def;
+        snprintf(key, sizeof key, "%s.%s", arch, k->key);
+        if (get(ctx, key, &v) != 0) {
+            if (k->need == REQ) { snprintf(err, errlen, "hyperparameter %s is missing", key); return -1; }
+            v = k->def;
+        } else if (!isfinite(v) || v < 0 || (k->kind == I && (v != floor(v) || v > 1e9))) {
+            snprintf(err, errlen, "hyperparameter %s = %g is not a valid value", key, v);
+            return -1;
+        }
+        if (k->kind == I) *(int *)((char *)hp + k->off) = (int)v;
+        else *(float *)((char *)hp + k->off) = (float)v;
+    }
+    /* An explicit key beats the arch default for top-k renormalisation. */
+    double norm;
+    snprintf(key, sizeof key, "%s.expert_weights_norm", arch);
+    if (get(ctx, key, &norm) == 0) hp->arch.norm_topk = norm != 0;
+
+    if (hp->n_head < 1 || hp->n_embd < 1 || hp->n_layer < 1 || hp->n_ctx_train < 1) {
+        snprintf(err, errlen, "hyperparameters: n_embd %d, n_layer %d, n_head %d, context %d must be >= 1",
+                 hp->n_embd, hp->n_layer, hp->n_head, hp->n_ctx_train);
+        return -1;
+    }
+    if (hp->n_head_kv < 0) hp->n_head_kv = hp->n_head;
+    if (hp->head_dim < 0) hp->head_dim = hp->n_embd / hp->n_head;
+    if (hp->n_rot < 0) hp->n_rot = hp->head_dim;
+    if (hp->n_ff_exp < 0) hp->n_ff_exp = hp->n_ff;
+    if (hp->n_head_kv < 1 || hp->n_head % hp->n_head_kv) {
+        snprintf(err, errlen, "hyperparameters: head_count %d is not a multiple of head_count_kv %d",
+                 hp->n_head, hp->n_head_kv);
+        return -1;
+    }
+    if (hp->head_dim < 2 || hp->n_rot > hp->head_dim || hp->n_rot % 2) {
+        snprintf(err, errlen, "hyperparameters: head_dim %d / rope dims %d do not fit", hp->head_dim,
+                 hp->n_rot);
+        return -1;
+    }
+    if (hp->n_expert > 0 && (hp->n_expert_used < 1 || hp->n_expert_used > hp->n_expert || hp->n_ff_exp < 1)) {
+        snprintf(err, errlen, "hyperparameters: %d experts, %d used, width %d do not fit", hp->n_expert,
+                 hp->n_expert_used, hp->n_ff_exp);
+        return -1;
+    }
+    if (hp->n_expert == 0 && hp->n_ff < 1) {
+        snprintf(err, errlen, "hyperparameter %s.feed_forward_length is missing", arch);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,323 @@
+/* forward.c: the decoder's forward pass, one function per block type, read
+ * top to bottom like the paper: embed -> per layer (attention block, then a
+ * dense FFN block or a MoE block) -> final norm -> logits. Every matrix
+ * product goes through mm_mul (matmul.h); everything here works on a ubatch
+ * of B rows at consecutive positions. Float conventions follow ggml where it
+ * changes results: RMS sums and softmax sums in double, products rounded
+ * before they are added. */
+#include "runtime/model_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- helpers */
+
+static void rmsnorm(float *out, const float *x, const float *w, int n, float eps)
+{
+    double ss = 0.0;
+    for (int i = 0; i < n; i++) ss += (double)(x[i] * x[i]);
+    const float scale = 1.0f / sqrtf((float)(ss / n) + eps);
+    for (int i = 0; i < n; i++) {
+        float v = x[i] * scale;
+        out[i] = v * w[i];
+    }
+}
+
+static void rmsnorm_rows(float *out, const float *x, const float *w, int B, int n, float eps)
+{
+    for (int b = 0; b < B; b++) rmsnorm(out + (size_t)b * n, x + (size_t)b * n, w, n, eps);
+}
+
+static float silu(float x) { return x / (1.0f + expf(-x)); }
+
+static void add_bias(float *y, const float *bias, int B, int n)
+{
+    if (!bias) return;
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < n; i++) y[(size_t)b * n + i] += bias[i];
+}
+
+static void add_rows(float *x, const float *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++) x[i] += y[i];
+}
+
+/* theta_i = pos * base^(-2i/n_rot), computed in double once per row. */
+static void rope_tables(model *m, int B, int pos0)
+{
+    const int half = m->hp.n_rot / 2;
+    for (int b = 0; b < B; b++) {
+        float *cs = m->rope_cs + (size_t)b * m->hp.n_rot;
+        for (int i = 0; i < half; i++) {
+            double theta = (double)(pos0 + b) * pow((double)m->hp.rope_base, -2.0 * i / m->hp.n_rot);
+            cs[i] = (float)cos(theta);
+            cs[half + i] = (float)sin(theta);
+        }
+    }
+}
+
+/* NORM rotates adjacent pairs (2i, 2i+1); NEOX pairs i with i + n_rot/2. */
+static void rope_head(float *v, const float *cs, int n_rot, rope_kind kind)
+{
+    const int half = n_rot / 2;
+    for (int i = 0; i < half; i++) {
+        const int i0 = kind == ROPE_NEOX ? i : 2 * i, i1 = kind == ROPE_NEOX ? i + half : 2 * i + 1;
+        const float c = cs[i], s = cs[half + i], a = v[i0], b = v[i1];
+        v[i0] = a * c - b * s;
+        v[i1] = a * s + b * c;
+    }
+}
+
+static void qk_norm(const model *m, float *v, int n_heads, const float *w, int B)
+{
+    const int hd = m->hp.head_dim, width = n_heads * hd;
+    for (int b = 0; b < B; b++) {
+        float *row = v + (size_t)b * width;
+        if (m->hp.arch.qk_norm == QK_NORM_FULL) rmsnorm(row, row, w, width, m->hp.rms_eps);
+        else
+            for (int h = 0; h < n_heads; h++) rmsnorm(row + h * hd, row + h * hd, w, hd, m->hp.rms_eps);
+    }
+}
+
+static void *kv_row(const model *m, void *cache, int layer, int pos)
+{
+    return (char *)cache + (((size_t)layer * m->n_ctx + pos) * m->kv_dim) * m->kv_elt;
+}
+
+/* -------------------------------------------------------------- attention */
+
+typedef struct attn_job {
+    model *m;
+    int layer, B, pos0;
+} attn_job;
+
+/* One (row, query head): causal softmax(q·k / sqrt(d)) over the cache, times v. */
+static void attn_task(void *arg, int task, int thread)
+{
+    attn_job *j = arg;
+    model *m = j->m;
+    const int hd = m->hp.head_dim, nh = m->hp.n_head;
+    const int b = task / nh, h = task % nh, kvh = h / (nh / m->hp.n_head_kv);
+    const int n_pos = j->pos0 + b + 1;
+    const float *q = m->q + (size_t)b * m->q_dim + (size_t)h * hd;
+    float *out = m->att + (size_t)b * m->q_dim + (size_t)h * hd;
+    float *sc = m->att_scores + (size_t)thread * m->n_ctx;
+    const float scale = 1.0f / sqrtf((float)hd);
+    const bool f16 = m->opt.kv == KV_F16;
+
+    float mx = -INFINITY;
+    for (int p = 0; p < n_pos; p++) {
+        const void *kr = (const char *)kv_row(m, m->kcache, j->layer, p) + (size_t)kvh * hd * m->kv_elt;
+        float s = f16 ? m->k->dot_f16(kr, q, hd) : m->k->dot_f32(kr, q, hd);
+        sc[p] = s * scale;
+        if (sc[p] > mx) mx = sc[p];
+    }
+    double sum = 0.0;
+    for (int p = 0; p < n_pos; p++) { sc[p] = expf(sc[p] - mx); sum += sc[p]; }
+    const float inv = (float)(1.0 / sum);
+    memset(out, 0, (size_t)hd * sizeof *out);
+    for (int p = 0; p < n_pos; p++) {
+        const void *vr = (const char *)kv_row(m, m->vcache, j->layer, p) + (size_t)kvh * hd * m->kv_elt;
+        if (f16) m->k->axpy_f16(out, sc[p] * inv, vr, hd);
+        else m->k->axpy_f32(out, sc[p] * inv, vr, hd);
+    }
+}
+
+static void attention_block(model *m, int l, int B, int pos0)
+{
+    const layer_weights *L = &m->w.layers[l];
+    const model_hparams *hp = &m->hp;
+    rmsnorm_rows(m->h, m->x, L->attn_norm, B, hp->n_embd, hp->rms_eps);
+    mm_mul(&m->mm, &L->wq, m->h, B, m->q);
+    mm_mul(&m->mm, &L->wk, m->h, B, m->kx);
+    mm_mul(&m->mm, &L->wv, m->h, B, m->vx);
+    add_bias(m->q, L->bq, B, m->q_dim);
+    add_bias(m->kx, L->bk, B, m->kv_dim);
+    add_bias(m->vx, L->bv, B, m->kv_dim);
+    if (hp->arch.qk_norm != QK_NORM_NONE) {
+        qk_norm(m, m->q, hp->n_head, L->q_norm, B);
+        qk_norm(m, m->kx, hp->n_head_kv, L->k_norm, B);
+    }
+    for (int b = 0; b < B; b++) {
+        const float *cs = m->rope_cs + (size_t)b * hp->n_rot;
+        for (int h = 0; h < hp->n_head; h++)
+            rope_head(m->q + (size_t)b * m->q_dim + h * hp->head_dim, cs, hp->n_rot, hp->arch.rope);
+        for (int h = 0; h < hp->n_head_kv; h++)
+            rope_head(m->kx + (size_t)b * m->kv_dim + h * hp->head_dim, cs, hp->n_rot, hp->arch.rope);
+        void *kr = kv_row(m, m->kcache, l, pos0 + b), *vr = kv_row(m, m->vcache, l, pos0 + b);
+        if (m->opt.kv == KV_F16) {
+            m->k->f32_to_f16(m->kx + (size_t)b * m->kv_dim, kr, m->kv_dim);
+            m->k->f32_to_f16(m->vx + (size_t)b * m->kv_dim, vr, m->kv_dim);
+        } else {
+            memcpy(kr, m->kx + (size_t)b * m->kv_dim, (size_t)m->kv_dim * sizeof(float));
+            memcpy(vr, m->vx + (size_t)b * m->kv_dim, (size_t)m->kv_dim * sizeof(float));
+        }
+    }
+    attn_job j = { m, l, B, pos0 };
+    /* A short context is cheaper on one thread than a pool wake-up. */
+    if ((int64_t)B * hp->n_head * (pos0 + B) * hp->head_dim < 32 * 1024)
+        for (int t = 0; t < B * hp->n_head; t++) attn_task(&j, t, 0);
+    else
+        pool_run(m->pool, B * hp->n_head, attn_task, &j);
+    mm_mul(&m->mm, &L->wo, m->att, B, m->o);
+    add_rows(m->x, m->o, (size_t)B * hp->n_embd);
+}
+
+/* -------------------------------------------------------------------- FFN */
+
+/* out = down(silu(gate(h)) * up(h)) for B rows of h. */
+static void swiglu(model *m, const weight *gate, const weight *up, const weight *down, const float *h,
+                   int B, float *out)
+{
+    const int64_t ff = gate->rows;
+    mm_mul(&m->mm, gate, h, B, m->ffa);
+    mm_mul(&m->mm, up, h, B, m->ffb);
+    for (int64_t i = 0; i < (int64_t)B * ff; i++) {
+        float g = silu(m->ffa[i]);
+        m->ffa[i] = g * m->ffb[i];
+    }
+    mm_mul(&m->mm, down, m->ffa, B, out);
+}
+
+static void ffn_block(model *m, int l, int B)
+{
+    const layer_weights *L = &m->w.layers[l];
+    rmsnorm_rows(m->h, m->x, L->ffn_norm, B, m->hp.n_embd, m->hp.rms_eps);
+    swiglu(m, &L->ffn_gate, &L->ffn_up, &L->ffn_down, m->h, B, m->o);
+    add_rows(m->x, m->o, (size_t)B * m->hp.n_embd);
+}
+
+/* -------------------------------------------------------------------- MoE */
+
+/* Softmax over the router logits, the top-k by probability (ties: lower
+ * index first, as a stable sort gives), optionally renormalised. */
+static void route(const model *m, const float *logits, int *sel, float *w)
+{
+    const int E = m->hp.n_expert, K = m->hp.n_expert_used;
+    float p[256];
+    float mx = -INFINITY;
+    for (int e = 0; e < E; e++) mx = logits[e] > mx ? logits[e] : mx;
+    double sum = 0.0;
+    for (int e = 0; e < E; e++) { p[e] = expf(logits[e] - mx); sum += p[e]; }
+    for (int e = 0; e < E; e++) p[e] = (float)(p[e] / sum);
+    for (int j = 0; j < K; j++) {
+        int best = -1;
+        for (int e = 0; e < E; e++) {
+            bool taken = false;
+            for (int i = 0; i < j; i++) taken |= sel[i] == e;
+            if (!taken && (best < 0 || p[e] > p[best])) best = e;
+        }
+        sel[j] = best;
+        w[j] = p[best];
+    }
+    if (m->hp.arch.norm_topk) {
+        float s = 0.0f;
+        for (int j = 0; j < K; j++) s += w[j];
+        if (s < 6.103515625e-5f) s = 6.103515625e-5f; /* llama.cpp's clamp: no division by ~0 */
+        for (int j = 0; j < K; j++) w[j] /= s;
+    }
+}
+
+static void moe_block(model *m, int l, int B)
+{
+    const layer_weights *L = &m->w.layers[l];
+    const int E = m->hp.n_expert, K = m->hp.n_expert_used, D = m->hp.n_embd;
+    rmsnorm_rows(m->h, m->x, L->ffn_norm, B, D, m->hp.rms_eps);
+    mm_mul(&m->mm, &L->router, m->h, B, m->rlog);
+    for (int b = 0; b < B; b++) route(m, m->rlog + (size_t)b * E, m->sel + b * K, m->selw + b * K);
+
+    /* Each expert runs once over every row routed to it (a gathered batch). */
+    for (int e = 0; e < E; e++) {
+        int n = 0;
+        for (int b = 0; b < B; b++)
+            for (int j = 0; j < K; j++)
+                if (m->sel[b * K + j] == e) {
+                    m->grp[n] = b * K + j;
+                    memcpy(m->hg + (size_t)n * D, m->h + (size_t)b * D, (size_t)D * sizeof(float));
+                    n++;
+                }
+        if (n == 0) continue;
+        swiglu(m, &L->exp_gate[e], &L->exp_up[e], &L->exp_down[e], m->hg, n, m->gd);
+        for (int i = 0; i < n; i++)
+            memcpy(m->eo + (size_t)m->grp[i] * D, m->gd + (size_t)i * D, (size_t)D * sizeof(float));
+    }
+    /* Weighted sum in top-k order, each product rounded before the add. */
+    for (int b = 0; b < B; b++) {
+        float *out = m->o + (size_t)b * D;
+        for (int i = 0; i < D; i++) out[i] = 0.0f;
+        for (int j = 0; j < K; j++) {
+            const float wj = m->selw[b * K + j], *eo = m->eo + (size_t)(b * K + j) * D;
+            for (int i = 0; i < D; i++) {
+                float t = wj * eo[i];
+                out[i] += t;
+            }
+        }
+    }
+    if (weight_present(&L->sh_gate)) {
+        swiglu(m, &L->sh_gate, &L->sh_up, &L->sh_down, m->h, B, m->gd);
+        for (int b = 0; b < B; b++) {
+            float g = 1.0f;
+            if (weight_present(&L->sh_router)) {
+                mm_mul(&m->mm, &L->sh_router, m->h + (size_t)b * D, 1, &g);
+                g = 1.0f / (1.0f + expf(-g));
+            }
+            for (int i = 0; i < D; i++) {
+                float t = g * m->gd[(size_t)b * D + i];
+                m->o[(size_t)b * D + i] += t;
+            }
+        }
+    }
+    add_rows(m->x, m->o, (size_t)B * D);
+}
+
+/* ---------------------------------------------------------------- forward */
+
+enum want { WANT_NONE, WANT_LAST, WANT_ALL };
+
+static void forward_ubatch(model *m, const int32_t *tokens, int B, float *logits, enum want want)
+{
+    const model_hparams *hp = &m->hp;
+    const int pos0 = m->n_past;
+    for (int b = 0; b < B; b++)
+        m->k->row_f32[m->w.tok_embd.form](&m->w.tok_embd, tokens[b], m->x + (size_t)b * hp->n_embd);
+    rope_tables(m, B, pos0);
+    for (int l = 0; l < hp->n_layer; l++) {
+        attention_block(m, l, B, pos0);
+        if (hp->n_expert > 0) moe_block(m, l, B);
+        else ffn_block(m, l, B);
+    }
+    const weight *out = weight_present(&m->w.output) ? &m->w.output : &m->w.tok_embd;
+    if (want == WANT_ALL) {
+        rmsnorm_rows(m->h, m->x, m->w.output_norm, B, hp->n_embd, hp->rms_eps);
+        mm_mul(&m->mm, out, m->h, B, logits);
+    } else if (want == WANT_LAST) {
+        rmsnorm(m->h, m->x + (size_t)(B - 1) * hp->n_embd, m->w.output_norm, hp->n_embd, hp->rms_eps);
+        mm_mul(&m->mm, out, m->h, 1, logits);
+    }
+    m->n_past += B;
+}
+
+int model_forward(model *m, const int32_t *tokens, int n, float *logits, bool all_logits, char *err,
+                  size_t errlen)
+{
+    if (n < 1) { snprintf(err, errlen, "forward: no tokens"); return -1; }
+    if (n > m->n_ctx - m->n_past) {
+        snprintf(err, errlen, "context overflow: %d cached + %d new tokens > n_ctx %d", m->n_past, n,
+                 m->n_ctx);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= m->hp.n_vocab) {
+            snprintf(err, errlen, "token %d at index %d is outside the vocabulary (%d)", tokens[i], i,
+                     m->hp.n_vocab);
+            return -1;
+        }
+    for (int i = 0; i < n; i += m->opt.n_batch) {
+        int B = n - i < m->opt.n_batch ? n - i : m->opt.n_batch;
+        /* Without all_logits only the last ubatch's last row is computed. */
+        enum want w = all_logits ? WANT_ALL : (i + B == n ? WANT_LAST : WANT_NONE);
+        forward_ubatch(m, tokens + i, B, all_logits ? logits + (size_t)i * m->hp.n_vocab : logits, w);
+    }
+    return 0;
+}

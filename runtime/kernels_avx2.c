@@ -1,0 +1,162 @@
+/* kernels_avx2.c: the AVX2+FMA+F16C kernel table, chosen at run time (the
+ * build has no -march). Float sums use 8-lane partial sums, so they differ
+ * from the scalar table by summation order only; decoders produce the very
+ * same floats as the scalar ones (integer unpacking, then the same multiply
+ * and add, never fused). Forms without a vector decoder reuse the scalar one. */
+#include "runtime/kernels_impl.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#include <immintrin.h>
+#include <string.h>
+
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+
+AVX2 static inline float hsum(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+AVX2 static float dot_f32(const float *a, const float *b, int64_t n)
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+    }
+    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    float s = hsum(_mm256_add_ps(s0, s1));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+AVX2 static inline __m256 load_h8(const uint16_t *p)
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+AVX2 static float dot_f16(const uint16_t *a, const float *b, int64_t n)
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = _mm256_fmadd_ps(load_h8(a + i), _mm256_loadu_ps(b + i), s0);
+        s1 = _mm256_fmadd_ps(load_h8(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+    }
+    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(load_h8(a + i), _mm256_loadu_ps(b + i), s0);
+    float s = hsum(_mm256_add_ps(s0, s1));
+    for (; i < n; i++) s += _cvtsh_ss(a[i]) * b[i];
+    return s;
+}
+
+AVX2 static void axpy_f32(float *y, float a, const float *x, int64_t n)
+{
+    __m256 va = _mm256_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] += a * x[i];
+}
+
+AVX2 static void axpy_f16(float *y, float a, const uint16_t *x, int64_t n)
+{
+    __m256 va = _mm256_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, load_h8(x + i), _mm256_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] += a * _cvtsh_ss(x[i]);
+}
+
+AVX2 static void f16_to_f32(const uint16_t *src, float *dst, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load_h8(src + i));
+    for (; i < n; i++) dst[i] = _cvtsh_ss(src[i]);
+}
+
+/* Round to nearest even, as fp16.h does; (NaN payloads aside, which the KV
+ * cache never holds.) */
+AVX2 static void f32_to_f16(const float *src, uint16_t *dst, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(dst + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) dst[i] = (uint16_t)_cvtss_sh(src[i], _MM_FROUND_TO_NEAREST_INT);
+}
+
+AVX2 static void row_p16(const weight *w, int64_t r, float *dst)
+{
+    f16_to_f32((const uint16_t *)((const uint8_t *)w->data + (size_t)r * w->row_bytes), dst, w->cols);
+}
+
+/* 8 codes of `bits` bits starting at byte p (8 codes = `bits` bytes). */
+AVX2 static inline __m256i codes8(const uint8_t *p, int bits)
+{
+    if (bits == 8) {
+        return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
+    }
+    uint32_t u = 0;
+    memcpy(&u, p, (size_t)bits);
+    const __m256i sh = bits == 4 ? _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)
+                                 : _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)u), sh),
+                            _mm256_set1_epi32((1 << bits) - 1));
+}
+
+AVX2 static void row_scode(const weight *w, int64_t r, float *dst)
+{
+    if (w->group % 8) { kscalar_row_scode(w, r, dst); return; }
+    const int bits = w->code_bits;
+    const uint8_t *codes = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    const int64_t ng = w->cols / w->group, g0 = r * ng;
+    const __m256i bias = _mm256_set1_epi32(w->code_bias);
+    for (int64_t g = 0; g < ng; g++) {
+        const __m256 sc = _mm256_set1_ps(w->scales[g0 + g]);
+        const __m256 of = _mm256_set1_ps(w->offsets ? w->offsets[g0 + g] : 0.0f);
+        for (int64_t c = g * w->group; c < (g + 1) * w->group; c += 8) {
+            __m256i q = codes8(codes + c * bits / 8, bits);
+            __m256 v = w->codebook ? _mm256_i32gather_ps(w->codebook, q, 4)
+                                   : _mm256_cvtepi32_ps(_mm256_add_epi32(q, bias));
+            v = _mm256_mul_ps(v, sc);
+            if (w->offsets) v = _mm256_add_ps(v, of);
+            _mm256_storeu_ps(dst + c, v);
+        }
+    }
+}
+
+static const kernels avx2_table = {
+    .name = "avx2",
+    .dot_f32 = dot_f32,
+    .dot_f16 = dot_f16,
+    .axpy_f32 = axpy_f32,
+    .axpy_f16 = axpy_f16,
+    .f16_to_f32 = f16_to_f32,
+    .f32_to_f16 = f32_to_f16,
+    .row_f32 = {
+        [WF_P32] = kscalar_row_p32,
+        [WF_P16] = row_p16,
+        [WF_SCODE] = row_scode,
+        [WF_GGML] = kscalar_row_ggml,
+        [WF_IQ3] = kscalar_row_iq3,
+    },
+};
+
+/* F16C is read from CPUID leaf 1 (ECX bit 29): not every clang knows the
+ * "f16c" name in __builtin_cpu_supports. */
+const kernels *kernels_avx2(void)
+{
+    unsigned a, b, c, d;
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return NULL;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 29))) return NULL;
+    return &avx2_table;
+}
+
+#else
+const kernels *kernels_avx2(void) { return 0; }
+#endif

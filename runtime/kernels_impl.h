@@ -1,0 +1,18 @@
+/* kernels_impl.h: what the scalar and AVX2 kernel files share (private to
+ * runtime/kernels*.c). The AVX2 table reuses the scalar decoders for forms
+ * it has no faster path for, so "AVX2 equals scalar" is trivially true there. */
+#ifndef STRATA_KERNELS_IMPL_H
+#define STRATA_KERNELS_IMPL_H
+
+#include "runtime/kernels.h"
+
+void kscalar_row_p32(const weight *w, int64_t r, float *dst);
+void kscalar_row_p16(const weight *w, int64_t r, float *dst);
+void kscalar_row_scode(const weight *w, int64_t r, float *dst);
+void kscalar_row_ggml(const weight *w, int64_t r, float *dst);
+void kscalar_row_iq3(const weight *w, int64_t r, float *dst);
+
+/* NULL when the CPU (or the compiler target) has no AVX2+FMA+F16C. */
+const kernels *kernels_avx2(void);
+
+#endif

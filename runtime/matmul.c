@@ -1,0 +1,82 @@
+/* matmul.c: see matmul.h. */
+#include "runtime/matmul.h"
+
+#if defined(__has_include)
+#if __has_include(<cblas.h>)
+#include <cblas.h>
+#define HAVE_CBLAS 1
+#endif
+#endif
+
+#define MV_CHUNK 16 /* rows per mat-vec task: small enough to balance 2..16 threads */
+
+typedef struct mm_job {
+    mm_ctx *c;
+    const weight *w;
+    const float *X;
+    int B;
+    float *Y;
+} mm_job;
+
+static void matvec_task(void *arg, int task, int thread)
+{
+    mm_job *j = arg;
+    const weight *w = j->w;
+    float *scratch = j->c->scratch + (size_t)thread * (size_t)j->c->scratch_stride;
+    int64_t r0 = (int64_t)task * MV_CHUNK, r1 = r0 + MV_CHUNK;
+    if (r1 > w->rows) r1 = w->rows;
+    for (int64_t r = r0; r < r1; r++) j->Y[r] = weight_dot(j->c->k, w, r, j->X, scratch);
+}
+
+static void tile_task(void *arg, int task, int thread)
+{
+    mm_job *j = arg;
+    const weight *w = j->w;
+    const int64_t K = w->cols;
+    int64_t r0 = (int64_t)task * MM_TILE, n = w->rows - r0;
+    if (n > MM_TILE) n = MM_TILE;
+    const float *tile;
+    if (w->form == WF_P32) {
+        tile = (const float *)((const char *)w->data + (size_t)r0 * w->row_bytes);
+    } else {
+        float *t = j->c->scratch + (size_t)thread * (size_t)j->c->scratch_stride;
+        for (int64_t i = 0; i < n; i++) j->c->k->row_f32[w->form](w, r0 + i, t + i * K);
+        tile = t;
+    }
+#ifdef HAVE_CBLAS
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->B, (int)n, (int)K, 1.0f, j->X, (int)K, tile,
+                (int)K, 0.0f, j->Y + r0, (int)w->rows);
+#else
+    for (int b = 0; b < j->B; b++)
+        for (int64_t i = 0; i < n; i++)
+            j->Y[(size_t)b * w->rows + r0 + i] = j->c->k->dot_f32(tile + i * K, j->X + (size_t)b * K, K);
+#endif
+}
+
+/* Below this many multiply-adds, waking the pool costs more than the work
+ * (stories260K's matrices are 64 x 64). Tasks run the same code either way. */
+#define MM_SERIAL_MACS (64 * 1024)
+
+static void run(mm_ctx *c, int n_tasks, pool_fn fn, mm_job *j)
+{
+    if ((int64_t)j->B * j->w->rows * j->w->cols < MM_SERIAL_MACS)
+        for (int t = 0; t < n_tasks; t++) fn(j, t, 0);
+    else
+        pool_run(c->pool, n_tasks, fn, j);
+}
+
+void mm_mul(mm_ctx *c, const weight *w, const float *X, int B, float *Y)
+{
+    mm_job j = { c, w, X, B, Y };
+    if (B == 1)
+        run(c, (int)((w->rows + MV_CHUNK - 1) / MV_CHUNK), matvec_task, &j);
+    else
+        run(c, (int)((w->rows + MM_TILE - 1) / MM_TILE), tile_task, &j);
+}
+
+void mm_blas_single_thread(void)
+{
+#ifdef HAVE_CBLAS
+    openblas_set_num_threads(1);
+#endif
+}

@@ -1,0 +1,34 @@
+/* matmul.h: Y = X · Wᵀ for any weight form, on the model's thread pool.
+ *
+ * Contract: mm_mul(c, w, X, B, Y) computes Y[b][r] = W[r]·X[b] for b < B,
+ * r < w->rows (X is B x cols, Y is B x rows, both row-major, no overlap).
+ *  - B == 1 (decode): a mat-vec, rows split in fixed chunks over the pool;
+ *    each row is one weight_dot, so the result does not depend on the
+ *    thread count.
+ *  - B > 1 (prefill): rows are cut into fixed tiles of MM_TILE; each tile is
+ *    decoded once to f32 (P32 is used in place) and multiplied by all B
+ *    rows of X with one OpenBLAS sgemm (a plain loop when the build has no
+ *    cblas.h). Tiles never depend on the thread count either.
+ * Needs MM_TILE * max cols floats of scratch per pool thread. */
+#ifndef STRATA_MATMUL_H
+#define STRATA_MATMUL_H
+
+#include "runtime/kernels.h"
+#include "runtime/pool.h"
+
+#define MM_TILE 64
+
+typedef struct mm_ctx {
+    const kernels *k;
+    pool *pool;
+    float *scratch;           /* pool_size(pool) blocks of `scratch_stride` floats */
+    int64_t scratch_stride;   /* >= MM_TILE * max cols */
+} mm_ctx;
+
+void mm_mul(mm_ctx *c, const weight *w, const float *X, int B, float *Y);
+
+/* Keeps OpenBLAS from starting threads of its own under ours (it is a
+ * process-wide setting of that library). No-op without OpenBLAS. */
+void mm_blas_single_thread(void);
+
+#endif

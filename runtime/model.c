@@ -1,0 +1,257 @@
+/* model.c: building and freeing the model object: weight checks against the
+ * hyperparameters (so the forward pass never checks a shape), the KV cache,
+ * the ubatch buffers, the thread pool. The forward pass is in forward.c. */
+#include "runtime/model_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+model_options model_default_options(void)
+{
+    model_options o = { .n_threads = 0, .n_ctx = 0, .n_batch = 64, .kv = KV_F16, .simd = 1 };
+    return o;
+}
+
+typedef struct checker {
+    char *err;
+    size_t errlen;
+    int64_t max_cols;
+} checker;
+
+/* Checks presence and shape; name like "blk.3.attn_q" for the message. */
+static int check_w(checker *c, weight *w, int64_t rows, int64_t cols, const char *fmt, int layer)
+{
+    char name[96];
+    snprintf(name, sizeof name, fmt, layer);
+    if (weight_check(w, name, c->err, c->errlen) != 0) return -1;
+    if (w->rows != rows || w->cols != cols) {
+        snprintf(c->err, c->errlen, "%s: shape %lld x %lld, the hyperparameters say %lld x %lld", name,
+                 (long long)w->rows, (long long)w->cols, (long long)rows, (long long)cols);
+        return -1;
+    }
+    if (cols > c->max_cols) c->max_cols = cols;
+    return 0;
+}
+
+static int check_vec(checker *c, const float *v, const char *fmt, int layer)
+{
+    if (v) return 0;
+    char name[96];
+    snprintf(name, sizeof name, fmt, layer);
+    snprintf(c->err, c->errlen, "%s: missing", name);
+    return -1;
+}
+
+static int check_layer(checker *c, const model_hparams *hp, layer_weights *L, int l)
+{
+    const int D = hp->n_embd, qd = hp->n_head * hp->head_dim, kvd = hp->n_head_kv * hp->head_dim;
+    if (check_vec(c, L->attn_norm, "blk.%d.attn_norm", l) || check_vec(c, L->ffn_norm, "blk.%d.ffn_norm", l) ||
+        check_w(c, &L->wq, qd, D, "blk.%d.attn_q", l) || check_w(c, &L->wk, kvd, D, "blk.%d.attn_k", l) ||
+        check_w(c, &L->wv, kvd, D, "blk.%d.attn_v", l) || check_w(c, &L->wo, D, qd, "blk.%d.attn_output", l))
+        return -1;
+    if (hp->arch.attn_bias && (check_vec(c, L->bq, "blk.%d.attn_q.bias", l) ||
+                               check_vec(c, L->bk, "blk.%d.attn_k.bias", l) ||
+                               check_vec(c, L->bv, "blk.%d.attn_v.bias", l)))
+        return -1;
+    if (hp->arch.qk_norm != QK_NORM_NONE &&
+        (check_vec(c, L->q_norm, "blk.%d.attn_q_norm", l) || check_vec(c, L->k_norm, "blk.%d.attn_k_norm", l)))
+        return -1;
+    if (hp->n_expert == 0)
+        return check_w(c, &L->ffn_gate, hp->n_ff, D, "blk.%d.ffn_gate", l) ||
+               check_w(c, &L->ffn_up, hp->n_ff, D, "blk.%d.ffn_up", l) ||
+               check_w(c, &L->ffn_down, D, hp->n_ff, "blk.%d.ffn_down", l) ? -1 : 0;
+    if (check_w(c, &L->router, hp->n_expert, D, "blk.%d.ffn_gate_inp", l)) return -1;
+    if (!L->exp_gate || !L->exp_up || !L->exp_down) {
+        snprintf(c->err, c->errlen, "blk.%d.ffn_*_exps: missing", l);
+        return -1;
+    }
+    for (int e = 0; e < hp->n_expert; e++) {
+        char f[96];
+        snprintf(f, sizeof f, "blk.%%d.ffn_gate_exps[%d]", e);
+        if (check_w(c, &L->exp_gate[e], hp->n_ff_exp, D, f, l)) return -1;
+        snprintf(f, sizeof f, "blk.%%d.ffn_up_exps[%d]", e);
+        if (check_w(c, &L->exp_up[e], hp->n_ff_exp, D, f, l)) return -1;
+        snprintf(f, sizeof f, "blk.%%d.ffn_down_exps[%d]", e);
+        if (check_w(c, &L->exp_down[e], D, hp->n_ff_exp, f, l)) return -1;
+    }
+    if (weight_present(&L->sh_gate) || hp->n_ff_shexp > 0) {
+        const int ff = hp->n_ff_shexp;
+        if (check_w(c, &L->sh_gate, ff, D, "blk.%d.ffn_gate_shexp", l) ||
+            check_w(c, &L->sh_up, ff, D, "blk.%d.ffn_up_shexp", l) ||
+            check_w(c, &L->sh_down, D, ff, "blk.%d.ffn_down_shexp", l))
+            return -1;
+        if (weight_present(&L->sh_router) && check_w(c, &L->sh_router, 1, D, "blk.%d.ffn_gate_inp_shexp", l))
+            return -1;
+    }
+    return 0;
+}
+
+/* The model keeps its own copy of the weight descriptors (not the planes). */
+static int copy_weights(model *m, const model_weights *src)
+{
+    const model_hparams *hp = &m->hp;
+    m->w = *src;
+    m->w.layers = calloc((size_t)hp->n_layer, sizeof *m->w.layers);
+    if (!m->w.layers) return -1;
+    for (int l = 0; l < hp->n_layer; l++) {
+        layer_weights *L = &m->w.layers[l];
+        *L = src->layers[l];
+        L->exp_gate = L->exp_up = L->exp_down = NULL;
+        if (hp->n_expert == 0 || !src->layers[l].exp_gate || !src->layers[l].exp_up || !src->layers[l].exp_down)
+            continue;
+        size_t n = (size_t)hp->n_expert;
+        L->exp_gate = malloc(n * sizeof(weight));
+        L->exp_up = malloc(n * sizeof(weight));
+        L->exp_down = malloc(n * sizeof(weight));
+        if (!L->exp_gate || !L->exp_up || !L->exp_down) return -1;
+        memcpy(L->exp_gate, src->layers[l].exp_gate, n * sizeof(weight));
+        memcpy(L->exp_up, src->layers[l].exp_up, n * sizeof(weight));
+        memcpy(L->exp_down, src->layers[l].exp_down, n * sizeof(weight));
+    }
+    return 0;
+}
+
+static void *alloc_f(size_t n, int *fail)
+{
+    void *p = calloc(n ? n : 1, sizeof(float));
+    if (!p) *fail = 1;
+    return p;
+}
+
+model *model_create(const model_hparams *hp, const model_weights *w, const model_options *opt, char *err,
+                    size_t errlen)
+{
+    model *m = calloc(1, sizeof *m);
+    if (!m) { snprintf(err, errlen, "out of memory"); return NULL; }
+    m->hp = *hp;
+    m->opt = opt ? *opt : model_default_options();
+    if (m->opt.n_threads <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        m->opt.n_threads = n > 0 ? (int)n : 1;
+    }
+    if (m->opt.n_batch <= 0) m->opt.n_batch = 64;
+    m->n_ctx = m->opt.n_ctx > 0 ? m->opt.n_ctx : hp->n_ctx_train;
+    if (hp->n_vocab == 0) m->hp.n_vocab = (int)w->tok_embd.rows;
+    if (hp->n_expert > 256) {
+        snprintf(err, errlen, "%d experts: at most 256 are supported", hp->n_expert);
+        free(m);
+        return NULL;
+    }
+    if (copy_weights(m, w) != 0) { snprintf(err, errlen, "out of memory"); model_free(m); return NULL; }
+
+    checker c = { err, errlen, 0 };
+    const model_hparams *h = &m->hp;
+    if (check_w(&c, &m->w.tok_embd, h->n_vocab, h->n_embd, "token_embd%.0d", 0) ||
+        check_vec(&c, m->w.output_norm, "output_norm%.0d", 0) ||
+        (weight_present(&m->w.output) && check_w(&c, &m->w.output, h->n_vocab, h->n_embd, "output%.0d", 0))) {
+        model_free(m);
+        return NULL;
+    }
+    for (int l = 0; l < h->n_layer; l++)
+        if (check_layer(&c, h, &m->w.layers[l], l)) { model_free(m); return NULL; }
+
+    m->k = kernels_get(m->opt.simd);
+    m->pool = pool_create(m->opt.n_threads);
+    if (!m->pool) { snprintf(err, errlen, "cannot start %d threads", m->opt.n_threads); model_free(m); return NULL; }
+    mm_blas_single_thread();
+
+    m->q_dim = h->n_head * h->head_dim;
+    m->kv_dim = h->n_head_kv * h->head_dim;
+    m->kv_elt = m->opt.kv == KV_F32 ? 4 : 2;
+    const size_t nb = (size_t)m->opt.n_batch, D = (size_t)h->n_embd, T = (size_t)m->opt.n_threads;
+    size_t ff = (size_t)h->n_ff;
+    if ((size_t)h->n_ff_exp > ff) ff = (size_t)h->n_ff_exp;
+    if ((size_t)h->n_ff_shexp > ff) ff = (size_t)h->n_ff_shexp;
+    const size_t E = (size_t)h->n_expert, K = (size_t)h->n_expert_used;
+    int fail = 0;
+    size_t cache_bytes = (size_t)h->n_layer * (size_t)m->n_ctx * (size_t)m->kv_dim * m->kv_elt;
+    m->kcache = calloc(1, cache_bytes);
+    m->vcache = calloc(1, cache_bytes);
+    if (!m->kcache || !m->vcache) fail = 1;
+    m->mm.k = m->k;
+    m->mm.pool = m->pool;
+    m->mm.scratch_stride = MM_TILE * c.max_cols;
+    m->mm.scratch = alloc_f(T * (size_t)m->mm.scratch_stride, &fail);
+    m->x = alloc_f(nb * D, &fail);
+    m->h = alloc_f(nb * D, &fail);
+    m->o = alloc_f(nb * D, &fail);
+    m->q = alloc_f(nb * (size_t)m->q_dim, &fail);
+    m->att = alloc_f(nb * (size_t)m->q_dim, &fail);
+    m->kx = alloc_f(nb * (size_t)m->kv_dim, &fail);
+    m->vx = alloc_f(nb * (size_t)m->kv_dim, &fail);
+    m->ffa = alloc_f(nb * ff, &fail);
+    m->ffb = alloc_f(nb * ff, &fail);
+    m->rope_cs = alloc_f(nb * (size_t)h->n_rot, &fail);
+    m->att_scores = alloc_f(T * (size_t)m->n_ctx, &fail);
+    if (E > 0) {
+        m->rlog = alloc_f(nb * E, &fail);
+        m->selw = alloc_f(nb * K, &fail);
+        m->eo = alloc_f(nb * K * D, &fail);
+        m->hg = alloc_f(nb * D, &fail);
+        m->gd = alloc_f(nb * D, &fail);
+        m->sel = calloc(nb * K, sizeof(int));
+        m->grp = calloc(nb * K, sizeof(int));
+        if (!m->sel || !m->grp) fail = 1;
+    } else {
+        m->gd = alloc_f(nb * D, &fail);
+    }
+    if (fail) {
+        snprintf(err, errlen, "out of memory (KV cache %zu bytes for n_ctx %d)", 2 * cache_bytes, m->n_ctx);
+        model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+int model_n_past(const model *m) { return m->n_past; }
+int model_n_ctx(const model *m) { return m->n_ctx; }
+const model_hparams *model_hp(const model *m) { return &m->hp; }
+const char *model_kernels_name(const model *m) { return m->k->name; }
+
+void model_rewind(model *m, int n_past)
+{
+    if (n_past >= 0 && n_past < m->n_past) m->n_past = n_past;
+}
+
+size_t model_active_bytes(const model *m)
+{
+    const model_hparams *h = &m->hp;
+    size_t b = m->w.tok_embd.row_bytes; /* one embedding row per token */
+    b += weight_bytes(weight_present(&m->w.output) ? &m->w.output : &m->w.tok_embd);
+    for (int l = 0; l < h->n_layer; l++) {
+        const layer_weights *L = &m->w.layers[l];
+        b += weight_bytes(&L->wq) + weight_bytes(&L->wk) + weight_bytes(&L->wv) + weight_bytes(&L->wo);
+        if (h->n_expert == 0) {
+            b += weight_bytes(&L->ffn_gate) + weight_bytes(&L->ffn_up) + weight_bytes(&L->ffn_down);
+            continue;
+        }
+        size_t all = 0;
+        for (int e = 0; e < h->n_expert; e++)
+            all += weight_bytes(&L->exp_gate[e]) + weight_bytes(&L->exp_up[e]) + weight_bytes(&L->exp_down[e]);
+        b += weight_bytes(&L->router) + all / (size_t)h->n_expert * (size_t)h->n_expert_used;
+        if (weight_present(&L->sh_gate))
+            b += weight_bytes(&L->sh_gate) + weight_bytes(&L->sh_up) + weight_bytes(&L->sh_down);
+    }
+    return b;
+}
+
+void model_free(model *m)
+{
+    if (!m) return;
+    if (m->w.layers) {
+        for (int l = 0; l < m->hp.n_layer; l++) {
+            free(m->w.layers[l].exp_gate);
+            free(m->w.layers[l].exp_up);
+            free(m->w.layers[l].exp_down);
+        }
+        free(m->w.layers);
+    }
+    pool_free(m->pool);
+    free(m->kcache); free(m->vcache); free(m->mm.scratch);
+    free(m->x); free(m->h); free(m->o); free(m->q); free(m->att); free(m->kx); free(m->vx);
+    free(m->ffa); free(m->ffb); free(m->rope_cs); free(m->att_scores);
+    free(m->rlog); free(m->selw); free(m->eo); free(m->hg); free(m->gd); free(m->sel); free(m->grp);
+    free(m);
+}

@@ -1,0 +1,104 @@
+/* model.h: the Llama-family decoder on the CPU: hyperparameters, weights,
+ * and the context that runs the forward pass.
+ *
+ * Contract:
+ *  - Architectures are rows of one table (arch.c): llama (dense and
+ *    Mixtral-style MoE), qwen2, qwen3, qwen3moe, olmoe. A row says only how
+ *    the shared forward pass is configured (RoPE layout, q/k norm kind,
+ *    attention biases, top-k renormalisation); nothing is copied per model.
+ *  - hparams_load() fills model_hparams from "<arch>.<key>" values read
+ *    through a caller's getter (the pack loader, or the tests' GGUF adapter),
+ *    applying llama.cpp's defaults (n_rot = head_dim = n_embd / n_head ...).
+ *  - model_create() checks every weight's presence and shape against the
+ *    hyperparameters, naming the tensor on failure (one line in err), then
+ *    owns the KV cache, the scratch buffers and the thread pool. The weights
+ *    themselves stay the caller's and must outlive the model.
+ *  - model_forward() evaluates n tokens at positions n_past..n_past+n-1,
+ *    in ubatches of opt.n_batch (prefill is batched, never token by token),
+ *    appends them to the KV cache and writes the logits of every position
+ *    (all_logits) or of the last one. A request that would pass n_ctx is
+ *    refused before anything is computed: the cache is never truncated.
+ *  - Results do not depend on opt.n_threads (bit for bit).
+ * No global mutable state: everything lives in the model object. */
+#ifndef STRATA_MODEL_H
+#define STRATA_MODEL_H
+
+#include "runtime/weight.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum rope_kind { ROPE_NORM, ROPE_NEOX } rope_kind;           /* adjacent pairs / halves */
+typedef enum qk_norm_kind { QK_NORM_NONE, QK_NORM_HEAD, QK_NORM_FULL } qk_norm_kind;
+typedef enum kv_type { KV_F16, KV_F32 } kv_type;
+
+typedef struct arch_info {
+    const char *name;           /* GGUF general.architecture */
+    rope_kind rope;
+    qk_norm_kind qk_norm;
+    bool attn_bias;             /* q/k/v biases (qwen2) */
+    bool norm_topk;             /* renormalise the top-k router weights */
+} arch_info;
+
+const arch_info *arch_find(const char *name);  /* NULL if unknown */
+
+typedef struct model_hparams {
+    arch_info arch;
+    int n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_rot, n_ff, n_ctx_train;
+    int n_expert, n_expert_used, n_ff_exp, n_ff_shexp;   /* 0 experts: dense */
+    float rms_eps, rope_base;
+} model_hparams;
+
+/* Returns 0 and sets *out when "<key>" exists as a number, else -1. */
+typedef int (*hparam_get_fn)(void *ctx, const char *key, double *out);
+
+int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *ctx, char *err,
+                 size_t errlen);
+
+typedef struct layer_weights {
+    const float *attn_norm, *ffn_norm;          /* n_embd */
+    const float *q_norm, *k_norm;               /* head_dim or full width, per arch */
+    const float *bq, *bk, *bv;                  /* attention biases, when the arch has them */
+    weight wq, wk, wv, wo;
+    weight ffn_gate, ffn_up, ffn_down;          /* dense FFN */
+    weight router;                              /* MoE: n_expert x n_embd */
+    weight *exp_gate, *exp_up, *exp_down;       /* MoE: n_expert each */
+    weight sh_gate, sh_up, sh_down;             /* optional shared expert */
+    weight sh_router;                           /* optional 1-row sigmoid gate of the shared expert */
+} layer_weights;
+
+typedef struct model_weights {
+    weight tok_embd;            /* n_vocab x n_embd */
+    const float *output_norm;
+    weight output;              /* absent: tied to tok_embd */
+    layer_weights *layers;      /* n_layer */
+} model_weights;
+
+typedef struct model_options {
+    int n_threads;              /* <= 0: all online cores */
+    int n_ctx;                  /* <= 0: the model's n_ctx_train */
+    int n_batch;                /* tokens per prefill ubatch; <= 0: 64 */
+    kv_type kv;                 /* KV_F16 by default */
+    int simd;                   /* 1 (default) AVX2 when the CPU has it, 0 scalar reference */
+} model_options;
+
+model_options model_default_options(void);
+
+typedef struct model model;
+
+model *model_create(const model_hparams *hp, const model_weights *w, const model_options *opt,
+                    char *err, size_t errlen);
+int model_forward(model *m, const int32_t *tokens, int n, float *logits, bool all_logits, char *err,
+                  size_t errlen);
+int model_n_past(const model *m);
+int model_n_ctx(const model *m);
+/* Forget positions >= n_past (0: start over). */
+void model_rewind(model *m, int n_past);
+const model_hparams *model_hp(const model *m);
+/* Bytes of weights one decode step reads (routed experts: n_expert_used of them). */
+size_t model_active_bytes(const model *m);
+const char *model_kernels_name(const model *m);
+void model_free(model *m);
+
+#endif

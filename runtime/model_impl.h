@@ -1,0 +1,29 @@
+/* model_impl.h: the model object (private to runtime/model*.c and
+ * runtime/forward.c). Everything one forward pass touches lives here. */
+#ifndef STRATA_MODEL_IMPL_H
+#define STRATA_MODEL_IMPL_H
+
+#include "runtime/matmul.h"
+#include "runtime/model.h"
+
+struct model {
+    model_hparams hp;
+    model_weights w;            /* the caller's planes; layers array is the caller's too */
+    model_options opt;
+    const kernels *k;
+    pool *pool;
+    mm_ctx mm;
+    int n_ctx, n_past;
+    int q_dim, kv_dim;          /* n_head * head_dim, n_head_kv * head_dim */
+    size_t kv_elt;              /* 2 (f16) or 4 (f32) */
+    void *kcache, *vcache;      /* n_layer x n_ctx x kv_dim */
+    /* activations of one ubatch (n_batch rows each) */
+    float *x, *h, *q, *kx, *vx, *att, *o, *ffa, *ffb;
+    float *rope_cs;             /* per row: n_rot/2 cos, then n_rot/2 sin */
+    float *att_scores;          /* per thread: n_ctx */
+    /* MoE */
+    float *rlog, *selw, *eo, *hg, *gd;
+    int *sel, *grp;             /* grp: (row, slot) pairs routed to one expert */
+};
+
+#endif

@@ -1,0 +1,22 @@
+/* pool.h: a fixed pthreads pool that runs one parallel loop at a time.
+ *
+ * Contract: pool_create(n) starts n-1 workers; the caller of pool_run is the
+ * n-th. pool_run(p, n_tasks, fn, arg) calls fn(arg, task, thread) once for
+ * every task in 0..n_tasks-1 and returns when all are done. Tasks are claimed
+ * dynamically, so WHICH thread runs a task varies; callers keep results
+ * independent of that (each task writes its own outputs with its own
+ * scratch indexed by `thread`, 0..n-1), which is what makes the model's
+ * output identical for every thread count. One pool_run at a time per pool.
+ * pool_create returns NULL when a thread cannot be started (nothing leaks). */
+#ifndef STRATA_POOL_H
+#define STRATA_POOL_H
+
+typedef void (*pool_fn)(void *arg, int task, int thread);
+typedef struct pool pool;
+
+pool *pool_create(int n_threads);
+int pool_size(const pool *p);
+void pool_run(pool *p, int n_tasks, pool_fn fn, void *arg);
+void pool_free(pool *p);
+
+#endif

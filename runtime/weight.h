@@ -1,0 +1,49 @@
+/* weight.h: one weight matrix in engine form, as the pack's loader hands it
+ * to the model.
+ *
+ * Contract: a weight is y[rows] = W x[cols] (rows = ggml ne1, cols = ne0).
+ * `form` says how the bytes at `data` decode; nothing but the kernel table
+ * (kernels.h) interprets them:
+ *  - WF_P32  f32 values, row r at data + r*row_bytes.
+ *  - WF_P16  IEEE fp16 values, same layout.
+ *  - WF_SCODE unsigned codes of code_bits (2, 4 or 8), the whole matrix
+ *            flattened row-major and packed LSB-first (8/code_bits codes per
+ *            byte); one f32 scale (and optionally one f32 offset) per group of
+ *            `group` consecutive elements of a row; value =
+ *            (code + code_bias) * scale (+ offset), or codebook[code] * scale
+ *            when codebook (16 f32) is set. cols % group == 0 and
+ *            cols * code_bits % 8 == 0, so groups and bytes never straddle rows.
+ *  - WF_GGML native ggml blocks of ggml_type, row r at data + r*row_bytes.
+ *  - WF_IQ3  the IQ3 expert container (formats/iq3.h), cols % 256 == 0.
+ * A weight with data == NULL is absent. The weight never owns its memory:
+ * planes belong to whoever mapped or allocated them (the loader, a test). */
+#ifndef STRATA_WEIGHT_H
+#define STRATA_WEIGHT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum wform { WF_P32, WF_P16, WF_SCODE, WF_GGML, WF_IQ3, WF_COUNT } wform;
+
+typedef struct weight {
+    wform form;
+    int64_t rows, cols;
+    const void *data;
+    size_t row_bytes;        /* P32, P16, GGML, IQ3: bytes per row */
+    int ggml_type;           /* GGML */
+    int code_bits, code_bias, group;                 /* SCODE */
+    const float *scales, *offsets, *codebook;        /* SCODE */
+} weight;
+
+static inline int weight_present(const weight *w) { return w->data != NULL; }
+
+/* Fills row_bytes for P32/P16/GGML/IQ3 and checks the shape rules above;
+ * returns 0, or -1 with "<name>: <problem>" in err. */
+int weight_check(weight *w, const char *name, char *err, size_t errlen);
+
+/* Bytes of weight data one full pass over W reads (codes, scales, offsets). */
+size_t weight_bytes(const weight *w);
+
+const char *wform_name(wform f);
+
+#endif
