@@ -1,0 +1,264 @@
+/* iq3.c: the IQ3 container's shared parts: tables, checks, decode and the
+ * threaded encode driver (see iq3.h). */
+#include "iq3.h"
+#include "iq3_impl.h"
+#include "fp16.h"
+#include "ggml_tables.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Doubled grid bytes are 4,12,...,52,62: levels 0..7 per coordinate. */
+static int level_of_byte(unsigned v) { return v == 62 ? 7 : (int)(v - 4) / 8; }
+
+void iq3_tables_init(iq3_tables *t)
+{
+    memset(t, 0, sizeof *t);
+    for (int c = 0; c < 4096; c++) t->cell[c] = -1;
+    for (int i = 0; i < 256; i++) {
+        uint32_t e = ggml_iq3xxs_grid[i];
+        int cell = 0;
+        float n2 = 0;
+        for (int j = 0; j < 4; j++) {
+            unsigned b = (e >> (8 * j)) & 0xFF;
+            float v = 0.5f * (float)b;
+            t->g[i][j] = v;
+            t->gt[j][i] = v;
+            n2 += v * v; /* small integers: exact in any order */
+            cell |= level_of_byte(b) << (3 * j);
+        }
+        t->g2[i] = n2;
+        t->cell[cell] = (int16_t)i;
+    }
+}
+
+/* Level boundaries in weight units: midpoints 4,8,...,24 and 28.5 (26|31). */
+static int level_of(float c, float *margin)
+{
+    int l;
+    if (c >= 28.5f) l = 7;
+    else if (c < 4.0f) l = 0;
+    else { l = (int)(c * 0.25f); if (l > 6) l = 6; }
+    float lo = l == 0 ? -1e30f : (l == 7 ? 28.5f : 4.0f * (float)l);
+    float hi = l == 7 ? 1e30f : (l == 6 ? 28.5f : 4.0f * (float)(l + 1));
+    float a = c - lo, b = hi - c;
+    *margin = a < b ? a : b;
+    return l;
+}
+
+int iq3_cell_lookup(const iq3_tables *t, const float c[4], int want_margin)
+{
+    int cell = 0;
+    for (int j = 0; j < 4; j++) {
+        float m;
+        int l = level_of(c[j], &m);
+        /* Another level costs at least 8*margin more; float32 scores of
+         * points with c <= 64 are good to ~0.01, so 0.02 leaves room. */
+        if (want_margin && (m < 0.02f || c[j] > 64.0f)) return -1;
+        cell |= l << (3 * j);
+    }
+    return t->cell[cell];
+}
+
+static const float LEVELS[8] = { 2, 6, 10, 14, 18, 22, 26, 31 };
+
+float iq3_lattice_bound(const float *m, int n, float db, const float *w)
+{
+    float den = db > 1e-20f ? db : 1e-20f, s = 0, margin;
+    for (int i = 0; i < n; i++) {
+        float e = LEVELS[level_of(m[i] / den, &margin)] * db - m[i];
+        s += (w ? w[i] : 1.0f) * (e * e);
+    }
+    return s;
+}
+
+int iq3_nearest_ref_scalar(const iq3_tables *t, const float c[4])
+{
+    int best = 0;
+    float bs = 0;
+    for (int i = 0; i < 256; i++) {
+        float s = c[0] * t->g[i][0];
+        s = fmaf(c[1], t->g[i][1], s);
+        s = fmaf(c[2], t->g[i][2], s);
+        s = fmaf(c[3], t->g[i][3], s);
+        float sc = t->g2[i] - (s + s);
+        if (i == 0 || sc < bs) { bs = sc; best = i; }
+    }
+    return best;
+}
+
+int iq3_nearest_w_scalar(const iq3_tables *t, const float c[4], const float w[4])
+{
+    int best = 0;
+    float bs = 0;
+    for (int i = 0; i < 256; i++) {
+        float d0 = c[0] - t->g[i][0], d1 = c[1] - t->g[i][1];
+        float d2 = c[2] - t->g[i][2], d3 = c[3] - t->g[i][3];
+        float s = w[0] * (d0 * d0) + w[1] * (d1 * d1);
+        s = s + w[2] * (d2 * d2);
+        s = s + w[3] * (d3 * d3);
+        if (i == 0 || s < bs) { bs = s; best = i; }
+    }
+    return best;
+}
+
+size_t iq3_row_bytes(int64_t k)
+{
+    if (k <= 0 || k % IQ3_QK) return 0;
+    return (size_t)(k / IQ3_QK) * IQ3_BLOCK_BYTES;
+}
+
+int iq3_check_k(int64_t k, char *err, size_t errlen)
+{
+    if (k > 0 && k % IQ3_QK == 0) return 0;
+    snprintf(err, errlen, "fmt=5 needs K %% %d == 0, got %lld", IQ3_QK, (long long)k);
+    return -1;
+}
+
+int iq3_mode_parse(const char *s)
+{
+    if (!strcmp(s, "quality")) return IQ3_MODE_QUALITY;
+    if (!strcmp(s, "reference")) return IQ3_MODE_REFERENCE;
+    return -1;
+}
+
+const char *iq3_mode_name(iq3_mode m) { return m == IQ3_MODE_REFERENCE ? "reference" : "quality"; }
+
+/* ---------------------------------------------------------------- decode */
+
+static uint32_t rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Every product here is exact in float32 (11+5+6 significant bits), so the
+ * result equals the seed's float64 computation rounded once to float32. */
+static void decode_block(const iq3_tables *t, const uint8_t *b, float *y)
+{
+    float d = fp16_to_f32((uint16_t)(b[96] | b[97] << 8));
+    for (int ib = 0; ib < 8; ib++) {
+        uint32_t w = rd32(b + 64 + 4 * ib);
+        float db = d * (0.5f + (float)(w >> 28)) * 0.5f;
+        for (int l = 0; l < 4; l++) {
+            uint32_t seven = (w >> (7 * l)) & 0x7F;
+            uint32_t signs = seven | (uint32_t)(__builtin_popcount(seven) & 1) << 7;
+            for (int h = 0; h < 2; h++) {
+                const float *g = t->g[b[8 * ib + 2 * l + h]];
+                for (int j = 0; j < 4; j++) {
+                    int bit = 4 * h + j;
+                    float v = (signs >> bit) & 1 ? -g[j] : g[j];
+                    y[32 * ib + 8 * l + bit] = v * db;
+                }
+            }
+        }
+    }
+}
+
+int iq3_decode(const uint8_t *in, int64_t rows, int64_t k, float *out, char *err, size_t errlen)
+{
+    if (iq3_check_k(k, err, errlen)) return -1;
+    if (rows < 0) { snprintf(err, errlen, "negative row count %lld", (long long)rows); return -1; }
+    iq3_tables *t = aligned_alloc(32, sizeof *t); /* AVX2 loads need 32 */
+    if (!t) { snprintf(err, errlen, "out of memory"); return -1; }
+    iq3_tables_init(t);
+    int64_t nb = rows * (k / IQ3_QK);
+    for (int64_t i = 0; i < nb; i++) decode_block(t, in + i * IQ3_BLOCK_BYTES, out + i * IQ3_QK);
+    free(t);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- encode */
+
+typedef struct encode_job {
+    const iq3_tables *t;
+    const float *x;
+    const float *imp;
+    uint8_t *out;
+    int64_t k, row0, row1;
+    iq3_mode mode;
+    int simd;
+} encode_job;
+
+static void *encode_rows(void *arg)
+{
+    const encode_job *j = arg;
+    int64_t nsb = j->k / IQ3_QK;
+    for (int64_t r = j->row0; r < j->row1; r++) {
+        for (int64_t sb = 0; sb < nsb; sb++) {
+            const float *x = j->x + r * j->k + sb * IQ3_QK;
+            uint8_t *o = j->out + (r * nsb + sb) * IQ3_BLOCK_BYTES;
+            if (j->mode == IQ3_MODE_REFERENCE)
+                iq3_encode_block_ref(j->t, x, o, j->simd);
+            else
+                iq3_encode_block_quality(j->t, x, j->imp ? j->imp + sb * IQ3_QK : NULL, o, j->simd);
+        }
+    }
+    return NULL;
+}
+
+static int have_avx2(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
+
+int iq3_encode(const float *x, int64_t rows, int64_t k, const iq3_encode_opts *opts,
+               uint8_t *out, char *err, size_t errlen)
+{
+    iq3_encode_opts def = { IQ3_MODE_QUALITY, 1, NULL, 0 };
+    if (!opts) opts = &def;
+    if (iq3_check_k(k, err, errlen)) return -1;
+    if (rows < 0) { snprintf(err, errlen, "negative row count %lld", (long long)rows); return -1; }
+    if (opts->mode != IQ3_MODE_QUALITY && opts->mode != IQ3_MODE_REFERENCE) {
+        snprintf(err, errlen, "unknown iq3 mode %d", (int)opts->mode);
+        return -1;
+    }
+    /* A NaN or Inf would poison its block's scale and silently zero or
+     * saturate 255 neighbours; refuse and say where it is. */
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < k; c++)
+            if (!isfinite(x[r * k + c])) {
+                snprintf(err, errlen, "non-finite input %g at row %lld column %lld",
+                         (double)x[r * k + c], (long long)r, (long long)c);
+                return -1;
+            }
+    if (opts->importance && opts->mode == IQ3_MODE_QUALITY)
+        for (int64_t c = 0; c < k; c++)
+            if (!isfinite(opts->importance[c]) || opts->importance[c] < 0) {
+                snprintf(err, errlen, "importance %g at column %lld is not a finite non-negative number",
+                         (double)opts->importance[c], (long long)c);
+                return -1;
+            }
+    iq3_tables *t = aligned_alloc(32, sizeof *t); /* AVX2 loads need 32 */
+    if (!t) { snprintf(err, errlen, "out of memory"); return -1; }
+    iq3_tables_init(t);
+
+    int nt = opts->n_threads < 1 ? 1 : opts->n_threads;
+    if (nt > 256) nt = 256;
+    if ((int64_t)nt > rows) nt = rows > 0 ? (int)rows : 1;
+    encode_job jobs[256];
+    pthread_t tid[256];
+    int started = 0, rc = 0;
+    for (int i = 0; i < nt; i++) {
+        jobs[i] = (encode_job){ t, x, opts->mode == IQ3_MODE_QUALITY ? opts->importance : NULL, out, k,
+                                rows * i / nt, rows * (i + 1) / nt, opts->mode,
+                                !opts->force_scalar && have_avx2() };
+    }
+    for (int i = 1; i < nt; i++) {
+        if (pthread_create(&tid[i], NULL, encode_rows, &jobs[i]) != 0) break;
+        started = i;
+    }
+    /* Rows a thread could not be started for are done here instead. */
+    for (int i = started + 1; i < nt; i++) encode_rows(&jobs[i]);
+    encode_rows(&jobs[0]);
+    for (int i = 1; i <= started; i++) pthread_join(tid[i], NULL);
+    free(t);
+    return rc;
+}

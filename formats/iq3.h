@@ -1,0 +1,61 @@
+/* iq3.h: the IQ3 expert container codec (3.0625 bits per weight).
+ *
+ * Contract. A row of K floats (K % 256 == 0) becomes K/256 blocks of 98 bytes:
+ *   bytes 0..63   one ggml iq3xxs_grid index per 4 weights;
+ *   bytes 64..95  eight little-endian u32, one per 32 weights: four 7-bit sign
+ *                 words (bit i set = weight i negative; the 8th sign of each 8
+ *                 is the parity of the 7 stored bits) and the 4-bit sub-scale
+ *                 code in bits 28..31;
+ *   bytes 96..97  fp16 super-scale d.
+ *   value = d * (0.5 + code) * 0.5 * (grid byte / 2) * sign.
+ *
+ * iq3_encode() refuses K % 256 != 0 and any NaN/Inf (naming row and column)
+ * with a one-line message in err and returns -1; it writes nothing then.
+ * IQ3_MODE_REFERENCE reproduces seeds/iq3_pack.py encode() byte for byte
+ * (importance is ignored there, as the seed does). IQ3_MODE_QUALITY (the
+ * default, value 0) writes the same format with a search that minimises the
+ * (importance-weighted) squared error actually stored. Output bytes never
+ * depend on n_threads or on whether the AVX2 or the scalar path ran.
+ * iq3_decode() is exact: it equals the seed's decode floats bit for bit.
+ * No global mutable state; every function is safe to call from any thread. */
+#ifndef STRATA_IQ3_H
+#define STRATA_IQ3_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define IQ3_QK          256 /* weights per block */
+#define IQ3_SUB         32  /* weights per sign/scale word */
+#define IQ3_BLOCK_BYTES 98
+
+typedef enum iq3_mode {
+    IQ3_MODE_QUALITY = 0,
+    IQ3_MODE_REFERENCE = 1,
+} iq3_mode;
+
+typedef struct iq3_encode_opts {
+    iq3_mode mode;
+    int n_threads;           /* <= 1: the calling thread only */
+    const float *importance; /* K non-negative weights per column, or NULL */
+    int force_scalar;        /* 1: skip the AVX2 path (tests compare both) */
+} iq3_encode_opts;
+
+/* Bytes of one encoded row; 0 when k is not a positive multiple of 256. */
+size_t iq3_row_bytes(int64_t k);
+
+/* Checks k; on failure writes the seed's message and returns -1. */
+int iq3_check_k(int64_t k, char *err, size_t errlen);
+
+/* x: rows*k floats row-major; out: rows*iq3_row_bytes(k) bytes.
+ * opts NULL means quality mode, one thread. */
+int iq3_encode(const float *x, int64_t rows, int64_t k, const iq3_encode_opts *opts,
+               uint8_t *out, char *err, size_t errlen);
+
+/* in: rows*iq3_row_bytes(k) bytes; out: rows*k floats. */
+int iq3_decode(const uint8_t *in, int64_t rows, int64_t k, float *out, char *err, size_t errlen);
+
+/* "reference" / "quality" -> mode; -1 when unknown. */
+int iq3_mode_parse(const char *s);
+const char *iq3_mode_name(iq3_mode m);
+
+#endif

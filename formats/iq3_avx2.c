@@ -1,0 +1,88 @@
+/* iq3_avx2.c: AVX2 brute-force nearest grid point, 8 grid points per step.
+ * Same operations and order as the scalar versions in iq3.c, so the same
+ * index comes back; callers dispatch on __builtin_cpu_supports. */
+#include "iq3_impl.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+/* Lane-wise running minimum with its index kept under strict <, then the
+ * smallest index among the lanes holding the overall minimum: the same
+ * answer as a first-minimum scan. */
+__attribute__((target("avx2,fma")))
+static int first_min(__m256 best, __m256i bidx)
+{
+    float v[8];
+    int32_t ix[8];
+    _mm256_storeu_ps(v, best);
+    _mm256_storeu_si256((__m256i *)ix, bidx);
+    int b = 0;
+    for (int l = 1; l < 8; l++)
+        if (v[l] < v[b] || (v[l] == v[b] && ix[l] < ix[b])) b = l;
+    return ix[b];
+}
+
+__attribute__((target("avx2,fma")))
+int iq3_nearest_ref_avx2(const iq3_tables *t, const float c[4])
+{
+    __m256 c0 = _mm256_set1_ps(c[0]), c1 = _mm256_set1_ps(c[1]);
+    __m256 c2 = _mm256_set1_ps(c[2]), c3 = _mm256_set1_ps(c[3]);
+    __m256 best = _mm256_set1_ps(0);
+    __m256i bidx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), idx = bidx;
+    const __m256i eight = _mm256_set1_epi32(8);
+    for (int i = 0; i < 256; i += 8) {
+        __m256 s = _mm256_mul_ps(c0, _mm256_load_ps(t->gt[0] + i));
+        s = _mm256_fmadd_ps(c1, _mm256_load_ps(t->gt[1] + i), s);
+        s = _mm256_fmadd_ps(c2, _mm256_load_ps(t->gt[2] + i), s);
+        s = _mm256_fmadd_ps(c3, _mm256_load_ps(t->gt[3] + i), s);
+        __m256 sc = _mm256_sub_ps(_mm256_load_ps(t->g2 + i), _mm256_add_ps(s, s));
+        if (i == 0) {
+            best = sc;
+        } else {
+            __m256 lt = _mm256_cmp_ps(sc, best, _CMP_LT_OQ);
+            best = _mm256_blendv_ps(best, sc, lt);
+            bidx = _mm256_blendv_epi8(bidx, idx, _mm256_castps_si256(lt));
+        }
+        idx = _mm256_add_epi32(idx, eight);
+    }
+    return first_min(best, bidx);
+}
+
+__attribute__((target("avx2,fma")))
+int iq3_nearest_w_avx2(const iq3_tables *t, const float c[4], const float w[4])
+{
+    __m256 c0 = _mm256_set1_ps(c[0]), c1 = _mm256_set1_ps(c[1]);
+    __m256 c2 = _mm256_set1_ps(c[2]), c3 = _mm256_set1_ps(c[3]);
+    __m256 w0 = _mm256_set1_ps(w[0]), w1 = _mm256_set1_ps(w[1]);
+    __m256 w2 = _mm256_set1_ps(w[2]), w3 = _mm256_set1_ps(w[3]);
+    __m256 best = _mm256_set1_ps(0);
+    __m256i bidx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), idx = bidx;
+    const __m256i eight = _mm256_set1_epi32(8);
+    for (int i = 0; i < 256; i += 8) {
+        __m256 d0 = _mm256_sub_ps(c0, _mm256_load_ps(t->gt[0] + i));
+        __m256 d1 = _mm256_sub_ps(c1, _mm256_load_ps(t->gt[1] + i));
+        __m256 d2 = _mm256_sub_ps(c2, _mm256_load_ps(t->gt[2] + i));
+        __m256 d3 = _mm256_sub_ps(c3, _mm256_load_ps(t->gt[3] + i));
+        __m256 s = _mm256_add_ps(_mm256_mul_ps(w0, _mm256_mul_ps(d0, d0)),
+                                 _mm256_mul_ps(w1, _mm256_mul_ps(d1, d1)));
+        s = _mm256_add_ps(s, _mm256_mul_ps(w2, _mm256_mul_ps(d2, d2)));
+        s = _mm256_add_ps(s, _mm256_mul_ps(w3, _mm256_mul_ps(d3, d3)));
+        if (i == 0) {
+            best = s;
+        } else {
+            __m256 lt = _mm256_cmp_ps(s, best, _CMP_LT_OQ);
+            best = _mm256_blendv_ps(best, s, lt);
+            bidx = _mm256_blendv_epi8(bidx, idx, _mm256_castps_si256(lt));
+        }
+        idx = _mm256_add_epi32(idx, eight);
+    }
+    return first_min(best, bidx);
+}
+
+#else
+int iq3_nearest_ref_avx2(const iq3_tables *t, const float c[4]) { return iq3_nearest_ref_scalar(t, c); }
+int iq3_nearest_w_avx2(const iq3_tables *t, const float c[4], const float w[4])
+{
+    return iq3_nearest_w_scalar(t, c, w);
+}
+#endif

@@ -1,0 +1,48 @@
+/* iq3_impl.h: internals shared by the iq3 codec files (not a public API).
+ *
+ * Contract: iq3_tables is derived from ggml_iq3xxs_grid by iq3_tables_init()
+ * into caller-owned memory and is read-only afterwards, so one instance is
+ * shared by every encoder thread. The nearest-grid functions come in a scalar
+ * and an AVX2 flavour that return the same index for the same input; the
+ * block encoders take the flavour as a flag and are otherwise one code path,
+ * which is why scalar and AVX2 output agree byte for byte. */
+#ifndef STRATA_IQ3_IMPL_H
+#define STRATA_IQ3_IMPL_H
+
+#include <stdint.h>
+
+typedef struct iq3_tables {
+    _Alignas(32) float gt[4][256]; /* grid transposed, weight units (byte / 2) */
+    _Alignas(32) float g2[256];    /* squared norm of each grid point */
+    float g[256][4];
+    int16_t cell[4096]; /* per-coordinate level cell -> grid index, -1 off grid */
+} iq3_tables;
+
+void iq3_tables_init(iq3_tables *t);
+
+/* Seed-exact nearest: argmin over i of g2[i] - 2*(c . g[i]) in float32 with
+ * the dot product as an fma chain (what the BLAS behind numpy's `c @ g.T`
+ * does), first minimum wins. */
+int iq3_nearest_ref_scalar(const iq3_tables *t, const float c[4]);
+int iq3_nearest_ref_avx2(const iq3_tables *t, const float c[4]);
+/* argmin of sum_j w[j] * (c[j] - g[i][j])^2, first minimum wins. */
+int iq3_nearest_w_scalar(const iq3_tables *t, const float c[4], const float w[4]);
+int iq3_nearest_w_avx2(const iq3_tables *t, const float c[4], const float w[4]);
+
+/* Grid index of the per-coordinate nearest lattice cell when that cell is a
+ * grid point (then it is the nearest grid point), else -1. With want_margin
+ * it also returns -1 when some coordinate sits so close to a rounding
+ * boundary, or so far out, that float32 rounding could change the winner. */
+int iq3_cell_lookup(const iq3_tables *t, const float c[4], int want_margin);
+
+/* Sum over n magnitudes m of w * (m - L*db)^2 with L the nearest grid level
+ * (2,6,...,26,31): a lower bound on the error of any grid choice at db.
+ * w NULL means ones. */
+float iq3_lattice_bound(const float *m, int n, float db, const float *w);
+
+/* One 256-weight block -> 98 bytes. */
+void iq3_encode_block_ref(const iq3_tables *t, const float *x, uint8_t *out, int simd);
+void iq3_encode_block_quality(const iq3_tables *t, const float *x, const float *imp,
+                              uint8_t *out, int simd);
+
+#endif

@@ -1,0 +1,172 @@
+/* iq3_quality.c: the quality-mode block encoder. Same bytes layout as the
+ * seed, chosen to minimise the (importance-weighted) squared error that is
+ * actually stored:
+ *   - the super-scale d is searched over a few candidates derived from the
+ *     largest sub-block, instead of fixed at RMS/20 (which leaves typical
+ *     sub-blocks on codes 3..4, where one code step is a 25% scale step);
+ *   - each sub-block tries the codes near its own ideal scale, skipping those
+ *     whose lattice bound already loses;
+ *   - the parity flip is priced per weight after quantization, including
+ *     re-choosing that weight's grid point with the flipped sign, and the
+ *     cheapest flip is taken; the code is chosen on the error after flips. */
+#include "iq3_impl.h"
+#include "fp16.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct sub_choice {
+    float err;
+    int code;
+    uint8_t idx[8];
+    uint8_t neg[32];
+} sub_choice;
+
+static int nearest_w(const iq3_tables *t, const float c[4], const float w[4], int simd)
+{
+    int i = iq3_cell_lookup(t, c, 0);
+    if (i >= 0) return i;
+    return simd ? iq3_nearest_w_avx2(t, c, w) : iq3_nearest_w_scalar(t, c, w);
+}
+
+static float group_err(const iq3_tables *t, int idx, const float *m, const float *w,
+                       const int *flip, float db)
+{
+    float s = 0;
+    for (int j = 0; j < 4; j++) {
+        float q = t->g[idx][j] * db;
+        float e = flip[j] ? m[j] + q : m[j] - q;
+        s += w[j] * (e * e);
+    }
+    return s;
+}
+
+/* Quantize one 32-weight sub-block at scale db: grid points, cheapest parity
+ * flips, total weighted error. */
+static void eval_code(const iq3_tables *t, const float *m, const uint8_t *neg0, const float *w,
+                      float db, int simd, sub_choice *out)
+{
+    float inv = db > 0 ? 1.0f / db : 0.0f, gerr[8];
+    int noflip[4] = { 0, 0, 0, 0 };
+    memcpy(out->neg, neg0, 32);
+    for (int q = 0; q < 8; q++) {
+        float c[4];
+        for (int j = 0; j < 4; j++) c[j] = m[4 * q + j] * inv;
+        out->idx[q] = (uint8_t)nearest_w(t, c, w + 4 * q, simd);
+        gerr[q] = group_err(t, out->idx[q], m + 4 * q, w + 4 * q, noflip, db);
+    }
+    float total = 0;
+    for (int o = 0; o < 4; o++) {
+        int par = 0;
+        for (int j = 0; j < 8; j++) par ^= neg0[8 * o + j];
+        float base = gerr[2 * o] + gerr[2 * o + 1];
+        if (!par) { total += base; continue; }
+        /* One sign of these 8 must lie. Flipping weight j costs its error with
+         * the wrong sign, best with a grid point re-chosen for that sign: a
+         * negative target pulls its coordinate to the smallest level. */
+        float best = INFINITY;
+        int bj = 0, bidx = 0;
+        for (int j = 0; j < 8; j++) {
+            int q = 2 * o + j / 4, jj = j % 4;
+            int flip[4] = { 0, 0, 0, 0 };
+            flip[jj] = 1;
+            float other = gerr[q ^ 1];
+            int idx = out->idx[q];
+            float e = group_err(t, idx, m + 4 * q, w + 4 * q, flip, db);
+            float c[4];
+            for (int k = 0; k < 4; k++) c[k] = m[4 * q + k] * inv;
+            c[jj] = -c[jj];
+            int alt = iq3_cell_lookup(t, c, 0);
+            if (alt >= 0 && alt != idx) {
+                float ea = group_err(t, alt, m + 4 * q, w + 4 * q, flip, db);
+                if (ea < e) { e = ea; idx = alt; }
+            }
+            if (e + other < best) { best = e + other; bj = j; bidx = idx; }
+        }
+        out->neg[8 * o + bj] ^= 1;
+        out->idx[2 * o + bj / 4] = (uint8_t)bidx;
+        total += best;
+    }
+    out->err = total;
+}
+
+/* Best code for one sub-block under super-scale d; codes are tried around
+ * the sub-block's own ideal and pruned by the lattice bound. */
+static void best_sub(const iq3_tables *t, const float *m, const uint8_t *neg, const float *w,
+                     float amax, float d, int simd, sub_choice *best)
+{
+    best->err = INFINITY;
+    best->code = -1;
+    if (d <= 0) {
+        eval_code(t, m, neg, w, 0, simd, best);
+        best->code = 0;
+        return;
+    }
+    int c0 = (int)lrintf(amax / 27.0f / (0.5f * d) - 0.5f);
+    int lo = c0 - 3 < 0 ? 0 : c0 - 3, hi = c0 + 3 > 15 ? 15 : c0 + 3;
+    if (lo > hi) lo = hi;
+    float lb[16];
+    int order[16], n = 0;
+    for (int code = lo; code <= hi; code++, n++) {
+        lb[code] = iq3_lattice_bound(m, 32, d * (0.5f + (float)code) * 0.5f, w);
+        int p = n;
+        while (p > 0 && lb[order[p - 1]] > lb[code]) { order[p] = order[p - 1]; p--; }
+        order[p] = code;
+    }
+    for (int i = 0; i < n; i++) {
+        int code = order[i];
+        if (lb[code] >= best->err) break;
+        sub_choice c;
+        eval_code(t, m, neg, w, d * (0.5f + (float)code) * 0.5f, simd, &c);
+        if (c.err < best->err) { *best = c; best->code = code; }
+    }
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
+}
+
+void iq3_encode_block_quality(const iq3_tables *t, const float *x, const float *imp,
+                              uint8_t *out, int simd)
+{
+    float m[256], w[256], amax[8] = { 0 }, top = 0;
+    uint8_t neg[256];
+    for (int i = 0; i < 256; i++) {
+        neg[i] = x[i] < 0;
+        m[i] = fabsf(x[i]);
+        w[i] = imp ? imp[i] : 1.0f;
+        if (m[i] > amax[i / 32]) amax[i / 32] = m[i];
+    }
+    for (int ib = 0; ib < 8; ib++) top = amax[ib] > top ? amax[ib] : top;
+
+    /* The largest sub-block should sit near code 15, where code steps are
+     * finest; the factors let the error decide how near. */
+    static const float factors[] = { 0.88f, 0.96f, 1.04f, 1.14f };
+    sub_choice best[8], cur[8];
+    float best_total = INFINITY;
+    uint16_t best_h = 0;
+    for (size_t f = 0; f < sizeof factors / sizeof *factors; f++) {
+        uint16_t h = f32_to_fp16(top / 27.0f / 7.75f * factors[f]);
+        if (f > 0 && h == best_h) continue;
+        float d = fp16_to_f32(h), total = 0;
+        for (int ib = 0; ib < 8 && total < best_total; ib++) {
+            best_sub(t, m + 32 * ib, neg + 32 * ib, w + 32 * ib, amax[ib], d, simd, &cur[ib]);
+            total += cur[ib].err;
+        }
+        if (total < best_total) {
+            best_total = total;
+            best_h = h;
+            memcpy(best, cur, sizeof best);
+        }
+    }
+    for (int ib = 0; ib < 8; ib++) {
+        memcpy(out + 8 * ib, best[ib].idx, 8);
+        uint32_t wd = (uint32_t)best[ib].code << 28;
+        for (int l = 0; l < 4; l++)
+            for (int j = 0; j < 7; j++) wd |= (uint32_t)best[ib].neg[8 * l + j] << (7 * l + j);
+        put32(out + 64 + 4 * ib, wd);
+    }
+    out[96] = (uint8_t)best_h;
+    out[97] = (uint8_t)(best_h >> 8);
+}
