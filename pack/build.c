@@ -1,0 +1,361 @@
+/* build.c: `iq3pack build` — plan, write into a partial directory, index,
+ * publish. The plan is complete before the first byte is written, so every
+ * refusal happens with nothing on disk. */
+#include "pack/build.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "convert/transcode.h"
+#include "formats/fileio.h"
+#include "formats/ggml_types.h"
+#include "formats/imatrix.h"
+#include "pack/packdir.h"
+#include "pack/packindex.h"
+
+double build_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void build_progress_step(build_progress *p, uint64_t bytes, const char *what)
+{
+    p->done += bytes;
+    if (!p->on || !p->total) return;
+    const double frac = (double)p->done / (double)p->total, el = build_now() - p->t0;
+    const double eta = frac > 0 ? el / frac - el : 0;
+    char bar[31];
+    for (int i = 0; i < 30; i++) bar[i] = i < (int)(frac * 30) ? '#' : '.';
+    bar[30] = 0;
+    fprintf(stderr, "\r[%s] %3.0f%%  ETA %4.0fs  %-40.40s", bar, 100 * frac, eta, what);
+    if (p->done >= p->total) fputc('\n', stderr);
+}
+
+/* The hyperparameters the runtime needs, from the source's arch keys. */
+static json_t *hparams_json(const gguf_file *g)
+{
+    json_t *h = json_object();
+    const char *arch = gguf_get_str(g, "general.architecture");
+    json_object_set_new(h, "arch", json_string(arch ? arch : ""));
+    static const struct { const char *json, *key; } U[] = {
+        { "layers", "block_count" }, { "embd", "embedding_length" }, { "ff", "feed_forward_length" },
+        { "expert_ff", "expert_feed_forward_length" }, { "heads", "attention.head_count" },
+        { "kv_heads", "attention.head_count_kv" }, { "head_dim", "attention.key_length" },
+        { "experts", "expert_count" }, { "experts_used", "expert_used_count" },
+        { "shared_experts", "expert_shared_count" }, { "context", "context_length" },
+        { "vocab", "vocab_size" }, { "rope_dim", "rope.dimension_count" },
+    };
+    static const struct { const char *json, *key; } F[] = {
+        { "rope_base", "rope.freq_base" }, { "rope_scaling_factor", "rope.scaling.factor" },
+        { "norm_eps", "attention.layer_norm_rms_epsilon" }, { "norm_eps_ln", "attention.layer_norm_epsilon" },
+    };
+    char key[128];
+    for (size_t i = 0; i < sizeof U / sizeof U[0]; i++) {
+        uint64_t v;
+        snprintf(key, sizeof key, "%s.%s", arch ? arch : "", U[i].key);
+        if (gguf_get_uint(g, key, &v) == 0) json_object_set_new(h, U[i].json, json_integer((json_int_t)v));
+    }
+    for (size_t i = 0; i < sizeof F / sizeof F[0]; i++) {
+        double v;
+        snprintf(key, sizeof key, "%s.%s", arch ? arch : "", F[i].key);
+        if (gguf_get_float(g, key, &v) == 0) json_object_set_new(h, F[i].json, json_real(v));
+    }
+    snprintf(key, sizeof key, "%s.rope.scaling.type", arch ? arch : "");
+    const char *rs = gguf_get_str(g, key);
+    json_object_set_new(h, "rope_scaling", json_string(rs ? rs : "none"));
+    /* llama.cpp decides the rope layout by architecture, not by a key. */
+    static const char *const NEOX[] = { "qwen2", "qwen2moe", "qwen3", "qwen3moe", "olmoe", "phi3", "gemma", "gemma2",
+                                        "gemma3", "falcon", "gptneox", "stablelm", "deepseek2" };
+    const char *rope = "norm";
+    for (size_t i = 0; i < sizeof NEOX / sizeof NEOX[0]; i++)
+        if (arch && !strcmp(arch, NEOX[i])) rope = "neox";
+    json_object_set_new(h, "rope_type", json_string(rope));
+    if (!json_object_get(h, "vocab")) {
+        const int64_t k = gguf_find_key(g, "tokenizer.ggml.tokens");
+        if (k >= 0) json_object_set_new(h, "vocab", json_integer((json_int_t)gguf_kv_arr_n(g, k)));
+    }
+    static const char *const SPECIAL[] = { "bos", "eos", "unknown", "padding", "eot", "sep" };
+    json_t *sp = json_object();
+    for (size_t i = 0; i < sizeof SPECIAL / sizeof SPECIAL[0]; i++) {
+        uint64_t v;
+        snprintf(key, sizeof key, "tokenizer.ggml.%s_token_id", SPECIAL[i]);
+        if (gguf_get_uint(g, key, &v) == 0) json_object_set_new(sp, SPECIAL[i], json_integer((json_int_t)v));
+    }
+    json_object_set_new(h, "special_tokens", sp);
+    return h;
+}
+
+/* Dense tensors: every plane of a tensor contiguous (codes, scales,
+ * offsets), the tensor's span starting 64-aligned in its file. */
+static int plan_dense(pack_layout *L, const source *s, uint64_t fbytes[2], char *err, size_t errlen)
+{
+    for (int64_t i = 0; i < source_n_tensors(s); i++) {
+        const gguf_tensor *g = source_tensor_at(s, i);
+        if (g->n_dims == 3 && strstr(g->name, "_exps.weight") && !strncmp(g->name, "blk.", 4)) continue;
+        pk_tensor *t = pack_layout_add(L);
+        if (!t) { snprintf(err, errlen, "out of memory"); return -1; }
+        snprintf(t->name, sizeof t->name, "%s", g->name);
+        t->file = strcmp(g->name, "token_embd.weight") ? PK_DENSE : PK_EMBD;
+        t->n_dims = (int)g->n_dims;
+        memcpy(t->ne, g->ne, sizeof t->ne);
+        t->elements = g->n_elements;
+        t->src_type = g->type;
+        if (transcode_form_for(g->type, &t->d) != 0) {
+            snprintf(err, errlen, "%s: type %s has no decoder; refused rather than approximated", g->name,
+                     ggml_type_info(g->type) ? ggml_type_info(g->type)->name : "?");
+            return -1;
+        }
+        size_t b[PLANE_COUNT];
+        if (planes_sizes(&t->d, g->ne[0], g->n_elements / g->ne[0], b) != 0) {
+            snprintf(err, errlen, "%s: form %s does not fit ne0 %lld", g->name, pack_form_name(t->d.form),
+                     (long long)g->ne[0]);
+            return -1;
+        }
+        uint64_t pos = pk_align_up(fbytes[t->file], PACK_ALIGN);
+        for (int k = 0; k < PLANE_COUNT; k++) {
+            if (!b[k]) continue;
+            t->plane_off[k] = pos;
+            t->plane_bytes[k] = b[k];
+            pos += b[k];
+        }
+        fbytes[t->file] = pos;
+    }
+    return 0;
+}
+
+static int pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
+{
+    const uint8_t *p = buf;
+    while (n) {
+        const ssize_t w = pwrite(fd, p, n, (off_t)off);
+        if (w <= 0) return -1;
+        p += w; n -= (size_t)w; off += (uint64_t)w;
+    }
+    return 0;
+}
+
+/* Row chunks keep a big embedding from needing its whole pack form in RAM. */
+static int write_dense(const pack_layout *L, const source *s, const int fds[2], build_progress *pg, char *err,
+                       size_t errlen)
+{
+    for (int i = 0; i < L->n_tensors; i++) {
+        const pk_tensor *t = &L->tensors[i];
+        if (t->file == PK_EXPERTS) continue;
+        const gguf_tensor *g = source_find(s, t->name);
+        const int64_t ne0 = t->ne[0], rows = t->elements / ne0;
+        size_t per_row[PLANE_COUNT];
+        planes_sizes(&t->d, ne0, 1, per_row);
+        size_t row_total = 0;
+        for (int k = 0; k < PLANE_COUNT; k++) row_total += per_row[k];
+        int64_t chunk = (int64_t)((32u << 20) / (row_total ? row_total : 1));
+        if (chunk < 1) chunk = 1;
+        if (chunk > rows) chunk = rows;
+        uint8_t *buf = malloc(row_total * (size_t)chunk);
+        if (!buf) { snprintf(err, errlen, "out of memory"); return -1; }
+        const size_t src_row = ggml_row_bytes(g->type, ne0);
+        int rc = 0;
+        for (int64_t r0 = 0; r0 < rows && !rc; r0 += chunk) {
+            const int64_t n = rows - r0 < chunk ? rows - r0 : chunk;
+            uint8_t *plane[PLANE_COUNT] = { 0 };
+            size_t o = 0;
+            for (int k = 0; k < PLANE_COUNT; k++)
+                if (per_row[k]) { plane[k] = buf + o; o += per_row[k] * (size_t)n; }
+            rc = transcode(&t->d, g->type, g->data + src_row * (size_t)r0, ne0, n, plane);
+            if (rc) snprintf(err, errlen, "%s: transcode failed", t->name);
+            for (int k = 0; k < PLANE_COUNT && !rc; k++)
+                if (per_row[k] && pwrite_all(fds[t->file], plane[k], per_row[k] * (size_t)n,
+                                             t->plane_off[k] + per_row[k] * (uint64_t)r0)) {
+                    snprintf(err, errlen, "%s: write failed: %s", PK_FILE_NAMES[t->file], strerror(errno));
+                    rc = -1;
+                }
+        }
+        free(buf);
+        source_release(s, g);
+        build_progress_step(pg, g->size, t->name);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+/* tokenizer.* keys (vocabulary, merges, special ids, chat template) into a
+ * metadata-only GGUF: the runtime's tokenizer reads nothing else. */
+static int write_tokenizer(const gguf_file *g, const char *path, char *err, size_t errlen)
+{
+    gguf_writer *w = gguf_writer_new();
+    int rc = w ? 0 : -1;
+    for (int64_t i = 0; i < gguf_n_kv(g) && !rc; i++) {
+        const char *k = gguf_kv_key(g, i);
+        if (strncmp(k, "tokenizer.", 10)) continue;
+        const gguf_type ty = gguf_kv_type(g, i);
+        if (ty == GGUF_TYPE_STRING) {
+            rc = gguf_writer_add_str(w, k, gguf_kv_str(g, i));
+        } else if (ty != GGUF_TYPE_ARRAY) {
+            rc = gguf_writer_add_kv(w, k, ty, gguf_kv_raw(g, i));
+        } else if (gguf_kv_arr_type(g, i) == GGUF_TYPE_STRING) {
+            const uint64_t n = gguf_kv_arr_n(g, i);
+            const char **v = malloc((n ? n : 1) * sizeof *v);
+            if (!v) { rc = -1; break; }
+            for (uint64_t j = 0; j < n; j++) v[j] = gguf_kv_arr_str(g, i, j);
+            rc = gguf_writer_add_arr_str(w, k, v, n);
+            free(v);
+        } else {
+            rc = gguf_writer_add_arr(w, k, gguf_kv_arr_type(g, i), gguf_kv_arr_data(g, i), gguf_kv_arr_n(g, i));
+        }
+    }
+    if (rc == 0) rc = gguf_writer_write(w, path, err, errlen);
+    else snprintf(err, errlen, "%s: could not copy the tokenizer keys", path);
+    gguf_writer_free(w);
+    return rc;
+}
+
+static long peak_rss_kib(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : -1;
+}
+
+static void summary(const pack_layout *L, const build_opts *o, int n_reencoded, double secs, FILE *out)
+{
+    int n_form[FORM_COUNT] = { 0 }, n_how[3] = { 0 }, n_imp[3] = { 0 };
+    for (int i = 0; i < L->n_tensors; i++) {
+        const pk_tensor *t = &L->tensors[i];
+        n_form[t->d.form]++;
+        if (t->file == PK_EXPERTS) {
+            n_how[t->how]++;
+            if (t->how == EXP_ENCODED) n_imp[t->importance]++;
+            if (t->how == EXP_CANONICAL && !o->experts_keep)
+                fprintf(out, "note: %s keeps form %s: its input width %lld is not a multiple of 256\n", t->name,
+                        pack_form_name(t->d.form), (long long)t->ne[0]);
+            if (t->how == EXP_ENCODED)
+                fprintf(out, "  %s: IQ3 quality, importance %s\n", t->name,
+                        t->importance == IMP_EXPERT ? "per expert" : t->importance == IMP_LAYER ? "layer" : "none");
+        }
+    }
+    fprintf(out, "pack %s: %d tensors (", o->out, L->n_tensors);
+    for (int f = 0; f < FORM_COUNT; f++)
+        if (n_form[f]) fprintf(out, " %s %d", pack_form_name(f), n_form[f]);
+    fprintf(out, " )\n  experts: %d IQ3-encoded, %d IQ3_XXS transcoded losslessly, %d canonical", n_how[EXP_ENCODED],
+            n_how[EXP_TRANSCODED], n_how[EXP_CANONICAL]);
+    if (n_reencoded) fprintf(out, " (%d expert slices re-encoded: 2*d overflows fp16)", n_reencoded);
+    fprintf(out, "\n");
+    for (int f = 0; f < PK_NFILES; f++) fprintf(out, "  %-15s %12llu bytes\n", PK_FILE_NAMES[f], (unsigned long long)L->files[f].bytes);
+    fprintf(out, "  %.1f s, peak RSS %.1f MiB\n", secs, (double)peak_rss_kib() / 1024.0);
+}
+
+int pack_build(const build_opts *o, FILE *out, FILE *err)
+{
+    char e[512] = "";
+    source s;
+    imatrix *im = NULL;
+    pack_layout L;
+    memset(&L, 0, sizeof L);
+    char *tmp = NULL;
+    int fds[3] = { -1, -1, -1 }, rc = 1, n_reencoded = 0;
+    const double t0 = build_now();
+    if (path_exists(o->out)) {
+        fprintf(err, "%s: already exists; a pack is never overwritten\n", o->out);
+        return 1;
+    }
+    if (source_open(&s, o->src, e, sizeof e) != 0) {
+        fprintf(err, "%s\n", e);
+        return 1;
+    }
+    if (o->imatrix && !(im = imatrix_load(o->imatrix, e, sizeof e))) goto out;
+    uint64_t fb[2] = { 0, 0 }, eb = 0;
+    if (plan_dense(&L, &s, fb, e, sizeof e) || build_plan_experts(&L, &s, im, o->experts_keep, &eb, e, sizeof e))
+        goto out;
+    L.files[PK_DENSE].bytes = fb[0];
+    L.files[PK_EMBD].bytes = fb[1];
+    L.files[PK_EXPERTS].bytes = eb;
+    if (!(tmp = packdir_begin(o->out, fb[0] + fb[1] + eb + (16u << 20), e, sizeof e))) goto out;
+    L.source_path = strdup(o->src);
+    L.source_bytes = s.bytes;
+    L.source_splits = s.n_parts;
+    L.hparams = hparams_json(source_meta(&s));
+    source_sha256(&s, L.source_sha256);
+    build_progress pg = { 0, 0, build_now(), o->progress };
+    for (int64_t i = 0; i < source_n_tensors(&s); i++) pg.total += source_tensor_at(&s, i)->size;
+    for (int f = 0; f < 3; f++) {
+        char *p = path_join(tmp, PK_FILE_NAMES[f]);
+        fds[f] = p ? open(p, O_WRONLY | O_CREAT | O_EXCL, 0644) : -1;
+        free(p);
+        if (fds[f] < 0 || ftruncate(fds[f], (off_t)L.files[f].bytes) != 0) {
+            snprintf(e, sizeof e, "%s/%s: %s", tmp, PK_FILE_NAMES[f], strerror(errno));
+            goto out;
+        }
+    }
+    if (write_dense(&L, &s, fds, &pg, e, sizeof e) ||
+        build_write_experts(&L, &s, im, fds[PK_EXPERTS], o->threads, &pg, &n_reencoded, e, sizeof e))
+        goto out;
+    for (int f = 0; f < 3; f++) {
+        if (fsync(fds[f]) != 0 || close(fds[f]) != 0) {
+            fds[f] = -1;
+            snprintf(e, sizeof e, "%s: %s", PK_FILE_NAMES[f], strerror(errno));
+            goto out;
+        }
+        fds[f] = -1;
+    }
+    char *tp = path_join(tmp, "tokenizer.gguf");
+    const int trc = tp ? write_tokenizer(source_meta(&s), tp, e, sizeof e) : -1;
+    free(tp);
+    if (trc) goto out;
+    for (int f = 0; f < PK_NFILES; f++) {
+        char *p = path_join(tmp, PK_FILE_NAMES[f]);
+        uint64_t bytes = 0;
+        const int crc_rc = p ? file_crc32(p, &bytes, &L.files[f].crc32, e, sizeof e) : -1;
+        free(p);
+        if (crc_rc) goto out;
+        if (f != PK_TOKENIZER && bytes != L.files[f].bytes) {
+            snprintf(e, sizeof e, "%s: %llu bytes written, %llu planned", PK_FILE_NAMES[f],
+                     (unsigned long long)bytes, (unsigned long long)L.files[f].bytes);
+            goto out;
+        }
+        L.files[f].bytes = bytes;
+    }
+    char *js = pack_layout_to_json(&L);
+    char *mp = path_join(tmp, "manifest.json");
+    atomic_out ao;
+    int mrc = (js && mp) ? atomic_out_open(&ao, mp, e, sizeof e) : -1;
+    if (mrc == 0) {
+        if (fputs(js, ao.fp) < 0 || fputc('\n', ao.fp) < 0) {
+            atomic_out_abort(&ao);
+            snprintf(e, sizeof e, "manifest.json: write failed");
+            mrc = -1;
+        } else {
+            mrc = atomic_out_commit(&ao, e, sizeof e);
+        }
+    }
+    free(js);
+    free(mp);
+    if (mrc) goto out;
+    /* The index is written inside the partial directory, so the published
+     * directory is complete the moment it appears. */
+    const int irc = packindex_run(tmp, NULL, out, err);
+    if (packdir_publish(tmp, o->out, e, sizeof e)) goto out;
+    free(tmp);
+    tmp = NULL;
+    if (irc != 0)
+        fprintf(err, "warning: the index step refused this pack (above); it has no index.txt yet: run "
+                     "`packindex --pack %s` once packindex knows every form in it\n", o->out);
+    summary(&L, o, n_reencoded, build_now() - t0, out);
+    rc = 0;
+out:
+    if (rc && e[0]) fprintf(err, "%s\n", e);
+    for (int f = 0; f < 3; f++)
+        if (fds[f] >= 0) close(fds[f]);
+    if (tmp) packdir_discard(tmp);
+    free(tmp);
+    pack_layout_free(&L);
+    imatrix_free(im);
+    source_close(&s);
+    return rc;
+}

@@ -1,0 +1,47 @@
+/* build.h: GGUF (+ imatrix) -> pack directory (`iq3pack build`).
+ *
+ * Contract: pack_build() plans the whole layout first (every tensor's form,
+ * plane offsets 64-aligned, expert blobs 4096-aligned, exact file sizes),
+ * refuses before writing anything (existing output, undecodable type, an
+ * imatrix entry of the wrong width, too little free space), then writes into
+ * "<out>.partial.XXXXXX", runs the index step and renames the directory into
+ * place; on any failure it removes the partial directory. Dense tensors are
+ * transcoded bit-exactly (convert/transcode.h); routed experts go into the
+ * IQ3 container: IQ3_XXS sources moved losslessly, others dequantized and
+ * encoded in quality mode with importance. A summary goes to `out`, one-line
+ * errors to `err`. Returns the exit status (0 ok, 1 refused/failed). */
+#ifndef STRATA_BUILD_H
+#define STRATA_BUILD_H
+
+#include <stdio.h>
+
+#include "pack/pack_layout.h"
+#include "pack/source.h"
+
+typedef struct build_opts {
+    const char *src, *out, *imatrix;
+    int experts_keep; /* 1: experts keep a canonical form instead of IQ3 */
+    int threads;
+    int progress;     /* draw a progress line (stderr is a terminal) */
+} build_opts;
+
+int pack_build(const build_opts *o, FILE *out, FILE *err);
+
+/* ---- internal pieces, shared by build.c and build_experts.c ---- */
+struct imatrix;
+typedef struct build_progress {
+    uint64_t total, done;
+    double   t0;
+    int      on;
+} build_progress;
+void build_progress_step(build_progress *p, uint64_t bytes, const char *what);
+double build_now(void);
+
+/* Plans the expert tensors of source into L (layers and arena). */
+int build_plan_experts(pack_layout *L, const source *s, const struct imatrix *im, int keep, uint64_t *experts_bytes,
+                       char *err, size_t errlen);
+/* Writes experts.bin at fd as planned. Counts re-encoded IQ3_XXS experts. */
+int build_write_experts(const pack_layout *L, const source *s, const struct imatrix *im, int fd, int threads,
+                        build_progress *pg, int *n_reencoded, char *err, size_t errlen);
+
+#endif

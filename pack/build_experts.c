@@ -1,0 +1,246 @@
+/* build_experts.c: the routed experts -> experts.bin, one 4096-aligned blob
+ * per (layer, expert) holding its gate, up (or fused gate_up) and down parts. */
+#include "pack/build.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "convert/transcode.h"
+#include "formats/ggml_blocks.h"
+#include "formats/ggml_types.h"
+#include "formats/imatrix.h"
+#include "formats/iq3.h"
+
+static const char *const PART_KEYS[PACK_MAX_PARTS] = { "gate", "up", "gate_up", "down" };
+
+/* "blk.L.ffn_X_exps.weight" -> layer and part kind, else -1. */
+static int parse_expert_name(const char *name, int *layer)
+{
+    int l, n = 0;
+    char kind[16];
+    if (sscanf(name, "blk.%d.ffn_%15[a-z_]%n", &l, kind, &n) != 2 || l < 0) return -1;
+    const size_t kl = strlen(kind);
+    if (kl < 5 || strcmp(kind + kl - 5, "_exps") || strcmp(name + n, ".weight")) return -1;
+    kind[kl - 5] = 0;
+    for (int p = 0; p < PACK_MAX_PARTS; p++)
+        if (!strcmp(kind, PART_KEYS[p])) { *layer = l; return p; }
+    return -1;
+}
+
+/* The importance row for expert e of t, and which kind it is. */
+static const float *importance_for(const imatrix *im, const pk_tensor *t, int e, int *kind)
+{
+    *kind = IMP_NONE;
+    if (!im) return NULL;
+    char key[80];
+    snprintf(key, sizeof key, "blk.%d.ffn_%s_exps", t->layer, PART_KEYS[t->part]);
+    const imatrix_entry *en = imatrix_find(im, key);
+    if (!en) return NULL;
+    /* llama.cpp's .dat stores an expert tensor's columns expert after expert */
+    if (en->n_expert == 1 && en->n_cols == t->ne[0] * t->n_expert) {
+        *kind = IMP_EXPERT;
+        return en->importance + (size_t)e * (size_t)t->ne[0];
+    }
+    if (en->n_cols != t->ne[0]) return NULL;
+    if (en->n_expert == t->n_expert) { *kind = IMP_EXPERT; return en->importance + (size_t)e * (size_t)en->n_cols; }
+    if (en->n_expert == 1) { *kind = IMP_LAYER; return en->importance; }
+    return NULL;
+}
+
+static int check_importance(const imatrix *im, const pk_tensor *t, char *err, size_t errlen)
+{
+    if (!im) return 0;
+    char key[80];
+    snprintf(key, sizeof key, "blk.%d.ffn_%s_exps", t->layer, PART_KEYS[t->part]);
+    const imatrix_entry *en = imatrix_find(im, key);
+    if (!en) return 0;
+    if (en->n_expert == 1 && en->n_cols == t->ne[0] * t->n_expert) return 0;
+    if (en->n_cols != t->ne[0] || (en->n_expert != 1 && en->n_expert != t->n_expert)) {
+        snprintf(err, errlen, "imatrix entry %s is %lld wide for %lld experts but %s is %lld wide for %d: "
+                 "it was recorded on another model", key, (long long)en->n_cols, (long long)en->n_expert,
+                 t->name, (long long)t->ne[0], t->n_expert);
+        return -1;
+    }
+    return 0;
+}
+
+int build_plan_experts(pack_layout *L, const source *s, const imatrix *im, int keep, uint64_t *experts_bytes,
+                       char *err, size_t errlen)
+{
+    uint64_t pos = 0;
+    int max_layer = -1;
+    for (int64_t i = 0; i < source_n_tensors(s); i++) {
+        int l;
+        const gguf_tensor *g = source_tensor_at(s, i);
+        if (g->n_dims == 3 && parse_expert_name(g->name, &l) >= 0 && l > max_layer) max_layer = l;
+    }
+    L->layers = calloc((size_t)max_layer + 2, sizeof *L->layers);
+    if (!L->layers) { snprintf(err, errlen, "out of memory"); return -1; }
+    for (int layer = 0; layer <= max_layer; layer++) {
+        pk_layer *y = &L->layers[L->n_layers];
+        uint64_t off = 0;
+        for (int kind = 0; kind < PACK_MAX_PARTS; kind++) {
+            char name[80];
+            snprintf(name, sizeof name, "blk.%d.ffn_%s_exps.weight", layer, PART_KEYS[kind]);
+            const gguf_tensor *g = source_find(s, name);
+            if (!g || g->n_dims != 3) continue;
+            pk_tensor *t = pack_layout_add(L);
+            if (!t) { snprintf(err, errlen, "out of memory"); return -1; }
+            snprintf(t->name, sizeof t->name, "%s", g->name);
+            t->file = PK_EXPERTS;
+            t->n_dims = 3;
+            memcpy(t->ne, g->ne, sizeof t->ne);
+            t->elements = g->n_elements;
+            t->src_type = g->type;
+            t->layer = layer;
+            t->part = kind;
+            t->n_expert = (int)g->ne[2];
+            const int64_t K = g->ne[0], N = g->ne[1];
+            if (!keep && K % IQ3_QK == 0) {
+                t->d.form = FORM_IQ3;
+                t->how = g->type == GGML_TYPE_IQ3_XXS ? EXP_TRANSCODED : EXP_ENCODED;
+            } else {
+                if (transcode_form_for(g->type, &t->d) != 0) {
+                    snprintf(err, errlen, "%s: type %s has no decoder; refused rather than approximated", g->name,
+                             ggml_type_info(g->type) ? ggml_type_info(g->type)->name : "?");
+                    return -1;
+                }
+                t->how = EXP_CANONICAL;
+            }
+            size_t b[PLANE_COUNT];
+            if (planes_sizes(&t->d, K, N, b) != 0) {
+                snprintf(err, errlen, "%s: form %s does not fit [%lld, %lld]", g->name, pack_form_name(t->d.form),
+                         (long long)K, (long long)N);
+                return -1;
+            }
+            uint64_t p = 0;
+            for (int k = 0; k < PLANE_COUNT; k++) {
+                if (!b[k]) continue;
+                t->plane_off[k] = p;
+                t->plane_bytes[k] = b[k];
+                p += b[k]; /* contiguous, as the loader reads one span */
+            }
+            t->part_bytes = p;
+            if (t->d.form == FORM_IQ3) {
+                if (check_importance(im, t, err, errlen)) return -1;
+                if (t->how == EXP_ENCODED) importance_for(im, t, 0, &t->importance);
+            }
+            if (y->n_parts && y->n_expert != t->n_expert) {
+                snprintf(err, errlen, "%s: %d experts where layer %d's other parts have %d", g->name, t->n_expert,
+                         layer, y->n_expert);
+                return -1;
+            }
+            off = pk_align_up(off, PACK_ALIGN);
+            y->part_tensor[y->n_parts] = L->n_tensors - 1;
+            y->part_off[y->n_parts++] = off;
+            y->n_expert = t->n_expert;
+            off += p;
+        }
+        if (!y->n_parts) continue;
+        y->layer = layer;
+        y->blob_bytes = off;
+        y->stride = pk_align_up(off, PACK_EXPERT_ALIGN);
+        y->base = pk_align_up(pos, PACK_EXPERT_ALIGN);
+        pos = y->base + y->stride * (uint64_t)y->n_expert;
+        L->n_layers++;
+    }
+    *experts_bytes = pos;
+    return 0;
+}
+
+/* ggml [fp16 d][64 idx][8 words] -> container [64 idx][8 words][fp16 2d].
+ * Doubling an fp16 is exact (one exponent step, or a mantissa shift for a
+ * subnormal) except at the top exponent, where it would overflow: -1 then. */
+static int iq3xxs_to_container(const uint8_t *src, int64_t nblocks, uint8_t *dst)
+{
+    for (int64_t b = 0; b < nblocks; b++, src += 98, dst += 98) {
+        uint16_t d;
+        memcpy(&d, src, 2);
+        const unsigned ex = (d >> 10) & 0x1F;
+        uint16_t d2;
+        if (ex == 0) d2 = (uint16_t)((d & 0x8000) | ((d & 0x3FF) << 1));
+        else if (ex < 30) d2 = (uint16_t)(d + 0x400);
+        else return -1;
+        memcpy(dst, src + 2, 96);
+        memcpy(dst + 96, &d2, 2);
+    }
+    return 0;
+}
+
+static int write_all(int fd, const void *buf, size_t n, uint64_t off, char *err, size_t errlen)
+{
+    const uint8_t *p = buf;
+    while (n) {
+        const ssize_t w = pwrite(fd, p, n, (off_t)off);
+        if (w <= 0) {
+            snprintf(err, errlen, "experts.bin: write failed: %s", w < 0 ? strerror(errno) : "no progress");
+            return -1;
+        }
+        p += w; n -= (size_t)w; off += (uint64_t)w;
+    }
+    return 0;
+}
+
+/* One expert's part into buf (t->part_bytes). */
+static int encode_part(const pk_tensor *t, const gguf_tensor *g, const imatrix *im, int e, int threads,
+                       uint8_t *buf, float *tmp, int *n_reencoded, char *err, size_t errlen)
+{
+    const int64_t K = t->ne[0], N = t->ne[1];
+    const size_t slice = ggml_row_bytes(g->type, K) * (size_t)N;
+    const uint8_t *src = g->data + slice * (size_t)e;
+    if (t->how == EXP_CANONICAL) {
+        uint8_t *plane[PLANE_COUNT] = { 0 };
+        for (int k = 0; k < PLANE_COUNT; k++)
+            if (t->plane_bytes[k]) plane[k] = buf + t->plane_off[k];
+        if (transcode(&t->d, g->type, src, K, N, plane) != 0) {
+            snprintf(err, errlen, "%s: transcode failed for expert %d", t->name, e);
+            return -1;
+        }
+        return 0;
+    }
+    if (t->how == EXP_TRANSCODED && iq3xxs_to_container(src, N * K / IQ3_QK, buf) == 0) return 0;
+    if (t->how == EXP_TRANSCODED) (*n_reencoded)++;
+    if (ggml_dequantize(g->type, src, tmp, N * K) != 0) {
+        snprintf(err, errlen, "%s: type has no decoder", t->name);
+        return -1;
+    }
+    int kind;
+    iq3_encode_opts o = { .mode = IQ3_MODE_QUALITY, .n_threads = threads,
+                          .importance = importance_for(im, t, e, &kind) };
+    char e2[200];
+    if (iq3_encode(tmp, N, K, &o, buf, e2, sizeof e2) != 0) {
+        snprintf(err, errlen, "%s expert %d: %s", t->name, e, e2);
+        return -1;
+    }
+    return 0;
+}
+
+int build_write_experts(const pack_layout *L, const source *s, const imatrix *im, int fd, int threads,
+                        build_progress *pg, int *n_reencoded, char *err, size_t errlen)
+{
+    int rc = 0;
+    for (int l = 0; l < L->n_layers && !rc; l++) {
+        const pk_layer *y = &L->layers[l];
+        for (int p = 0; p < y->n_parts && !rc; p++) {
+            const pk_tensor *t = &L->tensors[y->part_tensor[p]];
+            const gguf_tensor *g = source_find(s, t->name);
+            const size_t n = (size_t)t->ne[0] * (size_t)t->ne[1];
+            uint8_t *buf = calloc(1, t->part_bytes);
+            float *tmp = malloc(n * sizeof(float));
+            if (!buf || !tmp) { snprintf(err, errlen, "out of memory"); rc = -1; }
+            for (int e = 0; e < y->n_expert && !rc; e++) {
+                rc = encode_part(t, g, im, e, threads, buf, tmp, n_reencoded, err, errlen);
+                if (!rc) rc = write_all(fd, buf, t->part_bytes, y->base + (uint64_t)e * y->stride + y->part_off[p],
+                                        err, errlen);
+                build_progress_step(pg, g->size / (uint64_t)y->n_expert, t->name);
+            }
+            free(buf);
+            free(tmp);
+            if (g) source_release(s, g);
+        }
+    }
+    return rc;
+}

@@ -1,0 +1,69 @@
+/* pack_cli.c: argument parsing for build / verify / info; the work is in
+ * build.c, verify.c and packinfo.c. */
+#include "pack/pack_cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pack/build.h"
+
+static int usage(FILE *fp, const char *u, int rc)
+{
+    fprintf(fp, "usage: iq3pack %s\n", u);
+    return rc;
+}
+
+static const char BUILD_USAGE[] = "build SRC.gguf -o PACKDIR [--imatrix IMAT] [--experts iq3|keep] [--threads N]";
+
+int iq3pack_cmd_build(int argc, char **argv)
+{
+    build_opts o = { .threads = 1, .progress = isatty(2) };
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const int has = i + 1 < argc;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout, BUILD_USAGE, 0);
+        else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && has) o.out = argv[++i];
+        else if (!strcmp(a, "--imatrix") && has) o.imatrix = argv[++i];
+        else if (!strcmp(a, "--experts") && has) {
+            const char *m = argv[++i];
+            if (!strcmp(m, "keep")) o.experts_keep = 1;
+            else if (strcmp(m, "iq3")) { fprintf(stderr, "iq3pack build: --experts is iq3 or keep, not %s\n", m); return 2; }
+        } else if (!strcmp(a, "--threads") && has) {
+            char *end;
+            const long n = strtol(argv[++i], &end, 10);
+            if (*end || n < 1 || n > 1024) { fprintf(stderr, "iq3pack build: --threads needs 1..1024\n"); return 2; }
+            o.threads = (int)n;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "iq3pack build: unknown option %s\n", a);
+            return usage(stderr, BUILD_USAGE, 2);
+        } else if (!o.src) o.src = a;
+        else { fprintf(stderr, "iq3pack build: one source only (%s)\n", a); return 2; }
+    }
+    if (!o.src || !o.out) return usage(stderr, BUILD_USAGE, 2);
+    return pack_build(&o, stdout, stderr);
+}
+
+int iq3pack_cmd_verify(int argc, char **argv)
+{
+    static const char U[] = "verify PACKDIR [--source SRC.gguf]";
+    const char *dir = NULL, *src = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage(stdout, U, 0);
+        if (!strcmp(argv[i], "--source") && i + 1 < argc) src = argv[++i];
+        else if (argv[i][0] == '-' || dir) {
+            fprintf(stderr, "iq3pack verify: unexpected %s\n", argv[i]);
+            return usage(stderr, U, 2);
+        } else dir = argv[i];
+    }
+    if (!dir) return usage(stderr, U, 2);
+    return pack_verify(dir, src, stdout, stderr) ? 1 : 0;
+}
+
+int iq3pack_cmd_packinfo(int argc, char **argv)
+{
+    static const char U[] = "info PACKDIR";
+    if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) return usage(stdout, U, 0);
+    if (argc != 2 || argv[1][0] == '-') return usage(stderr, U, 2);
+    return pack_info(argv[1], stdout, stderr) ? 1 : 0;
+}

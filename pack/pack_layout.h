@@ -1,0 +1,78 @@
+/* pack_layout.h: a pack's layout in memory, the one thing build, verify
+ * and info share, and its manifest.json form (docs/pack-manifest.md).
+ *
+ * Contract. pack_layout_to_json() writes exactly what the manifest holds;
+ * pack_layout_from_json() reads it back with every size and offset checked
+ * against the form arithmetic (planes_sizes) and the recorded file sizes, so
+ * verify and info never trust a manifest offset they did not re-derive.
+ * Errors: one line "<path>: <what>" and -1. pack_layout_free() frees all. */
+#ifndef STRATA_PACK_LAYOUT_H
+#define STRATA_PACK_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "formats/planes.h"
+
+#define PACK_ALIGN        64
+#define PACK_EXPERT_ALIGN 4096
+#define PACK_MAX_PARTS    4
+
+enum { PK_DENSE = 0, PK_EMBD = 1, PK_EXPERTS = 2, PK_TOKENIZER = 3, PK_NFILES = 4 };
+extern const char *const PK_FILE_NAMES[PK_NFILES];
+
+/* How an expert part came to be, for the summary and for verify's rule:
+ * TRANSCODED and CANONICAL must be bit-exact, ENCODED is measured. */
+enum { EXP_ENCODED = 0, EXP_TRANSCODED = 1, EXP_CANONICAL = 2 };
+/* Which importance the encoder used. */
+enum { IMP_NONE = 0, IMP_LAYER = 1, IMP_EXPERT = 2 };
+
+typedef struct pk_tensor {
+    char     name[64];
+    int      file;            /* PK_DENSE / PK_EMBD / PK_EXPERTS */
+    int      n_dims;
+    int64_t  ne[4];
+    int64_t  elements;
+    int      src_type;        /* ggml type id */
+    planes_desc d;
+    uint64_t plane_off[PLANE_COUNT]; /* dense: in the file; expert: from the part start */
+    uint64_t plane_bytes[PLANE_COUNT];
+    /* experts only */
+    int      layer, part, n_expert, how, importance;
+    uint64_t part_bytes;      /* one expert's bytes of this tensor */
+} pk_tensor;
+
+typedef struct pk_layer {
+    int      layer, n_expert, n_parts;
+    int      part_tensor[PACK_MAX_PARTS]; /* index into tensors */
+    uint64_t part_off[PACK_MAX_PARTS];    /* inside a blob */
+    uint64_t base, stride, blob_bytes;    /* stride: blob_bytes aligned up to 4096 */
+} pk_layer;
+
+typedef struct pk_file { uint64_t bytes; uint32_t crc32; } pk_file;
+
+typedef struct pack_layout {
+    pk_tensor *tensors;
+    int        n_tensors, cap_tensors;
+    pk_layer  *layers;
+    int        n_layers;
+    pk_file    files[PK_NFILES];
+    char      *source_path;   /* first (or only) source file */
+    uint64_t   source_bytes;
+    char       source_sha256[65];
+    int        source_splits;
+    void      *hparams;       /* json_t object, owned */
+} pack_layout;
+
+uint64_t pk_align_up(uint64_t n, uint64_t a);
+pk_tensor *pack_layout_add(pack_layout *L); /* zeroed; NULL when out of memory */
+void pack_layout_free(pack_layout *L);
+
+/* Serialises to a NUL-terminated malloc'd string. */
+char *pack_layout_to_json(const pack_layout *L);
+int pack_layout_from_json(pack_layout *L, const char *path, char *err, size_t errlen);
+
+/* "Q4_K", "IQ3_XXS", "F32": the manifest's source_type spelling. */
+void pk_type_upper(int ggml_type, char out[16]);
+
+#endif

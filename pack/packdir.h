@@ -1,0 +1,25 @@
+/* packdir.h: the filesystem side of writing a pack directory.
+ *
+ * Contract: packdir_begin() refuses an existing target, checks the free space
+ * of its parent against `need` bytes and creates "<target>.partial.XXXXXX"
+ * beside it (same filesystem, so the final rename is atomic). packdir_publish()
+ * fsyncs and renames it to the target WITHOUT replacing anything (renameat2
+ * RENAME_NOREPLACE; rename(2) alone would silently replace an empty
+ * directory). packdir_discard() removes the partial directory and the plain
+ * files in it (nothing else: it never recurses into what it did not make).
+ * file_crc32() streams a file through zlib's crc32. */
+#ifndef STRATA_PACKDIR_H
+#define STRATA_PACKDIR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+char *packdir_begin(const char *target, uint64_t need, char *err, size_t errlen);
+int packdir_publish(const char *tmp, const char *target, char *err, size_t errlen);
+void packdir_discard(const char *tmp);
+
+int file_crc32(const char *path, uint64_t *bytes, uint32_t *crc, char *err, size_t errlen);
+/* dir/name in a malloc'd string. */
+char *path_join(const char *dir, const char *name);
+
+#endif

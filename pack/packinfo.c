@@ -1,0 +1,56 @@
+/* packinfo.c: `iq3pack info PACKDIR` — what a pack holds, sizes by kind,
+ * and the bytes one decoded token reads (dense weights once, plus the
+ * routed experts actually used: experts_used of n_expert per layer). */
+#include "pack/pack_cli.h"
+
+#include <stdlib.h>
+
+#include <jansson.h>
+
+#include "pack/pack_layout.h"
+#include "pack/packdir.h"
+
+int pack_info(const char *dir, FILE *out, FILE *err)
+{
+    char e[512];
+    pack_layout L;
+    char *mp = path_join(dir, "manifest.json");
+    const int rc = mp ? pack_layout_from_json(&L, mp, e, sizeof e) : -1;
+    free(mp);
+    if (rc) {
+        fprintf(err, "%s\n", e);
+        return 1;
+    }
+    const json_t *h = L.hparams;
+    const char *arch = json_string_value(json_object_get(h, "arch"));
+    fprintf(out, "pack %s: arch %s, source %s (%llu bytes, %d file%s, sha256 %.16s...)\n", dir, arch ? arch : "?",
+            L.source_path, (unsigned long long)L.source_bytes, L.source_splits, L.source_splits == 1 ? "" : "s",
+            L.source_sha256);
+    uint64_t by_form[FORM_COUNT] = { 0 }, dense = 0, embd_row = 0, expert_blob = 0;
+    int n_form[FORM_COUNT] = { 0 };
+    for (int i = 0; i < L.n_tensors; i++) {
+        const pk_tensor *t = &L.tensors[i];
+        uint64_t b = 0;
+        for (int k = 0; k < PLANE_COUNT; k++) b += t->plane_bytes[k];
+        if (t->file == PK_EXPERTS) b *= (uint64_t)t->n_expert;
+        by_form[t->d.form] += b;
+        n_form[t->d.form]++;
+        if (t->file == PK_DENSE) dense += b;
+        if (t->file == PK_EMBD) embd_row = b / (uint64_t)(t->elements / t->ne[0]);
+    }
+    fprintf(out, "  by form:\n");
+    for (int f = 0; f < FORM_COUNT; f++)
+        if (n_form[f]) fprintf(out, "    %-7s %4d tensors %14llu bytes\n", pack_form_name(f), n_form[f], (unsigned long long)by_form[f]);
+    fprintf(out, "  files:\n");
+    for (int f = 0; f < PK_NFILES; f++)
+        fprintf(out, "    %-15s %14llu bytes  crc32 %08x\n", PK_FILE_NAMES[f], (unsigned long long)L.files[f].bytes, L.files[f].crc32);
+    const json_int_t used = json_integer_value(json_object_get(h, "experts_used"));
+    for (int l = 0; l < L.n_layers; l++) expert_blob += L.layers[l].blob_bytes * (uint64_t)(used > 0 ? used : 0);
+    fprintf(out, "  experts: %d layers, %lld of %d used per token\n", L.n_layers, (long long)used,
+            L.n_layers ? L.layers[0].n_expert : 0);
+    fprintf(out, "  decode reads per token: %llu bytes (dense %llu + one embedding row %llu + experts %llu)\n",
+            (unsigned long long)(dense + embd_row + expert_blob), (unsigned long long)dense,
+            (unsigned long long)embd_row, (unsigned long long)expert_blob);
+    pack_layout_free(&L);
+    return 0;
+}

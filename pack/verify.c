@@ -1,0 +1,220 @@
+/* verify.c: `iq3pack verify` — re-read a pack from disk and prove it.
+ * crc32 and size of every file against the manifest; every dense tensor and
+ * every transcoded or canonical expert bit-exact against ggml's
+ * dequantization of the source; every IQ3-encoded expert decoded, finite,
+ * and its rel-RMSE against the source reported per tensor kind. */
+#include "pack/pack_cli.h"
+
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "formats/ggml_types.h"
+#include "pack/pack_layout.h"
+#include "pack/packdir.h"
+#include "pack/source.h"
+
+typedef struct mapped { const uint8_t *p; size_t n; } mapped;
+
+static int map_file(const char *dir, const char *name, mapped *m, FILE *err)
+{
+    char *path = path_join(dir, name);
+    const int fd = path ? open(path, O_RDONLY) : -1;
+    struct stat st;
+    m->p = NULL;
+    m->n = 0;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        fprintf(err, "%s: cannot open\n", path ? path : name);
+        if (fd >= 0) close(fd);
+        free(path);
+        return -1;
+    }
+    m->n = (size_t)st.st_size;
+    if (m->n) {
+        void *p = mmap(NULL, m->n, PROT_READ, MAP_PRIVATE, fd, 0);
+        m->p = p == MAP_FAILED ? NULL : p;
+    }
+    close(fd);
+    free(path);
+    return (m->n && !m->p) ? -1 : 0;
+}
+
+static const char *const KIND_NAMES[PACK_MAX_PARTS] = { "gate", "up", "gate_up", "down" };
+
+typedef struct stats { double worst, sum; int n; } stats;
+
+static double rel_rmse(const float *a, const float *ref, size_t n, int *finite)
+{
+    double num = 0, den = 0;
+    *finite = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(a[i])) *finite = 0;
+        const double d = (double)a[i] - (double)ref[i];
+        num += d * d;
+        den += (double)ref[i] * ref[i];
+    }
+    return den > 0 ? sqrt(num / den) : (num > 0 ? INFINITY : 0);
+}
+
+static int decode_at(const pk_tensor *t, const uint8_t *base, int64_t rows, float *out, FILE *err)
+{
+    const uint8_t *plane[PLANE_COUNT] = { 0 };
+    for (int k = 0; k < PLANE_COUNT; k++)
+        if (t->plane_bytes[k]) plane[k] = base + t->plane_off[k];
+    char e[256];
+    if (planes_decode(&t->d, plane, t->ne[0], rows, out, e, sizeof e) != 0) {
+        fprintf(err, "%s: %s\n", t->name, e);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_files(const char *dir, const pack_layout *L, FILE *out, FILE *err)
+{
+    int bad = 0;
+    for (int f = 0; f < PK_NFILES; f++) {
+        char e[300];
+        char *p = path_join(dir, PK_FILE_NAMES[f]);
+        uint64_t n = 0;
+        uint32_t crc = 0;
+        if (!p || file_crc32(p, &n, &crc, e, sizeof e)) {
+            fprintf(err, "%s\n", p ? e : "out of memory");
+            bad = 1;
+        } else if (n != L->files[f].bytes || crc != L->files[f].crc32) {
+            fprintf(err, "%s: %llu bytes crc32 %08x, the manifest says %llu bytes crc32 %08x\n", p,
+                    (unsigned long long)n, crc, (unsigned long long)L->files[f].bytes, L->files[f].crc32);
+            bad = 1;
+        } else {
+            fprintf(out, "ok   %-15s %12llu bytes crc32 %08x\n", PK_FILE_NAMES[f], (unsigned long long)n, crc);
+        }
+        free(p);
+    }
+    return bad;
+}
+
+static int check_dense(const pack_layout *L, const mapped files[3], const source *s, FILE *out, FILE *err)
+{
+    int bad = 0, n = 0;
+    for (int i = 0; i < L->n_tensors; i++) {
+        const pk_tensor *t = &L->tensors[i];
+        if (t->file == PK_EXPERTS) continue;
+        const gguf_tensor *g = s ? source_find(s, t->name) : NULL;
+        float *a = malloc((size_t)t->elements * sizeof(float));
+        float *b = malloc((size_t)t->elements * sizeof(float));
+        int ok = a && b && decode_at(t, files[t->file].p, t->elements / t->ne[0], a, err) == 0;
+        if (ok && s) {
+            ok = g && g->type == t->src_type && g->n_elements == t->elements &&
+                 ggml_dequantize(g->type, g->data, b, g->n_elements) == 0 &&
+                 memcmp(a, b, (size_t)t->elements * sizeof(float)) == 0;
+            if (!ok) fprintf(err, "MISMATCH %s (%s): pack decode != ggml dequantize of the source\n", t->name,
+                             pack_form_name(t->d.form));
+            if (g) source_release(s, g);
+        }
+        bad |= !ok;
+        n += ok;
+        free(a);
+        free(b);
+    }
+    fprintf(out, "%s %d dense tensors %s\n", bad ? "FAIL" : "ok  ", n,
+            s ? "bit-exact against the source" : "decode (no source to compare)");
+    return bad;
+}
+
+static int check_experts(const pack_layout *L, const mapped *ex, const source *s, FILE *out, FILE *err)
+{
+    stats st[PACK_MAX_PARTS] = { { 0, 0, 0 } };
+    int bad = 0, exact = 0;
+    for (int l = 0; l < L->n_layers; l++) {
+        const pk_layer *y = &L->layers[l];
+        for (int p = 0; p < y->n_parts; p++) {
+            const pk_tensor *t = &L->tensors[y->part_tensor[p]];
+            const gguf_tensor *g = s ? source_find(s, t->name) : NULL;
+            if (s && (!g || g->type != t->src_type || g->n_elements != t->elements)) {
+                fprintf(err, "MISMATCH %s: the source tensor differs in type or shape\n", t->name);
+                bad = 1;
+                continue;
+            }
+            const size_t n = (size_t)t->ne[0] * (size_t)t->ne[1];
+            float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
+            for (int e = 0; e < y->n_expert && a && b; e++) {
+                const uint8_t *part = ex->p + y->base + (uint64_t)e * y->stride + y->part_off[p];
+                if (decode_at(t, part, t->ne[1], a, err)) { bad = 1; break; }
+                if (!s) continue;
+                const size_t slice = ggml_row_bytes(g->type, t->ne[0]) * (size_t)t->ne[1];
+                ggml_dequantize(g->type, g->data + slice * (size_t)e, b, (int64_t)n);
+                int finite;
+                const double r = rel_rmse(a, b, n, &finite);
+                if (t->how != EXP_ENCODED) {
+                    if (memcmp(a, b, n * sizeof(float))) {
+                        /* a transcoded slice may have been re-encoded (fp16 overflow of 2d): measured then */
+                        if (t->how == EXP_TRANSCODED && finite) goto measured;
+                        fprintf(err, "MISMATCH %s expert %d: not bit-exact\n", t->name, e);
+                        bad = 1;
+                    } else exact++;
+                    continue;
+                }
+            measured:
+                if (!finite) { fprintf(err, "MISMATCH %s expert %d: decodes to a non-finite value\n", t->name, e); bad = 1; }
+                stats *k = &st[t->part];
+                if (r > k->worst) k->worst = r;
+                k->sum += r;
+                k->n++;
+            }
+            free(a);
+            free(b);
+            if (g) source_release(s, g);
+        }
+    }
+    if (s) fprintf(out, "%s %d expert slices bit-exact (transcoded or canonical)\n", bad ? "FAIL" : "ok  ", exact);
+    for (int k = 0; k < PACK_MAX_PARTS; k++)
+        if (st[k].n)
+            fprintf(out, "     IQ3 %-8s %4d slices  rel-RMSE mean %.6f worst %.6f\n", KIND_NAMES[k], st[k].n,
+                    st[k].sum / st[k].n, st[k].worst);
+    return bad;
+}
+
+int pack_verify(const char *dir, const char *source_path, FILE *out, FILE *err)
+{
+    char e[512];
+    pack_layout L;
+    char *mp = path_join(dir, "manifest.json");
+    const int lrc = mp ? pack_layout_from_json(&L, mp, e, sizeof e) : -1;
+    free(mp);
+    if (lrc) {
+        fprintf(err, "%s\n", mp ? e : "out of memory");
+        return 1;
+    }
+    int bad = check_files(dir, &L, out, err);
+    source s, *sp = NULL;
+    const char *src = source_path ? source_path : L.source_path;
+    if (!bad && src && *src) {
+        if (source_open(&s, src, e, sizeof e) == 0) {
+            sp = &s;
+            char sha[65];
+            source_sha256(&s, sha);
+            if (strcmp(sha, L.source_sha256)) {
+                fprintf(err, "%s: sha256 %s, the pack was built from %s\n", src, sha, L.source_sha256);
+                bad = 1;
+            }
+        } else if (source_path) {
+            fprintf(err, "%s\n", e);
+            bad = 1;
+        } else {
+            fprintf(out, "note: source %s not readable; checking decode only (pass --source)\n", src);
+        }
+    }
+    mapped m[3] = { { 0 } };
+    for (int f = 0; f < 3 && !bad; f++) bad |= map_file(dir, PK_FILE_NAMES[f], &m[f], err);
+    if (!bad) bad |= check_dense(&L, m, sp, out, err);
+    if (!bad) bad |= check_experts(&L, &m[PK_EXPERTS], sp, out, err);
+    for (int f = 0; f < 3; f++)
+        if (m[f].p) munmap((void *)m[f].p, m[f].n);
+    if (sp) source_close(sp);
+    pack_layout_free(&L);
+    fprintf(out, "%s\n", bad ? "verify: FAILED" : "verify: ok");
+    return bad;
+}
