@@ -4,9 +4,11 @@
  * subcommand's name on and return the exit status. */
 #include "pack/gguf_inspect.h"
 #include "pack/iq3_cli.h"
+#include "pack/pack_cli.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct iq3pack_command {
     const char *name;
@@ -14,11 +16,22 @@ typedef struct iq3pack_command {
     const char *summary;
 } iq3pack_command;
 
-static int cmd_info(int argc, char **argv) { return gguf_inspect_info(argc, argv, stdout, stderr); }
+/* info takes a GGUF checkpoint or a pack directory: the argument decides. */
+static int cmd_info(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        struct stat st;
+        if (argv[i][0] != '-' && stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode))
+            return iq3pack_cmd_packinfo(argc, argv);
+    }
+    return gguf_inspect_info(argc, argv, stdout, stderr);
+}
 static int cmd_dump(int argc, char **argv) { return gguf_inspect_dump(argc, argv, stdout, stderr); }
 
 static const iq3pack_command COMMANDS[] = {
-    { "info", cmd_info, "GGUF checkpoint: architecture, metadata, tensors by type and size" },
+    { "build", iq3pack_cmd_build, "GGUF checkpoint (+ imatrix) -> pack directory" },
+    { "verify", iq3pack_cmd_verify, "re-read a pack: checksums, dense bit-exactness, expert error" },
+    { "info", cmd_info, "GGUF checkpoint or pack: what it holds, by type/kind and size" },
     { "dump", cmd_dump, "one GGUF tensor dequantized to raw float32 (bit-exact with ggml)" },
     { "encode", iq3pack_cmd_encode, "raw float32 rows -> IQ3 container (quality or seed-exact reference)" },
     { "decode", iq3pack_cmd_decode, "IQ3 container -> raw float32 rows" },
