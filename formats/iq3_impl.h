@@ -11,11 +11,24 @@
 
 #include <stdint.h>
 
+#define IQ3_CAND_CAP    32768 /* the lists hold 31656 entries in all */
+#define IQ3_CAND_MARGIN 0.05f
+#define IQ3_CAND_CMAX   64.0f /* coordinates above this take the full scan */
+
 typedef struct iq3_tables {
     _Alignas(32) float gt[4][256]; /* grid transposed, weight units (byte / 2) */
     _Alignas(32) float g2[256];    /* squared norm of each grid point */
     float g[256][4];
     int16_t cell[4096]; /* per-coordinate level cell -> grid index, -1 off grid */
+    /* Exact candidate lists: for the cell with per-coordinate levels
+     * (l0,l1,l2,l3) = cell bits 3j..3j+2, cand[cand_off[cell] .. cand_off[cell+1])
+     * holds, in increasing index order, every grid point that is not beaten
+     * by a margin of IQ3_CAND_MARGIN by one other point over the whole of the
+     * cell's box (level 0 [0,4], 1..5 [4l,4l+4], 6 [24,28.5], 7 [28.5,64]).
+     * The float32 scores of the seed's search are good to ~0.006 there, so
+     * the float32 argmin, ties included, is always on the list. */
+    uint16_t cand_off[4097];
+    uint8_t cand[IQ3_CAND_CAP + 8]; /* + 8: vector loads may run past the end */
 } iq3_tables;
 
 void iq3_tables_init(iq3_tables *t);
@@ -34,6 +47,16 @@ int iq3_nearest_w_avx2(const iq3_tables *t, const float c[4], const float w[4]);
  * it also returns -1 when some coordinate sits so close to a rounding
  * boundary, or so far out, that float32 rounding could change the winner. */
 int iq3_cell_lookup(const iq3_tables *t, const float c[4], int want_margin);
+
+/* The cell of c for the candidate lists, or -1 when some coordinate is
+ * outside [0, IQ3_CAND_CMAX] (or the cell has no list): then scan all 256.
+ * *on_grid_safe: the cell is a grid point and no coordinate is within 0.02
+ * of a rounding boundary, so that point is the seed's float32 argmin. */
+int iq3_cell_of(const iq3_tables *t, const float c[4], int *on_grid_safe);
+/* The searches above restricted to a cell's candidate list; same operations
+ * per point, first minimum in index order, hence the same answer. */
+int iq3_nearest_ref_list(const iq3_tables *t, const float c[4], int cell);
+int iq3_nearest_w_list(const iq3_tables *t, const float c[4], const float w[4], int cell);
 
 /* Sum over n magnitudes m of w * (m - L*db)^2 with L the nearest grid level
  * (2,6,...,26,31): a lower bound on the error of any grid choice at db.

@@ -26,6 +26,8 @@ static int nearest_w(const iq3_tables *t, const float c[4], const float w[4], in
 {
     int i = iq3_cell_lookup(t, c, 0);
     if (i >= 0) return i;
+    int safe, cell = iq3_cell_of(t, c, &safe);
+    if (cell >= 0) return iq3_nearest_w_list(t, c, w, cell);
     return simd ? iq3_nearest_w_avx2(t, c, w) : iq3_nearest_w_scalar(t, c, w);
 }
 
