@@ -33,6 +33,22 @@ typedef struct iq3_tables {
 
 void iq3_tables_init(iq3_tables *t);
 
+/* Per-coordinate level (0..7) of c in weight units: the nearest of
+ * 2,6,...,26,31, boundaries 4,8,...,24 and 28.5; negative c is level 0. */
+static inline int iq3_level(float c)
+{
+    if (c >= 28.5f) return 7;
+    if (c < 4.0f) return 0;
+    int l = (int)(c * 0.25f);
+    return l > 6 ? 6 : l;
+}
+
+/* Cell code of c: level of coordinate j in bits 3j..3j+2. */
+static inline int iq3_cell_code(const float c[4])
+{
+    return iq3_level(c[0]) | iq3_level(c[1]) << 3 | iq3_level(c[2]) << 6 | iq3_level(c[3]) << 9;
+}
+
 /* Seed-exact nearest: argmin over i of g2[i] - 2*(c . g[i]) in float32 with
  * the dot product as an fma chain (what the BLAS behind numpy's `c @ g.T`
  * does), first minimum wins. */
