@@ -171,14 +171,14 @@ int iq3_nearest_w_list(const iq3_tables *t, const float c[4], const float w[4], 
 
 static const float LEVELS[8] = { 2, 6, 10, 14, 18, 22, 26, 31 };
 
-float iq3_lattice_bound(const float *m, int n, float db, const float *w)
+float iq3_lattice_bound_scalar(const float *m, float db, const float *w)
 {
-    float den = db > 1e-20f ? db : 1e-20f, s = 0, margin;
-    for (int i = 0; i < n; i++) {
-        float e = LEVELS[level_of(m[i] / den, &margin)] * db - m[i];
-        s += (w ? w[i] : 1.0f) * (e * e);
+    float den = db > 1e-20f ? db : 1e-20f, acc[8] = { 0 };
+    for (int i = 0; i < 32; i++) {
+        float e = LEVELS[iq3_level(m[i] / den)] * db - m[i];
+        acc[i % 8] += (w ? w[i] : 1.0f) * (e * e);
     }
-    return s;
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
 int iq3_nearest_ref_scalar(const iq3_tables *t, const float c[4])

@@ -79,7 +79,32 @@ int iq3_nearest_w_avx2(const iq3_tables *t, const float c[4], const float w[4])
     return first_min(best, bidx);
 }
 
+/* Same operations as iq3_lattice_bound_scalar, lane i % 8 per vector. */
+__attribute__((target("avx2,fma")))
+float iq3_lattice_bound_avx2(const float *m, float db, const float *w)
+{
+    __m256 den = _mm256_set1_ps(db > 1e-20f ? db : 1e-20f), vdb = _mm256_set1_ps(db);
+    const __m256 q = _mm256_set1_ps(0.25f), top = _mm256_set1_ps(28.5f), l31 = _mm256_set1_ps(31.0f);
+    const __m256 two = _mm256_set1_ps(2.0f), four = _mm256_set1_ps(4.0f);
+    const __m256i six = _mm256_set1_epi32(6);
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < 32; i += 8) {
+        __m256 mv = _mm256_loadu_ps(m + i), c = _mm256_div_ps(mv, den);
+        /* c >= 0 here, so truncation gives level 0 below 4 as iq3_level does */
+        __m256i l = _mm256_min_epi32(_mm256_cvttps_epi32(_mm256_mul_ps(c, q)), six);
+        __m256 lv = _mm256_add_ps(two, _mm256_mul_ps(four, _mm256_cvtepi32_ps(l)));
+        lv = _mm256_blendv_ps(lv, l31, _mm256_cmp_ps(c, top, _CMP_GE_OQ));
+        __m256 e = _mm256_sub_ps(_mm256_mul_ps(lv, vdb), mv), e2 = _mm256_mul_ps(e, e);
+        if (w) e2 = _mm256_mul_ps(_mm256_loadu_ps(w + i), e2);
+        acc = _mm256_add_ps(acc, e2);
+    }
+    float a[8];
+    _mm256_storeu_ps(a, acc);
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
 #else
+float iq3_lattice_bound_avx2(const float *m, float db, const float *w) { return iq3_lattice_bound_scalar(m, db, w); }
 int iq3_nearest_ref_avx2(const iq3_tables *t, const float c[4]) { return iq3_nearest_ref_scalar(t, c); }
 int iq3_nearest_w_avx2(const iq3_tables *t, const float c[4], const float w[4])
 {

@@ -74,10 +74,16 @@ int iq3_cell_of(const iq3_tables *t, const float c[4], int *on_grid_safe);
 int iq3_nearest_ref_list(const iq3_tables *t, const float c[4], int cell);
 int iq3_nearest_w_list(const iq3_tables *t, const float c[4], const float w[4], int cell);
 
-/* Sum over n magnitudes m of w * (m - L*db)^2 with L the nearest grid level
+/* Sum over 32 magnitudes m of w * (m - L*db)^2 with L the nearest grid level
  * (2,6,...,26,31): a lower bound on the error of any grid choice at db.
- * w NULL means ones. */
-float iq3_lattice_bound(const float *m, int n, float db, const float *w);
+ * w NULL means ones. Summed in 8 lanes (i % 8), then pairwise, so the AVX2
+ * flavour returns the same float. */
+float iq3_lattice_bound_scalar(const float *m, float db, const float *w);
+float iq3_lattice_bound_avx2(const float *m, float db, const float *w);
+static inline float iq3_lattice_bound(const float *m, float db, const float *w, int simd)
+{
+    return simd ? iq3_lattice_bound_avx2(m, db, w) : iq3_lattice_bound_scalar(m, db, w);
+}
 
 /* One 256-weight block -> 98 bytes. */
 void iq3_encode_block_ref(const iq3_tables *t, const float *x, uint8_t *out, int simd);

@@ -108,7 +108,7 @@ static void best_sub(const iq3_tables *t, const float *m, const uint8_t *neg, co
     float lb[16];
     int order[16], n = 0;
     for (int code = lo; code <= hi; code++, n++) {
-        lb[code] = iq3_lattice_bound(m, 32, d * (0.5f + (float)code) * 0.5f, w);
+        lb[code] = iq3_lattice_bound(m, d * (0.5f + (float)code) * 0.5f, w, simd);
         int p = n;
         while (p > 0 && lb[order[p - 1]] > lb[code]) { order[p] = order[p - 1]; p--; }
         order[p] = code;

@@ -78,7 +78,7 @@ void iq3_encode_block_ref(const iq3_tables *t, const float *x, uint8_t *out, int
          * error found (with a relative margin far above float32 rounding).
          * Ties are still resolved towards the lower code, as the seed does. */
         for (int code = 0; code < 16; code++) {
-            lb[code] = iq3_lattice_bound(m, 32, d * (0.5f + (float)code) * 0.5f, NULL);
+            lb[code] = iq3_lattice_bound(m, d * (0.5f + (float)code) * 0.5f, NULL, simd);
             int p = code;
             while (p > 0 && lb[order[p - 1]] > lb[code]) { order[p] = order[p - 1]; p--; }
             order[p] = code;
