@@ -70,7 +70,7 @@ static void build_candidates(iq3_tables *t)
     t->cand_off[4096] = (uint16_t)n;
 }
 
-void iq3_tables_init(iq3_tables *t)
+void iq3_tables_init(iq3_tables *t, int with_candidates)
 {
     memset(t, 0, sizeof *t);
     for (int c = 0; c < 4096; c++) t->cell[c] = -1;
@@ -89,7 +89,7 @@ void iq3_tables_init(iq3_tables *t)
         t->g2[i] = n2;
         t->cell[cell] = (int16_t)i;
     }
-    build_candidates(t);
+    if (with_candidates) build_candidates(t);
 }
 
 /* Level boundaries in weight units: midpoints 4,8,...,24 and 28.5 (26|31). */
@@ -235,6 +235,17 @@ const char *iq3_mode_name(iq3_mode m) { return m == IQ3_MODE_REFERENCE ? "refere
 
 /* ---------------------------------------------------------------- decode */
 
+static int have_avx2(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
+
+
 static uint32_t rd32(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -242,9 +253,8 @@ static uint32_t rd32(const uint8_t *p)
 
 /* Every product here is exact in float32 (11+5+6 significant bits), so the
  * result equals the seed's float64 computation rounded once to float32. */
-static void decode_block(const iq3_tables *t, const uint8_t *b, float *y)
+static void decode_block(const iq3_tables *t, const uint8_t *b, float d, float *y)
 {
-    float d = fp16_to_f32((uint16_t)(b[96] | b[97] << 8));
     for (int ib = 0; ib < 8; ib++) {
         uint32_t w = rd32(b + 64 + 4 * ib);
         float db = d * (0.5f + (float)(w >> 28)) * 0.5f;
@@ -269,9 +279,15 @@ int iq3_decode(const uint8_t *in, int64_t rows, int64_t k, float *out, char *err
     if (rows < 0) { snprintf(err, errlen, "negative row count %lld", (long long)rows); return -1; }
     iq3_tables *t = aligned_alloc(32, sizeof *t); /* AVX2 loads need 32 */
     if (!t) { snprintf(err, errlen, "out of memory"); return -1; }
-    iq3_tables_init(t);
+    iq3_tables_init(t, 0); /* decode needs no candidate lists */
     int64_t nb = rows * (k / IQ3_QK);
-    for (int64_t i = 0; i < nb; i++) decode_block(t, in + i * IQ3_BLOCK_BYTES, out + i * IQ3_QK);
+    int simd = have_avx2();
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *b = in + i * IQ3_BLOCK_BYTES;
+        float d = fp16_to_f32((uint16_t)(b[96] | b[97] << 8));
+        if (simd) iq3_decode_block_avx2(t, b, d, out + i * IQ3_QK);
+        else decode_block(t, b, d, out + i * IQ3_QK);
+    }
     free(t);
     return 0;
 }
@@ -305,16 +321,6 @@ static void *encode_rows(void *arg)
     return NULL;
 }
 
-static int have_avx2(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-    return 0;
-#endif
-}
-
 int iq3_encode(const float *x, int64_t rows, int64_t k, const iq3_encode_opts *opts,
                uint8_t *out, char *err, size_t errlen)
 {
@@ -344,7 +350,7 @@ int iq3_encode(const float *x, int64_t rows, int64_t k, const iq3_encode_opts *o
             }
     iq3_tables *t = aligned_alloc(32, sizeof *t); /* AVX2 loads need 32 */
     if (!t) { snprintf(err, errlen, "out of memory"); return -1; }
-    iq3_tables_init(t);
+    iq3_tables_init(t, 1);
 
     int nt = opts->n_threads < 1 ? 1 : opts->n_threads;
     if (nt > 256) nt = 256;

@@ -18,7 +18,7 @@
 typedef struct iq3_tables {
     _Alignas(32) float gt[4][256]; /* grid transposed, weight units (byte / 2) */
     _Alignas(32) float g2[256];    /* squared norm of each grid point */
-    float g[256][4];
+    _Alignas(16) float g[256][4];
     int16_t cell[4096]; /* per-coordinate level cell -> grid index, -1 off grid */
     /* Exact candidate lists: for the cell with per-coordinate levels
      * (l0,l1,l2,l3) = cell bits 3j..3j+2, cand[cand_off[cell] .. cand_off[cell+1])
@@ -31,7 +31,8 @@ typedef struct iq3_tables {
     uint8_t cand[IQ3_CAND_CAP + 8]; /* + 8: vector loads may run past the end */
 } iq3_tables;
 
-void iq3_tables_init(iq3_tables *t);
+/* with_candidates 0 leaves cand/cand_off zero (decode needs neither). */
+void iq3_tables_init(iq3_tables *t, int with_candidates);
 
 /* Per-coordinate level (0..7) of c in weight units: the nearest of
  * 2,6,...,26,31, boundaries 4,8,...,24 and 28.5; negative c is level 0. */
@@ -84,6 +85,10 @@ static inline float iq3_lattice_bound(const float *m, float db, const float *w, 
 {
     return simd ? iq3_lattice_bound_avx2(m, db, w) : iq3_lattice_bound_scalar(m, db, w);
 }
+
+/* 98 bytes -> 256 floats with d the block's decoded fp16 scale; the same
+ * bits as the scalar decode in iq3.c. Only called when the CPU has AVX2. */
+void iq3_decode_block_avx2(const iq3_tables *t, const uint8_t *b, float d, float *y);
 
 /* One 256-weight block -> 98 bytes. */
 void iq3_encode_block_ref(const iq3_tables *t, const float *x, uint8_t *out, int simd);
