@@ -137,19 +137,7 @@ int iq3_cell_of(const iq3_tables *t, const float c[4], int *on_grid_safe)
 
 int iq3_nearest_ref_list(const iq3_tables *t, const float c[4], int cell)
 {
-    const uint8_t *p = t->cand + t->cand_off[cell];
-    int n = t->cand_off[cell + 1] - t->cand_off[cell], best = p[0];
-    float bs = 0;
-    for (int q = 0; q < n; q++) {
-        int i = p[q];
-        float s = c[0] * t->g[i][0];
-        s = fmaf(c[1], t->g[i][1], s);
-        s = fmaf(c[2], t->g[i][2], s);
-        s = fmaf(c[3], t->g[i][3], s);
-        float sc = t->g2[i] - (s + s);
-        if (q == 0 || sc < bs) { bs = sc; best = i; }
-    }
-    return best;
+    return iq3_nearest_ref_list_body(t, c, cell);
 }
 
 int iq3_nearest_w_list(const iq3_tables *t, const float c[4], const float w[4], int cell)

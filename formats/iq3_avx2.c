@@ -129,7 +129,17 @@ void iq3_decode_block_avx2(const iq3_tables *t, const uint8_t *b, float d, float
     }
 }
 
+__attribute__((target("avx2,fma")))
+int iq3_nearest_ref_list_avx2(const iq3_tables *t, const float c[4], int cell)
+{
+    return iq3_nearest_ref_list_body(t, c, cell);
+}
+
 #else
+int iq3_nearest_ref_list_avx2(const iq3_tables *t, const float c[4], int cell)
+{
+    return iq3_nearest_ref_list(t, c, cell);
+}
 void iq3_decode_block_avx2(const iq3_tables *t, const uint8_t *b, float d, float *y)
 {
     (void)t; (void)b; (void)d; (void)y;

@@ -9,6 +9,7 @@
 #ifndef STRATA_IQ3_IMPL_H
 #define STRATA_IQ3_IMPL_H
 
+#include <math.h>
 #include <stdint.h>
 
 #define IQ3_CAND_CAP    32768 /* the lists hold 31656 entries in all */
@@ -73,6 +74,25 @@ int iq3_cell_of(const iq3_tables *t, const float c[4], int *on_grid_safe);
 /* The searches above restricted to a cell's candidate list; same operations
  * per point, first minimum in index order, hence the same answer. */
 int iq3_nearest_ref_list(const iq3_tables *t, const float c[4], int cell);
+int iq3_nearest_ref_list_avx2(const iq3_tables *t, const float c[4], int cell);
+/* The body of both: fmaf is one correctly rounded operation either way, a
+ * library call in the portable build and one instruction in the AVX2 one. */
+static inline int iq3_nearest_ref_list_body(const iq3_tables *t, const float c[4], int cell)
+{
+    const uint8_t *p = t->cand + t->cand_off[cell];
+    int n = t->cand_off[cell + 1] - t->cand_off[cell], best = p[0];
+    float bs = 0;
+    for (int q = 0; q < n; q++) {
+        int i = p[q];
+        float s = c[0] * t->g[i][0];
+        s = fmaf(c[1], t->g[i][1], s);
+        s = fmaf(c[2], t->g[i][2], s);
+        s = fmaf(c[3], t->g[i][3], s);
+        float sc = t->g2[i] - (s + s);
+        if (q == 0 || sc < bs) { bs = sc; best = i; }
+    }
+    return best;
+}
 int iq3_nearest_w_list(const iq3_tables *t, const float c[4], const float w[4], int cell);
 
 /* Sum over 32 magnitudes m of w * (m - L*db)^2 with L the nearest grid level

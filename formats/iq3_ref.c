@@ -36,7 +36,8 @@ static float pw_sum(const float *a, int n)
 static int nearest_ref(const iq3_tables *t, const float c[4], int simd)
 {
     int safe, cell = iq3_cell_of(t, c, &safe);
-    if (cell >= 0) return safe ? t->cell[cell] : iq3_nearest_ref_list(t, c, cell);
+    if (cell >= 0 && safe) return t->cell[cell];
+    if (cell >= 0) return simd ? iq3_nearest_ref_list_avx2(t, c, cell) : iq3_nearest_ref_list(t, c, cell);
     return simd ? iq3_nearest_ref_avx2(t, c) : iq3_nearest_ref_scalar(t, c);
 }
 
