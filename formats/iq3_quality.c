@@ -28,7 +28,9 @@ typedef struct sub_choice {
 static int nearest_w(const iq3_tables *t, const float c[4], const float w[4], int cell, int simd)
 {
     if (t->cell[cell] >= 0) return t->cell[cell];
-    int safe, lc = iq3_cell_of(t, c, &safe);
+    /* The lists are exact for equal weights (a scaled plain distance);
+     * unequal weights within the 4 can move the optimum off the list. */
+    int safe, lc = w[0] == w[1] && w[1] == w[2] && w[2] == w[3] ? iq3_cell_of(t, c, &safe) : -1;
     if (lc >= 0) return iq3_nearest_w_list(t, c, w, lc);
     return simd ? iq3_nearest_w_avx2(t, c, w) : iq3_nearest_w_scalar(t, c, w);
 }
