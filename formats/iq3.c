@@ -14,7 +14,63 @@
 /* Doubled grid bytes are 4,12,...,52,62: levels 0..7 per coordinate. */
 static int level_of_byte(unsigned v) { return v == 62 ? 7 : (int)(v - 4) / 8; }
 
-void iq3_tables_init(iq3_tables *t)
+/* Cell boxes per level, in weight units (see iq3_tables.cand). */
+static const float BOX_LO[8] = { 0, 4, 8, 12, 16, 20, 24, 28.5f };
+static const float BOX_HI[8] = { 4, 8, 12, 16, 20, 24, 28.5f, IQ3_CAND_CMAX };
+
+/* min over the box of score_i - score_j, score = g2 - 2 c.g. It is linear in
+ * c, so each coordinate takes the end that makes it least; every operand is
+ * a small multiple of 1/4, so float32 computes it exactly. */
+static float min_gap(const iq3_tables *t, int i, int j, const float *lo, const float *hi)
+{
+    float m = t->g2[i] - t->g2[j];
+    for (int k = 0; k < 4; k++) {
+        float a = t->g[i][k] - t->g[j][k], x = hi[k] * a, y = lo[k] * a;
+        m -= 2.0f * (x > y ? x : y);
+    }
+    return m;
+}
+
+/* For every cell: the point nearest the box centre prunes most of the grid;
+ * the few survivors then prune each other. A point stays unless one other
+ * point beats it by the margin everywhere in the box, so the lists are exact
+ * (a superset of the winners), just not always minimal. */
+static void build_candidates(iq3_tables *t)
+{
+    int n = 0;
+    for (int cell = 0; cell < 4096; cell++) {
+        float lo[4], hi[4], ce[4];
+        for (int k = 0; k < 4; k++) {
+            int l = (cell >> (3 * k)) & 7;
+            lo[k] = BOX_LO[l];
+            hi[k] = BOX_HI[l];
+            ce[k] = 0.5f * (lo[k] + hi[k]);
+        }
+        int js = 0;
+        float bs = INFINITY;
+        for (int i = 0; i < 256; i++) {
+            float sc = t->g2[i] - 2.0f * (ce[0] * t->gt[0][i] + ce[1] * t->gt[1][i] +
+                                          ce[2] * t->gt[2][i] + ce[3] * t->gt[3][i]);
+            if (sc < bs) { bs = sc; js = i; }
+        }
+        int surv[256], ns = 0;
+        for (int i = 0; i < 256; i++)
+            if (i == js || min_gap(t, i, js, lo, hi) < IQ3_CAND_MARGIN) surv[ns++] = i;
+        t->cand_off[cell] = (uint16_t)n;
+        int start = n;
+        for (int a = 0; a < ns; a++) {
+            int dom = 0;
+            for (int b = 0; b < ns && !dom; b++)
+                dom = b != a && min_gap(t, surv[a], surv[b], lo, hi) >= IQ3_CAND_MARGIN;
+            if (!dom && n < IQ3_CAND_CAP) t->cand[n++] = (uint8_t)surv[a];
+        }
+        /* Cannot happen with this grid; an empty list means "scan all". */
+        if (n >= IQ3_CAND_CAP) n = start;
+    }
+    t->cand_off[4096] = (uint16_t)n;
+}
+
+void iq3_tables_init(iq3_tables *t, int with_candidates)
 {
     memset(t, 0, sizeof *t);
     for (int c = 0; c < 4096; c++) t->cell[c] = -1;
@@ -33,6 +89,7 @@ void iq3_tables_init(iq3_tables *t)
         t->g2[i] = n2;
         t->cell[cell] = (int16_t)i;
     }
+    if (with_candidates) build_candidates(t);
 }
 
 /* Level boundaries in weight units: midpoints 4,8,...,24 and 28.5 (26|31). */
@@ -63,16 +120,53 @@ int iq3_cell_lookup(const iq3_tables *t, const float c[4], int want_margin)
     return t->cell[cell];
 }
 
+int iq3_cell_of(const iq3_tables *t, const float c[4], int *on_grid_safe)
+{
+    int cell = 0, safe = 1;
+    for (int j = 0; j < 4; j++) {
+        float m;
+        if (!(c[j] >= 0.0f && c[j] <= IQ3_CAND_CMAX)) return -1;
+        int l = level_of(c[j], &m);
+        if (m < 0.02f) safe = 0; /* see iq3_cell_lookup */
+        cell |= l << (3 * j);
+    }
+    if (t->cand_off[cell + 1] == t->cand_off[cell]) return -1;
+    *on_grid_safe = safe && t->cell[cell] >= 0;
+    return cell;
+}
+
+int iq3_nearest_ref_list(const iq3_tables *t, const float c[4], int cell)
+{
+    return iq3_nearest_ref_list_body(t, c, cell);
+}
+
+int iq3_nearest_w_list(const iq3_tables *t, const float c[4], const float w[4], int cell)
+{
+    const uint8_t *p = t->cand + t->cand_off[cell];
+    int n = t->cand_off[cell + 1] - t->cand_off[cell], best = p[0];
+    float bs = 0;
+    for (int q = 0; q < n; q++) {
+        int i = p[q];
+        float d0 = c[0] - t->g[i][0], d1 = c[1] - t->g[i][1];
+        float d2 = c[2] - t->g[i][2], d3 = c[3] - t->g[i][3];
+        float s = w[0] * (d0 * d0) + w[1] * (d1 * d1);
+        s = s + w[2] * (d2 * d2);
+        s = s + w[3] * (d3 * d3);
+        if (q == 0 || s < bs) { bs = s; best = i; }
+    }
+    return best;
+}
+
 static const float LEVELS[8] = { 2, 6, 10, 14, 18, 22, 26, 31 };
 
-float iq3_lattice_bound(const float *m, int n, float db, const float *w)
+float iq3_lattice_bound_scalar(const float *m, float db, const float *w)
 {
-    float den = db > 1e-20f ? db : 1e-20f, s = 0, margin;
-    for (int i = 0; i < n; i++) {
-        float e = LEVELS[level_of(m[i] / den, &margin)] * db - m[i];
-        s += (w ? w[i] : 1.0f) * (e * e);
+    float den = db > 1e-20f ? db : 1e-20f, acc[8] = { 0 };
+    for (int i = 0; i < 32; i++) {
+        float e = LEVELS[iq3_level(m[i] / den)] * db - m[i];
+        acc[i % 8] += (w ? w[i] : 1.0f) * (e * e);
     }
-    return s;
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
 int iq3_nearest_ref_scalar(const iq3_tables *t, const float c[4])
@@ -129,6 +223,17 @@ const char *iq3_mode_name(iq3_mode m) { return m == IQ3_MODE_REFERENCE ? "refere
 
 /* ---------------------------------------------------------------- decode */
 
+static int have_avx2(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
+
+
 static uint32_t rd32(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -136,9 +241,8 @@ static uint32_t rd32(const uint8_t *p)
 
 /* Every product here is exact in float32 (11+5+6 significant bits), so the
  * result equals the seed's float64 computation rounded once to float32. */
-static void decode_block(const iq3_tables *t, const uint8_t *b, float *y)
+static void decode_block(const iq3_tables *t, const uint8_t *b, float d, float *y)
 {
-    float d = fp16_to_f32((uint16_t)(b[96] | b[97] << 8));
     for (int ib = 0; ib < 8; ib++) {
         uint32_t w = rd32(b + 64 + 4 * ib);
         float db = d * (0.5f + (float)(w >> 28)) * 0.5f;
@@ -163,9 +267,15 @@ int iq3_decode(const uint8_t *in, int64_t rows, int64_t k, float *out, char *err
     if (rows < 0) { snprintf(err, errlen, "negative row count %lld", (long long)rows); return -1; }
     iq3_tables *t = aligned_alloc(32, sizeof *t); /* AVX2 loads need 32 */
     if (!t) { snprintf(err, errlen, "out of memory"); return -1; }
-    iq3_tables_init(t);
+    iq3_tables_init(t, 0); /* decode needs no candidate lists */
     int64_t nb = rows * (k / IQ3_QK);
-    for (int64_t i = 0; i < nb; i++) decode_block(t, in + i * IQ3_BLOCK_BYTES, out + i * IQ3_QK);
+    int simd = have_avx2();
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *b = in + i * IQ3_BLOCK_BYTES;
+        float d = fp16_to_f32((uint16_t)(b[96] | b[97] << 8));
+        if (simd) iq3_decode_block_avx2(t, b, d, out + i * IQ3_QK);
+        else decode_block(t, b, d, out + i * IQ3_QK);
+    }
     free(t);
     return 0;
 }
@@ -199,16 +309,6 @@ static void *encode_rows(void *arg)
     return NULL;
 }
 
-static int have_avx2(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-    return 0;
-#endif
-}
-
 int iq3_encode(const float *x, int64_t rows, int64_t k, const iq3_encode_opts *opts,
                uint8_t *out, char *err, size_t errlen)
 {
@@ -238,7 +338,7 @@ int iq3_encode(const float *x, int64_t rows, int64_t k, const iq3_encode_opts *o
             }
     iq3_tables *t = aligned_alloc(32, sizeof *t); /* AVX2 loads need 32 */
     if (!t) { snprintf(err, errlen, "out of memory"); return -1; }
-    iq3_tables_init(t);
+    iq3_tables_init(t, 1);
 
     int nt = opts->n_threads < 1 ? 1 : opts->n_threads;
     if (nt > 256) nt = 256;

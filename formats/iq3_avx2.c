@@ -79,7 +79,72 @@ int iq3_nearest_w_avx2(const iq3_tables *t, const float c[4], const float w[4])
     return first_min(best, bidx);
 }
 
+/* Same operations as iq3_lattice_bound_scalar, lane i % 8 per vector. */
+__attribute__((target("avx2,fma")))
+float iq3_lattice_bound_avx2(const float *m, float db, const float *w)
+{
+    __m256 den = _mm256_set1_ps(db > 1e-20f ? db : 1e-20f), vdb = _mm256_set1_ps(db);
+    const __m256 q = _mm256_set1_ps(0.25f), top = _mm256_set1_ps(28.5f), l31 = _mm256_set1_ps(31.0f);
+    const __m256 two = _mm256_set1_ps(2.0f), four = _mm256_set1_ps(4.0f);
+    const __m256i six = _mm256_set1_epi32(6);
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < 32; i += 8) {
+        __m256 mv = _mm256_loadu_ps(m + i), c = _mm256_div_ps(mv, den);
+        /* c >= 0 here, so truncation gives level 0 below 4 as iq3_level does */
+        __m256i l = _mm256_min_epi32(_mm256_cvttps_epi32(_mm256_mul_ps(c, q)), six);
+        __m256 lv = _mm256_add_ps(two, _mm256_mul_ps(four, _mm256_cvtepi32_ps(l)));
+        lv = _mm256_blendv_ps(lv, l31, _mm256_cmp_ps(c, top, _CMP_GE_OQ));
+        __m256 e = _mm256_sub_ps(_mm256_mul_ps(lv, vdb), mv), e2 = _mm256_mul_ps(e, e);
+        if (w) e2 = _mm256_mul_ps(_mm256_loadu_ps(w + i), e2);
+        acc = _mm256_add_ps(acc, e2);
+    }
+    float a[8];
+    _mm256_storeu_ps(a, acc);
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+/* Decode of one block, 8 weights (two grid points) per vector: the grid
+ * points are two 16-byte loads, the 8 signs become sign-bit masks by testing
+ * one bit per lane, and each value is (+-g) * db as in the scalar decode, so
+ * the floats are the same bits. */
+__attribute__((target("avx2,fma")))
+void iq3_decode_block_avx2(const iq3_tables *t, const uint8_t *b, float d, float *y)
+{
+    const __m256i bits = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    for (int ib = 0; ib < 8; ib++) {
+        const uint8_t *wp = b + 64 + 4 * ib;
+        uint32_t w = (uint32_t)wp[0] | (uint32_t)wp[1] << 8 | (uint32_t)wp[2] << 16 | (uint32_t)wp[3] << 24;
+        __m256 db = _mm256_set1_ps(d * (0.5f + (float)(w >> 28)) * 0.5f);
+        for (int l = 0; l < 4; l++) {
+            uint32_t s7 = (w >> (7 * l)) & 0x7F, p = s7 ^ (s7 >> 4);
+            p ^= p >> 2;
+            p ^= p >> 1;
+            __m256i sg = _mm256_set1_epi32((int)(s7 | (p & 1) << 7));
+            __m256i neg = _mm256_cmpeq_epi32(_mm256_and_si256(sg, bits), bits);
+            __m256 g = _mm256_set_m128(_mm_load_ps(t->g[b[8 * ib + 2 * l + 1]]),
+                                       _mm_load_ps(t->g[b[8 * ib + 2 * l]]));
+            g = _mm256_xor_ps(g, _mm256_castsi256_ps(_mm256_slli_epi32(neg, 31)));
+            _mm256_storeu_ps(y + 32 * ib + 8 * l, _mm256_mul_ps(g, db));
+        }
+    }
+}
+
+__attribute__((target("avx2,fma")))
+int iq3_nearest_ref_list_avx2(const iq3_tables *t, const float c[4], int cell)
+{
+    return iq3_nearest_ref_list_body(t, c, cell);
+}
+
 #else
+int iq3_nearest_ref_list_avx2(const iq3_tables *t, const float c[4], int cell)
+{
+    return iq3_nearest_ref_list(t, c, cell);
+}
+void iq3_decode_block_avx2(const iq3_tables *t, const uint8_t *b, float d, float *y)
+{
+    (void)t; (void)b; (void)d; (void)y;
+}
+float iq3_lattice_bound_avx2(const float *m, float db, const float *w) { return iq3_lattice_bound_scalar(m, db, w); }
 int iq3_nearest_ref_avx2(const iq3_tables *t, const float c[4]) { return iq3_nearest_ref_scalar(t, c); }
 int iq3_nearest_w_avx2(const iq3_tables *t, const float c[4], const float w[4])
 {

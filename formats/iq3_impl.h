@@ -9,16 +9,47 @@
 #ifndef STRATA_IQ3_IMPL_H
 #define STRATA_IQ3_IMPL_H
 
+#include <math.h>
 #include <stdint.h>
+
+#define IQ3_CAND_CAP    32768 /* the lists hold 31656 entries in all */
+#define IQ3_CAND_MARGIN 0.05f
+#define IQ3_CAND_CMAX   64.0f /* coordinates above this take the full scan */
 
 typedef struct iq3_tables {
     _Alignas(32) float gt[4][256]; /* grid transposed, weight units (byte / 2) */
     _Alignas(32) float g2[256];    /* squared norm of each grid point */
-    float g[256][4];
+    _Alignas(16) float g[256][4];
     int16_t cell[4096]; /* per-coordinate level cell -> grid index, -1 off grid */
+    /* Exact candidate lists: for the cell with per-coordinate levels
+     * (l0,l1,l2,l3) = cell bits 3j..3j+2, cand[cand_off[cell] .. cand_off[cell+1])
+     * holds, in increasing index order, every grid point that is not beaten
+     * by a margin of IQ3_CAND_MARGIN by one other point over the whole of the
+     * cell's box (level 0 [0,4], 1..5 [4l,4l+4], 6 [24,28.5], 7 [28.5,64]).
+     * The float32 scores of the seed's search are good to ~0.006 there, so
+     * the float32 argmin, ties included, is always on the list. */
+    uint16_t cand_off[4097];
+    uint8_t cand[IQ3_CAND_CAP + 8]; /* + 8: vector loads may run past the end */
 } iq3_tables;
 
-void iq3_tables_init(iq3_tables *t);
+/* with_candidates 0 leaves cand/cand_off zero (decode needs neither). */
+void iq3_tables_init(iq3_tables *t, int with_candidates);
+
+/* Per-coordinate level (0..7) of c in weight units: the nearest of
+ * 2,6,...,26,31, boundaries 4,8,...,24 and 28.5; negative c is level 0. */
+static inline int iq3_level(float c)
+{
+    if (c >= 28.5f) return 7;
+    if (c < 4.0f) return 0;
+    int l = (int)(c * 0.25f);
+    return l > 6 ? 6 : l;
+}
+
+/* Cell code of c: level of coordinate j in bits 3j..3j+2. */
+static inline int iq3_cell_code(const float c[4])
+{
+    return iq3_level(c[0]) | iq3_level(c[1]) << 3 | iq3_level(c[2]) << 6 | iq3_level(c[3]) << 9;
+}
 
 /* Seed-exact nearest: argmin over i of g2[i] - 2*(c . g[i]) in float32 with
  * the dot product as an fma chain (what the BLAS behind numpy's `c @ g.T`
@@ -35,10 +66,49 @@ int iq3_nearest_w_avx2(const iq3_tables *t, const float c[4], const float w[4]);
  * boundary, or so far out, that float32 rounding could change the winner. */
 int iq3_cell_lookup(const iq3_tables *t, const float c[4], int want_margin);
 
-/* Sum over n magnitudes m of w * (m - L*db)^2 with L the nearest grid level
+/* The cell of c for the candidate lists, or -1 when some coordinate is
+ * outside [0, IQ3_CAND_CMAX] (or the cell has no list): then scan all 256.
+ * *on_grid_safe: the cell is a grid point and no coordinate is within 0.02
+ * of a rounding boundary, so that point is the seed's float32 argmin. */
+int iq3_cell_of(const iq3_tables *t, const float c[4], int *on_grid_safe);
+/* The searches above restricted to a cell's candidate list; same operations
+ * per point, first minimum in index order, hence the same answer. */
+int iq3_nearest_ref_list(const iq3_tables *t, const float c[4], int cell);
+int iq3_nearest_ref_list_avx2(const iq3_tables *t, const float c[4], int cell);
+/* The body of both: fmaf is one correctly rounded operation either way, a
+ * library call in the portable build and one instruction in the AVX2 one. */
+static inline int iq3_nearest_ref_list_body(const iq3_tables *t, const float c[4], int cell)
+{
+    const uint8_t *p = t->cand + t->cand_off[cell];
+    int n = t->cand_off[cell + 1] - t->cand_off[cell], best = p[0];
+    float bs = 0;
+    for (int q = 0; q < n; q++) {
+        int i = p[q];
+        float s = c[0] * t->g[i][0];
+        s = fmaf(c[1], t->g[i][1], s);
+        s = fmaf(c[2], t->g[i][2], s);
+        s = fmaf(c[3], t->g[i][3], s);
+        float sc = t->g2[i] - (s + s);
+        if (q == 0 || sc < bs) { bs = sc; best = i; }
+    }
+    return best;
+}
+int iq3_nearest_w_list(const iq3_tables *t, const float c[4], const float w[4], int cell);
+
+/* Sum over 32 magnitudes m of w * (m - L*db)^2 with L the nearest grid level
  * (2,6,...,26,31): a lower bound on the error of any grid choice at db.
- * w NULL means ones. */
-float iq3_lattice_bound(const float *m, int n, float db, const float *w);
+ * w NULL means ones. Summed in 8 lanes (i % 8), then pairwise, so the AVX2
+ * flavour returns the same float. */
+float iq3_lattice_bound_scalar(const float *m, float db, const float *w);
+float iq3_lattice_bound_avx2(const float *m, float db, const float *w);
+static inline float iq3_lattice_bound(const float *m, float db, const float *w, int simd)
+{
+    return simd ? iq3_lattice_bound_avx2(m, db, w) : iq3_lattice_bound_scalar(m, db, w);
+}
+
+/* 98 bytes -> 256 floats with d the block's decoded fp16 scale; the same
+ * bits as the scalar decode in iq3.c. Only called when the CPU has AVX2. */
+void iq3_decode_block_avx2(const iq3_tables *t, const uint8_t *b, float d, float *y);
 
 /* One 256-weight block -> 98 bytes. */
 void iq3_encode_block_ref(const iq3_tables *t, const float *x, uint8_t *out, int simd);

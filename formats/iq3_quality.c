@@ -22,20 +22,25 @@ typedef struct sub_choice {
     uint8_t neg[32];
 } sub_choice;
 
-static int nearest_w(const iq3_tables *t, const float c[4], const float w[4], int simd)
+/* Weighted nearest grid point to c, whose cell code is cell: the cell's
+ * own point when it is on the grid (per-coordinate rounding is then the
+ * optimum for any weights), else the best of the cell's candidate list. */
+static int nearest_w(const iq3_tables *t, const float c[4], const float w[4], int cell, int simd)
 {
-    int i = iq3_cell_lookup(t, c, 0);
-    if (i >= 0) return i;
+    if (t->cell[cell] >= 0) return t->cell[cell];
+    /* The lists are exact for equal weights (a scaled plain distance);
+     * unequal weights within the 4 can move the optimum off the list. */
+    int safe, lc = w[0] == w[1] && w[1] == w[2] && w[2] == w[3] ? iq3_cell_of(t, c, &safe) : -1;
+    if (lc >= 0) return iq3_nearest_w_list(t, c, w, lc);
     return simd ? iq3_nearest_w_avx2(t, c, w) : iq3_nearest_w_scalar(t, c, w);
 }
 
-static float group_err(const iq3_tables *t, int idx, const float *m, const float *w,
-                       const int *flip, float db)
+static float group_err(const iq3_tables *t, int idx, const float *m, const float *w, int flip, float db)
 {
     float s = 0;
     for (int j = 0; j < 4; j++) {
         float q = t->g[idx][j] * db;
-        float e = flip[j] ? m[j] + q : m[j] - q;
+        float e = j == flip ? m[j] + q : m[j] - q;
         s += w[j] * (e * e);
     }
     return s;
@@ -47,13 +52,14 @@ static void eval_code(const iq3_tables *t, const float *m, const uint8_t *neg0, 
                       float db, int simd, sub_choice *out)
 {
     float inv = db > 0 ? 1.0f / db : 0.0f, gerr[8];
-    int noflip[4] = { 0, 0, 0, 0 };
+    int cells[8];
     memcpy(out->neg, neg0, 32);
     for (int q = 0; q < 8; q++) {
         float c[4];
         for (int j = 0; j < 4; j++) c[j] = m[4 * q + j] * inv;
-        out->idx[q] = (uint8_t)nearest_w(t, c, w + 4 * q, simd);
-        gerr[q] = group_err(t, out->idx[q], m + 4 * q, w + 4 * q, noflip, db);
+        cells[q] = iq3_cell_code(c);
+        out->idx[q] = (uint8_t)nearest_w(t, c, w + 4 * q, cells[q], simd);
+        gerr[q] = group_err(t, out->idx[q], m + 4 * q, w + 4 * q, -1, db);
     }
     float total = 0;
     for (int o = 0; o < 4; o++) {
@@ -62,26 +68,22 @@ static void eval_code(const iq3_tables *t, const float *m, const uint8_t *neg0, 
         float base = gerr[2 * o] + gerr[2 * o + 1];
         if (!par) { total += base; continue; }
         /* One sign of these 8 must lie. Flipping weight j costs its error with
-         * the wrong sign, best with a grid point re-chosen for that sign: a
-         * negative target pulls its coordinate to the smallest level. */
+         * the wrong sign, (m + q)^2 instead of (m - q)^2, or less with a grid
+         * point re-chosen for that sign: a negative target pulls its
+         * coordinate to the smallest level, the others keep their cell. */
         float best = INFINITY;
         int bj = 0, bidx = 0;
         for (int j = 0; j < 8; j++) {
-            int q = 2 * o + j / 4, jj = j % 4;
-            int flip[4] = { 0, 0, 0, 0 };
-            flip[jj] = 1;
-            float other = gerr[q ^ 1];
-            int idx = out->idx[q];
-            float e = group_err(t, idx, m + 4 * q, w + 4 * q, flip, db);
-            float c[4];
-            for (int k = 0; k < 4; k++) c[k] = m[4 * q + k] * inv;
-            c[jj] = -c[jj];
-            int alt = iq3_cell_lookup(t, c, 0);
+            int q = 2 * o + j / 4, jj = j % 4, idx = out->idx[q];
+            float mq = m[4 * q + jj], gq = t->g[idx][jj] * db;
+            float e = gerr[q] + w[4 * q + jj] * (4.0f * mq * gq);
+            int alt = t->cell[cells[q] & ~(7 << (3 * jj))];
             if (alt >= 0 && alt != idx) {
-                float ea = group_err(t, alt, m + 4 * q, w + 4 * q, flip, db);
+                float ea = group_err(t, alt, m + 4 * q, w + 4 * q, jj, db);
                 if (ea < e) { e = ea; idx = alt; }
             }
-            if (e + other < best) { best = e + other; bj = j; bidx = idx; }
+            e += gerr[q ^ 1];
+            if (e < best) { best = e; bj = j; bidx = idx; }
         }
         out->neg[8 * o + bj] ^= 1;
         out->idx[2 * o + bj / 4] = (uint8_t)bidx;
@@ -108,7 +110,7 @@ static void best_sub(const iq3_tables *t, const float *m, const uint8_t *neg, co
     float lb[16];
     int order[16], n = 0;
     for (int code = lo; code <= hi; code++, n++) {
-        lb[code] = iq3_lattice_bound(m, 32, d * (0.5f + (float)code) * 0.5f, w);
+        lb[code] = iq3_lattice_bound(m, d * (0.5f + (float)code) * 0.5f, w, simd);
         int p = n;
         while (p > 0 && lb[order[p - 1]] > lb[code]) { order[p] = order[p - 1]; p--; }
         order[p] = code;

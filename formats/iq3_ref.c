@@ -35,8 +35,9 @@ static float pw_sum(const float *a, int n)
 
 static int nearest_ref(const iq3_tables *t, const float c[4], int simd)
 {
-    int i = iq3_cell_lookup(t, c, 1);
-    if (i >= 0) return i;
+    int safe, cell = iq3_cell_of(t, c, &safe);
+    if (cell >= 0 && safe) return t->cell[cell];
+    if (cell >= 0) return simd ? iq3_nearest_ref_list_avx2(t, c, cell) : iq3_nearest_ref_list(t, c, cell);
     return simd ? iq3_nearest_ref_avx2(t, c) : iq3_nearest_ref_scalar(t, c);
 }
 
@@ -78,7 +79,7 @@ void iq3_encode_block_ref(const iq3_tables *t, const float *x, uint8_t *out, int
          * error found (with a relative margin far above float32 rounding).
          * Ties are still resolved towards the lower code, as the seed does. */
         for (int code = 0; code < 16; code++) {
-            lb[code] = iq3_lattice_bound(m, 32, d * (0.5f + (float)code) * 0.5f, NULL);
+            lb[code] = iq3_lattice_bound(m, d * (0.5f + (float)code) * 0.5f, NULL, simd);
             int p = code;
             while (p > 0 && lb[order[p - 1]] > lb[code]) { order[p] = order[p - 1]; p--; }
             order[p] = code;

@@ -3,6 +3,7 @@
 #include "test_util.h"
 #include "formats/iq3.h"
 #include "formats/ggml_tables.h"
+#include "formats/iq3_impl.h"
 
 #include <math.h>
 
@@ -296,6 +297,44 @@ static void test_quality_beats_reference(void **state)
     free(x); free(y); free(q);
 }
 
+/* The per-cell candidate lists must give the full scan's float32 answer,
+ * ties included, anywhere in [0, 64]^4; boundaries and grid coordinates
+ * (where ties live) are hit on purpose. */
+static void test_candidate_lists_exact(void **state)
+{
+    (void)state;
+    iq3_tables *t = aligned_alloc(32, sizeof *t);
+    iq3_tables_init(t, 1);
+    static const float edges[] = { 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28.5f, 31, 64 };
+    uint64_t s = 99;
+    long listed = 0;
+    for (int it = 0; it < 400000; it++) {
+        float c[4];
+        for (int j = 0; j < 4; j++) {
+            uint64_t r = rng_next(&s);
+            if (r & 1) {
+                c[j] = edges[(r >> 1) % 17];
+                if (r & 2) c[j] = nextafterf(c[j], (r & 4) ? 100.0f : -1.0f);
+                if (c[j] < 0) c[j] = 0;
+            } else {
+                c[j] = (float)(rng_unit(&s) * (it & 1 ? 64.0 : 34.0));
+            }
+        }
+        int safe, cell = iq3_cell_of(t, c, &safe);
+        if (cell < 0) continue;
+        int want = iq3_nearest_ref_scalar(t, c);
+        if (safe) assert_int_equal(t->cell[cell], want);
+        assert_int_equal(iq3_nearest_ref_list(t, c, cell), want);
+#if defined(__x86_64__) || defined(__i386__)
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+            assert_int_equal(iq3_nearest_ref_list_avx2(t, c, cell), want);
+#endif
+        listed++;
+    }
+    assert_true(listed > 300000);
+    free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -307,6 +346,7 @@ int main(void)
         cmocka_unit_test(test_parity_closure),
         cmocka_unit_test(test_nonfinite_refused),
         cmocka_unit_test(test_quality_beats_reference),
+        cmocka_unit_test(test_candidate_lists_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
