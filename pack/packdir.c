@@ -72,6 +72,10 @@ int packdir_publish(const char *tmp, const char *target, char *err, size_t errle
 {
     int fd = open(tmp, O_RDONLY | O_DIRECTORY);
     if (fd >= 0) { fsync(fd); close(fd); }
+    /* mkdtemp made it 0700; a published pack is read by other users and servers */
+    mode_t um = umask(0);
+    umask(um);
+    chmod(tmp, 0777 & ~um);
 #ifdef SYS_renameat2
     if (syscall(SYS_renameat2, AT_FDCWD, tmp, AT_FDCWD, target, 1 /* RENAME_NOREPLACE */) == 0) return 0;
     if (errno != ENOSYS && errno != EINVAL) {
