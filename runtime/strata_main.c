@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/pull.h"
+
 typedef struct strata_command {
     const char *name;
     int (*run)(int argc, char **argv);
@@ -12,6 +14,7 @@ typedef struct strata_command {
 } strata_command;
 
 static const strata_command COMMANDS[] = {
+    { "pull", strata_cmd_pull, "download model files from Hugging Face, resumable and sha256-verified" },
     { NULL, NULL, NULL }, /* rows are added above this sentinel */
 };
 
