@@ -92,9 +92,9 @@ void pull_progress_break(pull_progress *p)
 void pull_progress_done(pull_progress *p, int64_t have)
 {
     if (p->mode == PULL_PROGRESS_NONE) return;
-    if (p->mode == PULL_PROGRESS_BAR) draw_bar(p, have, 0);
-    pull_progress_break(p);
     double dt = now_s() - p->t0;
+    if (p->mode == PULL_PROGRESS_BAR) draw_bar(p, have, dt > 0 ? (double)(have - p->first) / dt : 0);
+    pull_progress_break(p);
     char got[32], r[32];
     pull_human_bytes(got, sizeof got, (double)(have - p->first));
     pull_human_bytes(r, sizeof r, dt > 0 ? (double)(have - p->first) / dt : 0);
