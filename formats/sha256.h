@@ -1,8 +1,11 @@
-/* sha256.h: SHA-256 (FIPS 180-4), streaming, for the pack's source digest.
+/* sha256.h: SHA-256 (FIPS 180-4), incremental.
  *
- * Contract: init, update any number of times with any lengths, final writes
- * 32 bytes; sha256_hex() renders them as 64 lowercase hex digits + NUL.
- * The context is caller-owned; no global state. */
+ * Contract: sha256_init / sha256_update (any number of times, any chunk
+ * sizes, including 0) / sha256_final give the same digest as one call over
+ * the concatenated input. The context is plain data: copyable, no
+ * allocation, no global state, safe from any thread. sha256_hex writes 64
+ * lowercase hex digits and a NUL. sha256_file hashes a whole file and
+ * returns -1 with errno set on a read error. */
 #ifndef STRATA_SHA256_H
 #define STRATA_SHA256_H
 
@@ -11,14 +14,16 @@
 
 typedef struct sha256_ctx {
     uint32_t h[8];
-    uint64_t total;
-    uint8_t  buf[64];
-    size_t   fill;
+    uint64_t bytes;          /* total bytes fed so far */
+    unsigned char buf[64];   /* a partial block */
+    size_t used;             /* bytes held in buf */
 } sha256_ctx;
 
 void sha256_init(sha256_ctx *c);
-void sha256_update(sha256_ctx *c, const void *data, size_t n);
-void sha256_final(sha256_ctx *c, uint8_t out[32]);
-void sha256_hex(const uint8_t digest[32], char out[65]);
+void sha256_update(sha256_ctx *c, const void *data, size_t len);
+void sha256_final(sha256_ctx *c, unsigned char out[32]);
+
+void sha256_hex(const unsigned char digest[32], char hex[65]);
+int  sha256_file(const char *path, unsigned char out[32]);
 
 #endif
