@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/serve_cli.h"
+
 typedef struct strata_command {
     const char *name;
     int (*run)(int argc, char **argv);
@@ -12,6 +14,7 @@ typedef struct strata_command {
 } strata_command;
 
 static const strata_command COMMANDS[] = {
+    { "serve", strata_cmd_serve, "serve a pack over OpenAI- and Anthropic-compatible HTTP" },
     { NULL, NULL, NULL }, /* rows are added above this sentinel */
 };
 
@@ -20,7 +23,7 @@ static void help(FILE *fp)
     fprintf(fp, "usage: strata <command> [options]   (strata <command> --help for its options)\n");
     for (size_t i = 0; COMMANDS[i].name; i++)
         fprintf(fp, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
-    fprintf(fp, "Planned: run serve bench perplexity check pull budget info (see docs/STATUS.md).\n");
+    fprintf(fp, "Planned: run bench perplexity check pull budget info (see docs/STATUS.md).\n");
 }
 
 int main(int argc, char **argv)
