@@ -156,14 +156,14 @@ static void free_sse(sse_ev *ev, size_t n)
 }
 
 /* Concatenates the OpenAI chat deltas, checking the chunk sequence. */
-static char *openai_stream_text(const char *body, bool usage, const char **finish)
+static char *openai_stream_text(const char *body, bool usage, char fin[32])
 {
-    static sse_ev ev[512];
+    sse_ev *ev = calloc(512, sizeof *ev); /* per call: clients run on several threads */
+    assert_non_null(ev);
     size_t n = parse_sse(body, ev, 512);
     assert_true(n >= 3);
     assert_string_equal(ev[n - 1].data, "[DONE]");
     strbuf text = { 0 };
-    static char fin[32];
     fin[0] = 0;
     size_t last = n - 1 - (usage ? 1 : 0);
     for (size_t i = 0; i < last; i++) {
@@ -173,7 +173,7 @@ static char *openai_stream_text(const char *body, bool usage, const char **finis
         json_t *d = json_object_get(json_array_get(json_object_get(j, "choices"), 0), "delta");
         const char *fr = jstr(j, "choices.0.finish_reason");
         if (i == 0) assert_string_equal(jstr(d, "role"), "assistant");
-        if (i == last - 1) { assert_non_null(fr); snprintf(fin, sizeof fin, "%s", fr); }
+        if (i == last - 1) { assert_non_null(fr); snprintf(fin, 32, "%s", fr); }
         else assert_null(fr);
         if (jstr(d, "content")) strbuf_puts(&text, jstr(d, "content"));
         json_decref(j);
@@ -186,7 +186,7 @@ static char *openai_stream_text(const char *body, bool usage, const char **finis
         json_decref(j);
     }
     free_sse(ev, n);
-    *finish = fin;
+    free(ev);
     return strbuf_take(&text);
 }
 
@@ -295,8 +295,8 @@ static void test_openai_stream_equals_plain(void **st)
         http(f.port, "/v1/chat/completions", body, NULL, &r);
         assert_int_equal(r.status, 200);
         assert_non_null(strstr(r.headers.data, "text/event-stream"));
-        const char *fin;
-        char *streamed = openai_stream_text(r.body.data, true, &fin);
+        char fin[32];
+        char *streamed = openai_stream_text(r.body.data, true, fin);
         assert_string_equal(streamed, plain);
         assert_string_equal(fin, "stop");
         free(streamed);
@@ -306,8 +306,8 @@ static void test_openai_stream_equals_plain(void **st)
     /* stop strings and max_tokens through HTTP */
     reply r = { 0 };
     http(f.port, "/v1/chat/completions", CHAT ",\"temperature\":0,\"stop\":[\"Spot\"],\"stream\":true}", NULL, &r);
-    const char *fin;
-    char *t = openai_stream_text(r.body.data, false, &fin);
+    char fin[32];
+    char *t = openai_stream_text(r.body.data, false, fin);
     assert_string_equal(t, " Once upon a time, there was a little dog named ");
     assert_string_equal(fin, "stop");
     free(t);
@@ -472,8 +472,8 @@ static void *stream_client(void *ud)
     http(cl->port, "/v1/chat/completions", body, NULL, &r);
     cl->status = r.status;
     if (!cl->abort_after && r.status == 200) {
-        const char *fin;
-        char *t = openai_stream_text(r.body.data, false, &fin);
+        char fin[32];
+        char *t = openai_stream_text(r.body.data, false, fin);
         cl->ok = !strcmp(t + 1, fake_engine_story(fake_engine_story_for(0.5f, (unsigned)cl->seed)));
         free(t);
     }
