@@ -94,6 +94,17 @@ static int is_thinking_off(json_t *v)
     return json_is_object(v) && json_is_string(t) && !strcmp(json_string_value(t), "disabled");
 }
 
+/* A client's value quoted in an error: short and printable, so the message
+ * stays one line whatever was sent. */
+static const char *quoted(const char *v, char *buf, size_t n)
+{
+    size_t i = 0;
+    for (; v[i] && i + 4 < n; i++) buf[i] = (v[i] >= 0x20 && v[i] < 0x7f) ? v[i] : '?';
+    if (v[i]) { buf[i++] = '.'; buf[i++] = '.'; buf[i++] = '.'; }
+    buf[i] = 0;
+    return buf;
+}
+
 static char *dup_n(const char *s, size_t n)
 {
     char *d = malloc(n + 1);
@@ -121,7 +132,11 @@ static int text_content(json_t *c, const char *path, bool null_ok, char **out, a
         if (!json_is_object(part) || !json_is_string(t))
             return fail(e, p, "%s must be a string", p);
         if (strcmp(json_string_value(t), "text"))
-            return fail(e, p, "%s '%s' is not supported (text only)", p, json_string_value(t));
+        {
+            char q[40];
+            return fail(e, p, "%s '%s' is not supported (text only)", p,
+                        quoted(json_string_value(t), q, sizeof q));
+        }
         json_t *x = json_object_get(part, "text");
         snprintf(p, sizeof p, "%s[%zu].text", path, i);
         if (!json_is_string(x)) return fail(e, p, "%s must be a string", p);
@@ -170,9 +185,10 @@ static int parse_messages(json_t *o, api_request *r, bool anthropic, api_error *
         bool known = !strcmp(role, "user") || !strcmp(role, "assistant") ||
                      (!anthropic && !strcmp(role, "system"));
         if (!known) {
+            char q[40];
             if (anthropic && !strcmp(role, "system"))
                 return fail(e, p, "%s: use the top-level system field, not a system role", p);
-            return fail(e, p, "%s '%s' is not supported (%s)", p, role,
+            return fail(e, p, "%s '%s' is not supported (%s)", p, quoted(role, q, sizeof q),
                         anthropic ? "user or assistant" : "system, developer, user or assistant");
         }
         if (field(m, "tool_calls") || field(m, "function_call")) {
