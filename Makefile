@@ -1,7 +1,9 @@
 # strata build. Sources are found by wildcard: a folder's *.c files form its
 # library, *_main.c files are tool entry points, tests/test_*.c are cmocka
 # suites, tests/e2e_*.sh end-to-end scripts, tests/fuzz/fuzz_*.c libFuzzer
-# targets, tests/bench/bench_*.c benchmarks. Adding a file needs no edit here.
+# targets (linked with formats/*.c plus what a " * fuzz-link: FILES -lLIB"
+# line in the target's header comment names), tests/bench/bench_*.c
+# benchmarks. Adding a file needs no edit here.
 
 CC      ?= cc
 PREFIX  ?= /usr/local
@@ -138,8 +140,9 @@ fuzz:
 	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz needs clang"; exit 1; }
 	@set -e; for f in $(FUZZ_SRCS); do \
 	    n=$$(basename $$f .c); mkdir -p build/fuzz/corpus-$$n; \
+	    extra=$$(sed -n '/^ \* fuzz-link: /{s///;s|\*/||;p;}' $$f); \
 	    $(FUZZ_CC) $(CSTD) -O1 -g -I. -fsanitize=fuzzer,address,undefined $$f \
-	        $(filter-out %_main.c,$(wildcard formats/*.c)) -o build/fuzz/$$n -lm -pthread; \
+	        $(filter-out %_main.c,$(wildcard formats/*.c)) $$extra -o build/fuzz/$$n -lm -pthread; \
 	    echo "== $$n for $(FUZZ_SECONDS)s"; \
 	    if [ -x tests/fuzz/seed.sh ]; then STRATA_SHARED=$(SHARED) sh tests/fuzz/seed.sh $$n build/fuzz/corpus-$$n; fi; \
 	    build/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1 build/fuzz/corpus-$$n; \

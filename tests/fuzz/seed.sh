@@ -33,5 +33,12 @@ fuzz_radgram)
         chmod u+w "$corpus/$n"
     done
     ;;
+fuzz_api_request)
+    # first byte: 0 chat, 1 completion, 2 messages, 3 count_tokens
+    printf '\000{"messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"hi"}]}],"max_tokens":5,"stop":["a","b"],"stream":true,"stream_options":{"include_usage":true},"logprobs":true,"top_logprobs":2,"seed":1}' >"$corpus/chat"
+    printf '\001{"prompt":"Once","max_tokens":3,"logprobs":2,"stop":"x","temperature":0.5}' >"$corpus/completion"
+    printf '\002{"model":"m","max_tokens":9,"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"yo"}]}],"stop_sequences":["z"],"top_k":4}' >"$corpus/messages"
+    printf '\003{"model":"m","messages":[{"role":"user","content":"hi"}]}' >"$corpus/count"
+    ;;
 esac
 exit 0

@@ -1,0 +1,372 @@
+/* api_request.c: see api_request.h. Each check names the field the way the
+ * client wrote it, because "400 bad request" alone sends people guessing. */
+#include "runtime/api_request.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fail(api_error *e, const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(api_error *e, const char *param, const char *fmt, ...)
+{
+    e->status = 400;
+    snprintf(e->param, sizeof e->param, "%s", param);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* A field that is absent or null is "not given". */
+static json_t *field(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_null(v) ? NULL : v;
+}
+
+static int opt_bool(json_t *o, const char *k, bool *out, api_error *e)
+{
+    json_t *v = field(o, k);
+    if (!v) return 0;
+    if (!json_is_boolean(v)) return fail(e, k, "%s must be a boolean", k);
+    *out = json_is_true(v);
+    return 0;
+}
+
+static int opt_int(json_t *o, const char *k, long long lo, long long hi, long long *out,
+                   api_error *e)
+{
+    json_t *v = field(o, k);
+    if (!v) return 0;
+    if (!json_is_integer(v)) return fail(e, k, "%s must be an integer", k);
+    long long x = json_integer_value(v);
+    if (x < lo || x > hi)
+        return fail(e, k, "%s must be between %lld and %lld, got %lld", k, lo, hi, x);
+    *out = x;
+    return 1;
+}
+
+static int opt_num(json_t *o, const char *k, double lo, double hi, double *out, api_error *e)
+{
+    json_t *v = field(o, k);
+    if (!v) return 0;
+    if (!json_is_number(v)) return fail(e, k, "%s must be a number", k);
+    double x = json_number_value(v);
+    if (!isfinite(x) || x < lo || x > hi)
+        return fail(e, k, "%s must be between %g and %g", k, lo, hi);
+    *out = x;
+    return 1;
+}
+
+/* A field we do not implement is refused unless it holds its neutral value. */
+static int refuse_unless(json_t *o, const char *k, int (*neutral)(json_t *), const char *why,
+                         api_error *e)
+{
+    json_t *v = field(o, k);
+    if (v && !neutral(v)) return fail(e, k, "%s is not supported by this server (%s)", k, why);
+    return 0;
+}
+
+static int is_one(json_t *v) { return json_is_integer(v) && json_integer_value(v) == 1; }
+static int is_zero(json_t *v) { return json_is_number(v) && json_number_value(v) == 0; }
+static int is_false(json_t *v) { return json_is_false(v); }
+static int is_empty(json_t *v)
+{
+    return (json_is_array(v) && json_array_size(v) == 0) ||
+           (json_is_object(v) && json_object_size(v) == 0) ||
+           (json_is_string(v) && json_string_length(v) == 0);
+}
+static int is_none(json_t *v) { return json_is_string(v) && !strcmp(json_string_value(v), "none"); }
+static int is_text_format(json_t *v)
+{
+    json_t *t = json_object_get(v, "type");
+    return json_is_object(v) && json_is_string(t) && !strcmp(json_string_value(t), "text");
+}
+static int is_thinking_off(json_t *v)
+{
+    json_t *t = json_object_get(v, "type");
+    return json_is_object(v) && json_is_string(t) && !strcmp(json_string_value(t), "disabled");
+}
+
+/* A client's value quoted in an error: short and printable, so the message
+ * stays one line whatever was sent. */
+static const char *quoted(const char *v, char *buf, size_t n)
+{
+    size_t i = 0;
+    for (; v[i] && i + 4 < n; i++) buf[i] = (v[i] >= 0x20 && v[i] < 0x7f) ? v[i] : '?';
+    if (v[i]) { buf[i++] = '.'; buf[i++] = '.'; buf[i++] = '.'; }
+    buf[i] = 0;
+    return buf;
+}
+
+static char *dup_n(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (d) { memcpy(d, s, n); d[n] = 0; }
+    return d;
+}
+
+/* content: a string, or an array of {"type":"text","text":...} parts joined
+ * by '\n'. Anything else (images, audio, tool blocks) is refused by path. */
+static int text_content(json_t *c, const char *path, bool null_ok, char **out, api_error *e)
+{
+    char p[96];
+    if (json_is_string(c)) {
+        *out = dup_n(json_string_value(c), json_string_length(c));
+        return *out ? 0 : fail(e, path, "out of memory");
+    }
+    if (!c && null_ok) { *out = dup_n("", 0); return *out ? 0 : fail(e, path, "out of memory"); }
+    if (!json_is_array(c))
+        return fail(e, path, "%s must be a string or an array of text parts", path);
+    size_t total = 0, i;
+    json_t *part;
+    json_array_foreach(c, i, part) {
+        snprintf(p, sizeof p, "%s[%zu].type", path, i);
+        json_t *t = json_object_get(part, "type");
+        if (!json_is_object(part) || !json_is_string(t))
+            return fail(e, p, "%s must be a string", p);
+        if (strcmp(json_string_value(t), "text"))
+        {
+            char q[40];
+            return fail(e, p, "%s '%s' is not supported (text only)", p,
+                        quoted(json_string_value(t), q, sizeof q));
+        }
+        json_t *x = json_object_get(part, "text");
+        snprintf(p, sizeof p, "%s[%zu].text", path, i);
+        if (!json_is_string(x)) return fail(e, p, "%s must be a string", p);
+        total += json_string_length(x) + 1;
+    }
+    char *s = malloc(total + 1), *w = s;
+    if (!s) return fail(e, path, "out of memory");
+    json_array_foreach(c, i, part) {
+        json_t *x = json_object_get(part, "text");
+        if (i) *w++ = '\n';
+        memcpy(w, json_string_value(x), json_string_length(x));
+        w += json_string_length(x);
+    }
+    *w = 0;
+    *out = s;
+    return 0;
+}
+
+static int add_msg(api_request *r, const char *role, char *content, api_error *e)
+{
+    api_message *m = realloc(r->msgs, (r->n_msgs + 1) * sizeof *m);
+    char *rc = dup_n(role, strlen(role));
+    if (m) r->msgs = m;
+    if (!m || !rc) { free(content); free(rc); return fail(e, "messages", "out of memory"); }
+    r->msgs[r->n_msgs++] = (api_message){ .role = rc, .content = content };
+    return 0;
+}
+
+static int parse_messages(json_t *o, api_request *r, bool anthropic, api_error *e)
+{
+    json_t *ms = json_object_get(o, "messages");
+    if (!ms) return fail(e, "messages", "messages is required");
+    if (!json_is_array(ms)) return fail(e, "messages", "messages must be an array");
+    if (json_array_size(ms) == 0) return fail(e, "messages", "messages must not be empty");
+    size_t i;
+    json_t *m;
+    char p[96];
+    json_array_foreach(ms, i, m) {
+        snprintf(p, sizeof p, "messages[%zu]", i);
+        if (!json_is_object(m)) return fail(e, p, "%s must be an object", p);
+        snprintf(p, sizeof p, "messages[%zu].role", i);
+        json_t *rv = json_object_get(m, "role");
+        if (!json_is_string(rv)) return fail(e, p, "%s must be a string", p);
+        const char *role = json_string_value(rv);
+        if (!strcmp(role, "developer") && !anthropic) role = "system";
+        bool known = !strcmp(role, "user") || !strcmp(role, "assistant") ||
+                     (!anthropic && !strcmp(role, "system"));
+        if (!known) {
+            char q[40];
+            if (anthropic && !strcmp(role, "system"))
+                return fail(e, p, "%s: use the top-level system field, not a system role", p);
+            return fail(e, p, "%s '%s' is not supported (%s)", p, quoted(role, q, sizeof q),
+                        anthropic ? "user or assistant" : "system, developer, user or assistant");
+        }
+        if (field(m, "tool_calls") || field(m, "function_call")) {
+            snprintf(p, sizeof p, "messages[%zu].tool_calls", i);
+            return fail(e, p, "%s: tool calls are not supported", p);
+        }
+        snprintf(p, sizeof p, "messages[%zu].content", i);
+        char *content;
+        if (text_content(field(m, "content"), p, !anthropic && !strcmp(role, "assistant"),
+                         &content, e) != 0)
+            return -1;
+        if (add_msg(r, role, content, e) != 0) return -1;
+    }
+    return 0;
+}
+
+static int parse_stops(json_t *o, const char *k, bool string_ok, api_request *r, api_error *e)
+{
+    json_t *v = field(o, k);
+    if (!v) return 0;
+    if (json_is_string(v) && string_ok) {
+        if (json_string_length(v) > API_MAX_STOP_LEN)
+            return fail(e, k, "%s must be at most %d bytes long", k, API_MAX_STOP_LEN);
+        r->stops = calloc(1, sizeof *r->stops);
+        if (!r->stops) return fail(e, k, "out of memory");
+        r->stops[0] = dup_n(json_string_value(v), json_string_length(v));
+        if (!r->stops[0]) return fail(e, k, "out of memory");
+        r->n_stops = 1;
+        return 0;
+    }
+    if (!json_is_array(v))
+        return fail(e, k, "%s must be %san array of strings", k, string_ok ? "a string or " : "");
+    if (json_array_size(v) > API_MAX_STOPS)
+        return fail(e, k, "%s may hold at most %d strings", k, API_MAX_STOPS);
+    r->stops = calloc(json_array_size(v) + 1, sizeof *r->stops);
+    if (!r->stops) return fail(e, k, "out of memory");
+    size_t i;
+    json_t *s;
+    json_array_foreach(v, i, s) {
+        if (!json_is_string(s)) return fail(e, k, "%s[%zu] must be a string", k, i);
+        if (json_string_length(s) > API_MAX_STOP_LEN)
+            return fail(e, k, "%s[%zu] must be at most %d bytes long", k, i, API_MAX_STOP_LEN);
+        r->stops[i] = dup_n(json_string_value(s), json_string_length(s));
+        if (!r->stops[i]) return fail(e, k, "out of memory");
+        r->n_stops = i + 1;
+    }
+    return 0;
+}
+
+static int parse_openai(json_t *o, api_request *r, int limit, api_error *e)
+{
+    long long x;
+    if (field(o, "model") && !json_is_string(field(o, "model")))
+        return fail(e, "model", "model must be a string");
+    if (refuse_unless(o, "n", is_one, "one choice per request", e) ||
+        refuse_unless(o, "logit_bias", is_empty, "no logit bias", e) ||
+        refuse_unless(o, "presence_penalty", is_zero, "no penalties", e) ||
+        refuse_unless(o, "frequency_penalty", is_zero, "no penalties", e))
+        return -1;
+    if (r->kind == API_CHAT) {
+        if (refuse_unless(o, "tools", is_empty, "no tool calling", e) ||
+            refuse_unless(o, "functions", is_empty, "no tool calling", e) ||
+            refuse_unless(o, "tool_choice", is_none, "no tool calling", e) ||
+            refuse_unless(o, "function_call", is_none, "no tool calling", e) ||
+            refuse_unless(o, "response_format", is_text_format, "text output only", e))
+            return -1;
+        if (parse_messages(o, r, false, e) != 0) return -1;
+        if (opt_bool(o, "logprobs", &r->logprobs, e) != 0) return -1;
+        long long tl = 0;
+        if (opt_int(o, "top_logprobs", 0, API_MAX_TOP_LOGPROBS, &tl, e) < 0) return -1;
+        r->top_logprobs = (int)tl;
+        if (r->top_logprobs && !r->logprobs)
+            return fail(e, "top_logprobs", "top_logprobs needs logprobs set to true");
+        long long mct = 0;
+        if (opt_int(o, "max_completion_tokens", 1, limit, &mct, e) < 0) return -1;
+        if (mct) r->max_tokens = (int)mct;
+    } else {
+        if (refuse_unless(o, "echo", is_false, "no echo", e) ||
+            refuse_unless(o, "suffix", is_empty, "no insertion", e) ||
+            refuse_unless(o, "best_of", is_one, "one candidate", e))
+            return -1;
+        json_t *p = field(o, "prompt");
+        if (!p) return fail(e, "prompt", "prompt is required");
+        if (json_is_array(p) && json_array_size(p) == 1 && json_is_string(json_array_get(p, 0)))
+            p = json_array_get(p, 0);
+        if (!json_is_string(p)) return fail(e, "prompt", "prompt must be a string");
+        r->prompt = dup_n(json_string_value(p), json_string_length(p));
+        if (!r->prompt) return fail(e, "prompt", "out of memory");
+        long long lp = 0;
+        if ((x = opt_int(o, "logprobs", 0, 5, &lp, e)) < 0) return -1;
+        r->logprobs = x > 0;
+        r->top_logprobs = (int)lp;
+    }
+    long long mt = 0;
+    if (opt_int(o, "max_tokens", 1, limit, &mt, e) < 0) return -1;
+    if (mt && !r->max_tokens) r->max_tokens = (int)mt;
+    if (opt_num(o, "temperature", 0, 2, &r->temperature, e) < 0) return -1;
+    json_t *so = field(o, "stream_options");
+    if (so) {
+        if (!json_is_object(so)) return fail(e, "stream_options", "stream_options must be an object");
+        json_t *iu = field(so, "include_usage");
+        if (iu && !json_is_boolean(iu))
+            return fail(e, "stream_options.include_usage", "stream_options.include_usage must be a boolean");
+        r->include_usage = json_is_true(iu);
+    }
+    return parse_stops(o, "stop", true, r, e);
+}
+
+static int parse_anthropic(json_t *o, api_request *r, int limit, api_error *e)
+{
+    if (field(o, "model") && !json_is_string(field(o, "model")))
+        return fail(e, "model", "model must be a string");
+    if (refuse_unless(o, "tools", is_empty, "no tool use", e) ||
+        refuse_unless(o, "tool_choice", is_none, "no tool use", e) ||
+        refuse_unless(o, "thinking", is_thinking_off, "no extended thinking", e))
+        return -1;
+    json_t *sys = field(o, "system");
+    if (sys) {
+        char *s;
+        if (text_content(sys, "system", false, &s, e) != 0) return -1;
+        if (add_msg(r, "system", s, e) != 0) return -1;
+    }
+    if (parse_messages(o, r, true, e) != 0) return -1;
+    if (r->kind == API_COUNT_TOKENS) return 0;
+    long long mt = 0;
+    if (!field(o, "max_tokens")) return fail(e, "max_tokens", "max_tokens is required");
+    if (opt_int(o, "max_tokens", 1, limit, &mt, e) < 0) return -1;
+    r->max_tokens = (int)mt;
+    if (opt_num(o, "temperature", 0, 1, &r->temperature, e) < 0) return -1;
+    long long tk = 0;
+    if (opt_int(o, "top_k", 0, 1000000, &tk, e) < 0) return -1;
+    r->top_k = (int)tk;
+    return parse_stops(o, "stop_sequences", false, r, e);
+}
+
+int api_request_parse(api_kind kind, const char *body, size_t len, int max_tokens_limit,
+                      api_request *r, api_error *e)
+{
+    memset(r, 0, sizeof *r);
+    memset(e, 0, sizeof *e);
+    r->kind = kind;
+    r->temperature = 1.0;
+    r->top_p = 1.0;
+    if (max_tokens_limit < 1) max_tokens_limit = 1;
+    json_error_t je;
+    json_t *o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    if (!o) return fail(e, "body", "malformed JSON at byte %d: %s", je.position, je.text);
+    int rc = -1;
+    if (!json_is_object(o)) { fail(e, "body", "the body must be a JSON object"); goto out; }
+    if (opt_bool(o, "stream", &r->stream, e) != 0) goto out;
+    if (opt_num(o, "top_p", 0, 1, &r->top_p, e) < 0) goto out;
+    json_t *seed = field(o, "seed");
+    if (seed) {
+        if (!json_is_integer(seed)) { fail(e, "seed", "seed must be an integer"); goto out; }
+        r->has_seed = true;
+        r->seed = (uint64_t)json_integer_value(seed);
+    }
+    if (kind == API_CHAT || kind == API_COMPLETION) rc = parse_openai(o, r, max_tokens_limit, e);
+    else rc = parse_anthropic(o, r, max_tokens_limit, e);
+out:
+    json_decref(o);
+    if (rc != 0) {
+        if (e->status == 0) fail(e, "body", "invalid request");
+        api_request_free(r);
+        return -1;
+    }
+    return 0;
+}
+
+void api_request_free(api_request *r)
+{
+    for (size_t i = 0; i < r->n_msgs; i++) {
+        free(r->msgs[i].role);
+        free(r->msgs[i].content);
+    }
+    free(r->msgs);
+    for (size_t i = 0; r->stops && i < r->n_stops; i++) free(r->stops[i]);
+    free(r->stops);
+    free(r->prompt);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,76 @@
+/* api_request.h: request bodies of the OpenAI and Anthropic APIs, parsed
+ * and checked into one plain struct the handlers can trust.
+ *
+ * This file depends on jansson and libc only, so the fuzz target can build
+ * it alone; it knows nothing about HTTP, engines or templates.
+ *
+ * Contract:
+ *  - api_request_parse() returns 0 and fills *r, or -1 and fills *e with an
+ *    HTTP status (400), the offending field as a path ("messages[2].role",
+ *    "max_tokens"), and one line for the client. On -1 *r holds nothing to
+ *    free; on 0 api_request_free() releases it.
+ *  - Malformed JSON, invalid UTF-8, NUL in strings, duplicate keys, numbers
+ *    that overflow, wrong types, values out of range and unknown roles are
+ *    all refused. null counts as "absent" (clients send "stop": null).
+ *  - Fields that would change the answer and that we do not implement
+ *    (n != 1, tools, logit_bias, penalties, response_format other than
+ *    text, echo, suffix, thinking...) are refused by name; harmless unknown
+ *    fields are ignored, as the upstream APIs do.
+ *  - Anthropic's system (string or text blocks) becomes a leading "system"
+ *    message; OpenAI's "developer" role becomes "system". Text parts and
+ *    text blocks of one message are joined with '\n'.
+ *  - max_tokens is 0 when the request did not give one (Anthropic's
+ *    /v1/messages requires it, so it is never 0 there). */
+#ifndef STRATA_API_REQUEST_H
+#define STRATA_API_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum api_kind {
+    API_CHAT,         /* POST /v1/chat/completions */
+    API_COMPLETION,   /* POST /v1/completions */
+    API_MESSAGES,     /* POST /v1/messages */
+    API_COUNT_TOKENS, /* POST /v1/messages/count_tokens */
+} api_kind;
+
+#define API_MAX_STOPS 16
+#define API_MAX_STOP_LEN 256
+#define API_MAX_TOP_LOGPROBS 20
+
+typedef struct api_message {
+    char *role;    /* "system" | "user" | "assistant" */
+    char *content;
+} api_message;
+
+typedef struct api_request {
+    api_kind     kind;
+    api_message *msgs;
+    size_t       n_msgs;
+    char        *prompt;      /* API_COMPLETION */
+    int          max_tokens;  /* 0 = not given */
+    double       temperature; /* default 1 */
+    double       top_p;       /* default 1 */
+    int          top_k;       /* default 0 = off */
+    bool         has_seed;
+    uint64_t     seed;
+    char       **stops;
+    size_t       n_stops;
+    bool         stream;
+    bool         include_usage;
+    bool         logprobs;
+    int          top_logprobs;
+} api_request;
+
+typedef struct api_error {
+    int  status;
+    char param[96];
+    char message[320];
+} api_error;
+
+int api_request_parse(api_kind kind, const char *body, size_t len, int max_tokens_limit,
+                      api_request *r, api_error *e);
+void api_request_free(api_request *r);
+
+#endif

@@ -1,0 +1,233 @@
+/* chat_template.c: see chat_template.h. One render function per family;
+ * each reads like the Jinja template it replaces, in the same order. */
+#include "runtime/chat_template.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/strbuf.h"
+
+static const struct { const char *name; chat_family f; } NAMES[] = {
+    { "chatml", CHAT_CHATML },   { "qwen", CHAT_CHATML },     { "llama2", CHAT_LLAMA2 },
+    { "llama-2", CHAT_LLAMA2 },  { "llama3", CHAT_LLAMA3 },   { "llama-3", CHAT_LLAMA3 },
+    { "mistral", CHAT_MISTRAL }, { "gemma", CHAT_GEMMA },     { "phi3", CHAT_PHI3 },
+    { "phi-3", CHAT_PHI3 },      { "deepseek", CHAT_DEEPSEEK }, { "deepseek3", CHAT_DEEPSEEK },
+};
+
+chat_family chat_family_from_name(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof NAMES / sizeof NAMES[0]; i++)
+        if (!strcmp(name, NAMES[i].name)) return NAMES[i].f;
+    return CHAT_UNKNOWN;
+}
+
+const char *chat_family_name(chat_family f)
+{
+    switch (f) {
+    case CHAT_CHATML: return "chatml";
+    case CHAT_LLAMA2: return "llama2";
+    case CHAT_LLAMA3: return "llama3";
+    case CHAT_MISTRAL: return "mistral";
+    case CHAT_GEMMA: return "gemma";
+    case CHAT_PHI3: return "phi3";
+    case CHAT_DEEPSEEK: return "deepseek";
+    default: return "unknown";
+    }
+}
+
+/* Markers that only one family writes; the order settles the overlaps
+ * ([INST] is shared by llama-2 and mistral, <<SYS>> tells them apart). */
+chat_family chat_template_detect(const char *t)
+{
+    if (!t) return CHAT_UNKNOWN;
+    if (strstr(t, "<|im_start|>")) return CHAT_CHATML;
+    if (strstr(t, "<|start_header_id|>")) return CHAT_LLAMA3;
+    if (strstr(t, "<start_of_turn>")) return CHAT_GEMMA;
+    if (strstr(t, "<\xef\xbd\x9cUser\xef\xbd\x9c>")) return CHAT_DEEPSEEK;
+    if (strstr(t, "<|user|>") && strstr(t, "<|end|>")) return CHAT_PHI3;
+    if (strstr(t, "[INST]")) return strstr(t, "<<SYS>>") ? CHAT_LLAMA2 : CHAT_MISTRAL;
+    return CHAT_UNKNOWN;
+}
+
+/* Qwen writes its default as a literal in the else branch:
+ * '<|im_start|>system\nYou are ...<|im_end|>\n'. A literal is recognised
+ * by containing no quote, brace or '+' (the other branch concatenates). */
+char *chat_template_default_system(const char *t)
+{
+    static const char open[] = "<|im_start|>system\\n";
+    for (const char *p = t ? strstr(t, open) : NULL; p; p = strstr(p + 1, open)) {
+        const char *s = p + sizeof open - 1, *e = strstr(s, "<|im_end|>");
+        if (!e || e == s || strcspn(s, "'\"{}+") < (size_t)(e - s)) continue;
+        strbuf b = { 0 };
+        for (const char *q = s; q < e; q++) {
+            if (q[0] == '\\' && q + 1 < e && q[1] == 'n') { strbuf_add(&b, "\n", 1); q++; }
+            else strbuf_add(&b, q, 1);
+        }
+        return strbuf_take(&b);
+    }
+    return NULL;
+}
+
+/* Jinja's trim / Python's str.strip() on ASCII whitespace. */
+static void add_trimmed(strbuf *b, const char *s)
+{
+    static const char ws[] = " \t\n\r\v\f";
+    while (*s && strchr(ws, *s)) s++;
+    size_t n = strlen(s);
+    while (n && strchr(ws, s[n - 1])) n--;
+    strbuf_add(b, s, n);
+}
+
+static bool is(const chat_msg *m, const char *role) { return !strcmp(m->role, role); }
+
+/* The alternation check of the llama-2, mistral and gemma templates. */
+static bool alternates(const chat_msg *m, size_t n, const char *fam, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (is(&m[i], "system")) {
+            snprintf(err, errlen, "the %s template allows a system message only first", fam);
+            return false;
+        }
+        if (is(&m[i], "user") != (i % 2 == 0)) {
+            snprintf(err, errlen,
+                     "the %s template needs roles to alternate user/assistant/user/...", fam);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void chatml(strbuf *b, const chat_msg *m, size_t n, const char *def_sys, bool gen)
+{
+    if (def_sys && (n == 0 || !is(&m[0], "system")))
+        strbuf_printf(b, "<|im_start|>system\n%s<|im_end|>\n", def_sys);
+    for (size_t i = 0; i < n; i++)
+        strbuf_printf(b, "<|im_start|>%s\n%s<|im_end|>\n", m[i].role, m[i].content);
+    if (gen) strbuf_puts(b, "<|im_start|>assistant\n");
+}
+
+static bool llama2(strbuf *b, const chat_msg *m, size_t n, const char *bos, const char *eos,
+                   char *err, size_t errlen)
+{
+    const char *sys = n && is(&m[0], "system") ? m[0].content : NULL;
+    if (sys) { m++; n--; }
+    if (!alternates(m, n, "llama-2", err, errlen)) return false;
+    for (size_t i = 0; i < n; i++) {
+        strbuf content = { 0 };
+        if (i == 0 && sys) strbuf_printf(&content, "<<SYS>>\n%s\n<</SYS>>\n\n", sys);
+        strbuf_puts(&content, m[i].content);
+        if (is(&m[i], "user")) strbuf_printf(b, "%s[INST] ", bos);
+        else strbuf_puts(b, " ");
+        add_trimmed(b, content.data ? content.data : "");
+        if (is(&m[i], "user")) strbuf_puts(b, " [/INST]");
+        else strbuf_printf(b, " %s", eos);
+        if (content.oom) b->oom = true;
+        strbuf_free(&content);
+    }
+    return true;
+}
+
+static bool mistral(strbuf *b, const chat_msg *m, size_t n, const char *bos, const char *eos,
+                    char *err, size_t errlen)
+{
+    const char *sys = n && is(&m[0], "system") ? m[0].content : NULL;
+    if (sys) { m++; n--; }
+    if (!alternates(m, n, "mistral", err, errlen)) return false;
+    strbuf_puts(b, bos);
+    for (size_t i = 0; i < n; i++) {
+        if (is(&m[i], "user"))
+            strbuf_printf(b, "[INST] %s%s%s [/INST]", i == 0 && sys ? sys : "",
+                          i == 0 && sys ? "\n\n" : "", m[i].content);
+        else strbuf_printf(b, "%s%s", m[i].content, eos);
+    }
+    return true;
+}
+
+static void llama3(strbuf *b, const chat_msg *m, size_t n, const char *bos, bool gen)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0) strbuf_puts(b, bos);
+        strbuf_printf(b, "<|start_header_id|>%s<|end_header_id|>\n\n", m[i].role);
+        add_trimmed(b, m[i].content);
+        strbuf_puts(b, "<|eot_id|>");
+    }
+    if (gen) strbuf_puts(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+static bool gemma(strbuf *b, const chat_msg *m, size_t n, const char *bos, bool gen,
+                  char *err, size_t errlen)
+{
+    const char *sys = n && is(&m[0], "system") ? m[0].content : NULL;
+    if (sys) { m++; n--; }
+    if (!alternates(m, n, "gemma", err, errlen)) return false;
+    strbuf_puts(b, bos);
+    for (size_t i = 0; i < n; i++) {
+        strbuf_printf(b, "<start_of_turn>%s\n", is(&m[i], "assistant") ? "model" : m[i].role);
+        if (i == 0 && sys) strbuf_printf(b, "%s\n\n", sys);
+        add_trimmed(b, m[i].content);
+        strbuf_puts(b, "<end_of_turn>\n");
+    }
+    if (gen) strbuf_puts(b, "<start_of_turn>model\n");
+    return true;
+}
+
+static void phi3(strbuf *b, const chat_msg *m, size_t n, const char *eos, bool gen)
+{
+    for (size_t i = 0; i < n; i++)
+        strbuf_printf(b, "<|%s|>\n%s<|end|>\n", m[i].role, m[i].content);
+    strbuf_puts(b, gen ? "<|assistant|>\n" : eos);
+}
+
+#define DS_USER "<\xef\xbd\x9cUser\xef\xbd\x9c>"
+#define DS_ASSISTANT "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"
+#define DS_EOS "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"
+
+/* DeepSeek-V3 gathers every system message first, joined by blank lines. */
+static void deepseek(strbuf *b, const chat_msg *m, size_t n, const char *bos, bool gen)
+{
+    strbuf_puts(b, bos);
+    bool first = true;
+    for (size_t i = 0; i < n; i++) {
+        if (!is(&m[i], "system")) continue;
+        if (!first) strbuf_puts(b, "\n\n");
+        strbuf_puts(b, m[i].content);
+        first = false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (is(&m[i], "user")) strbuf_printf(b, DS_USER "%s", m[i].content);
+        else if (is(&m[i], "assistant")) strbuf_printf(b, DS_ASSISTANT "%s" DS_EOS, m[i].content);
+    }
+    if (gen) strbuf_puts(b, DS_ASSISTANT);
+}
+
+char *chat_template_render(chat_family f, const chat_msg *m, size_t n, const char *bos,
+                           const char *eos, const char *default_system,
+                           bool gen, char *err, size_t errlen)
+{
+    bos = bos ? bos : "";
+    eos = eos ? eos : "";
+    for (size_t i = 0; i < n; i++) {
+        if (!is(&m[i], "system") && !is(&m[i], "user") && !is(&m[i], "assistant")) {
+            snprintf(err, errlen, "messages[%zu].role: '%s' is not system, user or assistant",
+                     i, m[i].role);
+            return NULL;
+        }
+    }
+    strbuf b = { 0 };
+    bool ok = true;
+    switch (f) {
+    case CHAT_LLAMA2: ok = llama2(&b, m, n, bos, eos, err, errlen); break;
+    case CHAT_LLAMA3: llama3(&b, m, n, bos, gen); break;
+    case CHAT_MISTRAL: ok = mistral(&b, m, n, bos, eos, err, errlen); break;
+    case CHAT_GEMMA: ok = gemma(&b, m, n, bos, gen, err, errlen); break;
+    case CHAT_PHI3: phi3(&b, m, n, eos, gen); break;
+    case CHAT_DEEPSEEK: deepseek(&b, m, n, bos, gen); break;
+    case CHAT_CHATML:
+    default: chatml(&b, m, n, default_system, gen); break;
+    }
+    if (!ok) { strbuf_free(&b); return NULL; }
+    char *out = strbuf_take(&b);
+    if (!out) snprintf(err, errlen, "out of memory rendering the chat template");
+    return out;
+}

@@ -1,0 +1,71 @@
+/* engine.h: what the HTTP server needs from a model, and nothing more.
+ *
+ * The server is written against this table so that it can be built and
+ * tested before the real forward pass exists (a fake engine drives the
+ * tests) and so that wiring the real model is one adapter file.
+ *
+ * Contract:
+ *  - Generation is pull-shaped: begin() makes a session from prompt ids and
+ *    sampling parameters, step() samples one token, end() frees it. The
+ *    server pulls tokens as the client can take them, so a client that goes
+ *    away simply causes end() at the next token, and no thread is parked on
+ *    a callback. Stopping early is just not calling step() again.
+ *  - The server keeps at most its --parallel count of sessions alive; begin,
+ *    step and end on DIFFERENT sessions may run concurrently from several
+ *    threads (an engine that cannot do that serialises internally). tokenize
+ *    and piece are called from any thread at any time.
+ *  - step() fills out->id; when the session was begun with n_probs > 0 it
+ *    also fills logprob and up to n_probs alternatives, best first.
+ *  - Returned strings (name, chat_template, bos_text, eos_text) live as long
+ *    as the engine; chat_template may be NULL (the pack carries none).
+ *  - Every function that can fail returns -1 / NULL and writes one line
+ *    into err. */
+#ifndef STRATA_ENGINE_H
+#define STRATA_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ENGINE_MAX_PROBS 20
+
+typedef struct engine_sampling {
+    float    temperature; /* 0 = greedy */
+    float    top_p;       /* 1 = off */
+    int      top_k;       /* 0 = off */
+    uint64_t seed;
+    int      n_probs;     /* alternatives wanted per token, 0..ENGINE_MAX_PROBS */
+} engine_sampling;
+
+typedef struct engine_token {
+    int32_t id;
+    float   logprob;
+    int     n_top;
+    int32_t top_id[ENGINE_MAX_PROBS];
+    float   top_logprob[ENGINE_MAX_PROBS];
+} engine_token;
+
+typedef struct engine_session engine_session;
+
+typedef struct engine {
+    void       *self;
+    const char *name;          /* the id /v1/models reports */
+    int         n_ctx;         /* the most tokens one session may hold */
+    const char *chat_template; /* the pack's tokenizer.chat_template or NULL */
+    const char *bos_text;      /* "" when the vocabulary has none */
+    const char *eos_text;
+
+    /* Special tokens written in text become their ids (templates rely on it). */
+    int  (*tokenize)(void *self, const char *text, size_t len, bool add_special,
+                     int32_t **ids, size_t *n);
+    /* Same return convention as tokenizer_piece(): the full length, or -1. */
+    int  (*piece)(void *self, int32_t id, char *buf, size_t bufsz);
+    bool (*is_eog)(void *self, int32_t id);
+
+    engine_session *(*begin)(void *self, const int32_t *prompt, size_t n_prompt,
+                             const engine_sampling *s, char *err, size_t errlen);
+    int  (*step)(engine_session *s, engine_token *out);
+    void (*end)(engine_session *s);
+} engine;
+
+#endif

@@ -1,0 +1,144 @@
+/* generate.c: see generate.h. */
+#include "runtime/generate.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/stop_match.h"
+#include "runtime/strbuf.h"
+#include "runtime/utf8.h"
+
+struct gen {
+    const engine   *e;
+    engine_session *s;
+    gen_params      p;
+    strbuf          text;      /* everything generated, raw bytes */
+    size_t          released;  /* bytes of text handed out */
+    char           *out;       /* the last delta, sanitised */
+    gen_token      *toks;
+    size_t          n_toks, cap_toks, taken;
+    gen_finish      fin;
+    int             stop_idx;
+    double          t_prev;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+gen *gen_begin(const engine *e, const int32_t *prompt, size_t n_prompt, const gen_params *p,
+               char *err, size_t errlen)
+{
+    gen *g = calloc(1, sizeof *g);
+    if (!g) { snprintf(err, errlen, "out of memory"); return NULL; }
+    g->e = e;
+    g->p = *p;
+    g->stop_idx = -1;
+    g->t_prev = now_s();
+    g->s = e->begin(e->self, prompt, n_prompt, &p->sampling, err, errlen);
+    if (!g->s) { free(g); return NULL; }
+    return g;
+}
+
+static int append_piece(gen *g, int32_t id)
+{
+    char small[128];
+    int n = g->e->piece(g->e->self, id, small, sizeof small);
+    if (n < 0) return -1;
+    if ((size_t)n < sizeof small) { strbuf_add(&g->text, small, (size_t)n); return 0; }
+    char *big = malloc((size_t)n + 1);
+    if (!big) return -1;
+    int m = g->e->piece(g->e->self, id, big, (size_t)n + 1);
+    if (m == n) strbuf_add(&g->text, big, (size_t)n);
+    free(big);
+    return m == n ? 0 : -1;
+}
+
+static int push_token(gen *g, const engine_token *t, size_t offset)
+{
+    if (g->n_toks == g->cap_toks) {
+        size_t cap = g->cap_toks ? g->cap_toks * 2 : 32;
+        gen_token *nt = realloc(g->toks, cap * sizeof *nt);
+        if (!nt) return -1;
+        g->toks = nt;
+        g->cap_toks = cap;
+    }
+    g->toks[g->n_toks++] = (gen_token){ .t = *t, .offset = offset };
+    return 0;
+}
+
+/* Samples one token; returns a finish state or GEN_RUNNING. */
+static gen_finish step(gen *g)
+{
+    if ((int)g->n_toks >= g->p.max_tokens) return GEN_LENGTH;
+    if (g->p.cancel && atomic_load(g->p.cancel)) return GEN_CANCELLED;
+    engine_token t;
+    if (g->e->step(g->s, &t) != 0) return GEN_ERROR;
+    double now = now_s();
+    if (g->p.on_token) g->p.on_token(g->p.ud, now - g->t_prev, g->n_toks == 0);
+    g->t_prev = now;
+    if (g->e->is_eog(g->e->self, t.id)) return GEN_EOS;
+    size_t offset = g->text.len;
+    if (append_piece(g, t.id) != 0 || push_token(g, &t, offset) != 0 || g->text.oom)
+        return GEN_ERROR;
+    return GEN_RUNNING;
+}
+
+gen_finish gen_next(gen *g, const char **delta, size_t *n)
+{
+    free(g->out);
+    g->out = NULL;
+    *delta = "";
+    *n = 0;
+    if (g->fin != GEN_RUNNING) return g->fin;
+    size_t rel;
+    for (;;) {
+        gen_finish f = step(g);
+        const char *pending = g->text.data ? g->text.data + g->released : "";
+        size_t plen = g->text.len - g->released;
+        int matched;
+        rel = stop_match(pending, plen, g->p.stops, g->p.n_stops, f != GEN_RUNNING, &matched);
+        if (matched >= 0) { g->stop_idx = matched; f = GEN_STOP; }
+        g->fin = f;
+        if (f != GEN_RUNNING || rel > 0) break;
+    }
+    if (rel > 0) {
+        g->out = utf8_sanitize(g->text.data + g->released, rel, n);
+        if (!g->out) { g->fin = GEN_ERROR; *n = 0; return g->fin; }
+        *delta = g->out;
+        g->released += rel;
+    }
+    return g->fin;
+}
+
+const gen_token *gen_take_tokens(gen *g, size_t *n)
+{
+    size_t from = g->taken, to = from;
+    /* a token whose text starts inside the released part is released; once
+     * generation has ended, tokens inside a stop string never are */
+    while (to < g->n_toks && (g->toks[to].offset < g->released ||
+                              (g->fin != GEN_RUNNING && g->fin != GEN_STOP &&
+                               g->toks[to].offset <= g->released)))
+        to++;
+    g->taken = to;
+    *n = to - from;
+    return g->toks ? g->toks + from : NULL;
+}
+
+size_t gen_n_tokens(const gen *g) { return g->n_toks; }
+int gen_stop_index(const gen *g) { return g->stop_idx; }
+
+void gen_end(gen *g)
+{
+    if (!g) return;
+    g->e->end(g->s);
+    strbuf_free(&g->text);
+    free(g->out);
+    free(g->toks);
+    free(g);
+}

@@ -1,0 +1,66 @@
+/* generate.h: one request's generation, from prompt ids to released text.
+ *
+ * Both APIs, streamed or not, go through this so that stop strings,
+ * max_tokens, end-of-generation tokens and UTF-8 are handled once.
+ *
+ * Contract:
+ *  - gen_next() pulls tokens from the engine until some text can be
+ *    released or generation ends, and returns the finish state (GEN_RUNNING
+ *    while more may come). The released delta is valid UTF-8 (ill-formed
+ *    bytes become U+FFFD) and never contains a stop string or any text after
+ *    one; text that might still become a stop string is held back (see
+ *    stop_match.h). The delta stays valid until the next call.
+ *  - Tokens are counted when sampled (the end-of-generation token is not
+ *    counted); max_tokens bounds that count.
+ *  - gen_take_tokens() hands out the per-token records (id, logprob,
+ *    alternatives, byte offset in the generated text) of tokens whose text
+ *    has been released, each once.
+ *  - A non-NULL cancel flag that becomes true ends generation at the next
+ *    token with GEN_CANCELLED (server shutdown).
+ *  - gen_end() ends the engine session and frees everything. */
+#ifndef STRATA_GENERATE_H
+#define STRATA_GENERATE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "runtime/engine.h"
+
+typedef enum gen_finish {
+    GEN_RUNNING = 0,
+    GEN_EOS,       /* the model ended its turn */
+    GEN_STOP,      /* a stop string matched */
+    GEN_LENGTH,    /* max_tokens reached */
+    GEN_ERROR,     /* the engine failed */
+    GEN_CANCELLED, /* the server is stopping */
+} gen_finish;
+
+typedef struct gen_params {
+    int                max_tokens;
+    engine_sampling    sampling;
+    const char *const *stops;
+    size_t             n_stops;
+    const atomic_bool *cancel;
+    /* Called after each sampled token with the seconds since the previous
+     * one (since gen_begin for the first). */
+    void (*on_token)(void *ud, double seconds, int first);
+    void *ud;
+} gen_params;
+
+typedef struct gen_token {
+    engine_token t;
+    size_t       offset; /* where its text starts in the generated text */
+} gen_token;
+
+typedef struct gen gen;
+
+gen *gen_begin(const engine *e, const int32_t *prompt, size_t n_prompt, const gen_params *p,
+               char *err, size_t errlen);
+gen_finish gen_next(gen *g, const char **delta, size_t *n);
+const gen_token *gen_take_tokens(gen *g, size_t *n);
+size_t gen_n_tokens(const gen *g);
+/* The index of the stop string that matched, -1 if none. */
+int gen_stop_index(const gen *g);
+void gen_end(gen *g);
+
+#endif

@@ -1,0 +1,175 @@
+/* serve_cli.c: see serve_cli.h.
+ *
+ * --fake-engine serves the deterministic test engine (engine_fake.h) with
+ * PACK read as a GGUF holding a tokenizer (or a pack directory holding
+ * tokenizer.gguf). It exists for the end-to-end tests and is documented as
+ * such; --fake-delay-ms and --fake-load-ms shape it for those tests. */
+#include "runtime/serve_cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "runtime/engine_fake.h"
+#include "runtime/server.h"
+
+static void usage(FILE *fp)
+{
+    fprintf(fp,
+        "usage: strata serve PACK [--host 127.0.0.1] [--port 8080] [--api-key KEY]\n"
+        "                         [--parallel N] [--queue N] [--ctx N] [--chat-template NAME]\n"
+        "                         [--cors ORIGIN] [--max-body BYTES]\n"
+        "  Serves PACK over OpenAI- and Anthropic-compatible HTTP APIs (docs/server.md).\n"
+        "  --host          IPv4 address to bind (default 127.0.0.1: this machine only)\n"
+        "  --port          TCP port (default 8080; 0 picks a free one and prints it)\n"
+        "  --api-key       require Authorization: Bearer KEY or x-api-key: KEY\n"
+        "  --parallel      generation slots (default 1)\n"
+        "  --queue         requests that may wait for a slot before 429 (default 4 x parallel)\n"
+        "  --ctx           context length per request (default: the model's)\n"
+        "  --chat-template chatml | llama2 | llama3 | mistral | gemma | phi3 | deepseek\n"
+        "  --cors          allow browser requests from ORIGIN\n"
+        "  --max-body      largest request body in bytes (default 1048576)\n"
+        "  Test hooks: --fake-engine (PACK is a GGUF with a tokenizer), --fake-delay-ms N,\n"
+        "  --fake-load-ms N.\n");
+}
+
+static bool parse_int(const char *opt, const char *v, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || !*v || *end || errno || x < lo || x > hi) {
+        fprintf(stderr, "strata serve: %s needs an integer in %ld..%ld, got '%s'\n", opt, lo, hi,
+                v ? v : "");
+        return false;
+    }
+    *out = x;
+    return true;
+}
+
+typedef struct serve_opts {
+    server_config cfg;
+    const char   *pack;
+    bool          fake;
+    long          fake_delay_ms, fake_load_ms;
+} serve_opts;
+
+/* Returns 0, or the exit status to return. */
+static int parse_args(int argc, char **argv, serve_opts *o)
+{
+    o->cfg.port = 8080;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long x;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return -1; }
+        if (!strcmp(a, "--fake-engine")) { o->fake = true; continue; }
+        if (a[0] != '-') {
+            if (o->pack) { fprintf(stderr, "strata serve: more than one PACK given ('%s')\n", a); return 2; }
+            o->pack = a;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "strata serve: unknown option or missing value: %s\n", a);
+            usage(stderr);
+            return 2;
+        }
+        i++;
+        if (!strcmp(a, "--host")) o->cfg.host = v;
+        else if (!strcmp(a, "--api-key")) o->cfg.api_key = v;
+        else if (!strcmp(a, "--chat-template")) o->cfg.chat_template = v;
+        else if (!strcmp(a, "--cors")) o->cfg.cors_origin = v;
+        else if (!strcmp(a, "--port")) { if (!parse_int(a, v, 0, 65535, &x)) return 2; o->cfg.port = (int)x; }
+        else if (!strcmp(a, "--parallel")) { if (!parse_int(a, v, 1, 256, &x)) return 2; o->cfg.parallel = (int)x; }
+        else if (!strcmp(a, "--queue")) { if (!parse_int(a, v, 0, 4096, &x)) return 2; o->cfg.queue = x ? (int)x : -1; }
+        else if (!strcmp(a, "--ctx")) { if (!parse_int(a, v, 16, 1 << 24, &x)) return 2; o->cfg.n_ctx = (int)x; }
+        else if (!strcmp(a, "--max-body")) { if (!parse_int(a, v, 1024, 1L << 30, &x)) return 2; o->cfg.max_body = (size_t)x; }
+        else if (!strcmp(a, "--fake-delay-ms")) { if (!parse_int(a, v, 0, 60000, &x)) return 2; o->fake_delay_ms = x; }
+        else if (!strcmp(a, "--fake-load-ms")) { if (!parse_int(a, v, 0, 600000, &x)) return 2; o->fake_load_ms = x; }
+        else {
+            fprintf(stderr, "strata serve: unknown option: %s\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!o->pack) {
+        fprintf(stderr, "strata serve: no PACK given\n");
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+static engine *load_engine(const serve_opts *o, char *err, size_t errlen)
+{
+    if (!o->fake) {
+        /* The pack loader and the forward pass are not in this build yet:
+         * say so plainly instead of serving something that is not the model. */
+        struct stat st;
+        if (stat(o->pack, &st) != 0)
+            snprintf(err, errlen, "%s: cannot load the pack: %s", o->pack, strerror(errno));
+        else
+            snprintf(err, errlen, "%s: cannot load the pack: this build has no pack loader yet "
+                                  "(only --fake-engine, a test hook, can serve)", o->pack);
+        return NULL;
+    }
+    char path[PATH_MAX];
+    struct stat st;
+    if (stat(o->pack, &st) == 0 && S_ISDIR(st.st_mode))
+        snprintf(path, sizeof path, "%s/tokenizer.gguf", o->pack);
+    else
+        snprintf(path, sizeof path, "%s", o->pack);
+    fake_engine_opts fo = { .n_ctx = 512, .delay_ms = (int)o->fake_delay_ms };
+    return fake_engine_new(path, &fo, err, errlen);
+}
+
+int strata_cmd_serve(int argc, char **argv)
+{
+    serve_opts o = { 0 };
+    int rc = parse_args(argc, argv, &o);
+    if (rc) return rc < 0 ? 0 : rc;
+
+    /* Signals are taken synchronously by this thread (sigwait) so that no
+     * handler and no global flag is needed; the server's threads inherit
+     * the mask and never see them. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+    char err[512] = "";
+    server *s = server_start(&o.cfg, err, sizeof err);
+    if (!s) { fprintf(stderr, "strata serve: %s\n", err); return 1; }
+    printf("strata serve: listening on http://%s:%d\n", o.cfg.host ? o.cfg.host : "127.0.0.1",
+           server_port(s));
+    fflush(stdout);
+
+    if (o.fake_load_ms > 0) {
+        struct timespec ts = { o.fake_load_ms / 1000, (o.fake_load_ms % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+    }
+    engine *e = load_engine(&o, err, sizeof err);
+    if (!e || server_set_engine(s, e, err, sizeof err) != 0) {
+        fprintf(stderr, "strata serve: %s\n", err);
+        server_stop(s);
+        if (e && o.fake) fake_engine_free(e);
+        return 1;
+    }
+    printf("strata serve: ready: model %s, %d-token context\n", e->name, e->n_ctx);
+    fflush(stdout);
+
+    int sig = 0;
+    sigwait(&set, &sig);
+    printf("strata serve: stopping (signal %d)\n", sig);
+    fflush(stdout);
+    server_stop(s);
+    if (o.fake) fake_engine_free(e);
+    return 0;
+}

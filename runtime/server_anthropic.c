@@ -1,0 +1,158 @@
+/* server_anthropic.c: POST /v1/messages and /v1/messages/count_tokens in
+ * the shapes @anthropic-ai/sdk parses: errors as {"type":"error",...},
+ * streams as the named event sequence message_start, content_block_start,
+ * ping, content_block_delta..., content_block_stop, message_delta,
+ * message_stop. The anthropic-version header and ?beta=true are accepted
+ * and need nothing from us. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/server_internal.h"
+#include "runtime/sse.h"
+
+typedef struct ant {
+    server     *s;
+    api_request r;
+    prepared    p;
+    gen        *g;
+    bool        started, slot;
+    char        id[64];
+} ant;
+
+static const char *stop_reason(gen_finish f)
+{
+    return f == GEN_LENGTH ? "max_tokens" : f == GEN_STOP ? "stop_sequence" : "end_turn";
+}
+
+static json_t *stop_sequence(const ant *a, gen_finish f)
+{
+    int k = gen_stop_index(a->g);
+    return f == GEN_STOP && k >= 0 ? json_string(a->r.stops[k]) : json_null();
+}
+
+static void release(ant *a)
+{
+    server_gen_finish(a->s, a->g, a->p.n_ids);
+    if (a->slot) server_slot_release(a->s);
+    free(a->p.ids);
+    api_request_free(&a->r);
+    free(a);
+}
+
+static bool produce(void *ctx, strbuf *out)
+{
+    ant *a = ctx;
+    if (!a->started) {
+        a->started = true;
+        sse_event(out, "message_start",
+                  json_pack("{s:s, s:{s:s, s:s, s:s, s:s, s:[], s:n, s:n, s:{s:I, s:i}}}", "type",
+                            "message_start", "message", "id", a->id, "type", "message", "role",
+                            "assistant", "model", a->s->eng->name, "content", "stop_reason",
+                            "stop_sequence", "usage", "input_tokens", (json_int_t)a->p.n_ids,
+                            "output_tokens", 0));
+        sse_event(out, "content_block_start",
+                  json_pack("{s:s, s:i, s:{s:s, s:s}}", "type", "content_block_start", "index", 0,
+                            "content_block", "type", "text", "text", ""));
+        sse_event(out, "ping", json_pack("{s:s}", "type", "ping"));
+        return true;
+    }
+    const char *d;
+    size_t n;
+    gen_finish f = gen_next(a->g, &d, &n);
+    size_t ignored;
+    gen_take_tokens(a->g, &ignored);
+    if (n > 0)
+        sse_event(out, "content_block_delta",
+                  json_pack("{s:s, s:i, s:{s:s, s:s%}}", "type", "content_block_delta", "index", 0,
+                            "delta", "type", "text_delta", "text", d, n));
+    if (f == GEN_RUNNING) return true;
+    if (f == GEN_ERROR || f == GEN_CANCELLED) {
+        sse_event(out, "error", json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type",
+                                          f == GEN_ERROR ? "api_error" : "overloaded_error", "message",
+                                          f == GEN_ERROR ? "generation failed" : "the server is stopping"));
+        return false;
+    }
+    sse_event(out, "content_block_stop",
+              json_pack("{s:s, s:i}", "type", "content_block_stop", "index", 0));
+    sse_event(out, "message_delta",
+              json_pack("{s:s, s:{s:s, s:o}, s:{s:I}}", "type", "message_delta", "delta",
+                        "stop_reason", stop_reason(f), "stop_sequence", stop_sequence(a, f), "usage",
+                        "output_tokens", (json_int_t)gen_n_tokens(a->g)));
+    sse_event(out, "message_stop", json_pack("{s:s}", "type", "message_stop"));
+    return false;
+}
+
+static void done(void *ctx) { release(ctx); }
+
+static ant *parse(server *s, request *rq, api_kind kind, api_error *e)
+{
+    ant *a = calloc(1, sizeof *a);
+    if (!a) {
+        *e = (api_error){ .status = 500, .message = "out of memory" };
+        return NULL;
+    }
+    a->s = s;
+    server_new_id(s, "msg_", a->id, sizeof a->id);
+    if (api_request_parse(kind, rq->body ? rq->body : "", rq->len, s->n_ctx, &a->r, e) != 0 ||
+        server_prepare(s, &a->r, &a->p, e) != 0) {
+        release(a);
+        return NULL;
+    }
+    return a;
+}
+
+enum MHD_Result anthropic_messages(server *s, struct MHD_Connection *c, request *rq)
+{
+    api_error e;
+    ant *a = parse(s, rq, API_MESSAGES, &e);
+    if (!a) return server_reply_error(c, rq, e.status, e.param, "%s", e.message);
+    int rc = server_slot_acquire(s);
+    if (rc != 0) {
+        release(a);
+        return rc == -1 ? server_reply_error(c, rq, 429, NULL, "all slots are busy and the queue is full")
+                        : server_reply_error(c, rq, 503, NULL, "the server is stopping");
+    }
+    a->slot = true;
+    char err[256];
+    a->g = server_gen_begin(s, &a->r, &a->p, err, sizeof err);
+    if (!a->g) {
+        release(a);
+        return server_reply_error(c, rq, 500, NULL, "%s", err);
+    }
+    if (a->r.stream) return sse_reply(c, rq, a, produce, done);
+
+    strbuf text = { 0 };
+    gen_finish f;
+    do {
+        const char *d;
+        size_t n;
+        f = gen_next(a->g, &d, &n);
+        strbuf_add(&text, d, n);
+    } while (f == GEN_RUNNING);
+    if (f == GEN_ERROR || f == GEN_CANCELLED || text.oom) {
+        strbuf_free(&text);
+        release(a);
+        return f == GEN_CANCELLED ? server_reply_error(c, rq, 503, NULL, "the server is stopping")
+                                  : server_reply_error(c, rq, 500, NULL, "generation failed");
+    }
+    json_t *body = json_pack("{s:s, s:s, s:s, s:s, s:[{s:s, s:s%}], s:s, s:o, s:{s:I, s:I}}",
+                             "id", a->id, "type", "message", "role", "assistant", "model",
+                             s->eng->name, "content", "type", "text", "text",
+                             text.data ? text.data : "", text.len, "stop_reason", stop_reason(f),
+                             "stop_sequence", stop_sequence(a, f), "usage", "input_tokens",
+                             (json_int_t)a->p.n_ids, "output_tokens", (json_int_t)gen_n_tokens(a->g));
+    strbuf_free(&text);
+    release(a);
+    return server_reply_json(c, rq, 200, body);
+}
+
+enum MHD_Result anthropic_count_tokens(server *s, struct MHD_Connection *c, request *rq)
+{
+    api_error e;
+    ant *a = parse(s, rq, API_COUNT_TOKENS, &e);
+    if (!a) return server_reply_error(c, rq, e.status, e.param, "%s", e.message);
+    json_t *body = json_pack("{s:I}", "input_tokens", (json_int_t)a->p.n_ids);
+    release(a);
+    return server_reply_json(c, rq, 200, body);
+}

@@ -1,0 +1,101 @@
+/* server_gen.c: from a checked request to a running generation: the chat
+ * template, tokenization, the context limits, sampling parameters and the
+ * metrics hooks. Shared by both APIs so they cannot drift apart. */
+#include "runtime/server_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int fail(api_error *e, int status, const char *param, const char *msg)
+{
+    e->status = status;
+    snprintf(e->param, sizeof e->param, "%s", param);
+    snprintf(e->message, sizeof e->message, "%s", msg);
+    return -1;
+}
+
+int server_prepare(server *s, const api_request *r, prepared *p, api_error *e)
+{
+    memset(p, 0, sizeof *p);
+    memset(e, 0, sizeof *e);
+    const engine *eng = s->eng;
+    char *text;
+    const char *what = r->kind == API_COMPLETION ? "prompt" : "messages";
+    bool add_special = true;
+    if (r->kind == API_COMPLETION) {
+        text = strdup(r->prompt);
+        if (!text) return fail(e, 500, what, "out of memory");
+    } else {
+        chat_msg *m = calloc(r->n_msgs + 1, sizeof *m);
+        if (!m) return fail(e, 500, what, "out of memory");
+        for (size_t i = 0; i < r->n_msgs; i++) m[i] = (chat_msg){ r->msgs[i].role, r->msgs[i].content };
+        char err[256] = "";
+        text = chat_template_render(s->family, m, r->n_msgs, eng->bos_text, eng->eos_text,
+                                    s->default_system, true, err, sizeof err);
+        free(m);
+        if (!text) return fail(e, 400, what, err);
+        /* the template wrote BOS already; a second one would shift the model */
+        size_t bl = strlen(eng->bos_text);
+        if (bl && !strncmp(text, eng->bos_text, bl)) add_special = false;
+    }
+    int rc = eng->tokenize(eng->self, text, strlen(text), add_special, &p->ids, &p->n_ids);
+    free(text);
+    if (rc != 0) return fail(e, 500, what, "tokenization failed");
+    char msg[256];
+    if (p->n_ids >= (size_t)s->n_ctx) {
+        snprintf(msg, sizeof msg, "the prompt is %zu tokens; the context length is %d tokens",
+                 p->n_ids, s->n_ctx);
+        free(p->ids);
+        p->ids = NULL;
+        return fail(e, 400, what, msg);
+    }
+    int room = s->n_ctx - (int)p->n_ids;
+    p->max_tokens = r->max_tokens ? r->max_tokens : room;
+    if (p->max_tokens > room) {
+        snprintf(msg, sizeof msg,
+                 "the prompt (%zu tokens) plus max_tokens (%d) exceeds the context length of %d tokens",
+                 p->n_ids, p->max_tokens, s->n_ctx);
+        free(p->ids);
+        p->ids = NULL;
+        return fail(e, 400, "max_tokens", msg);
+    }
+    return 0;
+}
+
+static void on_token(void *ud, double seconds, int first)
+{
+    server *s = ud;
+    if (first) metrics_ttft(s->metrics, seconds);
+    else metrics_token_latency(s->metrics, seconds);
+}
+
+gen *server_gen_begin(server *s, const api_request *r, const prepared *p, char *err, size_t errlen)
+{
+    uint64_t seed = r->seed;
+    if (!r->has_seed) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        seed = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ atomic_fetch_add(&s->next_id, 1);
+    }
+    gen_params gp = {
+        .max_tokens = p->max_tokens,
+        .sampling = { .temperature = (float)r->temperature, .top_p = (float)r->top_p,
+                      .top_k = r->top_k, .seed = seed,
+                      .n_probs = r->logprobs ? (r->top_logprobs > 0 ? r->top_logprobs : 1) : 0 },
+        .stops = (const char *const *)r->stops,
+        .n_stops = r->n_stops,
+        .cancel = &s->stopping,
+        .on_token = on_token,
+        .ud = s,
+    };
+    return gen_begin(s->eng, p->ids, p->n_ids, &gp, err, errlen);
+}
+
+void server_gen_finish(server *s, gen *g, size_t n_prompt)
+{
+    if (!g) return;
+    metrics_tokens(s->metrics, n_prompt, gen_n_tokens(g));
+    gen_end(g);
+}

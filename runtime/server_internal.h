@@ -1,0 +1,96 @@
+/* server_internal.h: what the server's files share (routing in server.c,
+ * limits and auth in server_limits.c, prompt and generation plumbing in
+ * server_gen.c, the API handlers in server_openai.c / server_anthropic.c,
+ * streaming in sse.c). Not for use outside the server.
+ *
+ * Contract: a handler gets the request with its whole body, answers
+ * through server_reply_*() or sse_reply(), which add CORS headers and
+ * count the request in the metrics, and returns what MHD_queue_response()
+ * returned. */
+#ifndef STRATA_SERVER_INTERNAL_H
+#define STRATA_SERVER_INTERNAL_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "runtime/api_request.h"
+#include "runtime/chat_template.h"
+#include "runtime/engine.h"
+#include "runtime/generate.h"
+#include "runtime/metrics.h"
+#include "runtime/server.h"
+
+typedef enum api_style { STYLE_OPENAI, STYLE_ANTHROPIC } api_style;
+
+struct server {
+    char              *host, *api_key, *cors_origin, *template_name;
+    int                parallel, queue, n_ctx_cfg;
+    size_t             max_body;
+    struct MHD_Daemon *daemon;
+    int                port;
+    metrics           *metrics;
+
+    engine            *eng;        /* set once, before ready becomes true */
+    atomic_bool        ready, stopping;
+    int                n_ctx;
+    chat_family        family;
+    char              *default_system;
+
+    pthread_mutex_t    mu;         /* slots and queue */
+    pthread_cond_t     cv;
+    int                busy, waiting;
+    atomic_ullong      next_id;
+};
+
+typedef struct request request;
+typedef enum MHD_Result (*route_fn)(server *s, struct MHD_Connection *c, request *rq);
+
+struct request {
+    server     *srv;
+    const char *endpoint; /* metrics label */
+    api_style   style;
+    route_fn    fn;
+    bool        method_ok;
+    char       *body;
+    size_t      len, cap;
+    bool        too_large;
+};
+
+/* replies (server.c) */
+enum MHD_Result server_reply_json(struct MHD_Connection *c, request *rq, int status, json_t *body);
+enum MHD_Result server_reply_error(struct MHD_Connection *c, request *rq, int status,
+                                   const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+void server_add_cors(const server *s, struct MHD_Response *r);
+/* "chatcmpl-…", "msg_…": unique within this server's life */
+void server_new_id(server *s, const char *prefix, char *buf, size_t n);
+
+/* limits (server_limits.c) */
+bool server_authorized(const server *s, struct MHD_Connection *c);
+/* 0: got a slot; -1: queue full; -2: stopping */
+int server_slot_acquire(server *s);
+void server_slot_release(server *s);
+
+/* generation plumbing (server_gen.c) */
+typedef struct prepared {
+    int32_t *ids;
+    size_t   n_ids;
+    int      max_tokens;
+} prepared;
+/* Renders (chat) or takes (completion) the prompt, tokenizes it and checks
+ * the context; on failure fills e (400 with the limit that was hit). */
+int server_prepare(server *s, const api_request *r, prepared *p, api_error *e);
+gen *server_gen_begin(server *s, const api_request *r, const prepared *p, char *err, size_t errlen);
+/* Counts tokens in the metrics and ends the generation. */
+void server_gen_finish(server *s, gen *g, size_t n_prompt);
+
+/* handlers */
+enum MHD_Result openai_chat(server *s, struct MHD_Connection *c, request *rq);
+enum MHD_Result openai_completion(server *s, struct MHD_Connection *c, request *rq);
+enum MHD_Result anthropic_messages(server *s, struct MHD_Connection *c, request *rq);
+enum MHD_Result anthropic_count_tokens(server *s, struct MHD_Connection *c, request *rq);
+
+#endif

@@ -1,0 +1,41 @@
+/* fuzz_api_request.c: libFuzzer target for the request-body parser of both
+ * APIs (runtime/api_request.c, which needs only jansson). The first byte
+ * picks the endpoint; the rest is the body. Every refusal must be a 400
+ * naming a field with a one-line message, and every accepted request must
+ * hold only what the contract promises (known roles, bounded stops and
+ * max_tokens), read back in full so ASan sees any dangling string.
+ * fuzz-link: runtime/api_request.c -ljansson */
+#include "runtime/api_request.h"
+
+#include <stdint.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1) return 0;
+    api_kind kind = (api_kind)(data[0] % 4);
+    api_request r;
+    api_error e;
+    if (api_request_parse(kind, (const char *)data + 1, size - 1, 4096, &r, &e) != 0) {
+        if (e.status != 400 || !e.param[0] || !e.message[0] || strchr(e.message, '\n'))
+            __builtin_trap();
+        return 0;
+    }
+    volatile size_t sink = 0;
+    for (size_t i = 0; i < r.n_msgs; i++) {
+        const char *role = r.msgs[i].role;
+        if (strcmp(role, "system") && strcmp(role, "user") && strcmp(role, "assistant"))
+            __builtin_trap();
+        sink += strlen(r.msgs[i].content);
+    }
+    if (r.n_stops > API_MAX_STOPS || r.max_tokens < 0 || r.max_tokens > 4096) __builtin_trap();
+    for (size_t i = 0; i < r.n_stops; i++)
+        if (strlen(r.stops[i]) > API_MAX_STOP_LEN) __builtin_trap();
+    if (kind == API_COMPLETION && !r.prompt) __builtin_trap();
+    if (kind == API_MESSAGES && r.max_tokens == 0) __builtin_trap();
+    (void)sink;
+    api_request_free(&r);
+    return 0;
+}

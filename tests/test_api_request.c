@@ -1,0 +1,153 @@
+/* test_api_request.c: request bodies of both APIs: what is accepted and
+ * normalised, and that every refusal is a 400 naming the field the client
+ * got wrong (malformed JSON, wrong types, huge numbers, invalid UTF-8,
+ * unknown roles, unsupported meaning-changing fields, limits). */
+#include "test_util.h"
+#include "runtime/api_request.h"
+
+static void expect_refused(api_kind k, const char *body, size_t len, const char *param)
+{
+    api_request r;
+    api_error e;
+    int rc = api_request_parse(k, body, len, 256, &r, &e);
+    if (rc == 0) { api_request_free(&r); fail_msg("accepted: %s", body); }
+    assert_int_equal(e.status, 400);
+    if (strcmp(e.param, param)) fail_msg("param '%s' (message '%s'), want '%s' for %s", e.param, e.message, param, body);
+    assert_true(strlen(e.message) > 0);
+}
+#define REFUSE(k, body, param) expect_refused(k, body, sizeof(body) - 1, param)
+
+static void test_openai_chat_ok(void **st)
+{
+    (void)st;
+    static const char body[] =
+        "{\"model\":\"x\",\"messages\":[{\"role\":\"developer\",\"content\":\"be brief\"},"
+        "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"}]},"
+        "{\"role\":\"assistant\",\"content\":null}],"
+        "\"max_completion_tokens\":7,\"temperature\":0.5,\"top_p\":0.9,\"seed\":42,\"stop\":\"END\","
+        "\"stream\":true,\"stream_options\":{\"include_usage\":true},\"logprobs\":true,\"top_logprobs\":3,"
+        "\"n\":1,\"presence_penalty\":0,\"user\":\"ignored\",\"max_tokens\":null,\"unknown_field\":{}}";
+    api_request r;
+    api_error e;
+    assert_int_equal(api_request_parse(API_CHAT, body, sizeof body - 1, 256, &r, &e), 0);
+    assert_int_equal(r.n_msgs, 3);
+    assert_string_equal(r.msgs[0].role, "system");
+    assert_string_equal(r.msgs[1].content, "a\nb");
+    assert_string_equal(r.msgs[2].content, "");
+    assert_int_equal(r.max_tokens, 7);
+    assert_true(r.temperature == 0.5 && r.top_p == 0.9);
+    assert_true(r.has_seed && r.seed == 42);
+    assert_int_equal(r.n_stops, 1);
+    assert_string_equal(r.stops[0], "END");
+    assert_true(r.stream && r.include_usage && r.logprobs);
+    assert_int_equal(r.top_logprobs, 3);
+    api_request_free(&r);
+}
+
+static void test_openai_refusals(void **st)
+{
+    (void)st;
+    REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}", "body");       /* truncated */
+    REFUSE(API_CHAT, "[1,2]", "body");
+    REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}", "body"); /* bad UTF-8 */
+    REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"a\\u0000b\"}]}", "body");
+    REFUSE(API_CHAT, "{\"messages\":[],\"messages\":[]}", "body");                        /* duplicate key */
+    REFUSE(API_CHAT, "{}", "messages");
+    REFUSE(API_CHAT, "{\"messages\":[]}", "messages");
+    REFUSE(API_CHAT, "{\"messages\":{}}", "messages");
+    REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"wizard\",\"content\":\"a\"}]}", "messages[0].role");
+    REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"tool\",\"content\":\"a\"}]}", "messages[0].role");
+    REFUSE(API_CHAT, "{\"messages\":[{\"role\":5,\"content\":\"a\"}]}", "messages[0].role");
+    REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":5}]}", "messages[0].content");
+    REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"user\"}]}", "messages[0].content");
+    REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\"}]}]}",
+           "messages[0].content[0].type");
+#define MSG "\"messages\":[{\"role\":\"user\",\"content\":\"a\"}]"
+    REFUSE(API_CHAT, "{" MSG ",\"max_tokens\":1e400}", "body");                  /* real overflow */
+    REFUSE(API_CHAT, "{" MSG ",\"max_tokens\":123456789012345678901234567890}", "body");
+    REFUSE(API_CHAT, "{" MSG ",\"max_tokens\":257}", "max_tokens");              /* over the limit */
+    REFUSE(API_CHAT, "{" MSG ",\"max_tokens\":0}", "max_tokens");
+    REFUSE(API_CHAT, "{" MSG ",\"max_tokens\":\"5\"}", "max_tokens");
+    REFUSE(API_CHAT, "{" MSG ",\"max_tokens\":5.5}", "max_tokens");
+    REFUSE(API_CHAT, "{" MSG ",\"max_completion_tokens\":100000}", "max_completion_tokens");
+    REFUSE(API_CHAT, "{" MSG ",\"temperature\":3}", "temperature");
+    REFUSE(API_CHAT, "{" MSG ",\"temperature\":\"hot\"}", "temperature");
+    REFUSE(API_CHAT, "{" MSG ",\"top_p\":1.5}", "top_p");
+    REFUSE(API_CHAT, "{" MSG ",\"seed\":1.5}", "seed");
+    REFUSE(API_CHAT, "{" MSG ",\"stream\":\"yes\"}", "stream");
+    REFUSE(API_CHAT, "{" MSG ",\"stop\":5}", "stop");
+    REFUSE(API_CHAT, "{" MSG ",\"stop\":[\"a\",5]}", "stop");
+    REFUSE(API_CHAT, "{" MSG ",\"n\":2}", "n");
+    REFUSE(API_CHAT, "{" MSG ",\"tools\":[{\"type\":\"function\"}]}", "tools");
+    REFUSE(API_CHAT, "{" MSG ",\"response_format\":{\"type\":\"json_object\"}}", "response_format");
+    REFUSE(API_CHAT, "{" MSG ",\"logit_bias\":{\"5\":1}}", "logit_bias");
+    REFUSE(API_CHAT, "{" MSG ",\"frequency_penalty\":0.5}", "frequency_penalty");
+    REFUSE(API_CHAT, "{" MSG ",\"top_logprobs\":3}", "top_logprobs");             /* needs logprobs */
+    REFUSE(API_CHAT, "{" MSG ",\"logprobs\":true,\"top_logprobs\":21}", "top_logprobs");
+    REFUSE(API_CHAT, "{" MSG ",\"stream_options\":{\"include_usage\":1}}", "stream_options.include_usage");
+    REFUSE(API_CHAT, "{" MSG ",\"model\":7}", "model");
+    REFUSE(API_COMPLETION, "{}", "prompt");
+    REFUSE(API_COMPLETION, "{\"prompt\":[1,2,3]}", "prompt");
+    REFUSE(API_COMPLETION, "{\"prompt\":\"a\",\"echo\":true}", "echo");
+    REFUSE(API_COMPLETION, "{\"prompt\":\"a\",\"logprobs\":6}", "logprobs");
+}
+
+static void test_completion_ok(void **st)
+{
+    (void)st;
+    static const char body[] = "{\"prompt\":[\"Once\"],\"max_tokens\":3,\"logprobs\":2,\"stop\":[\"x\",\"y\"]}";
+    api_request r;
+    api_error e;
+    assert_int_equal(api_request_parse(API_COMPLETION, body, sizeof body - 1, 256, &r, &e), 0);
+    assert_string_equal(r.prompt, "Once");
+    assert_int_equal(r.max_tokens, 3);
+    assert_true(r.logprobs);
+    assert_int_equal(r.top_logprobs, 2);
+    assert_int_equal(r.n_stops, 2);
+    api_request_free(&r);
+}
+
+static void test_anthropic(void **st)
+{
+    (void)st;
+    static const char body[] =
+        "{\"model\":\"claude-whatever\",\"max_tokens\":10,\"system\":[{\"type\":\"text\",\"text\":\"sys\"}],"
+        "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\",\"cache_control\":{}}]}],"
+        "\"stop_sequences\":[\"\\n\\nHuman:\"],\"temperature\":0.2,\"top_k\":40,\"metadata\":{\"user_id\":\"u\"}}";
+    api_request r;
+    api_error e;
+    assert_int_equal(api_request_parse(API_MESSAGES, body, sizeof body - 1, 256, &r, &e), 0);
+    assert_int_equal(r.n_msgs, 2);
+    assert_string_equal(r.msgs[0].role, "system");
+    assert_string_equal(r.msgs[0].content, "sys");
+    assert_string_equal(r.msgs[1].content, "hi");
+    assert_int_equal(r.top_k, 40);
+    assert_string_equal(r.stops[0], "\n\nHuman:");
+    api_request_free(&r);
+
+#define AMSG "\"messages\":[{\"role\":\"user\",\"content\":\"a\"}]"
+    REFUSE(API_MESSAGES, "{" AMSG "}", "max_tokens");
+    REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":-1}", "max_tokens");
+    REFUSE(API_MESSAGES, "{\"max_tokens\":5,\"messages\":[{\"role\":\"system\",\"content\":\"a\"}]}", "messages[0].role");
+    REFUSE(API_MESSAGES, "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image\"}]}]}",
+           "messages[0].content[0].type");
+    REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":5,\"system\":5}", "system");
+    REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":5,\"temperature\":1.5}", "temperature");
+    REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":5,\"stop_sequences\":\"x\"}", "stop_sequences");
+    REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":5,\"thinking\":{\"type\":\"enabled\"}}", "thinking");
+    /* count_tokens does not need max_tokens */
+    static const char ct[] = "{\"model\":\"m\"," AMSG "}";
+    assert_int_equal(api_request_parse(API_COUNT_TOKENS, ct, sizeof ct - 1, 256, &r, &e), 0);
+    api_request_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_openai_chat_ok),
+        cmocka_unit_test(test_openai_refusals),
+        cmocka_unit_test(test_completion_ok),
+        cmocka_unit_test(test_anthropic),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,193 @@
+/* test_chat_template.c: each family renders two fixed conversations exactly
+ * as its Jinja template does. The expected strings are written out by hand
+ * from each family's published layout (and were checked once against
+ * jinja2 rendering the real templates); detection is tested on excerpts of
+ * the real templates. */
+#include "test_util.h"
+#include "runtime/chat_template.h"
+
+/* A: system + three turns, trailing whitespace on the last user turn.
+ * B: no system, padded first turn. */
+static const chat_msg A[] = {
+    { "system", "You are terse." },
+    { "user", "Hello" },
+    { "assistant", "Hi there." },
+    { "user", " How are you?\n" },
+};
+static const chat_msg B[] = {
+    { "user", " Hello " },
+    { "assistant", "Hi." },
+    { "user", "Bye" },
+};
+
+static void expect(chat_family f, const chat_msg *m, size_t n, const char *bos, const char *eos,
+                   const char *def_sys, const char *want)
+{
+    char err[256] = "";
+    char *got = chat_template_render(f, m, n, bos, eos, def_sys, true, err, sizeof err);
+    if (!got) fail_msg("%s: %s", chat_family_name(f), err);
+    if (strcmp(got, want)) {
+        print_error("family %s\n got: [%s]\nwant: [%s]\n", chat_family_name(f), got, want);
+        free(got);
+        fail();
+    }
+    free(got);
+}
+
+static void test_chatml(void **st)
+{
+    (void)st;
+    expect(CHAT_CHATML, A, 4, "", "<|im_end|>", NULL,
+           "<|im_start|>system\nYou are terse.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n"
+           "<|im_start|>assistant\nHi there.<|im_end|>\n<|im_start|>user\n How are you?\n<|im_end|>\n"
+           "<|im_start|>assistant\n");
+    expect(CHAT_CHATML, B, 3, "", "<|im_end|>", NULL,
+           "<|im_start|>user\n Hello <|im_end|>\n<|im_start|>assistant\nHi.<|im_end|>\n"
+           "<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n");
+}
+
+static const char QWEN25[] =
+    "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] + "
+    "'<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. "
+    "You are a helpful assistant.<|im_end|>\\n' }}{%- endif %}{%- for message in messages %}...";
+
+static void test_qwen_default_system(void **st)
+{
+    (void)st;
+    assert_int_equal(chat_template_detect(QWEN25), CHAT_CHATML);
+    char *sys = chat_template_default_system(QWEN25);
+    assert_non_null(sys);
+    assert_string_equal(sys, "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
+    expect(CHAT_CHATML, B, 3, "", "", sys,
+           "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+           "<|im_end|>\n<|im_start|>user\n Hello <|im_end|>\n<|im_start|>assistant\nHi.<|im_end|>\n"
+           "<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n");
+    /* a conversation with its own system message does not get the default */
+    expect(CHAT_CHATML, A, 1, "", "", sys, "<|im_start|>system\nYou are terse.<|im_end|>\n"
+                                           "<|im_start|>assistant\n");
+    free(sys);
+    /* plain chatml has no literal default */
+    assert_null(chat_template_default_system(
+        "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}"));
+}
+
+static void test_llama2(void **st)
+{
+    (void)st;
+    expect(CHAT_LLAMA2, A, 4, "<s>", "</s>", NULL,
+           "<s>[INST] <<SYS>>\nYou are terse.\n<</SYS>>\n\nHello [/INST] Hi there. </s>"
+           "<s>[INST] How are you? [/INST]");
+    expect(CHAT_LLAMA2, B, 3, "<s>", "</s>", NULL, "<s>[INST] Hello [/INST] Hi. </s><s>[INST] Bye [/INST]");
+}
+
+static void test_llama3(void **st)
+{
+    (void)st;
+    expect(CHAT_LLAMA3, A, 4, "<|begin_of_text|>", "<|eot_id|>", NULL,
+           "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are terse.<|eot_id|>"
+           "<|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|>"
+           "<|start_header_id|>assistant<|end_header_id|>\n\nHi there.<|eot_id|>"
+           "<|start_header_id|>user<|end_header_id|>\n\nHow are you?<|eot_id|>"
+           "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    expect(CHAT_LLAMA3, B, 3, "<|begin_of_text|>", "<|eot_id|>", NULL,
+           "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|>"
+           "<|start_header_id|>assistant<|end_header_id|>\n\nHi.<|eot_id|>"
+           "<|start_header_id|>user<|end_header_id|>\n\nBye<|eot_id|>"
+           "<|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+static void test_mistral(void **st)
+{
+    (void)st;
+    /* v0.1 layout: no trim, no space before the answer */
+    expect(CHAT_MISTRAL, B, 3, "<s>", "</s>", NULL, "<s>[INST]  Hello  [/INST]Hi.</s>[INST] Bye [/INST]");
+    /* the template raises on a system message; we prefix the first turn */
+    expect(CHAT_MISTRAL, A, 4, "<s>", "</s>", NULL,
+           "<s>[INST] You are terse.\n\nHello [/INST]Hi there.</s>[INST]  How are you?\n [/INST]");
+}
+
+static void test_gemma(void **st)
+{
+    (void)st;
+    expect(CHAT_GEMMA, A, 4, "<bos>", "<eos>", NULL,
+           "<bos><start_of_turn>user\nYou are terse.\n\nHello<end_of_turn>\n"
+           "<start_of_turn>model\nHi there.<end_of_turn>\n<start_of_turn>user\nHow are you?<end_of_turn>\n"
+           "<start_of_turn>model\n");
+    expect(CHAT_GEMMA, B, 3, "<bos>", "<eos>", NULL,
+           "<bos><start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\nHi.<end_of_turn>\n"
+           "<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n");
+}
+
+static void test_phi3(void **st)
+{
+    (void)st;
+    expect(CHAT_PHI3, A, 4, "<s>", "<|endoftext|>", NULL,
+           "<|system|>\nYou are terse.<|end|>\n<|user|>\nHello<|end|>\n<|assistant|>\nHi there.<|end|>\n"
+           "<|user|>\n How are you?\n<|end|>\n<|assistant|>\n");
+    expect(CHAT_PHI3, B, 3, "<s>", "<|endoftext|>", NULL,
+           "<|user|>\n Hello <|end|>\n<|assistant|>\nHi.<|end|>\n<|user|>\nBye<|end|>\n<|assistant|>\n");
+}
+
+#define FW(s) "<\xef\xbd\x9c" s "\xef\xbd\x9c>" /* DeepSeek's fullwidth bars */
+#define SP "\xe2\x96\x81"                       /* U+2581 */
+
+static void test_deepseek(void **st)
+{
+    (void)st;
+    const char *bos = FW("begin" SP "of" SP "sentence");
+    expect(CHAT_DEEPSEEK, A, 4, bos, "", NULL,
+           FW("begin" SP "of" SP "sentence") "You are terse." FW("User") "Hello" FW("Assistant")
+           "Hi there." FW("end" SP "of" SP "sentence") FW("User") " How are you?\n" FW("Assistant"));
+    expect(CHAT_DEEPSEEK, B, 3, bos, "", NULL,
+           FW("begin" SP "of" SP "sentence") FW("User") " Hello " FW("Assistant") "Hi."
+           FW("end" SP "of" SP "sentence") FW("User") "Bye" FW("Assistant"));
+}
+
+static void test_refusals(void **st)
+{
+    (void)st;
+    char err[256] = "";
+    const chat_msg twice_user[] = { { "user", "a" }, { "user", "b" } };
+    assert_null(chat_template_render(CHAT_LLAMA2, twice_user, 2, "<s>", "</s>", NULL, true, err, sizeof err));
+    assert_non_null(strstr(err, "alternate"));
+    const chat_msg late_sys[] = { { "user", "a" }, { "system", "b" } };
+    assert_null(chat_template_render(CHAT_GEMMA, late_sys, 2, "", "", NULL, true, err, sizeof err));
+    assert_non_null(strstr(err, "system"));
+    const chat_msg tool[] = { { "tool", "a" } };
+    assert_null(chat_template_render(CHAT_CHATML, tool, 1, "", "", NULL, true, err, sizeof err));
+    assert_non_null(strstr(err, "messages[0].role"));
+}
+
+static void test_detect(void **st)
+{
+    (void)st;
+    assert_int_equal(chat_template_detect("{{'<|im_start|>' + message['role']}}"), CHAT_CHATML);
+    assert_int_equal(chat_template_detect(
+        "{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' %}"),
+        CHAT_LLAMA3);
+    assert_int_equal(chat_template_detect(
+        "{% set content = '<<SYS>>\\n' + system_message %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}"),
+        CHAT_LLAMA2);
+    assert_int_equal(chat_template_detect("{{ '[INST] ' + message['content'] + ' [/INST]' }}"), CHAT_MISTRAL);
+    assert_int_equal(chat_template_detect("{{ '<start_of_turn>' + role + '\\n' }}"), CHAT_GEMMA);
+    assert_int_equal(chat_template_detect("{{'<|user|>\\n' + message['content'] + '<|end|>\\n'}}"), CHAT_PHI3);
+    assert_int_equal(chat_template_detect("{{'" FW("User") "' + message['content']}}"), CHAT_DEEPSEEK);
+    assert_int_equal(chat_template_detect("{{ messages }}"), CHAT_UNKNOWN);
+    assert_int_equal(chat_template_detect(NULL), CHAT_UNKNOWN);
+    assert_int_equal(chat_family_from_name("qwen"), CHAT_CHATML);
+    assert_int_equal(chat_family_from_name("llama-3"), CHAT_LLAMA3);
+    assert_int_equal(chat_family_from_name("nonesuch"), CHAT_UNKNOWN);
+    assert_string_equal(chat_family_name(CHAT_PHI3), "phi3");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_chatml),   cmocka_unit_test(test_qwen_default_system),
+        cmocka_unit_test(test_llama2),   cmocka_unit_test(test_llama3),
+        cmocka_unit_test(test_mistral),  cmocka_unit_test(test_gemma),
+        cmocka_unit_test(test_phi3),     cmocka_unit_test(test_deepseek),
+        cmocka_unit_test(test_refusals), cmocka_unit_test(test_detect),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

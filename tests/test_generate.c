@@ -1,0 +1,177 @@
+/* test_generate.c: the text path from tokens to what a client receives:
+ * UTF-8 hold-back and repair, stop strings split across tokens (held back,
+ * never emitted), and the generation driver over the fake engine with the
+ * stories260K tokenizer (streamed deltas concatenate to the whole text,
+ * max_tokens, end of generation, logprob records). */
+#include "test_util.h"
+#include "runtime/engine_fake.h"
+#include "runtime/generate.h"
+#include "runtime/stop_match.h"
+#include "runtime/strbuf.h"
+#include "runtime/utf8.h"
+
+#define GGUF "models/stories260K/stories260K.gguf"
+
+static void test_utf8(void **st)
+{
+    (void)st;
+    assert_int_equal(utf8_incomplete_tail("ab\xc3", 3), 1);
+    assert_int_equal(utf8_incomplete_tail("ab\xe2\x82", 4), 2);
+    assert_int_equal(utf8_incomplete_tail("ab\xe2\x82\xac", 5), 0);
+    assert_int_equal(utf8_incomplete_tail("ab\xf0\x9f\x98", 5), 3);
+    assert_int_equal(utf8_incomplete_tail("ab\x80", 3), 0); /* stray continuation: not pending */
+    size_t n;
+    char *s = utf8_sanitize("a\xff" "b\xc3", 4, &n);
+    assert_string_equal(s, "a\xef\xbf\xbd" "b\xef\xbf\xbd");
+    assert_int_equal(n, 8);
+    free(s);
+    s = utf8_sanitize("\xed\xa0\x80 \xc0\xaf", 6, &n); /* surrogate, overlong */
+    assert_null(strstr(s, "\xed\xa0"));
+    assert_null(strstr(s, "\xc0"));
+    free(s);
+}
+
+static void test_stop_match(void **st)
+{
+    (void)st;
+    const char *stops[] = { "Spot", "red ball" };
+    int m;
+    /* "Sp" could become "Spot": held back */
+    assert_int_equal(stop_match("named Sp", 8, stops, 2, false, &m), 6);
+    assert_int_equal(m, -1);
+    /* completed: release up to the match, report which */
+    assert_int_equal(stop_match("named Spot.", 11, stops, 2, false, &m), 6);
+    assert_int_equal(m, 0);
+    /* the earliest match wins over list order */
+    assert_int_equal(stop_match("a red ball, Spot", 16, stops, 2, false, &m), 2);
+    assert_int_equal(m, 1);
+    /* a partial that cannot continue is released */
+    assert_int_equal(stop_match("Spa", 3, stops, 2, false, &m), 3);
+    /* final: nothing held back */
+    assert_int_equal(stop_match("named Sp", 8, stops, 2, true, &m), 8);
+    /* an incomplete UTF-8 sequence is held back even with no stops */
+    assert_int_equal(stop_match("caf\xc3", 4, NULL, 0, false, &m), 3);
+    /* empty stop strings are ignored */
+    const char *empty[] = { "" };
+    assert_int_equal(stop_match("abc", 3, empty, 1, false, &m), 3);
+    assert_int_equal(m, -1);
+}
+
+static engine *fake(int n_ctx)
+{
+    char p[4096], err[256] = "";
+    fake_engine_opts o = { .n_ctx = n_ctx };
+    engine *e = fake_engine_new(shared_path(p, sizeof p, GGUF), &o, err, sizeof err);
+    if (!e) fail_msg("%s", err);
+    return e;
+}
+
+/* Runs one generation; returns the concatenated deltas. */
+static char *run(engine *e, int max_tokens, const char *const *stops, size_t n_stops, int n_probs,
+                 gen_finish *fin, int *stop_idx, size_t *n_tok, size_t *n_records)
+{
+    int32_t prompt[3] = { 1, 2, 3 };
+    gen_params p = { .max_tokens = max_tokens, .stops = stops, .n_stops = n_stops,
+                     .sampling = { .n_probs = n_probs } };
+    char err[256] = "";
+    gen *g = gen_begin(e, prompt, 3, &p, err, sizeof err);
+    if (!g) fail_msg("%s", err);
+    strbuf b = { 0 };
+    size_t records = 0;
+    gen_finish f;
+    do {
+        const char *d;
+        size_t n, k;
+        f = gen_next(g, &d, &n);
+        strbuf_add(&b, d, n);
+        const gen_token *t = gen_take_tokens(g, &k);
+        for (size_t i = 0; i < k; i++) assert_true(t[i].t.n_top == n_probs);
+        records += k;
+    } while (f == GEN_RUNNING);
+    *fin = f;
+    if (stop_idx) *stop_idx = gen_stop_index(g);
+    if (n_tok) *n_tok = gen_n_tokens(g);
+    if (n_records) *n_records = records;
+    gen_end(g);
+    return strbuf_take(&b);
+}
+
+static void test_generate_story(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(GGUF);
+    engine *e = fake(512);
+    gen_finish f;
+    size_t nt, nr;
+    char *text = run(e, 1000, NULL, 0, 2, &f, NULL, &nt, &nr);
+    assert_int_equal(f, GEN_EOS);
+    /* the tokenizer's first piece carries the SentencePiece space */
+    assert_string_equal(text + 1, fake_engine_story(0));
+    assert_true(nt > 20);
+    assert_int_equal(nr, nt);
+    free(text);
+
+    text = run(e, 5, NULL, 0, 0, &f, NULL, &nt, NULL);
+    assert_int_equal(f, GEN_LENGTH);
+    assert_int_equal(nt, 5);
+    assert_true(strlen(text) > 0 && strncmp(text + 1, fake_engine_story(0), strlen(text) - 1) == 0);
+    free(text);
+    fake_engine_free(e);
+}
+
+static void test_generate_stops(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(GGUF);
+    engine *e = fake(512);
+    gen_finish f;
+    int idx;
+    size_t nr;
+    /* "Spot" is several tokens in this 512-token vocabulary */
+    const char *stops[] = { "nothing here", "Spot" };
+    char *text = run(e, 1000, stops, 2, 1, &f, &idx, NULL, &nr);
+    assert_int_equal(f, GEN_STOP);
+    assert_int_equal(idx, 1);
+    assert_string_equal(text, " Once upon a time, there was a little dog named ");
+    assert_null(strstr(text, "Sp"));
+    free(text);
+    /* a stop string spanning the non-ASCII word */
+    const char *cafe[] = { "caf\xc3\xa9." };
+    text = run(e, 1000, cafe, 1, 0, &f, &idx, NULL, NULL);
+    assert_int_equal(f, GEN_STOP);
+    assert_non_null(strstr(text, "at the "));
+    assert_null(strstr(text, "caf"));
+    free(text);
+    /* a stop string that never completes: the held-back text comes out at the end */
+    const char *never[] = { "The end!" };
+    text = run(e, 1000, never, 1, 0, &f, &idx, NULL, NULL);
+    assert_int_equal(f, GEN_EOS);
+    assert_string_equal(text + 1, fake_engine_story(0));
+    free(text);
+    fake_engine_free(e);
+}
+
+static void test_fake_engine_context(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(GGUF);
+    engine *e = fake(3);
+    int32_t prompt[3] = { 1, 2, 3 };
+    gen_params p = { .max_tokens = 5 };
+    char err[256] = "";
+    assert_null(gen_begin(e, prompt, 3, &p, err, sizeof err));
+    assert_non_null(strstr(err, "context"));
+    fake_engine_free(e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_utf8),
+        cmocka_unit_test(test_stop_match),
+        cmocka_unit_test(test_generate_story),
+        cmocka_unit_test(test_generate_stops),
+        cmocka_unit_test(test_fake_engine_context),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

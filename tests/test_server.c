@@ -1,0 +1,583 @@
+/* test_server.c: the HTTP server over real loopback HTTP (libcurl), with
+ * the fake engine and the stories260K tokenizer. Each test starts its own
+ * server on a free 127.0.0.1 port and stops it. Covers health while
+ * loading, auth in both error shapes, streamed == non-streamed text for a
+ * seed, the SSE sequences of both APIs parsed event by event, body and
+ * route errors, 429 with Retry-After, 8 concurrent streams, a client that
+ * disconnects mid-stream freeing its slot, and /metrics. */
+#include "test_util.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <time.h>
+
+#include "runtime/engine_fake.h"
+#include "runtime/server.h"
+#include "runtime/strbuf.h"
+
+#define GGUF "models/stories260K/stories260K.gguf"
+#define CHAT "{\"messages\":[{\"role\":\"user\",\"content\":\"Tell me a story\"}]"
+
+typedef struct fixture {
+    server *s;
+    engine *e;
+    int     port;
+} fixture;
+
+static void start(fixture *f, const server_config *cfg, int delay_ms, bool with_engine)
+{
+    char p[4096], err[256] = "";
+    fake_engine_opts o = { .n_ctx = 512, .delay_ms = delay_ms };
+    f->e = fake_engine_new(shared_path(p, sizeof p, GGUF), &o, err, sizeof err);
+    if (!f->e) fail_msg("%s", err);
+    server_config c = *cfg;
+    c.host = "127.0.0.1";
+    c.port = 0;
+    f->s = server_start(&c, err, sizeof err);
+    if (!f->s) fail_msg("%s", err);
+    f->port = server_port(f->s);
+    assert_true(f->port > 0);
+    if (with_engine) assert_int_equal(server_set_engine(f->s, f->e, err, sizeof err), 0);
+}
+
+static void stop(fixture *f)
+{
+    server_stop(f->s);
+    fake_engine_free(f->e);
+}
+
+typedef struct reply {
+    long   status;
+    strbuf body, headers;
+    size_t abort_after; /* > 0: hang up after this many body bytes */
+} reply;
+
+static size_t on_body(char *d, size_t sz, size_t n, void *ud)
+{
+    reply *r = ud;
+    strbuf_add(&r->body, d, sz * n);
+    if (r->abort_after && r->body.len >= r->abort_after) return 0;
+    return sz * n;
+}
+
+static size_t on_header(char *d, size_t sz, size_t n, void *ud)
+{
+    strbuf_add(&((reply *)ud)->headers, d, sz * n);
+    return sz * n;
+}
+
+/* One request; the reply's strings must be freed with reply_free. */
+static void http(int port, const char *path, const char *body, const char *hdr, reply *r)
+{
+    char url[256];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
+    CURL *c = curl_easy_init();
+    assert_non_null(c);
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    if (hdr) h = curl_slist_append(h, hdr);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+    if (body) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    }
+    CURLcode rc = curl_easy_perform(c);
+    if (rc != CURLE_OK && !(r->abort_after && rc == CURLE_WRITE_ERROR))
+        fail_msg("%s: %s", path, curl_easy_strerror(rc));
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+}
+
+static void reply_free(reply *r)
+{
+    strbuf_free(&r->body);
+    strbuf_free(&r->headers);
+}
+
+static json_t *json_of(const reply *r)
+{
+    json_error_t je;
+    json_t *j = json_loadb(r->body.data ? r->body.data : "", r->body.len, 0, &je);
+    if (!j) fail_msg("not JSON (%s): %.300s", je.text, r->body.data ? r->body.data : "");
+    return j;
+}
+
+static const char *jstr(json_t *j, const char *path)
+{
+    json_t *v = j;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *k = strtok(buf, "."); k && v; k = strtok(NULL, "."))
+        v = (*k >= '0' && *k <= '9') ? json_array_get(v, (size_t)atoi(k)) : json_object_get(v, k);
+    return json_string_value(v);
+}
+
+/* ---- SSE: split the body into events ------------------------------------ */
+
+typedef struct sse_ev {
+    char   name[64];
+    char  *data;
+} sse_ev;
+
+static size_t parse_sse(const char *body, sse_ev *ev, size_t cap)
+{
+    size_t n = 0;
+    const char *p = body;
+    while (p && *p && n < cap) {
+        const char *end = strstr(p, "\n\n");
+        if (!end) fail_msg("unterminated SSE event: %.200s", p);
+        sse_ev e = { .name = "" };
+        for (const char *l = p; l < end;) {
+            const char *nl = memchr(l, '\n', (size_t)(end - l));
+            if (!nl) nl = end;
+            if (!strncmp(l, "event: ", 7)) snprintf(e.name, sizeof e.name, "%.*s", (int)(nl - l - 7), l + 7);
+            else if (!strncmp(l, "data: ", 6)) e.data = strndup(l + 6, (size_t)(nl - l - 6));
+            else fail_msg("unexpected SSE line: %.*s", (int)(nl - l), l);
+            l = nl + 1;
+        }
+        if (!e.data) fail_msg("SSE event without data");
+        ev[n++] = e;
+        p = end + 2;
+    }
+    return n;
+}
+
+static void free_sse(sse_ev *ev, size_t n)
+{
+    for (size_t i = 0; i < n; i++) free(ev[i].data);
+}
+
+/* Concatenates the OpenAI chat deltas, checking the chunk sequence. */
+static char *openai_stream_text(const char *body, bool usage, char fin[32])
+{
+    sse_ev *ev = calloc(512, sizeof *ev); /* per call: clients run on several threads */
+    assert_non_null(ev);
+    size_t n = parse_sse(body, ev, 512);
+    assert_true(n >= 3);
+    assert_string_equal(ev[n - 1].data, "[DONE]");
+    strbuf text = { 0 };
+    fin[0] = 0;
+    size_t last = n - 1 - (usage ? 1 : 0);
+    for (size_t i = 0; i < last; i++) {
+        json_t *j = json_loads(ev[i].data, 0, NULL);
+        assert_non_null(j);
+        assert_string_equal(jstr(j, "object"), "chat.completion.chunk");
+        json_t *d = json_object_get(json_array_get(json_object_get(j, "choices"), 0), "delta");
+        const char *fr = jstr(j, "choices.0.finish_reason");
+        if (i == 0) assert_string_equal(jstr(d, "role"), "assistant");
+        if (i == last - 1) { assert_non_null(fr); snprintf(fin, 32, "%s", fr); }
+        else assert_null(fr);
+        if (jstr(d, "content")) strbuf_puts(&text, jstr(d, "content"));
+        json_decref(j);
+    }
+    if (usage) {
+        json_t *j = json_loads(ev[n - 2].data, 0, NULL);
+        assert_non_null(j);
+        assert_int_equal(json_array_size(json_object_get(j, "choices")), 0);
+        assert_true(json_integer_value(json_object_get(json_object_get(j, "usage"), "completion_tokens")) > 0);
+        json_decref(j);
+    }
+    free_sse(ev, n);
+    free(ev);
+    return strbuf_take(&text);
+}
+
+/* ---- tests --------------------------------------------------------------- */
+
+static void test_health_while_loading(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(GGUF);
+    fixture f;
+    server_config c = { 0 };
+    start(&f, &c, 0, false);
+    reply r = { 0 };
+    http(f.port, "/health", NULL, NULL, &r);
+    assert_int_equal(r.status, 503);
+    reply_free(&r);
+    r = (reply){ 0 };
+    http(f.port, "/v1/chat/completions", CHAT "}", NULL, &r);
+    assert_int_equal(r.status, 503);
+    reply_free(&r);
+    char err[256];
+    assert_int_equal(server_set_engine(f.s, f.e, err, sizeof err), 0);
+    r = (reply){ 0 };
+    http(f.port, "/health", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    reply_free(&r);
+    stop(&f);
+}
+
+static void test_auth(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(GGUF);
+    fixture f;
+    server_config c = { .api_key = "sekret" };
+    start(&f, &c, 0, true);
+    reply r = { 0 };
+    http(f.port, "/v1/models", NULL, NULL, &r);
+    assert_int_equal(r.status, 401);
+    json_t *j = json_of(&r);
+    assert_string_equal(jstr(j, "error.type"), "authentication_error");
+    json_decref(j);
+    reply_free(&r);
+
+    r = (reply){ 0 };
+    http(f.port, "/v1/messages", "{}", "x-api-key: wrong", &r);
+    assert_int_equal(r.status, 401);
+    j = json_of(&r);
+    assert_string_equal(jstr(j, "type"), "error");
+    assert_string_equal(jstr(j, "error.type"), "authentication_error");
+    json_decref(j);
+    reply_free(&r);
+
+    r = (reply){ 0 };
+    http(f.port, "/v1/models", NULL, "Authorization: Bearer sekret", &r);
+    assert_int_equal(r.status, 200);
+    j = json_of(&r);
+    assert_string_equal(jstr(j, "data.0.id"), "strata-fake");
+    json_decref(j);
+    reply_free(&r);
+
+    r = (reply){ 0 };
+    http(f.port, "/v1/messages/count_tokens?beta=true",
+         "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}",
+         "x-api-key: sekret", &r);
+    assert_int_equal(r.status, 200);
+    j = json_of(&r);
+    assert_true(json_integer_value(json_object_get(j, "input_tokens")) > 3);
+    json_decref(j);
+    reply_free(&r);
+
+    r = (reply){ 0 };
+    http(f.port, "/health", NULL, NULL, &r); /* load balancers carry no key */
+    assert_int_equal(r.status, 200);
+    reply_free(&r);
+    stop(&f);
+}
+
+static void test_openai_stream_equals_plain(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(GGUF);
+    fixture f;
+    server_config c = { 0 };
+    start(&f, &c, 0, true);
+    for (int seed = 1; seed <= 2; seed++) {
+        char body[512];
+        snprintf(body, sizeof body, CHAT ",\"seed\":%d,\"temperature\":0.7}", seed);
+        reply r = { 0 };
+        http(f.port, "/v1/chat/completions", body, NULL, &r);
+        assert_int_equal(r.status, 200);
+        json_t *j = json_of(&r);
+        char *plain = strdup(jstr(j, "choices.0.message.content"));
+        assert_string_equal(jstr(j, "choices.0.finish_reason"), "stop");
+        assert_string_equal(plain + 1, fake_engine_story(fake_engine_story_for(0.7f, (unsigned)seed)));
+        json_t *u = json_object_get(j, "usage");
+        assert_int_equal(json_integer_value(json_object_get(u, "total_tokens")),
+                         json_integer_value(json_object_get(u, "prompt_tokens")) +
+                         json_integer_value(json_object_get(u, "completion_tokens")));
+        json_decref(j);
+        reply_free(&r);
+
+        snprintf(body, sizeof body,
+                 CHAT ",\"seed\":%d,\"temperature\":0.7,\"stream\":true,\"stream_options\":{\"include_usage\":true}}", seed);
+        r = (reply){ 0 };
+        http(f.port, "/v1/chat/completions", body, NULL, &r);
+        assert_int_equal(r.status, 200);
+        assert_non_null(strstr(r.headers.data, "text/event-stream"));
+        char fin[32];
+        char *streamed = openai_stream_text(r.body.data, true, fin);
+        assert_string_equal(streamed, plain);
+        assert_string_equal(fin, "stop");
+        free(streamed);
+        free(plain);
+        reply_free(&r);
+    }
+    /* stop strings and max_tokens through HTTP */
+    reply r = { 0 };
+    http(f.port, "/v1/chat/completions", CHAT ",\"temperature\":0,\"stop\":[\"Spot\"],\"stream\":true}", NULL, &r);
+    char fin[32];
+    char *t = openai_stream_text(r.body.data, false, fin);
+    assert_string_equal(t, " Once upon a time, there was a little dog named ");
+    assert_string_equal(fin, "stop");
+    free(t);
+    reply_free(&r);
+    r = (reply){ 0 };
+    http(f.port, "/v1/chat/completions", CHAT ",\"temperature\":0,\"max_tokens\":4,\"logprobs\":true,\"top_logprobs\":2}", NULL, &r);
+    json_t *j = json_of(&r);
+    assert_string_equal(jstr(j, "choices.0.finish_reason"), "length");
+    json_t *lp = json_object_get(json_object_get(json_array_get(json_object_get(j, "choices"), 0), "logprobs"), "content");
+    assert_int_equal(json_array_size(lp), 4);
+    assert_int_equal(json_array_size(json_object_get(json_array_get(lp, 0), "top_logprobs")), 2);
+    json_decref(j);
+    reply_free(&r);
+    r = (reply){ 0 };
+    http(f.port, "/v1/completions", "{\"prompt\":\"Once\",\"max_tokens\":3,\"temperature\":0}", NULL, &r);
+    assert_int_equal(r.status, 200);
+    j = json_of(&r);
+    assert_string_equal(jstr(j, "choices.0.text"), " Once upon a");
+    json_decref(j);
+    reply_free(&r);
+    stop(&f);
+}
+
+static void test_anthropic_stream(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(GGUF);
+    fixture f;
+    server_config c = { 0 };
+    start(&f, &c, 0, true);
+    static const char *const body =
+        "{\"model\":\"anything\",\"max_tokens\":100,\"temperature\":0,\"system\":\"Be kind.\","
+        "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"Hi\"}]}],"
+        "\"stop_sequences\":[\"red ball\"]";
+    char b[1024];
+    snprintf(b, sizeof b, "%s}", body);
+    reply r = { 0 };
+    http(f.port, "/v1/messages", b, "anthropic-version: 2023-06-01", &r);
+    assert_int_equal(r.status, 200);
+    json_t *j = json_of(&r);
+    assert_string_equal(jstr(j, "type"), "message");
+    assert_string_equal(jstr(j, "stop_reason"), "stop_sequence");
+    assert_string_equal(jstr(j, "stop_sequence"), "red ball");
+    char *plain = strdup(jstr(j, "content.0.text"));
+    assert_null(strstr(plain, "red"));
+    json_decref(j);
+    reply_free(&r);
+
+    snprintf(b, sizeof b, "%s,\"stream\":true}", body);
+    r = (reply){ 0 };
+    http(f.port, "/v1/messages?beta=true", b, "anthropic-version: 2023-06-01", &r);
+    assert_int_equal(r.status, 200);
+    static sse_ev ev[256];
+    size_t n = parse_sse(r.body.data, ev, 256);
+    const char *seq[] = { "message_start", "content_block_start", "ping" };
+    assert_true(n > 6);
+    for (size_t i = 0; i < 3; i++) assert_string_equal(ev[i].name, seq[i]);
+    strbuf text = { 0 };
+    size_t i = 3;
+    for (; i < n && !strcmp(ev[i].name, "content_block_delta"); i++) {
+        json_t *d = json_loads(ev[i].data, 0, NULL);
+        assert_string_equal(jstr(d, "delta.type"), "text_delta");
+        strbuf_puts(&text, jstr(d, "delta.text"));
+        json_decref(d);
+    }
+    assert_int_equal(n, i + 3);
+    assert_string_equal(ev[i].name, "content_block_stop");
+    assert_string_equal(ev[i + 1].name, "message_delta");
+    assert_string_equal(ev[i + 2].name, "message_stop");
+    json_t *md = json_loads(ev[i + 1].data, 0, NULL);
+    assert_string_equal(jstr(md, "delta.stop_reason"), "stop_sequence");
+    assert_true(json_integer_value(json_object_get(json_object_get(md, "usage"), "output_tokens")) > 0);
+    json_decref(md);
+    char *streamed = strbuf_take(&text);
+    assert_string_equal(streamed, plain);
+    free(streamed);
+    free(plain);
+    free_sse(ev, n);
+    reply_free(&r);
+
+    /* max_tokens stop reason and an Anthropic-shaped 400 */
+    r = (reply){ 0 };
+    http(f.port, "/v1/messages", "{\"max_tokens\":2,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, &r);
+    j = json_of(&r);
+    assert_string_equal(jstr(j, "stop_reason"), "max_tokens");
+    json_decref(j);
+    reply_free(&r);
+    r = (reply){ 0 };
+    http(f.port, "/v1/messages", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, &r);
+    assert_int_equal(r.status, 400);
+    j = json_of(&r);
+    assert_string_equal(jstr(j, "type"), "error");
+    assert_string_equal(jstr(j, "error.type"), "invalid_request_error");
+    assert_non_null(strstr(jstr(j, "error.message"), "max_tokens"));
+    json_decref(j);
+    reply_free(&r);
+    stop(&f);
+}
+
+static void test_errors(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(GGUF);
+    fixture f;
+    server_config c = { .max_body = 2048, .n_ctx = 64 };
+    start(&f, &c, 0, true);
+    struct { const char *path, *body; long status; const char *param; } cases[] = {
+        { "/nope", NULL, 404, NULL },
+        { "/v1/chat/completions", NULL, 405, NULL },
+        { "/v1/chat/completions", "{\"messages\":[", 400, "body" },
+        { "/v1/chat/completions", "{\"messages\":[{\"role\":\"robot\",\"content\":\"x\"}]}", 400, "messages[0].role" },
+        { "/v1/chat/completions", CHAT ",\"max_tokens\":65}", 400, "max_tokens" },
+        { "/v1/chat/completions", CHAT ",\"max_tokens\":60}", 400, "max_tokens" }, /* prompt + 60 > 64 */
+        { "/v1/chat/completions", CHAT ",\"n\":3}", 400, "n" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        reply r = { 0 };
+        http(f.port, cases[i].path, cases[i].body, NULL, &r);
+        if (r.status != cases[i].status) fail_msg("case %zu: status %ld: %s", i, r.status, r.body.data);
+        json_t *j = json_of(&r);
+        assert_non_null(jstr(j, "error.message"));
+        if (cases[i].param) assert_string_equal(jstr(j, "error.param"), cases[i].param);
+        json_decref(j);
+        reply_free(&r);
+    }
+    /* a long prompt: the context limit is named */
+    strbuf big = { 0 };
+    strbuf_puts(&big, "{\"messages\":[{\"role\":\"user\",\"content\":\"");
+    for (int i = 0; i < 100; i++) strbuf_puts(&big, "story ");
+    strbuf_puts(&big, "\"}]}");
+    reply r = { 0 };
+    http(f.port, "/v1/chat/completions", big.data, NULL, &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body.data, "context length"));
+    reply_free(&r);
+    /* a body over --max-body */
+    for (int i = 0; i < 400; i++) strbuf_puts(&big, "padding ");
+    r = (reply){ 0 };
+    http(f.port, "/v1/chat/completions", big.data, NULL, &r);
+    assert_int_equal(r.status, 413);
+    assert_non_null(strstr(r.body.data, "2048 bytes"));
+    reply_free(&r);
+    strbuf_free(&big);
+    stop(&f);
+}
+
+/* ---- concurrency ---------------------------------------------------------- */
+
+typedef struct client {
+    int    port, seed;
+    bool   ok;
+    size_t abort_after;
+    long   status;
+} client;
+
+static void *stream_client(void *ud)
+{
+    client *cl = ud;
+    char body[512];
+    snprintf(body, sizeof body, CHAT ",\"seed\":%d,\"temperature\":0.5,\"stream\":true}", cl->seed);
+    reply r = { .abort_after = cl->abort_after };
+    http(cl->port, "/v1/chat/completions", body, NULL, &r);
+    cl->status = r.status;
+    if (!cl->abort_after && r.status == 200) {
+        char fin[32];
+        char *t = openai_stream_text(r.body.data, false, fin);
+        cl->ok = !strcmp(t + 1, fake_engine_story(fake_engine_story_for(0.5f, (unsigned)cl->seed)));
+        free(t);
+    }
+    reply_free(&r);
+    return NULL;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void test_eight_streams(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(GGUF);
+    fixture f;
+    server_config c = { .parallel = 4, .queue = 8 };
+    start(&f, &c, 1, true);
+    for (int round = 0; round < 2; round++) {
+        pthread_t th[8];
+        client cl[8];
+        for (int i = 0; i < 8; i++) {
+            cl[i] = (client){ .port = f.port, .seed = i + round };
+            pthread_create(&th[i], NULL, stream_client, &cl[i]);
+        }
+        for (int i = 0; i < 8; i++) {
+            pthread_join(th[i], NULL);
+            if (!cl[i].ok) fail_msg("client %d: status %ld, wrong or missing text", i, cl[i].status);
+        }
+    }
+    reply r = { 0 };
+    http(f.port, "/metrics", NULL, NULL, &r);
+    assert_non_null(strstr(r.body.data, "strata_requests_total{endpoint=\"/v1/chat/completions\",status=\"200\"} 16"));
+    assert_non_null(strstr(r.body.data, "strata_busy_slots 0"));
+    assert_non_null(strstr(r.body.data, "strata_queue_depth 0"));
+    assert_non_null(strstr(r.body.data, "strata_time_to_first_token_seconds_count 16"));
+    assert_non_null(strstr(r.body.data, "strata_token_latency_seconds_bucket"));
+    reply_free(&r);
+    stop(&f);
+}
+
+static void test_queue_full_and_disconnect(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(GGUF);
+    fixture f;
+    server_config c = { .parallel = 1, .queue = -1 };
+    start(&f, &c, 40, true); /* ~55 tokens x 40 ms: a 2 s generation */
+    /* a client that hangs up after its first bytes */
+    client quitter = { .port = f.port, .seed = 1, .abort_after = 1 };
+    pthread_t th;
+    pthread_create(&th, NULL, stream_client, &quitter);
+    pthread_join(th, NULL);
+    /* the slot comes back within a token or two, not after the 2 s story */
+    double t0 = now_s();
+    long status = 429;
+    while (status == 429 && now_s() - t0 < 1.5) {
+        reply r = { 0 };
+        http(f.port, "/v1/chat/completions", CHAT ",\"max_tokens\":1}", NULL, &r);
+        status = r.status;
+        if (status == 429) {
+            assert_non_null(strstr(r.headers.data, "Retry-After: 1"));
+            json_t *j = json_of(&r);
+            assert_string_equal(jstr(j, "error.type"), "rate_limit_error");
+            json_decref(j);
+        }
+        reply_free(&r);
+    }
+    assert_int_equal(status, 200);
+    assert_true(now_s() - t0 < 1.5);
+
+    /* while one stream holds the only slot and there is no queue: 429 */
+    client holder = { .port = f.port, .seed = 2 };
+    pthread_create(&th, NULL, stream_client, &holder);
+    struct timespec ts = { 0, 300 * 1000000L };
+    nanosleep(&ts, NULL);
+    reply r = { 0 };
+    http(f.port, "/v1/messages", "{\"max_tokens\":2,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, &r);
+    assert_int_equal(r.status, 429);
+    json_t *j = json_of(&r);
+    assert_string_equal(jstr(j, "error.type"), "rate_limit_error");
+    json_decref(j);
+    reply_free(&r);
+    pthread_join(th, NULL);
+    assert_true(holder.ok);
+    stop(&f);
+}
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_health_while_loading),
+        cmocka_unit_test(test_auth),
+        cmocka_unit_test(test_openai_stream_equals_plain),
+        cmocka_unit_test(test_anthropic_stream),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_eight_streams),
+        cmocka_unit_test(test_queue_full_and_disconnect),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    curl_global_cleanup();
+    return rc;
+}
