@@ -5,11 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-<<<<<<< HEAD
 #include "runtime/pull.h"
-=======
 #include "runtime/serve_cli.h"
->>>>>>> serve
 
 typedef struct strata_command {
     const char *name;
@@ -18,11 +15,8 @@ typedef struct strata_command {
 } strata_command;
 
 static const strata_command COMMANDS[] = {
-<<<<<<< HEAD
-    { "pull", strata_cmd_pull, "download model files from Hugging Face, resumable and sha256-verified" },
-=======
     { "serve", strata_cmd_serve, "serve a pack over OpenAI- and Anthropic-compatible HTTP" },
->>>>>>> serve
+    { "pull", strata_cmd_pull, "download model files from Hugging Face, resumable and sha256-verified" },
     { NULL, NULL, NULL }, /* rows are added above this sentinel */
 };
 
@@ -31,11 +25,7 @@ static void help(FILE *fp)
     fprintf(fp, "usage: strata <command> [options]   (strata <command> --help for its options)\n");
     for (size_t i = 0; COMMANDS[i].name; i++)
         fprintf(fp, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
-<<<<<<< HEAD
-    fprintf(fp, "Planned: run serve bench perplexity check budget info (see docs/STATUS.md).\n");
-=======
-    fprintf(fp, "Planned: run bench perplexity check pull budget info (see docs/STATUS.md).\n");
->>>>>>> serve
+    fprintf(fp, "Planned: run bench perplexity check budget info (see docs/STATUS.md).\n");
 }
 
 int main(int argc, char **argv)
