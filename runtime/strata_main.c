@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/cli.h"
+
 typedef struct strata_command {
     const char *name;
     int (*run)(int argc, char **argv);
@@ -12,6 +14,11 @@ typedef struct strata_command {
 } strata_command;
 
 static const strata_command COMMANDS[] = {
+    { "run", cmd_run, "generate a continuation of a prompt from a pack" },
+    { "info", cmd_info, "load a pack and print what it holds" },
+    { "check", cmd_check, "verify the size and crc32 of every pack file" },
+    { "perplexity", cmd_perplexity, "perplexity of a text; KL divergence against base logits" },
+    { "bench", cmd_bench, "prefill/decode tokens/s and decode against the bandwidth floor" },
     { NULL, NULL, NULL }, /* rows are added above this sentinel */
 };
 
@@ -20,7 +27,7 @@ static void help(FILE *fp)
     fprintf(fp, "usage: strata <command> [options]   (strata <command> --help for its options)\n");
     for (size_t i = 0; COMMANDS[i].name; i++)
         fprintf(fp, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
-    fprintf(fp, "Planned: run serve bench perplexity check pull budget info (see docs/STATUS.md).\n");
+    fprintf(fp, "Planned: serve pull budget (see docs/STATUS.md).\n");
 }
 
 int main(int argc, char **argv)
