@@ -46,28 +46,19 @@ static json_t *hparams_json(const gguf_file *g)
     json_t *h = json_object();
     const char *arch = gguf_get_str(g, "general.architecture");
     json_object_set_new(h, "arch", json_string(arch ? arch : ""));
-    static const struct { const char *json, *key; } U[] = {
-        { "layers", "block_count" }, { "embd", "embedding_length" }, { "ff", "feed_forward_length" },
-        { "expert_ff", "expert_feed_forward_length" }, { "heads", "attention.head_count" },
-        { "kv_heads", "attention.head_count_kv" }, { "head_dim", "attention.key_length" },
-        { "experts", "expert_count" }, { "experts_used", "expert_used_count" },
-        { "shared_experts", "expert_shared_count" }, { "context", "context_length" },
-        { "vocab", "vocab_size" }, { "rope_dim", "rope.dimension_count" },
-    };
-    static const struct { const char *json, *key; } F[] = {
-        { "rope_base", "rope.freq_base" }, { "rope_scaling_factor", "rope.scaling.factor" },
-        { "norm_eps", "attention.layer_norm_rms_epsilon" }, { "norm_eps_ln", "attention.layer_norm_epsilon" },
-    };
     char key[128];
-    for (size_t i = 0; i < sizeof U / sizeof U[0]; i++) {
-        uint64_t v;
-        snprintf(key, sizeof key, "%s.%s", arch ? arch : "", U[i].key);
-        if (gguf_get_uint(g, key, &v) == 0) json_object_set_new(h, U[i].json, json_integer((json_int_t)v));
-    }
-    for (size_t i = 0; i < sizeof F / sizeof F[0]; i++) {
-        double v;
-        snprintf(key, sizeof key, "%s.%s", arch ? arch : "", F[i].key);
-        if (gguf_get_float(g, key, &v) == 0) json_object_set_new(h, F[i].json, json_real(v));
+    for (size_t i = 0; i < PK_N_HPARAM_KEYS; i++) {
+        const pk_hparam_key *k = &PK_HPARAM_KEYS[i];
+        uint64_t u;
+        double f;
+        bool b;
+        snprintf(key, sizeof key, "%s.%s", arch ? arch : "", k->key);
+        if (k->kind == PKH_UINT && gguf_get_uint(g, key, &u) == 0)
+            json_object_set_new(h, k->json, json_integer((json_int_t)u));
+        else if (k->kind == PKH_FLOAT && gguf_get_float(g, key, &f) == 0)
+            json_object_set_new(h, k->json, json_real(f));
+        else if (k->kind == PKH_BOOL && gguf_get_bool(g, key, &b) == 0)
+            json_object_set_new(h, k->json, json_boolean(b));
     }
     snprintf(key, sizeof key, "%s.rope.scaling.type", arch ? arch : "");
     const char *rs = gguf_get_str(g, key);

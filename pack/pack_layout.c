@@ -15,6 +15,22 @@ const char *const PK_FILE_NAMES[PK_NFILES] = { "dense.bin", "embd.bin", "experts
 static const char *const HOW_NAMES[] = { "iq3-encoded", "iq3-transcoded", "canonical" };
 static const char *const IMP_NAMES[] = { "none", "layer", "expert" };
 
+const pk_hparam_key PK_HPARAM_KEYS[] = {
+    { "layers", "block_count", PKH_UINT }, { "embd", "embedding_length", PKH_UINT },
+    { "ff", "feed_forward_length", PKH_UINT }, { "expert_ff", "expert_feed_forward_length", PKH_UINT },
+    { "shared_expert_ff", "expert_shared_feed_forward_length", PKH_UINT },
+    { "heads", "attention.head_count", PKH_UINT }, { "kv_heads", "attention.head_count_kv", PKH_UINT },
+    { "head_dim", "attention.key_length", PKH_UINT }, { "experts", "expert_count", PKH_UINT },
+    { "experts_used", "expert_used_count", PKH_UINT }, { "shared_experts", "expert_shared_count", PKH_UINT },
+    { "context", "context_length", PKH_UINT }, { "vocab", "vocab_size", PKH_UINT },
+    { "rope_dim", "rope.dimension_count", PKH_UINT },
+    { "rope_base", "rope.freq_base", PKH_FLOAT }, { "rope_scaling_factor", "rope.scaling.factor", PKH_FLOAT },
+    { "norm_eps", "attention.layer_norm_rms_epsilon", PKH_FLOAT },
+    { "norm_eps_ln", "attention.layer_norm_epsilon", PKH_FLOAT },
+    { "expert_weights_norm", "expert_weights_norm", PKH_BOOL },
+};
+const size_t PK_N_HPARAM_KEYS = sizeof PK_HPARAM_KEYS / sizeof PK_HPARAM_KEYS[0];
+
 uint64_t pk_align_up(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
 
 pk_tensor *pack_layout_add(pack_layout *L)

@@ -72,6 +72,14 @@ void pack_layout_free(pack_layout *L);
 char *pack_layout_to_json(const pack_layout *L);
 int pack_layout_from_json(pack_layout *L, const char *path, char *err, size_t errlen);
 
+/* The manifest's `hparams` names and the GGUF keys they come from
+ * ("<arch>.<key>"): build writes them, packindex turns them back into the
+ * GGUF keys the runtime asks for. One table, so the two cannot drift. */
+enum { PKH_UINT, PKH_FLOAT, PKH_BOOL };
+typedef struct pk_hparam_key { const char *json, *key; int kind; } pk_hparam_key;
+extern const pk_hparam_key PK_HPARAM_KEYS[];
+extern const size_t PK_N_HPARAM_KEYS;
+
 /* "Q4_K", "IQ3_XXS", "F32": the manifest's source_type spelling. */
 void pk_type_upper(int ggml_type, char out[16]);
 

@@ -19,6 +19,9 @@
 #include <jansson.h>
 
 #include "formats/fileio.h"
+#include "formats/ggml_types.h"
+#include "pack/pack_layout.h"
+#include "pack/packindex_ext.h"
 
 /* ------------------------------------------------------------------ types */
 
@@ -37,6 +40,15 @@ static const struct { const char *type; int act; } VDT[] = {
     { "Q6_K", ACT_Q8_K }, { "IQ4_XS", ACT_Q8_K },
 };
 
+int packindex_act_kind(int ggml_type)
+{
+    char up[16];
+    pk_type_upper(ggml_type, up);
+    for (size_t i = 0; i < sizeof VDT / sizeof VDT[0]; i++)
+        if (!strcmp(up, VDT[i].type)) return VDT[i].act;
+    return ACT_Q8_0;
+}
+
 /* The plane key is `offsets`, not `mins`: a misspelt key in this list is not
  * an error, it is a shorter span (the seed's bug that dropped 54 planes). */
 static const char *const PLANE_KEYS[3] = { "codes", "scales", "offsets" };
@@ -53,12 +65,14 @@ typedef struct pi_row {
     int64_t col[N_COLS];
     const json_t *shape;   /* kept when it has more than 2 dims: an @shape line */
     int offsets_fp16;      /* an fp16 offsets plane was widened: an @offsets_fp16 line */
+    int native_type;       /* >= 0: ggml blocks verbatim, an @native line */
 } pi_row;
 
 typedef struct pi_ctx {
     FILE *err;
     const char *manifest_path;
     char deferred[1024];   /* first added refusal, reported after the seed's checks */
+    char *ext;             /* @hparam/@file/@expert lines (packindex_ext.h) */
     pi_row *rows;
     size_t n_rows;
     int64_t align, pool;
@@ -366,10 +380,35 @@ static int quantized(pi_ctx *c, const char *name, const json_t *v, const char *s
     return 0;
 }
 
+/* A `native` tensor (ggml blocks the canonical forms cannot express) is one
+ * verbatim span; the seed refuses it, the @native line says how to read it. */
+static int native(pi_ctx *c, const char *name, const json_t *v, int64_t ne0, int64_t rows, pi_row *r)
+{
+    const char *tn = NULL;
+    if (get_str(c, name, v, "ggml_type", &tn)) return -1;
+    const ggml_type_row *t = tn ? ggml_type_by_name(tn) : NULL;
+    if (!t || !t->to_f32)
+        return fail(c, "%s: native form with ggml_type %s, which has no decoder", name, tn ? tn : "None");
+    const json_t *b = json_object_get(v, "blocks");
+    if (!json_is_object(b)) return fail(c, "%s: native form without a `blocks` plane", name);
+    if (get_int(c, name, b, "offset", "blocks.offset", 1, 0, &r->col[C_SRC_OFF]) ||
+        get_int(c, name, b, "bytes", "blocks.bytes", 1, 0, &r->col[C_SRC_BYTES])) return -1;
+    const size_t rb = ggml_row_bytes(t->id, ne0);
+    int64_t want;
+    if (rb == 0 || ne0 <= 0) return fail(c, "%s: ne0 %" PRId64 " is not a whole number of %s blocks", name, ne0, t->name);
+    CK_MUL(c, name, (int64_t)rb, rows > 0 ? rows : 1, &want);
+    if (r->col[C_SRC_OFF] < 0 || r->col[C_SRC_BYTES] != want)
+        return fail(c, "%s: %s blocks of %" PRId64 " x %" PRId64 " are %" PRId64 " bytes, but the manifest says %"
+                    PRId64, name, t->name, ne0, rows, want, r->col[C_SRC_BYTES]);
+    r->native_type = t->id;
+    return 0;
+}
+
 static int tensor(pi_ctx *c, const char *name, const json_t *v, pi_row *r)
 {
     memset(r, 0, sizeof *r);
     r->name = name;
+    r->native_type = -1;
     if (!json_is_object(v)) return fail(c, "%s: the tensor entry is not an object", name);
     if (!name_ok(name))
         defer(c, "%s: a tensor name must be non-empty, without whitespace or control characters, "
@@ -422,7 +461,11 @@ static int tensor(pi_ctx *c, const char *name, const json_t *v, pi_row *r)
 
     int64_t widen_here = 0;
     const json_t *values = json_object_get(v, "values");
-    if (values) {
+    const json_t *form = json_object_get(v, "form");
+    const int is_native = json_is_string(form) && !strcmp(json_string_value(form), "native");
+    if (is_native) {
+        if (native(c, name, v, ne0, rows, r)) return -1;
+    } else if (values) {
         if (!json_is_object(values)) return fail(c, "%s: `values` is not an object", name);
         if (get_int(c, name, values, "offset", "values.offset", 1, 0, &r->col[C_SRC_OFF]) ||
             get_int(c, name, values, "bytes", "values.bytes", 1, 0, &r->col[C_SRC_BYTES])) return -1;
@@ -449,6 +492,9 @@ static int tensor(pi_ctx *c, const char *name, const json_t *v, pi_row *r)
     } else if (!strcmp(st, "F32")) {
         kind = F32_COPY;
         CK_MUL(c, name, elems, 4, &dst_bytes);
+    } else if (is_native) {
+        kind = VERBATIM;
+        dst_bytes = src_bytes;
     } else {
         kind = VERBATIM;
         CK_ADD(c, name, r->col[C_CODES_BYTES], r->col[C_SCALES_BYTES], &dst_bytes);
@@ -526,7 +572,12 @@ static void write_index(const pi_ctx *c, FILE *fp)
             fputc('\n', fp);
         }
         if (r->offsets_fp16) fprintf(fp, "@offsets_fp16 %s\n", r->name);
+        if (r->native_type >= 0) {
+            const ggml_type_row *t = ggml_type_info(r->native_type);
+            fprintf(fp, "@native %s %d %" PRId64 " %zu\n", r->name, t->id, t->blck, t->bytes);
+        }
     }
+    if (c->ext) fputs(c->ext, fp);
 }
 
 static void write_summary(const pi_ctx *c, const char *out_path, FILE *out)
@@ -581,6 +632,8 @@ static int index_manifest(pi_ctx *c, const json_t *man)
         c->n_rows++;
     }
     if (c->deferred[0]) return fail(c, "%s", c->deferred);
+    char msg[1024];
+    if (packindex_ext_text(c->manifest_path, man, &c->ext, msg, sizeof msg)) return fail(c, "%s", msg);
     return 0;
 }
 
@@ -631,6 +684,7 @@ int packindex_run(const char *pack_dir, const char *out_path, FILE *out, FILE *e
     rc = 0;
 done:
     json_decref(man);
+    free(c.ext);
     free(c.rows);
     free(mpath);
     free(opath);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/cli.h"
 #include "runtime/pull.h"
 #include "runtime/serve_cli.h"
 
@@ -15,7 +16,12 @@ typedef struct strata_command {
 } strata_command;
 
 static const strata_command COMMANDS[] = {
+    { "run", cmd_run, "generate a continuation of a prompt from a pack" },
     { "serve", strata_cmd_serve, "serve a pack over OpenAI- and Anthropic-compatible HTTP" },
+    { "info", cmd_info, "load a pack and print what it holds" },
+    { "check", cmd_check, "verify the size and crc32 of every pack file" },
+    { "perplexity", cmd_perplexity, "perplexity of a text; KL divergence against base logits" },
+    { "bench", cmd_bench, "prefill/decode tokens/s and decode against the bandwidth floor" },
     { "pull", strata_cmd_pull, "download model files from Hugging Face, resumable and sha256-verified" },
     { NULL, NULL, NULL }, /* rows are added above this sentinel */
 };
@@ -25,7 +31,7 @@ static void help(FILE *fp)
     fprintf(fp, "usage: strata <command> [options]   (strata <command> --help for its options)\n");
     for (size_t i = 0; COMMANDS[i].name; i++)
         fprintf(fp, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
-    fprintf(fp, "Planned: run bench perplexity check budget info (see docs/STATUS.md).\n");
+    fprintf(fp, "Planned: budget (with the CUDA backend; see docs/STATUS.md).\n");
 }
 
 int main(int argc, char **argv)

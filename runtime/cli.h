@@ -1,0 +1,35 @@
+/* cli.h: the `strata` subcommands that run a pack (rows of strata_main.c's
+ * COMMANDS table) and the little they share.
+ *
+ * Contract: each cmd_* takes argv from the subcommand's name on, prints its
+ * usage on --help (exit 0) and on bad arguments (exit 2), a one-line error
+ * on stderr and exit 1 when the pack or the run fails, 0 otherwise.
+ * cli_open() loads a pack and builds the model (threads, KV type, context);
+ * cli_close() frees both. */
+#ifndef STRATA_CLI_H
+#define STRATA_CLI_H
+
+#include "runtime/loader.h"
+#include "runtime/model.h"
+
+int cmd_run(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+typedef struct cli_model {
+    loaded_pack *pack;
+    model *m;
+} cli_model;
+
+int cli_open(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx);
+void cli_close(cli_model *cm);
+
+/* Strict number parsing for option values; -1 on junk. */
+int cli_int(const char *s, long lo, long hi, long *out);
+int cli_float(const char *s, double *out);
+
+double cli_now(void);
+
+#endif

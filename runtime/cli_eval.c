@@ -1,0 +1,220 @@
+/* cli_eval.c: `strata perplexity` and `strata bench`: the two commands that
+ * measure a pack rather than use it. */
+#include "runtime/cli.h"
+
+#include "formats/fileio.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------- perplexity */
+
+static void ppl_usage(FILE *fp)
+{
+    fprintf(fp, "usage: strata perplexity PACK -f TEXT [-c N] [-t N] [--kv-type f16|f32]\n"
+                "                         [--logits-out FILE] [--kld-base FILE]\n"
+                "  Splits TEXT's tokens into chunks of N (default 128), each evaluated from a fresh\n"
+                "  context with BOS first, and scores the second half of every chunk (llama-perplexity's\n"
+                "  scheme). --logits-out writes the scored rows' f32 logits; --kld-base reads such a\n"
+                "  file (from a reference pack) and prints mean KL(base || this) and top-1 agreement.\n");
+}
+
+static double log_softmax_at(const float *v, int n, int at, int *amax)
+{
+    float mx = v[0];
+    int b = 0;
+    for (int i = 1; i < n; i++) if (v[i] > mx) { mx = v[i]; b = i; }
+    double z = 0;
+    for (int i = 0; i < n; i++) z += exp((double)v[i] - mx);
+    if (amax) *amax = b;
+    return at >= 0 ? (double)v[at] - mx - log(z) : mx + log(z);
+}
+
+static double kl_row(const float *base, const float *ours, int n, int *same_top)
+{
+    int ab, ao;
+    double lzb = log_softmax_at(base, n, -1, &ab), lzo = log_softmax_at(ours, n, -1, &ao), kl = 0;
+    for (int i = 0; i < n; i++) {
+        double lb = base[i] - lzb, lo = ours[i] - lzo;
+        kl += exp(lb) * (lb - lo);
+    }
+    *same_top = ab == ao;
+    return kl;
+}
+
+int cmd_perplexity(int argc, char **argv)
+{
+    const char *pack = NULL, *text_path = NULL, *out_path = NULL, *base_path = NULL;
+    long c = 128, threads = 0;
+    kv_type kv = KV_F16;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { ppl_usage(stdout); return 0; }
+        if (a[0] != '-') { if (pack) { ppl_usage(stderr); return 2; } pack = a; continue; }
+        if (!v) { ppl_usage(stderr); return 2; }
+        i++;
+        if (!strcmp(a, "-f")) text_path = v;
+        else if (!strcmp(a, "--logits-out")) out_path = v;
+        else if (!strcmp(a, "--kld-base")) base_path = v;
+        else if (!strcmp(a, "-c") && !cli_int(v, 4, 1 << 20, &c)) {}
+        else if (!strcmp(a, "-t") && !cli_int(v, 0, 1024, &threads)) {}
+        else if (!strcmp(a, "--kv-type") && (!strcmp(v, "f16") || !strcmp(v, "f32"))) kv = v[1] == '3' ? KV_F32 : KV_F16;
+        else { ppl_usage(stderr); return 2; }
+    }
+    if (!pack || !text_path) { ppl_usage(stderr); return 2; }
+
+    unsigned char *text = NULL;
+    float *base = NULL, *logits = NULL;
+    int32_t *ids = NULL, *chunk = NULL;
+    size_t n_ids = 0, text_len = 0, base_bytes = 0;
+    FILE *of = NULL;
+    char err[1024];
+    int rc = 1;
+    cli_model cm;
+    memset(&cm, 0, sizeof cm);
+    if (read_file(text_path, &text, &text_len, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return 1; }
+    if (cli_open(&cm, pack, (int)threads, kv, (int)c)) goto out;
+    const tokenizer *tk = loader_tokenizer(cm.pack);
+    const int nv = loader_hparams(cm.pack)->n_vocab;
+    if (tokenizer_encode(tk, (const char *)text, text_len, false, false, &ids, &n_ids)) {
+        fprintf(stderr, "strata: %s: cannot tokenize\n", text_path);
+        goto out;
+    }
+    const size_t per = (size_t)c - 1, n_chunks = n_ids / per, first = (size_t)c / 2;
+    if (n_chunks == 0) { fprintf(stderr, "strata: %s: %zu tokens, fewer than one chunk of %ld\n", text_path, n_ids, c); goto out; }
+    const size_t scored = n_chunks * ((size_t)c - 1 - first);
+    if (base_path) {
+        if (read_file(base_path, (unsigned char **)&base, &base_bytes, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); goto out; }
+        if (base_bytes != scored * (size_t)nv * sizeof(float)) {
+            fprintf(stderr, "strata: %s: %zu bytes, but %zu scored rows of %d logits need %zu\n", base_path, base_bytes,
+                    scored, nv, scored * (size_t)nv * sizeof(float));
+            goto out;
+        }
+    }
+    if (out_path && !(of = fopen(out_path, "wbx"))) { fprintf(stderr, "strata: %s: %s\n", out_path, strerror(errno)); goto out; }
+    logits = malloc((size_t)c * (size_t)nv * sizeof(float));
+    chunk = malloc((size_t)c * sizeof(int32_t));
+    if (!logits || !chunk) { fprintf(stderr, "strata: out of memory\n"); goto out; }
+    double nll = 0, kl = 0;
+    size_t n_scored = 0, same = 0;
+    const int32_t bos = tokenizer_bos(tk);
+    for (size_t k = 0; k < n_chunks; k++) {
+        chunk[0] = bos >= 0 ? bos : ids[k * per];
+        memcpy(chunk + 1, ids + k * per, per * sizeof(int32_t));
+        model_rewind(cm.m, 0);
+        if (model_forward(cm.m, chunk, (int)c, logits, true, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); goto out; }
+        for (size_t j = first; j + 1 < (size_t)c; j++) {
+            const float *row = logits + j * (size_t)nv;
+            nll -= log_softmax_at(row, nv, chunk[j + 1], NULL);
+            if (of && fwrite(row, sizeof(float), (size_t)nv, of) != (size_t)nv) { fprintf(stderr, "strata: %s: write failed\n", out_path); goto out; }
+            if (base) {
+                int st;
+                kl += kl_row(base + n_scored * (size_t)nv, row, nv, &st);
+                same += (size_t)st;
+            }
+            n_scored++;
+        }
+        printf("[%zu] %.4f\n", k + 1, exp(nll / (double)n_scored));
+        fflush(stdout);
+    }
+    printf("Final estimate: PPL = %.4f over %zu tokens (%zu chunks of %ld)\n", exp(nll / (double)n_scored), n_scored,
+           n_chunks, c);
+    if (base) printf("Mean KLD: %.6f   Same top: %.3f %%\n", kl / (double)n_scored, 100.0 * (double)same / (double)n_scored);
+    rc = 0;
+out:
+    if (of && fclose(of) != 0 && rc == 0) { fprintf(stderr, "strata: %s: write failed\n", out_path); rc = 1; }
+    free(chunk);
+    free(logits);
+    free(base);
+    free(ids);
+    free(text);
+    if (cm.pack) cli_close(&cm);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ bench */
+
+/* Read bandwidth of one sweep over a buffer far larger than the caches, on
+ * as many threads as decode uses would be better; one thread is the honest
+ * floor this first version measures (the figure says so). */
+static double read_bandwidth(size_t bytes)
+{
+    size_t n = bytes / sizeof(uint64_t);
+    uint64_t *buf = malloc(n * sizeof *buf);
+    if (!buf) return 0;
+    for (size_t i = 0; i < n; i++) buf[i] = i;
+    double best = 0;
+    volatile uint64_t sink = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        double t0 = cli_now();
+        uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (size_t i = 0; i + 4 <= n; i += 4) { s0 += buf[i]; s1 += buf[i + 1]; s2 += buf[i + 2]; s3 += buf[i + 3]; }
+        sink += s0 + s1 + s2 + s3;
+        double bw = (double)bytes / (cli_now() - t0);
+        if (bw > best) best = bw;
+    }
+    (void)sink;
+    free(buf);
+    return best;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    const char *pack = NULL;
+    long np = 128, ng = 32, threads = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            printf("usage: strata bench PACK [-p N] [-n N] [-t N]\n"
+                   "  Prefill of N tokens (default 128) and decode of N tokens (default 32) with an f16\n"
+                   "  KV cache; prints tokens/s, the weight bytes one decode step reads, the measured read\n"
+                   "  bandwidth, and decode speed as a fraction of the bandwidth floor.\n");
+            return 0;
+        }
+        if (a[0] != '-') { if (pack) return 2; pack = a; continue; }
+        i++;
+        if (!v || !((!strcmp(a, "-p") && !cli_int(v, 1, 1 << 20, &np)) || (!strcmp(a, "-n") && !cli_int(v, 1, 1 << 20, &ng)) ||
+                    (!strcmp(a, "-t") && !cli_int(v, 0, 1024, &threads)))) {
+            fprintf(stderr, "usage: strata bench PACK [-p N] [-n N] [-t N]\n");
+            return 2;
+        }
+    }
+    if (!pack) { fprintf(stderr, "usage: strata bench PACK [-p N] [-n N] [-t N]\n"); return 2; }
+    cli_model cm;
+    if (cli_open(&cm, pack, (int)threads, KV_F16, 0)) return 1;
+    const model_hparams *hp = loader_hparams(cm.pack);
+    if (np + ng > model_n_ctx(cm.m)) { np = model_n_ctx(cm.m) / 2; ng = model_n_ctx(cm.m) - np; }
+    int32_t *tok = malloc((size_t)np * sizeof *tok);
+    float *logits = malloc((size_t)hp->n_vocab * sizeof *logits);
+    char err[512];
+    int rc = 1;
+    if (!tok || !logits) { fprintf(stderr, "strata: out of memory\n"); goto out; }
+    for (long i = 0; i < np; i++) tok[i] = (int32_t)((i * 7919 + 13) % hp->n_vocab); /* any fixed ids */
+    double t0 = cli_now();
+    if (model_forward(cm.m, tok, (int)np, logits, false, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); goto out; }
+    double t_pre = cli_now() - t0;
+    t0 = cli_now();
+    for (long i = 0; i < ng; i++) {
+        int32_t t = (int32_t)((i * 31 + 7) % hp->n_vocab);
+        if (model_forward(cm.m, &t, 1, logits, false, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); goto out; }
+    }
+    double t_dec = cli_now() - t0;
+    const double active = (double)model_active_bytes(cm.m), bw = read_bandwidth((size_t)512 << 20);
+    const double dec_tps = (double)ng / t_dec, floor_tps = bw / active;
+    printf("kernels %s\n", model_kernels_name(cm.m));
+    printf("prefill %ld tokens: %.1f tokens/s\n", np, (double)np / t_pre);
+    printf("decode  %ld tokens: %.1f tokens/s\n", ng, dec_tps);
+    printf("active weight bytes per token: %.0f (%.2f MiB)\n", active, active / 1048576.0);
+    printf("memory read bandwidth (1 thread, 512 MiB sweep): %.2f GB/s\n", bw / 1e9);
+    printf("bandwidth floor: %.1f tokens/s; decode is %.3f of it%s\n", floor_tps, dec_tps / floor_tps,
+           active < 64.0 * 1048576 ? " (weights fit in cache: not memory-bound, the fraction can exceed 1)" : "");
+    rc = 0;
+out:
+    free(tok);
+    free(logits);
+    cli_close(&cm);
+    return rc;
+}

@@ -1,0 +1,52 @@
+/* cli_pack.c: `strata info PACK` (what the loaded pack holds) and `strata
+ * check PACK` (size and crc32 of every file against the index). */
+#include "runtime/cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int want_help(int argc, char **argv, const char *usage)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { fputs(usage, stdout); return 1; }
+    if (argc != 2 || argv[1][0] == '-') { fputs(usage, stderr); return 2; }
+    return 0;
+}
+
+int cmd_check(int argc, char **argv)
+{
+    const char *u = "usage: strata check PACK\n"
+                    "  Recomputes the size and crc32 of dense.bin, embd.bin, experts.bin and tokenizer.gguf\n"
+                    "  and compares them with index.txt. Exit 0 when all agree, 1 on the first mismatch.\n";
+    int h = want_help(argc, argv, u);
+    if (h) return h == 1 ? 0 : 2;
+    char err[1024];
+    if (loader_check(argv[1], stdout, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return 1; }
+    printf("%s: every file matches its index\n", argv[1]);
+    return 0;
+}
+
+int cmd_info(int argc, char **argv)
+{
+    const char *u = "usage: strata info PACK\n"
+                    "  Loads the pack as `strata run` would and prints its hyperparameters and sizes.\n";
+    int h = want_help(argc, argv, u);
+    if (h) return h == 1 ? 0 : 2;
+    char err[1024];
+    loaded_pack *p = loader_open(argv[1], err, sizeof err);
+    if (!p) { fprintf(stderr, "strata: %s\n", err); return 1; }
+    const model_hparams *hp = loader_hparams(p);
+    printf("%s\n  arch %s, %d layers, embd %d, heads %d (kv %d, dim %d), ff %d, context %d, vocab %d\n", argv[1],
+           hp->arch.name, hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv, hp->head_dim, hp->n_ff,
+           hp->n_ctx_train, hp->n_vocab);
+    if (hp->n_expert)
+        printf("  MoE: %d experts, %d used, expert ff %d, shared ff %d\n", hp->n_expert, hp->n_expert_used,
+               hp->n_ff_exp, hp->n_ff_shexp);
+    printf("  %d tensors; dense engine pool %zu B; experts.bin mapped %zu B\n", loader_n_tensors(p),
+           loader_pool_bytes(p), loader_expert_bytes(p));
+    printf("  tokenizer: %d tokens, pre '%s', bos %d eos %d\n", tokenizer_n_vocab(loader_tokenizer(p)),
+           tokenizer_pre_name(loader_tokenizer(p)), tokenizer_bos(loader_tokenizer(p)),
+           tokenizer_eos(loader_tokenizer(p)));
+    loader_close(p);
+    return 0;
+}
