@@ -1,38 +1,90 @@
 #!/usr/bin/env bash
-# strata set-up: installs the build and test dependencies, then builds.
-#   ./setup.sh            dependencies + build
-#   ./setup.sh --deps     dependencies only (what CI runs)
-#   ./setup.sh --help
-# Idempotent: packages already present are not reinstalled, and make only
-# rebuilds what changed. This file is the only place that lists dependencies.
+# strata set-up, one file: dependencies, build, a model downloaded and turned
+# into a pack, and the command that serves it. Every step is skipped when it
+# is already done, so a second run does nothing new.
+#   ./setup.sh                 deps + build, then (on a terminal) offer a model
+#   ./setup.sh --deps          dependencies only (what CI runs)
+#   ./setup.sh --yes --model stories260K    non-interactive, a tiny model
+# This file is the only place that lists dependencies.
 set -eu
 
 usage() {
     cat <<'USAGE'
-usage: ./setup.sh [--deps] [--no-build] [--help]
+usage: ./setup.sh [options]
 
-  (no option)   install missing dependencies, then build every tool into bin/
-  --deps        install missing build and test dependencies only
-  --no-build    same as --deps
-  --help        this text
+  (no option)        install missing dependencies, build bin/; on a terminal, offer
+                     to download a model and build its pack
+  --deps             install missing build and test dependencies only
+  --no-build         same as --deps
+  --model NAME       download this model (see --list-models) and build its pack
+  --list-models      the built-in model list with sizes and what each needs
+  --yes              never ask: take the default model for this machine unless
+                     --model says otherwise
+  --serve            start `strata serve` on the pack at the end
+  --models-dir DIR   where downloads go (default: models)
+  --packs-dir DIR    where packs go (default: packs)
+  --help             this text
 
-Supported package managers: apt-get (Debian/Ubuntu), dnf (Fedora/RHEL),
-pacman (Arch). Elsewhere it prints what to install by hand.
+Environment: HF_ENDPOINT (a Hugging Face mirror), HF_TOKEN (gated repositories),
+STRATA_BIN (use the tools already built in that folder and skip the build step).
+Package managers: apt-get (Debian/Ubuntu), dnf (Fedora/RHEL), pacman (Arch).
 After it: run the tests with `make test`.
 USAGE
 }
 
-deps_only=0
-for arg in "$@"; do
-    case "$arg" in
+deps_only=0 model="" list_models=0 assume_yes=0 serve=0
+models_dir=models packs_dir=packs
+while [ $# -gt 0 ]; do
+    case "$1" in
     --deps|--no-build) deps_only=1 ;;
+    --model) [ $# -ge 2 ] || { echo "setup.sh: --model needs a name (see --list-models)" >&2; exit 2; }; model=$2; shift ;;
+    --model=*) model=${1#--model=} ;;
+    --list-models) list_models=1 ;;
+    --yes|-y) assume_yes=1 ;;
+    --serve) serve=1 ;;
+    --models-dir) [ $# -ge 2 ] || { echo "setup.sh: --models-dir needs a folder" >&2; exit 2; }; models_dir=$2; shift ;;
+    --packs-dir) [ $# -ge 2 ] || { echo "setup.sh: --packs-dir needs a folder" >&2; exit 2; }; packs_dir=$2; shift ;;
     -h|--help) usage; exit 0 ;;
-    *) echo "setup.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
+    *) echo "setup.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
+    shift
 done
 
 cd "$(dirname "$0")"
 
+# ---------------------------------------------------------------- models
+# name | repository | file | download | RAM needed (GiB) | what it is
+MODELS='stories260K|ggml-org/models|tinyllamas/stories260K.gguf|1.2 MB|1|a tiny Llama for trying strata out (tells children'"'"'s stories)
+qwen3-30b-a3b|Qwen/Qwen3-30B-A3B-GGUF|Qwen3-30B-A3B-Q4_K_M.gguf|18.6 GB|24|Qwen3 MoE, 128 experts (8 active), 3B active parameters
+mixtral-8x7b|TheBloke/Mixtral-8x7B-Instruct-v0.1-GGUF|mixtral-8x7b-instruct-v0.1.Q4_K_M.gguf|26.4 GB|32|Mixtral 8x7B Instruct, 8 experts (2 active)'
+
+ram_gib() {
+    awk '/^MemTotal:/ { printf "%d", $2 / 1048576 }' /proc/meminfo 2>/dev/null || echo 0
+}
+vram_gib() {
+    command -v nvidia-smi >/dev/null 2>&1 || { echo 0; return; }
+    nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null |
+        awk '{ s += $1 } END { printf "%d", s / 1024 }'
+}
+# The largest model that fits the machine's RAM plus VRAM; the tiny one otherwise.
+default_model() {
+    have=$(( $(ram_gib) + $(vram_gib) ))
+    echo "$MODELS" | awk -F'|' -v have="$have" '$5 <= have { best = $1 } END { print (best ? best : "stories260K") }'
+}
+model_field() { echo "$MODELS" | awk -F'|' -v n="$1" -v f="$2" '$1 == n { print $f }'; }
+print_models() {
+    echo "Models (RAM here: $(ram_gib) GiB, VRAM: $(vram_gib) GiB; default: $(default_model)):"
+    echo "$MODELS" | awk -F'|' '{ printf "  %-15s %9s  needs %3d GiB RAM  %s\n", $1, $4, $5, $6 }'
+}
+
+if [ "$list_models" -eq 1 ]; then print_models; exit 0; fi
+if [ -n "$model" ] && [ -z "$(model_field "$model" 1)" ]; then
+    echo "setup.sh: unknown model '$model'. Choose one of:" >&2
+    print_models >&2
+    exit 2
+fi
+
+# ---------------------------------------------------------------- dependencies
 # Debian names are the reference list (DESIGN.md); the others are equivalents.
 APT_PKGS="build-essential clang make pkg-config libopenblas-dev zlib1g-dev libcurl4-openssl-dev libcmocka-dev libmicrohttpd-dev libjansson-dev libpcre2-dev"
 DNF_PKGS="gcc clang make pkgconf-pkg-config openblas-devel zlib-devel libcurl-devel libcmocka-devel libmicrohttpd-devel jansson-devel pcre2-devel"
@@ -40,8 +92,8 @@ PACMAN_PKGS="base-devel clang make pkgconf openblas cblas zlib curl cmocka libmi
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"
-    elif command -v sudo >/dev/null 2>&1; then sudo "$@"
-    else echo "setup.sh: need root to run: $*  (no sudo found)" >&2; exit 1
+    elif command -v sudo >/dev/null 2>&1; then echo "setup.sh: running with sudo: $*"; sudo "$@"
+    else echo "setup.sh: need root to run: $*  (no sudo found; run it as root, then ./setup.sh again)" >&2; exit 1
     fi
 }
 
@@ -65,13 +117,15 @@ install_deps() {
     elif command -v dnf >/dev/null 2>&1; then
         # shellcheck disable=SC2086
         rpm -q $DNF_PKGS >/dev/null 2>&1 && { echo "setup.sh: dependencies already installed"; return 0; }
+        echo "setup.sh: installing: $DNF_PKGS"
         # shellcheck disable=SC2086
-        as_root dnf install -y $DNF_PKGS
+        as_root dnf install -y $DNF_PKGS || { echo "setup.sh: dnf install failed" >&2; exit 1; }
     elif command -v pacman >/dev/null 2>&1; then
         # shellcheck disable=SC2086
         pacman -Q $PACMAN_PKGS >/dev/null 2>&1 && { echo "setup.sh: dependencies already installed"; return 0; }
+        echo "setup.sh: installing: $PACMAN_PKGS"
         # shellcheck disable=SC2086
-        as_root pacman -S --needed --noconfirm $PACMAN_PKGS
+        as_root pacman -S --needed --noconfirm $PACMAN_PKGS || { echo "setup.sh: pacman failed" >&2; exit 1; }
     else
         echo "setup.sh: no supported package manager (apt-get, dnf, pacman) found." >&2
         echo "Install by hand: a C11 compiler, make, pkg-config, OpenBLAS, zlib, libcurl, cmocka," >&2
@@ -83,10 +137,84 @@ install_deps() {
 install_deps
 [ "$deps_only" -eq 1 ] && exit 0
 
+# ---------------------------------------------------------------- build
 jobs=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
-echo "setup.sh: building with $jobs jobs"
-make -j"$jobs" || { echo "setup.sh: build failed; see the compiler output above" >&2; exit 1; }
-if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
-    make cuda || { echo "setup.sh: CUDA build failed; the CPU build in bin/ is still usable" >&2; exit 1; }
+bin=${STRATA_BIN:-bin}
+if [ -n "${STRATA_BIN:-}" ]; then
+    [ -x "$bin/strata" ] && [ -x "$bin/iq3pack" ] || { echo "setup.sh: STRATA_BIN=$bin holds no built tools" >&2; exit 1; }
+    echo "setup.sh: using the tools in $bin"
+elif make -q all 2>/dev/null; then
+    echo "setup.sh: build is up to date"
+else
+    echo "setup.sh: building with $jobs jobs"
+    make -j"$jobs" all || { echo "setup.sh: build failed; see the compiler output above" >&2; exit 1; }
 fi
-echo "setup.sh: done. Tools are in bin/. Run the tests with: make test"
+if [ -z "${STRATA_BIN:-}" ] && { command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; }; then
+    make cuda >/dev/null || { echo "setup.sh: CUDA build failed; the CPU build in bin/ is still usable" >&2; exit 1; }
+fi
+
+# ---------------------------------------------------------------- model
+if [ -z "$model" ]; then
+    if [ "$assume_yes" -eq 1 ]; then
+        model=$(default_model)
+    elif [ -t 0 ] && [ -t 1 ]; then
+        print_models
+        printf 'Model to download and convert (a name, or "none") [%s]: ' "$(default_model)"
+        read -r answer || answer=none
+        model=${answer:-$(default_model)}
+        [ "$model" = none ] && model=""
+        if [ -n "$model" ] && [ -z "$(model_field "$model" 1)" ]; then
+            echo "setup.sh: unknown model '$model'; run ./setup.sh --model NAME" >&2
+            exit 2
+        fi
+    fi
+fi
+if [ -z "$model" ]; then
+    echo "setup.sh: done. Tools are in bin/. Run the tests with: make test"
+    echo "          To download and convert a model: ./setup.sh --model NAME (see --list-models)"
+    exit 0
+fi
+
+repo=$(model_field "$model" 2)
+file=$(model_field "$model" 3)
+src="$models_dir/$model/$file"
+pack="$packs_dir/$model"
+
+if [ -f "$pack/index.txt" ]; then
+    echo "setup.sh: pack $pack is already built"
+else
+    if [ -f "$src" ]; then
+        echo "setup.sh: $src is already downloaded"
+    else
+        echo "setup.sh: downloading $model ($(model_field "$model" 4)) from $repo"
+        "$bin/strata" pull "$repo" "$file" -o "$models_dir/$model" || {
+            echo "setup.sh: the download failed (see the message above). Run ./setup.sh again to resume;" >&2
+            echo "          for a gated model set HF_TOKEN, for a mirror set HF_ENDPOINT." >&2
+            exit 1
+        }
+    fi
+    mkdir -p "$packs_dir"
+    if [ -e "$pack" ]; then
+        echo "setup.sh: $pack exists but has no index.txt (an interrupted build?). Move it away and run ./setup.sh again." >&2
+        exit 1
+    fi
+    echo "setup.sh: building the pack $pack"
+    "$bin/iq3pack" build "$src" -o "$pack" || {
+        echo "setup.sh: iq3pack build failed (see the message above); nothing was left under $pack" >&2
+        exit 1
+    }
+    [ -f "$pack/index.txt" ] || "$bin/packindex" --pack "$pack" || {
+        echo "setup.sh: packindex failed for $pack (see the message above)" >&2
+        exit 1
+    }
+fi
+
+echo
+echo "setup.sh: done. Your pack is $pack"
+echo "  check it:   $bin/iq3pack verify $pack --source $src"
+echo "  try it:     $bin/strata run $pack -p 'Once upon a time' -n 64"
+echo "  serve it:   $bin/strata serve $pack --port 8080"
+echo "  then point an OpenAI or Anthropic client at http://127.0.0.1:8080/v1"
+if [ "$serve" -eq 1 ]; then
+    exec "$bin/strata" serve "$pack" --port 8080
+fi
