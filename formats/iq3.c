@@ -35,7 +35,7 @@ static float min_gap(const iq3_tables *t, int i, int j, const float *lo, const f
  * the few survivors then prune each other. A point stays unless one other
  * point beats it by the margin everywhere in the box, so the lists are exact
  * (a superset of the winners), just not always minimal. */
-static void build_candidates(iq3_tables *t)
+int iq3_build_candidates(const iq3_tables *t, uint16_t off[4097], uint8_t *cand, int cap)
 {
     int n = 0;
     for (int cell = 0; cell < 4096; cell++) {
@@ -56,21 +56,22 @@ static void build_candidates(iq3_tables *t)
         int surv[256], ns = 0;
         for (int i = 0; i < 256; i++)
             if (i == js || min_gap(t, i, js, lo, hi) < IQ3_CAND_MARGIN) surv[ns++] = i;
-        t->cand_off[cell] = (uint16_t)n;
+        off[cell] = (uint16_t)n;
         int start = n;
         for (int a = 0; a < ns; a++) {
             int dom = 0;
             for (int b = 0; b < ns && !dom; b++)
                 dom = b != a && min_gap(t, surv[a], surv[b], lo, hi) >= IQ3_CAND_MARGIN;
-            if (!dom && n < IQ3_CAND_CAP) t->cand[n++] = (uint8_t)surv[a];
+            if (!dom && n < cap) cand[n++] = (uint8_t)surv[a];
         }
         /* Cannot happen with this grid; an empty list means "scan all". */
-        if (n >= IQ3_CAND_CAP) n = start;
+        if (n >= cap) n = start;
     }
-    t->cand_off[4096] = (uint16_t)n;
+    off[4096] = (uint16_t)n;
+    return n;
 }
 
-void iq3_tables_init(iq3_tables *t, int with_candidates)
+void iq3_tables_init(iq3_tables *t)
 {
     memset(t, 0, sizeof *t);
     for (int c = 0; c < 4096; c++) t->cell[c] = -1;
@@ -89,7 +90,8 @@ void iq3_tables_init(iq3_tables *t, int with_candidates)
         t->g2[i] = n2;
         t->cell[cell] = (int16_t)i;
     }
-    if (with_candidates) build_candidates(t);
+    t->cand_off = iq3_cand_off;
+    t->cand = iq3_cand;
 }
 
 /* Level boundaries in weight units: midpoints 4,8,...,24 and 28.5 (26|31). */
@@ -267,7 +269,7 @@ int iq3_decode(const uint8_t *in, int64_t rows, int64_t k, float *out, char *err
     if (rows < 0) { snprintf(err, errlen, "negative row count %lld", (long long)rows); return -1; }
     iq3_tables *t = aligned_alloc(32, sizeof *t); /* AVX2 loads need 32 */
     if (!t) { snprintf(err, errlen, "out of memory"); return -1; }
-    iq3_tables_init(t, 0); /* decode needs no candidate lists */
+    iq3_tables_init(t);
     int64_t nb = rows * (k / IQ3_QK);
     int simd = have_avx2();
     for (int64_t i = 0; i < nb; i++) {
@@ -338,7 +340,7 @@ int iq3_encode(const float *x, int64_t rows, int64_t k, const iq3_encode_opts *o
             }
     iq3_tables *t = aligned_alloc(32, sizeof *t); /* AVX2 loads need 32 */
     if (!t) { snprintf(err, errlen, "out of memory"); return -1; }
-    iq3_tables_init(t, 1);
+    iq3_tables_init(t);
 
     int nt = opts->n_threads < 1 ? 1 : opts->n_threads;
     if (nt > 256) nt = 256;

@@ -2,7 +2,9 @@
  *
  * Contract: iq3_tables is derived from ggml_iq3xxs_grid by iq3_tables_init()
  * into caller-owned memory and is read-only afterwards, so one instance is
- * shared by every encoder thread. The nearest-grid functions come in a scalar
+ * shared by every encoder thread. The candidate lists it points to are const
+ * data compiled in (iq3_cand.c, written by iq3_cand_gen_main.c from
+ * iq3_build_candidates(); test_iq3 rebuilds them and compares). The nearest-grid functions come in a scalar
  * and an AVX2 flavour that return the same index for the same input; the
  * block encoders take the flavour as a flag and are otherwise one code path,
  * which is why scalar and AVX2 output agree byte for byte. */
@@ -28,12 +30,24 @@ typedef struct iq3_tables {
      * cell's box (level 0 [0,4], 1..5 [4l,4l+4], 6 [24,28.5], 7 [28.5,64]).
      * The float32 scores of the seed's search are good to ~0.006 there, so
      * the float32 argmin, ties included, is always on the list. */
-    uint16_t cand_off[4097];
-    uint8_t cand[IQ3_CAND_CAP + 8]; /* + 8: vector loads may run past the end */
+    const uint16_t *cand_off;  /* [4097]: iq3_cand_off */
+    const uint8_t *cand;       /* iq3_cand, IQ3_CAND_PAD readable past the end */
 } iq3_tables;
 
-/* with_candidates 0 leaves cand/cand_off zero (decode needs neither). */
-void iq3_tables_init(iq3_tables *t, int with_candidates);
+#define IQ3_CAND_PAD 8 /* vector loads may run past the last list */
+
+/* The compiled-in lists (iq3_cand.c, generated; do not edit by hand). */
+extern const uint16_t iq3_cand_off[4097];
+extern const uint8_t iq3_cand[];
+
+/* Fills everything but the lists from the grid and points at the
+ * compiled-in lists. Cheap (no search), so callers may build it per call. */
+void iq3_tables_init(iq3_tables *t);
+
+/* Builds the candidate lists described above from t's grid into off/cand
+ * (cand holds cap entries); returns the number of entries. This is the
+ * generator's code, and the test's check that iq3_cand.c is still right. */
+int iq3_build_candidates(const iq3_tables *t, uint16_t off[4097], uint8_t *cand, int cap);
 
 /* Per-coordinate level (0..7) of c in weight units: the nearest of
  * 2,6,...,26,31, boundaries 4,8,...,24 and 28.5; negative c is level 0. */

@@ -304,7 +304,7 @@ static void test_candidate_lists_exact(void **state)
 {
     (void)state;
     iq3_tables *t = aligned_alloc(32, sizeof *t);
-    iq3_tables_init(t, 1);
+    iq3_tables_init(t);
     static const float edges[] = { 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28.5f, 31, 64 };
     uint64_t s = 99;
     long listed = 0;
@@ -335,6 +335,23 @@ static void test_candidate_lists_exact(void **state)
     free(t);
 }
 
+/* formats/iq3_cand.c is generated; it must still be what the builder
+ * (the generator's code) makes from the grid. */
+static void test_candidate_table_current(void **state)
+{
+    (void)state;
+    iq3_tables *t = aligned_alloc(32, sizeof *t);
+    iq3_tables_init(t);
+    static uint16_t off[4097];
+    static uint8_t cand[IQ3_CAND_CAP];
+    int n = iq3_build_candidates(t, off, cand, IQ3_CAND_CAP);
+    assert_int_equal(n, 31656);
+    assert_memory_equal(off, iq3_cand_off, sizeof off);
+    assert_memory_equal(cand, iq3_cand, (size_t)n);
+    for (int i = 0; i < IQ3_CAND_PAD; i++) assert_int_equal(iq3_cand[n + i], 0);
+    free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -347,6 +364,7 @@ int main(void)
         cmocka_unit_test(test_nonfinite_refused),
         cmocka_unit_test(test_quality_beats_reference),
         cmocka_unit_test(test_candidate_lists_exact),
+        cmocka_unit_test(test_candidate_table_current),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
