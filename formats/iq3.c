@@ -137,6 +137,26 @@ int iq3_cell_of(const iq3_tables *t, const float c[4], int *on_grid_safe)
     return cell;
 }
 
+void iq3_cells32_scalar(const float *c, int cell[8], unsigned *in, unsigned *safe)
+{
+    unsigned vin = 0, vsafe = 0;
+    for (int q = 0; q < 8; q++) {
+        int code = 0, ok = 1, sf = 1;
+        for (int j = 0; j < 4; j++) {
+            float m, v = c[4 * q + j];
+            int l = level_of(v, &m);
+            if (!(v >= 0.0f && v <= IQ3_CAND_CMAX)) ok = 0;
+            if (m < 0.02f) sf = 0;
+            code |= l << (3 * j);
+        }
+        cell[q] = code;
+        vin |= (unsigned)ok << q;
+        vsafe |= (unsigned)(ok && sf) << q;
+    }
+    *in = vin;
+    *safe = vsafe;
+}
+
 int iq3_nearest_ref_list(const iq3_tables *t, const float c[4], int cell)
 {
     return iq3_nearest_ref_list_body(t, c, cell);

@@ -108,6 +108,20 @@ static inline int iq3_nearest_ref_list_body(const iq3_tables *t, const float c[4
     return best;
 }
 int iq3_nearest_w_list(const iq3_tables *t, const float c[4], const float w[4], int cell);
+int iq3_nearest_w_list_avx2(const iq3_tables *t, const float c[4], const float w[4], int cell);
+
+/* Cells of the 8 groups of 4 in 32 coordinates at once: cell[q] the cell
+ * code of c[4q..4q+3] (as iq3_cell_code); bit q of *in set when all four are
+ * in [0, IQ3_CAND_CMAX], bit q of *safe when also none is within 0.02 of a
+ * rounding boundary (iq3_cell_of's on_grid_safe, before the on-grid test).
+ * The AVX2 twin does the same exact float operations. */
+void iq3_cells32_scalar(const float *c, int cell[8], unsigned *in, unsigned *safe);
+void iq3_cells32_avx2(const float *c, int cell[8], unsigned *in, unsigned *safe);
+static inline void iq3_cells32(const float *c, int cell[8], unsigned *in, unsigned *safe, int simd)
+{
+    if (simd) iq3_cells32_avx2(c, cell, in, safe);
+    else iq3_cells32_scalar(c, cell, in, safe);
+}
 
 /* Sum over 32 magnitudes m of w * (m - L*db)^2 with L the nearest grid level
  * (2,6,...,26,31): a lower bound on the error of any grid choice at db.
