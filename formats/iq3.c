@@ -263,7 +263,7 @@ static uint32_t rd32(const uint8_t *p)
 
 /* Every product here is exact in float32 (11+5+6 significant bits), so the
  * result equals the seed's float64 computation rounded once to float32. */
-static void decode_block(const iq3_tables *t, const uint8_t *b, float d, float *y)
+static void decode_block(const uint8_t *b, float d, float *y)
 {
     for (int ib = 0; ib < 8; ib++) {
         uint32_t w = rd32(b + 64 + 4 * ib);
@@ -272,10 +272,11 @@ static void decode_block(const iq3_tables *t, const uint8_t *b, float d, float *
             uint32_t seven = (w >> (7 * l)) & 0x7F;
             uint32_t signs = seven | (uint32_t)(__builtin_popcount(seven) & 1) << 7;
             for (int h = 0; h < 2; h++) {
-                const float *g = t->g[b[8 * ib + 2 * l + h]];
+                uint32_t e = ggml_iq3xxs_grid[b[8 * ib + 2 * l + h]];
                 for (int j = 0; j < 4; j++) {
                     int bit = 4 * h + j;
-                    float v = (signs >> bit) & 1 ? -g[j] : g[j];
+                    float g = 0.5f * (float)((e >> (8 * j)) & 0xFF); /* exact */
+                    float v = (signs >> bit) & 1 ? -g : g;
                     y[32 * ib + 8 * l + bit] = v * db;
                 }
             }
@@ -283,22 +284,21 @@ static void decode_block(const iq3_tables *t, const uint8_t *b, float d, float *
     }
 }
 
+void iq3_decode_blocks(const uint8_t *in, int64_t nb, float *out, int simd)
+{
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *b = in + i * IQ3_BLOCK_BYTES;
+        float d = fp16_to_f32((uint16_t)(b[96] | b[97] << 8));
+        if (simd) iq3_decode_block_avx2(b, d, out + i * IQ3_QK);
+        else decode_block(b, d, out + i * IQ3_QK);
+    }
+}
+
 int iq3_decode(const uint8_t *in, int64_t rows, int64_t k, float *out, char *err, size_t errlen)
 {
     if (iq3_check_k(k, err, errlen)) return -1;
     if (rows < 0) { snprintf(err, errlen, "negative row count %lld", (long long)rows); return -1; }
-    iq3_tables *t = aligned_alloc(32, sizeof *t); /* AVX2 loads need 32 */
-    if (!t) { snprintf(err, errlen, "out of memory"); return -1; }
-    iq3_tables_init(t);
-    int64_t nb = rows * (k / IQ3_QK);
-    int simd = have_avx2();
-    for (int64_t i = 0; i < nb; i++) {
-        const uint8_t *b = in + i * IQ3_BLOCK_BYTES;
-        float d = fp16_to_f32((uint16_t)(b[96] | b[97] << 8));
-        if (simd) iq3_decode_block_avx2(t, b, d, out + i * IQ3_QK);
-        else decode_block(t, b, d, out + i * IQ3_QK);
-    }
-    free(t);
+    iq3_decode_blocks(in, rows * (k / IQ3_QK), out, have_avx2());
     return 0;
 }
 

@@ -107,13 +107,15 @@ float iq3_lattice_bound_avx2(const float *m, float db, const float *w)
 }
 
 /* Decode of one block, 8 weights (two grid points) per vector: the grid
- * points are two 16-byte loads, the 8 signs become sign-bit masks by testing
- * one bit per lane, and each value is (+-g) * db as in the scalar decode, so
- * the floats are the same bits. */
+ * points' 8 packed bytes widened to floats and halved (exact), the 8 signs
+ * become sign-bit masks by testing one bit per lane, and each value is
+ * (+-g) * db as in the scalar decode, so the floats are the same bits. No
+ * table to build, so decoding one short row costs no set-up. */
 __attribute__((target("avx2,fma")))
-void iq3_decode_block_avx2(const iq3_tables *t, const uint8_t *b, float d, float *y)
+void iq3_decode_block_avx2(const uint8_t *b, float d, float *y)
 {
     const __m256i bits = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    const __m256 half = _mm256_set1_ps(0.5f);
     for (int ib = 0; ib < 8; ib++) {
         const uint8_t *wp = b + 64 + 4 * ib;
         uint32_t w = (uint32_t)wp[0] | (uint32_t)wp[1] << 8 | (uint32_t)wp[2] << 16 | (uint32_t)wp[3] << 24;
@@ -124,8 +126,9 @@ void iq3_decode_block_avx2(const iq3_tables *t, const uint8_t *b, float d, float
             p ^= p >> 1;
             __m256i sg = _mm256_set1_epi32((int)(s7 | (p & 1) << 7));
             __m256i neg = _mm256_cmpeq_epi32(_mm256_and_si256(sg, bits), bits);
-            __m256 g = _mm256_set_m128(_mm_load_ps(t->g[b[8 * ib + 2 * l + 1]]),
-                                       _mm_load_ps(t->g[b[8 * ib + 2 * l]]));
+            __m128i two = _mm_set_epi32(0, 0, (int)ggml_iq3xxs_grid[b[8 * ib + 2 * l + 1]],
+                                        (int)ggml_iq3xxs_grid[b[8 * ib + 2 * l]]);
+            __m256 g = _mm256_mul_ps(half, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(two)));
             g = _mm256_xor_ps(g, _mm256_castsi256_ps(_mm256_slli_epi32(neg, 31)));
             _mm256_storeu_ps(y + 32 * ib + 8 * l, _mm256_mul_ps(g, db));
         }
@@ -258,9 +261,9 @@ void iq3_cells32_avx2(const float *c, int cell[8], unsigned *in, unsigned *safe)
 {
     iq3_cells32_scalar(c, cell, in, safe);
 }
-void iq3_decode_block_avx2(const iq3_tables *t, const uint8_t *b, float d, float *y)
+void iq3_decode_block_avx2(const uint8_t *b, float d, float *y)
 {
-    (void)t; (void)b; (void)d; (void)y;
+    (void)b; (void)d; (void)y;
 }
 float iq3_lattice_bound_avx2(const float *m, float db, const float *w) { return iq3_lattice_bound_scalar(m, db, w); }
 int iq3_nearest_ref_avx2(const iq3_tables *t, const float c[4]) { return iq3_nearest_ref_scalar(t, c); }

@@ -136,7 +136,10 @@ static inline float iq3_lattice_bound(const float *m, float db, const float *w, 
 
 /* 98 bytes -> 256 floats with d the block's decoded fp16 scale; the same
  * bits as the scalar decode in iq3.c. Only called when the CPU has AVX2. */
-void iq3_decode_block_avx2(const iq3_tables *t, const uint8_t *b, float d, float *y);
+void iq3_decode_block_avx2(const uint8_t *b, float d, float *y);
+/* nb blocks -> nb*256 floats; simd 0 forces the scalar decode (what
+ * iq3_decode does on a CPU without AVX2), so tests can compare the two. */
+void iq3_decode_blocks(const uint8_t *in, int64_t nb, float *out, int simd);
 
 /* One 256-weight block -> 98 bytes. */
 void iq3_encode_block_ref(const iq3_tables *t, const float *x, uint8_t *out, int simd);

@@ -190,6 +190,19 @@ static void test_independent_reader_random_bytes(void **state)
         loop_reader(b + i * IQ3_BLOCK_BYTES, ref);
         assert_memory_equal(ref, y + i * 256, sizeof ref);
     }
+    /* both decode paths, whichever iq3_decode picked on this CPU */
+    int avx2 = 0;
+#if defined(__x86_64__) || defined(__i386__)
+    avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+    for (int simd = 0; simd <= avx2; simd++) {
+        memset(y, 0x7F, NB * 256 * sizeof *y);
+        iq3_decode_blocks(b, NB, y, simd);
+        for (int i = 0; i < NB; i++) {
+            loop_reader(b + i * IQ3_BLOCK_BYTES, ref);
+            assert_memory_equal(ref, y + i * 256, sizeof ref);
+        }
+    }
     free(b); free(y);
 }
 
