@@ -35,7 +35,7 @@ static float min_gap(const iq3_tables *t, int i, int j, const float *lo, const f
  * the few survivors then prune each other. A point stays unless one other
  * point beats it by the margin everywhere in the box, so the lists are exact
  * (a superset of the winners), just not always minimal. */
-static void build_candidates(iq3_tables *t)
+int iq3_build_candidates(const iq3_tables *t, uint16_t off[4097], uint8_t *cand, int cap)
 {
     int n = 0;
     for (int cell = 0; cell < 4096; cell++) {
@@ -56,21 +56,22 @@ static void build_candidates(iq3_tables *t)
         int surv[256], ns = 0;
         for (int i = 0; i < 256; i++)
             if (i == js || min_gap(t, i, js, lo, hi) < IQ3_CAND_MARGIN) surv[ns++] = i;
-        t->cand_off[cell] = (uint16_t)n;
+        off[cell] = (uint16_t)n;
         int start = n;
         for (int a = 0; a < ns; a++) {
             int dom = 0;
             for (int b = 0; b < ns && !dom; b++)
                 dom = b != a && min_gap(t, surv[a], surv[b], lo, hi) >= IQ3_CAND_MARGIN;
-            if (!dom && n < IQ3_CAND_CAP) t->cand[n++] = (uint8_t)surv[a];
+            if (!dom && n < cap) cand[n++] = (uint8_t)surv[a];
         }
         /* Cannot happen with this grid; an empty list means "scan all". */
-        if (n >= IQ3_CAND_CAP) n = start;
+        if (n >= cap) n = start;
     }
-    t->cand_off[4096] = (uint16_t)n;
+    off[4096] = (uint16_t)n;
+    return n;
 }
 
-void iq3_tables_init(iq3_tables *t, int with_candidates)
+void iq3_tables_init(iq3_tables *t)
 {
     memset(t, 0, sizeof *t);
     for (int c = 0; c < 4096; c++) t->cell[c] = -1;
@@ -89,7 +90,8 @@ void iq3_tables_init(iq3_tables *t, int with_candidates)
         t->g2[i] = n2;
         t->cell[cell] = (int16_t)i;
     }
-    if (with_candidates) build_candidates(t);
+    t->cand_off = iq3_cand_off;
+    t->cand = iq3_cand;
 }
 
 /* Level boundaries in weight units: midpoints 4,8,...,24 and 28.5 (26|31). */
@@ -133,6 +135,26 @@ int iq3_cell_of(const iq3_tables *t, const float c[4], int *on_grid_safe)
     if (t->cand_off[cell + 1] == t->cand_off[cell]) return -1;
     *on_grid_safe = safe && t->cell[cell] >= 0;
     return cell;
+}
+
+void iq3_cells32_scalar(const float *c, int cell[8], unsigned *in, unsigned *safe)
+{
+    unsigned vin = 0, vsafe = 0;
+    for (int q = 0; q < 8; q++) {
+        int code = 0, ok = 1, sf = 1;
+        for (int j = 0; j < 4; j++) {
+            float m, v = c[4 * q + j];
+            int l = level_of(v, &m);
+            if (!(v >= 0.0f && v <= IQ3_CAND_CMAX)) ok = 0;
+            if (m < 0.02f) sf = 0;
+            code |= l << (3 * j);
+        }
+        cell[q] = code;
+        vin |= (unsigned)ok << q;
+        vsafe |= (unsigned)(ok && sf) << q;
+    }
+    *in = vin;
+    *safe = vsafe;
 }
 
 int iq3_nearest_ref_list(const iq3_tables *t, const float c[4], int cell)
@@ -241,7 +263,7 @@ static uint32_t rd32(const uint8_t *p)
 
 /* Every product here is exact in float32 (11+5+6 significant bits), so the
  * result equals the seed's float64 computation rounded once to float32. */
-static void decode_block(const iq3_tables *t, const uint8_t *b, float d, float *y)
+static void decode_block(const uint8_t *b, float d, float *y)
 {
     for (int ib = 0; ib < 8; ib++) {
         uint32_t w = rd32(b + 64 + 4 * ib);
@@ -250,10 +272,11 @@ static void decode_block(const iq3_tables *t, const uint8_t *b, float d, float *
             uint32_t seven = (w >> (7 * l)) & 0x7F;
             uint32_t signs = seven | (uint32_t)(__builtin_popcount(seven) & 1) << 7;
             for (int h = 0; h < 2; h++) {
-                const float *g = t->g[b[8 * ib + 2 * l + h]];
+                uint32_t e = ggml_iq3xxs_grid[b[8 * ib + 2 * l + h]];
                 for (int j = 0; j < 4; j++) {
                     int bit = 4 * h + j;
-                    float v = (signs >> bit) & 1 ? -g[j] : g[j];
+                    float g = 0.5f * (float)((e >> (8 * j)) & 0xFF); /* exact */
+                    float v = (signs >> bit) & 1 ? -g : g;
                     y[32 * ib + 8 * l + bit] = v * db;
                 }
             }
@@ -261,22 +284,21 @@ static void decode_block(const iq3_tables *t, const uint8_t *b, float d, float *
     }
 }
 
+void iq3_decode_blocks(const uint8_t *in, int64_t nb, float *out, int simd)
+{
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *b = in + i * IQ3_BLOCK_BYTES;
+        float d = fp16_to_f32((uint16_t)(b[96] | b[97] << 8));
+        if (simd) iq3_decode_block_avx2(b, d, out + i * IQ3_QK);
+        else decode_block(b, d, out + i * IQ3_QK);
+    }
+}
+
 int iq3_decode(const uint8_t *in, int64_t rows, int64_t k, float *out, char *err, size_t errlen)
 {
     if (iq3_check_k(k, err, errlen)) return -1;
     if (rows < 0) { snprintf(err, errlen, "negative row count %lld", (long long)rows); return -1; }
-    iq3_tables *t = aligned_alloc(32, sizeof *t); /* AVX2 loads need 32 */
-    if (!t) { snprintf(err, errlen, "out of memory"); return -1; }
-    iq3_tables_init(t, 0); /* decode needs no candidate lists */
-    int64_t nb = rows * (k / IQ3_QK);
-    int simd = have_avx2();
-    for (int64_t i = 0; i < nb; i++) {
-        const uint8_t *b = in + i * IQ3_BLOCK_BYTES;
-        float d = fp16_to_f32((uint16_t)(b[96] | b[97] << 8));
-        if (simd) iq3_decode_block_avx2(t, b, d, out + i * IQ3_QK);
-        else decode_block(t, b, d, out + i * IQ3_QK);
-    }
-    free(t);
+    iq3_decode_blocks(in, rows * (k / IQ3_QK), out, have_avx2());
     return 0;
 }
 
@@ -338,7 +360,7 @@ int iq3_encode(const float *x, int64_t rows, int64_t k, const iq3_encode_opts *o
             }
     iq3_tables *t = aligned_alloc(32, sizeof *t); /* AVX2 loads need 32 */
     if (!t) { snprintf(err, errlen, "out of memory"); return -1; }
-    iq3_tables_init(t, 1);
+    iq3_tables_init(t);
 
     int nt = opts->n_threads < 1 ? 1 : opts->n_threads;
     if (nt > 256) nt = 256;

@@ -2,7 +2,9 @@
  *
  * Contract: iq3_tables is derived from ggml_iq3xxs_grid by iq3_tables_init()
  * into caller-owned memory and is read-only afterwards, so one instance is
- * shared by every encoder thread. The nearest-grid functions come in a scalar
+ * shared by every encoder thread. The candidate lists it points to are const
+ * data compiled in (iq3_cand.c, written by iq3_cand_gen_main.c from
+ * iq3_build_candidates(); test_iq3 rebuilds them and compares). The nearest-grid functions come in a scalar
  * and an AVX2 flavour that return the same index for the same input; the
  * block encoders take the flavour as a flag and are otherwise one code path,
  * which is why scalar and AVX2 output agree byte for byte. */
@@ -28,12 +30,24 @@ typedef struct iq3_tables {
      * cell's box (level 0 [0,4], 1..5 [4l,4l+4], 6 [24,28.5], 7 [28.5,64]).
      * The float32 scores of the seed's search are good to ~0.006 there, so
      * the float32 argmin, ties included, is always on the list. */
-    uint16_t cand_off[4097];
-    uint8_t cand[IQ3_CAND_CAP + 8]; /* + 8: vector loads may run past the end */
+    const uint16_t *cand_off;  /* [4097]: iq3_cand_off */
+    const uint8_t *cand;       /* iq3_cand, IQ3_CAND_PAD readable past the end */
 } iq3_tables;
 
-/* with_candidates 0 leaves cand/cand_off zero (decode needs neither). */
-void iq3_tables_init(iq3_tables *t, int with_candidates);
+#define IQ3_CAND_PAD 8 /* vector loads may run past the last list */
+
+/* The compiled-in lists (iq3_cand.c, generated; do not edit by hand). */
+extern const uint16_t iq3_cand_off[4097];
+extern const uint8_t iq3_cand[];
+
+/* Fills everything but the lists from the grid and points at the
+ * compiled-in lists. Cheap (no search), so callers may build it per call. */
+void iq3_tables_init(iq3_tables *t);
+
+/* Builds the candidate lists described above from t's grid into off/cand
+ * (cand holds cap entries); returns the number of entries. This is the
+ * generator's code, and the test's check that iq3_cand.c is still right. */
+int iq3_build_candidates(const iq3_tables *t, uint16_t off[4097], uint8_t *cand, int cap);
 
 /* Per-coordinate level (0..7) of c in weight units: the nearest of
  * 2,6,...,26,31, boundaries 4,8,...,24 and 28.5; negative c is level 0. */
@@ -94,6 +108,20 @@ static inline int iq3_nearest_ref_list_body(const iq3_tables *t, const float c[4
     return best;
 }
 int iq3_nearest_w_list(const iq3_tables *t, const float c[4], const float w[4], int cell);
+int iq3_nearest_w_list_avx2(const iq3_tables *t, const float c[4], const float w[4], int cell);
+
+/* Cells of the 8 groups of 4 in 32 coordinates at once: cell[q] the cell
+ * code of c[4q..4q+3] (as iq3_cell_code); bit q of *in set when all four are
+ * in [0, IQ3_CAND_CMAX], bit q of *safe when also none is within 0.02 of a
+ * rounding boundary (iq3_cell_of's on_grid_safe, before the on-grid test).
+ * The AVX2 twin does the same exact float operations. */
+void iq3_cells32_scalar(const float *c, int cell[8], unsigned *in, unsigned *safe);
+void iq3_cells32_avx2(const float *c, int cell[8], unsigned *in, unsigned *safe);
+static inline void iq3_cells32(const float *c, int cell[8], unsigned *in, unsigned *safe, int simd)
+{
+    if (simd) iq3_cells32_avx2(c, cell, in, safe);
+    else iq3_cells32_scalar(c, cell, in, safe);
+}
 
 /* Sum over 32 magnitudes m of w * (m - L*db)^2 with L the nearest grid level
  * (2,6,...,26,31): a lower bound on the error of any grid choice at db.
@@ -108,7 +136,10 @@ static inline float iq3_lattice_bound(const float *m, float db, const float *w, 
 
 /* 98 bytes -> 256 floats with d the block's decoded fp16 scale; the same
  * bits as the scalar decode in iq3.c. Only called when the CPU has AVX2. */
-void iq3_decode_block_avx2(const iq3_tables *t, const uint8_t *b, float d, float *y);
+void iq3_decode_block_avx2(const uint8_t *b, float d, float *y);
+/* nb blocks -> nb*256 floats; simd 0 forces the scalar decode (what
+ * iq3_decode does on a CPU without AVX2), so tests can compare the two. */
+void iq3_decode_blocks(const uint8_t *in, int64_t nb, float *out, int simd);
 
 /* One 256-weight block -> 98 bytes. */
 void iq3_encode_block_ref(const iq3_tables *t, const float *x, uint8_t *out, int simd);

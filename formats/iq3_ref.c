@@ -33,12 +33,16 @@ static float pw_sum(const float *a, int n)
     return pw_sum(a, n2) + pw_sum(a + n2, n - n2);
 }
 
-static int nearest_ref(const iq3_tables *t, const float c[4], int simd)
+/* The seed's nearest point for group q of the 32 coordinates c, whose cells
+ * iq3_cells32 gave: the cell's own point when that is safe, else its list,
+ * else (out of the lists' range) all 256. Same answer as the full scan. */
+static int nearest_ref(const iq3_tables *t, const float *c, int cell, int q, unsigned in, unsigned safe,
+                       int simd)
 {
-    int safe, cell = iq3_cell_of(t, c, &safe);
-    if (cell >= 0 && safe) return t->cell[cell];
-    if (cell >= 0) return simd ? iq3_nearest_ref_list_avx2(t, c, cell) : iq3_nearest_ref_list(t, c, cell);
-    return simd ? iq3_nearest_ref_avx2(t, c) : iq3_nearest_ref_scalar(t, c);
+    if (!(in >> q & 1) || t->cand_off[cell + 1] == t->cand_off[cell])
+        return simd ? iq3_nearest_ref_avx2(t, c) : iq3_nearest_ref_scalar(t, c);
+    if ((safe >> q & 1) && t->cell[cell] >= 0) return t->cell[cell];
+    return simd ? iq3_nearest_ref_list_avx2(t, c, cell) : iq3_nearest_ref_list(t, c, cell);
 }
 
 static void put32(uint8_t *p, uint32_t v)
@@ -89,11 +93,13 @@ void iq3_encode_block_ref(const iq3_tables *t, const float *x, uint8_t *out, int
             if (best_code >= 0 && lb[code] > best_err * 1.0001f) break;
             float db = d * (0.5f + (float)code) * 0.5f;
             float den = db > 1e-20f ? db : 1e-20f;
-            float e[32];
+            float e[32], c[32];
+            int cells[8];
+            unsigned in, safe;
+            for (int j = 0; j < 32; j++) c[j] = m[j] / den;
+            iq3_cells32(c, cells, &in, &safe, simd);
             for (int q = 0; q < 8; q++) {
-                float c[4];
-                for (int j = 0; j < 4; j++) c[j] = m[4 * q + j] / den;
-                idx[q] = (uint8_t)nearest_ref(t, c, simd);
+                idx[q] = (uint8_t)nearest_ref(t, c + 4 * q, cells[q], q, in, safe, simd);
                 for (int j = 0; j < 4; j++) {
                     float diff = t->g[idx[q]][j] * db - m[4 * q + j];
                     e[4 * q + j] = diff * diff;

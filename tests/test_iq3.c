@@ -190,6 +190,19 @@ static void test_independent_reader_random_bytes(void **state)
         loop_reader(b + i * IQ3_BLOCK_BYTES, ref);
         assert_memory_equal(ref, y + i * 256, sizeof ref);
     }
+    /* both decode paths, whichever iq3_decode picked on this CPU */
+    int avx2 = 0;
+#if defined(__x86_64__) || defined(__i386__)
+    avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+    for (int simd = 0; simd <= avx2; simd++) {
+        memset(y, 0x7F, NB * 256 * sizeof *y);
+        iq3_decode_blocks(b, NB, y, simd);
+        for (int i = 0; i < NB; i++) {
+            loop_reader(b + i * IQ3_BLOCK_BYTES, ref);
+            assert_memory_equal(ref, y + i * 256, sizeof ref);
+        }
+    }
     free(b); free(y);
 }
 
@@ -304,7 +317,7 @@ static void test_candidate_lists_exact(void **state)
 {
     (void)state;
     iq3_tables *t = aligned_alloc(32, sizeof *t);
-    iq3_tables_init(t, 1);
+    iq3_tables_init(t);
     static const float edges[] = { 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28.5f, 31, 64 };
     uint64_t s = 99;
     long listed = 0;
@@ -335,6 +348,67 @@ static void test_candidate_lists_exact(void **state)
     free(t);
 }
 
+/* iq3_cells32 (both flavours) agrees with iq3_cell_of group by group,
+ * boundaries, out-of-range and huge coordinates included. */
+static void test_cells32_agree(void **state)
+{
+    (void)state;
+    iq3_tables *t = aligned_alloc(32, sizeof *t);
+    iq3_tables_init(t);
+    static const float edges[] = { 0, 2, 3.98f, 4, 4.02f, 8, 12, 16, 20, 24, 24.01f, 28.48f, 28.5f, 28.52f,
+                                   31, 63.99f, 64, 64.01f, 1e30f, INFINITY };
+    int avx2 = 0;
+#if defined(__x86_64__) || defined(__i386__)
+    avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+    uint64_t s = 5;
+    for (int it = 0; it < 20000; it++) {
+        float c[32];
+        for (int j = 0; j < 32; j++) {
+            uint64_t r = rng_next(&s);
+            if (r & 1) {
+                c[j] = edges[(r >> 1) % 20];
+                if (r & 2) c[j] = nextafterf(c[j], (r & 4) ? 100.0f : -1.0f);
+                if (c[j] < 0) c[j] = 0;
+            } else {
+                c[j] = (float)(rng_unit(&s) * (it & 1 ? 70.0 : 34.0));
+            }
+        }
+        int cell[8], cell2[8];
+        unsigned in, safe, in2, safe2;
+        iq3_cells32_scalar(c, cell, &in, &safe);
+        for (int q = 0; q < 8; q++) {
+            int sf, lc = iq3_cell_of(t, c + 4 * q, &sf);
+            assert_int_equal(cell[q], iq3_cell_code(c + 4 * q));
+            assert_int_equal(lc >= 0, (int)(in >> q & 1));
+            if (lc >= 0) assert_int_equal(sf, (safe >> q & 1) && t->cell[lc] >= 0);
+        }
+        if (!avx2) continue;
+        iq3_cells32_avx2(c, cell2, &in2, &safe2);
+        assert_memory_equal(cell, cell2, sizeof cell);
+        assert_int_equal(in, in2);
+        assert_int_equal(safe, safe2);
+    }
+    free(t);
+}
+
+/* formats/iq3_cand.c is generated; it must still be what the builder
+ * (the generator's code) makes from the grid. */
+static void test_candidate_table_current(void **state)
+{
+    (void)state;
+    iq3_tables *t = aligned_alloc(32, sizeof *t);
+    iq3_tables_init(t);
+    static uint16_t off[4097];
+    static uint8_t cand[IQ3_CAND_CAP];
+    int n = iq3_build_candidates(t, off, cand, IQ3_CAND_CAP);
+    assert_int_equal(n, 31656);
+    assert_memory_equal(off, iq3_cand_off, sizeof off);
+    assert_memory_equal(cand, iq3_cand, (size_t)n);
+    for (int i = 0; i < IQ3_CAND_PAD; i++) assert_int_equal(iq3_cand[n + i], 0);
+    free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -347,6 +421,8 @@ int main(void)
         cmocka_unit_test(test_nonfinite_refused),
         cmocka_unit_test(test_quality_beats_reference),
         cmocka_unit_test(test_candidate_lists_exact),
+        cmocka_unit_test(test_candidate_table_current),
+        cmocka_unit_test(test_cells32_agree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
