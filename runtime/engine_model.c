@@ -79,7 +79,8 @@ static void add_eog(model_engine *me, int64_t id)
  * on past its turn (llama.cpp keeps the same list for the same reason). */
 static const char *const TURN_ENDS[] = {
     "<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-    "<|end_of_text|>", "<EOT>", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+    "<|end_of_text|>", "<EOT>",
+    "<\357\275\234end\342\226\201of\342\226\201sentence\357\275\234>", /* deepseek, fullwidth bars */
 };
 
 static void find_eog(model_engine *me, const gguf_file *g)

@@ -116,10 +116,10 @@ static engine *load_engine(const serve_opts *o, char *err, size_t errlen)
     if (!o->fake) {
         engine_model_opts mo = { .parallel = o->cfg.parallel, .n_ctx = o->cfg.n_ctx,
                                  .n_threads = (int)o->threads, .kv = KV_F16 };
-        char why[512] = "";
-        engine *e = engine_model_open(o->pack, &mo, why, sizeof why);
-        if (!e) snprintf(err, errlen, "%s: cannot load the pack: %s", o->pack, why);
-        return e;
+        /* the reason is written after the prefix, so err holds one line */
+        snprintf(err, errlen, "%s: cannot load the pack: ", o->pack);
+        size_t k = strlen(err);
+        return engine_model_open(o->pack, &mo, err + k, errlen - k);
     }
     char path[PATH_MAX];
     struct stat st;
