@@ -1,5 +1,7 @@
 /* serve_cli.c: see serve_cli.h.
  *
+ * PACK is loaded after the server is listening, so /health says 503 while
+ * a large pack loads and 200 once engine_model.h has built its contexts.
  * --fake-engine serves the deterministic test engine (engine_fake.h) with
  * PACK read as a GGUF holding a tokenizer (or a pack directory holding
  * tokenizer.gguf). It exists for the end-to-end tests and is documented as
@@ -18,6 +20,7 @@
 #include <time.h>
 
 #include "runtime/engine_fake.h"
+#include "runtime/engine_model.h"
 #include "runtime/server.h"
 
 static void usage(FILE *fp)
@@ -30,7 +33,8 @@ static void usage(FILE *fp)
         "  --host          IPv4 address to bind (default 127.0.0.1: this machine only)\n"
         "  --port          TCP port (default 8080; 0 picks a free one and prints it)\n"
         "  --api-key       require Authorization: Bearer KEY or x-api-key: KEY\n"
-        "  --parallel      generation slots (default 1)\n"
+        "  --parallel      generation slots, each with its own KV cache (default 1)\n"
+        "  --threads       threads per slot (default: cores / parallel, at least 1)\n"
         "  --queue         requests that may wait for a slot before 429 (default 4 x parallel)\n"
         "  --ctx           context length per request (default: the model's)\n"
         "  --chat-template chatml | llama2 | llama3 | mistral | gemma | phi3 | deepseek\n"
@@ -58,7 +62,7 @@ typedef struct serve_opts {
     server_config cfg;
     const char   *pack;
     bool          fake;
-    long          fake_delay_ms, fake_load_ms;
+    long          fake_delay_ms, fake_load_ms, threads;
 } serve_opts;
 
 /* Returns 0, or the exit status to return. */
@@ -87,6 +91,7 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         else if (!strcmp(a, "--cors")) o->cfg.cors_origin = v;
         else if (!strcmp(a, "--port")) { if (!parse_int(a, v, 0, 65535, &x)) return 2; o->cfg.port = (int)x; }
         else if (!strcmp(a, "--parallel")) { if (!parse_int(a, v, 1, 256, &x)) return 2; o->cfg.parallel = (int)x; }
+        else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) { if (!parse_int(a, v, 1, 1024, &x)) return 2; o->threads = x; }
         else if (!strcmp(a, "--queue")) { if (!parse_int(a, v, 0, 4096, &x)) return 2; o->cfg.queue = x ? (int)x : -1; }
         else if (!strcmp(a, "--ctx")) { if (!parse_int(a, v, 16, 1 << 24, &x)) return 2; o->cfg.n_ctx = (int)x; }
         else if (!strcmp(a, "--max-body")) { if (!parse_int(a, v, 1024, 1L << 30, &x)) return 2; o->cfg.max_body = (size_t)x; }
@@ -109,15 +114,12 @@ static int parse_args(int argc, char **argv, serve_opts *o)
 static engine *load_engine(const serve_opts *o, char *err, size_t errlen)
 {
     if (!o->fake) {
-        /* The pack loader and the forward pass are not in this build yet:
-         * say so plainly instead of serving something that is not the model. */
-        struct stat st;
-        if (stat(o->pack, &st) != 0)
-            snprintf(err, errlen, "%s: cannot load the pack: %s", o->pack, strerror(errno));
-        else
-            snprintf(err, errlen, "%s: cannot load the pack: this build has no pack loader yet "
-                                  "(only --fake-engine, a test hook, can serve)", o->pack);
-        return NULL;
+        engine_model_opts mo = { .parallel = o->cfg.parallel, .n_ctx = o->cfg.n_ctx,
+                                 .n_threads = (int)o->threads, .kv = KV_F16 };
+        /* the reason is written after the prefix, so err holds one line */
+        snprintf(err, errlen, "%s: cannot load the pack: ", o->pack);
+        size_t k = strlen(err);
+        return engine_model_open(o->pack, &mo, err + k, errlen - k);
     }
     char path[PATH_MAX];
     struct stat st;
@@ -127,6 +129,12 @@ static engine *load_engine(const serve_opts *o, char *err, size_t errlen)
         snprintf(path, sizeof path, "%s", o->pack);
     fake_engine_opts fo = { .n_ctx = 512, .delay_ms = (int)o->fake_delay_ms };
     return fake_engine_new(path, &fo, err, errlen);
+}
+
+static void free_engine(const serve_opts *o, engine *e)
+{
+    if (o->fake) fake_engine_free(e);
+    else engine_model_free(e);
 }
 
 int strata_cmd_serve(int argc, char **argv)
@@ -159,7 +167,7 @@ int strata_cmd_serve(int argc, char **argv)
     if (!e || server_set_engine(s, e, err, sizeof err) != 0) {
         fprintf(stderr, "strata serve: %s\n", err);
         server_stop(s);
-        if (e && o.fake) fake_engine_free(e);
+        free_engine(&o, e);
         return 1;
     }
     printf("strata serve: ready: model %s, %d-token context\n", e->name, e->n_ctx);
@@ -170,6 +178,6 @@ int strata_cmd_serve(int argc, char **argv)
     printf("strata serve: stopping (signal %d)\n", sig);
     fflush(stdout);
     server_stop(s);
-    if (o.fake) fake_engine_free(e);
+    free_engine(&o, e);
     return 0;
 }

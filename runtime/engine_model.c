@@ -1,0 +1,321 @@
+/* engine_model.c: see engine_model.h. Sections: the engine object and its
+ * contexts, the tokenizer side, a session (begin/step/end), opening. */
+#include "runtime/engine_model.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "formats/gguf.h"
+#include "runtime/loader.h"
+#include "runtime/sampler.h"
+#include "runtime/tokenizer.h"
+
+/* ------------------------------------------------------------------------
+ * The engine: one loaded pack, `parallel` contexts over its weights. */
+
+#define MAX_EOG 16
+
+typedef struct model_engine {
+    engine           e;
+    loaded_pack     *pack;
+    const tokenizer *tok;
+    int              n_vocab;
+    char            *name, *bos, *eos, *tmpl;
+    int32_t          eog[MAX_EOG];
+    int              n_eog;
+    pthread_mutex_t  mu;       /* guards busy[] */
+    int              n_slots;
+    model          **slots;
+    bool            *busy;
+} model_engine;
+
+struct engine_session {
+    model_engine *me;
+    int           slot;
+    sampler      *smp;
+    float        *logits;      /* n_vocab: the row the next token is drawn from */
+    int32_t       pending;     /* sampled but not yet evaluated */
+    bool          has_pending;
+    int           n_probs;
+};
+
+/* ------------------------------------------------------------------------
+ * Tokenizer side. */
+
+static int me_tokenize(void *self, const char *text, size_t len, bool add_special, int32_t **ids,
+                       size_t *n)
+{
+    model_engine *me = self;
+    /* parse_special: a rendered template writes <|im_start|> etc. as text */
+    return tokenizer_encode(me->tok, text, len, add_special, true, ids, n);
+}
+
+static int me_piece(void *self, int32_t id, char *buf, size_t bufsz)
+{
+    model_engine *me = self;
+    return tokenizer_piece(me->tok, id, false, buf, bufsz);
+}
+
+static bool me_is_eog(void *self, int32_t id)
+{
+    model_engine *me = self;
+    for (int i = 0; i < me->n_eog; i++)
+        if (me->eog[i] == id) return true;
+    return false;
+}
+
+static void add_eog(model_engine *me, int64_t id)
+{
+    if (id < 0 || id >= me->n_vocab || me->n_eog == MAX_EOG || me_is_eog(me, (int32_t)id)) return;
+    me->eog[me->n_eog++] = (int32_t)id;
+}
+
+/* Many packs name only EOS in their metadata while their chat template ends
+ * each turn with another control token; without these the model would talk
+ * on past its turn (llama.cpp keeps the same list for the same reason). */
+static const char *const TURN_ENDS[] = {
+    "<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
+    "<|end_of_text|>", "<EOT>",
+    "<\357\275\234end\342\226\201of\342\226\201sentence\357\275\234>", /* deepseek, fullwidth bars */
+};
+
+static void find_eog(model_engine *me, const gguf_file *g)
+{
+    add_eog(me, tokenizer_eos(me->tok));
+    static const char *const keys[] = { "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id" };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        int64_t id;
+        if (g && gguf_get_int(g, keys[i], &id) == 0) add_eog(me, id);
+    }
+    for (size_t i = 0; i < sizeof TURN_ENDS / sizeof TURN_ENDS[0]; i++) {
+        int32_t id = tokenizer_find(me->tok, TURN_ENDS[i], strlen(TURN_ENDS[i]));
+        int type = tokenizer_token_type(me->tok, id);
+        if (type == TOKEN_TYPE_CONTROL || type == TOKEN_TYPE_USER_DEFINED) add_eog(me, id);
+    }
+}
+
+/* ------------------------------------------------------------------------
+ * A session: one context taken for its whole life. */
+
+static int take_slot(model_engine *me)
+{
+    int got = -1;
+    pthread_mutex_lock(&me->mu);
+    for (int i = 0; i < me->n_slots && got < 0; i++)
+        if (!me->busy[i]) { me->busy[i] = true; got = i; }
+    pthread_mutex_unlock(&me->mu);
+    return got;
+}
+
+static void give_slot(model_engine *me, int i)
+{
+    pthread_mutex_lock(&me->mu);
+    me->busy[i] = false;
+    pthread_mutex_unlock(&me->mu);
+}
+
+static void me_end(engine_session *s)
+{
+    if (!s) return;
+    if (s->slot >= 0) give_slot(s->me, s->slot);
+    sampler_free(s->smp);
+    free(s->logits);
+    free(s);
+}
+
+static engine_session *me_begin(void *self, const int32_t *prompt, size_t n_prompt,
+                                const engine_sampling *sp, char *err, size_t errlen)
+{
+    model_engine *me = self;
+    if (n_prompt == 0 || n_prompt >= (size_t)me->e.n_ctx) {
+        snprintf(err, errlen, "a prompt of %zu tokens: needs 1..%d", n_prompt, me->e.n_ctx - 1);
+        return NULL;
+    }
+    engine_session *s = calloc(1, sizeof *s);
+    if (!s) { snprintf(err, errlen, "out of memory"); return NULL; }
+    s->me = me;
+    s->slot = -1;
+    s->n_probs = sp->n_probs < 0 ? 0 : sp->n_probs > ENGINE_MAX_PROBS ? ENGINE_MAX_PROBS : sp->n_probs;
+    /* `strata run`'s chain minus what the APIs do not ask for: min_p and the
+     * penalties would change the text a client asked for. */
+    sampler_params p = sampler_default_params();
+    p.temp = sp->temperature;
+    p.top_k = sp->top_k;
+    p.top_p = sp->top_p;
+    p.min_p = 0.0f;
+    p.penalty_last_n = 0;
+    p.seed = sp->seed;
+    s->smp = sampler_create(&p, me->n_vocab);
+    s->logits = malloc((size_t)me->n_vocab * sizeof *s->logits);
+    if (!s->smp || !s->logits) {
+        snprintf(err, errlen, "out of memory or bad sampling parameters (top_p %g)", (double)sp->top_p);
+        me_end(s);
+        return NULL;
+    }
+    s->slot = take_slot(me);
+    if (s->slot < 0) {
+        snprintf(err, errlen, "all %d model contexts are busy", me->n_slots);
+        me_end(s);
+        return NULL;
+    }
+    model *m = me->slots[s->slot];
+    model_rewind(m, 0);
+    if (model_forward(m, prompt, (int)n_prompt, s->logits, false, err, errlen) != 0) {
+        me_end(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* The top n of log-softmax(logits) (n <= ENGINE_MAX_PROBS) and the chosen
+ * token's own logprob. */
+static void fill_logprobs(const float *logits, int nv, int n, engine_token *out)
+{
+    float mx = logits[0];
+    for (int i = 1; i < nv; i++) if (logits[i] > mx) mx = logits[i];
+    double sum = 0.0;
+    for (int i = 0; i < nv; i++) sum += exp((double)logits[i] - mx);
+    const float lse = mx + (float)log(sum);
+    out->logprob = logits[out->id] - lse;
+    int k = 0;
+    for (int i = 0; i < nv && n > 0; i++) {
+        float l = logits[i];
+        if (k == n && l <= logits[out->top_id[k - 1]]) continue; /* ties keep the lower id */
+        int j = k < n ? k++ : n - 1;
+        while (j > 0 && logits[out->top_id[j - 1]] < l) { out->top_id[j] = out->top_id[j - 1]; j--; }
+        out->top_id[j] = i;
+    }
+    out->n_top = k;
+    for (int j = 0; j < k; j++) out->top_logprob[j] = logits[out->top_id[j]] - lse;
+}
+
+static int me_step(engine_session *s, engine_token *out)
+{
+    model_engine *me = s->me;
+    model *m = me->slots[s->slot];
+    /* The last sampled token is evaluated only when another one is wanted:
+     * a generation that stops never pays for a forward it does not use. */
+    if (s->has_pending) {
+        char err[256];
+        if (model_forward(m, &s->pending, 1, s->logits, false, err, sizeof err) != 0) return -1;
+        s->has_pending = false;
+    }
+    memset(out, 0, sizeof *out);
+    out->id = sampler_sample(s->smp, s->logits);
+    sampler_accept(s->smp, out->id);
+    if (s->n_probs > 0) fill_logprobs(s->logits, me->n_vocab, s->n_probs, out);
+    s->pending = out->id;
+    s->has_pending = true;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Opening and freeing. */
+
+static char *piece_dup(const tokenizer *t, int32_t id)
+{
+    char buf[256];
+    int n = id < 0 ? 0 : tokenizer_piece(t, id, true, buf, sizeof buf);
+    if (n < 0 || (size_t)n >= sizeof buf) n = 0;
+    buf[n] = 0;
+    return strdup(buf);
+}
+
+static char *base_name(const char *dir)
+{
+    size_t len = strlen(dir);
+    while (len > 1 && dir[len - 1] == '/') len--;
+    size_t start = len;
+    while (start > 0 && dir[start - 1] != '/') start--;
+    return len > start ? strndup(dir + start, len - start) : strdup("strata");
+}
+
+void engine_model_free(engine *e)
+{
+    if (!e) return;
+    model_engine *me = e->self;
+    for (int i = 0; me->slots && i < me->n_slots; i++) model_free(me->slots[i]);
+    free(me->slots);
+    free(me->busy);
+    loader_close(me->pack);
+    free(me->name);
+    free(me->bos);
+    free(me->eos);
+    free(me->tmpl);
+    pthread_mutex_destroy(&me->mu);
+    free(me);
+}
+
+/* Template and turn-end ids live in tokenizer.gguf; the loader keeps only
+ * the tokenizer built from it, so the file is read once more here. */
+static int read_tokenizer_meta(model_engine *me, const char *dir, char *err, size_t errlen)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tokenizer.gguf", dir);
+    gguf_file *g = gguf_open(path, err, errlen);
+    if (!g) return -1;
+    const char *t = gguf_get_str(g, "tokenizer.chat_template");
+    me->tmpl = t ? strdup(t) : NULL;
+    find_eog(me, g);
+    gguf_close(g);
+    if (t && !me->tmpl) { snprintf(err, errlen, "out of memory"); return -1; }
+    return 0;
+}
+
+engine *engine_model_open(const char *dir, const engine_model_opts *o, char *err, size_t errlen)
+{
+    engine_model_opts opt = o ? *o : (engine_model_opts){ 0 };
+    if (opt.parallel <= 0) opt.parallel = 1;
+    if (opt.n_threads <= 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        /* more threads than cores per context would only make the
+         * concurrent sessions preempt each other */
+        opt.n_threads = cores > opt.parallel ? (int)(cores / opt.parallel) : 1;
+    }
+    model_engine *me = calloc(1, sizeof *me);
+    if (!me) { snprintf(err, errlen, "out of memory"); return NULL; }
+    pthread_mutex_init(&me->mu, NULL);
+    me->e.self = me;
+    me->pack = loader_open(dir, err, errlen);
+    if (!me->pack) { engine_model_free(&me->e); return NULL; }
+    me->tok = loader_tokenizer(me->pack);
+    me->n_vocab = loader_hparams(me->pack)->n_vocab;
+    if (read_tokenizer_meta(me, dir, err, errlen) != 0) { engine_model_free(&me->e); return NULL; }
+
+    me->slots = calloc((size_t)opt.parallel, sizeof *me->slots);
+    me->busy = calloc((size_t)opt.parallel, sizeof *me->busy);
+    me->name = base_name(dir);
+    me->bos = piece_dup(me->tok, tokenizer_bos(me->tok));
+    me->eos = piece_dup(me->tok, tokenizer_eos(me->tok));
+    if (!me->slots || !me->busy || !me->name || !me->bos || !me->eos) {
+        snprintf(err, errlen, "%s: out of memory", dir);
+        engine_model_free(&me->e);
+        return NULL;
+    }
+    model_options mo = model_default_options();
+    mo.n_threads = opt.n_threads;
+    mo.n_ctx = opt.n_ctx;
+    mo.kv = opt.kv;
+    for (int i = 0; i < opt.parallel; i++) {
+        char merr[512];
+        me->slots[i] = model_create(loader_hparams(me->pack), loader_weights(me->pack), &mo, merr,
+                                    sizeof merr);
+        if (!me->slots[i]) {
+            snprintf(err, errlen, "%s: context %d of %d: %s", dir, i + 1, opt.parallel, merr);
+            engine_model_free(&me->e);
+            return NULL;
+        }
+        me->n_slots = i + 1;
+    }
+    me->e = (engine){
+        .self = me, .name = me->name, .n_ctx = model_n_ctx(me->slots[0]),
+        .chat_template = me->tmpl, .bos_text = me->bos, .eos_text = me->eos,
+        .tokenize = me_tokenize, .piece = me_piece, .is_eog = me_is_eog,
+        .begin = me_begin, .step = me_step, .end = me_end,
+    };
+    return &me->e;
+}

@@ -1,0 +1,43 @@
+/* engine_model.h: the real model behind engine.h, for `strata serve PACK`.
+ *
+ * Contract:
+ *  - engine_model_open() loads a finished pack once (loader.h) and builds
+ *    `parallel` model contexts over its one set of weights: each context
+ *    owns its KV cache, scratch and thread pool, the weights are shared
+ *    read-only. A session takes a free context for its whole life, so
+ *    sessions never wait on each other and never re-prefill.
+ *  - Output is what `strata run` gives for the same prompt ids and sampler
+ *    parameters (batched prefill, then one token per step, the same
+ *    sampler with min_p and penalties off), whatever the thread count.
+ *  - is_eog(): the tokenizer's EOS, the metadata's EOT/EOM ids, and the
+ *    control tokens that end a turn in the template families we render
+ *    (<|im_end|>, <|eot_id|>, <|end|>, <end_of_turn>, ...).
+ *  - Logprobs are the log-softmax of the raw logits (the model's own
+ *    distribution, before temperature and filters), alternatives best
+ *    first, lower id first on ties.
+ *  - chat_template is tokenizer.chat_template of the pack's tokenizer.gguf
+ *    (NULL when absent); name is the pack directory's base name.
+ *  - begin() when every context is busy fails with a message: the server
+ *    keeps at most `parallel` sessions, so that is a caller bug.
+ * Failures are one line in err naming the pack. engine_model_free() frees
+ * everything, sessions must have ended. */
+#ifndef STRATA_ENGINE_MODEL_H
+#define STRATA_ENGINE_MODEL_H
+
+#include <stddef.h>
+
+#include "runtime/engine.h"
+#include "runtime/model.h"
+
+typedef struct engine_model_opts {
+    int     parallel;  /* contexts; <= 0: 1 */
+    int     n_ctx;     /* tokens per context; <= 0: the model's n_ctx_train */
+    int     n_threads; /* per context; <= 0: online cores / parallel, at least 1 */
+    kv_type kv;
+} engine_model_opts;
+
+engine *engine_model_open(const char *pack_dir, const engine_model_opts *o, char *err,
+                          size_t errlen);
+void engine_model_free(engine *e);
+
+#endif
