@@ -95,6 +95,8 @@ static const kernels scalar_table = {
         [WF_GGML] = kscalar_row_ggml,
         [WF_IQ3] = kscalar_row_iq3,
     },
+    .quant_q8 = { [WA_Q8_0] = kscalar_quant_q8_0, [WA_Q8_K] = kscalar_quant_q8_k },
+    .qdot = { [WF_SCODE] = kscalar_qdot_scode, [WF_IQ3] = kscalar_qdot_iq3 },
 };
 
 const kernels *kernels_scalar(void) { return &scalar_table; }

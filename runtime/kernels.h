@@ -12,7 +12,14 @@
  *    between tables only by summation order.
  *  - f32_to_f16 rounds to nearest even in both (the KV cache's conversion).
  *  - weight_dot() is y_r = W[r]·x, decoding through `scratch` (cols floats)
- *    for forms without a direct dot. */
+ *    for forms without a direct dot.
+ *  - Quantized activations (weight.act): quant_q8[kind] rounds a row of x
+ *    exactly as ggml's reference quantize_row_q8_0 / quantize_row_q8_K do
+ *    (same int8 codes and scales in both tables). qdot[form] is W[r]·a with
+ *    integer products per group and one float multiply-add per group; it
+ *    exists for the S-forms and IQ3 where kernels_qdot_ok(w) says so. Other
+ *    forms multiply the decoded row by qrow.deq (q * d), the same value
+ *    up to float rounding. */
 #ifndef STRATA_KERNELS_H
 #define STRATA_KERNELS_H
 
@@ -21,6 +28,20 @@
 #include <stdint.h>
 
 typedef void (*row_f32_fn)(const weight *w, int64_t r, float *dst);
+
+/* One activation row rounded to Q8_0 or Q8_K (struct of arrays, not ggml's
+ * byte layout). Q8_0's fp16 scale is kept widened to f32 (exact). */
+typedef struct qrow {
+    int kind;           /* WA_Q8_0 or WA_Q8_K */
+    int64_t n;          /* a multiple of qrow_block(kind) */
+    int8_t *q;          /* n codes */
+    float *d;           /* n / block scales */
+    int32_t *sum16;     /* n / 16 sums of q (Q8_K's bsums) */
+    float *deq;         /* n values q * d: what the products see */
+} qrow;
+
+typedef void (*quant_fn)(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16);
+typedef float (*qdot_fn)(const weight *w, int64_t r, const qrow *a);
 
 typedef struct kernels {
     const char *name;
@@ -31,11 +52,26 @@ typedef struct kernels {
     void (*f16_to_f32)(const uint16_t *src, float *dst, int64_t n);
     void (*f32_to_f16)(const float *src, uint16_t *dst, int64_t n);
     row_f32_fn row_f32[WF_COUNT];
+    quant_fn quant_q8[3];       /* [WA_Q8_0], [WA_Q8_K] */
+    qdot_fn qdot[WF_COUNT];     /* [WF_SCODE], [WF_IQ3] */
 } kernels;
 
 const kernels *kernels_scalar(void);
 const kernels *kernels_get(int want_simd);
 
 float weight_dot(const kernels *k, const weight *w, int64_t r, const float *x, float *scratch);
+
+/* 32 (Q8_0) or 256 (Q8_K); 0 for f32. */
+int qrow_block(int act);
+/* ggml's vec_dot_type for a native type, as a wact (WA_F32 when ggml keeps
+ * the activation in float or this runtime does not know the type). */
+int kernels_ggml_act(int ggml_type);
+/* Quantizes x (a->n values, a->kind) into a, filling deq too. */
+void qrow_fill(const kernels *k, qrow *a, const float *x);
+/* 1 when qdot[w->form] computes W·a for this weight and a->kind = w->act:
+ * S-forms whose groups tile the activation blocks (16, 32, 64... elements),
+ * a codebook of small integers, and codes + bias that fit int8 (S2/S4);
+ * IQ3 with Q8_K. */
+int kernels_qdot_ok(const weight *w);
 
 #endif

@@ -12,6 +12,17 @@ void kscalar_row_scode(const weight *w, int64_t r, float *dst);
 void kscalar_row_ggml(const weight *w, int64_t r, float *dst);
 void kscalar_row_iq3(const weight *w, int64_t r, float *dst);
 
+void kscalar_quant_q8_0(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16);
+void kscalar_quant_q8_k(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16);
+float kscalar_qdot_scode(const weight *w, int64_t r, const qrow *a);
+float kscalar_qdot_iq3(const weight *w, int64_t r, const qrow *a);
+void kavx2_quant_q8_0(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16);
+void kavx2_quant_q8_k(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16);
+float kavx2_qdot_scode(const weight *w, int64_t r, const qrow *a);
+float kavx2_qdot_iq3(const weight *w, int64_t r, const qrow *a);
+/* The codebook as int8 when every entry is an integer in [-128, 127]. */
+int kq8_codebook_i8(const weight *w, int8_t out[16]);
+
 /* NULL when the CPU (or the compiler target) has no AVX2+FMA+F16C. */
 const kernels *kernels_avx2(void);
 

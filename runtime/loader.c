@@ -241,7 +241,7 @@ static void row_weight(const loaded_pack *p, const pi_tensor *t, weight *w)
     w->rows = t->rows;
     w->cols = t->ne0;
     w->data = d;
-    if (t->native_type >= 0) { w->form = WF_GGML; w->ggml_type = t->native_type; }
+    if (t->native_type >= 0) { w->form = WF_GGML; w->ggml_type = t->native_type; w->act = kernels_ggml_act(t->native_type); }
     else if (t->kind == PI_F32) w->form = WF_P32;
     else if (t->kind == PI_BF16_IN_F32) { w->form = WF_GGML; w->ggml_type = GGML_TYPE_BF16; }
     else if (t->kind == PI_F16_IN_F32 || !t->code_bits) w->form = WF_P16;
@@ -250,6 +250,7 @@ static void row_weight(const loaded_pack *p, const pi_tensor *t, weight *w)
         w->code_bits = t->code_bits;
         w->code_bias = t->code_bias;
         w->group = t->group;
+        w->act = t->act_kind ? WA_Q8_K : WA_Q8_0;
         w->scales = (const float *)(d + t->codes_bytes);
         w->offsets = t->has_offset ? (const float *)(d + t->codes_bytes + t->scales_bytes) : NULL;
         w->codebook = t->codebook ? p->codebook : NULL;
@@ -313,6 +314,7 @@ static int expert_weight(loaded_pack *p, const pi_expert *x, const pi_layer *l, 
     int64_t want = -1;
     if (!strcmp(x->form, "IQ3")) {
         w->form = WF_IQ3;
+        w->act = WA_Q8_K; /* as ggml's IQ3_XXS: the container is its block reordered */
         want = (int64_t)iq3_row_bytes(x->ne0) * x->ne1;
         if (x->plane[PLANE_BLOCKS] != want || !want) goto bad;
     } else if (!strcmp(x->form, "P32") || !strcmp(x->form, "P16")) {
@@ -322,6 +324,7 @@ static int expert_weight(loaded_pack *p, const pi_expert *x, const pi_layer *l, 
     } else if (!strcmp(x->form, "native")) {
         w->form = WF_GGML;
         w->ggml_type = x->native_type;
+        w->act = kernels_ggml_act(x->native_type);
         want = (int64_t)ggml_row_bytes(x->native_type, x->ne0) * x->ne1;
         if (x->plane[PLANE_BLOCKS] != want || !want) goto bad;
     } else if (x->form[0] == 'S' && x->code_bits == x->form[1] - '0' && x->group > 0 && x->ne0 % x->group == 0) {
@@ -334,6 +337,7 @@ static int expert_weight(loaded_pack *p, const pi_expert *x, const pi_layer *l, 
         w->code_bits = x->code_bits;
         w->code_bias = x->code_bias;
         w->group = x->group;
+        w->act = x->act_kind ? WA_Q8_K : WA_Q8_0;
         w->codebook = x->codebook ? p->codebook : NULL;
         /* Scales are widened per expert: the mapping stays read-only and
          * f32 planes need not be 4-aligned after an odd codes plane. */

@@ -16,6 +16,7 @@ typedef struct mm_job {
     const float *X;
     int B;
     float *Y;
+    const qrow *qa;           /* mat-vec through kernels.qdot, or NULL */
 } mm_job;
 
 static void matvec_task(void *arg, int task, int thread)
@@ -25,6 +26,11 @@ static void matvec_task(void *arg, int task, int thread)
     float *scratch = j->c->scratch + (size_t)thread * (size_t)j->c->scratch_stride;
     int64_t r0 = (int64_t)task * MV_CHUNK, r1 = r0 + MV_CHUNK;
     if (r1 > w->rows) r1 = w->rows;
+    if (j->qa) {
+        const qdot_fn dot = j->c->k->qdot[w->form];
+        for (int64_t r = r0; r < r1; r++) j->Y[r] = dot(w, r, j->qa);
+        return;
+    }
     for (int64_t r = r0; r < r1; r++) j->Y[r] = weight_dot(j->c->k, w, r, j->X, scratch);
 }
 
@@ -65,9 +71,38 @@ static void run(mm_ctx *c, int n_tasks, pool_fn fn, mm_job *j)
         pool_run(c->pool, n_tasks, fn, j);
 }
 
+static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* Rounds the B rows of X into c->qbuf; returns the first row's qrow view in
+ * *a0 and the rounded activations (B x cols, q * d), or NULL when this
+ * weight keeps f32 activations. */
+static const float *quantize_rows(mm_ctx *c, const weight *w, const float *X, int B, qrow *a0)
+{
+    const int blk = qrow_block(w->act);
+    const size_t n = (size_t)B * (size_t)w->cols;
+    if (!blk || w->cols % blk || !c->qbuf) return NULL;
+    const size_t o_q = up64(n * 4), o_d = o_q + up64(n), o_s = o_d + up64(n / 32 * 4);
+    if (o_s + up64(n / 16 * 4) > c->qbuf_bytes) return NULL;
+    char *base = c->qbuf;
+    for (int b = 0; b < B; b++) {
+        const size_t e = (size_t)b * (size_t)w->cols;
+        qrow a = { w->act, w->cols, (int8_t *)(base + o_q) + e, (float *)(base + o_d) + e / (size_t)blk,
+                   (int32_t *)(base + o_s) + e / 16, (float *)base + e };
+        qrow_fill(c->k, &a, X + e);
+        if (b == 0) *a0 = a;
+    }
+    return (const float *)base;
+}
+
 void mm_mul(mm_ctx *c, const weight *w, const float *X, int B, float *Y)
 {
-    mm_job j = { c, w, X, B, Y };
+    mm_job j = { c, w, X, B, Y, NULL };
+    qrow a0;
+    const float *xq = quantize_rows(c, w, X, B, &a0);
+    if (xq) {
+        j.X = xq;
+        if (B == 1 && c->k->qdot[w->form] && kernels_qdot_ok(w)) j.qa = &a0;
+    }
     if (B == 1)
         run(c, (int)((w->rows + MV_CHUNK - 1) / MV_CHUNK), matvec_task, &j);
     else

@@ -9,7 +9,14 @@
  *    decoded once to f32 (P32 is used in place) and multiplied by all B
  *    rows of X with one OpenBLAS sgemm (a plain loop when the build has no
  *    cblas.h). Tiles never depend on the thread count either.
- * Needs MM_TILE * max cols floats of scratch per pool thread. */
+ *  - w->act Q8_0/Q8_K: each row of X is first rounded as ggml rounds it
+ *    (kernels.h, qrow) into `qbuf`; a mat-vec then uses the integer qdot
+ *    kernel where kernels_qdot_ok(w), else the decoded row times the
+ *    rounded activation (q * d), and prefill multiplies the tiles by the
+ *    rounded activations. Without qbuf (or when cols is not a multiple of
+ *    the block) the activation stays f32.
+ * Needs MM_TILE * max cols floats of scratch per pool thread, and for
+ * quantized activations MM_QBUF_BYTES(max rows of X, max cols) of qbuf. */
 #ifndef STRATA_MATMUL_H
 #define STRATA_MATMUL_H
 
@@ -17,12 +24,15 @@
 #include "runtime/pool.h"
 
 #define MM_TILE 64
+#define MM_QBUF_BYTES(rows, cols) ((size_t)(rows) * (size_t)(cols) * 6 + 256)
 
 typedef struct mm_ctx {
     const kernels *k;
     pool *pool;
     float *scratch;           /* pool_size(pool) blocks of `scratch_stride` floats */
     int64_t scratch_stride;   /* >= MM_TILE * max cols */
+    void *qbuf;               /* quantized activations, NULL: f32 only */
+    size_t qbuf_bytes;
 } mm_ctx;
 
 void mm_mul(mm_ctx *c, const weight *w, const float *X, int B, float *Y);

@@ -174,6 +174,8 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
     m->mm.pool = m->pool;
     m->mm.scratch_stride = MM_TILE * c.max_cols;
     m->mm.scratch = alloc_f(T * (size_t)m->mm.scratch_stride, &fail);
+    m->mm.qbuf_bytes = MM_QBUF_BYTES(nb, c.max_cols);
+    m->mm.qbuf = alloc_f(m->mm.qbuf_bytes / sizeof(float), &fail);
     m->x = alloc_f(nb * D, &fail);
     m->h = alloc_f(nb * D, &fail);
     m->o = alloc_f(nb * D, &fail);
@@ -249,7 +251,7 @@ void model_free(model *m)
         free(m->w.layers);
     }
     pool_free(m->pool);
-    free(m->kcache); free(m->vcache); free(m->mm.scratch);
+    free(m->kcache); free(m->vcache); free(m->mm.scratch); free(m->mm.qbuf);
     free(m->x); free(m->h); free(m->o); free(m->q); free(m->att); free(m->kx); free(m->vx);
     free(m->ffa); free(m->ffb); free(m->rope_cs); free(m->att_scores);
     free(m->rlog); free(m->selw); free(m->eo); free(m->hg); free(m->gd); free(m->sel); free(m->grp);

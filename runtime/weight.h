@@ -25,12 +25,19 @@
 
 typedef enum wform { WF_P32, WF_P16, WF_SCODE, WF_GGML, WF_IQ3, WF_COUNT } wform;
 
+/* The activation a weight's products see: f32 as given, or each row of X
+ * rounded to ggml's Q8_0 (blocks of 32, fp16 scale) or Q8_K (blocks of 256,
+ * f32 scale) first, as llama.cpp does for quantized weights (the index's
+ * act_kind; ggml's vec_dot_type for native blocks; Q8_K for IQ3). */
+typedef enum wact { WA_F32 = 0, WA_Q8_0 = 1, WA_Q8_K = 2 } wact;
+
 typedef struct weight {
     wform form;
     int64_t rows, cols;
     const void *data;
     size_t row_bytes;        /* P32, P16, GGML, IQ3: bytes per row */
     int ggml_type;           /* GGML */
+    int act;                 /* wact; 0 (f32) unless the loader says otherwise */
     int code_bits, code_bias, group;                 /* SCODE */
     const float *scales, *offsets, *codebook;        /* SCODE */
 } weight;

@@ -5,7 +5,8 @@
  *
  * Contract: gguf_model_load() maps the file; F32 matrices become P32 and F16
  * matrices P16 views into the mapping; other types are dequantized to owned
- * f32 (P32), or, with keep_native, kept as WF_GGML views. Norms and biases
+ * f32 (P32), or, with keep_native, kept as WF_GGML views (keep_native 2:
+ * with ggml's quantized activations, weight.act, as llama.cpp runs them). Norms and biases
  * are f32 (dequantized when stored otherwise). 3-D expert tensors become one
  * weight per expert (slice e along the slowest axis). Returns 0 or -1 with
  * one line in err. gguf_model_free() releases everything. */
@@ -14,6 +15,7 @@
 
 #include "formats/ggml_types.h"
 #include "formats/gguf.h"
+#include "runtime/kernels.h"
 #include "runtime/model.h"
 
 #include <stdio.h>
@@ -92,6 +94,7 @@ static int gw_mat(gguf_model *gm, weight *w, int n_slices, const char *name, int
         w[e].rows = rows;
         w[e].cols = cols;
         w[e].ggml_type = t->type;
+        if (form == WF_GGML && gm->keep_native == 2) w[e].act = kernels_ggml_act(t->type);
         w[e].data = base + (size_t)e * (size_t)rows * rb;
     }
     return 0;

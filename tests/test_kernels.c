@@ -189,6 +189,185 @@ static void test_other_rows(void **st)
 }
 
 typedef struct counter { int *hits; } counter;
+
+/* ------------------------------------------------------ quantized activations */
+
+/* ggml's own quantize_row_q8_0 output for input.f32: [fp16 d][32 int8] blocks. */
+static void test_quant_q8_0_equals_ggml(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED("vectors/quant/q8_0.bin");
+    size_t nin = 0, nbin = 0;
+    float *x = slurp_shared("vectors/quant/input.f32", &nin);
+    uint8_t *ref = slurp_shared("vectors/quant/q8_0.bin", &nbin);
+    assert_non_null(x);
+    assert_non_null(ref);
+    const int64_t n = (int64_t)(nin / 4);
+    assert_int_equal(nbin, (size_t)n / 32 * 34);
+    const kernels *tabs[2] = { kernels_scalar(), kernels_get(1) };
+    int8_t *q = malloc((size_t)n);
+    float *d = malloc((size_t)n / 32 * sizeof *d);
+    int32_t *s16 = malloc((size_t)n / 16 * sizeof *s16);
+    for (int t = 0; t < 2; t++) {
+        tabs[t]->quant_q8[WA_Q8_0](x, n, q, d, s16);
+        for (int64_t b = 0; b < n / 32; b++) {
+            uint16_t h;
+            memcpy(&h, ref + b * 34, 2);
+            assert_true(fp16_to_f32(h) == d[b]);
+            assert_memory_equal(ref + b * 34 + 2, q + b * 32, 32);
+        }
+    }
+    free(x); free(ref); free(q); free(d); free(s16);
+}
+
+/* Rows that exercise the rounding rules: exact halves (ties), zero blocks,
+ * a block whose largest magnitude is negative or appears twice with both
+ * signs, and plain noise. */
+static void fill_act(float *x, int64_t n, uint64_t *rs, int kind)
+{
+    for (int64_t i = 0; i < n; i++) {
+        switch (kind) {
+        case 0: x[i] = rndf_(rs) * 3.0f; break;
+        case 1: x[i] = (float)((int)(rnd_(rs) % 255) - 127) * 0.5f; break;  /* ties after /d */
+        case 2: x[i] = i % 512 < 256 ? 0.0f : rndf_(rs); break;
+        default: x[i] = rndf_(rs); if (i % 97 == 5) x[i] = -4.0f; if (i % 97 == 9) x[i] = 4.0f; break;
+        }
+    }
+}
+
+static void test_quant_q8_simd_equals_scalar(void **st)
+{
+    (void)st;
+    const kernels *v = simd_or_skip(), *s = kernels_scalar();
+    uint64_t rs = 7;
+    const int64_t n = 2048;
+    float *x = malloc(n * sizeof *x);
+    int8_t *q1 = malloc(n), *q2 = malloc(n);
+    float *d1 = malloc(n / 32 * sizeof *d1), *d2 = malloc(n / 32 * sizeof *d2);
+    int32_t *a1 = malloc(n / 16 * sizeof *a1), *a2 = malloc(n / 16 * sizeof *a2);
+    for (int kind = 0; kind < 4; kind++)
+        for (int act = WA_Q8_0; act <= WA_Q8_K; act++) {
+            fill_act(x, n, &rs, kind);
+            const int blk = qrow_block(act);
+            s->quant_q8[act](x, n, q1, d1, a1);
+            v->quant_q8[act](x, n, q2, d2, a2);
+            assert_memory_equal(q1, q2, (size_t)n);
+            assert_memory_equal(d1, d2, (size_t)(n / blk) * sizeof *d1);
+            assert_memory_equal(a1, a2, (size_t)(n / 16) * sizeof *a1);
+            for (int64_t i = 0; i < n; i++) { /* |x - q*d| <= d/2 (+ the fp16 rounding of Q8_0's d) */
+                double e = fabs((double)x[i] - (double)q1[i] * d1[i / blk]);
+                assert_true(e <= fabs(d1[i / blk]) * (act == WA_Q8_0 ? 0.6 : 0.5) + 1e-6);
+            }
+            for (int64_t t = 0; t < n / 16; t++) {
+                int32_t sum = 0;
+                for (int j = 0; j < 16; j++) sum += q1[t * 16 + j];
+                assert_int_equal(sum, a1[t]);
+            }
+        }
+    /* Q8_K: the first element of largest magnitude maps to -127 exactly */
+    for (int64_t i = 0; i < 256; i++) x[i] = rndf_(&rs);
+    x[10] = -2.0f; x[20] = 2.0f;
+    s->quant_q8[WA_Q8_K](x, 256, q1, d1, a1);
+    assert_int_equal(q1[10], -127);
+    assert_int_equal(q1[20], 127);
+    assert_true(d1[0] == 1.0f / (-127.0f / -2.0f));
+    free(x); free(q1); free(q2); free(d1); free(d2); free(a1); free(a2);
+}
+
+typedef struct qform { int bits, bias, group, cb, off, act; const char *what; } qform;
+
+static const float IQ4NL[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 };
+
+/* Every S-form the pack has (Q2_0, Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, Q3_K,
+ * Q4_K, Q5_K, Q6_K) and IQ3: the integer dot equals the decoded row times
+ * the rounded activation (in double) up to float rounding, and AVX2 equals
+ * scalar within 1e-6 of the sum of |terms|. */
+static void test_qdot_forms(void **st)
+{
+    (void)st;
+    static const qform forms[] = {
+        { 2, -1, 64, 0, 0, WA_Q8_0, "S2 Q2_0" },     { 4, -8, 32, 0, 0, WA_Q8_0, "S4 Q4_0" },
+        { 8, -16, 32, 0, 0, WA_Q8_0, "S8 Q5_0" },    { 8, -128, 32, 0, 0, WA_Q8_0, "S8 Q8_0" },
+        { 4, 0, 32, 1, 0, WA_Q8_0, "S4cb IQ4_NL" },  { 4, 0, 32, 1, 0, WA_Q8_K, "S4cb IQ4_XS" },
+        { 4, -4, 16, 0, 0, WA_Q8_K, "S4 Q3_K" },     { 4, 0, 32, 0, 1, WA_Q8_K, "S4off Q4_K" },
+        { 8, 0, 32, 0, 1, WA_Q8_K, "S8off Q5_K" },   { 8, -32, 16, 0, 0, WA_Q8_K, "S8 Q6_K" },
+        { 8, 0, 16, 0, 1, WA_Q8_K, "S8off g16" },    { 8, -100, 64, 0, 1, WA_Q8_0, "S8 bias -100 g64" },
+        { 0, 0, 0, 0, 0, WA_Q8_K, "IQ3" },
+    };
+    const kernels *s = kernels_scalar(), *v = kernels_get(1);
+    if (v == s) printf("SKIP (AVX2 half): no AVX2 on this CPU\n");
+    uint64_t rs = 11;
+    const int64_t R = 5, C = 1024;
+    float *x = malloc(C * sizeof *x), *deq = malloc(C * sizeof *deq), *row = malloc(C * sizeof *row);
+    int8_t *q = malloc(C);
+    float *d = malloc(C / 32 * sizeof *d);
+    int32_t *s16 = malloc(C / 16 * sizeof *s16);
+    uint8_t *codes = malloc((size_t)R * C * 2);
+    float *sc = malloc((size_t)R * C * sizeof *sc), *of = malloc((size_t)R * C * sizeof *of);
+    for (size_t fi = 0; fi < sizeof forms / sizeof forms[0]; fi++) {
+        const qform *f = &forms[fi];
+        weight w = { 0 };
+        w.rows = R; w.cols = C; w.act = f->act;
+        if (f->bits == 0) {
+            for (int64_t i = 0; i < R * C; i++) x[i % C] = rndf_(&rs), row[i % C] = 0;
+            float *src = malloc((size_t)R * C * sizeof *src);
+            for (int64_t i = 0; i < R * C; i++) src[i] = rndf_(&rs) * (1 + (i % 5));
+            char err[128];
+            assert_int_equal(iq3_encode(src, R, C, NULL, codes, err, sizeof err), 0);
+            free(src);
+            w.form = WF_IQ3; w.data = codes;
+        } else {
+            w.form = WF_SCODE; w.data = codes; w.code_bits = f->bits; w.code_bias = f->bias; w.group = f->group;
+            for (int64_t i = 0; i < R * C * f->bits / 8; i++) codes[i] = (uint8_t)rnd_(&rs);
+            for (int64_t g = 0; g < R * C / f->group; g++) { sc[g] = rndf_(&rs) * 0.01f; of[g] = rndf_(&rs) * 0.1f; }
+            w.scales = sc;
+            w.offsets = f->off ? of : NULL;
+            w.codebook = f->cb ? IQ4NL : NULL;
+        }
+        char err[128];
+        assert_int_equal(weight_check(&w, f->what, err, sizeof err), 0);
+        assert_true(kernels_qdot_ok(&w));
+        for (int kind = 0; kind < 4; kind++) {
+            fill_act(x, C, &rs, kind);
+            qrow a = { f->act, C, q, d, s16, deq };
+            qrow_fill(s, &a, x);
+            for (int64_t r = 0; r < R; r++) {
+                s->row_f32[w.form](&w, r, row);
+                double ref = 0, mag = 0;
+                for (int64_t i = 0; i < C; i++) { ref += (double)row[i] * deq[i]; mag += fabs((double)row[i] * deq[i]); }
+                const float ys = s->qdot[w.form](&w, r, &a), yv = v->qdot[w.form](&w, r, &a);
+                if (fabs(ys - ref) > 1e-5 * mag + 1e-30)
+                    printf("%s: row %lld kind %d scalar %.9g double %.9g (mag %.3g)\n", f->what, (long long)r, kind, ys, ref, mag);
+                assert_true(fabs(ys - ref) <= 1e-5 * mag + 1e-30);
+                assert_true(fabs(yv - ys) <= 1e-6 * mag + 1e-30);
+            }
+        }
+    }
+    free(x); free(deq); free(row); free(q); free(d); free(s16); free(codes); free(sc); free(of);
+}
+
+/* Shapes the integer kernels do not take fall back to the decoded row. */
+static void test_qdot_refusals(void **st)
+{
+    (void)st;
+    float sc[64] = { 0 }, cb[16] = { 0.5f };
+    uint8_t codes[512] = { 0 };
+    weight w = { .form = WF_SCODE, .rows = 1, .cols = 256, .data = codes, .code_bits = 4, .code_bias = 120,
+                 .group = 32, .scales = sc, .act = WA_Q8_0 };
+    assert_false(kernels_qdot_ok(&w));          /* codes + bias pass 127 */
+    w.code_bias = -8; w.group = 8;
+    assert_false(kernels_qdot_ok(&w));          /* groups of 8 */
+    w.group = 32; w.codebook = cb;
+    assert_false(kernels_qdot_ok(&w));          /* codebook not integral */
+    w.codebook = NULL; w.act = WA_F32;
+    assert_false(kernels_qdot_ok(&w));
+    w.act = WA_Q8_K; w.cols = 96;
+    assert_false(kernels_qdot_ok(&w));          /* not whole Q8_K blocks */
+    assert_int_equal(kernels_ggml_act(GGML_TYPE_Q4_K), WA_Q8_K);
+    assert_int_equal(kernels_ggml_act(GGML_TYPE_Q4_0), WA_Q8_0);
+    assert_int_equal(kernels_ggml_act(GGML_TYPE_BF16), WA_F32);
+}
+
 static void count_task(void *arg, int task, int thread)
 {
     (void)thread;
@@ -228,7 +407,7 @@ static void test_matmul(void **st)
             assert_int_equal(weight_check(&ws[k], "w", err, sizeof err), 0);
             for (int t = 1; t <= 3; t++) {
                 pool *p = pool_create(t);
-                mm_ctx c = { kernels_get(simd), p, malloc((size_t)t * MM_TILE * C * sizeof(float)), MM_TILE * C };
+                mm_ctx c = { kernels_get(simd), p, malloc((size_t)t * MM_TILE * C * sizeof(float)), MM_TILE * C, NULL, 0 };
                 float y[B * R], yv[R];
                 mm_mul(&c, &ws[k], x, B, y);
                 mm_mul(&c, &ws[k], x + 2 * C, 1, yv);
@@ -259,6 +438,10 @@ int main(void)
         cmocka_unit_test(test_scode_rows),
         cmocka_unit_test(test_scode_equals_ggml_q4_0),
         cmocka_unit_test(test_other_rows),
+        cmocka_unit_test(test_quant_q8_0_equals_ggml),
+        cmocka_unit_test(test_quant_q8_simd_equals_scalar),
+        cmocka_unit_test(test_qdot_forms),
+        cmocka_unit_test(test_qdot_refusals),
         cmocka_unit_test(test_pool),
         cmocka_unit_test(test_matmul),
     };

@@ -117,7 +117,7 @@ static float *run_seq(model *m, const seq *s)
     return out;
 }
 
-typedef struct stats { double worst_rel, worst_abs, kl_sum; int rows, top1, greedy_bad; } stats;
+typedef struct stats { double worst_rel, worst_abs, kl_sum; int rows, top1, greedy_bad, close; } stats;
 
 static void compare(const seq *s, const float *out, int check_greedy, stats *st)
 {
@@ -138,6 +138,7 @@ static void compare(const seq *s, const float *out, int check_greedy, stats *st)
         st->kl_sum += kl;
         st->rows++;
         st->top1 += argmax(a, s->n_vocab) == argmax(b, s->n_vocab);
+        st->close += d / mx < 1e-5;
         if (d / mx > st->worst_rel) st->worst_rel = d / mx;
         if (d > st->worst_abs) st->worst_abs = d;
         if (check_greedy && r >= s->n_prompt - 1 && r + 1 < s->n_rows && argmax(a, s->n_vocab) != s->tok[r + 1])
@@ -160,8 +161,9 @@ static stats check_pack(const char *pack, const char *dir, const char *ldir, int
         free(out);
         seq_free(&s);
     }
-    printf("%s: %d rows, max |dlogit|/max|logit| %.3g, max |dlogit| %.3g, mean KL %.6g, top-1 %.4f, greedy misses %d\n",
-           what, st.rows, st.worst_rel, st.worst_abs, st.kl_sum / st.rows, (double)st.top1 / st.rows, st.greedy_bad);
+    printf("%s: %d rows, max |dlogit|/max|logit| %.3g, max |dlogit| %.3g, mean KL %.6g, top-1 %.4f, greedy misses %d, rows within 1e-5 %d\n",
+           what, st.rows, st.worst_rel, st.worst_abs, st.kl_sum / st.rows, (double)st.top1 / st.rows, st.greedy_bad,
+           st.close);
     model_free(m);
     loader_close(lp);
     return st;
@@ -198,12 +200,14 @@ static void test_tinymoe_keep(void **state)
 }
 
 /* IQ3_S/IQ2_S dense tensors stay native, IQ3_XXS experts are moved into the
- * container losslessly: what is left is llama.cpp's Q8_K activation rounding
- * in its integer dot products, which this engine (f32 activations) does not
- * do (the same gap as tinymoe-q4_k through native blocks, docs/runtime.md).
- * The bounds are the measured figures with a margin; a transcoding error (a
- * wrong scale place or factor) moves mean KL toward the 0.375 of a re-quantized
- * file, far past them. */
+ * container losslessly, and activations are rounded to Q8_0/Q8_K as llama.cpp
+ * rounds them. v1 then agrees to float rounding on every row (4.7e-7);
+ * v0, v2 and v3 each pass a near-tie (a router choice or a Q8 code) after
+ * which the sequences part: one row at 0.30, the rows after it near 1e-2.
+ * f32 activations gave 0.30 / mean KL 0.0020 / top-1 0.972 with no row
+ * within 1e-5. The bounds are the measured figures with a margin; a
+ * transcoding error (a wrong scale place or factor) moves mean KL toward the
+ * 0.375 of a re-quantized file, far past them. */
 static void test_tinymoe_iq3_xxs(void **state)
 {
     (void)state;
@@ -212,9 +216,10 @@ static void test_tinymoe_iq3_xxs(void **state)
     build(&f, "models/tinymoe/tinymoe-iq3_xxs.gguf", "iq3");
     stats st = check_pack(f.pack, "models/tinymoe", "models/tinymoe/logits/iq3_xxs", 0, "tinymoe-iq3_xxs pack");
     printf("  (llama.cpp's own onebatch_vs_incremental_max_abs_diff for this file: 3.8e-6 absolute)\n");
-    assert_true(st.worst_rel < 0.5);           /* measured 0.30 */
-    assert_true(st.kl_sum / st.rows < 0.02);   /* measured 0.0020 */
-    assert_true(st.top1 * 10 >= st.rows * 9);  /* measured 0.972 */
+    assert_true(st.worst_rel < 0.4);           /* measured 0.30 */
+    assert_true(st.kl_sum / st.rows < 0.003);  /* measured 0.0015 */
+    assert_true(st.top1 * 100 >= st.rows * 98); /* measured 0.991 */
+    assert_true(st.close * 2 >= st.rows);      /* measured 74 of 108 */
     fixture_rm(&f);
 }
 

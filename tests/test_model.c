@@ -234,31 +234,52 @@ static void test_variants_close(void **st)
 }
 
 /* Native ggml blocks decode row by row to the same floats the adapter's
- * whole-tensor dequantization gives: identical logits. Against llama.cpp's
- * logits for the same file the gap is its Q8_K activation rounding, which
- * these f32-activation kernels do not do yet: printed, and top-1 must agree
- * on at least 90 % of the rows. */
+ * whole-tensor dequantization gives: identical logits with f32 activations.
+ * With ggml's quantized activations (keep_native 2: Q8_K for these K-quants,
+ * Q8_0 for Q8_0) the logits come to llama.cpp's for the same file: the f32
+ * path differs from them by up to 0.22 of max|logit|, the Q8 path by the
+ * figure asserted below (measured 8.1e-7 on v2, KV f32, top-1 on every row).
+ * tinymoe-iq3_xxs: v1 to float rounding (4.7e-7); v0, v2, v3 pass a
+ * near-tie after which the sequences part (worst 0.30 on v3), as its pack
+ * does in test_loader. */
 static void test_native_blocks(void **st)
 {
     (void)st;
     SKIP_UNLESS_SHARED("models/tinymoe/tinymoe-q4_k.gguf");
     seq s;
     assert_int_equal(seq_load(&s, "models/tinymoe", "models/tinymoe/logits/q4_k", "v2"), 0);
-    gguf_model g1, g2;
+    gguf_model g1, g2, g3;
     model *a = open_model(&g1, "models/tinymoe/tinymoe-q4_k.gguf", 1, f32_opts(2));
     model *b = open_model(&g2, "models/tinymoe/tinymoe-q4_k.gguf", 0, f32_opts(2));
-    float *oa = run_seq(a, &s), *ob = run_seq(b, &s);
+    model *c = open_model(&g3, "models/tinymoe/tinymoe-q4_k.gguf", 2, f32_opts(2));
+    float *oa = run_seq(a, &s), *ob = run_seq(b, &s), *oc = run_seq(c, &s);
     assert_memory_equal(oa, ob, (size_t)s.n_rows * s.n_vocab * sizeof(float));
     int agree = 0;
     for (int r = 0; r < s.n_rows; r++)
-        agree += argmax(oa + (size_t)r * s.n_vocab, s.n_vocab) == argmax(s.ref + (size_t)r * s.n_vocab, s.n_vocab);
-    compare(&s, oa, "tinymoe-q4_k native vs llama.cpp q4_k (its Q8_K activations)", 0);
-    printf("  top-1 agreement with llama.cpp on q4_k: %d/%d rows\n", agree, s.n_rows);
-    assert_true(agree * 10 >= s.n_rows * 9);
-    free(oa); free(ob);
-    model_free(a); model_free(b);
-    gguf_model_free(&g1); gguf_model_free(&g2);
+        agree += argmax(oc + (size_t)r * s.n_vocab, s.n_vocab) == argmax(s.ref + (size_t)r * s.n_vocab, s.n_vocab);
+    compare(&s, oa, "tinymoe-q4_k native, f32 activations vs llama.cpp q4_k", 0);
+    double q8 = compare(&s, oc, "tinymoe-q4_k native, Q8 activations vs llama.cpp q4_k", 0);
+    printf("  top-1 agreement with llama.cpp on q4_k (Q8 activations): %d/%d rows\n", agree, s.n_rows);
+    assert_true(q8 < 1e-5);
+    assert_int_equal(agree, s.n_rows);
+    free(oa); free(ob); free(oc);
+    model_free(a); model_free(b); model_free(c);
+    gguf_model_free(&g1); gguf_model_free(&g2); gguf_model_free(&g3);
     seq_free(&s);
+    /* IQ3_XXS experts, IQ3_S/IQ2_S/Q5_K/Q8_0 dense, all native */
+    SKIP_UNLESS_SHARED("models/tinymoe/tinymoe-iq3_xxs.gguf");
+    for (int v = 0; v < 4; v++) {
+        char name[8];
+        snprintf(name, sizeof name, "v%d", v);
+        assert_int_equal(seq_load(&s, "models/tinymoe", "models/tinymoe/logits/iq3_xxs", name), 0);
+        c = open_model(&g3, "models/tinymoe/tinymoe-iq3_xxs.gguf", 2, f32_opts(2));
+        oc = run_seq(c, &s);
+        assert_true(compare(&s, oc, "tinymoe-iq3_xxs native, Q8 activations vs llama.cpp", 0) < (v == 1 ? 1e-5 : 0.4));
+        free(oc);
+        model_free(c);
+        gguf_model_free(&g3);
+        seq_free(&s);
+    }
 }
 
 static void test_context_overflow(void **st)

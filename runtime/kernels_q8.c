@@ -1,0 +1,198 @@
+/* kernels_q8.c: quantized activations, the scalar reference. A row of x is
+ * rounded the way ggml's reference quantizers round it (llama.cpp does this
+ * to every activation that meets a quantized weight, and its logits differ
+ * from f32 activations by far more than float rounding), then each weight
+ * row is multiplied with integer sums per group and one float multiply-add
+ * per group, as ggml's vec_dot kernels do. */
+#include "runtime/kernels_impl.h"
+
+#include "formats/fp16.h"
+#include "formats/ggml_tables.h"
+#include "formats/ggml_types.h"
+#include "formats/iq3.h"
+
+#include <math.h>
+#include <string.h>
+
+int qrow_block(int act) { return act == WA_Q8_0 ? 32 : act == WA_Q8_K ? 256 : 0; }
+
+int kernels_ggml_act(int t)
+{
+    switch (t) {
+    case GGML_TYPE_Q4_0: case GGML_TYPE_Q4_1: case GGML_TYPE_Q5_0: case GGML_TYPE_Q5_1:
+    case GGML_TYPE_Q8_0: case GGML_TYPE_IQ4_NL: case GGML_TYPE_MXFP4:
+        return WA_Q8_0; /* Q8_1 for the _1 types: the same codes, plus a sum */
+    case GGML_TYPE_Q2_K: case GGML_TYPE_Q3_K: case GGML_TYPE_Q4_K: case GGML_TYPE_Q5_K:
+    case GGML_TYPE_Q6_K: case GGML_TYPE_IQ2_XXS: case GGML_TYPE_IQ2_XS: case GGML_TYPE_IQ3_XXS:
+    case GGML_TYPE_IQ1_S: case GGML_TYPE_IQ3_S: case GGML_TYPE_IQ2_S: case GGML_TYPE_IQ4_XS:
+    case GGML_TYPE_IQ1_M: case GGML_TYPE_TQ1_0: case GGML_TYPE_TQ2_0:
+        return WA_Q8_K;
+    default:
+        return WA_F32;
+    }
+}
+
+/* ggml quantize_row_q8_0_ref: d = amax/127 (stored as fp16), q = roundf(x/d),
+ * ties away from zero. */
+void kscalar_quant_q8_0(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16)
+{
+    for (int64_t b = 0; b < n / 32; b++) {
+        const float *xb = x + b * 32;
+        float amax = 0.0f;
+        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(xb[j]));
+        const float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
+        d[b] = fp16_to_f32(f32_to_fp16(db));
+        for (int j = 0; j < 32; j++) q[b * 32 + j] = (int8_t)roundf(xb[j] * id);
+    }
+    for (int64_t s = 0; s < n / 16; s++) {
+        int32_t t = 0;
+        for (int j = 0; j < 16; j++) t += q[s * 16 + j];
+        sum16[s] = t;
+    }
+}
+
+/* ggml nearest_int(): round half to even through the 1.5 * 2^23 trick. */
+static int nearest_int(float f)
+{
+    float v = f + 12582912.0f;
+    int32_t i;
+    memcpy(&i, &v, sizeof i);
+    return (i & 0x007fffff) - 0x00400000;
+}
+
+/* ggml quantize_row_q8_K_ref: the scale comes from the signed value of the
+ * first element of largest magnitude (iscale = -127/max, so q = -127 there),
+ * codes capped at 127; d = 1/iscale (f32). An all-zero block has d = 0. */
+void kscalar_quant_q8_k(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16)
+{
+    for (int64_t b = 0; b < n / 256; b++) {
+        const float *xb = x + b * 256;
+        int8_t *qb = q + b * 256;
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < 256; j++) {
+            float ax = fabsf(xb[j]);
+            if (ax > amax) { amax = ax; max = xb[j]; }
+        }
+        if (amax == 0.0f) {
+            d[b] = 0.0f;
+            memset(qb, 0, 256);
+        } else {
+            const float iscale = -127.0f / max;
+            for (int j = 0; j < 256; j++) {
+                int v = nearest_int(iscale * xb[j]);
+                qb[j] = (int8_t)(v < 127 ? v : 127);
+            }
+            d[b] = 1.0f / iscale;
+        }
+    }
+    for (int64_t s = 0; s < n / 16; s++) {
+        int32_t t = 0;
+        for (int j = 0; j < 16; j++) t += q[s * 16 + j];
+        sum16[s] = t;
+    }
+}
+
+void qrow_fill(const kernels *k, qrow *a, const float *x)
+{
+    const int blk = qrow_block(a->kind);
+    k->quant_q8[a->kind](x, a->n, a->q, a->d, a->sum16);
+    for (int64_t i = 0; i < a->n; i++) a->deq[i] = (float)a->q[i] * a->d[i / blk];
+}
+
+int kq8_codebook_i8(const weight *w, int8_t out[16])
+{
+    for (int i = 0; i < 16; i++) {
+        float c = w->codebook[i];
+        if (!(c >= -128.0f && c <= 127.0f) || c != (float)(int)c) return 0;
+        out[i] = (int8_t)c;
+    }
+    return 1;
+}
+
+int kernels_qdot_ok(const weight *w)
+{
+    const int blk = qrow_block(w->act);
+    if (!blk || w->cols % blk) return 0;
+    if (w->form == WF_IQ3) return w->act == WA_Q8_K;
+    if (w->form != WF_SCODE) return 0;
+    const int g = w->group;
+    if (g % 16 || (g <= blk ? blk % g : g % blk)) return 0;
+    if (w->codebook) {
+        int8_t cb[16];
+        return w->code_bits == 4 && kq8_codebook_i8(w, cb);
+    }
+    if (w->code_bits == 8) return 1;   /* the AVX2 path widens to int16 unless bias is -128 */
+    const int maxcode = (1 << w->code_bits) - 1;
+    return w->code_bias >= -128 && w->code_bias + maxcode <= 127;
+}
+
+/* Units are min(group, block) elements: one weight scale, one activation
+ * scale. y = sum over units of (scale * d) * isum [+ (offset * d) * qsum]. */
+float kscalar_qdot_scode(const weight *w, int64_t r, const qrow *a)
+{
+    const uint8_t *codes = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    const int bits = w->code_bits, per_byte = 8 / bits, mask = (1 << bits) - 1;
+    const int blk = qrow_block(a->kind), unit = w->group < blk ? w->group : blk;
+    const int64_t g0 = r * (w->cols / w->group);
+    int8_t cb[16] = { 0 };
+    if (w->codebook) kq8_codebook_i8(w, cb);
+    float acc = 0.0f;
+    for (int64_t c0 = 0; c0 < w->cols; c0 += unit) {
+        int32_t isum = 0;
+        for (int64_t c = c0; c < c0 + unit; c++) {
+            int code = (codes[c / per_byte] >> ((c % per_byte) * bits)) & mask;
+            int v = w->codebook ? cb[code] : code + w->code_bias;
+            isum += v * a->q[c];
+        }
+        const int64_t g = g0 + c0 / w->group;
+        const float db = a->d[c0 / blk];
+        const float sd = w->scales[g] * db;
+        float t = sd * (float)isum;
+        acc += t;
+        if (w->offsets) {
+            int32_t qsum = 0;
+            for (int64_t s = c0 / 16; s < (c0 + unit) / 16; s++) qsum += a->sum16[s];
+            const float od = w->offsets[g] * db;
+            t = od * (float)qsum;
+            acc += t;
+        }
+    }
+    return acc;
+}
+
+/* value = d * (2*code + 1) * grid * sign / 8, so per 256-block
+ * y += (d * dx * 0.125) * sum over 32-subs of (2*code + 1) * sum(grid * sign * q). */
+float kscalar_qdot_iq3(const weight *w, int64_t r, const qrow *a)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    float acc = 0.0f;
+    for (int64_t b = 0; b < w->cols / IQ3_QK; b++) {
+        const uint8_t *blk = row + b * IQ3_BLOCK_BYTES;
+        const int8_t *q = a->q + b * IQ3_QK;
+        uint16_t dh;
+        memcpy(&dh, blk + 96, 2);
+        int32_t isum = 0;
+        for (int s = 0; s < 8; s++) {
+            uint32_t word;
+            memcpy(&word, blk + 64 + 4 * s, 4);
+            int32_t sub = 0;
+            for (int k = 0; k < 4; k++) {
+                const unsigned s7 = (word >> (7 * k)) & 127u;
+                const unsigned signs = s7 | ((unsigned)__builtin_parity(s7) << 7);
+                for (int h = 0; h < 2; h++) {
+                    const uint32_t gv = ggml_iq3xxs_grid[blk[s * 8 + k * 2 + h]];
+                    for (int j = 0; j < 4; j++) {
+                        const int e = k * 8 + h * 4 + j;
+                        const int v = (int)((gv >> (8 * j)) & 255u);
+                        sub += (signs >> (h * 4 + j) & 1u) ? -v * q[s * 32 + e] : v * q[s * 32 + e];
+                    }
+                }
+            }
+            isum += sub * (int32_t)(2 * (word >> 28) + 1);
+        }
+        const float dd = fp16_to_f32(dh) * a->d[b] * 0.125f;
+        float t = dd * (float)isum;
+        acc += t;
+    }
+    return acc;
+}

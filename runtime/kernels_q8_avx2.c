@@ -1,0 +1,251 @@
+/* kernels_q8_avx2.c: quantized activations with AVX2 (chosen at run time
+ * through kernels_avx2.c's table). The quantizers give the scalar ones'
+ * codes and scales exactly (same float operations, the same rounding rules
+ * spelled out in integer-exact steps); the dot products take the same
+ * integer sums per group (maddubs/madd) and differ from the scalar
+ * reference only by the order of the float additions (8 lanes). */
+#include "runtime/kernels_impl.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "formats/fp16.h"
+#include "formats/ggml_tables.h"
+#include "formats/iq3.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+
+AVX2 static inline float hsum_ps(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+AVX2 static inline float hmax_ps(__m256 v)
+{
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* Four vectors of 8 int32 (each within int8) -> 32 int8 in element order. */
+AVX2 static inline __m256i pack32(__m256i a, __m256i b, __m256i c, __m256i d)
+{
+    __m256i ab = _mm256_packs_epi32(a, b), cd = _mm256_packs_epi32(c, d);
+    __m256i r = _mm256_packs_epi16(ab, cd);
+    return _mm256_permutevar8x32_epi32(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+/* Sums of 16 int8 per half: lanes 0..1 of the result hold sum(elements 0..15), (16..31). */
+AVX2 static inline void sums16(__m256i q, int32_t *out)
+{
+    __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q), _mm256_set1_epi16(1));
+    __m128i lo = _mm256_castsi256_si128(s), hi = _mm256_extracti128_si256(s, 1);
+    lo = _mm_hadd_epi32(lo, lo); lo = _mm_hadd_epi32(lo, lo);
+    hi = _mm_hadd_epi32(hi, hi); hi = _mm_hadd_epi32(hi, hi);
+    out[0] = _mm_cvtsi128_si32(lo);
+    out[1] = _mm_cvtsi128_si32(hi);
+}
+
+/* roundf: truncate, then step away from zero when the (exact) fraction is >= 0.5. */
+AVX2 static inline __m256i round_away(__m256 v)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m256 frac = _mm256_andnot_ps(sign, _mm256_sub_ps(v, t));
+    __m256 ge = _mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ);
+    __m256 step = _mm256_or_ps(_mm256_and_ps(v, sign), _mm256_set1_ps(1.0f));
+    return _mm256_cvttps_epi32(_mm256_add_ps(t, _mm256_and_ps(ge, step)));
+}
+
+AVX2 void kavx2_quant_q8_0(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t b = 0; b < n / 32; b++) {
+        const float *xb = x + b * 32;
+        __m256 v[4], m = _mm256_setzero_ps();
+        for (int k = 0; k < 4; k++) {
+            v[k] = _mm256_loadu_ps(xb + 8 * k);
+            m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[k]));
+        }
+        const float amax = hmax_ps(m);
+        const float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
+        d[b] = fp16_to_f32(f32_to_fp16(db));
+        const __m256 vid = _mm256_set1_ps(id);
+        __m256i r = pack32(round_away(_mm256_mul_ps(v[0], vid)), round_away(_mm256_mul_ps(v[1], vid)),
+                           round_away(_mm256_mul_ps(v[2], vid)), round_away(_mm256_mul_ps(v[3], vid)));
+        _mm256_storeu_si256((__m256i *)(q + b * 32), r);
+        sums16(r, sum16 + b * 2);
+    }
+}
+
+AVX2 void kavx2_quant_q8_k(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t b = 0; b < n / 256; b++) {
+        const float *xb = x + b * 256;
+        int8_t *qb = q + b * 256;
+        __m256 m = _mm256_setzero_ps();
+        for (int j = 0; j < 256; j += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(xb + j)));
+        const float amax = hmax_ps(m);
+        if (amax == 0.0f) {
+            d[b] = 0.0f;
+            memset(qb, 0, 256);
+            for (int s = 0; s < 16; s++) sum16[b * 16 + s] = 0;
+            continue;
+        }
+        /* the first element whose magnitude is amax gives the signed max */
+        float max = 0.0f;
+        const __m256 va = _mm256_set1_ps(amax);
+        for (int j = 0; j < 256; j += 8) {
+            __m256 e = _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(xb + j)), va, _CMP_EQ_OQ);
+            int mk = _mm256_movemask_ps(e);
+            if (mk) { max = xb[j + __builtin_ctz((unsigned)mk)]; break; }
+        }
+        const float iscale = -127.0f / max;
+        const __m256 vs = _mm256_set1_ps(iscale);
+        const __m256i cap = _mm256_set1_epi32(127);
+        for (int j = 0; j < 256; j += 32) {
+            __m256i c[4];
+            for (int k = 0; k < 4; k++) /* cvtps rounds half to even, as nearest_int() */
+                c[k] = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xb + j + 8 * k), vs)), cap);
+            __m256i r = pack32(c[0], c[1], c[2], c[3]);
+            _mm256_storeu_si256((__m256i *)(qb + j), r);
+            sums16(r, sum16 + b * 16 + j / 16);
+        }
+        d[b] = 1.0f / iscale;
+    }
+}
+
+/* 32 codes as int8 weight values (code + bias, or the codebook's). */
+AVX2 static inline __m256i values32(const uint8_t *p, int bits, __m256i bias, __m256i cb, int use_cb)
+{
+    __m256i v;
+    if (bits == 8) {
+        v = _mm256_loadu_si256((const __m256i *)p);
+    } else if (bits == 4) {
+        __m128i x = _mm_loadu_si128((const __m128i *)p), m = _mm_set1_epi8(15);
+        __m128i lo = _mm_and_si128(x, m), hi = _mm_and_si128(_mm_srli_epi16(x, 4), m);
+        v = _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
+    } else {
+        int8_t t[32];
+        for (int i = 0; i < 32; i++) t[i] = (int8_t)((p[i / 4] >> (2 * (i % 4))) & 3);
+        v = _mm256_loadu_si256((const __m256i *)t);
+    }
+    return use_cb ? _mm256_shuffle_epi8(cb, v) : _mm256_add_epi8(v, bias);
+}
+
+/* int8 w times int8 q, 8 int32 partial sums (elements 4i..4i+3 in lane i). */
+AVX2 static inline __m256i dot32_i8(__m256i w, __m256i q)
+{
+    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(q, w));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+/* S8 with a bias other than -128: codes + bias need not fit int8, so the
+ * products are taken in int16: lanes 0..3 elements 0..15, 4..7 16..31. */
+AVX2 static inline __m256i dot32_wide(const uint8_t *p, const int8_t *q, __m256i bias16)
+{
+    __m128i c = _mm_loadu_si128((const __m128i *)p), c2 = _mm_loadu_si128((const __m128i *)(p + 16));
+    __m128i a = _mm_loadu_si128((const __m128i *)q), a2 = _mm_loadu_si128((const __m128i *)(q + 16));
+    __m256i w0 = _mm256_add_epi16(_mm256_cvtepu8_epi16(c), bias16);
+    __m256i w1 = _mm256_add_epi16(_mm256_cvtepu8_epi16(c2), bias16);
+    __m256i s0 = _mm256_madd_epi16(w0, _mm256_cvtepi8_epi16(a));
+    __m256i s1 = _mm256_madd_epi16(w1, _mm256_cvtepi8_epi16(a2));
+    /* s0 holds 16 elements in 8 lanes; fold to 4 lanes per half */
+    __m256i h = _mm256_hadd_epi32(s0, s1); /* per 128-lane: s0 pairs, s1 pairs */
+    return _mm256_permute4x64_epi64(h, 0xd8);
+}
+
+AVX2 float kavx2_qdot_scode(const weight *w, int64_t r, const qrow *a)
+{
+    const uint8_t *codes = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    const int bits = w->code_bits, blk = qrow_block(a->kind), group = w->group;
+    const int64_t g0 = r * (w->cols / group);
+    int8_t cbv[16] = { 0 };
+    const int use_cb = w->codebook != NULL;
+    if (use_cb) kq8_codebook_i8(w, cbv);
+    const __m256i cb = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)cbv));
+    const int wide = bits == 8 && !use_cb && w->code_bias != -128;
+    const __m256i bias = _mm256_set1_epi8((char)w->code_bias), bias16 = _mm256_set1_epi16((short)w->code_bias);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    float off = 0.0f;
+    for (int64_t c0 = 0; c0 < w->cols; c0 += 32) {
+        const uint8_t *p = codes + c0 * bits / 8;
+        const __m256i q = _mm256_loadu_si256((const __m256i *)(a->q + c0));
+        __m256i s = wide ? dot32_wide(p, a->q + c0, bias16) : dot32_i8(values32(p, bits, bias, cb, use_cb), q);
+        const float db = a->d[c0 / blk];
+        const int64_t g = g0 + c0 / group;
+        __m256 sd;
+        if (group >= 32) {
+            sd = _mm256_set1_ps(w->scales[g] * db);
+        } else {
+            const float s0 = w->scales[g] * db, s1 = w->scales[g + 1] * db;
+            sd = _mm256_setr_ps(s0, s0, s0, s0, s1, s1, s1, s1);
+        }
+        if ((c0 / 32) & 1) acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sd, acc1);
+        else acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sd, acc0);
+        if (w->offsets) { /* units of 32 (one 16-sum pair) or 16 (one each) */
+            const int32_t *s16 = a->sum16 + c0 / 16;
+            float t;
+            if (group >= 32) {
+                const float od = w->offsets[g] * db;
+                t = od * (float)(s16[0] + s16[1]);
+                off += t;
+            } else {
+                const float od0 = w->offsets[g] * db, od1 = w->offsets[g + 1] * db;
+                t = od0 * (float)s16[0];
+                off += t;
+                t = od1 * (float)s16[1];
+                off += t;
+            }
+        }
+    }
+    return hsum_ps(_mm256_add_ps(acc0, acc1)) + off;
+}
+
+AVX2 float kavx2_qdot_iq3(const weight *w, int64_t r, const qrow *a)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    const __m256i sidx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bitsel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i one8 = _mm256_set1_epi8(1);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < w->cols / IQ3_QK; b++) {
+        const uint8_t *blk = row + b * IQ3_BLOCK_BYTES;
+        const int8_t *q = a->q + b * IQ3_QK;
+        uint16_t dh;
+        memcpy(&dh, blk + 96, 2);
+        __m256i isum = _mm256_setzero_si256();
+        for (int s = 0; s < 8; s++) {
+            uint32_t word;
+            memcpy(&word, blk + 64 + 4 * s, 4);
+            const uint8_t *ix = blk + s * 8;
+            __m256i g = _mm256_setr_epi32((int)ggml_iq3xxs_grid[ix[0]], (int)ggml_iq3xxs_grid[ix[1]],
+                                          (int)ggml_iq3xxs_grid[ix[2]], (int)ggml_iq3xxs_grid[ix[3]],
+                                          (int)ggml_iq3xxs_grid[ix[4]], (int)ggml_iq3xxs_grid[ix[5]],
+                                          (int)ggml_iq3xxs_grid[ix[6]], (int)ggml_iq3xxs_grid[ix[7]]);
+            uint32_t m = 0;
+            for (int k = 0; k < 4; k++) {
+                unsigned s7 = (word >> (7 * k)) & 127u, p = s7 ^ (s7 >> 4);
+                p ^= p >> 2; p ^= p >> 1;
+                m |= (s7 | ((p & 1u) << 7)) << (8 * k);
+            }
+            __m256i sb = _mm256_shuffle_epi8(_mm256_set1_epi32((int)m), sidx);
+            __m256i neg = _mm256_cmpeq_epi8(_mm256_and_si256(sb, bitsel), bitsel);
+            __m256i sq = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q + s * 32)), _mm256_or_si256(neg, one8));
+            __m256i p16 = _mm256_maddubs_epi16(g, sq);
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16, _mm256_set1_epi16((short)(2 * (word >> 28) + 1))));
+        }
+        const float dd = fp16_to_f32(dh) * a->d[b] * 0.125f;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(isum), acc);
+    }
+    return hsum_ps(acc);
+}
+
+#endif
