@@ -128,6 +128,25 @@ for e in /v1/chat/completions /v1/completions /v1/messages /v1/messages/count_to
     made=$(grep -cx "$e" "$tmp/made")
     [ "$(metric $e)" = "$made" ] || fail "metrics count $(metric $e) requests to $e, the test made $made"
 done
+# Memory stays flat: after the rounds above every context exists, so three more
+# rounds of 8 streaming clients must not grow the server's resident set. (An
+# ASan build keeps freed memory in quarantine; its leak check covers it there.)
+if ! grep -q __asan_init "$bin/strata" 2>/dev/null && [ -r "/proc/$pid/status" ]; then
+    rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status"; }
+    before=$(rss)
+    for round in 1 2 3; do
+        for i in 1 2 3 4 5 6 7 8; do
+            post /v1/chat/completions "$(body $i),\"stream\":true}" >/dev/null &
+            clients="$clients $!"
+        done
+        for p in $clients; do wait "$p" || fail "a client in memory round $round failed"; done
+        clients=""
+    done
+    after=$(rss)
+    [ -n "$before" ] && [ -n "$after" ] || fail "cannot read the server's VmRSS"
+    [ $((after - before)) -lt 8192 ] || fail "resident memory grew from ${before} kB to ${after} kB over 24 requests"
+    echo "memory: ${before} kB -> ${after} kB after 24 more streaming requests"
+fi
 echo "curl: models, greedy == strata run, 3 APIs stream == non-stream, count_tokens, 8 clients + a killed one, metrics: ok"
 
 # The official SDKs, when npm can fetch them.
