@@ -217,7 +217,10 @@ static int cur_u64(cursor *c, const char *what, uint64_t max, uint64_t *out)
 
 static int cur_eol(cursor *c)
 {
-    if (c->ls != c->le) return cur_fail(c, "unexpected text '%.*s' at the end of the line", (int)(c->le - c->ls > 24 ? 24 : c->le - c->ls), c->ls);
+    if (c->ls != c->le) {
+        const char *t = *c->ls == ' ' ? c->ls + 1 : c->ls;
+        return cur_fail(c, "unexpected text '%.*s' at the end of the line", (int)(c->le - t > 24 ? 24 : c->le - t), t);
+    }
     return 0;
 }
 
