@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/budget.h"
 #include "runtime/cli.h"
 #include "runtime/pull.h"
 #include "runtime/serve_cli.h"
@@ -22,6 +23,7 @@ static const strata_command COMMANDS[] = {
     { "check", cmd_check, "verify the size and crc32 of every pack file" },
     { "perplexity", cmd_perplexity, "perplexity of a text; KL divergence against base logits" },
     { "bench", cmd_bench, "prefill/decode tokens/s and decode against the bandwidth floor" },
+    { "budget", cmd_budget, "what fits where: dense pool, KV cache and expert slots per device" },
     { "pull", strata_cmd_pull, "download model files from Hugging Face, resumable and sha256-verified" },
     { NULL, NULL, NULL }, /* rows are added above this sentinel */
 };
@@ -31,7 +33,6 @@ static void help(FILE *fp)
     fprintf(fp, "usage: strata <command> [options]   (strata <command> --help for its options)\n");
     for (size_t i = 0; COMMANDS[i].name; i++)
         fprintf(fp, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
-    fprintf(fp, "Planned: budget (with the CUDA backend; see docs/STATUS.md).\n");
 }
 
 int main(int argc, char **argv)
