@@ -14,7 +14,9 @@
  *
  * STRATA_MOE_FLOOR_IQ3=1 also builds the IQ3-expert variant of the same
  * model (slow: every expert weight is re-encoded) and reports it the same
- * way. STRATA_MOE_FLOOR_LAYERS=N changes the layer count (default 10). */
+ * way. STRATA_MOE_FLOOR_LAYERS=N changes the layer count (default 10).
+ * STRATA_MOE_FLOOR_PACK=DIR (for profiling) keeps the --experts keep pack
+ * in DIR, building it only when DIR does not exist yet. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,7 +41,7 @@
 #define N_VOCAB 512
 #define N_CTX 256
 #define THREADS 2
-#define RUNS 5
+#define RUNS 7
 #define N_PROMPT 8
 #define N_DECODE 32
 #define BW_BYTES ((size_t)1 << 30)
@@ -102,32 +104,45 @@ static void *bw_thread(void *v)
     return NULL;
 }
 
-/* Bytes per second read by `threads` threads, each summing its share. */
-static double read_bandwidth(int threads)
+/* A 1 GiB buffer (far past the caches) swept by `threads` threads, each
+ * summing its share. The machines are shared and their bandwidth moves by
+ * 2x from minute to minute, so a sweep is taken right before every timed
+ * decode run (the median of three) and each run is judged against it. */
+typedef struct bwbuf { uint64_t *buf; size_t n; int avx2; uint64_t sink; } bwbuf;
+
+static int bw_open(bwbuf *b)
 {
-    const size_t n = BW_BYTES / sizeof(uint64_t);
-    uint64_t *buf = aligned_alloc(64, BW_BYTES);
-    if (!buf) return 0;
-    for (size_t i = 0; i < n; i++) buf[i] = i;
-    const int avx2 = have_avx2();
-    double t[RUNS];
-    uint64_t sink = 0;
-    for (int r = 0; r < RUNS; r++) {
-        bw_part part[8];
-        pthread_t th[8];
-        double t0 = now_s();
-        for (int i = 0; i < threads; i++) {
-            part[i] = (bw_part){ buf + n / (size_t)threads * (size_t)i, n / (size_t)threads, avx2, 0 };
-            if (i > 0) pthread_create(&th[i], NULL, bw_thread, &part[i]);
-        }
-        bw_thread(&part[0]);
-        for (int i = 1; i < threads; i++) pthread_join(th[i], NULL);
-        t[r] = now_s() - t0;
-        for (int i = 0; i < threads; i++) sink += part[i].sum;
+    b->n = BW_BYTES / sizeof(uint64_t);
+    b->buf = aligned_alloc(64, BW_BYTES);
+    if (!b->buf) return -1;
+    for (size_t i = 0; i < b->n; i++) b->buf[i] = i;
+    b->avx2 = have_avx2();
+    b->sink = 0;
+    return 0;
+}
+
+/* Bytes per second of one sweep. */
+static double bw_sweep(bwbuf *b, int threads)
+{
+    bw_part part[8];
+    pthread_t th[8];
+    double t0 = now_s();
+    for (int i = 0; i < threads; i++) {
+        part[i] = (bw_part){ b->buf + b->n / (size_t)threads * (size_t)i, b->n / (size_t)threads, b->avx2, 0 };
+        if (i > 0) pthread_create(&th[i], NULL, bw_thread, &part[i]);
     }
-    free(buf);
-    if (sink == 42) printf(" ");
-    return (double)BW_BYTES / median(t, RUNS);
+    bw_thread(&part[0]);
+    for (int i = 1; i < threads; i++) pthread_join(th[i], NULL);
+    double t = now_s() - t0;
+    for (int i = 0; i < threads; i++) b->sink += part[i].sum;
+    return (double)BW_BYTES / t;
+}
+
+static double bw_median(bwbuf *b, int threads)
+{
+    double v[RUNS];
+    for (int r = 0; r < RUNS; r++) v[r] = bw_sweep(b, threads);
+    return median(v, RUNS);
 }
 
 /* ------------------------------------------------------ the synthetic GGUF */
@@ -295,7 +310,7 @@ static double decode_run(model *m, float *logits, char *err, size_t errlen)
     return N_DECODE / (now_s() - t0);
 }
 
-static int bench_pack(const char *label, const char *pack, double bw2, double build_s)
+static int bench_pack(const char *label, const char *pack, bwbuf *bw, double build_s)
 {
     char err[1024];
     double t0 = now_s();
@@ -307,23 +322,32 @@ static int bench_pack(const char *label, const char *pack, double bw2, double bu
     model *m = model_create(loader_hparams(lp), loader_weights(lp), &o, err, sizeof err);
     if (!m) { printf("%s: %s\n", label, err); loader_close(lp); return -1; }
     const double load_s = now_s() - t0;
+    const double active = (double)model_active_bytes(m);
     float *logits = malloc(N_VOCAB * sizeof *logits);
-    double tps[RUNS];
+    double tps[RUNS], bws[RUNS], frac[RUNS];
     int rc = 0;
     /* a first run faults the mmapped experts in: not timed */
     if (!logits || decode_run(m, logits, err, sizeof err) < 0) { printf("%s: %s\n", label, err); rc = -1; }
-    for (int r = 0; r < RUNS && !rc; r++)
+    for (int r = 0; r < RUNS && !rc; r++) {
+        double sw[3];
+        for (int k = 0; k < 3; k++) sw[k] = bw_sweep(bw, THREADS);
+        bws[r] = median(sw, 3);
         if ((tps[r] = decode_run(m, logits, err, sizeof err)) < 0) { printf("%s: %s\n", label, err); rc = -1; }
+        frac[r] = tps[r] / (bws[r] / active);
+    }
     if (!rc) {
-        const double active = (double)model_active_bytes(m), floor_tps = bw2 / active, med = median(tps, RUNS);
+        const double med = median(tps, RUNS), bwm = median(bws, RUNS), fr = median(frac, RUNS);
         printf("%s: pack %.2f GB (dense pool %.0f MB, experts %.0f MB), built in %.1f s, loaded in %.1f s, kernels %s\n",
                label, (double)(loader_pool_bytes(lp) + loader_expert_bytes(lp)) / 1e9,
                (double)loader_pool_bytes(lp) / 1e6, (double)loader_expert_bytes(lp) / 1e6, build_s, load_s,
                model_kernels_name(m));
+        printf("    active weight bytes per token %.1f MB\n", active / 1e6);
         printf("    decode %d threads: %.2f tokens/s (median of %d x %d tokens, min %.2f max %.2f)\n", THREADS, med,
                RUNS, N_DECODE, tps[0], tps[RUNS - 1]);
-        printf("    active weight bytes per token %.1f MB; bandwidth floor %.2f tokens/s; decode = %.3f of the floor\n",
-               active / 1e6, floor_tps, med / floor_tps);
+        printf("    %d-thread read bandwidth before each run: median %.2f GB/s (min %.2f max %.2f); floor %.2f tokens/s\n",
+               THREADS, bwm / 1e9, bws[0] / 1e9, bws[RUNS - 1] / 1e9, bwm / active);
+        printf("    decode = %.3f of the bandwidth floor (median of the per-run ratios; min %.3f max %.3f)\n", fr,
+               frac[0], frac[RUNS - 1]);
         printf("    effective weight read rate %.1f GB/s\n", med * active / 1e9);
     }
     free(logits);
@@ -352,10 +376,24 @@ int main(void)
     snprintf(pack3, sizeof pack3, "%s/pack-iq3", dir);
     const double t_all = now_s();
 
-    const double bw1 = read_bandwidth(1), bw2 = read_bandwidth(THREADS);
+    bwbuf bw;
+    if (bw_open(&bw)) { printf("out of memory\n"); rm_rf(dir); return 1; }
+    const double bw1 = bw_median(&bw, 1), bw2 = bw_median(&bw, THREADS);
     printf("read bandwidth (1 GiB, %s sums, median of %d): 1 thread %.2f GB/s, %d threads %.2f GB/s\n",
-           have_avx2() ? "AVX2" : "scalar", RUNS, bw1 / 1e9, THREADS, bw2 / 1e9);
+           bw.avx2 ? "AVX2" : "scalar", RUNS, bw1 / 1e9, THREADS, bw2 / 1e9);
 
+    const char *keep = getenv("STRATA_MOE_FLOOR_PACK");
+    if (keep && *keep) {
+        int rc = 0;
+        if (access(keep, F_OK) != 0) {
+            if (write_gguf(src, n_layer, err, sizeof err)) { printf("%s\n", err); rm_rf(dir); return 1; }
+            rc = build_pack(src, keep, "keep");
+        }
+        rm_rf(dir);
+        rc = rc || bench_pack("experts keep (S8), kept pack", keep, &bw, 0) ? 1 : 0;
+        free(bw.buf);
+        return rc;
+    }
     double t0 = now_s();
     if (write_gguf(src, n_layer, err, sizeof err)) { printf("%s\n", err); rm_rf(dir); return 1; }
     printf("synthetic llama MoE: %d layers, n_embd %d, %d experts of %d x %d (top %d), Q8_0, vocab %d; GGUF written in %.1f s\n",
@@ -363,17 +401,18 @@ int main(void)
     int rc = 0;
     t0 = now_s();
     if (build_pack(src, pack, "keep")) { printf("iq3pack build --experts keep failed\n"); rc = 1; }
-    else rc |= bench_pack("experts keep (S8)", pack, bw2, now_s() - t0) ? 1 : 0;
+    else rc |= bench_pack("experts keep (S8)", pack, &bw, now_s() - t0) ? 1 : 0;
     rm_rf(pack);
     if (iq3 && *iq3 == '1') {
         t0 = now_s();
         if (build_pack(src, pack3, "iq3")) { printf("iq3pack build --experts iq3 failed\n"); rc = 1; }
-        else rc |= bench_pack("experts IQ3", pack3, bw2, now_s() - t0) ? 1 : 0;
+        else rc |= bench_pack("experts IQ3", pack3, &bw, now_s() - t0) ? 1 : 0;
         rm_rf(pack3);
     } else {
         printf("experts IQ3: skipped (STRATA_MOE_FLOOR_IQ3=1 builds it; re-encoding ~1G weights takes minutes)\n");
     }
     rm_rf(dir);
+    free(bw.buf);
     printf("total %.0f s\n", now_s() - t_all);
     return rc;
 }
