@@ -107,7 +107,9 @@ static void *bw_thread(void *v)
 /* A 1 GiB buffer (far past the caches) swept by `threads` threads, each
  * summing its share. The machines are shared and their bandwidth moves by
  * 2x from minute to minute, so a sweep is taken right before every timed
- * decode run (the median of three) and each run is judged against it. */
+ * decode run (the median of three) and each run is judged against it.
+ * When other work shares the cores the medians move a lot; the best run
+ * against the best sweep is then the steadier figure, printed too. */
 typedef struct bwbuf { uint64_t *buf; size_t n; int avx2; uint64_t sink; } bwbuf;
 
 static int bw_open(bwbuf *b)
@@ -348,6 +350,8 @@ static int bench_pack(const char *label, const char *pack, bwbuf *bw, double bui
                THREADS, bwm / 1e9, bws[0] / 1e9, bws[RUNS - 1] / 1e9, bwm / active);
         printf("    decode = %.3f of the bandwidth floor (median of the per-run ratios; min %.3f max %.3f)\n", fr,
                frac[0], frac[RUNS - 1]);
+        printf("    least disturbed: best run %.2f tokens/s against the best sweep's floor %.2f tokens/s = %.3f\n",
+               tps[RUNS - 1], bws[RUNS - 1] / active, tps[RUNS - 1] / (bws[RUNS - 1] / active));
         printf("    effective weight read rate %.1f GB/s\n", med * active / 1e9);
     }
     free(logits);
