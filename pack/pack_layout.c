@@ -214,7 +214,9 @@ static int read_tensor(rd *r, pack_layout *L, const char *name, const json_t *v,
     for (int i = 0; i < 4; i++) {
         const json_t *e = json_array_get(shape, (size_t)i);
         t->ne[i] = i < t->n_dims ? (json_is_integer(e) ? json_integer_value(e) : 0) : 1;
-        if (t->ne[i] < 1 || t->ne[i] > (1LL << 40) || elems > (INT64_MAX >> 41))
+        /* the product must not overflow: a bound on the running product
+         * alone refused every matrix of 4M+ elements (2048 x 2048 included) */
+        if (t->ne[i] < 1 || t->ne[i] > (1LL << 40) || elems > INT64_MAX / t->ne[i])
             return fail(r, "%s: bad shape", name);
         elems *= t->ne[i];
     }

@@ -281,7 +281,9 @@ static const float IQ4NL[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13
 /* Every S-form the pack has (Q2_0, Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, Q3_K,
  * Q4_K, Q5_K, Q6_K) and IQ3: the integer dot equals the decoded row times
  * the rounded activation (in double) up to float rounding, and AVX2 equals
- * scalar within 1e-6 of the sum of |terms|. */
+ * scalar within 1e-6 of the sum of |terms|. Rows of 1024 and, where the
+ * blocks allow, 1056 (an odd count of 32-element units: the unrolled
+ * loop's tail). */
 static void test_qdot_forms(void **st)
 {
     (void)st;
@@ -297,15 +299,18 @@ static void test_qdot_forms(void **st)
     const kernels *s = kernels_scalar(), *v = kernels_get(1);
     if (v == s) printf("SKIP (AVX2 half): no AVX2 on this CPU\n");
     uint64_t rs = 11;
-    const int64_t R = 5, C = 1024;
+    const int64_t R = 5, CMAX = 1056;
+    int64_t C = CMAX;
     float *x = malloc(C * sizeof *x), *deq = malloc(C * sizeof *deq), *row = malloc(C * sizeof *row);
     int8_t *q = malloc(C);
     float *d = malloc(C / 32 * sizeof *d);
     int32_t *s16 = malloc(C / 16 * sizeof *s16);
     uint8_t *codes = malloc((size_t)R * C * 2);
     float *sc = malloc((size_t)R * C * sizeof *sc), *of = malloc((size_t)R * C * sizeof *of);
-    for (size_t fi = 0; fi < sizeof forms / sizeof forms[0]; fi++) {
-        const qform *f = &forms[fi];
+    for (size_t fc = 0; fc < 2 * sizeof forms / sizeof forms[0]; fc++) {
+        const qform *f = &forms[fc / 2];
+        C = fc % 2 ? CMAX : 1024;
+        if (C % qrow_block(f->act) || (f->group && C % f->group)) continue;
         weight w = { 0 };
         w.rows = R; w.cols = C; w.act = f->act;
         if (f->bits == 0) {
