@@ -76,6 +76,34 @@ bool tok_heap_pop(tok_heap *h, tok_bigram *out)
     return true;
 }
 
+int32_t tok_merge_word(const tokenizer *t, const char *w, size_t wn, tok_sym *sym, tok_heap *h, tok_pair_fn pair)
+{
+    int32_t ns = 0;
+    for (size_t i = 0; i < wn;) {
+        size_t k = tok_utf8_len((unsigned char)w[i]);
+        if (k > wn - i) k = wn - i;
+        sym[ns] = (tok_sym){(uint32_t)i, (uint32_t)k, ns - 1, -1};
+        if (ns > 0) sym[ns - 1].next = ns;
+        ns++;
+        i += k;
+    }
+    h->n = 0;
+    for (int32_t i = 1; i < ns; i++)
+        if (pair(t, w, sym, i - 1, i, h) != 0) return -1;
+    tok_bigram b;
+    while (tok_heap_pop(h, &b)) {
+        tok_sym *l = &sym[b.left], *r = &sym[b.right];
+        if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue; /* stale */
+        l->n += r->n;
+        r->n = 0;
+        l->next = r->next;
+        if (r->next >= 0) sym[r->next].prev = b.left;
+        if (pair(t, w, sym, l->prev, b.left, h) != 0) return -1;
+        if (pair(t, w, sym, b.left, l->next, h) != 0) return -1;
+    }
+    return ns;
+}
+
 uint32_t tok_hash(uint32_t h, const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
