@@ -213,7 +213,7 @@ static void test_native_blocks(void **st)
     /* IQ3_XXS experts, IQ3_S/IQ2_S/Q5_K/Q8_0 dense, all native */
     SKIP_UNLESS_SHARED("models/tinymoe/tinymoe-iq3_xxs.gguf");
     for (int v = 0; v < 4; v++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "v%d", v);
         assert_int_equal(seq_load(&s, "models/tinymoe", "models/tinymoe/logits/iq3_xxs", name), 0);
         c = open_model(&g3, "models/tinymoe/tinymoe-iq3_xxs.gguf", 2, f32_opts(2));
