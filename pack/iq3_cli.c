@@ -160,6 +160,27 @@ static const char *what(char *buf, size_t n, const char *kind, const cli_args *a
     return buf;
 }
 
+/* The start encode and decode share: arguments, -o and exactly one input, a
+ * valid shape, and an existing output refused before the work is spent on it.
+ * Returns 1 to go on; 0 with *rc the exit status (--help, or a refusal said). */
+static int start_file_to_file(int argc, char **argv, const char *help, int allow_enc,
+                              const char *no_out, cli_args *a, size_t *nw, size_t *nq, int *rc)
+{
+    int p = parse(argc, argv, help, allow_enc, a);
+    if (p) { *rc = p > 0 ? 0 : 2; return 0; }
+    if (!a->out) { *rc = usage(a->cmd, help, no_out); return 0; }
+    if (a->npos != 1) { *rc = usage(a->cmd, help, "exactly one input file is expected"); return 0; }
+    *rc = 1;
+    if (check_shape(a, nw, nq)) return 0;
+    if (path_exists(a->out)) {
+        char err[512];
+        snprintf(err, sizeof err, "%s: already exists; refusing to overwrite it", a->out);
+        fail(a->cmd, err);
+        return 0;
+    }
+    return 1;
+}
+
 static const float *load_importance(const cli_args *a, unsigned char **buf)
 {
     *buf = NULL;
@@ -173,18 +194,10 @@ static const float *load_importance(const cli_args *a, unsigned char **buf)
 int iq3pack_cmd_encode(int argc, char **argv)
 {
     cli_args a;
-    int p = parse(argc, argv, HELP_ENCODE, 1, &a);
-    if (p) return p > 0 ? 0 : 2;
-    if (!a.out) return usage(a.cmd, HELP_ENCODE, "-o OUT.iq3 is required");
-    if (a.npos != 1) return usage(a.cmd, HELP_ENCODE, "exactly one input file is expected");
     size_t nw, nq;
-    if (check_shape(&a, &nw, &nq)) return 1;
-    /* refuse an existing output before spending the encode on it */
-    if (path_exists(a.out)) {
-        char err[512];
-        snprintf(err, sizeof err, "%s: already exists; refusing to overwrite it", a.out);
-        return fail(a.cmd, err);
-    }
+    int done_rc;
+    if (!start_file_to_file(argc, argv, HELP_ENCODE, 1, "-o OUT.iq3 is required", &a, &nw, &nq, &done_rc))
+        return done_rc;
     char w[160];
     unsigned char *x = read_exact(a.cmd, a.pos[0], nw * 4, what(w, sizeof w, "float32", &a));
     if (!x) return 1;
@@ -210,17 +223,10 @@ done:
 int iq3pack_cmd_decode(int argc, char **argv)
 {
     cli_args a;
-    int p = parse(argc, argv, HELP_DECODE, 0, &a);
-    if (p) return p > 0 ? 0 : 2;
-    if (!a.out) return usage(a.cmd, HELP_DECODE, "-o OUT.f32 is required");
-    if (a.npos != 1) return usage(a.cmd, HELP_DECODE, "exactly one input file is expected");
     size_t nw, nq;
-    if (check_shape(&a, &nw, &nq)) return 1;
-    if (path_exists(a.out)) {
-        char err[512];
-        snprintf(err, sizeof err, "%s: already exists; refusing to overwrite it", a.out);
-        return fail(a.cmd, err);
-    }
+    int done_rc;
+    if (!start_file_to_file(argc, argv, HELP_DECODE, 0, "-o OUT.f32 is required", &a, &nw, &nq, &done_rc))
+        return done_rc;
     char w[160];
     unsigned char *q = read_exact(a.cmd, a.pos[0], nq, what(w, sizeof w, "an IQ3 container", &a));
     if (!q) return 1;

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "formats/ggml_types.h"
+#include "pack/packdir.h"
 
 const char *const PK_FILE_NAMES[PK_NFILES] = { "dense.bin", "embd.bin", "experts.bin", "tokenizer.gguf" };
 static const char *const HOW_NAMES[] = { "iq3-encoded", "iq3-transcoded", "canonical" };
@@ -380,5 +381,18 @@ int pack_layout_from_json(pack_layout *L, const char *path, char *err, size_t er
 out:
     json_decref(root);
     if (rc) pack_layout_free(L);
+    return rc;
+}
+
+int pack_layout_from_dir(pack_layout *L, const char *dir, char *err, size_t errlen)
+{
+    memset(L, 0, sizeof *L);
+    char *mp = path_join(dir, "manifest.json");
+    if (!mp) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    const int rc = pack_layout_from_json(L, mp, err, errlen);
+    free(mp);
     return rc;
 }

@@ -71,6 +71,9 @@ void pack_layout_free(pack_layout *L);
 /* Serialises to a NUL-terminated malloc'd string. */
 char *pack_layout_to_json(const pack_layout *L);
 int pack_layout_from_json(pack_layout *L, const char *path, char *err, size_t errlen);
+/* pack_layout_from_json() on DIR/manifest.json, the one manifest of a pack
+ * directory (verify and info); "out of memory" when the path cannot be made. */
+int pack_layout_from_dir(pack_layout *L, const char *dir, char *err, size_t errlen);
 
 /* The manifest's `hparams` names and the GGUF keys they come from
  * ("<arch>.<key>"): build writes them, packindex turns them back into the

@@ -8,16 +8,12 @@
 #include <jansson.h>
 
 #include "pack/pack_layout.h"
-#include "pack/packdir.h"
 
 int pack_info(const char *dir, FILE *out, FILE *err)
 {
     char e[512];
     pack_layout L;
-    char *mp = path_join(dir, "manifest.json");
-    const int rc = mp ? pack_layout_from_json(&L, mp, e, sizeof e) : -1;
-    free(mp);
-    if (rc) {
+    if (pack_layout_from_dir(&L, dir, e, sizeof e)) {
         fprintf(err, "%s\n", e);
         return 1;
     }

@@ -181,11 +181,8 @@ int pack_verify(const char *dir, const char *source_path, FILE *out, FILE *err)
 {
     char e[512];
     pack_layout L;
-    char *mp = path_join(dir, "manifest.json");
-    const int lrc = mp ? pack_layout_from_json(&L, mp, e, sizeof e) : -1;
-    free(mp);
-    if (lrc) {
-        fprintf(err, "%s\n", mp ? e : "out of memory");
+    if (pack_layout_from_dir(&L, dir, e, sizeof e)) {
+        fprintf(err, "%s\n", e);
         return 1;
     }
     int bad = check_files(dir, &L, out, err);

@@ -8,24 +8,15 @@
 #include "runtime/expert_cache.h"
 #include "runtime/loader_index.h"
 #include "runtime/model.h"
+#include "runtime/strbuf.h"
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define INDEX_MAX ((size_t)64 << 20)
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static int hp_get(void *ctx, const char *key, double *out)
 {
@@ -41,7 +32,7 @@ static char *read_index(const char *path, size_t *len, char *err, size_t errlen)
 {
     FILE *fp = fopen(path, "rb");
     if (!fp) {
-        fail(err, errlen, "%s: %s%s", path, strerror(errno), errno == ENOENT ? " (no index: not a finished pack)" : "");
+        err_printf(err, errlen, "%s: %s%s", path, strerror(errno), errno == ENOENT ? " (no index: not a finished pack)" : "");
         return NULL;
     }
     char *buf = malloc(INDEX_MAX + 1);
@@ -49,7 +40,7 @@ static char *read_index(const char *path, size_t *len, char *err, size_t errlen)
     int bad = ferror(fp);
     fclose(fp);
     if (!buf || bad || n > INDEX_MAX) {
-        fail(err, errlen, "%s: %s", path, !buf ? "out of memory" : bad ? "read error" : "larger than 64 MiB");
+        err_printf(err, errlen, "%s: %s", path, !buf ? "out of memory" : bad ? "read error" : "larger than 64 MiB");
         free(buf);
         return NULL;
     }
@@ -87,8 +78,8 @@ int budget_compute(const char *dir, const budget_opts *o, budget_report *r, char
     model_hparams hp;
     const char *arch = pindex_hparam(&x, "general.architecture");
     char e2[512];
-    if (!arch) { fail(err, errlen, "%s: no @hparam general.architecture (an index from an older packindex)", path); goto bad; }
-    if (hparams_load(&hp, arch, hp_get, &x, e2, sizeof e2)) { fail(err, errlen, "%s: %s", path, e2); goto bad; }
+    if (!arch) { err_printf(err, errlen, "%s: no @hparam general.architecture (an index from an older packindex)", path); goto bad; }
+    if (hparams_load(&hp, arch, hp_get, &x, e2, sizeof e2)) { err_printf(err, errlen, "%s: %s", path, e2); goto bad; }
     snprintf(r->arch, sizeof r->arch, "%s", arch);
     r->n_layer = hp.n_layer;
     r->n_expert = hp.n_expert;

@@ -3,6 +3,8 @@
  * statistics, and the simulated device the tests drive it with. */
 #include "runtime/expert_cache.h"
 
+#include "runtime/strbuf.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -18,15 +20,6 @@
 #define EC_MAX_TOKENS  ((uint64_t)1 << 48)    /* counts stay exact in a double */
 #define EC_MAX_FILE    ((size_t)256 << 20)
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* ================================================================ sim device */
 
 static int sim_alloc(void *ctx, int n_slots, size_t slot_bytes, char *err, size_t errlen)
@@ -36,7 +29,7 @@ static int sim_alloc(void *ctx, int n_slots, size_t slot_bytes, char *err, size_
     free(s->pending);
     s->resident = malloc(sizeof(int64_t) * (size_t)(n_slots > 0 ? n_slots : 1));
     s->pending = malloc(sizeof(int64_t) * (size_t)(n_slots > 0 ? n_slots : 1));
-    if (!s->resident || !s->pending) return fail(err, errlen, "simulated device: out of memory for %d slots", n_slots);
+    if (!s->resident || !s->pending) return err_printf(err, errlen, "simulated device: out of memory for %d slots", n_slots);
     for (int i = 0; i < n_slots; i++) s->resident[i] = s->pending[i] = -1;
     s->n_slots = n_slots;
     s->slot_bytes = slot_bytes;
@@ -46,10 +39,10 @@ static int sim_alloc(void *ctx, int n_slots, size_t slot_bytes, char *err, size_
 static int sim_copy(void *ctx, int slot, int64_t expert, size_t bytes, char *err, size_t errlen)
 {
     ec_sim *s = ctx;
-    if (slot < 0 || slot >= s->n_slots) return fail(err, errlen, "simulated device: slot %d of %d", slot, s->n_slots);
-    if (bytes > s->slot_bytes) return fail(err, errlen, "simulated device: %zu bytes into a %zu-byte slot", bytes, s->slot_bytes);
+    if (slot < 0 || slot >= s->n_slots) return err_printf(err, errlen, "simulated device: slot %d of %d", slot, s->n_slots);
+    if (bytes > s->slot_bytes) return err_printf(err, errlen, "simulated device: %zu bytes into a %zu-byte slot", bytes, s->slot_bytes);
     if ((int64_t)s->copies == s->fail_copy_at)
-        return fail(err, errlen, "simulated device: copy %llu failed (injected)", (unsigned long long)s->copies);
+        return err_printf(err, errlen, "simulated device: copy %llu failed (injected)", (unsigned long long)s->copies);
     s->pending[slot] = expert;
     s->copies++;
     s->bytes += bytes;
@@ -94,10 +87,10 @@ int ec_profile_init(ec_profile *p, int n_layer, int n_expert, int n_used, char *
     memset(p, 0, sizeof *p);
     if (n_layer < 1 || n_layer > EC_MAX_LAYERS || n_expert < 1 || n_expert > EC_MAX_EXPERTS ||
         (int64_t)n_layer * n_expert > EC_MAX_TOTAL || n_used < 1 || n_used > n_expert)
-        return fail(err, errlen, "routing profile: shape %d layers x %d experts, %d used is out of range",
+        return err_printf(err, errlen, "routing profile: shape %d layers x %d experts, %d used is out of range",
                     n_layer, n_expert, n_used);
     p->count = calloc((size_t)n_layer * (size_t)n_expert, sizeof(uint64_t));
-    if (!p->count) return fail(err, errlen, "routing profile: out of memory");
+    if (!p->count) return err_printf(err, errlen, "routing profile: out of memory");
     p->n_layer = n_layer;
     p->n_expert = n_expert;
     p->n_used = n_used;
@@ -112,14 +105,14 @@ void ec_profile_free(ec_profile *p)
 
 int ec_profile_observe(ec_profile *p, int layer, const int32_t *experts, int n, char *err, size_t errlen)
 {
-    if (layer < 0 || layer >= p->n_layer) return fail(err, errlen, "routing profile: layer %d of %d", layer, p->n_layer);
-    if (n != p->n_used) return fail(err, errlen, "routing profile: %d experts routed, the profile records %d", n, p->n_used);
+    if (layer < 0 || layer >= p->n_layer) return err_printf(err, errlen, "routing profile: layer %d of %d", layer, p->n_layer);
+    if (n != p->n_used) return err_printf(err, errlen, "routing profile: %d experts routed, the profile records %d", n, p->n_used);
     for (int i = 0; i < n; i++) {
         if (experts[i] < 0 || experts[i] >= p->n_expert)
-            return fail(err, errlen, "routing profile: expert %d of %d", (int)experts[i], p->n_expert);
+            return err_printf(err, errlen, "routing profile: expert %d of %d", (int)experts[i], p->n_expert);
         for (int j = 0; j < i; j++)
             if (experts[j] == experts[i])
-                return fail(err, errlen, "routing profile: expert %d routed twice in one token", (int)experts[i]);
+                return err_printf(err, errlen, "routing profile: expert %d routed twice in one token", (int)experts[i]);
     }
     for (int i = 0; i < n; i++) p->count[(size_t)layer * (size_t)p->n_expert + (size_t)experts[i]]++;
     if (layer == 0) p->tokens++;
@@ -129,9 +122,9 @@ int ec_profile_observe(ec_profile *p, int layer, const int32_t *experts, int n, 
 int ec_profile_save(const ec_profile *p, const char *path, char *err, size_t errlen)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
-    if (fd < 0) return fail(err, errlen, "%s: %s%s", path, strerror(errno), errno == EEXIST ? " (never overwritten)" : "");
+    if (fd < 0) return err_printf(err, errlen, "%s: %s%s", path, strerror(errno), errno == EEXIST ? " (never overwritten)" : "");
     FILE *fp = fdopen(fd, "w");
-    if (!fp) { close(fd); unlink(path); return fail(err, errlen, "%s: %s", path, strerror(errno)); }
+    if (!fp) { close(fd); unlink(path); return err_printf(err, errlen, "%s: %s", path, strerror(errno)); }
     fprintf(fp, "strata-routing-profile 1\nshape %d %d %d\ntokens %llu\n", p->n_layer, p->n_expert, p->n_used,
             (unsigned long long)p->tokens);
     for (int l = 0; l < p->n_layer; l++) {
@@ -142,7 +135,7 @@ int ec_profile_save(const ec_profile *p, const char *path, char *err, size_t err
     }
     fputs("end\n", fp);
     int bad = ferror(fp);
-    if (fclose(fp) != 0 || bad) { unlink(path); return fail(err, errlen, "%s: write failed", path); }
+    if (fclose(fp) != 0 || bad) { unlink(path); return err_printf(err, errlen, "%s: write failed", path); }
     return 0;
 }
 
@@ -162,7 +155,7 @@ static int cur_fail(cursor *c, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return fail(c->err, c->errlen, "%s:%d: %s", c->path, c->line, msg);
+    return err_printf(c->err, c->errlen, "%s:%d: %s", c->path, c->line, msg);
 }
 
 static int cur_line(cursor *c)
@@ -279,15 +272,15 @@ int ec_profile_load(ec_profile *p, const char *path, char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
     FILE *fp = fopen(path, "rb");
-    if (!fp) return fail(err, errlen, "%s: %s", path, strerror(errno));
+    if (!fp) return err_printf(err, errlen, "%s: %s", path, strerror(errno));
     char *buf = malloc(EC_MAX_FILE + 1);
-    if (!buf) { fclose(fp); return fail(err, errlen, "%s: out of memory", path); }
+    if (!buf) { fclose(fp); return err_printf(err, errlen, "%s: out of memory", path); }
     size_t n = fread(buf, 1, EC_MAX_FILE + 1, fp);
     int rerr = ferror(fp);
     fclose(fp);
     int rc;
-    if (rerr) rc = fail(err, errlen, "%s: read error", path);
-    else if (n > EC_MAX_FILE) rc = fail(err, errlen, "%s: larger than %zu MiB: not a routing profile", path, EC_MAX_FILE >> 20);
+    if (rerr) rc = err_printf(err, errlen, "%s: read error", path);
+    else if (n > EC_MAX_FILE) rc = err_printf(err, errlen, "%s: larger than %zu MiB: not a routing profile", path, EC_MAX_FILE >> 20);
     else rc = ec_profile_parse(p, buf, n, path, err, errlen);
     free(buf);
     return rc;
@@ -297,7 +290,7 @@ int ec_profile_check(const ec_profile *p, int n_layer, int n_expert, int n_used,
                      size_t errlen)
 {
     if (p->n_layer != n_layer || p->n_expert != n_expert || p->n_used != n_used)
-        return fail(err, errlen, "%s: the profile is for %d layers x %d experts (%d used), the model has %d x %d (%d used)",
+        return err_printf(err, errlen, "%s: the profile is for %d layers x %d experts (%d used), the model has %d x %d (%d used)",
                     path, p->n_layer, p->n_expert, p->n_used, n_layer, n_expert, n_used);
     return 0;
 }
@@ -404,24 +397,24 @@ static double decayed(const expert_cache *c, int64_t i)
 expert_cache *ec_create(const ec_config *cfg, ec_device dev, char *err, size_t errlen)
 {
     if (cfg->n_layer < 1 || cfg->n_expert < 1 || (int64_t)cfg->n_layer * cfg->n_expert > EC_MAX_TOTAL) {
-        fail(err, errlen, "expert cache: %d layers x %d experts is out of range", cfg->n_layer, cfg->n_expert);
+        err_printf(err, errlen, "expert cache: %d layers x %d experts is out of range", cfg->n_layer, cfg->n_expert);
         return NULL;
     }
     int64_t n_total = (int64_t)cfg->n_layer * cfg->n_expert;
     if (cfg->n_slots < 0 || cfg->n_slots > n_total || cfg->slot_bytes == 0) {
-        fail(err, errlen, "expert cache: %d slots of %zu bytes for %lld experts", cfg->n_slots, cfg->slot_bytes, (long long)n_total);
+        err_printf(err, errlen, "expert cache: %d slots of %zu bytes for %lld experts", cfg->n_slots, cfg->slot_bytes, (long long)n_total);
         return NULL;
     }
     if (cfg->miss != EC_MISS_CPU && cfg->miss != EC_MISS_PCIE) {
-        fail(err, errlen, "expert cache: the miss mode must be resolved to cpu or pcie (ec_miss_resolve)");
+        err_printf(err, errlen, "expert cache: the miss mode must be resolved to cpu or pcie (ec_miss_resolve)");
         return NULL;
     }
     if (cfg->decay >= 1 || isnan(cfg->decay)) {
-        fail(err, errlen, "expert cache: decay %g is not in (0, 1)", cfg->decay);
+        err_printf(err, errlen, "expert cache: decay %g is not in (0, 1)", cfg->decay);
         return NULL;
     }
     expert_cache *c = calloc(1, sizeof *c);
-    if (!c) { fail(err, errlen, "expert cache: out of memory"); return NULL; }
+    if (!c) { err_printf(err, errlen, "expert cache: out of memory"); return NULL; }
     c->cfg = *cfg;
     if (!(c->cfg.decay > 0)) c->cfg.decay = 0.99;
     c->dev = dev;
@@ -434,7 +427,7 @@ expert_cache *ec_create(const ec_config *cfg, ec_device dev, char *err, size_t e
     c->slot_used = malloc(ns * sizeof *c->slot_used);
     if (!c->score || !c->last || !c->slot_of || !c->owner || !c->slot_used) {
         ec_free(c);
-        fail(err, errlen, "expert cache: out of memory");
+        err_printf(err, errlen, "expert cache: out of memory");
         return NULL;
     }
     for (int64_t i = 0; i < n_total; i++) c->slot_of[i] = -1;
@@ -481,10 +474,10 @@ static int cmp_rank(const void *a, const void *b)
 int ec_fill(expert_cache *c, const ec_profile *p, char *err, size_t errlen)
 {
     if (p->n_layer != c->cfg.n_layer || p->n_expert != c->cfg.n_expert)
-        return fail(err, errlen, "expert cache: a profile of %d layers x %d experts for a model of %d x %d",
+        return err_printf(err, errlen, "expert cache: a profile of %d layers x %d experts for a model of %d x %d",
                     p->n_layer, p->n_expert, c->cfg.n_layer, c->cfg.n_expert);
     rank *r = malloc((size_t)c->n_total * sizeof *r);
-    if (!r) return fail(err, errlen, "expert cache: out of memory");
+    if (!r) return err_printf(err, errlen, "expert cache: out of memory");
     /* steady state of a decaying count for an expert routed with probability f per token */
     for (int64_t i = 0; i < c->n_total; i++) {
         double f = p->tokens ? (double)p->count[i] / (double)p->tokens : 0;
@@ -523,7 +516,7 @@ static int victim(const expert_cache *c, double *victim_score)
 int ec_access(expert_cache *c, int layer, int expert, ec_result *r, char *err, size_t errlen)
 {
     if (layer < 0 || layer >= c->cfg.n_layer || expert < 0 || expert >= c->cfg.n_expert)
-        return fail(err, errlen, "expert cache: layer %d expert %d is out of range (%d x %d)", layer, expert,
+        return err_printf(err, errlen, "expert cache: layer %d expert %d is out of range (%d x %d)", layer, expert,
                     c->cfg.n_layer, c->cfg.n_expert);
     int64_t i = (int64_t)layer * c->cfg.n_expert + expert;
     c->score[i] = decayed(c, i) + 1;

@@ -58,3 +58,13 @@ void strbuf_free(strbuf *b)
     free(b->data);
     *b = (strbuf){ 0 };
 }
+
+int err_printf(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen) return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}

@@ -3,19 +3,11 @@
  * The model-specific encoders live in tokenizer_spm.c / _bpe.c / _wpm.c. */
 #include "runtime/tokenizer_internal.h"
 
-#include <stdarg.h>
+#include "runtime/strbuf.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* ------------------------------------------------------------------ */
 /* small helpers shared by the encoders                                */
@@ -74,6 +66,34 @@ bool tok_heap_pop(tok_heap *h, tok_bigram *out)
     }
     if (n) h->v[i] = last;
     return true;
+}
+
+int32_t tok_merge_word(const tokenizer *t, const char *w, size_t wn, tok_sym *sym, tok_heap *h, tok_pair_fn pair)
+{
+    int32_t ns = 0;
+    for (size_t i = 0; i < wn;) {
+        size_t k = tok_utf8_len((unsigned char)w[i]);
+        if (k > wn - i) k = wn - i;
+        sym[ns] = (tok_sym){(uint32_t)i, (uint32_t)k, ns - 1, -1};
+        if (ns > 0) sym[ns - 1].next = ns;
+        ns++;
+        i += k;
+    }
+    h->n = 0;
+    for (int32_t i = 1; i < ns; i++)
+        if (pair(t, w, sym, i - 1, i, h) != 0) return -1;
+    tok_bigram b;
+    while (tok_heap_pop(h, &b)) {
+        tok_sym *l = &sym[b.left], *r = &sym[b.right];
+        if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue; /* stale */
+        l->n += r->n;
+        r->n = 0;
+        l->next = r->next;
+        if (r->next >= 0) sym[r->next].prev = b.left;
+        if (pair(t, w, sym, l->prev, b.left, h) != 0) return -1;
+        if (pair(t, w, sym, b.left, l->next, h) != 0) return -1;
+    }
+    return ns;
 }
 
 uint32_t tok_hash(uint32_t h, const char *s, size_t n)
@@ -164,10 +184,10 @@ static int build_vocab(tokenizer *t, const tokenizer_spec *s, char *err, size_t 
 {
     size_t total = 0;
     for (size_t i = 0; i < s->n_tokens; i++) {
-        if (!s->tokens[i]) { set_err(err, errlen, "token %zu has no text", i); return -1; }
+        if (!s->tokens[i]) { err_printf(err, errlen, "token %zu has no text", i); return -1; }
         total += strlen(s->tokens[i]) + 1;
     }
-    if (total > UINT32_MAX) { set_err(err, errlen, "vocabulary text is over 4 GiB"); return -1; }
+    if (total > UINT32_MAX) { err_printf(err, errlen, "vocabulary text is over 4 GiB"); return -1; }
     t->n_vocab = (int32_t)s->n_tokens;
     t->arena = malloc(total ? total : 1);
     t->off = malloc(s->n_tokens * sizeof *t->off);
@@ -177,7 +197,7 @@ static int build_vocab(tokenizer *t, const tokenizer_spec *s, char *err, size_t 
     t->slot_mask = pow2_at_least(s->n_tokens * 2) - 1;
     t->slot = calloc((size_t)t->slot_mask + 1, sizeof *t->slot);
     if (!t->arena || !t->off || !t->len || !t->score || !t->type || !t->slot) {
-        set_err(err, errlen, "out of memory for %zu tokens", s->n_tokens);
+        err_printf(err, errlen, "out of memory for %zu tokens", s->n_tokens);
         return -1;
     }
     size_t at = 0;
@@ -211,7 +231,7 @@ static int build_vocab(tokenizer *t, const tokenizer_spec *s, char *err, size_t 
     }
     t->special = malloc((ns ? ns : 1) * sizeof *t->special);
     len_id *li = malloc((ns ? ns : 1) * sizeof *li);
-    if (!t->special || !li) { free(li); set_err(err, errlen, "out of memory"); return -1; }
+    if (!t->special || !li) { free(li); err_printf(err, errlen, "out of memory"); return -1; }
     for (size_t i = 0; i < s->n_tokens; i++) {
         int ty = t->type[i];
         if ((ty == TOKEN_TYPE_CONTROL || ty == TOKEN_TYPE_USER_DEFINED || ty == TOKEN_TYPE_UNKNOWN) && t->len[i])
@@ -227,10 +247,10 @@ static int build_merges(tokenizer *t, const tokenizer_spec *s, char *err, size_t
 {
     size_t total = 0;
     for (size_t i = 0; i < s->n_merges; i++) {
-        if (!s->merges[i]) { set_err(err, errlen, "merge %zu has no text", i); return -1; }
+        if (!s->merges[i]) { err_printf(err, errlen, "merge %zu has no text", i); return -1; }
         total += strlen(s->merges[i]) + 1;
     }
-    if (total > UINT32_MAX) { set_err(err, errlen, "merges are over 4 GiB"); return -1; }
+    if (total > UINT32_MAX) { err_printf(err, errlen, "merges are over 4 GiB"); return -1; }
     t->n_merges = s->n_merges;
     t->m_arena = malloc(total ? total : 1);
     t->m_off = malloc((s->n_merges ? s->n_merges : 1) * sizeof *t->m_off);
@@ -239,7 +259,7 @@ static int build_merges(tokenizer *t, const tokenizer_spec *s, char *err, size_t
     t->m_mask = pow2_at_least(s->n_merges * 2) - 1;
     t->m_slot = calloc((size_t)t->m_mask + 1, sizeof *t->m_slot);
     if (!t->m_arena || !t->m_off || !t->m_left || !t->m_len || !t->m_slot) {
-        set_err(err, errlen, "out of memory for %zu merges", s->n_merges);
+        err_printf(err, errlen, "out of memory for %zu merges", s->n_merges);
         return -1;
     }
     size_t at = 0;
@@ -250,7 +270,7 @@ static int build_merges(tokenizer *t, const tokenizer_spec *s, char *err, size_t
          * part may itself be a lone space in non-byte-level vocabularies. */
         const char *sp = n > 1 ? memchr(m + 1, ' ', n - 1) : NULL;
         if (!sp) {
-            set_err(err, errlen, "tokenizer.ggml.merges[%zu] \"%s\" has no \"left right\" separator", i, m);
+            err_printf(err, errlen, "tokenizer.ggml.merges[%zu] \"%s\" has no \"left right\" separator", i, m);
             return -1;
         }
         memcpy(t->m_arena + at, m, n + 1);
@@ -292,11 +312,11 @@ static void build_byte_tables(tokenizer *t)
 
 tokenizer *tokenizer_new(const tokenizer_spec *s, char *err, size_t errlen)
 {
-    if (!s || !s->model) { set_err(err, errlen, "tokenizer: no tokenizer.ggml.model"); return NULL; }
-    if (!s->n_tokens || !s->tokens) { set_err(err, errlen, "tokenizer: empty vocabulary"); return NULL; }
-    if (s->n_tokens > INT32_MAX - 1) { set_err(err, errlen, "tokenizer: %zu tokens do not fit int32 ids", s->n_tokens); return NULL; }
+    if (!s || !s->model) { err_printf(err, errlen, "tokenizer: no tokenizer.ggml.model"); return NULL; }
+    if (!s->n_tokens || !s->tokens) { err_printf(err, errlen, "tokenizer: empty vocabulary"); return NULL; }
+    if (s->n_tokens > INT32_MAX - 1) { err_printf(err, errlen, "tokenizer: %zu tokens do not fit int32 ids", s->n_tokens); return NULL; }
     tokenizer *t = calloc(1, sizeof *t);
-    if (!t) { set_err(err, errlen, "tokenizer: out of memory"); return NULL; }
+    if (!t) { err_printf(err, errlen, "tokenizer: out of memory"); return NULL; }
 
     int32_t d_bos = -1, d_eos = -1, d_unk = -1, d_pad = -1, d_sep = -1, d_cls = -1, d_mask = -1;
     bool d_add_bos = false, d_add_eos = false, d_space = false;
@@ -310,12 +330,12 @@ tokenizer *tokenizer_new(const tokenizer_spec *s, char *err, size_t errlen)
         t->kind = TOKENIZER_WPM;
         d_unk = 100; d_sep = 102; d_pad = 0; d_cls = 101; d_mask = 103; d_add_bos = true; d_add_eos = true;
     } else {
-        set_err(err, errlen, "tokenizer: tokenizer.ggml.model \"%s\" is not supported (llama, gpt2, bert)", s->model);
+        err_printf(err, errlen, "tokenizer: tokenizer.ggml.model \"%s\" is not supported (llama, gpt2, bert)", s->model);
         free(t);
         return NULL;
     }
     t->pre_name = strdup(s->pre && *s->pre ? s->pre : "default");
-    if (!t->pre_name) { set_err(err, errlen, "tokenizer: out of memory"); goto fail; }
+    if (!t->pre_name) { err_printf(err, errlen, "tokenizer: out of memory"); goto fail; }
     if (build_vocab(t, s, err, errlen) != 0) goto fail;
     build_byte_tables(t);
     if (t->kind == TOKENIZER_BPE) {
@@ -374,16 +394,16 @@ tokenizer *tokenizer_load(const gguf_file *f, char *err, size_t errlen)
     const char *path = gguf_path(f) ? gguf_path(f) : "gguf";
     tokenizer_spec s = tokenizer_spec_defaults();
     s.model = gguf_get_str(f, "tokenizer.ggml.model");
-    if (!s.model) { set_err(err, errlen, "%s: no tokenizer.ggml.model (not a model or tokenizer GGUF?)", path); return NULL; }
+    if (!s.model) { err_printf(err, errlen, "%s: no tokenizer.ggml.model (not a model or tokenizer GGUF?)", path); return NULL; }
     s.pre = gguf_get_str(f, "tokenizer.ggml.pre");
 
     int64_t ki = gguf_find_key(f, "tokenizer.ggml.tokens");
     if (ki < 0 || gguf_kv_type(f, ki) != GGUF_TYPE_ARRAY || gguf_kv_arr_type(f, ki) != GGUF_TYPE_STRING) {
-        set_err(err, errlen, "%s: tokenizer.ggml.tokens is missing or not a string array", path);
+        err_printf(err, errlen, "%s: tokenizer.ggml.tokens is missing or not a string array", path);
         return NULL;
     }
     uint64_t n = gguf_kv_arr_n(f, ki);
-    if (n == 0 || n > INT32_MAX - 1) { set_err(err, errlen, "%s: tokenizer.ggml.tokens has %llu entries", path, (unsigned long long)n); return NULL; }
+    if (n == 0 || n > INT32_MAX - 1) { err_printf(err, errlen, "%s: tokenizer.ggml.tokens has %llu entries", path, (unsigned long long)n); return NULL; }
     s.n_tokens = (size_t)n;
 
     const char **toks = malloc(n * sizeof *toks);
@@ -391,7 +411,7 @@ tokenizer *tokenizer_load(const gguf_file *f, char *err, size_t errlen)
     float *scores = NULL;
     const char **merges = NULL;
     tokenizer *t = NULL;
-    if (!toks) { set_err(err, errlen, "%s: out of memory", path); return NULL; }
+    if (!toks) { err_printf(err, errlen, "%s: out of memory", path); return NULL; }
     for (uint64_t i = 0; i < n; i++) toks[i] = gguf_kv_arr_str(f, ki, i);
     s.tokens = toks;
 
@@ -399,11 +419,11 @@ tokenizer *tokenizer_load(const gguf_file *f, char *err, size_t errlen)
     if (si >= 0) {
         if (gguf_kv_type(f, si) != GGUF_TYPE_ARRAY || gguf_kv_arr_type(f, si) != GGUF_TYPE_FLOAT32 ||
             gguf_kv_arr_n(f, si) != n) {
-            set_err(err, errlen, "%s: tokenizer.ggml.scores is not %llu float32 values", path, (unsigned long long)n);
+            err_printf(err, errlen, "%s: tokenizer.ggml.scores is not %llu float32 values", path, (unsigned long long)n);
             goto done;
         }
         scores = malloc(n * sizeof *scores);
-        if (!scores) { set_err(err, errlen, "%s: out of memory", path); goto done; }
+        if (!scores) { err_printf(err, errlen, "%s: out of memory", path); goto done; }
         /* copied: a GGUF array need not be aligned (little-endian, as our hosts) */
         memcpy(scores, gguf_kv_arr_data(f, si), n * sizeof *scores);
         s.scores = scores;
@@ -413,28 +433,28 @@ tokenizer *tokenizer_load(const gguf_file *f, char *err, size_t errlen)
         gguf_type at = gguf_kv_arr_type(f, ti);
         if (gguf_kv_type(f, ti) != GGUF_TYPE_ARRAY || gguf_kv_arr_n(f, ti) != n ||
             (at != GGUF_TYPE_INT32 && at != GGUF_TYPE_UINT32)) {
-            set_err(err, errlen, "%s: tokenizer.ggml.token_type is not %llu int32 values", path, (unsigned long long)n);
+            err_printf(err, errlen, "%s: tokenizer.ggml.token_type is not %llu int32 values", path, (unsigned long long)n);
             goto done;
         }
         types = malloc(n * sizeof *types);
-        if (!types) { set_err(err, errlen, "%s: out of memory", path); goto done; }
+        if (!types) { err_printf(err, errlen, "%s: out of memory", path); goto done; }
         memcpy(types, gguf_kv_arr_data(f, ti), n * sizeof *types); /* the array may be unaligned */
         s.types = types;
     }
     int64_t mi = gguf_find_key(f, "tokenizer.ggml.merges");
     if (mi >= 0) {
         if (gguf_kv_type(f, mi) != GGUF_TYPE_ARRAY || gguf_kv_arr_type(f, mi) != GGUF_TYPE_STRING) {
-            set_err(err, errlen, "%s: tokenizer.ggml.merges is not a string array", path);
+            err_printf(err, errlen, "%s: tokenizer.ggml.merges is not a string array", path);
             goto done;
         }
         uint64_t nm = gguf_kv_arr_n(f, mi);
         merges = malloc((nm ? nm : 1) * sizeof *merges);
-        if (!merges) { set_err(err, errlen, "%s: out of memory", path); goto done; }
+        if (!merges) { err_printf(err, errlen, "%s: out of memory", path); goto done; }
         for (uint64_t i = 0; i < nm; i++) merges[i] = gguf_kv_arr_str(f, mi, i);
         s.merges = merges;
         s.n_merges = (size_t)nm;
     } else if (!strcmp(s.model, "gpt2")) {
-        set_err(err, errlen, "%s: a gpt2 tokenizer without tokenizer.ggml.merges", path);
+        err_printf(err, errlen, "%s: a gpt2 tokenizer without tokenizer.ggml.merges", path);
         goto done;
     }
     s.bos = key_id(f, "tokenizer.ggml.bos_token_id");
@@ -451,7 +471,7 @@ tokenizer *tokenizer_load(const gguf_file *f, char *err, size_t errlen)
     {
         char e2[256] = "";
         t = tokenizer_new(&s, e2, sizeof e2);
-        if (!t) set_err(err, errlen, "%s: %s", path, e2);
+        if (!t) err_printf(err, errlen, "%s: %s", path, e2);
     }
 done:
     free(toks);

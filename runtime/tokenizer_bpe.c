@@ -202,29 +202,8 @@ static int bpe_word(const tokenizer *t, const char *w, size_t wn, tok_sym *sym, 
         int32_t id = tok_lookup(t, w, wn);
         if (id >= 0) return tok_ids_push(out, id);
     }
-    int32_t ns = 0;
-    for (size_t i = 0; i < wn;) {
-        size_t k = tok_utf8_len((unsigned char)w[i]);
-        if (k > wn - i) k = wn - i;
-        sym[ns] = (tok_sym){(uint32_t)i, (uint32_t)k, ns - 1, -1};
-        if (ns > 0) sym[ns - 1].next = ns;
-        ns++;
-        i += k;
-    }
-    h->n = 0;
-    for (int32_t i = 1; i < ns; i++)
-        if (try_pair(t, w, sym, i - 1, i, h) != 0) return -1;
-    tok_bigram b;
-    while (tok_heap_pop(h, &b)) {
-        tok_sym *l = &sym[b.left], *r = &sym[b.right];
-        if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue; /* stale */
-        l->n += r->n;
-        r->n = 0;
-        l->next = r->next;
-        if (r->next >= 0) sym[r->next].prev = b.left;
-        if (try_pair(t, w, sym, l->prev, b.left, h) != 0) return -1;
-        if (try_pair(t, w, sym, b.left, l->next, h) != 0) return -1;
-    }
+    int32_t ns = tok_merge_word(t, w, wn, sym, h, try_pair);
+    if (ns < 0) return -1;
     for (int32_t i = 0; i >= 0 && ns > 0; i = sym[i].next) {
         int32_t id = tok_lookup(t, w + sym[i].off, sym[i].n);
         if (id >= 0) {

@@ -47,6 +47,17 @@ typedef struct tok_heap {
 int  tok_heap_push(tok_heap *h, tok_bigram b);
 bool tok_heap_pop(tok_heap *h, tok_bigram *out);
 
+/* Queues the candidate merge of neighbours l and r (either may be -1: no
+ * neighbour, nothing queued); returns -1 only on out of memory. */
+typedef int (*tok_pair_fn)(const tokenizer *t, const char *w, const tok_sym *sym, int32_t l, int32_t r, tok_heap *h);
+
+/* One word's merges, shared by SentencePiece and BPE: w[0..wn) starts as one
+ * symbol per UTF-8 character (sym holds wn entries), and the best candidate
+ * pair() queued is merged until the heap is empty. Returns the number of
+ * symbols made (walk the merged ones from sym[0] by .next), or -1 when
+ * pair() failed. */
+int32_t tok_merge_word(const tokenizer *t, const char *w, size_t wn, tok_sym *sym, tok_heap *h, tok_pair_fn pair);
+
 struct tokenizer {
     tokenizer_kind kind;
     char          *pre_name;

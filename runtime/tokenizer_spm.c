@@ -48,29 +48,7 @@ int tok_spm_encode(const tokenizer *t, const char *text, size_t len, bool space_
     }
     if (wn == 0) { rc = 0; goto done; }
 
-    int32_t ns = 0;
-    for (size_t i = 0; i < wn;) {
-        size_t k = tok_utf8_len((unsigned char)w[i]);
-        if (k > wn - i) k = wn - i;
-        sym[ns] = (tok_sym){(uint32_t)i, (uint32_t)k, ns - 1, -1};
-        if (ns > 0) sym[ns - 1].next = ns;
-        ns++;
-        i += k;
-    }
-    for (int32_t i = 1; i < ns; i++)
-        if (try_pair(t, w, sym, i - 1, i, &h) != 0) goto done;
-
-    tok_bigram b;
-    while (tok_heap_pop(&h, &b)) {
-        tok_sym *l = &sym[b.left], *r = &sym[b.right];
-        if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue; /* stale */
-        l->n += r->n;
-        r->n = 0;
-        l->next = r->next;
-        if (r->next >= 0) sym[r->next].prev = b.left;
-        if (try_pair(t, w, sym, l->prev, b.left, &h) != 0) goto done;
-        if (try_pair(t, w, sym, b.left, l->next, &h) != 0) goto done;
-    }
+    if (tok_merge_word(t, w, wn, sym, &h, try_pair) < 0) goto done;
 
     /* Every merged symbol is a token by construction; only single
      * characters can be missing from the vocabulary. */

@@ -13,7 +13,7 @@ command -v curl >/dev/null || { echo "curl is not installed"; exit 77; }
 tmp=$(mktemp -d); pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT INT TERM
-fail() { echo "FAIL: $*"; [ -f "$tmp/err" ] && sed 's/^/  server: /' "$tmp/err"; exit 1; }
+. "$(dirname "$0")/lib/server.sh"
 
 # a pack that cannot be loaded is a clear one-line refusal
 "$bin/strata" serve "$tmp/no-such-pack" --port 0 >/dev/null 2>"$tmp/e1" && fail "served a missing pack"
@@ -24,14 +24,7 @@ grep -q "nonesuch" "$tmp/e2" || fail "unclear message: $(cat "$tmp/e2")"
 "$bin/strata" serve "$gguf" --fake-engine --port 0 --api-key k3y --fake-load-ms 700 \
     --fake-delay-ms 10 --parallel 2 >"$tmp/out" 2>"$tmp/err" &
 pid=$!
-port=""
-for i in $(seq 50); do
-    port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$tmp/out")
-    [ -n "$port" ] && break
-    sleep 0.1
-done
-[ -n "$port" ] || fail "no listening line"
-url="http://127.0.0.1:$port"
+server_port 50
 c() { curl -s -m 20 "$@"; }
 
 code=$(c -o /dev/null -w '%{http_code}' "$url/health")

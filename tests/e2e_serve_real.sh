@@ -24,7 +24,7 @@ cleanup() {
     rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
-fail() { echo "FAIL: $*"; [ -f "$tmp/err" ] && sed 's/^/  server: /' "$tmp/err"; exit 1; }
+. "$(dirname "$0")/lib/server.sh"
 # the interpreter itself, not a version manager's shim that costs 0.3 s per call
 py=$(python3 -c 'import sys; print(sys.executable)') || exit 1
 chk() { "$py" "$here/fixtures/sse_check.py" "$@"; }
@@ -35,14 +35,7 @@ want=$("$bin/strata" run "$pack" -p "Once upon a time" -n 24 --temp 0) || fail "
 
 "$bin/strata" serve "$pack" --port 0 --parallel 4 >"$tmp/out" 2>"$tmp/err" &
 pid=$!
-port=""
-for i in $(seq 100); do
-    port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$tmp/out")
-    [ -n "$port" ] && break
-    sleep 0.1
-done
-[ -n "$port" ] || fail "no listening line"
-url="http://127.0.0.1:$port"
+server_port 100
 for i in $(seq 100); do
     code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$url/health"); [ "$code" = 200 ] && break; sleep 0.1
 done

@@ -10,54 +10,12 @@
 #include "test_util.h"
 
 #include "pack/pack_cli.h"
+#include "ref_seq.h"
 #include "runtime/loader.h"
 #include "runtime/model.h"
 
 #include <math.h>
 #include <unistd.h>
-
-typedef struct seq {
-    int32_t *tok;
-    float *ref;
-    int n_rows, n_prompt, n_vocab;
-} seq;
-
-static int meta_int(const char *rel, const char *key)
-{
-    char *meta = slurp_shared(rel, NULL);
-    if (!meta) return -1;
-    int v = -1;
-    size_t kl = strlen(key);
-    for (char *l = meta; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-        if (!strncmp(l, key, kl) && l[kl] == ' ') { v = atoi(l + kl + 1); break; }
-    free(meta);
-    return v;
-}
-
-static int seq_load(seq *s, const char *dir, const char *ldir, const char *id)
-{
-    char p[512];
-    size_t nt = 0, nl = 0;
-    snprintf(p, sizeof p, "%s/%s.tokens.i32", dir, id);
-    s->tok = slurp_shared(p, &nt);
-    snprintf(p, sizeof p, "%s/%s.logits.f32", ldir, id);
-    s->ref = slurp_shared(p, &nl);
-    snprintf(p, sizeof p, "%s/%s.meta.txt", ldir, id);
-    s->n_prompt = meta_int(p, "n_prompt");
-    s->n_vocab = meta_int(p, "n_vocab");
-    s->n_rows = (int)(nt / 4);
-    return s->tok && s->ref && s->n_prompt > 0 && s->n_vocab > 0 &&
-                   nl == (size_t)s->n_rows * (size_t)s->n_vocab * 4 ? 0 : -1;
-}
-
-static void seq_free(seq *s) { free(s->tok); free(s->ref); }
-
-static int argmax(const float *v, int n)
-{
-    int b = 0;
-    for (int i = 1; i < n; i++) if (v[i] > v[b]) b = i;
-    return b;
-}
 
 /* ------------------------------------------------------------ pack fixtures */
 
@@ -102,19 +60,6 @@ static model *open_model(loaded_pack **lp, const char *pack)
     if (!m) printf("%s\n", err);
     assert_non_null(m);
     return m;
-}
-
-/* llama.cpp's way: the prompt as one batch (all logits), then one token at a time. */
-static float *run_seq(model *m, const seq *s)
-{
-    char err[256];
-    float *out = malloc((size_t)s->n_rows * (size_t)s->n_vocab * sizeof(float));
-    assert_non_null(out);
-    model_rewind(m, 0);
-    assert_int_equal(model_forward(m, s->tok, s->n_prompt, out, true, err, sizeof err), 0);
-    for (int r = s->n_prompt; r < s->n_rows; r++)
-        assert_int_equal(model_forward(m, s->tok + r, 1, out + (size_t)r * s->n_vocab, false, err, sizeof err), 0);
-    return out;
 }
 
 typedef struct stats { double worst_rel, worst_abs, kl_sum; int rows, top1, greedy_bad, close; } stats;

@@ -8,66 +8,10 @@
 #include "test_util.h"
 
 #include "gguf_weights.h"
+#include "ref_seq.h"
 #include "runtime/model.h"
 
 #include <math.h>
-
-typedef struct seq {
-    int32_t *tok;
-    float *ref;
-    int n_rows, n_prompt, n_vocab;
-} seq;
-
-static int meta_int(const char *meta_rel, const char *key)
-{
-    char *meta = slurp_shared(meta_rel, NULL);
-    if (!meta) return -1;
-    int v = -1;
-    size_t kl = strlen(key);
-    for (char *line = meta; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
-        if (!strncmp(line, key, kl) && line[kl] == ' ') { v = atoi(line + kl + 1); break; }
-    free(meta);
-    return v;
-}
-
-/* dir: folder of tokens; ldir: folder of logits and meta. */
-static int seq_load(seq *s, const char *dir, const char *ldir, const char *id)
-{
-    char p[512], m[512];
-    size_t nt = 0, nl = 0;
-    snprintf(p, sizeof p, "%s/%s.tokens.i32", dir, id);
-    s->tok = slurp_shared(p, &nt);
-    snprintf(p, sizeof p, "%s/%s.logits.f32", ldir, id);
-    s->ref = slurp_shared(p, &nl);
-    snprintf(m, sizeof m, "%s/%s.meta.txt", ldir, id);
-    s->n_prompt = meta_int(m, "n_prompt");
-    s->n_vocab = meta_int(m, "n_vocab");
-    s->n_rows = (int)(nt / 4);
-    return s->tok && s->ref && s->n_prompt > 0 && s->n_vocab > 0 &&
-                   nl == (size_t)s->n_rows * (size_t)s->n_vocab * 4 ? 0 : -1;
-}
-
-static void seq_free(seq *s) { free(s->tok); free(s->ref); }
-
-static int argmax(const float *v, int n)
-{
-    int b = 0;
-    for (int i = 1; i < n; i++) if (v[i] > v[b]) b = i;
-    return b;
-}
-
-/* Prompt in one call (all logits), then the continuation token by token. */
-static float *run_seq(model *m, const seq *s)
-{
-    char err[256];
-    float *out = malloc((size_t)s->n_rows * (size_t)s->n_vocab * sizeof(float));
-    assert_non_null(out);
-    model_rewind(m, 0);
-    assert_int_equal(model_forward(m, s->tok, s->n_prompt, out, true, err, sizeof err), 0);
-    for (int r = s->n_prompt; r < s->n_rows; r++)
-        assert_int_equal(model_forward(m, s->tok + r, 1, out + (size_t)r * s->n_vocab, false, err, sizeof err), 0);
-    return out;
-}
 
 /* Largest |ours - ref| / max|ref| over rows; greedy rows must equal the reference's next token. */
 static double compare(const seq *s, const float *out, const char *what, int check_greedy)
@@ -269,7 +213,7 @@ static void test_native_blocks(void **st)
     /* IQ3_XXS experts, IQ3_S/IQ2_S/Q5_K/Q8_0 dense, all native */
     SKIP_UNLESS_SHARED("models/tinymoe/tinymoe-iq3_xxs.gguf");
     for (int v = 0; v < 4; v++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "v%d", v);
         assert_int_equal(seq_load(&s, "models/tinymoe", "models/tinymoe/logits/iq3_xxs", name), 0);
         c = open_model(&g3, "models/tinymoe/tinymoe-iq3_xxs.gguf", 2, f32_opts(2));
