@@ -28,7 +28,11 @@ static void matvec_task(void *arg, int task, int thread)
     if (r1 > w->rows) r1 = w->rows;
     if (j->qa) {
         const qdot_fn dot = j->c->k->qdot[w->form];
-        for (int64_t r = r0; r < r1; r++) j->Y[r] = dot(w, r, j->qa);
+        const qdot4_fn dot4 = j->c->k->qdot4[w->form];
+        int64_t r = r0;
+        if (dot4)
+            for (; r + 4 <= r1; r += 4) dot4(w, r, j->qa, j->Y + r);
+        for (; r < r1; r++) j->Y[r] = dot(w, r, j->qa);
         return;
     }
     for (int64_t r = r0; r < r1; r++) j->Y[r] = weight_dot(j->c->k, w, r, j->X, scratch);
