@@ -97,6 +97,7 @@ static const kernels scalar_table = {
     },
     .quant_q8 = { [WA_Q8_0] = kscalar_quant_q8_0, [WA_Q8_K] = kscalar_quant_q8_k },
     .qdot = { [WF_SCODE] = kscalar_qdot_scode, [WF_IQ3] = kscalar_qdot_iq3 },
+    .qdot4 = { [WF_SCODE] = kscalar_qdot4_scode },
 };
 
 const kernels *kernels_scalar(void) { return &scalar_table; }

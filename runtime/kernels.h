@@ -19,7 +19,10 @@
  *    integer products per group and one float multiply-add per group; it
  *    exists for the S-forms and IQ3 where kernels_qdot_ok(w) says so. Other
  *    forms multiply the decoded row by qrow.deq (q * d), the same value
- *    up to float rounding. */
+ *    up to float rounding.
+ *  - qdot4[form] (where set) fills y[0..3] with qdot[form] of rows r..r+3
+ *    of the same table, bit for bit: a mat-vec may group rows by four
+ *    without changing a result. */
 #ifndef STRATA_KERNELS_H
 #define STRATA_KERNELS_H
 
@@ -42,6 +45,7 @@ typedef struct qrow {
 
 typedef void (*quant_fn)(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16);
 typedef float (*qdot_fn)(const weight *w, int64_t r, const qrow *a);
+typedef void (*qdot4_fn)(const weight *w, int64_t r, const qrow *a, float *y);
 
 typedef struct kernels {
     const char *name;
@@ -54,6 +58,7 @@ typedef struct kernels {
     row_f32_fn row_f32[WF_COUNT];
     quant_fn quant_q8[3];       /* [WA_Q8_0], [WA_Q8_K] */
     qdot_fn qdot[WF_COUNT];     /* [WF_SCODE], [WF_IQ3] */
+    qdot4_fn qdot4[WF_COUNT];   /* [WF_SCODE]: rows r..r+3 */
 } kernels;
 
 const kernels *kernels_scalar(void);

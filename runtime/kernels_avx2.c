@@ -146,6 +146,7 @@ static const kernels avx2_table = {
     },
     .quant_q8 = { [WA_Q8_0] = kavx2_quant_q8_0, [WA_Q8_K] = kavx2_quant_q8_k },
     .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx2_qdot_iq3 },
+    .qdot4 = { [WF_SCODE] = kavx2_qdot4_scode },
 };
 
 /* F16C is read from CPUID leaf 1 (ECX bit 29): not every clang knows the

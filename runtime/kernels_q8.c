@@ -160,6 +160,11 @@ float kscalar_qdot_scode(const weight *w, int64_t r, const qrow *a)
     return acc;
 }
 
+void kscalar_qdot4_scode(const weight *w, int64_t r, const qrow *a, float *y)
+{
+    for (int k = 0; k < 4; k++) y[k] = kscalar_qdot_scode(w, r + k, a);
+}
+
 /* value = d * (2*code + 1) * grid * sign / 8, so per 256-block
  * y += (d * dx * 0.125) * sum over 32-subs of (2*code + 1) * sum(grid * sign * q). */
 float kscalar_qdot_iq3(const weight *w, int64_t r, const qrow *a)

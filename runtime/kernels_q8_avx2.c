@@ -253,6 +253,83 @@ AVX2 float kavx2_qdot_scode(const weight *w, int64_t r, const qrow *a)
     return hsum_ps(_mm256_add_ps(acc0, acc1)) + off;
 }
 
+/* Four consecutive Q8_0-shaped rows at once: the activation codes and the
+ * activation scales are loaded once for the four weight streams, the
+ * (weight scale x activation scale) products of 8 units are taken as one
+ * vector multiply and broadcast by lane, and the horizontal sums and the
+ * call overhead are paid once per four rows. Each row keeps exactly
+ * qdot_unit32's operations in qdot_unit32's order (units 0, 2, 4... into
+ * one accumulator, 1, 3, 5... into the other, the odd last unit into the
+ * first, the same products and fused multiply-adds), so every y[k] equals
+ * the one-row kernel's result bit for bit: how rows are grouped never
+ * changes a logit. */
+#define QD_ROWS 4
+AVX2 static inline __attribute__((always_inline)) void qdot4_unit32(const uint8_t *codes, size_t row_bytes,
+                                                                    const int8_t *q, const float *sc, int64_t n32,
+                                                                    const float *d, int bits, __m256i bias,
+                                                                    __m256i cb, int use_cb, float *y)
+{
+    __m256 acc0[QD_ROWS], acc1[QD_ROWS];
+    for (int k = 0; k < QD_ROWS; k++) acc0[k] = acc1[k] = _mm256_setzero_ps();
+    const int64_t step = 4 * bits;
+    const size_t ahead = QD_ROWS * row_bytes; /* the same place in the next four rows */
+    int64_t i = 0;
+    for (; i + 8 <= n32; i += 8) {
+        const __m256 vd = _mm256_loadu_ps(d + i);
+        float sd[QD_ROWS][8];
+        for (int k = 0; k < QD_ROWS; k++) _mm256_storeu_ps(sd[k], _mm256_mul_ps(_mm256_loadu_ps(sc + k * n32 + i), vd));
+        for (int u = 0; u < 8; u += 2) {
+            const __m256i q0 = _mm256_loadu_si256((const __m256i *)(q + (i + u) * 32));
+            const __m256i q1 = _mm256_loadu_si256((const __m256i *)(q + (i + u) * 32 + 32));
+            for (int k = 0; k < QD_ROWS; k++) {
+                const uint8_t *p = codes + k * row_bytes + (i + u) * step;
+                if (bits == 8 || u % 4 == 0) _mm_prefetch((const char *)p + ahead, _MM_HINT_T0);
+                const __m256i s0 = dot32_i8(values32(p, bits, bias, cb, use_cb), q0);
+                const __m256i s1 = dot32_i8(values32(p + step, bits, bias, cb, use_cb), q1);
+                acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_broadcast_ss(&sd[k][u]), acc0[k]);
+                acc1[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_broadcast_ss(&sd[k][u + 1]), acc1[k]);
+            }
+        }
+    }
+    for (; i + 2 <= n32; i += 2)
+        for (int k = 0; k < QD_ROWS; k++) {
+            const uint8_t *p = codes + k * row_bytes + i * step;
+            const float *s = sc + k * n32;
+            const __m256i s0 = dot32_i8(values32(p, bits, bias, cb, use_cb), _mm256_loadu_si256((const __m256i *)(q + i * 32)));
+            const __m256i s1 = dot32_i8(values32(p + step, bits, bias, cb, use_cb),
+                                        _mm256_loadu_si256((const __m256i *)(q + i * 32 + 32)));
+            acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(s[i] * d[i]), acc0[k]);
+            acc1[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_set1_ps(s[i + 1] * d[i + 1]), acc1[k]);
+        }
+    if (i < n32)
+        for (int k = 0; k < QD_ROWS; k++) {
+            const __m256i s0 = dot32_i8(values32(codes + k * row_bytes + i * step, bits, bias, cb, use_cb),
+                                        _mm256_loadu_si256((const __m256i *)(q + i * 32)));
+            acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(sc[k * n32 + i] * d[i]), acc0[k]);
+        }
+    for (int k = 0; k < QD_ROWS; k++) y[k] = hsum_ps(_mm256_add_ps(acc0[k], acc1[k]));
+}
+
+AVX2 void kavx2_qdot4_scode(const weight *w, int64_t r, const qrow *a, float *y)
+{
+    const int bits = w->code_bits, use_cb = w->codebook != NULL;
+    if (w->group == 32 && qrow_block(a->kind) == 32 && !w->offsets && (bits == 8 || bits == 4) &&
+        (use_cb || bits == 4 || w->code_bias == -128)) {
+        const uint8_t *codes = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+        const int64_t n32 = w->cols / 32;
+        int8_t cbv[16] = { 0 };
+        if (use_cb) kq8_codebook_i8(w, cbv);
+        const __m256i cb = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)cbv));
+        const __m256i bias = _mm256_set1_epi8((char)w->code_bias);
+        const float *sc = w->scales + r * n32;
+        if (bits == 8) qdot4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 8, bias, cb, 0, y);
+        else if (use_cb) qdot4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 4, bias, cb, 1, y);
+        else qdot4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 4, bias, cb, 0, y);
+        return;
+    }
+    for (int k = 0; k < QD_ROWS; k++) y[k] = kavx2_qdot_scode(w, r + k, a);
+}
+
 AVX2 float kavx2_qdot_iq3(const weight *w, int64_t r, const qrow *a)
 {
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;

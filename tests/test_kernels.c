@@ -282,8 +282,9 @@ static const float IQ4NL[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13
  * Q4_K, Q5_K, Q6_K) and IQ3: the integer dot equals the decoded row times
  * the rounded activation (in double) up to float rounding, and AVX2 equals
  * scalar within 1e-6 of the sum of |terms|. Rows of 1024 and, where the
- * blocks allow, 1056 (an odd count of 32-element units: the unrolled
- * loop's tail). */
+ * blocks allow, 1120 (35 units of 32: the eight-unit loop, then a pair,
+ * then the odd last unit). The four-row kernels equal each table's one-row
+ * kernel bit for bit. */
 static void test_qdot_forms(void **st)
 {
     (void)st;
@@ -299,7 +300,7 @@ static void test_qdot_forms(void **st)
     const kernels *s = kernels_scalar(), *v = kernels_get(1);
     if (v == s) printf("SKIP (AVX2 half): no AVX2 on this CPU\n");
     uint64_t rs = 11;
-    const int64_t R = 5, CMAX = 1056;
+    const int64_t R = 5, CMAX = 1120;
     int64_t C = CMAX;
     float *x = malloc(C * sizeof *x), *deq = malloc(C * sizeof *deq), *row = malloc(C * sizeof *row);
     int8_t *q = malloc(C);
@@ -345,6 +346,20 @@ static void test_qdot_forms(void **st)
                     printf("%s: row %lld kind %d scalar %.9g double %.9g (mag %.3g)\n", f->what, (long long)r, kind, ys, ref, mag);
                 assert_true(fabs(ys - ref) <= 1e-5 * mag + 1e-30);
                 assert_true(fabs(yv - ys) <= 1e-6 * mag + 1e-30);
+            }
+            for (int t = 0; t < 2; t++) {
+                const kernels *k = t ? v : s;
+                if (!k->qdot4[w.form]) continue;
+                for (int64_t r = 0; r + 4 <= R; r++) {
+                    float y4[4];
+                    k->qdot4[w.form](&w, r, &a, y4);
+                    for (int i = 0; i < 4; i++) {
+                        const float y1 = k->qdot[w.form](&w, r + i, &a);
+                        if (memcmp(&y4[i], &y1, sizeof y1))
+                            printf("%s (%s): qdot4 row %lld %.9g, qdot %.9g\n", f->what, k->name, (long long)(r + i), y4[i], y1);
+                        assert_memory_equal(&y4[i], &y1, sizeof y1);
+                    }
+                }
             }
         }
     }
