@@ -237,7 +237,7 @@ static void test_native_blocks(void **st)
  * kernels (equal integer sums, float sums in another order) part the same
  * way from each other, so the llama.cpp divergence is this sensitivity, not
  * a kernel bug. Asserted: v1 agrees with llama.cpp to float rounding on both
- * paths; on the other prompts scalar and AVX2 part from each other too
+ * paths, and scalar vs AVX2 stays within the llama.cpp bound elsewhere
  * (measured v0 8e-7, v2 1.3e-3, v3 1.6e-2). */
 static void test_iq3_xxs_q8_sensitivity(void **st)
 {
@@ -272,7 +272,9 @@ static void test_iq3_xxs_q8_sensitivity(void **st)
         seq_free(&s);
     }
     printf("  worst scalar vs AVX2 on the same file: %.3g (measured 0.0156, v3)\n", self_worst);
-    assert_true(self_worst > 1e-3); /* the amplification is real: our own float reorders part too */
+    /* The parting itself is not asserted (a kernel change that happens to
+     * round alike must not fail); its size is bounded like llama.cpp's. */
+    assert_true(self_worst < 0.4);
 }
 
 static void test_context_overflow(void **st)
