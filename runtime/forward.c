@@ -171,8 +171,7 @@ static void swiglu(model *m, const weight *gate, const weight *up, const weight 
                    int B, float *out)
 {
     const int64_t ff = gate->rows;
-    mm_mul(&m->mm, gate, h, B, m->ffa);
-    mm_mul(&m->mm, up, h, B, m->ffb);
+    mm_mul2(&m->mm, gate, up, h, B, m->ffa, m->ffb);
     for (int64_t i = 0; i < (int64_t)B * ff; i++) {
         float g = silu(m->ffa[i]);
         m->ffa[i] = g * m->ffb[i];

@@ -37,6 +37,14 @@ typedef struct mm_ctx {
 
 void mm_mul(mm_ctx *c, const weight *w, const float *X, int B, float *Y);
 
+/* Y0 = X·W0ᵀ and Y1 = X·W1ᵀ (an expert's gate and up): for a mat-vec of two
+ * weights of one shape and form on the integer kernels, X is rounded once
+ * and both run as one pool loop (each task: its rows of W0, then the same
+ * rows of W1), so one barrier instead of two; every output is the same
+ * kernel call as in mm_mul, hence bit-identical to two mm_mul calls, which
+ * is what it does in every other case. */
+void mm_mul2(mm_ctx *c, const weight *w0, const weight *w1, const float *X, int B, float *Y0, float *Y1);
+
 /* Keeps OpenBLAS from starting threads of its own under ours (it is a
  * process-wide setting of that library). No-op without OpenBLAS. */
 void mm_blas_single_thread(void);

@@ -451,6 +451,44 @@ static void test_matmul(void **st)
     free(base); free(h); free(x); free(w32);
 }
 
+/* mm_mul2 (gate and up as one job) gives the bits of two mm_mul calls, on
+ * both kernel tables and every thread count; rows not a multiple of the
+ * task size or of four, so the tails run too. */
+static void test_matmul2_equals_two(void **st)
+{
+    (void)st;
+    uint64_t rs = 11;
+    enum { R = 201, C = 256 };
+    uint8_t *codes = malloc(2 * R * C);
+    float *sc = malloc(2 * R * (C / 32) * sizeof *sc), *x = malloc(C * sizeof *x);
+    for (int i = 0; i < 2 * R * C; i++) codes[i] = (uint8_t)(rndf_(&rs) * 127.0f + 128.0f);
+    for (int i = 0; i < 2 * R * (C / 32); i++) sc[i] = 0.01f + 0.001f * rndf_(&rs);
+    for (int i = 0; i < C; i++) x[i] = rndf_(&rs);
+    weight w[2];
+    char err[64];
+    for (int k = 0; k < 2; k++) {
+        w[k] = (weight){ .form = WF_SCODE, .rows = R, .cols = C, .data = codes + k * R * C, .act = WA_Q8_0,
+                         .code_bits = 8, .code_bias = -128, .group = 32, .scales = sc + k * R * (C / 32) };
+        assert_int_equal(weight_check(&w[k], "w", err, sizeof err), 0);
+    }
+    void *qbuf = malloc(MM_QBUF_BYTES(1, C));
+    for (int simd = 0; simd < 2; simd++)
+        for (int t = 1; t <= 3; t++) {
+            pool *p = pool_create(t);
+            mm_ctx c = { kernels_get(simd), p, malloc((size_t)t * MM_TILE * C * sizeof(float)), MM_TILE * C,
+                         qbuf, MM_QBUF_BYTES(1, C) };
+            float y0[R], y1[R], z0[R], z1[R];
+            mm_mul(&c, &w[0], x, 1, y0);
+            mm_mul(&c, &w[1], x, 1, y1);
+            mm_mul2(&c, &w[0], &w[1], x, 1, z0, z1);
+            assert_memory_equal(y0, z0, sizeof y0);
+            assert_memory_equal(y1, z1, sizeof y1);
+            free(c.scratch);
+            pool_free(p);
+        }
+    free(qbuf); free(codes); free(sc); free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -464,6 +502,7 @@ int main(void)
         cmocka_unit_test(test_qdot_refusals),
         cmocka_unit_test(test_pool),
         cmocka_unit_test(test_matmul),
+        cmocka_unit_test(test_matmul2_equals_two),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
