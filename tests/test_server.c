@@ -113,9 +113,11 @@ static json_t *json_of(const reply *r)
 static const char *jstr(json_t *j, const char *path)
 {
     json_t *v = j;
-    char buf[256];
+    char buf[256], *save = NULL;
     snprintf(buf, sizeof buf, "%s", path);
-    for (char *k = strtok(buf, "."); k && v; k = strtok(NULL, "."))
+    /* strtok_r: client threads parse concurrently, and strtok's hidden
+     * state made one thread's lookup return NULL under load */
+    for (char *k = strtok_r(buf, ".", &save); k && v; k = strtok_r(NULL, ".", &save))
         v = (*k >= '0' && *k <= '9') ? json_array_get(v, (size_t)atoi(k)) : json_object_get(v, k);
     return json_string_value(v);
 }
