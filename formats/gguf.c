@@ -140,6 +140,10 @@ static int fail(cursor *c, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
         va_end(ap);
+        /* keys and names come from the file: a control byte in one must not
+         * turn the one-line message into several (or into terminal escapes) */
+        for (char *q = c->err + n; *q; q++)
+            if ((unsigned char)*q < 0x20 || *q == 0x7f) *q = '?';
     }
     return -1;
 }

@@ -529,6 +529,9 @@ MUT(m_strarr_huge, put64(b + find_str(b, n, "tokenizer.ggml.tokens") + 21 + 8, 1
 MUT(m_numarr_huge, put64(b + find_str(b, n, "key.ints") + 8 + 8, 1ull << 62))
 MUT(m_nested, put32(b + find_str(b, n, "key.ints") + 8 + 4, GGUF_TYPE_ARRAY))
 MUT(m_keytype13, put32(b + find_str(b, n, "key.blk1") + 8, 13))
+/* a key holding a newline, then a bad type: the message quoting the key
+ * must stay one line (found by fuzz_gguf) */
+MUT(m_key_newline, b[find_str(b, n, "key.blk1") + 3] = '\n'; put32(b + find_str(b, n, "key\nblk1") + 8, 99))
 MUT(m_keytype255, put32(b + find_str(b, n, "key.blk1") + 8, 255))
 MUT(m_ndims0, put32(b + ti_ndims(b, n, "tens.aaaa"), 0))
 MUT(m_ndims5, put32(b + ti_ndims(b, n, "tens.cccc"), 5))
@@ -569,6 +572,7 @@ static void test_hostile_fields(void **state)
         { "numeric array huge", m_numarr_huge, "array of" },
         { "nested array", m_nested, "nested" },
         { "key type 13", m_keytype13, "unknown value type 13" },
+        { "newline in a key", m_key_newline, "key 'key?blk1'" },
         { "key type 255", m_keytype255, "unknown value type 255" },
         { "n_dims 0", m_ndims0, "n_dims 0" },
         { "n_dims 5", m_ndims5, "n_dims 5" },

@@ -40,5 +40,22 @@ fuzz_api_request)
     printf '\002{"model":"m","max_tokens":9,"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"yo"}]}],"stop_sequences":["z"],"top_k":4}' >"$corpus/messages"
     printf '\003{"model":"m","messages":[{"role":"user","content":"hi"}]}' >"$corpus/count"
     ;;
+fuzz_pack_index)
+    # real indexes: packindex's vectors, and a pack built from stories260K if
+    # the tools are built
+    find "$shared"/vectors/packindex -name 'index.txt' 2>/dev/null | head -n 12 |
+    while read -r f; do
+        n=$(echo "$f" | tr '/' '_')
+        cp -f "$f" "$corpus/$n"
+        chmod u+w "$corpus/$n"
+    done
+    if [ -x bin/iq3pack ] && [ -f "$shared/models/tinymoe/tinymoe-iq3_xxs.gguf" ]; then
+        t=$(mktemp -d)
+        if bin/iq3pack build "$shared/models/tinymoe/tinymoe-iq3_xxs.gguf" -o "$t/p" >/dev/null 2>&1; then
+            cp -f "$t/p/index.txt" "$corpus/tinymoe-iq3_xxs-index.txt"
+        fi
+        rm -rf "$t"
+    fi
+    ;;
 esac
 exit 0
