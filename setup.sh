@@ -86,9 +86,10 @@ fi
 
 # ---------------------------------------------------------------- dependencies
 # Debian names are the reference list (DESIGN.md); the others are equivalents.
-APT_PKGS="build-essential clang make pkg-config libopenblas-dev zlib1g-dev libcurl4-openssl-dev libcmocka-dev libmicrohttpd-dev libjansson-dev libpcre2-dev"
-DNF_PKGS="gcc clang make pkgconf-pkg-config openblas-devel zlib-devel libcurl-devel libcmocka-devel libmicrohttpd-devel jansson-devel pcre2-devel"
-PACMAN_PKGS="base-devel clang make pkgconf openblas cblas zlib curl cmocka libmicrohttpd jansson pcre2"
+# curl and python3 serve the end-to-end tests (HTTP client, loopback hub mirror)
+APT_PKGS="build-essential clang make pkg-config libopenblas-dev zlib1g-dev libcurl4-openssl-dev libcmocka-dev libmicrohttpd-dev libjansson-dev libpcre2-dev curl python3"
+DNF_PKGS="gcc clang make pkgconf-pkg-config openblas-devel zlib-devel libcurl-devel libcmocka-devel libmicrohttpd-devel jansson-devel pcre2-devel curl python3"
+PACMAN_PKGS="base-devel clang make pkgconf openblas cblas zlib curl cmocka libmicrohttpd jansson pcre2 python"
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"
