@@ -13,30 +13,12 @@
 
 #include "runtime/model.h"
 #include "tests/gguf_weights.h"
+#include "tests/bench/bench_util.h"
 
 #define RUNS 5
 #define N_DECODE 128
 #define N_PREFILL 128
 #define BW_BYTES (64u << 20)
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 
 /* Bytes per second of memcpy (read + write counted as the bytes read). */
 static double memcpy_bandwidth(void)
@@ -47,14 +29,14 @@ static double memcpy_bandwidth(void)
     memset(b, 2, BW_BYTES);
     double t[RUNS];
     for (int r = 0; r < RUNS; r++) {
-        double t0 = now_s();
+        double t0 = bench_now();
         memcpy(b, a, BW_BYTES);
-        t[r] = now_s() - t0;
+        t[r] = bench_now() - t0;
         a[r] = b[BW_BYTES - 1 - r]; /* keep both buffers live */
     }
     free(a);
     free(b);
-    return BW_BYTES / median(t, RUNS);
+    return BW_BYTES / bench_median(t, RUNS);
 }
 
 static int argmax(const float *v, int n)
@@ -76,19 +58,19 @@ static int run(model *m, double *decode_tps, double *prefill_tps)
     for (int r = 0; r < RUNS; r++) {
         model_rewind(m, 0);
         int32_t tok = 1;
-        double t0 = now_s();
+        double t0 = bench_now();
         for (int i = 0; i < N_DECODE; i++) {
             if (model_forward(m, &tok, 1, logits, false, err, sizeof err)) { fprintf(stderr, "%s\n", err); return -1; }
             tok = argmax(logits, hp->n_vocab);
         }
-        td[r] = N_DECODE / (now_s() - t0);
+        td[r] = N_DECODE / (bench_now() - t0);
         model_rewind(m, 0);
-        t0 = now_s();
+        t0 = bench_now();
         if (model_forward(m, prompt, N_PREFILL, logits, false, err, sizeof err)) { fprintf(stderr, "%s\n", err); return -1; }
-        tp[r] = N_PREFILL / (now_s() - t0);
+        tp[r] = N_PREFILL / (bench_now() - t0);
     }
-    *decode_tps = median(td, RUNS);
-    *prefill_tps = median(tp, RUNS);
+    *decode_tps = bench_median(td, RUNS);
+    *prefill_tps = bench_median(tp, RUNS);
     free(logits);
     free(prompt);
     return 0;

@@ -11,28 +11,10 @@
 #include <time.h>
 
 #include "formats/ggml_types.h"
+#include "tests/bench/bench_util.h"
 
 #define N_ELEMS (4 << 20) /* 16 MiB of f32 output: larger than the caches */
 #define RUNS 7
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 
 /* A sink the compiler cannot prove unused. */
 static volatile float sink;
@@ -41,24 +23,24 @@ static double bench_memcpy(float *dst, const float *src)
 {
     double t[RUNS];
     for (int r = 0; r < RUNS; r++) {
-        double t0 = now_s();
+        double t0 = bench_now();
         memcpy(dst, src, (size_t)N_ELEMS * sizeof(float));
-        t[r] = now_s() - t0;
+        t[r] = bench_now() - t0;
         sink = dst[r];
     }
-    return (double)N_ELEMS * sizeof(float) / median(t, RUNS) / 1e9;
+    return (double)N_ELEMS * sizeof(float) / bench_median(t, RUNS) / 1e9;
 }
 
 static double bench_type(int id, const uint8_t *src, float *dst)
 {
     double t[RUNS];
     for (int r = 0; r < RUNS; r++) {
-        double t0 = now_s();
+        double t0 = bench_now();
         if (ggml_dequantize(id, src, dst, N_ELEMS) != 0) return -1;
-        t[r] = now_s() - t0;
+        t[r] = bench_now() - t0;
         sink = dst[r];
     }
-    return (double)N_ELEMS * sizeof(float) / median(t, RUNS) / 1e9;
+    return (double)N_ELEMS * sizeof(float) / bench_median(t, RUNS) / 1e9;
 }
 
 int main(void)

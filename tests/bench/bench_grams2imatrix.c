@@ -21,18 +21,12 @@
 
 #include "convert/grams2imatrix.h"
 #include "formats/fileio.h"
+#include "tests/bench/bench_util.h"
 
 static int env_int(const char *name, int dflt)
 {
     const char *s = getenv(name);
     return (s && atoi(s) > 0) ? atoi(s) : dflt;
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static int write_gram(const char *path, uint32_t k, uint64_t rows, int with_diag)
@@ -97,14 +91,14 @@ static int fold(const plan *p)
 /* Runs fn in a child; seconds, and the child's peak RSS in KiB. */
 static int measure(int (*fn)(const plan *), const plan *p, double *secs, long *rss_kb)
 {
-    double t0 = now();
+    double t0 = bench_now();
     pid_t pid = fork();
     if (pid < 0) return -1;
     if (pid == 0) _exit(fn(p));
     int status;
     struct rusage ru;
     if (wait4(pid, &status, 0, &ru) != pid) return -1;
-    *secs = now() - t0;
+    *secs = bench_now() - t0;
     *rss_kb = ru.ru_maxrss;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

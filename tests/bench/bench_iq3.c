@@ -12,28 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "tests/bench/bench_util.h"
 
 enum { ROWS = 256, K = 4096, REPS = 5 };
 static const double SEED_ENCODE_MWS = 0.44, SEED_DECODE_MWS = 25.5;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return v[n / 2];
-}
 
 static uint64_t splitmix(uint64_t *s)
 {
@@ -51,11 +33,11 @@ static double time_encode(const float *x, int rows, iq3_encode_opts o, uint8_t *
     double t[REPS];
     char err[256];
     for (int i = 0; i < reps; i++) {
-        double t0 = now();
+        double t0 = bench_now();
         if (iq3_encode(x, rows, K, &o, q, err, sizeof err)) { fprintf(stderr, "%s\n", err); exit(1); }
-        t[i] = now() - t0;
+        t[i] = bench_now() - t0;
     }
-    return median(t, reps);
+    return bench_median(t, reps);
 }
 
 static double rel(const float *x, const float *y, size_t n, const float *imp)
@@ -103,15 +85,15 @@ int main(void)
 
     double td[REPS * 4], tm[REPS * 4];
     for (int i = 0; i < REPS * 4; i++) {
-        double t0 = now();
+        double t0 = bench_now();
         iq3_decode(q, ROWS, K, y, err, sizeof err);
-        td[i] = now() - t0;
-        t0 = now();
+        td[i] = bench_now() - t0;
+        t0 = bench_now();
         memcpy(y2, y, n * sizeof *y);
-        tm[i] = now() - t0;
+        tm[i] = bench_now() - t0;
         y[i] += y2[i]; /* keep the copy observable */
     }
-    double dt = median(td, REPS * 4), mt = median(tm, REPS * 4);
+    double dt = bench_median(td, REPS * 4), mt = bench_median(tm, REPS * 4);
     double out_bytes = (double)n * 4, in_bytes = (double)ROWS * iq3_row_bytes(K);
     printf("IQ3 decode: %.1f M weights/s, %.2f GB/s written (%.2f GB/s read) | memcpy %.2f GB/s"
            " (decode = %.2f of memcpy) | seed %.1f M weights/s (x%.0f)\n",

@@ -46,29 +46,11 @@
 #define N_DECODE 32
 #define BW_BYTES ((size_t)1 << 30)
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
-
 /* ------------------------------------------------------- read bandwidth */
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+#include "tests/bench/bench_util.h"
 __attribute__((target("avx2"))) static uint64_t sum_avx2(const uint64_t *p, size_t n)
 {
     __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
@@ -128,14 +110,14 @@ static double bw_sweep(bwbuf *b, int threads)
 {
     bw_part part[8];
     pthread_t th[8];
-    double t0 = now_s();
+    double t0 = bench_now();
     for (int i = 0; i < threads; i++) {
         part[i] = (bw_part){ b->buf + b->n / (size_t)threads * (size_t)i, b->n / (size_t)threads, b->avx2, 0 };
         if (i > 0) pthread_create(&th[i], NULL, bw_thread, &part[i]);
     }
     bw_thread(&part[0]);
     for (int i = 1; i < threads; i++) pthread_join(th[i], NULL);
-    double t = now_s() - t0;
+    double t = bench_now() - t0;
     for (int i = 0; i < threads; i++) b->sink += part[i].sum;
     return (double)BW_BYTES / t;
 }
@@ -144,7 +126,7 @@ static double bw_median(bwbuf *b, int threads)
 {
     double v[RUNS];
     for (int r = 0; r < RUNS; r++) v[r] = bw_sweep(b, threads);
-    return median(v, RUNS);
+    return bench_median(v, RUNS);
 }
 
 /* ------------------------------------------------------ the synthetic GGUF */
@@ -304,18 +286,18 @@ static double decode_run(model *m, float *logits, char *err, size_t errlen)
     model_rewind(m, 0);
     if (model_forward(m, prompt, N_PROMPT, logits, false, err, errlen)) return -1;
     int32_t tok = argmax(logits, N_VOCAB);
-    double t0 = now_s();
+    double t0 = bench_now();
     for (int i = 0; i < N_DECODE; i++) {
         if (model_forward(m, &tok, 1, logits, false, err, errlen)) return -1;
         tok = argmax(logits, N_VOCAB);
     }
-    return N_DECODE / (now_s() - t0);
+    return N_DECODE / (bench_now() - t0);
 }
 
 static int bench_pack(const char *label, const char *pack, bwbuf *bw, double build_s)
 {
     char err[1024];
-    double t0 = now_s();
+    double t0 = bench_now();
     loaded_pack *lp = loader_open(pack, err, sizeof err);
     if (!lp) { printf("%s: %s\n", label, err); return -1; }
     model_options o = model_default_options();
@@ -323,7 +305,7 @@ static int bench_pack(const char *label, const char *pack, bwbuf *bw, double bui
     o.n_ctx = N_CTX;
     model *m = model_create(loader_hparams(lp), loader_weights(lp), &o, err, sizeof err);
     if (!m) { printf("%s: %s\n", label, err); loader_close(lp); return -1; }
-    const double load_s = now_s() - t0;
+    const double load_s = bench_now() - t0;
     const double active = (double)model_active_bytes(m);
     float *logits = malloc(N_VOCAB * sizeof *logits);
     double tps[RUNS], bws[RUNS], frac[RUNS];
@@ -333,12 +315,12 @@ static int bench_pack(const char *label, const char *pack, bwbuf *bw, double bui
     for (int r = 0; r < RUNS && !rc; r++) {
         double sw[3];
         for (int k = 0; k < 3; k++) sw[k] = bw_sweep(bw, THREADS);
-        bws[r] = median(sw, 3);
+        bws[r] = bench_median(sw, 3);
         if ((tps[r] = decode_run(m, logits, err, sizeof err)) < 0) { printf("%s: %s\n", label, err); rc = -1; }
         frac[r] = tps[r] / (bws[r] / active);
     }
     if (!rc) {
-        const double med = median(tps, RUNS), bwm = median(bws, RUNS), fr = median(frac, RUNS);
+        const double med = bench_median(tps, RUNS), bwm = bench_median(bws, RUNS), fr = bench_median(frac, RUNS);
         printf("%s: pack %.2f GB (dense pool %.0f MB, experts %.0f MB), built in %.1f s, loaded in %.1f s, kernels %s\n",
                label, (double)(loader_pool_bytes(lp) + loader_expert_bytes(lp)) / 1e9,
                (double)loader_pool_bytes(lp) / 1e6, (double)loader_expert_bytes(lp) / 1e6, build_s, load_s,
@@ -378,7 +360,7 @@ int main(void)
     snprintf(src, sizeof src, "%s/moe.gguf", dir);
     snprintf(pack, sizeof pack, "%s/pack-keep", dir);
     snprintf(pack3, sizeof pack3, "%s/pack-iq3", dir);
-    const double t_all = now_s();
+    const double t_all = bench_now();
 
     bwbuf bw;
     if (bw_open(&bw)) { printf("out of memory\n"); rm_rf(dir); return 1; }
@@ -398,25 +380,25 @@ int main(void)
         free(bw.buf);
         return rc;
     }
-    double t0 = now_s();
+    double t0 = bench_now();
     if (write_gguf(src, n_layer, err, sizeof err)) { printf("%s\n", err); rm_rf(dir); return 1; }
     printf("synthetic llama MoE: %d layers, n_embd %d, %d experts of %d x %d (top %d), Q8_0, vocab %d; GGUF written in %.1f s\n",
-           n_layer, N_EMBD, N_EXPERT, N_FF, N_EMBD, N_USED, N_VOCAB, now_s() - t0);
+           n_layer, N_EMBD, N_EXPERT, N_FF, N_EMBD, N_USED, N_VOCAB, bench_now() - t0);
     int rc = 0;
-    t0 = now_s();
+    t0 = bench_now();
     if (build_pack(src, pack, "keep")) { printf("iq3pack build --experts keep failed\n"); rc = 1; }
-    else rc |= bench_pack("experts keep (S8)", pack, &bw, now_s() - t0) ? 1 : 0;
+    else rc |= bench_pack("experts keep (S8)", pack, &bw, bench_now() - t0) ? 1 : 0;
     rm_rf(pack);
     if (iq3 && *iq3 == '1') {
-        t0 = now_s();
+        t0 = bench_now();
         if (build_pack(src, pack3, "iq3")) { printf("iq3pack build --experts iq3 failed\n"); rc = 1; }
-        else rc |= bench_pack("experts IQ3", pack3, &bw, now_s() - t0) ? 1 : 0;
+        else rc |= bench_pack("experts IQ3", pack3, &bw, bench_now() - t0) ? 1 : 0;
         rm_rf(pack3);
     } else {
         printf("experts IQ3: skipped (STRATA_MOE_FLOOR_IQ3=1 builds it; re-encoding ~1G weights takes minutes)\n");
     }
     rm_rf(dir);
     free(bw.buf);
-    printf("total %.0f s\n", now_s() - t_all);
+    printf("total %.0f s\n", bench_now() - t_all);
     return rc;
 }

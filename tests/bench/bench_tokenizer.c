@@ -12,15 +12,9 @@
 #include <time.h>
 
 #include "runtime/tokenizer.h"
+#include "tests/bench/bench_util.h"
 
 #define TARGET_BYTES (300u * 1024u)
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static char *slurp(const char *path, size_t *n)
 {
@@ -79,9 +73,9 @@ static double bench_encode(const tokenizer *t, const char *text, size_t len, siz
     for (int r = 0; r < 3; r++) {
         int32_t *ids;
         size_t n;
-        double t0 = now();
+        double t0 = bench_now();
         if (tokenizer_encode(t, text, len, false, false, &ids, &n) != 0) return -1;
-        double dt = now() - t0;
+        double dt = bench_now() - t0;
         free(ids);
         if (dt < best) best = dt;
         *ntok = n;
@@ -97,10 +91,10 @@ static double bench_copy(const char *text, size_t len, unsigned *check)
     char *dst = malloc(len);
     double best = 1e30;
     for (int r = 0; r < 5 && dst; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         for (size_t i = 0; i < len; i++) dst[i] = text[i];
         *check += copy_checksum(dst, len);
-        double dt = now() - t0;
+        double dt = bench_now() - t0;
         if (dt < best) best = dt;
     }
     free(dst);
@@ -120,13 +114,13 @@ static double bench_split(const char *text, size_t len, size_t *npieces)
     double best = 1e30;
     for (int r = 0; r < 3; r++) {
         size_t pos = 0, n = 0;
-        double t0 = now();
+        double t0 = bench_now();
         while (pos < len && pcre2_match(re, (PCRE2_SPTR)text, len, pos, 0, md, NULL) > 0) {
             PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
             pos = ov[1] > ov[0] ? ov[1] : ov[0] + 1;
             n++;
         }
-        double dt = now() - t0;
+        double dt = bench_now() - t0;
         if (dt < best) best = dt;
         *npieces = n;
     }
