@@ -9,6 +9,7 @@
 #ifndef STRATA_CLI_H
 #define STRATA_CLI_H
 
+#include "runtime/device.h"
 #include "runtime/loader.h"
 #include "runtime/model.h"
 
@@ -24,7 +25,16 @@ typedef struct cli_model {
 } cli_model;
 
 int cli_open(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx);
+/* As cli_open, then device_attach (a note goes to stderr) and, with
+ * --record-routing, recording starts; dev NULL: the CPU. */
+int cli_open_dev(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx, const device_opts *dev);
+/* Writes the --record-routing profile when one was asked for: 0, or -1
+ * with the message printed. */
+int cli_save_routing(cli_model *cm, const device_opts *dev);
 void cli_close(cli_model *cm);
+/* Parses a device option for command `cmd`: 1 taken, 0 not one, -1 bad
+ * (message on stderr). */
+int cli_device_arg(const char *cmd, device_opts *o, const char *opt, const char *val);
 
 /* Strict number parsing for option values; -1 on junk. */
 int cli_int(const char *s, long lo, long hi, long *out);

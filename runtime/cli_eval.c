@@ -15,11 +15,14 @@
 static void ppl_usage(FILE *fp)
 {
     fprintf(fp, "usage: strata perplexity PACK -f TEXT [-c N] [-t N] [--kv-type f16|f32]\n"
-                "                         [--logits-out FILE] [--kld-base FILE]\n"
+                "                         [--logits-out FILE] [--kld-base FILE] [--device auto|cpu|cuda]\n"
+                "                         [--vram-reserve SIZE] [--miss cpu|pcie|auto] [--profile FILE]\n"
+                "                         [--record-routing FILE]\n"
                 "  Splits TEXT's tokens into chunks of N (default 128), each evaluated from a fresh\n"
                 "  context with BOS first, and scores the second half of every chunk (llama-perplexity's\n"
                 "  scheme). --logits-out writes the scored rows' f32 logits; --kld-base reads such a\n"
-                "  file (from a reference pack) and prints mean KL(base || this) and top-1 agreement.\n");
+                "  file (from a reference pack) and prints mean KL(base || this) and top-1 agreement.\n"
+                DEVICE_HELP);
 }
 
 static double log_softmax_at(const float *v, int n, int at, int *amax)
@@ -50,12 +53,17 @@ int cmd_perplexity(int argc, char **argv)
     const char *pack = NULL, *text_path = NULL, *out_path = NULL, *base_path = NULL;
     long c = 128, threads = 0;
     kv_type kv = KV_F16;
+    device_opts dev;
+    device_opts_default(&dev);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { ppl_usage(stdout); return 0; }
         if (a[0] != '-') { if (pack) { ppl_usage(stderr); return 2; } pack = a; continue; }
         if (!v) { ppl_usage(stderr); return 2; }
         i++;
+        int dr = cli_device_arg("perplexity", &dev, a, v);
+        if (dr < 0) { ppl_usage(stderr); return 2; }
+        if (dr > 0) continue;
         if (!strcmp(a, "-f")) text_path = v;
         else if (!strcmp(a, "--logits-out")) out_path = v;
         else if (!strcmp(a, "--kld-base")) base_path = v;
@@ -76,7 +84,7 @@ int cmd_perplexity(int argc, char **argv)
     cli_model cm;
     memset(&cm, 0, sizeof cm);
     if (read_file(text_path, &text, &text_len, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return 1; }
-    if (cli_open(&cm, pack, (int)threads, kv, (int)c)) goto out;
+    if (cli_open_dev(&cm, pack, (int)threads, kv, (int)c, &dev)) goto out;
     const tokenizer *tk = loader_tokenizer(cm.pack);
     const int nv = loader_hparams(cm.pack)->n_vocab;
     if (tokenizer_encode(tk, (const char *)text, text_len, false, false, &ids, &n_ids)) {
@@ -123,7 +131,7 @@ int cmd_perplexity(int argc, char **argv)
     printf("Final estimate: PPL = %.4f over %zu tokens (%zu chunks of %ld)\n", exp(nll / (double)n_scored), n_scored,
            n_chunks, c);
     if (base) printf("Mean KLD: %.6f   Same top: %.3f %%\n", kl / (double)n_scored, 100.0 * (double)same / (double)n_scored);
-    rc = 0;
+    rc = cli_save_routing(&cm, &dev) ? 1 : 0;
 out:
     if (of && fclose(of) != 0 && rc == 0) { fprintf(stderr, "strata: %s: write failed\n", out_path); rc = 1; }
     free(chunk);
@@ -161,30 +169,41 @@ static double read_bandwidth(size_t bytes)
     return best;
 }
 
+static void bench_usage(FILE *fp)
+{
+    fprintf(fp, "usage: strata bench PACK [-p N] [-n N] [-t N] [--device auto|cpu|cuda] [--vram-reserve SIZE]\n"
+                "                    [--miss cpu|pcie|auto] [--profile FILE] [--record-routing FILE]\n"
+                "  Prefill of N tokens (default 128) and decode of N tokens (default 32) with an f16\n"
+                "  KV cache; prints tokens/s, the weight bytes one decode step reads, the measured read\n"
+                "  bandwidth, and decode speed as a fraction of the bandwidth floor. On CUDA the floor\n"
+                "  uses the GPU's measured copy bandwidth, and the expert cache's hit rate, bytes moved\n"
+                "  and miss latency are printed (\"cache\" lines; absent on the CPU).\n"
+                DEVICE_HELP);
+}
+
 int cmd_bench(int argc, char **argv)
 {
     const char *pack = NULL;
     long np = 128, ng = 32, threads = 0;
+    device_opts dev;
+    device_opts_default(&dev);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: strata bench PACK [-p N] [-n N] [-t N]\n"
-                   "  Prefill of N tokens (default 128) and decode of N tokens (default 32) with an f16\n"
-                   "  KV cache; prints tokens/s, the weight bytes one decode step reads, the measured read\n"
-                   "  bandwidth, and decode speed as a fraction of the bandwidth floor.\n");
-            return 0;
-        }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { bench_usage(stdout); return 0; }
         if (a[0] != '-') { if (pack) return 2; pack = a; continue; }
         i++;
+        int dr = v ? cli_device_arg("bench", &dev, a, v) : 0;
+        if (dr < 0) { bench_usage(stderr); return 2; }
+        if (dr > 0) continue;
         if (!v || !((!strcmp(a, "-p") && !cli_int(v, 1, 1 << 20, &np)) || (!strcmp(a, "-n") && !cli_int(v, 1, 1 << 20, &ng)) ||
                     (!strcmp(a, "-t") && !cli_int(v, 0, 1024, &threads)))) {
-            fprintf(stderr, "usage: strata bench PACK [-p N] [-n N] [-t N]\n");
+            bench_usage(stderr);
             return 2;
         }
     }
-    if (!pack) { fprintf(stderr, "usage: strata bench PACK [-p N] [-n N] [-t N]\n"); return 2; }
+    if (!pack) { bench_usage(stderr); return 2; }
     cli_model cm;
-    if (cli_open(&cm, pack, (int)threads, KV_F16, 0)) return 1;
+    if (cli_open_dev(&cm, pack, (int)threads, KV_F16, 0, &dev)) return 1;
     const model_hparams *hp = loader_hparams(cm.pack);
     if (np + ng > model_n_ctx(cm.m)) { np = model_n_ctx(cm.m) / 2; ng = model_n_ctx(cm.m) - np; }
     int32_t *tok = malloc((size_t)np * sizeof *tok);
@@ -196,22 +215,44 @@ int cmd_bench(int argc, char **argv)
     double t0 = cli_now();
     if (model_forward(cm.m, tok, (int)np, logits, false, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); goto out; }
     double t_pre = cli_now() - t0;
+    device_stats ds0;
+    device_get_stats(cm.m, &ds0);
     t0 = cli_now();
     for (long i = 0; i < ng; i++) {
         int32_t t = (int32_t)((i * 31 + 7) % hp->n_vocab);
         if (model_forward(cm.m, &t, 1, logits, false, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); goto out; }
     }
     double t_dec = cli_now() - t0;
-    const double active = (double)model_active_bytes(cm.m), bw = read_bandwidth((size_t)512 << 20);
+    device_stats ds;
+    device_get_stats(cm.m, &ds);
+    const double active = (double)model_active_bytes(cm.m);
+    const double bw = ds.on_gpu && ds.bandwidth > 0 ? ds.bandwidth : read_bandwidth((size_t)512 << 20);
     const double dec_tps = (double)ng / t_dec, floor_tps = bw / active;
-    printf("kernels %s\n", model_kernels_name(cm.m));
+    printf("kernels %s\n", ds.on_gpu ? "cuda" : model_kernels_name(cm.m));
+    if (ds.on_gpu) printf("device %s\n", ds.name);
     printf("prefill %ld tokens: %.1f tokens/s\n", np, (double)np / t_pre);
     printf("decode  %ld tokens: %.1f tokens/s\n", ng, dec_tps);
     printf("active weight bytes per token: %.0f (%.2f MiB)\n", active, active / 1048576.0);
-    printf("memory read bandwidth (1 thread, 512 MiB sweep): %.2f GB/s\n", bw / 1e9);
+    if (ds.on_gpu)
+        printf("memory read bandwidth (GPU, device-to-device copy): %.2f GB/s\n", bw / 1e9);
+    else
+        printf("memory read bandwidth (1 thread, 512 MiB sweep): %.2f GB/s\n", bw / 1e9);
     printf("bandwidth floor: %.1f tokens/s; decode is %.3f of it%s\n", floor_tps, dec_tps / floor_tps,
-           active < 64.0 * 1048576 ? " (weights fit in cache: not memory-bound, the fraction can exceed 1)" : "");
-    rc = 0;
+           !ds.on_gpu && active < 64.0 * 1048576 ? " (weights fit in cache: not memory-bound, the fraction can exceed 1)" : "");
+    if (ds.on_gpu) {
+        const ec_stats *a = &ds.cache, *b = &ds0.cache;
+        const uint64_t acc = a->accesses - b->accesses, hits = a->hits - b->hits;
+        printf("cache slots %d of %lld experts, miss %s, dense %.2f MiB in VRAM\n", ds.n_slots,
+               (long long)ds.n_experts, ds.miss, (double)ds.dense_bytes / 1048576.0);
+        printf("cache decode: hit rate %.3f (%llu of %llu), bytes moved %llu, misses cpu %llu pcie %llu, "
+               "miss latency %.3f ms mean\n",
+               acc ? (double)hits / (double)acc : 0.0, (unsigned long long)hits, (unsigned long long)acc,
+               (unsigned long long)(a->bytes - b->bytes), (unsigned long long)(a->miss_cpu - b->miss_cpu),
+               (unsigned long long)(a->miss_pcie - b->miss_pcie),
+               a->miss_timed > b->miss_timed ? 1e3 * (a->miss_seconds - b->miss_seconds) / (double)(a->miss_timed - b->miss_timed) : 0.0);
+        printf("cache total: hit rate %.3f, bytes moved %llu\n", ds.hit_rate, (unsigned long long)a->bytes);
+    }
+    rc = cli_save_routing(&cm, &dev) ? 1 : 0;
 out:
     free(tok);
     free(logits);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 int cli_int(const char *s, long lo, long hi, long *out)
 {
@@ -40,6 +41,28 @@ double cli_now(void)
 
 int cli_open(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx)
 {
+    return cli_open_dev(cm, dir, threads, kv, n_ctx, NULL);
+}
+
+int cli_device_arg(const char *cmd, device_opts *o, const char *opt, const char *val)
+{
+    char err[256];
+    int r = device_parse_arg(o, opt, val, err, sizeof err);
+    if (r < 0) fprintf(stderr, "strata %s: %s\n", cmd, err);
+    return r;
+}
+
+int cli_save_routing(cli_model *cm, const device_opts *dev)
+{
+    const ec_profile *p = cm->m ? model_routing(cm->m) : NULL;
+    if (!dev || !dev->record || !p) return 0;
+    char err[512];
+    if (ec_profile_save(p, dev->record, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return -1; }
+    return 0;
+}
+
+int cli_open_dev(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx, const device_opts *dev)
+{
     char err[1024];
     memset(cm, 0, sizeof *cm);
     cm->pack = loader_open(dir, err, sizeof err);
@@ -55,6 +78,26 @@ int cli_open(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx)
         cm->pack = NULL;
         return -1;
     }
+    if (!dev) return 0;
+    /* refused before any work: ec_profile_save never overwrites */
+    if (dev->record && access(dev->record, F_OK) == 0) {
+        fprintf(stderr, "strata: --record-routing %s: the file exists (it is never overwritten)\n", dev->record);
+        cli_close(cm);
+        return -1;
+    }
+    if (dev->record && model_record_routing(cm->m, err, sizeof err)) {
+        fprintf(stderr, "strata: %s: %s\n", dir, err);
+        cli_close(cm);
+        return -1;
+    }
+    char note[512];
+    int r = device_attach(cm->m, dev, note, sizeof note, err, sizeof err);
+    if (r < 0) {
+        fprintf(stderr, "strata: %s\n", err);
+        cli_close(cm);
+        return -1;
+    }
+    if (note[0]) fprintf(stderr, "strata: %s\n", note);
     return 0;
 }
 
@@ -69,9 +112,12 @@ static void usage(FILE *fp)
 {
     fprintf(fp, "usage: strata run PACK -p TEXT [-n N] [--temp T] [--top-p P] [--top-k K] [--min-p P]\n"
                 "                  [--seed S] [-t N] [--kv-type f16|f32] [--logits-out FILE]\n"
+                "                  [--device auto|cpu|cuda] [--vram-reserve SIZE] [--miss cpu|pcie|auto]\n"
+                "                  [--profile FILE] [--record-routing FILE]\n"
                 "  Streams the continuation of TEXT to stdout (N tokens, default 64; stops at EOS).\n"
                 "  --temp 0 is greedy. --logits-out writes the f32 logits of every evaluated\n"
-                "  position (prompt rows, then one row per generated token) as raw little-endian f32.\n");
+                "  position (prompt rows, then one row per generated token) as raw little-endian f32.\n"
+                DEVICE_HELP);
 }
 
 typedef struct run_opts {
@@ -79,6 +125,7 @@ typedef struct run_opts {
     long n, threads, seed;
     kv_type kv;
     sampler_params sp;
+    device_opts dev;
 } run_opts;
 
 static int parse(run_opts *o, int argc, char **argv)
@@ -87,6 +134,7 @@ static int parse(run_opts *o, int argc, char **argv)
     o->n = 64;
     o->threads = 0;
     o->kv = KV_F16;
+    device_opts_default(&o->dev);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double d;
@@ -95,6 +143,9 @@ static int parse(run_opts *o, int argc, char **argv)
         if (a[0] != '-') { if (o->pack) return -1; o->pack = a; continue; }
         if (!v) return -1;
         i++;
+        int dr = cli_device_arg("run", &o->dev, a, v);
+        if (dr < 0) return -1;
+        if (dr > 0) continue;
         if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
         else if (!strcmp(a, "-n")) { if (cli_int(v, 0, 1 << 24, &o->n)) return -1; }
         else if (!strcmp(a, "-t")) { if (cli_int(v, 0, 1024, &o->threads)) return -1; }
@@ -126,7 +177,7 @@ int cmd_run(int argc, char **argv)
     if (pr > 0) return 0;
     if (pr < 0) { usage(stderr); return 2; }
     cli_model cm;
-    if (cli_open(&cm, o.pack, (int)o.threads, o.kv, 0)) return 1;
+    if (cli_open_dev(&cm, o.pack, (int)o.threads, o.kv, 0, &o.dev)) return 1;
     const tokenizer *tk = loader_tokenizer(cm.pack);
     const int nv = loader_hparams(cm.pack)->n_vocab;
     int32_t *ids = NULL;
@@ -169,7 +220,7 @@ int cmd_run(int argc, char **argv)
         last = logits;
     }
     fputc('\n', stdout);
-    rc = 0;
+    rc = cli_save_routing(&cm, &o.dev) ? 1 : 0;
 out:
     if (lf && fclose(lf) != 0 && rc == 0) { fprintf(stderr, "strata: %s: write failed\n", o.logits_out); rc = 1; }
     sampler_free(s);

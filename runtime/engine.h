@@ -66,6 +66,11 @@ typedef struct engine {
                              const engine_sampling *s, char *err, size_t errlen);
     int  (*step)(engine_session *s, engine_token *out);
     void (*end)(engine_session *s);
+
+    /* Optional (NULL: none): Prometheus text lines appended to /metrics
+     * (the GPU expert cache's counters), written into buf, NUL-terminated.
+     * Called from any thread. */
+    void (*device_metrics)(void *self, char *buf, size_t bufsz);
 } engine;
 
 #endif

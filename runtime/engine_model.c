@@ -31,6 +31,8 @@ typedef struct model_engine {
     int              n_slots;
     model          **slots;
     bool            *busy;
+    const char      *record;   /* --record-routing FILE or NULL */
+    device_stats     dstats;   /* snapshot for /metrics, guarded by mu */
 } model_engine;
 
 struct engine_session {
@@ -111,6 +113,48 @@ static int take_slot(model_engine *me)
     return got;
 }
 
+/* After a forward pass on context i: the device counters for /metrics. */
+static void snapshot_stats(model_engine *me, int i)
+{
+    device_stats ds;
+    device_get_stats(me->slots[i], &ds);
+    if (!ds.on_gpu) return;
+    pthread_mutex_lock(&me->mu);
+    me->dstats = ds;
+    pthread_mutex_unlock(&me->mu);
+}
+
+static void me_device_metrics(void *self, char *buf, size_t bufsz)
+{
+    model_engine *me = self;
+    pthread_mutex_lock(&me->mu);
+    device_stats d = me->dstats;
+    pthread_mutex_unlock(&me->mu);
+    const ec_stats *c = &d.cache;
+    snprintf(buf, bufsz,
+             "# HELP strata_device_gpu 1 when the forward pass runs on a GPU, 0 on the CPU.\n"
+             "# TYPE strata_device_gpu gauge\nstrata_device_gpu %d\n"
+             "# HELP strata_expert_cache_slots Expert slots in VRAM.\n"
+             "# TYPE strata_expert_cache_slots gauge\nstrata_expert_cache_slots %d\n"
+             "# HELP strata_expert_cache_accesses_total Routed-expert lookups in the VRAM cache.\n"
+             "# TYPE strata_expert_cache_accesses_total counter\nstrata_expert_cache_accesses_total %llu\n"
+             "# HELP strata_expert_cache_hits_total Lookups served from VRAM.\n"
+             "# TYPE strata_expert_cache_hits_total counter\nstrata_expert_cache_hits_total %llu\n"
+             "# HELP strata_expert_cache_hit_rate Hits over lookups.\n"
+             "# TYPE strata_expert_cache_hit_rate gauge\nstrata_expert_cache_hit_rate %.6f\n"
+             "# HELP strata_expert_cache_misses_total Misses by where the expert was computed.\n"
+             "# TYPE strata_expert_cache_misses_total counter\n"
+             "strata_expert_cache_misses_total{on=\"cpu\"} %llu\nstrata_expert_cache_misses_total{on=\"pcie\"} %llu\n"
+             "# HELP strata_expert_cache_bytes_moved_total Bytes copied host to VRAM into expert slots.\n"
+             "# TYPE strata_expert_cache_bytes_moved_total counter\nstrata_expert_cache_bytes_moved_total %llu\n"
+             "# HELP strata_expert_cache_miss_seconds Summed latency of timed misses.\n"
+             "# TYPE strata_expert_cache_miss_seconds summary\n"
+             "strata_expert_cache_miss_seconds_sum %.9g\nstrata_expert_cache_miss_seconds_count %llu\n",
+             d.on_gpu, d.n_slots, (unsigned long long)c->accesses, (unsigned long long)c->hits, d.hit_rate,
+             (unsigned long long)c->miss_cpu, (unsigned long long)c->miss_pcie, (unsigned long long)c->bytes,
+             c->miss_seconds, (unsigned long long)c->miss_timed);
+}
+
 static void give_slot(model_engine *me, int i)
 {
     pthread_mutex_lock(&me->mu);
@@ -168,6 +212,7 @@ static engine_session *me_begin(void *self, const int32_t *prompt, size_t n_prom
         me_end(s);
         return NULL;
     }
+    snapshot_stats(me, s->slot);
     return s;
 }
 
@@ -203,6 +248,7 @@ static int me_step(engine_session *s, engine_token *out)
         char err[256];
         if (model_forward(m, &s->pending, 1, s->logits, false, err, sizeof err) != 0) return -1;
         s->has_pending = false;
+        snapshot_stats(me, s->slot);
     }
     memset(out, 0, sizeof *out);
     out->id = sampler_sample(s->smp, s->logits);
@@ -234,10 +280,28 @@ static char *base_name(const char *dir)
     return len > start ? strndup(dir + start, len - start) : strdup("strata");
 }
 
+/* --record-routing: the contexts' counts summed, written once. */
+static void save_routing(model_engine *me)
+{
+    if (!me->record || !me->slots || me->n_slots < 1 || !model_routing(me->slots[0])) return;
+    char err[512];
+    ec_profile sum;
+    const ec_profile *p0 = model_routing(me->slots[0]);
+    if (ec_profile_init(&sum, p0->n_layer, p0->n_expert, p0->n_used, err, sizeof err) == 0) {
+        int bad = 0;
+        for (int i = 0; i < me->n_slots && !bad; i++)
+            if (model_routing(me->slots[i])) bad = device_profile_add(&sum, model_routing(me->slots[i]), err, sizeof err);
+        if (!bad && ec_profile_save(&sum, me->record, err, sizeof err) == 0) err[0] = 0;
+        ec_profile_free(&sum);
+    }
+    if (err[0]) fprintf(stderr, "strata: %s\n", err);
+}
+
 void engine_model_free(engine *e)
 {
     if (!e) return;
     model_engine *me = e->self;
+    save_routing(me);
     for (int i = 0; me->slots && i < me->n_slots; i++) model_free(me->slots[i]);
     free(me->slots);
     free(me->busy);
@@ -300,6 +364,25 @@ engine *engine_model_open(const char *dir, const engine_model_opts *o, char *err
     mo.n_threads = opt.n_threads;
     mo.n_ctx = opt.n_ctx;
     mo.kv = opt.kv;
+    device_opts dev;
+    if (opt.dev) dev = *opt.dev;
+    else { device_opts_default(&dev); dev.kind = DEVICE_CPU; }
+    if (dev.kind != DEVICE_CPU && opt.parallel > 1 && device_cuda_built()) {
+        if (dev.kind == DEVICE_CUDA) {
+            snprintf(err, errlen, "--device cuda serves one context: use --parallel 1 (several contexts on one GPU "
+                                  "are not implemented)");
+            engine_model_free(&me->e);
+            return NULL;
+        }
+        fprintf(stderr, "strata: --device auto with --parallel %d: running on the CPU (CUDA serves one context)\n",
+                opt.parallel);
+        dev.kind = DEVICE_CPU;
+    }
+    if (dev.record && access(dev.record, F_OK) == 0) {
+        snprintf(err, errlen, "--record-routing %s: the file exists (it is never overwritten)", dev.record);
+        engine_model_free(&me->e);
+        return NULL;
+    }
     for (int i = 0; i < opt.parallel; i++) {
         char merr[512];
         me->slots[i] = model_create(loader_hparams(me->pack), loader_weights(me->pack), &mo, merr,
@@ -310,12 +393,25 @@ engine *engine_model_open(const char *dir, const engine_model_opts *o, char *err
             return NULL;
         }
         me->n_slots = i + 1;
+        if (dev.record && model_record_routing(me->slots[i], merr, sizeof merr)) {
+            snprintf(err, errlen, "%s: %s", dir, merr);
+            engine_model_free(&me->e);
+            return NULL;
+        }
+        char note[512];
+        if (device_attach(me->slots[i], &dev, note, sizeof note, merr, sizeof merr) < 0) {
+            snprintf(err, errlen, "%s: %s", dir, merr);
+            engine_model_free(&me->e);
+            return NULL;
+        }
+        if (note[0]) fprintf(stderr, "strata: %s\n", note);
     }
+    me->record = dev.record;
     me->e = (engine){
         .self = me, .name = me->name, .n_ctx = model_n_ctx(me->slots[0]),
         .chat_template = me->tmpl, .bos_text = me->bos, .eos_text = me->eos,
         .tokenize = me_tokenize, .piece = me_piece, .is_eog = me_is_eog,
-        .begin = me_begin, .step = me_step, .end = me_end,
+        .begin = me_begin, .step = me_step, .end = me_end, .device_metrics = me_device_metrics,
     };
     return &me->e;
 }

@@ -19,6 +19,9 @@
  *    (NULL when absent); name is the pack directory's base name.
  *  - begin() when every context is busy fails with a message: the server
  *    keeps at most `parallel` sessions, so that is a caller bug.
+ * device_metrics: the GPU expert cache's counters as Prometheus text
+ * (strata_device_gpu 0 and zeros on the CPU), a snapshot taken after each
+ * forward pass.
  * Failures are one line in err naming the pack. engine_model_free() frees
  * everything, sessions must have ended. */
 #ifndef STRATA_ENGINE_MODEL_H
@@ -26,6 +29,7 @@
 
 #include <stddef.h>
 
+#include "runtime/device.h"
 #include "runtime/engine.h"
 #include "runtime/model.h"
 
@@ -34,6 +38,11 @@ typedef struct engine_model_opts {
     int     n_ctx;     /* tokens per context; <= 0: the model's n_ctx_train */
     int     n_threads; /* per context; <= 0: online cores / parallel, at least 1 */
     kv_type kv;
+    /* device.h options (NULL: the CPU). CUDA serves one context: --parallel
+     * above 1 is refused under --device cuda and stays on the CPU under auto.
+     * --record-routing: every context records; the sum is written by
+     * engine_model_free(). */
+    const device_opts *dev;
 } engine_model_opts;
 
 engine *engine_model_open(const char *pack_dir, const engine_model_opts *o, char *err,

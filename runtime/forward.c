@@ -7,6 +7,8 @@
  * before they are added. */
 #include "runtime/model_impl.h"
 
+#include "runtime/device.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -179,6 +181,12 @@ static void swiglu(model *m, const weight *gate, const weight *up, const weight 
     mm_mul(&m->mm, down, m->ffa, B, out);
 }
 
+void model_expert_cpu(model *m, int layer, int expert, const float *x, int n, float *out)
+{
+    const layer_weights *L = &m->w.layers[layer];
+    swiglu(m, &L->exp_gate[expert], &L->exp_up[expert], &L->exp_down[expert], x, n, out);
+}
+
 static void ffn_block(model *m, int l, int B)
 {
     const layer_weights *L = &m->w.layers[l];
@@ -225,6 +233,8 @@ static void moe_block(model *m, int l, int B)
     rmsnorm_rows(m->h, m->x, L->ffn_norm, B, D, m->hp.rms_eps);
     mm_mul(&m->mm, &L->router, m->h, B, m->rlog);
     for (int b = 0; b < B; b++) route(m, m->rlog + (size_t)b * E, m->sel + b * K, m->selw + b * K);
+    if (m->routing)
+        for (int b = 0; b < B; b++) model_observe_routing(m, l, m->sel + b * K);
 
     /* Each expert runs once over every row routed to it (a gathered batch). */
     for (int e = 0; e < E; e++) {
@@ -312,6 +322,7 @@ int model_forward(model *m, const int32_t *tokens, int n, float *logits, bool al
                      m->hp.n_vocab);
             return -1;
         }
+    if (m->dev) return device_forward(m->dev, m, tokens, n, logits, all_logits, err, errlen);
     for (int i = 0; i < n; i += m->opt.n_batch) {
         int B = n - i < m->opt.n_batch ? n - i : m->opt.n_batch;
         /* Without all_logits only the last ubatch's last row is computed. */

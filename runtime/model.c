@@ -3,6 +3,8 @@
  * the ubatch buffers, the thread pool. The forward pass is in forward.c. */
 #include "runtime/model_impl.h"
 
+#include "runtime/device.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,9 +241,40 @@ size_t model_active_bytes(const model *m)
     return b;
 }
 
+int model_record_routing(model *m, char *err, size_t errlen)
+{
+    if (m->hp.n_expert == 0) {
+        snprintf(err, errlen, "--record-routing: the model has no routed experts (a dense model)");
+        return -1;
+    }
+    if (m->routing) return 0;
+    ec_profile *p = calloc(1, sizeof *p);
+    if (!p) { snprintf(err, errlen, "out of memory"); return -1; }
+    if (ec_profile_init(p, m->hp.n_layer, m->hp.n_expert, m->hp.n_expert_used, err, errlen)) {
+        free(p);
+        return -1;
+    }
+    m->routing = p;
+    return 0;
+}
+
+const ec_profile *model_routing(const model *m) { return m->routing; }
+
+void model_observe_routing(model *m, int layer, const int *sel)
+{
+    int32_t e[256];
+    const int K = m->hp.n_expert_used;
+    for (int j = 0; j < K && j < 256; j++) e[j] = (int32_t)sel[j];
+    char err[160];
+    /* the router's picks are always in range; a failure here is a bug */
+    if (ec_profile_observe(m->routing, layer, e, K, err, sizeof err) != 0) fprintf(stderr, "strata: %s\n", err);
+}
+
 void model_free(model *m)
 {
     if (!m) return;
+    device_free(m->dev);
+    if (m->routing) { ec_profile_free(m->routing); free(m->routing); }
     if (m->w.layers) {
         for (int l = 0; l < m->hp.n_layer; l++) {
             free(m->w.layers[l].exp_gate);

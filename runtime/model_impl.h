@@ -3,6 +3,7 @@
 #ifndef STRATA_MODEL_IMPL_H
 #define STRATA_MODEL_IMPL_H
 
+#include "runtime/expert_cache.h"
 #include "runtime/matmul.h"
 #include "runtime/model.h"
 
@@ -24,6 +25,13 @@ struct model {
     /* MoE */
     float *rlog, *selw, *eo, *hg, *gd;
     int *sel, *grp;             /* grp: (row, slot) pairs routed to one expert */
+    /* device.h: the GPU forward pass when attached (NULL: the CPU), and the
+     * routing profile being recorded (NULL: not recording) */
+    struct device_model *dev;
+    ec_profile *routing;
 };
+
+/* Records one row's routing at layer l (forward.c and the CUDA backend). */
+void model_observe_routing(model *m, int layer, const int *sel);
 
 #endif

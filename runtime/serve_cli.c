@@ -40,6 +40,10 @@ static void usage(FILE *fp)
         "  --chat-template chatml | llama2 | llama3 | mistral | gemma | phi3 | deepseek\n"
         "  --cors          allow browser requests from ORIGIN\n"
         "  --max-body      largest request body in bytes (default 1048576)\n"
+        "  [--device auto|cpu|cuda] [--vram-reserve SIZE] [--miss cpu|pcie|auto] [--profile FILE]\n"
+        "  [--record-routing FILE] (written when the server stops; the GPU expert cache's counters\n"
+        "  appear in /metrics):\n"
+        DEVICE_HELP
         "  Test hooks: --fake-engine (PACK is a GGUF with a tokenizer), --fake-delay-ms N,\n"
         "  --fake-load-ms N.\n");
 }
@@ -63,12 +67,14 @@ typedef struct serve_opts {
     const char   *pack;
     bool          fake;
     long          fake_delay_ms, fake_load_ms, threads;
+    device_opts   dev;
 } serve_opts;
 
 /* Returns 0, or the exit status to return. */
 static int parse_args(int argc, char **argv, serve_opts *o)
 {
     o->cfg.port = 8080;
+    device_opts_default(&o->dev);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long x;
@@ -85,6 +91,10 @@ static int parse_args(int argc, char **argv, serve_opts *o)
             return 2;
         }
         i++;
+        char derr[256];
+        int dr = device_parse_arg(&o->dev, a, v, derr, sizeof derr);
+        if (dr < 0) { fprintf(stderr, "strata serve: %s\n", derr); return 2; }
+        if (dr > 0) continue;
         if (!strcmp(a, "--host")) o->cfg.host = v;
         else if (!strcmp(a, "--api-key")) o->cfg.api_key = v;
         else if (!strcmp(a, "--chat-template")) o->cfg.chat_template = v;
@@ -115,7 +125,7 @@ static engine *load_engine(const serve_opts *o, char *err, size_t errlen)
 {
     if (!o->fake) {
         engine_model_opts mo = { .parallel = o->cfg.parallel, .n_ctx = o->cfg.n_ctx,
-                                 .n_threads = (int)o->threads, .kv = KV_F16 };
+                                 .n_threads = (int)o->threads, .kv = KV_F16, .dev = &o->dev };
         /* the reason is written after the prefix, so err holds one line */
         snprintf(err, errlen, "%s: cannot load the pack: ", o->pack);
         size_t k = strlen(err);

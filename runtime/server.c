@@ -143,6 +143,15 @@ static enum MHD_Result metrics_page(server *s, struct MHD_Connection *c, request
     int waiting = s->waiting, busy = s->busy;
     pthread_mutex_unlock(&s->mu);
     char *text = metrics_render(s->metrics, waiting, busy, s->parallel);
+    if (text && s->eng && s->eng->device_metrics) {
+        char extra[2048] = "";
+        s->eng->device_metrics(s->eng->self, extra, sizeof extra);
+        size_t a = strlen(text), b = strlen(extra);
+        char *t2 = realloc(text, a + b + 1);
+        if (!t2) free(text);
+        else memcpy(t2 + a, extra, b + 1);
+        text = t2;
+    }
     if (!text) return server_reply_error(c, rq, 500, NULL, "out of memory");
     return reply_text(c, rq, 200, "text/plain; version=0.0.4", text, strlen(text));
 }
