@@ -55,7 +55,7 @@ BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz_*.c)
 CU_SRCS    := $(wildcard runtime/cuda/*.cu)
 
-.PHONY: all test asan bench cuda fuzz install clean tests help
+.PHONY: all test asan bench cuda strata-cuda fuzz install clean tests help
 all: $(TOOLS)
 
 help:
@@ -64,6 +64,7 @@ help:
 	@echo "make asan       the test suite under AddressSanitizer + UBSan"
 	@echo "make bench      benchmarks, each beside a baseline measured in the same run"
 	@echo "make cuda       compile the CUDA sources with nvcc (no-op without nvcc)"
+	@echo "make strata-cuda  bin/strata-cuda: strata with the CUDA backend (nvcc, cuBLAS)"
 	@echo "make fuzz       libFuzzer targets (clang), bounded time each (FUZZ_SECONDS)"
 	@echo "make install    copy the tools to \$$PREFIX/bin (PREFIX=$(PREFIX))"
 
@@ -123,16 +124,39 @@ asan:
 bench: $(BENCH_BINS) $(TOOLS)
 	@for b in $(BENCH_BINS); do echo "== $$b"; STRATA_SHARED=$(SHARED) ./$$b || exit 1; done
 
-cuda:
+CU_OBJS     := $(patsubst runtime/cuda/%.cu,$(BUILD)/cuda/%.o,$(CU_SRCS))
+CU_HDRS     := runtime/cuda/scuda_impl.cuh runtime/cuda/cuda_backend.h runtime/expert_cache.h runtime/weight.h
+CUDA_C_OBJS := $(patsubst runtime/cuda/%.c,$(BUILD)/cuda-c/%.o,$(wildcard runtime/cuda/*.c))
+NVCCFLAGS   ?= -O2
+CUDA_LIBS   ?= -lcublas -lcudart
+
 ifeq ($(strip $(NVCC)),)
+cuda:
 	@echo "make cuda: nvcc not found; the CUDA backend is not built (the CPU backend is unaffected)."
+strata-cuda:
+	@echo "make strata-cuda: nvcc not found; bin/strata-cuda is not built." && exit 1
 else
-	@mkdir -p $(BUILD)/cuda
-	@set -e; for f in $(CU_SRCS); do \
-	    echo "$(NVCC) -c $$f"; \
-	    $(NVCC) -O2 -std=c++17 -I. --compiler-options -Wall,-Wextra,-Werror -c $$f -o $(BUILD)/cuda/$$(basename $$f .cu).o; \
-	done; echo "make cuda: compiled $(words $(CU_SRCS)) CUDA source(s) with $(NVCC)"
+cuda: $(CU_OBJS)
+	@echo "make cuda: compiled $(words $(CU_SRCS)) CUDA source(s) with $(NVCC)"
+strata-cuda: $(BIN)/strata-cuda
 endif
+
+$(BUILD)/cuda/%.o: runtime/cuda/%.cu $(CU_HDRS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -std=c++17 -I. --compiler-options -Wall,-Wextra,-Werror -c $< -o $@
+
+# The C side of the CUDA backend (forward_cuda.c: device.h on the GPU); kept
+# out of $(BUILD)/cuda so that the .cu objects can be linked on their own.
+$(BUILD)/cuda-c/%.o: runtime/cuda/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -DSTRATA_CUDA -MMD -MP -c $< -o $@
+
+# bin/strata-cuda: strata with the CUDA backend: the CPU build's runtime
+# objects minus the device stub, plus forward_cuda.c and the .cu objects,
+# linked by nvcc with cuBLAS. bin/strata never links CUDA.
+$(BIN)/strata-cuda: $(BUILD)/runtime/strata_main.o $(CUDA_C_OBJS) $(filter-out $(BUILD)/runtime/device_cpu_stub.o,$(RUNTIME_OBJS)) $(CU_OBJS) $(LIBFORMATS)
+	@mkdir -p $(BIN)
+	$(NVCC) -o $@ $^ $(CUDA_LIBS) $(RUNTIME_LIBS) $(TOOL_LIBS) $(LDLIBS) -lm -lpthread
 
 FUZZ_SECONDS ?= 30
 FUZZ_CC ?= clang

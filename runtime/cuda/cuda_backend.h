@@ -100,6 +100,34 @@ ec_device scuda_slots_device(scuda_slots *s);
 void *scuda_slot_ptr(const scuda_slots *s, int slot);
 void scuda_slots_free(scuda_slots *s);
 
+/* forward_ops.cu: what the forward pass (forward_cuda.c) adds. */
+/* out = x rounded as the CPU rounds a weight's activations (weight.h wact:
+ * WA_Q8_0 or WA_Q8_K, then q * d); cols a multiple of the block. */
+int scuda_act_round(scuda_ctx *c, int act, const float *x, float *out, int rows, int64_t cols, char *err,
+                    size_t errlen);
+/* y[r][i] += bias[i]. */
+int scuda_add_bias(scuda_ctx *c, float *y, const float *bias, int rows, int n, char *err, size_t errlen);
+/* dst[r] = src[idx[r] / div] (rows of n floats; idx on the device). */
+int scuda_gather_rows(scuda_ctx *c, const float *src, const int32_t *idx, int div, int rows, int n, float *dst,
+                      char *err, size_t errlen);
+/* dst[idx[r]] = src[r]. */
+int scuda_scatter_rows(scuda_ctx *c, const float *src, const int32_t *idx, int rows, int n, float *dst, char *err,
+                       size_t errlen);
+/* out[b] = sum_j w[b*k+j] * eo[b*k+j] (rows of n), top-k order, products rounded. */
+int scuda_moe_combine(scuda_ctx *c, const float *eo, const float *w, int rows, int k, int n, float *out, char *err,
+                      size_t errlen);
+/* out[b] += sigmoid(gate[b]) * x[b] (gate NULL: 1). */
+int scuda_gate_add(scuda_ctx *c, const float *x, const float *gate, int rows, int n, float *out, char *err,
+                   size_t errlen);
+/* Host -> device on the copy stream (expert refills), and waiting for it. */
+int scuda_copy_async(scuda_ctx *c, void *dst, const void *src, size_t bytes, char *err, size_t errlen);
+int scuda_copy_sync(scuda_ctx *c, char *err, size_t errlen);
+/* Device -> device on the compute stream. */
+int scuda_copy_d2d(scuda_ctx *c, void *dst, const void *src, size_t bytes, char *err, size_t errlen);
+/* Device memory bandwidth: the best of 5 device-to-device copies of `bytes`,
+ * counting the bytes read and written. */
+int scuda_measure_bandwidth(scuda_ctx *c, size_t bytes, double *bytes_per_s, char *err, size_t errlen);
+
 /* Extern "C" from widen.cu: fp16/bf16 -> f32 on the device. stream NULL: default. */
 int scuda_widen(scuda_ctx *c, int is_bf16, const uint16_t *src, float *dst, int64_t n, char *err, size_t errlen);
 
