@@ -22,7 +22,8 @@
  *    it into a slot first; auto measures one of each at attach.
  *  - Activations of quantized weights are rounded as the CPU rounds them
  *    (Q8_0 / Q8_K, then q * d) before the product, so both see the same x.
- *  - The expert cache's "token" is one ubatch (one decode step). */
+ *  - The expert cache's "token" is one ubatch (one decode step).
+ *  - STRATA_CUDA_SLOTS=N (environment) caps the slot count, for tests. */
 #include "runtime/device.h"
 
 #include <math.h>
@@ -393,6 +394,17 @@ static int setup_experts(struct device_model *d, model *m, const device_opts *o,
     uint64_t free_b = 0, total_b = 0;
     if (scuda_mem_info(d->c, &free_b, &total_b, err, errlen)) return -1;
     int64_t n = ec_plan_slots(free_b, o->vram_reserve, d->slot_bytes, d->n_experts);
+    /* STRATA_CUDA_SLOTS=N caps the slots (tests/cuda/device_check.sh forces misses with it) */
+    const char *cap = getenv("STRATA_CUDA_SLOTS");
+    if (cap && *cap) {
+        char *end;
+        long v = strtol(cap, &end, 10);
+        if (*end || v < 0) {
+            snprintf(err, errlen, "STRATA_CUDA_SLOTS=%s: not a slot count", cap);
+            return -1;
+        }
+        if (v < n) n = v;
+    }
     d->miss = o->miss;
     if (d->miss == EC_MISS_AUTO) {
         double cpu_s = 0, pcie_s = 0;

@@ -16,7 +16,10 @@
  * model (slow: every expert weight is re-encoded) and reports it the same
  * way. STRATA_MOE_FLOOR_LAYERS=N changes the layer count (default 10).
  * STRATA_MOE_FLOOR_PACK=DIR (for profiling) keeps the --experts keep pack
- * in DIR, building it only when DIR does not exist yet. */
+ * in DIR, building it only when DIR does not exist yet;
+ * STRATA_MOE_FLOOR_BUILD_ONLY=1 with it only builds (tests/cuda/device_check.sh
+ * makes its several-GB pack this way: STRATA_MOE_FLOOR_LAYERS sizes it, about
+ * 0.11 GB per layer). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -376,6 +379,8 @@ int main(void)
             rc = build_pack(src, keep, "keep");
         }
         rm_rf(dir);
+        const char *only = getenv("STRATA_MOE_FLOOR_BUILD_ONLY");
+        if (!rc && only && *only == '1') { printf("built %s\n", keep); free(bw.buf); return 0; }
         rc = rc || bench_pack("experts keep (S8), kept pack", keep, &bw, 0) ? 1 : 0;
         free(bw.buf);
         return rc;
