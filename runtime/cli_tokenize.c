@@ -144,6 +144,8 @@ static int encode_one(const tokenizer *t, const tok_opts *o, const char *s, size
     return 0;
 }
 
+static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
 /* Ids of in[0..n) (whitespace-separated decimals) -> text on stdout. */
 static int decode_one(const tokenizer *t, const tok_opts *o, const char *in, size_t n, size_t line)
 {
@@ -151,13 +153,13 @@ static int decode_one(const tokenizer *t, const tok_opts *o, const char *in, siz
     size_t k = 0;
     if (!ids) { fprintf(stderr, "strata tokenize: out of memory\n"); return -1; }
     for (size_t i = 0; i < n;) {
-        if (strchr(" \t\r\n", in[i])) { i++; continue; }
+        if (is_blank(in[i])) { i++; continue; }
         size_t j = i;
         long long v = 0;
         while (j < n && in[j] >= '0' && in[j] <= '9' && v <= INT32_MAX) v = v * 10 + (in[j++] - '0');
-        if (j == i || (j < n && !strchr(" \t\r\n", in[j])) || v >= tokenizer_n_vocab(t)) {
+        if (j == i || (j < n && !is_blank(in[j])) || v >= tokenizer_n_vocab(t)) {
             size_t e = i;
-            while (e < n && !strchr(" \t\r\n", in[e]) && e - i < 40) e++;
+            while (e < n && !is_blank(in[e]) && e - i < 40) e++;
             fprintf(stderr, "strata tokenize: stdin line %zu: '%.*s' is not a token id (0..%d)\n", line,
                     (int)(e - i), in + i, tokenizer_n_vocab(t) - 1);
             free(ids);
