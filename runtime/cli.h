@@ -1,5 +1,6 @@
-/* cli.h: the `strata` subcommands that run a pack (rows of strata_main.c's
- * COMMANDS table) and the little they share.
+/* cli.h: the `strata` subcommands that run a pack, and `tokenize`, which
+ * needs only a GGUF (rows of strata_main.c's COMMANDS table), and the little
+ * they share.
  *
  * Contract: each cmd_* takes argv from the subcommand's name on, prints its
  * usage on --help (exit 0) and on bad arguments (exit 2), a one-line error
@@ -18,6 +19,7 @@ int cmd_info(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv); /* cli_tokenize.c */
 
 typedef struct cli_model {
     loaded_pack *pack;

@@ -23,6 +23,7 @@ static const strata_command COMMANDS[] = {
     { "check", cmd_check, "verify the size and crc32 of every pack file" },
     { "perplexity", cmd_perplexity, "perplexity of a text; KL divergence against base logits" },
     { "bench", cmd_bench, "prefill/decode tokens/s and decode against the bandwidth floor" },
+    { "tokenize", cmd_tokenize, "text -> token ids with a GGUF's or a pack's tokenizer, and back" },
     { "budget", cmd_budget, "what fits where: dense pool, KV cache and expert slots per device" },
     { "pull", strata_cmd_pull, "download model files from Hugging Face, resumable and sha256-verified" },
     { NULL, NULL, NULL }, /* rows are added above this sentinel */
