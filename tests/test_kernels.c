@@ -281,10 +281,11 @@ static const float IQ4NL[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13
 /* Every S-form the pack has (Q2_0, Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, Q3_K,
  * Q4_K, Q5_K, Q6_K) and IQ3: the integer dot equals the decoded row times
  * the rounded activation (in double) up to float rounding, and AVX2 equals
- * scalar within 1e-6 of the sum of |terms|. Rows of 1024 and, where the
- * blocks allow, 1120 (35 units of 32: the eight-unit loop, then a pair,
- * then the odd last unit). The four-row kernels equal each table's one-row
- * kernel bit for bit. */
+ * scalar within 1e-6 of the sum of |terms|, and so does AVX-VNNI, which
+ * moreover equals AVX2 bit for bit. Rows of 1024 and, where the blocks
+ * allow, 1120 (35 units of 32: the eight-unit loop, then a pair, then the
+ * odd last unit). The four-row kernels equal each table's one-row kernel
+ * bit for bit. */
 static void test_qdot_forms(void **st)
 {
     (void)st;
@@ -297,8 +298,10 @@ static void test_qdot_forms(void **st)
         { 8, 0, 16, 0, 1, WA_Q8_K, "S8off g16" },    { 8, -100, 64, 0, 1, WA_Q8_0, "S8 bias -100 g64" },
         { 0, 0, 0, 0, 0, WA_Q8_K, "IQ3" },
     };
-    const kernels *s = kernels_scalar(), *v = kernels_get(1);
-    if (v == s) printf("SKIP (AVX2 half): no AVX2 on this CPU\n");
+    const kernels *s = kernels_scalar(), *avx2 = kernels_avx2(), *vnni = kernels_avx2_vnni();
+    const kernels *tabs[3] = { s, avx2, vnni };
+    if (!avx2) printf("SKIP (AVX2 half): no AVX2 on this CPU\n");
+    if (!vnni) printf("SKIP (AVX-VNNI part): no AVX-VNNI on this CPU\n");
     uint64_t rs = 11;
     const int64_t R = 5, CMAX = 1120;
     int64_t C = CMAX;
@@ -341,15 +344,26 @@ static void test_qdot_forms(void **st)
                 s->row_f32[w.form](&w, r, row);
                 double ref = 0, mag = 0;
                 for (int64_t i = 0; i < C; i++) { ref += (double)row[i] * deq[i]; mag += fabs((double)row[i] * deq[i]); }
-                const float ys = s->qdot[w.form](&w, r, &a), yv = v->qdot[w.form](&w, r, &a);
+                const float ys = s->qdot[w.form](&w, r, &a);
                 if (fabs(ys - ref) > 1e-5 * mag + 1e-30)
                     printf("%s: row %lld kind %d scalar %.9g double %.9g (mag %.3g)\n", f->what, (long long)r, kind, ys, ref, mag);
                 assert_true(fabs(ys - ref) <= 1e-5 * mag + 1e-30);
-                assert_true(fabs(yv - ys) <= 1e-6 * mag + 1e-30);
+                for (int t = 1; t < 3; t++) {
+                    if (!tabs[t]) continue;
+                    const float yv = tabs[t]->qdot[w.form](&w, r, &a);
+                    assert_true(fabs(yv - ys) <= 1e-6 * mag + 1e-30);
+                }
+                /* the VNNI dots take the AVX2 ones' integer lanes: same bits */
+                if (vnni) {
+                    const float y2 = avx2->qdot[w.form](&w, r, &a), y3 = vnni->qdot[w.form](&w, r, &a);
+                    if (memcmp(&y2, &y3, sizeof y2))
+                        printf("%s: row %lld kind %d avx2 %.9g vnni %.9g\n", f->what, (long long)r, kind, y2, y3);
+                    assert_memory_equal(&y2, &y3, sizeof y2);
+                }
             }
-            for (int t = 0; t < 2; t++) {
-                const kernels *k = t ? v : s;
-                if (!k->qdot4[w.form]) continue;
+            for (int t = 0; t < 3; t++) {
+                const kernels *k = tabs[t];
+                if (!k || !k->qdot4[w.form]) continue;
                 for (int64_t r = 0; r + 4 <= R; r++) {
                     float y4[4];
                     k->qdot4[w.form](&w, r, &a, y4);
