@@ -264,12 +264,19 @@ AVX2 float kavx2_qdot_scode(const weight *w, int64_t r, const qrow *a)
  * the one-row kernel's result bit for bit: how rows are grouped never
  * changes a logit. */
 #define QD_ROWS 4
+/* The loops over the four rows and the eight units are unrolled so that the
+ * eight accumulators live in registers (rolled, gcc kept them on the stack:
+ * a store and a reload around every multiply-add). Unrolling changes no
+ * operation and no order. */
+#define QD_PRAGMA(x) _Pragma(#x)
+#define QD_UNROLL QD_PRAGMA(GCC unroll 8)
 AVX2 static inline __attribute__((always_inline)) void qdot4_unit32(const uint8_t *codes, size_t row_bytes,
                                                                     const int8_t *q, const float *sc, int64_t n32,
                                                                     const float *d, int bits, __m256i bias,
                                                                     __m256i cb, int use_cb, float *y)
 {
     __m256 acc0[QD_ROWS], acc1[QD_ROWS];
+    QD_UNROLL
     for (int k = 0; k < QD_ROWS; k++) acc0[k] = acc1[k] = _mm256_setzero_ps();
     const int64_t step = 4 * bits;
     const size_t ahead = QD_ROWS * row_bytes; /* the same place in the next four rows */
@@ -277,10 +284,13 @@ AVX2 static inline __attribute__((always_inline)) void qdot4_unit32(const uint8_
     for (; i + 8 <= n32; i += 8) {
         const __m256 vd = _mm256_loadu_ps(d + i);
         float sd[QD_ROWS][8];
+        QD_UNROLL
         for (int k = 0; k < QD_ROWS; k++) _mm256_storeu_ps(sd[k], _mm256_mul_ps(_mm256_loadu_ps(sc + k * n32 + i), vd));
+        QD_UNROLL
         for (int u = 0; u < 8; u += 2) {
             const __m256i q0 = _mm256_loadu_si256((const __m256i *)(q + (i + u) * 32));
             const __m256i q1 = _mm256_loadu_si256((const __m256i *)(q + (i + u) * 32 + 32));
+            QD_UNROLL
             for (int k = 0; k < QD_ROWS; k++) {
                 const uint8_t *p = codes + k * row_bytes + (i + u) * step;
                 if (bits == 8 || u % 4 == 0) _mm_prefetch((const char *)p + ahead, _MM_HINT_T0);
@@ -292,6 +302,7 @@ AVX2 static inline __attribute__((always_inline)) void qdot4_unit32(const uint8_
         }
     }
     for (; i + 2 <= n32; i += 2)
+        QD_UNROLL
         for (int k = 0; k < QD_ROWS; k++) {
             const uint8_t *p = codes + k * row_bytes + i * step;
             const float *s = sc + k * n32;
@@ -302,11 +313,13 @@ AVX2 static inline __attribute__((always_inline)) void qdot4_unit32(const uint8_
             acc1[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_set1_ps(s[i + 1] * d[i + 1]), acc1[k]);
         }
     if (i < n32)
+        QD_UNROLL
         for (int k = 0; k < QD_ROWS; k++) {
             const __m256i s0 = dot32_i8(values32(codes + k * row_bytes + i * step, bits, bias, cb, use_cb),
                                         _mm256_loadu_si256((const __m256i *)(q + i * 32)));
             acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(sc[k * n32 + i] * d[i]), acc0[k]);
         }
+    QD_UNROLL
     for (int k = 0; k < QD_ROWS; k++) y[k] = hsum_ps(_mm256_add_ps(acc0[k], acc1[k]));
 }
 
@@ -450,6 +463,7 @@ VNNI static inline __attribute__((always_inline)) void vnni4_unit32(const uint8_
                                                                     const float *d, int bits, __m256i bias16, float *y)
 {
     __m256 acc0[QD_ROWS], acc1[QD_ROWS];
+    QD_UNROLL
     for (int k = 0; k < QD_ROWS; k++) acc0[k] = acc1[k] = _mm256_setzero_ps();
     const int64_t step = 4 * bits;
     const size_t ahead = QD_ROWS * row_bytes;
@@ -457,11 +471,14 @@ VNNI static inline __attribute__((always_inline)) void vnni4_unit32(const uint8_
     for (; i + 8 <= n32; i += 8) {
         const __m256 vd = _mm256_loadu_ps(d + i);
         float sd[QD_ROWS][8];
+        QD_UNROLL
         for (int k = 0; k < QD_ROWS; k++) _mm256_storeu_ps(sd[k], _mm256_mul_ps(_mm256_loadu_ps(sc + k * n32 + i), vd));
+        QD_UNROLL
         for (int u = 0; u < 8; u += 2) {
             const __m256i q0 = _mm256_loadu_si256((const __m256i *)(q + (i + u) * 32));
             const __m256i q1 = _mm256_loadu_si256((const __m256i *)(q + (i + u) * 32 + 32));
             const __m256i b0 = bias_lanes(q0, bias16), b1 = bias_lanes(q1, bias16);
+            QD_UNROLL
             for (int k = 0; k < QD_ROWS; k++) {
                 const uint8_t *p = codes + k * row_bytes + (i + u) * step;
                 if (bits == 8 || u % 4 == 0) _mm_prefetch((const char *)p + ahead, _MM_HINT_T0);
@@ -476,6 +493,7 @@ VNNI static inline __attribute__((always_inline)) void vnni4_unit32(const uint8_
         const __m256i q0 = _mm256_loadu_si256((const __m256i *)(q + i * 32));
         const __m256i q1 = _mm256_loadu_si256((const __m256i *)(q + i * 32 + 32));
         const __m256i b0 = bias_lanes(q0, bias16), b1 = bias_lanes(q1, bias16);
+        QD_UNROLL
         for (int k = 0; k < QD_ROWS; k++) {
             const uint8_t *p = codes + k * row_bytes + i * step;
             const float *s = sc + k * n32;
@@ -488,11 +506,13 @@ VNNI static inline __attribute__((always_inline)) void vnni4_unit32(const uint8_
     if (i < n32) {
         const __m256i q0 = _mm256_loadu_si256((const __m256i *)(q + i * 32));
         const __m256i b0 = bias_lanes(q0, bias16);
+        QD_UNROLL
         for (int k = 0; k < QD_ROWS; k++) {
             const __m256i s0 = _mm256_dpbusd_avx_epi32(b0, codes32_u8(codes + k * row_bytes + i * step, bits), q0);
             acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(sc[k * n32 + i] * d[i]), acc0[k]);
         }
     }
+    QD_UNROLL
     for (int k = 0; k < QD_ROWS; k++) y[k] = hsum_ps(_mm256_add_ps(acc0[k], acc1[k]));
 }
 
