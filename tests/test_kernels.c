@@ -414,10 +414,14 @@ static void test_pool(void **st)
     for (int t = 1; t <= 4; t++) {
         pool *p = pool_create(t);
         assert_non_null(p);
-        int hits[1000] = { 0 };
-        counter c = { hits };
-        for (int rep = 0; rep < 20; rep++) pool_run(p, 1000, count_task, &c);
-        for (int i = 0; i < 1000; i++) assert_int_equal(hits[i], 20);
+        /* fewer tasks than threads (empty ranges), uneven splits, many */
+        static const int counts[] = { 1, 2, 3, 5, 7, 1000 };
+        for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+            int hits[1000] = { 0 };
+            counter c = { hits };
+            for (int rep = 0; rep < 20; rep++) pool_run(p, counts[k], count_task, &c);
+            for (int i = 0; i < 1000; i++) assert_int_equal(hits[i], i < counts[k] ? 20 : 0);
+        }
         pool_free(p);
     }
 }
