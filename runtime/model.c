@@ -165,6 +165,7 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
     if ((size_t)h->n_ff_exp > ff) ff = (size_t)h->n_ff_exp;
     if ((size_t)h->n_ff_shexp > ff) ff = (size_t)h->n_ff_shexp;
     const size_t E = (size_t)h->n_expert, K = (size_t)h->n_expert_used;
+    const size_t nbk = nb > K ? nb : K; /* decode runs the K experts' rows side by side */
     int fail = 0;
     size_t cache_bytes = (size_t)h->n_layer * (size_t)m->n_ctx * (size_t)m->kv_dim * m->kv_elt;
     m->kcache = calloc(1, cache_bytes);
@@ -174,7 +175,7 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
     m->mm.pool = m->pool;
     m->mm.scratch_stride = MM_TILE * c.max_cols;
     m->mm.scratch = alloc_f(T * (size_t)m->mm.scratch_stride, &fail);
-    m->mm.qbuf_bytes = MM_QBUF_BYTES(nb, c.max_cols);
+    m->mm.qbuf_bytes = MM_QBUF_BYTES(nbk, c.max_cols);
     m->mm.qbuf = alloc_f(m->mm.qbuf_bytes / sizeof(float), &fail);
     m->x = alloc_f(nb * D, &fail);
     m->h = alloc_f(nb * D, &fail);
@@ -183,8 +184,8 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
     m->att = alloc_f(nb * (size_t)m->q_dim, &fail);
     m->kx = alloc_f(nb * (size_t)m->kv_dim, &fail);
     m->vx = alloc_f(nb * (size_t)m->kv_dim, &fail);
-    m->ffa = alloc_f(nb * ff, &fail);
-    m->ffb = alloc_f(nb * ff, &fail);
+    m->ffa = alloc_f(nbk * ff, &fail);
+    m->ffb = alloc_f(nbk * ff, &fail);
     m->rope_cs = alloc_f(nb * (size_t)h->n_rot, &fail);
     m->att_scores = alloc_f(T * (size_t)m->n_ctx, &fail);
     if (E > 0) {

@@ -507,6 +507,69 @@ static void test_matmul2_equals_two(void **st)
     free(qbuf); free(codes); free(sc); free(x);
 }
 
+/* mm_mulv (several mat-vecs as one job) gives the bits of one mm_mul per
+ * item: S8 and S4 weights of other shapes, activations shared and not, a
+ * float weight in the list (the whole list then falls back to mm_mul), on
+ * every kernel table the CPU has and 1-3 threads; rows not a multiple of
+ * the chunk or of four. */
+static void test_matmulv_equals_each(void **st)
+{
+    (void)st;
+    uint64_t rs = 13;
+    enum { RA = 201, RB = 67, RC = 130, RD = 50, C = 256, C2 = 512 };
+    uint8_t *ca = malloc(RA * C), *cb = malloc(RB * C), *cc = malloc(RC * C2 / 2);
+    float *sa = malloc(RA * (C / 32) * sizeof *sa), *sb = malloc(RB * (C / 32) * sizeof *sb);
+    float *scc = malloc(RC * (C2 / 32) * sizeof *scc), *wd = malloc(RD * C * sizeof *wd);
+    float *x1 = malloc(C * sizeof *x1), *x2 = malloc(C * sizeof *x2), *x3 = malloc(C2 * sizeof *x3);
+    for (int i = 0; i < RA * C; i++) ca[i] = (uint8_t)rnd_(&rs);
+    for (int i = 0; i < RB * C; i++) cb[i] = (uint8_t)rnd_(&rs);
+    for (int i = 0; i < RC * C2 / 2; i++) cc[i] = (uint8_t)rnd_(&rs);
+    for (int i = 0; i < RA * (C / 32); i++) sa[i] = 0.01f + 0.001f * rndf_(&rs);
+    for (int i = 0; i < RB * (C / 32); i++) sb[i] = 0.01f + 0.001f * rndf_(&rs);
+    for (int i = 0; i < RC * (C2 / 32); i++) scc[i] = 0.01f + 0.001f * rndf_(&rs);
+    for (int i = 0; i < RD * C; i++) wd[i] = rndf_(&rs);
+    for (int i = 0; i < C; i++) { x1[i] = rndf_(&rs); x2[i] = rndf_(&rs); }
+    for (int i = 0; i < C2; i++) x3[i] = rndf_(&rs);
+    weight w[4] = {
+        { .form = WF_SCODE, .rows = RA, .cols = C, .data = ca, .act = WA_Q8_0, .code_bits = 8, .code_bias = -128,
+          .group = 32, .scales = sa },
+        { .form = WF_SCODE, .rows = RB, .cols = C, .data = cb, .act = WA_Q8_0, .code_bits = 8, .code_bias = -128,
+          .group = 32, .scales = sb },
+        { .form = WF_SCODE, .rows = RC, .cols = C2, .data = cc, .act = WA_Q8_0, .code_bits = 4, .code_bias = -8,
+          .group = 32, .scales = scc },
+        { .form = WF_P32, .rows = RD, .cols = C, .data = wd },
+    };
+    char err[64];
+    for (int k = 0; k < 4; k++) assert_int_equal(weight_check(&w[k], "w", err, sizeof err), 0);
+    const kernels *tabs[3] = { kernels_scalar(), kernels_avx2(), kernels_avx2_vnni() };
+    enum { NL = 3, NI = 4 };
+    const int len[NL] = { 4, 3, 3 };
+    const int wi[NL][NI] = { { 0, 1, 2, 0 }, { 0, 1, 2 }, { 1, 3, 0 } };
+    const float *xs[NL][NI] = { { x1, x1, x3, x2 }, { x2, x1, x3 }, { x1, x2, x1 } };
+    void *qbuf = malloc(MM_QBUF_BYTES(4, C2));
+    for (int tb = 0; tb < 3; tb++) {
+        if (!tabs[tb]) continue;
+        for (int t = 1; t <= 3; t++) {
+            pool *p = pool_create(t);
+            mm_ctx c = { tabs[tb], p, malloc((size_t)t * MM_TILE * C2 * sizeof(float)), MM_TILE * C2, qbuf,
+                         MM_QBUF_BYTES(4, C2) };
+            for (int l = 0; l < NL; l++) {
+                float y[NI][RA], z[NI][RA];
+                mm_vec v[NI];
+                for (int i = 0; i < len[l]; i++) {
+                    mm_mul(&c, &w[wi[l][i]], xs[l][i], 1, y[i]);
+                    v[i] = (mm_vec){ &w[wi[l][i]], xs[l][i], z[i] };
+                }
+                mm_mulv(&c, v, len[l]);
+                for (int i = 0; i < len[l]; i++) assert_memory_equal(y[i], z[i], (size_t)w[wi[l][i]].rows * sizeof(float));
+            }
+            free(c.scratch);
+            pool_free(p);
+        }
+    }
+    free(qbuf); free(ca); free(cb); free(cc); free(sa); free(sb); free(scc); free(wd); free(x1); free(x2); free(x3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -521,6 +584,7 @@ int main(void)
         cmocka_unit_test(test_pool),
         cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_matmul2_equals_two),
+        cmocka_unit_test(test_matmulv_equals_each),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
