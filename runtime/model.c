@@ -212,6 +212,7 @@ int model_n_past(const model *m) { return m->n_past; }
 int model_n_ctx(const model *m) { return m->n_ctx; }
 const model_hparams *model_hp(const model *m) { return &m->hp; }
 const char *model_kernels_name(const model *m) { return m->k->name; }
+int model_n_threads(const model *m) { return m->opt.n_threads; }
 
 void model_rewind(model *m, int n_past)
 {
