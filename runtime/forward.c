@@ -131,9 +131,14 @@ static void attention_block(model *m, int l, int B, int pos0)
     const layer_weights *L = &m->w.layers[l];
     const model_hparams *hp = &m->hp;
     rmsnorm_rows(m->h, m->x, L->attn_norm, B, hp->n_embd, hp->rms_eps);
-    mm_mul(&m->mm, &L->wq, m->h, B, m->q);
-    mm_mul(&m->mm, &L->wk, m->h, B, m->kx);
-    mm_mul(&m->mm, &L->wv, m->h, B, m->vx);
+    if (B == 1) { /* decode: q, k and v as one pool job */
+        const mm_vec v[3] = { { &L->wq, m->h, m->q }, { &L->wk, m->h, m->kx }, { &L->wv, m->h, m->vx } };
+        mm_mulv(&m->mm, v, 3);
+    } else {
+        mm_mul(&m->mm, &L->wq, m->h, B, m->q);
+        mm_mul(&m->mm, &L->wk, m->h, B, m->kx);
+        mm_mul(&m->mm, &L->wv, m->h, B, m->vx);
+    }
     add_bias(m->q, L->bq, B, m->q_dim);
     add_bias(m->kx, L->bk, B, m->kv_dim);
     add_bias(m->vx, L->bv, B, m->kv_dim);
@@ -236,6 +241,26 @@ static void moe_block(model *m, int l, int B)
     if (m->routing)
         for (int b = 0; b < B; b++) model_observe_routing(m, l, m->sel + b * K);
 
+    if (B == 1 && 2 * K <= MM_VEC_MAX) {
+        /* Decode: the gates and ups of the K chosen experts as one pool job,
+         * then their downs as one (expert j's hidden row in ffa/ffb + j*ff,
+         * its output straight into eo + j*D): the same kernel calls as the
+         * loop below, two barriers instead of 2K. */
+        const int64_t ff = L->exp_gate[0].rows;
+        mm_vec v[MM_VEC_MAX];
+        for (int j = 0; j < K; j++) {
+            const int e = m->sel[j];
+            v[2 * j] = (mm_vec){ &L->exp_gate[e], m->h, m->ffa + j * ff };
+            v[2 * j + 1] = (mm_vec){ &L->exp_up[e], m->h, m->ffb + j * ff };
+        }
+        mm_mulv(&m->mm, v, 2 * K);
+        for (int64_t i = 0; i < K * ff; i++) {
+            float g = silu(m->ffa[i]);
+            m->ffa[i] = g * m->ffb[i];
+        }
+        for (int j = 0; j < K; j++) v[j] = (mm_vec){ &L->exp_down[m->sel[j]], m->ffa + j * ff, m->eo + (size_t)j * D };
+        mm_mulv(&m->mm, v, K);
+    } else {
     /* Each expert runs once over every row routed to it (a gathered batch). */
     for (int e = 0; e < E; e++) {
         int n = 0;
@@ -250,6 +275,7 @@ static void moe_block(model *m, int l, int B)
         swiglu(m, &L->exp_gate[e], &L->exp_up[e], &L->exp_down[e], m->hg, n, m->gd);
         for (int i = 0; i < n; i++)
             memcpy(m->eo + (size_t)m->grp[i] * D, m->gd + (size_t)i * D, (size_t)D * sizeof(float));
+    }
     }
     /* Weighted sum in top-k order, each product rounded before the add. */
     for (int b = 0; b < B; b++) {

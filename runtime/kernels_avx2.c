@@ -149,6 +149,28 @@ static const kernels avx2_table = {
     .qdot4 = { [WF_SCODE] = kavx2_qdot4_scode },
 };
 
+/* The AVX2 table with the Q8_0-shaped S-form dots on AVX-VNNI
+ * (kernels_q8_avx2.c): the same results bit for bit. */
+static const kernels avx2_vnni_table = {
+    .name = "avx2+vnni",
+    .dot_f32 = dot_f32,
+    .dot_f16 = dot_f16,
+    .axpy_f32 = axpy_f32,
+    .axpy_f16 = axpy_f16,
+    .f16_to_f32 = f16_to_f32,
+    .f32_to_f16 = f32_to_f16,
+    .row_f32 = {
+        [WF_P32] = kscalar_row_p32,
+        [WF_P16] = row_p16,
+        [WF_SCODE] = row_scode,
+        [WF_GGML] = kscalar_row_ggml,
+        [WF_IQ3] = kscalar_row_iq3,
+    },
+    .quant_q8 = { [WA_Q8_0] = kavx2_quant_q8_0, [WA_Q8_K] = kavx2_quant_q8_k },
+    .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kavx2_qdot_iq3 },
+    .qdot4 = { [WF_SCODE] = kvnni_qdot4_scode },
+};
+
 /* F16C is read from CPUID leaf 1 (ECX bit 29): not every clang knows the
  * "f16c" name in __builtin_cpu_supports. */
 const kernels *kernels_avx2(void)
@@ -160,6 +182,17 @@ const kernels *kernels_avx2(void)
     return &avx2_table;
 }
 
+/* AVX-VNNI is CPUID leaf 7 sub-leaf 1, EAX bit 4 (its registers are the
+ * AVX ones, whose OS support the AVX2 check has covered). */
+const kernels *kernels_avx2_vnni(void)
+{
+    unsigned a, b, c, d;
+    if (!kernels_avx2()) return NULL;
+    if (!__get_cpuid_count(7, 1, &a, &b, &c, &d) || !(a & (1u << 4))) return NULL;
+    return &avx2_vnni_table;
+}
+
 #else
 const kernels *kernels_avx2(void) { return 0; }
+const kernels *kernels_avx2_vnni(void) { return 0; }
 #endif

@@ -22,10 +22,10 @@ void kavx2_quant_q8_k(const float *x, int64_t n, int8_t *q, float *d, int32_t *s
 float kavx2_qdot_scode(const weight *w, int64_t r, const qrow *a);
 void kavx2_qdot4_scode(const weight *w, int64_t r, const qrow *a, float *y);
 float kavx2_qdot_iq3(const weight *w, int64_t r, const qrow *a);
+float kvnni_qdot_scode(const weight *w, int64_t r, const qrow *a);
+void kvnni_qdot4_scode(const weight *w, int64_t r, const qrow *a, float *y);
 /* The codebook as int8 when every entry is an integer in [-128, 127]. */
 int kq8_codebook_i8(const weight *w, int8_t out[16]);
 
-/* NULL when the CPU (or the compiler target) has no AVX2+FMA+F16C. */
-const kernels *kernels_avx2(void);
 
 #endif

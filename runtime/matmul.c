@@ -25,9 +25,6 @@ typedef struct mm_job {
     const float *X;
     int B;
     float *Y;
-    const qrow *qa;           /* mat-vec through kernels.qdot, or NULL */
-    const weight *w2;         /* fused mat-vec: a second weight of w's shape, or NULL */
-    float *Y2;
 } mm_job;
 
 /* Software prefetch of the first bytes of rows r.. (and, for SCODE, of
@@ -76,12 +73,6 @@ static void matvec_task(void *arg, int task, int thread)
     float *scratch = j->c->scratch + (size_t)thread * (size_t)j->c->scratch_stride;
     int64_t r0 = (int64_t)task * MV_CHUNK, r1 = r0 + MV_CHUNK;
     if (r1 > w->rows) r1 = w->rows;
-    if (j->qa) {
-        warm_rows(w, r0, r1);
-        qdot_rows(j->c->k, w, j->qa, j->Y, r0, r1, j->w2, r0, r1);
-        if (j->w2) qdot_rows(j->c->k, j->w2, j->qa, j->Y2, r0, r1, NULL, 0, 0);
-        return;
-    }
     for (int64_t r = r0; r < r1; r++) j->Y[r] = weight_dot(j->c->k, w, r, j->X, scratch);
 }
 
@@ -145,43 +136,132 @@ static const float *quantize_rows(mm_ctx *c, const weight *w, const float *X, in
     return (const float *)base;
 }
 
+static int mv_run(mm_ctx *c, const mm_vec *v, int n);
+
 void mm_mul(mm_ctx *c, const weight *w, const float *X, int B, float *Y)
 {
-    mm_job j = { c, w, X, B, Y, NULL, NULL, NULL };
+    if (B == 1) {
+        const mm_vec v = { w, X, Y };
+        if (mv_run(c, &v, 1) == 0) return;
+    }
+    mm_job j = { c, w, X, B, Y };
     qrow a0;
     const float *xq = quantize_rows(c, w, X, B, &a0);
-    if (xq) {
-        j.X = xq;
-        if (B == 1 && c->k->qdot[w->form] && kernels_qdot_ok(w)) j.qa = &a0;
-    }
+    if (xq) j.X = xq;
     if (B == 1)
         run(c, (int)((w->rows + MV_CHUNK - 1) / MV_CHUNK), matvec_task, &j);
     else
         run(c, (int)((w->rows + MM_TILE - 1) / MM_TILE), tile_task, &j);
 }
 
-static int same_shape(const weight *a, const weight *b)
-{
-    return a->form == b->form && a->rows == b->rows && a->cols == b->cols && a->act == b->act &&
-           a->row_bytes == b->row_bytes && a->code_bits == b->code_bits && a->group == b->group;
-}
-
 void mm_mul2(mm_ctx *c, const weight *w0, const weight *w1, const float *X, int B, float *Y0, float *Y1)
 {
-    qrow a0;
-    const float *xq;
-    if (B != 1 || !same_shape(w0, w1) || !c->k->qdot[w0->form] || !kernels_qdot_ok(w0) || !kernels_qdot_ok(w1) ||
-        !(xq = quantize_rows(c, w0, X, 1, &a0))) {
-        mm_mul(c, w0, X, B, Y0);
-        mm_mul(c, w1, X, B, Y1);
+    if (B == 1) {
+        const mm_vec v[2] = { { w0, X, Y0 }, { w1, X, Y1 } };
+        mm_mulv(c, v, 2);
         return;
     }
-    mm_job j = { c, w0, xq, 1, Y0, &a0, w1, Y1 };
-    const int n_tasks = (int)((w0->rows + MV_CHUNK - 1) / MV_CHUNK);
-    if (2 * w0->rows * w0->cols < MM_SERIAL_MACS)
-        for (int t = 0; t < n_tasks; t++) matvec_task(&j, t, 0);
+    mm_mul(c, w0, X, B, Y0);
+    mm_mul(c, w1, X, B, Y1);
+}
+
+/* ----------------------------------------------- several mat-vecs, one job */
+
+typedef struct mv_item {
+    const weight *w;
+    qrow a;
+    float *y;
+    int first;                /* its first task in the job */
+} mv_item;
+
+typedef struct mv_job {
+    const kernels *k;
+    int n, n_tasks;
+    mv_item it[MM_VEC_MAX];
+} mv_job;
+
+static void mv_locate(const mv_job *j, int task, int *item, int64_t *r0, int64_t *r1)
+{
+    int i = 0;
+    while (i + 1 < j->n && j->it[i + 1].first <= task) i++;
+    *item = i;
+    *r0 = (int64_t)(task - j->it[i].first) * MV_CHUNK;
+    *r1 = *r0 + MV_CHUNK < j->it[i].w->rows ? *r0 + MV_CHUNK : j->it[i].w->rows;
+}
+
+/* A chunk of one item's rows; before its last group of rows the next
+ * task's first rows are warmed (the pool hands a thread consecutive tasks,
+ * so that is usually this thread's next chunk, of this matrix or the next). */
+static void mv_task(void *arg, int task, int thread)
+{
+    (void)thread;
+    const mv_job *j = arg;
+    int i, ni = 0;
+    int64_t r0, r1, n0 = 0, n1 = 0;
+    mv_locate(j, task, &i, &r0, &r1);
+    if (task + 1 < j->n_tasks) mv_locate(j, task + 1, &ni, &n0, &n1);
+    const mv_item *t = &j->it[i];
+    warm_rows(t->w, r0, r1);
+    qdot_rows(j->k, t->w, &t->a, t->y, r0, r1, task + 1 < j->n_tasks ? j->it[ni].w : NULL, n0, n1);
+}
+
+/* Slot layout in qbuf for one rounded row of `cols`: codes, block scales,
+ * 16-sums, then the rounded values (q * d); as many bytes as
+ * quantize_rows needs for one row, so a single mat-vec takes the integer
+ * path exactly when it did before there were slots. */
+static size_t slot_bytes(int64_t cols)
+{
+    return up64((size_t)cols) + up64((size_t)cols / 32 * 4) + up64((size_t)cols / 16 * 4) + up64((size_t)cols * 4);
+}
+
+/* The integer-kernel mat-vecs as one job; -1 (nothing done) when one of
+ * them cannot take that path. */
+static int mv_run(mm_ctx *c, const mm_vec *v, int n)
+{
+    mv_job j;
+    j.k = c->k;
+    j.n = n;
+    j.n_tasks = 0;
+    size_t used = 0;
+    int ok = n <= MM_VEC_MAX && c->qbuf;
+    for (int i = 0; i < n && ok; i++) {
+        const weight *w = v[i].w;
+        const int blk = qrow_block(w->act);
+        ok = c->k->qdot[w->form] && kernels_qdot_ok(w) && blk && w->cols % blk == 0;
+        if (!ok) break;
+        mv_item *t = &j.it[i];
+        t->w = w;
+        t->y = v[i].y;
+        t->first = j.n_tasks;
+        j.n_tasks += (int)((w->rows + MV_CHUNK - 1) / MV_CHUNK);
+        int shared = -1;
+        for (int k = 0; k < i && shared < 0; k++)
+            if (v[k].x == v[i].x && v[k].w->act == w->act && v[k].w->cols == w->cols) shared = k;
+        if (shared >= 0) { t->a = j.it[shared].a; continue; }
+        const size_t need = slot_bytes(w->cols);
+        if (used + need > c->qbuf_bytes) { ok = 0; break; }
+        char *base = (char *)c->qbuf + used;
+        const size_t o_d = up64((size_t)w->cols), o_s = o_d + up64((size_t)w->cols / 32 * 4),
+                     o_x = o_s + up64((size_t)w->cols / 16 * 4);
+        t->a = (qrow){ w->act, w->cols, (int8_t *)base, (float *)(base + o_d), (int32_t *)(base + o_s),
+                       (float *)(base + o_x) };
+        qrow_fill(c->k, &t->a, v[i].x);
+        used += need;
+    }
+    if (!ok) return -1;
+    int64_t macs = 0;
+    for (int i = 0; i < n; i++) macs += v[i].w->rows * v[i].w->cols;
+    if (macs < MM_SERIAL_MACS)
+        for (int t = 0; t < j.n_tasks; t++) mv_task(&j, t, 0);
     else
-        pool_run(c->pool, n_tasks, matvec_task, &j);
+        pool_run(c->pool, j.n_tasks, mv_task, &j);
+    return 0;
+}
+
+void mm_mulv(mm_ctx *c, const mm_vec *v, int n)
+{
+    if (mv_run(c, v, n) == 0) return;
+    for (int i = 0; i < n; i++) mm_mul(c, v[i].w, v[i].x, 1, v[i].y); /* same results, one job each */
 }
 
 void mm_blas_single_thread(void)

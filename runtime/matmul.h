@@ -45,6 +45,22 @@ void mm_mul(mm_ctx *c, const weight *w, const float *X, int B, float *Y);
  * is what it does in every other case. */
 void mm_mul2(mm_ctx *c, const weight *w0, const weight *w1, const float *X, int B, float *Y0, float *Y1);
 
+/* Several mat-vecs as one pool loop: y_i = W_i · x_i (one activation row of
+ * W_i->cols each) for i < n. Activations that are the same pointer (and
+ * kind and width) are rounded once; each thread takes contiguous chunks of
+ * rows, matrix after matrix, and warms the next chunk's first rows before
+ * its last ones. Every output is the same kernel call as in mm_mul, hence
+ * bit-identical to n mm_mul calls, which is what it does when n >
+ * MM_VEC_MAX, when any W_i is off the integer kernels, or when the rounded
+ * rows do not fit qbuf (one row of cols needs at most cols * 6 bytes). */
+#define MM_VEC_MAX 8
+typedef struct mm_vec {
+    const weight *w;
+    const float *x;
+    float *y;
+} mm_vec;
+void mm_mulv(mm_ctx *c, const mm_vec *v, int n);
+
 /* Keeps OpenBLAS from starting threads of its own under ours (it is a
  * process-wide setting of that library). No-op without OpenBLAS. */
 void mm_blas_single_thread(void);

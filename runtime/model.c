@@ -167,6 +167,7 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
     if ((size_t)h->n_ff_exp > ff) ff = (size_t)h->n_ff_exp;
     if ((size_t)h->n_ff_shexp > ff) ff = (size_t)h->n_ff_shexp;
     const size_t E = (size_t)h->n_expert, K = (size_t)h->n_expert_used;
+    const size_t nbk = nb > K ? nb : K; /* decode runs the K experts' rows side by side */
     int fail = 0;
     size_t cache_bytes = (size_t)h->n_layer * (size_t)m->n_ctx * (size_t)m->kv_dim * m->kv_elt;
     m->kcache = calloc(1, cache_bytes);
@@ -176,7 +177,7 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
     m->mm.pool = m->pool;
     m->mm.scratch_stride = MM_TILE * c.max_cols;
     m->mm.scratch = alloc_f(T * (size_t)m->mm.scratch_stride, &fail);
-    m->mm.qbuf_bytes = MM_QBUF_BYTES(nb, c.max_cols);
+    m->mm.qbuf_bytes = MM_QBUF_BYTES(nbk, c.max_cols);
     m->mm.qbuf = alloc_f(m->mm.qbuf_bytes / sizeof(float), &fail);
     m->x = alloc_f(nb * D, &fail);
     m->h = alloc_f(nb * D, &fail);
@@ -185,8 +186,8 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
     m->att = alloc_f(nb * (size_t)m->q_dim, &fail);
     m->kx = alloc_f(nb * (size_t)m->kv_dim, &fail);
     m->vx = alloc_f(nb * (size_t)m->kv_dim, &fail);
-    m->ffa = alloc_f(nb * ff, &fail);
-    m->ffb = alloc_f(nb * ff, &fail);
+    m->ffa = alloc_f(nbk * ff, &fail);
+    m->ffb = alloc_f(nbk * ff, &fail);
     m->rope_cs = alloc_f(nb * (size_t)h->n_rot, &fail);
     m->att_scores = alloc_f(T * (size_t)m->n_ctx, &fail);
     if (E > 0) {
@@ -213,6 +214,7 @@ int model_n_past(const model *m) { return m->n_past; }
 int model_n_ctx(const model *m) { return m->n_ctx; }
 const model_hparams *model_hp(const model *m) { return &m->hp; }
 const char *model_kernels_name(const model *m) { return m->k->name; }
+int model_n_threads(const model *m) { return m->opt.n_threads; }
 
 void model_rewind(model *m, int n_past)
 {

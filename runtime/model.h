@@ -99,6 +99,7 @@ const model_hparams *model_hp(const model *m);
 /* Bytes of weights one decode step reads (routed experts: n_expert_used of them). */
 size_t model_active_bytes(const model *m);
 const char *model_kernels_name(const model *m);
+int model_n_threads(const model *m);          /* the pool's threads (options resolved) */
 void model_free(model *m);
 
 #endif

@@ -4,7 +4,16 @@
  * on a generation counter for a while after each loop (pausing, then
  * yielding the core so an oversubscribed pool still makes progress) and
  * only then sleep on the condition variable; the caller likewise spins for
- * the last worker before sleeping. An atomic counter hands out tasks. */
+ * the last worker before sleeping.
+ *
+ * Tasks are handed out by ranges: thread t owns the contiguous tasks
+ * [t*n/T, (t+1)*n/T) and takes them front to back; a thread whose range is
+ * empty takes from the back of another's. A mat-vec's tasks are row
+ * chunks, so each thread reads one contiguous stretch of the matrix, and a
+ * kernel reading ahead past its chunk reads what the same thread takes
+ * next (tasks handed out alternately put every other chunk on the other
+ * core, where the read-ahead was wasted); the stealing keeps a late or
+ * descheduled thread from holding up the loop. */
 #include "runtime/pool.h"
 
 #include <pthread.h>
@@ -17,6 +26,11 @@
 #define SPIN_YIELDS 2000
 
 typedef struct worker { pool *p; int id; pthread_t th; } worker;
+
+/* One thread's range of tasks, [lo, hi) packed as lo | hi << 32, updated
+ * by compare-and-swap (the owner moves lo up, thieves move hi down); a
+ * cache line each. */
+typedef struct range { _Alignas(64) atomic_ullong v; } range;
 
 struct pool {
     int n;
@@ -31,7 +45,7 @@ struct pool {
     pool_fn fn;
     void *arg;
     int n_tasks;
-    atomic_int next;
+    range *r;             /* n ranges */
 };
 
 static void relax(int spin)
@@ -45,12 +59,28 @@ static void relax(int spin)
     }
 }
 
+static unsigned long long pack_range(unsigned long long lo, unsigned long long hi) { return lo | hi << 32; }
+
+/* The next task of range r (front: its owner; back: a thief), or -1. */
+static int take(range *r, int front)
+{
+    unsigned long long v = atomic_load_explicit(&r->v, memory_order_relaxed);
+    for (;;) {
+        const unsigned long long lo = v & 0xffffffffu, hi = v >> 32;
+        if (lo >= hi) return -1;
+        const unsigned long long nv = front ? pack_range(lo + 1, hi) : pack_range(lo, hi - 1);
+        if (atomic_compare_exchange_weak_explicit(&r->v, &v, nv, memory_order_relaxed, memory_order_relaxed))
+            return (int)(front ? lo : hi - 1);
+    }
+}
+
 static void run_tasks(pool *p, int thread)
 {
-    for (;;) {
-        int t = atomic_fetch_add(&p->next, 1);
-        if (t >= p->n_tasks) break;
-        p->fn(p->arg, t, thread);
+    int t;
+    while ((t = take(&p->r[thread], 1)) >= 0) p->fn(p->arg, t, thread);
+    for (int k = 1; k < p->n; k++) {
+        range *victim = &p->r[(thread + k) % p->n];
+        while ((t = take(victim, 0)) >= 0) p->fn(p->arg, t, thread);
     }
 }
 
@@ -97,14 +127,15 @@ pool *pool_create(int n_threads)
     if (!p) return NULL;
     p->n = n_threads;
     p->w = calloc((size_t)n_threads, sizeof *p->w);
-    if (!p->w) { free(p); return NULL; }
+    p->r = aligned_alloc(_Alignof(range), (size_t)n_threads * sizeof *p->r);
+    if (!p->w || !p->r) { free(p->w); free(p->r); free(p); return NULL; }
+    for (int i = 0; i < n_threads; i++) atomic_init(&p->r[i].v, 0);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->start, NULL);
     pthread_cond_init(&p->done, NULL);
     atomic_init(&p->gen, 0);
     atomic_init(&p->busy, 0);
     atomic_init(&p->quit, 0);
-    atomic_init(&p->next, 0);
     for (int i = 1; i < n_threads; i++) {
         p->w[i].p = p;
         p->w[i].id = i;
@@ -129,7 +160,11 @@ void pool_run(pool *p, int n_tasks, pool_fn fn, void *arg)
     p->fn = fn;
     p->arg = arg;
     p->n_tasks = n_tasks;
-    atomic_store(&p->next, 0);
+    for (int i = 0; i < p->n; i++) {
+        const unsigned long long lo = (unsigned long long)n_tasks * (unsigned)i / (unsigned)p->n;
+        const unsigned long long hi = (unsigned long long)n_tasks * (unsigned)(i + 1) / (unsigned)p->n;
+        atomic_store_explicit(&p->r[i].v, pack_range(lo, hi), memory_order_relaxed);
+    }
     atomic_store(&p->busy, p->n - 1);
     pthread_mutex_lock(&p->mu);
     atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
@@ -159,5 +194,6 @@ void pool_free(pool *p)
     pthread_cond_destroy(&p->start);
     pthread_cond_destroy(&p->done);
     free(p->w);
+    free(p->r);
     free(p);
 }

@@ -2,8 +2,10 @@
  *
  * Contract: pool_create(n) starts n-1 workers; the caller of pool_run is the
  * n-th. pool_run(p, n_tasks, fn, arg) calls fn(arg, task, thread) once for
- * every task in 0..n_tasks-1 and returns when all are done. Tasks are claimed
- * dynamically, so WHICH thread runs a task varies; callers keep results
+ * every task in 0..n_tasks-1 and returns when all are done. Thread t first
+ * runs the contiguous tasks [t*n/T, (t+1)*n/T) in order, then takes tasks
+ * from the back of other threads' ranges; so WHICH thread runs a task
+ * varies; callers keep results
  * independent of that (each task writes its own outputs with its own
  * scratch indexed by `thread`, 0..n-1), which is what makes the model's
  * output identical for every thread count. One pool_run at a time per pool.

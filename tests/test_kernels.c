@@ -281,10 +281,11 @@ static const float IQ4NL[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13
 /* Every S-form the pack has (Q2_0, Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, Q3_K,
  * Q4_K, Q5_K, Q6_K) and IQ3: the integer dot equals the decoded row times
  * the rounded activation (in double) up to float rounding, and AVX2 equals
- * scalar within 1e-6 of the sum of |terms|. Rows of 1024 and, where the
- * blocks allow, 1120 (35 units of 32: the eight-unit loop, then a pair,
- * then the odd last unit). The four-row kernels equal each table's one-row
- * kernel bit for bit. */
+ * scalar within 1e-6 of the sum of |terms|, and so does AVX-VNNI, which
+ * moreover equals AVX2 bit for bit. Rows of 1024 and, where the blocks
+ * allow, 1120 (35 units of 32: the eight-unit loop, then a pair, then the
+ * odd last unit). The four-row kernels equal each table's one-row kernel
+ * bit for bit. */
 static void test_qdot_forms(void **st)
 {
     (void)st;
@@ -297,8 +298,10 @@ static void test_qdot_forms(void **st)
         { 8, 0, 16, 0, 1, WA_Q8_K, "S8off g16" },    { 8, -100, 64, 0, 1, WA_Q8_0, "S8 bias -100 g64" },
         { 0, 0, 0, 0, 0, WA_Q8_K, "IQ3" },
     };
-    const kernels *s = kernels_scalar(), *v = kernels_get(1);
-    if (v == s) printf("SKIP (AVX2 half): no AVX2 on this CPU\n");
+    const kernels *s = kernels_scalar(), *avx2 = kernels_avx2(), *vnni = kernels_avx2_vnni();
+    const kernels *tabs[3] = { s, avx2, vnni };
+    if (!avx2) printf("SKIP (AVX2 half): no AVX2 on this CPU\n");
+    if (!vnni) printf("SKIP (AVX-VNNI part): no AVX-VNNI on this CPU\n");
     uint64_t rs = 11;
     const int64_t R = 5, CMAX = 1120;
     int64_t C = CMAX;
@@ -341,15 +344,26 @@ static void test_qdot_forms(void **st)
                 s->row_f32[w.form](&w, r, row);
                 double ref = 0, mag = 0;
                 for (int64_t i = 0; i < C; i++) { ref += (double)row[i] * deq[i]; mag += fabs((double)row[i] * deq[i]); }
-                const float ys = s->qdot[w.form](&w, r, &a), yv = v->qdot[w.form](&w, r, &a);
+                const float ys = s->qdot[w.form](&w, r, &a);
                 if (fabs(ys - ref) > 1e-5 * mag + 1e-30)
                     printf("%s: row %lld kind %d scalar %.9g double %.9g (mag %.3g)\n", f->what, (long long)r, kind, ys, ref, mag);
                 assert_true(fabs(ys - ref) <= 1e-5 * mag + 1e-30);
-                assert_true(fabs(yv - ys) <= 1e-6 * mag + 1e-30);
+                for (int t = 1; t < 3; t++) {
+                    if (!tabs[t]) continue;
+                    const float yv = tabs[t]->qdot[w.form](&w, r, &a);
+                    assert_true(fabs(yv - ys) <= 1e-6 * mag + 1e-30);
+                }
+                /* the VNNI dots take the AVX2 ones' integer lanes: same bits */
+                if (vnni) {
+                    const float y2 = avx2->qdot[w.form](&w, r, &a), y3 = vnni->qdot[w.form](&w, r, &a);
+                    if (memcmp(&y2, &y3, sizeof y2))
+                        printf("%s: row %lld kind %d avx2 %.9g vnni %.9g\n", f->what, (long long)r, kind, y2, y3);
+                    assert_memory_equal(&y2, &y3, sizeof y2);
+                }
             }
-            for (int t = 0; t < 2; t++) {
-                const kernels *k = t ? v : s;
-                if (!k->qdot4[w.form]) continue;
+            for (int t = 0; t < 3; t++) {
+                const kernels *k = tabs[t];
+                if (!k || !k->qdot4[w.form]) continue;
                 for (int64_t r = 0; r + 4 <= R; r++) {
                     float y4[4];
                     k->qdot4[w.form](&w, r, &a, y4);
@@ -400,10 +414,14 @@ static void test_pool(void **st)
     for (int t = 1; t <= 4; t++) {
         pool *p = pool_create(t);
         assert_non_null(p);
-        int hits[1000] = { 0 };
-        counter c = { hits };
-        for (int rep = 0; rep < 20; rep++) pool_run(p, 1000, count_task, &c);
-        for (int i = 0; i < 1000; i++) assert_int_equal(hits[i], 20);
+        /* fewer tasks than threads (empty ranges), uneven splits, many */
+        static const int counts[] = { 1, 2, 3, 5, 7, 1000 };
+        for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+            int hits[1000] = { 0 };
+            counter c = { hits };
+            for (int rep = 0; rep < 20; rep++) pool_run(p, counts[k], count_task, &c);
+            for (int i = 0; i < 1000; i++) assert_int_equal(hits[i], i < counts[k] ? 20 : 0);
+        }
         pool_free(p);
     }
 }
@@ -489,6 +507,69 @@ static void test_matmul2_equals_two(void **st)
     free(qbuf); free(codes); free(sc); free(x);
 }
 
+/* mm_mulv (several mat-vecs as one job) gives the bits of one mm_mul per
+ * item: S8 and S4 weights of other shapes, activations shared and not, a
+ * float weight in the list (the whole list then falls back to mm_mul), on
+ * every kernel table the CPU has and 1-3 threads; rows not a multiple of
+ * the chunk or of four. */
+static void test_matmulv_equals_each(void **st)
+{
+    (void)st;
+    uint64_t rs = 13;
+    enum { RA = 201, RB = 67, RC = 130, RD = 50, C = 256, C2 = 512 };
+    uint8_t *ca = malloc(RA * C), *cb = malloc(RB * C), *cc = malloc(RC * C2 / 2);
+    float *sa = malloc(RA * (C / 32) * sizeof *sa), *sb = malloc(RB * (C / 32) * sizeof *sb);
+    float *scc = malloc(RC * (C2 / 32) * sizeof *scc), *wd = malloc(RD * C * sizeof *wd);
+    float *x1 = malloc(C * sizeof *x1), *x2 = malloc(C * sizeof *x2), *x3 = malloc(C2 * sizeof *x3);
+    for (int i = 0; i < RA * C; i++) ca[i] = (uint8_t)rnd_(&rs);
+    for (int i = 0; i < RB * C; i++) cb[i] = (uint8_t)rnd_(&rs);
+    for (int i = 0; i < RC * C2 / 2; i++) cc[i] = (uint8_t)rnd_(&rs);
+    for (int i = 0; i < RA * (C / 32); i++) sa[i] = 0.01f + 0.001f * rndf_(&rs);
+    for (int i = 0; i < RB * (C / 32); i++) sb[i] = 0.01f + 0.001f * rndf_(&rs);
+    for (int i = 0; i < RC * (C2 / 32); i++) scc[i] = 0.01f + 0.001f * rndf_(&rs);
+    for (int i = 0; i < RD * C; i++) wd[i] = rndf_(&rs);
+    for (int i = 0; i < C; i++) { x1[i] = rndf_(&rs); x2[i] = rndf_(&rs); }
+    for (int i = 0; i < C2; i++) x3[i] = rndf_(&rs);
+    weight w[4] = {
+        { .form = WF_SCODE, .rows = RA, .cols = C, .data = ca, .act = WA_Q8_0, .code_bits = 8, .code_bias = -128,
+          .group = 32, .scales = sa },
+        { .form = WF_SCODE, .rows = RB, .cols = C, .data = cb, .act = WA_Q8_0, .code_bits = 8, .code_bias = -128,
+          .group = 32, .scales = sb },
+        { .form = WF_SCODE, .rows = RC, .cols = C2, .data = cc, .act = WA_Q8_0, .code_bits = 4, .code_bias = -8,
+          .group = 32, .scales = scc },
+        { .form = WF_P32, .rows = RD, .cols = C, .data = wd },
+    };
+    char err[64];
+    for (int k = 0; k < 4; k++) assert_int_equal(weight_check(&w[k], "w", err, sizeof err), 0);
+    const kernels *tabs[3] = { kernels_scalar(), kernels_avx2(), kernels_avx2_vnni() };
+    enum { NL = 3, NI = 4 };
+    const int len[NL] = { 4, 3, 3 };
+    const int wi[NL][NI] = { { 0, 1, 2, 0 }, { 0, 1, 2 }, { 1, 3, 0 } };
+    const float *xs[NL][NI] = { { x1, x1, x3, x2 }, { x2, x1, x3 }, { x1, x2, x1 } };
+    void *qbuf = malloc(MM_QBUF_BYTES(4, C2));
+    for (int tb = 0; tb < 3; tb++) {
+        if (!tabs[tb]) continue;
+        for (int t = 1; t <= 3; t++) {
+            pool *p = pool_create(t);
+            mm_ctx c = { tabs[tb], p, malloc((size_t)t * MM_TILE * C2 * sizeof(float)), MM_TILE * C2, qbuf,
+                         MM_QBUF_BYTES(4, C2) };
+            for (int l = 0; l < NL; l++) {
+                float y[NI][RA], z[NI][RA];
+                mm_vec v[NI];
+                for (int i = 0; i < len[l]; i++) {
+                    mm_mul(&c, &w[wi[l][i]], xs[l][i], 1, y[i]);
+                    v[i] = (mm_vec){ &w[wi[l][i]], xs[l][i], z[i] };
+                }
+                mm_mulv(&c, v, len[l]);
+                for (int i = 0; i < len[l]; i++) assert_memory_equal(y[i], z[i], (size_t)w[wi[l][i]].rows * sizeof(float));
+            }
+            free(c.scratch);
+            pool_free(p);
+        }
+    }
+    free(qbuf); free(ca); free(cb); free(cc); free(sa); free(sb); free(scc); free(wd); free(x1); free(x2); free(x3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -503,6 +584,7 @@ int main(void)
         cmocka_unit_test(test_pool),
         cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_matmul2_equals_two),
+        cmocka_unit_test(test_matmulv_equals_each),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
