@@ -16,7 +16,9 @@
  * model (slow: every expert weight is re-encoded) and reports it the same
  * way. STRATA_MOE_FLOOR_LAYERS=N changes the layer count (default 10).
  * STRATA_MOE_FLOOR_PACK=DIR (for profiling) keeps the --experts keep pack
- * in DIR, building it only when DIR does not exist yet;
+ * in DIR, building it only when DIR does not exist yet (with
+ * STRATA_MOE_FLOOR_IQ3=1 it is the --experts iq3 pack instead, and only that
+ * one is benched: the IQ3 build is the slow one worth keeping);
  * STRATA_MOE_FLOOR_BUILD_ONLY=1 with it only builds (tests/cuda/device_check.sh
  * makes its several-GB pack this way: STRATA_MOE_FLOOR_LAYERS sizes it, about
  * 0.11 GB per layer). */
@@ -376,12 +378,13 @@ int main(void)
         int rc = 0;
         if (access(keep, F_OK) != 0) {
             if (write_gguf(src, n_layer, err, sizeof err)) { printf("%s\n", err); rm_rf(dir); return 1; }
-            rc = build_pack(src, keep, "keep");
+            rc = build_pack(src, keep, iq3 && *iq3 == '1' ? "iq3" : "keep");
         }
         rm_rf(dir);
         const char *only = getenv("STRATA_MOE_FLOOR_BUILD_ONLY");
         if (!rc && only && *only == '1') { printf("built %s\n", keep); free(bw.buf); return 0; }
-        rc = rc || bench_pack("experts keep (S8), kept pack", keep, &bw, 0) ? 1 : 0;
+        rc = rc || bench_pack(iq3 && *iq3 == '1' ? "experts IQ3, kept pack" : "experts keep (S8), kept pack", keep,
+                              &bw, 0) ? 1 : 0;
         free(bw.buf);
         return rc;
     }
