@@ -167,7 +167,7 @@ static const kernels avx2_vnni_table = {
         [WF_IQ3] = kscalar_row_iq3,
     },
     .quant_q8 = { [WA_Q8_0] = kavx2_quant_q8_0, [WA_Q8_K] = kavx2_quant_q8_k },
-    .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kavx2_qdot_iq3 },
+    .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kvnni_qdot_iq3 },
     .qdot4 = { [WF_SCODE] = kvnni_qdot4_scode },
 };
 

@@ -343,39 +343,80 @@ AVX2 void kavx2_qdot4_scode(const weight *w, int64_t r, const qrow *a, float *y)
     for (int k = 0; k < QD_ROWS; k++) y[k] = kavx2_qdot_scode(w, r + k, a);
 }
 
-AVX2 float kavx2_qdot_iq3(const weight *w, int64_t r, const qrow *a)
+/* IQ3. One block's eight sign/scale words are turned into eight 32-bit
+ * sign masks (bit e = element e of the sub-block negative) and eight
+ * (2*code + 1) multipliers with a handful of vector operations on all eight
+ * words at once: the four 7-bit groups are spread to the four bytes of a
+ * lane, and the parity of each byte's seven bits (the eighth sign) is
+ * folded into bit 0 of that byte with shifts and xors (bits that a 32-bit
+ * shift brings in from the next byte land in bits 4..7 and never reach bit
+ * 0). Per sub-block of 32 the mask is broadcast, expanded to bytes, and put
+ * on the activations; the grid bytes (unsigned, at most 62) meet them in
+ * maddubs (no saturation: 2 x 62 x 127 < 32767), then madd by the
+ * multiplier. Every int32 lane holds the same integer as the scalar sum of
+ * its four elements times the multiplier, summed over the eight subs, and
+ * the float steps per block (dd, one fused multiply-add, one horizontal sum
+ * at the end) are those of the kernel this one replaced, so the results are
+ * the same bits. */
+AVX2 static inline __attribute__((always_inline)) void iq3_words(const uint8_t *blk, uint32_t mask[8],
+                                                                 uint32_t mul[8])
 {
-    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    const __m256i w = _mm256_loadu_si256((const __m256i *)(blk + 64));
+    const __m256i b7 = _mm256_set1_epi32(0x7f);
+    __m256i m = _mm256_or_si256(
+        _mm256_or_si256(_mm256_and_si256(w, b7), _mm256_and_si256(_mm256_slli_epi32(w, 1), _mm256_set1_epi32(0x7f00))),
+        _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi32(w, 2), _mm256_set1_epi32(0x7f0000)),
+                        _mm256_and_si256(_mm256_slli_epi32(w, 3), _mm256_set1_epi32(0x7f000000))));
+    __m256i t = _mm256_xor_si256(m, _mm256_srli_epi32(m, 4));
+    t = _mm256_xor_si256(t, _mm256_srli_epi32(t, 2));
+    t = _mm256_xor_si256(t, _mm256_srli_epi32(t, 1));
+    m = _mm256_or_si256(m, _mm256_slli_epi32(_mm256_and_si256(t, _mm256_set1_epi32(0x01010101)), 7));
+    __m256i c = _mm256_add_epi32(_mm256_slli_epi32(_mm256_srli_epi32(w, 28), 1), _mm256_set1_epi32(1));
+    c = _mm256_or_si256(c, _mm256_slli_epi32(c, 16)); /* two int16 copies per lane, for madd */
+    _mm256_storeu_si256((__m256i *)mask, m);
+    _mm256_storeu_si256((__m256i *)mul, c);
+}
+
+/* The eight grid words of one sub-block: eight scalar loads, or one gather. */
+AVX2 static inline __attribute__((always_inline)) __m256i iq3_grid8(const uint8_t *ix, int gather)
+{
+    if (gather)
+        return _mm256_i32gather_epi32((const int *)ggml_iq3xxs_grid,
+                                      _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)ix)), 4);
+    return _mm256_setr_epi32((int)ggml_iq3xxs_grid[ix[0]], (int)ggml_iq3xxs_grid[ix[1]], (int)ggml_iq3xxs_grid[ix[2]],
+                             (int)ggml_iq3xxs_grid[ix[3]], (int)ggml_iq3xxs_grid[ix[4]], (int)ggml_iq3xxs_grid[ix[5]],
+                             (int)ggml_iq3xxs_grid[ix[6]], (int)ggml_iq3xxs_grid[ix[7]]);
+}
+
+/* 32 activations with the sub-block's signs put on (mask bit e: element e). */
+AVX2 static inline __m256i iq3_signed_q(const int8_t *q, uint32_t mask)
+{
     const __m256i sidx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
                                           2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
     const __m256i bitsel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-    const __m256i one8 = _mm256_set1_epi8(1);
+    const __m256i sb = _mm256_shuffle_epi8(_mm256_set1_epi32((int)mask), sidx);
+    const __m256i neg = _mm256_cmpeq_epi8(_mm256_and_si256(sb, bitsel), bitsel);
+    return _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)q), _mm256_or_si256(neg, _mm256_set1_epi8(1)));
+}
+
+#define IQ3_GATHER 0
+AVX2 float kavx2_qdot_iq3(const weight *w, int64_t r, const qrow *a)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < w->cols / IQ3_QK; b++) {
         const uint8_t *blk = row + b * IQ3_BLOCK_BYTES;
         const int8_t *q = a->q + b * IQ3_QK;
+        _mm_prefetch((const char *)blk + QD_AHEAD, _MM_HINT_T0);
         uint16_t dh;
         memcpy(&dh, blk + 96, 2);
+        uint32_t mask[8], mul[8];
+        iq3_words(blk, mask, mul);
         __m256i isum = _mm256_setzero_si256();
+        QD_UNROLL
         for (int s = 0; s < 8; s++) {
-            uint32_t word;
-            memcpy(&word, blk + 64 + 4 * s, 4);
-            const uint8_t *ix = blk + s * 8;
-            __m256i g = _mm256_setr_epi32((int)ggml_iq3xxs_grid[ix[0]], (int)ggml_iq3xxs_grid[ix[1]],
-                                          (int)ggml_iq3xxs_grid[ix[2]], (int)ggml_iq3xxs_grid[ix[3]],
-                                          (int)ggml_iq3xxs_grid[ix[4]], (int)ggml_iq3xxs_grid[ix[5]],
-                                          (int)ggml_iq3xxs_grid[ix[6]], (int)ggml_iq3xxs_grid[ix[7]]);
-            uint32_t m = 0;
-            for (int k = 0; k < 4; k++) {
-                unsigned s7 = (word >> (7 * k)) & 127u, p = s7 ^ (s7 >> 4);
-                p ^= p >> 2; p ^= p >> 1;
-                m |= (s7 | ((p & 1u) << 7)) << (8 * k);
-            }
-            __m256i sb = _mm256_shuffle_epi8(_mm256_set1_epi32((int)m), sidx);
-            __m256i neg = _mm256_cmpeq_epi8(_mm256_and_si256(sb, bitsel), bitsel);
-            __m256i sq = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q + s * 32)), _mm256_or_si256(neg, one8));
-            __m256i p16 = _mm256_maddubs_epi16(g, sq);
-            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16, _mm256_set1_epi16((short)(2 * (word >> 28) + 1))));
+            const __m256i p16 = _mm256_maddubs_epi16(iq3_grid8(blk + s * 8, IQ3_GATHER), iq3_signed_q(q + s * 32, mask[s]));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16, _mm256_set1_epi32((int)mul[s])));
         }
         const float dd = fp16_to_f32(dh) * a->d[b] * 0.125f;
         acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(isum), acc);
@@ -525,6 +566,33 @@ VNNI void kvnni_qdot4_scode(const weight *w, int64_t r, const qrow *a, float *y)
     const __m256i bias16 = _mm256_set1_epi16((short)w->code_bias);
     if (w->code_bits == 8) vnni4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 8, bias16, y);
     else vnni4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 4, bias16, y);
+}
+
+/* IQ3 with vpdpwssd: the madd by (2*code + 1) and the add into the block
+ * sum are one instruction (the same int32 lanes: vpmaddwd cannot saturate
+ * here, the products are at most 2 x 15748 x 31). */
+VNNI float kvnni_qdot_iq3(const weight *w, int64_t r, const qrow *a)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < w->cols / IQ3_QK; b++) {
+        const uint8_t *blk = row + b * IQ3_BLOCK_BYTES;
+        const int8_t *q = a->q + b * IQ3_QK;
+        _mm_prefetch((const char *)blk + QD_AHEAD, _MM_HINT_T0);
+        uint16_t dh;
+        memcpy(&dh, blk + 96, 2);
+        uint32_t mask[8], mul[8];
+        iq3_words(blk, mask, mul);
+        __m256i isum = _mm256_setzero_si256();
+        QD_UNROLL
+        for (int s = 0; s < 8; s++) {
+            const __m256i p16 = _mm256_maddubs_epi16(iq3_grid8(blk + s * 8, IQ3_GATHER), iq3_signed_q(q + s * 32, mask[s]));
+            isum = _mm256_dpwssd_avx_epi32(isum, p16, _mm256_set1_epi32((int)mul[s]));
+        }
+        const float dd = fp16_to_f32(dh) * a->d[b] * 0.125f;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(isum), acc);
+    }
+    return hsum_ps(acc);
 }
 
 #endif

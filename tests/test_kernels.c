@@ -380,6 +380,136 @@ static void test_qdot_forms(void **st)
     free(x); free(deq); free(row); free(q); free(d); free(s16); free(codes); free(sc); free(of);
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "formats/ggml_tables.h"
+#include <immintrin.h>
+#include <string.h>
+/* The AVX2 IQ3 dot as it was before the iq3dot round (scalar parity loop,
+ * one block at a time), kept here as the reference the faster kernels must
+ * equal bit for bit: the same integer lanes and the same float steps. */
+__attribute__((target("avx2,fma,f16c"))) static float ref_avx2_qdot_iq3(const weight *w, int64_t r, const qrow *a)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    const __m256i sidx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bitsel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i one8 = _mm256_set1_epi8(1);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < w->cols / IQ3_QK; b++) {
+        const uint8_t *blk = row + b * IQ3_BLOCK_BYTES;
+        const int8_t *q = a->q + b * IQ3_QK;
+        uint16_t dh;
+        memcpy(&dh, blk + 96, 2);
+        __m256i isum = _mm256_setzero_si256();
+        for (int s = 0; s < 8; s++) {
+            uint32_t word;
+            memcpy(&word, blk + 64 + 4 * s, 4);
+            const uint8_t *ix = blk + s * 8;
+            __m256i g = _mm256_setr_epi32((int)ggml_iq3xxs_grid[ix[0]], (int)ggml_iq3xxs_grid[ix[1]],
+                                          (int)ggml_iq3xxs_grid[ix[2]], (int)ggml_iq3xxs_grid[ix[3]],
+                                          (int)ggml_iq3xxs_grid[ix[4]], (int)ggml_iq3xxs_grid[ix[5]],
+                                          (int)ggml_iq3xxs_grid[ix[6]], (int)ggml_iq3xxs_grid[ix[7]]);
+            uint32_t m = 0;
+            for (int k = 0; k < 4; k++) {
+                unsigned s7 = (word >> (7 * k)) & 127u, p = s7 ^ (s7 >> 4);
+                p ^= p >> 2; p ^= p >> 1;
+                m |= (s7 | ((p & 1u) << 7)) << (8 * k);
+            }
+            __m256i sb = _mm256_shuffle_epi8(_mm256_set1_epi32((int)m), sidx);
+            __m256i neg = _mm256_cmpeq_epi8(_mm256_and_si256(sb, bitsel), bitsel);
+            __m256i sq = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q + s * 32)), _mm256_or_si256(neg, one8));
+            __m256i p16 = _mm256_maddubs_epi16(g, sq);
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16, _mm256_set1_epi16((short)(2 * (word >> 28) + 1))));
+        }
+        const float dd = fp16_to_f32(dh) * a->d[b] * 0.125f;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(isum), acc);
+    }
+    __m128 t = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+    t = _mm_add_ps(t, _mm_movehdup_ps(t));
+    return _mm_cvtss_f32(t);
+}
+#define HAVE_REF_AVX2_IQ3 1
+#endif
+
+/* IQ3 on raw random blocks (every grid index, sign pattern and sub-scale
+ * code, not only what the encoder writes), with d drawn from +-0, small,
+ * negative, subnormal and large fp16 values, rows of 1 to 9 blocks: every
+ * table's qdot within 1e-6 (of the sum of |terms|) of scalar's, the SIMD
+ * tables' qdot equal to the pre-iq3dot AVX2 kernel bit for bit, and every
+ * qdot4 equal to its table's qdot bit for bit. */
+static void test_qdot_iq3_random_blocks(void **st)
+{
+    (void)st;
+    const kernels *tabs[3] = { kernels_scalar(), kernels_avx2(), kernels_avx2_vnni() };
+    if (!tabs[1]) printf("SKIP (AVX2 half): no AVX2 on this CPU\n");
+    static const float dvals[] = { 0.0f, -0.0f, 1.0f / 64, -1.0f / 64, 3.5f, -1000.0f, 6.0e-8f, -2.0e-5f, 65504.0f };
+    uint64_t rs = 23;
+    const int64_t R = 6, CMAX = 9 * 256;
+    uint8_t *blocks = malloc((size_t)R * iq3_row_bytes(CMAX));
+    float *x = malloc(CMAX * sizeof *x), *deq = malloc(CMAX * sizeof *deq), *row = malloc(CMAX * sizeof *row);
+    int8_t *q = malloc(CMAX);
+    float *d = malloc(CMAX / 256 * sizeof *d);
+    int32_t *s16 = malloc(CMAX / 16 * sizeof *s16);
+    for (int64_t nb = 1; nb <= 9; nb += (nb < 2 ? 1 : 3)) {
+        const int64_t C = nb * 256;
+        const size_t rb = iq3_row_bytes(C);
+        for (size_t i = 0; i < R * rb; i++) blocks[i] = (uint8_t)rnd_(&rs);
+        for (size_t b = 0; b < R * rb / IQ3_BLOCK_BYTES; b++) {
+            const uint16_t dh = f32_to_fp16(dvals[rnd_(&rs) % (sizeof dvals / sizeof dvals[0])]);
+            memcpy(blocks + b * IQ3_BLOCK_BYTES + 96, &dh, 2);
+        }
+        if (nb == 1) /* all signs set with the largest sub-scale, all clear with the smallest */
+            for (int s = 0; s < 8; s++) {
+                const uint32_t wd = s & 1 ? 0xffffffffu : 0;
+                memcpy(blocks + 64 + 4 * s, &wd, 4);
+            }
+        weight w = { 0 };
+        w.form = WF_IQ3; w.rows = R; w.cols = C; w.data = blocks; w.act = WA_Q8_K;
+        char err[128];
+        assert_int_equal(weight_check(&w, "iq3 random", err, sizeof err), 0);
+        assert_true(kernels_qdot_ok(&w));
+        for (int kind = 0; kind < 4; kind++) {
+            fill_act(x, C, &rs, kind);
+            qrow a = { WA_Q8_K, C, q, d, s16, deq };
+            qrow_fill(tabs[0], &a, x);
+            for (int64_t r = 0; r < R; r++) {
+                tabs[0]->row_f32[WF_IQ3](&w, r, row);
+                double mag = 0;
+                for (int64_t i = 0; i < C; i++) mag += fabs((double)row[i] * deq[i]);
+                const float ys = tabs[0]->qdot[WF_IQ3](&w, r, &a);
+                for (int t = 1; t < 3; t++) {
+                    if (!tabs[t]) continue;
+                    const float yv = tabs[t]->qdot[WF_IQ3](&w, r, &a);
+                    if (!(fabs(yv - ys) <= 1e-6 * mag + 1e-30))
+                        printf("IQ3 random (%s): C %lld row %lld kind %d %.9g scalar %.9g\n", tabs[t]->name,
+                               (long long)C, (long long)r, kind, yv, ys);
+                    assert_true(fabs(yv - ys) <= 1e-6 * mag + 1e-30);
+#ifdef HAVE_REF_AVX2_IQ3
+                    const float yr = ref_avx2_qdot_iq3(&w, r, &a);
+                    if (memcmp(&yr, &yv, sizeof yr))
+                        printf("IQ3 random (%s): C %lld row %lld kind %d %.9g, old AVX2 %.9g\n", tabs[t]->name,
+                               (long long)C, (long long)r, kind, yv, yr);
+                    assert_memory_equal(&yr, &yv, sizeof yr);
+#endif
+                }
+            }
+            for (int t = 0; t < 3; t++) {
+                if (!tabs[t] || !tabs[t]->qdot4[WF_IQ3]) continue;
+                for (int64_t r = 0; r + 4 <= R; r++) {
+                    float y4[4];
+                    tabs[t]->qdot4[WF_IQ3](&w, r, &a, y4);
+                    for (int i = 0; i < 4; i++) {
+                        const float y1 = tabs[t]->qdot[WF_IQ3](&w, r + i, &a);
+                        assert_memory_equal(&y4[i], &y1, sizeof y1);
+                    }
+                }
+            }
+        }
+    }
+    free(blocks); free(x); free(deq); free(row); free(q); free(d); free(s16);
+}
+
 /* Shapes the integer kernels do not take fall back to the decoded row. */
 static void test_qdot_refusals(void **st)
 {
@@ -580,6 +710,7 @@ int main(void)
         cmocka_unit_test(test_quant_q8_0_equals_ggml),
         cmocka_unit_test(test_quant_q8_simd_equals_scalar),
         cmocka_unit_test(test_qdot_forms),
+        cmocka_unit_test(test_qdot_iq3_random_blocks),
         cmocka_unit_test(test_qdot_refusals),
         cmocka_unit_test(test_pool),
         cmocka_unit_test(test_matmul),
