@@ -104,7 +104,8 @@ const kernels *kernels_scalar(void) { return &scalar_table; }
 
 const kernels *kernels_get(int want_simd)
 {
-    const kernels *k = want_simd ? kernels_avx2_vnni() : NULL;
+    const kernels *k = want_simd ? kernels_avx512() : NULL;
+    if (!k && want_simd) k = kernels_avx2_vnni();
     if (!k && want_simd) k = kernels_avx2();
     return k ? k : &scalar_table;
 }

@@ -6,9 +6,11 @@
  *    kernels_get(1) returns the AVX2 table when the CPU has AVX2+FMA+F16C
  *    (checked at run time; the build uses no -march), its AVX-VNNI variant
  *    when the CPU has that too (the Q8_0-shaped qdot/qdot4 of S-forms on
- *    vpdpbusd, equal to the AVX2 ones bit for bit), else the scalar one;
- *    kernels_get(0) is always scalar. kernels_avx2() and
- *    kernels_avx2_vnni() return that table or NULL (tests run every table
+ *    vpdpbusd, equal to the AVX2 ones bit for bit), and either of those
+ *    with the IQ3 qdot on AVX-512 F/BW/VL/VBMI when the CPU has those
+ *    (equal to the AVX2 IQ3 dot bit for bit), else the scalar one;
+ *    kernels_get(0) is always scalar. kernels_avx2(), kernels_avx2_vnni()
+ *    and kernels_avx512() return that table or NULL (tests run every table
  *    the CPU has). All tables are const: no global mutable state; the
  *    model stores which one it uses.
  *  - row_f32[form] decodes row r of w into dst[cols]; it is exact in both
@@ -69,6 +71,7 @@ const kernels *kernels_scalar(void);
 const kernels *kernels_get(int want_simd);
 const kernels *kernels_avx2(void);
 const kernels *kernels_avx2_vnni(void);
+const kernels *kernels_avx512(void);
 
 float weight_dot(const kernels *k, const weight *w, int64_t r, const float *x, float *scratch);
 

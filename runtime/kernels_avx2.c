@@ -171,6 +171,49 @@ static const kernels avx2_vnni_table = {
     .qdot4 = { [WF_SCODE] = kvnni_qdot4_scode },
 };
 
+/* The AVX2 table, or the AVX-VNNI one, with the IQ3 dot on AVX-512
+ * (F, BW, VL, VBMI: the grid lookups as permutes, kernels_q8_avx2.c):
+ * the same results bit for bit. */
+static const kernels avx512_table = {
+    .name = "avx2+avx512",
+    .dot_f32 = dot_f32,
+    .dot_f16 = dot_f16,
+    .axpy_f32 = axpy_f32,
+    .axpy_f16 = axpy_f16,
+    .f16_to_f32 = f16_to_f32,
+    .f32_to_f16 = f32_to_f16,
+    .row_f32 = {
+        [WF_P32] = kscalar_row_p32,
+        [WF_P16] = row_p16,
+        [WF_SCODE] = row_scode,
+        [WF_GGML] = kscalar_row_ggml,
+        [WF_IQ3] = kscalar_row_iq3,
+    },
+    .quant_q8 = { [WA_Q8_0] = kavx2_quant_q8_0, [WA_Q8_K] = kavx2_quant_q8_k },
+    .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3 },
+    .qdot4 = { [WF_SCODE] = kavx2_qdot4_scode },
+};
+
+static const kernels avx512_vnni_table = {
+    .name = "avx2+vnni+avx512",
+    .dot_f32 = dot_f32,
+    .dot_f16 = dot_f16,
+    .axpy_f32 = axpy_f32,
+    .axpy_f16 = axpy_f16,
+    .f16_to_f32 = f16_to_f32,
+    .f32_to_f16 = f32_to_f16,
+    .row_f32 = {
+        [WF_P32] = kscalar_row_p32,
+        [WF_P16] = row_p16,
+        [WF_SCODE] = row_scode,
+        [WF_GGML] = kscalar_row_ggml,
+        [WF_IQ3] = kscalar_row_iq3,
+    },
+    .quant_q8 = { [WA_Q8_0] = kavx2_quant_q8_0, [WA_Q8_K] = kavx2_quant_q8_k },
+    .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3 },
+    .qdot4 = { [WF_SCODE] = kvnni_qdot4_scode },
+};
+
 /* F16C is read from CPUID leaf 1 (ECX bit 29): not every clang knows the
  * "f16c" name in __builtin_cpu_supports. */
 const kernels *kernels_avx2(void)
@@ -192,7 +235,19 @@ const kernels *kernels_avx2_vnni(void)
     return &avx2_vnni_table;
 }
 
+/* __builtin_cpu_supports reports the AVX-512 features only when the OS
+ * saves the zmm and mask registers (XCR0), in gcc's and clang's runtimes. */
+const kernels *kernels_avx512(void)
+{
+    if (!kernels_avx2()) return NULL;
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+        !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512vbmi"))
+        return NULL;
+    return kernels_avx2_vnni() ? &avx512_vnni_table : &avx512_table;
+}
+
 #else
 const kernels *kernels_avx2(void) { return 0; }
 const kernels *kernels_avx2_vnni(void) { return 0; }
+const kernels *kernels_avx512(void) { return 0; }
 #endif

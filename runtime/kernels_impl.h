@@ -25,6 +25,7 @@ float kavx2_qdot_iq3(const weight *w, int64_t r, const qrow *a);
 float kvnni_qdot_scode(const weight *w, int64_t r, const qrow *a);
 void kvnni_qdot4_scode(const weight *w, int64_t r, const qrow *a, float *y);
 float kvnni_qdot_iq3(const weight *w, int64_t r, const qrow *a);
+float kavx512_qdot_iq3(const weight *w, int64_t r, const qrow *a);
 /* The codebook as int8 when every entry is an integer in [-128, 127]. */
 int kq8_codebook_i8(const weight *w, int8_t out[16]);
 

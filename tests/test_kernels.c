@@ -281,8 +281,8 @@ static const float IQ4NL[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13
 /* Every S-form the pack has (Q2_0, Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, Q3_K,
  * Q4_K, Q5_K, Q6_K) and IQ3: the integer dot equals the decoded row times
  * the rounded activation (in double) up to float rounding, and AVX2 equals
- * scalar within 1e-6 of the sum of |terms|, and so does AVX-VNNI, which
- * moreover equals AVX2 bit for bit. Rows of 1024 and, where the blocks
+ * scalar within 1e-6 of the sum of |terms|, and so do AVX-VNNI and the
+ * AVX-512 table, which moreover equal AVX2 bit for bit. Rows of 1024 and, where the blocks
  * allow, 1120 (35 units of 32: the eight-unit loop, then a pair, then the
  * odd last unit). The four-row kernels equal each table's one-row kernel
  * bit for bit. */
@@ -298,10 +298,11 @@ static void test_qdot_forms(void **st)
         { 8, 0, 16, 0, 1, WA_Q8_K, "S8off g16" },    { 8, -100, 64, 0, 1, WA_Q8_0, "S8 bias -100 g64" },
         { 0, 0, 0, 0, 0, WA_Q8_K, "IQ3" },
     };
-    const kernels *s = kernels_scalar(), *avx2 = kernels_avx2(), *vnni = kernels_avx2_vnni();
-    const kernels *tabs[3] = { s, avx2, vnni };
+    const kernels *s = kernels_scalar(), *avx2 = kernels_avx2(), *vnni = kernels_avx2_vnni(), *z = kernels_avx512();
+    const kernels *tabs[4] = { s, avx2, vnni, z };
     if (!avx2) printf("SKIP (AVX2 half): no AVX2 on this CPU\n");
     if (!vnni) printf("SKIP (AVX-VNNI part): no AVX-VNNI on this CPU\n");
+    if (!z) printf("SKIP (AVX-512 part): no AVX-512 F/BW/VL/VBMI on this CPU\n");
     uint64_t rs = 11;
     const int64_t R = 5, CMAX = 1120;
     int64_t C = CMAX;
@@ -348,7 +349,7 @@ static void test_qdot_forms(void **st)
                 if (fabs(ys - ref) > 1e-5 * mag + 1e-30)
                     printf("%s: row %lld kind %d scalar %.9g double %.9g (mag %.3g)\n", f->what, (long long)r, kind, ys, ref, mag);
                 assert_true(fabs(ys - ref) <= 1e-5 * mag + 1e-30);
-                for (int t = 1; t < 3; t++) {
+                for (int t = 1; t < 4; t++) {
                     if (!tabs[t]) continue;
                     const float yv = tabs[t]->qdot[w.form](&w, r, &a);
                     assert_true(fabs(yv - ys) <= 1e-6 * mag + 1e-30);
@@ -360,8 +361,15 @@ static void test_qdot_forms(void **st)
                         printf("%s: row %lld kind %d avx2 %.9g vnni %.9g\n", f->what, (long long)r, kind, y2, y3);
                     assert_memory_equal(&y2, &y3, sizeof y2);
                 }
+                /* so do the AVX-512 table's (IQ3 on AVX-512, the rest AVX2 or VNNI) */
+                if (z) {
+                    const float y2 = avx2->qdot[w.form](&w, r, &a), y3 = z->qdot[w.form](&w, r, &a);
+                    if (memcmp(&y2, &y3, sizeof y2))
+                        printf("%s: row %lld kind %d avx2 %.9g avx512 %.9g\n", f->what, (long long)r, kind, y2, y3);
+                    assert_memory_equal(&y2, &y3, sizeof y2);
+                }
             }
-            for (int t = 0; t < 3; t++) {
+            for (int t = 0; t < 4; t++) {
                 const kernels *k = tabs[t];
                 if (!k || !k->qdot4[w.form]) continue;
                 for (int64_t r = 0; r + 4 <= R; r++) {
@@ -436,12 +444,13 @@ __attribute__((target("avx2,fma,f16c"))) static float ref_avx2_qdot_iq3(const we
  * code, not only what the encoder writes), with d drawn from +-0, small,
  * negative, subnormal and large fp16 values, rows of 1 to 9 blocks: every
  * table's qdot within 1e-6 (of the sum of |terms|) of scalar's, the SIMD
- * tables' qdot equal to the pre-iq3dot AVX2 kernel bit for bit, and every
+ * tables' qdot (AVX2, AVX-VNNI, AVX-512) equal to the pre-iq3dot AVX2
+ * kernel bit for bit (rows of two blocks take every grid index), and every
  * qdot4 equal to its table's qdot bit for bit. */
 static void test_qdot_iq3_random_blocks(void **st)
 {
     (void)st;
-    const kernels *tabs[3] = { kernels_scalar(), kernels_avx2(), kernels_avx2_vnni() };
+    const kernels *tabs[4] = { kernels_scalar(), kernels_avx2(), kernels_avx2_vnni(), kernels_avx512() };
     if (!tabs[1]) printf("SKIP (AVX2 half): no AVX2 on this CPU\n");
     static const float dvals[] = { 0.0f, -0.0f, 1.0f / 64, -1.0f / 64, 3.5f, -1000.0f, 6.0e-8f, -2.0e-5f, 65504.0f };
     uint64_t rs = 23;
@@ -464,6 +473,11 @@ static void test_qdot_iq3_random_blocks(void **st)
                 const uint32_t wd = s & 1 ? 0xffffffffu : 0;
                 memcpy(blocks + 64 + 4 * s, &wd, 4);
             }
+        if (nb == 2) /* rows 0 and 1 hold every grid index 0..255 once */
+            for (int64_t r = 0; r < R; r++)
+                for (int64_t b = 0; b < nb; b++)
+                    for (int i = 0; i < 64; i++)
+                        blocks[r * rb + b * IQ3_BLOCK_BYTES + i] = (uint8_t)(r * 128 + b * 64 + i);
         weight w = { 0 };
         w.form = WF_IQ3; w.rows = R; w.cols = C; w.data = blocks; w.act = WA_Q8_K;
         char err[128];
@@ -478,7 +492,7 @@ static void test_qdot_iq3_random_blocks(void **st)
                 double mag = 0;
                 for (int64_t i = 0; i < C; i++) mag += fabs((double)row[i] * deq[i]);
                 const float ys = tabs[0]->qdot[WF_IQ3](&w, r, &a);
-                for (int t = 1; t < 3; t++) {
+                for (int t = 1; t < 4; t++) {
                     if (!tabs[t]) continue;
                     const float yv = tabs[t]->qdot[WF_IQ3](&w, r, &a);
                     if (!(fabs(yv - ys) <= 1e-6 * mag + 1e-30))
@@ -494,7 +508,7 @@ static void test_qdot_iq3_random_blocks(void **st)
 #endif
                 }
             }
-            for (int t = 0; t < 3; t++) {
+            for (int t = 0; t < 4; t++) {
                 if (!tabs[t] || !tabs[t]->qdot4[WF_IQ3]) continue;
                 for (int64_t r = 0; r + 4 <= R; r++) {
                     float y4[4];
@@ -671,13 +685,13 @@ static void test_matmulv_equals_each(void **st)
     };
     char err[64];
     for (int k = 0; k < 4; k++) assert_int_equal(weight_check(&w[k], "w", err, sizeof err), 0);
-    const kernels *tabs[3] = { kernels_scalar(), kernels_avx2(), kernels_avx2_vnni() };
+    const kernels *tabs[4] = { kernels_scalar(), kernels_avx2(), kernels_avx2_vnni(), kernels_avx512() };
     enum { NL = 3, NI = 4 };
     const int len[NL] = { 4, 3, 3 };
     const int wi[NL][NI] = { { 0, 1, 2, 0 }, { 0, 1, 2 }, { 1, 3, 0 } };
     const float *xs[NL][NI] = { { x1, x1, x3, x2 }, { x2, x1, x3 }, { x1, x2, x1 } };
     void *qbuf = malloc(MM_QBUF_BYTES(4, C2));
-    for (int tb = 0; tb < 3; tb++) {
+    for (int tb = 0; tb < 4; tb++) {
         if (!tabs[tb]) continue;
         for (int t = 1; t <= 3; t++) {
             pool *p = pool_create(t);
