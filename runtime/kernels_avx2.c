@@ -172,7 +172,8 @@ static const kernels avx2_vnni_table = {
 };
 
 /* The AVX2 table, or the AVX-VNNI one, with the IQ3 dot on AVX-512
- * (F, BW, VL, VBMI: the grid lookups as permutes, kernels_q8_avx2.c):
+ * (F, BW, VL, VBMI, and GFNI: the grid lookups as permutes, the sign
+ * parities as a GF(2) affine map, kernels_q8_avx2.c):
  * the same results bit for bit. */
 static const kernels avx512_table = {
     .name = "avx2+avx512",
@@ -243,6 +244,8 @@ const kernels *kernels_avx512(void)
     if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
         !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512vbmi"))
         return NULL;
+    unsigned a, b, c, d; /* GFNI: CPUID leaf 7 sub-leaf 0, ECX bit 8 */
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(c & (1u << 8))) return NULL;
     return kernels_avx2_vnni() ? &avx512_vnni_table : &avx512_table;
 }
 

@@ -302,7 +302,7 @@ static void test_qdot_forms(void **st)
     const kernels *tabs[4] = { s, avx2, vnni, z };
     if (!avx2) printf("SKIP (AVX2 half): no AVX2 on this CPU\n");
     if (!vnni) printf("SKIP (AVX-VNNI part): no AVX-VNNI on this CPU\n");
-    if (!z) printf("SKIP (AVX-512 part): no AVX-512 F/BW/VL/VBMI on this CPU\n");
+    if (!z) printf("SKIP (AVX-512 part): no AVX-512 F/BW/VL/VBMI + GFNI on this CPU\n");
     uint64_t rs = 11;
     const int64_t R = 5, CMAX = 1120;
     int64_t C = CMAX;
