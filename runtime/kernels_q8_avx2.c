@@ -418,7 +418,7 @@ AVX2 float kavx2_qdot_iq3(const weight *w, int64_t r, const qrow *a)
             const __m256i p16 = _mm256_maddubs_epi16(iq3_grid8(blk + s * 8, IQ3_GATHER), iq3_signed_q(q + s * 32, mask[s]));
             isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16, _mm256_set1_epi32((int)mul[s])));
         }
-        const float dd = fp16_to_f32(dh) * a->d[b] * 0.125f;
+        const float dd = _cvtsh_ss(dh) * a->d[b] * 0.125f; /* F16C: fp16_to_f32 bit for bit, inline */
         acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(isum), acc);
     }
     return hsum_ps(acc);
@@ -589,7 +589,7 @@ VNNI float kvnni_qdot_iq3(const weight *w, int64_t r, const qrow *a)
             const __m256i p16 = _mm256_maddubs_epi16(iq3_grid8(blk + s * 8, IQ3_GATHER), iq3_signed_q(q + s * 32, mask[s]));
             isum = _mm256_dpwssd_avx_epi32(isum, p16, _mm256_set1_epi32((int)mul[s]));
         }
-        const float dd = fp16_to_f32(dh) * a->d[b] * 0.125f;
+        const float dd = _cvtsh_ss(dh) * a->d[b] * 0.125f; /* F16C: fp16_to_f32 bit for bit, inline */
         acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(isum), acc);
     }
     return hsum_ps(acc);
@@ -711,7 +711,7 @@ AVX512 float kavx512_qdot_iq3(const weight *w, int64_t r, const qrow *a)
             }
         }
         const __m256i is8 = _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
-        const float dd = fp16_to_f32(dh) * a->d[b] * 0.125f;
+        const float dd = _cvtsh_ss(dh) * a->d[b] * 0.125f; /* F16C: fp16_to_f32 bit for bit, inline */
         acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(is8), acc);
     }
     return hsum_ps(acc);
