@@ -598,22 +598,23 @@ VNNI float kvnni_qdot_iq3(const weight *w, int64_t r, const qrow *a)
 
 /* ------------------------------------------------------------- AVX-512 */
 
-/* IQ3 with AVX-512 (F, BW, VL, VBMI): the grid lookups leave the scalar
- * side. Every byte of the iq3xxs grid is one of eight values (v = 0..7 in
- * IQ3_GV below), so an entry is four 3-bit numbers: iq3_grid12[i] holds
- * grid byte j's v in bits 3j..3j+2 (generated from ggml_iq3xxs_grid; the
- * tests check every entry through the kernels). The 256 entries sit in
- * eight zmm registers; the 32 indices of a block are looked up with four
- * two-table word permutes and a two-level blend on index bits 6 and 7,
- * then each pair of sub-blocks is expanded to 64 grid bytes: each qword
- * takes two 12-bit entries, vpmultishiftqb moves every v to the bottom of
- * its byte, vpermb (low six bits, a 64-byte table of v & 7 -> grid byte)
- * gives the grid byte. The signs go on the activations with a masked
- * subtract under the block's 32-bit sign masks (two per zmm), and two
- * sub-blocks at a time meet maddubs and madd by their multipliers. The
- * two 256-bit halves are added into the block's eight int32 lanes, the
- * very integers of the AVX2 kernel, and the float steps are its steps:
- * the same bits. */
+/* IQ3 with AVX-512 (F, BW, VL, VBMI, GFNI): the grid lookups leave the
+ * scalar side. iq3_planes[j][i] is byte j of ggml_iq3xxs_grid[i] (a
+ * transposed copy; the tests reach every entry through the kernels); each
+ * plane's 256 bytes sit in four zmm registers and are looked up for all 64
+ * indices of a block with two two-table byte permutes (index bits 0..6)
+ * and a blend on index bit 7. Two rounds of byte and word unpacks
+ * interleave the four planes into grid words; the indices are first put in
+ * the order (one vpermb) that makes the unpacks' in-lane order come out as
+ * element order: four zmm of 64 grid bytes, sub-blocks (0, 1), (2, 3),
+ * (4, 5), (6, 7). The signs go on the activations with a masked subtract
+ * under the block's 32-bit sign masks (two per zmm), and two sub-blocks at
+ * a time meet maddubs and madd by their multipliers. The two 256-bit
+ * halves are added into the block's eight int32 lanes, the very integers
+ * of the AVX2 kernel, and the float steps are its steps: the same bits.
+ * (A first version looked up a 12-bit form of the entries with word
+ * permutes and expanded it with vpmultishiftqb + vpermb: 27 against this
+ * one's 32 G weights/s in-cache.) */
 #define AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vbmi,gfni")))
 
 /* iq3_words() with fewer steps: byte k of (w << k) holds group k's seven
@@ -637,42 +638,95 @@ AVX512 static inline __attribute__((always_inline)) void iq3_words_gfni(const ui
     _mm256_storeu_si256((__m256i *)mul, c);
 }
 
-#define IQ3_GV 4, 12, 20, 28, 36, 44, 52, 62
-static const uint8_t iq3_gv64[64] = { IQ3_GV, IQ3_GV, IQ3_GV, IQ3_GV, IQ3_GV, IQ3_GV, IQ3_GV, IQ3_GV };
-static const uint16_t iq3_grid12[256] = {
-    0x000, 0x002, 0x004, 0x009, 0x00b, 0x00f, 0x010, 0x012, 0x019, 0x022, 0x03b, 0x03d,
-    0x041, 0x043, 0x048, 0x04a, 0x051, 0x055, 0x058, 0x05a, 0x061, 0x06c, 0x078, 0x080,
-    0x082, 0x084, 0x089, 0x090, 0x092, 0x099, 0x09b, 0x09f, 0x0a9, 0x0af, 0x0bd, 0x0c1,
-    0x0c7, 0x0c8, 0x0ca, 0x0d5, 0x0f8, 0x10b, 0x11f, 0x124, 0x12f, 0x13b, 0x13d, 0x141,
-    0x147, 0x15a, 0x16a, 0x19d, 0x1b4, 0x1c8, 0x1cc, 0x1ce, 0x1e3, 0x1f1, 0x201, 0x203,
-    0x208, 0x20a, 0x211, 0x213, 0x218, 0x21a, 0x21c, 0x227, 0x228, 0x240, 0x242, 0x249,
-    0x250, 0x252, 0x281, 0x283, 0x288, 0x28a, 0x291, 0x298, 0x2ba, 0x2c0, 0x2c2, 0x2d0,
-    0x2d9, 0x2e6, 0x2f6, 0x301, 0x305, 0x328, 0x350, 0x354, 0x366, 0x379, 0x385, 0x3d2,
-    0x3e0, 0x400, 0x402, 0x409, 0x40b, 0x410, 0x412, 0x416, 0x419, 0x422, 0x441, 0x443,
-    0x445, 0x448, 0x44a, 0x451, 0x458, 0x473, 0x477, 0x478, 0x480, 0x482, 0x489, 0x48f,
-    0x490, 0x492, 0x49f, 0x4a0, 0x4ad, 0x4c1, 0x4c8, 0x4cc, 0x4f8, 0x4fc, 0x51d, 0x52b,
-    0x543, 0x557, 0x561, 0x57c, 0x5c1, 0x5c3, 0x5ce, 0x5e5, 0x601, 0x608, 0x60a, 0x611,
-    0x613, 0x628, 0x635, 0x63a, 0x640, 0x642, 0x650, 0x659, 0x664, 0x666, 0x681, 0x683,
-    0x688, 0x695, 0x6aa, 0x6ba, 0x6c9, 0x6db, 0x718, 0x727, 0x73a, 0x740, 0x746, 0x752,
-    0x76d, 0x78c, 0x79e, 0x7b3, 0x7db, 0x7f0, 0x804, 0x80f, 0x81d, 0x81f, 0x82b, 0x82f,
-    0x87c, 0x890, 0x89f, 0x8a0, 0x8b0, 0x8b6, 0x8c7, 0x8e5, 0x904, 0x929, 0x934, 0x955,
-    0x963, 0x978, 0x9c5, 0x9c8, 0x9ca, 0x9d8, 0xa0a, 0xa21, 0xa38, 0xa40, 0xa46, 0xa56,
-    0xa6d, 0xa8c, 0xa9a, 0xaba, 0xac2, 0xaeb, 0xb08, 0xb13, 0xb17, 0xb3a, 0xb42, 0xb59,
-    0xba8, 0xbd4, 0xbe2, 0xc14, 0xc24, 0xc26, 0xc34, 0xc51, 0xc71, 0xc8f, 0xcb4, 0xcd8,
-    0xcde, 0xd24, 0xd45, 0xd6a, 0xd9b, 0xdc3, 0xdd1, 0xe03, 0xe05, 0xe07, 0xe08, 0xe1a,
-    0xe2a, 0xe56, 0xe60, 0xe8a, 0xea5, 0xeaa, 0xec0, 0xecd, 0xedb, 0xef0, 0xf11, 0xf21,
-    0xf40, 0xf42, 0xf54, 0xf98,
+static const uint8_t iq3_planes[4][256] = {
+    {
+         4, 20, 36, 12, 28, 62,  4, 20, 12, 20, 28, 44, 12, 28,  4, 20,
+        12, 44,  4, 20, 12, 36,  4,  4, 20, 36, 12,  4, 20, 12, 28, 62,
+        12, 62, 44, 12, 62,  4, 20, 44,  4, 28, 62, 36, 62, 28, 44, 12,
+        62, 20, 20, 44, 36,  4, 36, 52, 28, 12, 12, 28,  4, 20, 12, 28,
+         4, 20, 36, 62,  4,  4, 20, 12,  4, 20, 12, 28,  4, 20, 12,  4,
+        20,  4, 20,  4, 12, 52, 52, 12, 44,  4,  4, 36, 52, 12, 44, 20,
+         4,  4, 20, 12, 28,  4, 20, 52, 12, 20, 12, 28, 44,  4, 20, 12,
+         4, 28, 62,  4,  4, 20, 12, 62,  4, 20, 62,  4, 44, 12,  4, 36,
+         4, 36, 44, 28, 28, 62, 12, 36, 12, 28, 52, 44, 12,  4, 20, 12,
+        28,  4, 44, 20,  4, 20,  4, 12, 36, 52, 12, 28,  4, 44, 20, 20,
+        12, 28,  4, 62, 20,  4, 52, 20, 44, 36, 52, 28, 28,  4, 36, 62,
+        44, 62, 28, 62, 36,  4, 62,  4,  4, 52, 62, 44, 36, 12, 36, 44,
+        28,  4, 44,  4, 20,  4, 20, 12,  4,  4, 52, 52, 44, 36, 20, 20,
+        20, 28,  4, 28, 62, 20, 20, 12,  4, 36, 20, 36, 36, 52, 36, 12,
+        12, 62, 36,  4, 52, 36, 44, 20, 28, 28, 12, 28, 44, 62,  4, 20,
+        20, 52,  4, 20, 44, 20,  4, 44, 28,  4, 12, 12,  4, 20, 36,  4,
+    },
+    {
+         4,  4,  4, 12, 12, 12, 20, 20, 28, 36, 62, 62,  4,  4, 12, 12,
+        20, 20, 28, 28, 36, 44, 62,  4,  4,  4, 12, 20, 20, 28, 28, 28,
+        44, 44, 62,  4,  4, 12, 12, 20, 62, 12, 28, 36, 44, 62, 62,  4,
+         4, 28, 44, 28, 52, 12, 12, 12, 36, 52,  4,  4, 12, 12, 20, 20,
+        28, 28, 28, 36, 44,  4,  4, 12, 20, 20,  4,  4, 12, 12, 20, 28,
+        62,  4,  4, 20, 28, 36, 52,  4,  4, 44, 20, 20, 36, 62,  4, 20,
+        36,  4,  4, 12, 12, 20, 20, 20, 28, 36,  4,  4,  4, 12, 12, 20,
+        28, 52, 52, 62,  4,  4, 12, 12, 20, 20, 28, 36, 44,  4, 12, 12,
+        62, 62, 28, 44,  4, 20, 36, 62,  4,  4, 12, 36,  4, 12, 12, 20,
+        20, 44, 52, 62,  4,  4, 20, 28, 36, 36,  4,  4, 12, 20, 44, 62,
+        12, 28, 28, 36, 62,  4,  4, 20, 44, 12, 28, 52, 28, 52,  4, 12,
+        28, 28, 44, 44, 62, 20, 28, 36, 52, 52,  4, 36,  4, 44, 52, 20,
+        36, 62,  4, 12, 12, 28, 12, 36, 62,  4,  4, 20, 44, 12, 28, 62,
+         4, 44, 12, 20, 20, 62,  4, 28, 44, 20, 36, 20, 36, 36, 52, 20,
+        52, 12, 52, 28, 28, 36,  4, 44, 28,  4, 20,  4,  4,  4, 12, 28,
+        44, 20, 36, 12, 36, 44,  4, 12, 28, 52, 20, 36,  4,  4, 20, 28,
+    },
+    {
+         4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4, 12, 12, 12, 12,
+        12, 12, 12, 12, 12, 12, 12, 20, 20, 20, 20, 20, 20, 20, 20, 20,
+        20, 20, 20, 28, 28, 28, 28, 28, 28, 36, 36, 36, 36, 36, 36, 44,
+        44, 44, 44, 52, 52, 62, 62, 62, 62, 62,  4,  4,  4,  4,  4,  4,
+         4,  4,  4,  4,  4, 12, 12, 12, 12, 12, 20, 20, 20, 20, 20, 20,
+        20, 28, 28, 28, 28, 28, 28, 36, 36, 36, 44, 44, 44, 44, 52, 62,
+        62,  4,  4,  4,  4,  4,  4,  4,  4,  4, 12, 12, 12, 12, 12, 12,
+        12, 12, 12, 12, 20, 20, 20, 20, 20, 20, 20, 20, 20, 28, 28, 28,
+        28, 28, 36, 36, 44, 44, 44, 44, 62, 62, 62, 62,  4,  4,  4,  4,
+         4,  4,  4,  4, 12, 12, 12, 12, 12, 12, 20, 20, 20, 20, 20, 20,
+        28, 28, 36, 36, 36, 44, 44, 44, 44, 52, 52, 52, 62, 62,  4,  4,
+         4,  4,  4,  4, 12, 20, 20, 20, 20, 20, 28, 28, 36, 36, 36, 44,
+        44, 44, 62, 62, 62, 62,  4,  4,  4, 12, 12, 12, 12, 20, 20, 20,
+        28, 28, 36, 36, 36, 36, 44, 44, 52, 62, 62,  4,  4,  4,  4, 12,
+        12, 20, 20, 28, 28, 36, 44, 44, 52, 62, 62,  4,  4,  4,  4,  4,
+         4, 12, 12, 20, 20, 20, 28, 28, 28, 28, 36, 36, 44, 44, 44, 52,
+    },
+    {
+         4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,
+         4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,
+         4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,
+         4,  4,  4,  4,  4,  4,  4,  4,  4,  4, 12, 12, 12, 12, 12, 12,
+        12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12,
+        12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12,
+        12, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20,
+        20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20,
+        20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 28, 28, 28, 28,
+        28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28,
+        28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 36, 36,
+        36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36,
+        36, 36, 36, 36, 36, 36, 44, 44, 44, 44, 44, 44, 44, 44, 44, 44,
+        44, 44, 44, 44, 44, 44, 44, 44, 44, 44, 44, 52, 52, 52, 52, 52,
+        52, 52, 52, 52, 52, 52, 52, 52, 52, 52, 52, 62, 62, 62, 62, 62,
+        62, 62, 62, 62, 62, 62, 62, 62, 62, 62, 62, 62, 62, 62, 62, 62,
+    },
+};
+
+/* position 16k + 4m + t takes index 16m + 4k + t */
+static const uint8_t iq3_zorder[64] = {
+    0, 1, 2, 3, 16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51, 4, 5, 6, 7, 20, 21, 22, 23, 36, 37, 38, 39, 52, 53, 54, 55,
+    8, 9, 10, 11, 24, 25, 26, 27, 40, 41, 42, 43, 56, 57, 58, 59, 12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63,
 };
 
 AVX512 float kavx512_qdot_iq3(const weight *w, int64_t r, const qrow *a)
 {
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    __m512i t[8];
-    for (int i = 0; i < 8; i++) t[i] = _mm512_loadu_si512((const void *)(iq3_grid12 + 32 * i));
-    const __m512i gl = _mm512_loadu_si512((const void *)iq3_gv64);
-    /* byte j < 4 of a qword: bits 3j.. of its first entry; j >= 4: of the second (bit 16) */
-    const __m512i shifts = _mm512_set1_epi64(0x1916131009060300ll);
-    const __m512i b6 = _mm512_set1_epi16(0x40), b7 = _mm512_set1_epi16(0x80);
+    __m512i t[4][4];
+    for (int j = 0; j < 4; j++)
+        for (int i = 0; i < 4; i++) t[j][i] = _mm512_loadu_si512((const void *)(iq3_planes[j] + 64 * i));
+    const __m512i zord = _mm512_loadu_si512((const void *)iq3_zorder);
+    const __m512i bit7 = _mm512_set1_epi8((char)0x80);
     const __m512i pair0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     const __m512i two = _mm512_set1_epi32(2);
     __m256 acc = _mm256_setzero_ps();
@@ -685,33 +739,30 @@ AVX512 float kavx512_qdot_iq3(const weight *w, int64_t r, const qrow *a)
         uint32_t mask[8], mul[8];
         iq3_words_gfni(blk, mask, mul);
         const __m512i mulv = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)mul));
+        const __m512i idx = _mm512_permutexvar_epi8(zord, _mm512_loadu_si512((const void *)blk));
+        const __mmask64 k7 = _mm512_test_epi8_mask(idx, bit7);
+        __m512i pl[4];
+        QD_UNROLL
+        for (int j = 0; j < 4; j++)
+            pl[j] = _mm512_mask_blend_epi8(k7, _mm512_permutex2var_epi8(t[j][0], idx, t[j][1]),
+                                           _mm512_permutex2var_epi8(t[j][2], idx, t[j][3]));
+        const __m512i x01l = _mm512_unpacklo_epi8(pl[0], pl[1]), x01h = _mm512_unpackhi_epi8(pl[0], pl[1]);
+        const __m512i x23l = _mm512_unpacklo_epi8(pl[2], pl[3]), x23h = _mm512_unpackhi_epi8(pl[2], pl[3]);
+        const __m512i g[4] = { _mm512_unpacklo_epi16(x01l, x23l), _mm512_unpackhi_epi16(x01l, x23l),
+                               _mm512_unpacklo_epi16(x01h, x23h), _mm512_unpackhi_epi16(x01h, x23h) };
         __m512i isum = _mm512_setzero_si512(), sel = pair0;
         QD_UNROLL
-        for (int h = 0; h < 2; h++) { /* 32 indices: sub-blocks 4h..4h+3 */
-            const __m512i idx = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(blk + 32 * h)));
-            const __mmask32 k6 = _mm512_test_epi16_mask(idx, b6), k7 = _mm512_test_epi16_mask(idx, b7);
-            const __m512i lo = _mm512_mask_blend_epi16(k6, _mm512_permutex2var_epi16(t[0], idx, t[1]),
-                                                       _mm512_permutex2var_epi16(t[2], idx, t[3]));
-            const __m512i hi = _mm512_mask_blend_epi16(k6, _mm512_permutex2var_epi16(t[4], idx, t[5]),
-                                                       _mm512_permutex2var_epi16(t[6], idx, t[7]));
-            const __m512i code = _mm512_mask_blend_epi16(k7, lo, hi);
-            QD_UNROLL
-            for (int p = 0; p < 2; p++) { /* sub-blocks s, s + 1 */
-                const int s = 4 * h + 2 * p;
-                const __m256i pair = p ? _mm512_extracti64x4_epi64(code, 1) : _mm512_castsi512_si256(code);
-                const __m512i g = _mm512_permutexvar_epi8(
-                    _mm512_multishift_epi64_epi8(shifts, _mm512_cvtepu32_epi64(pair)), gl);
-                uint64_t m2;
-                memcpy(&m2, mask + s, 8);
-                const __m512i qv = _mm512_loadu_si512((const void *)(q + s * 32));
-                const __m512i sq = _mm512_mask_sub_epi8(qv, (__mmask64)m2, _mm512_setzero_si512(), qv);
-                const __m512i p16 = _mm512_maddubs_epi16(g, sq);
-                isum = _mm512_add_epi32(isum, _mm512_madd_epi16(p16, _mm512_permutexvar_epi32(sel, mulv)));
-                sel = _mm512_add_epi32(sel, two);
-            }
+        for (int m = 0; m < 4; m++) { /* sub-blocks 2m, 2m + 1 */
+            uint64_t m2;
+            memcpy(&m2, mask + 2 * m, 8);
+            const __m512i qv = _mm512_loadu_si512((const void *)(q + m * 64));
+            const __m512i sq = _mm512_mask_sub_epi8(qv, (__mmask64)m2, _mm512_setzero_si512(), qv);
+            const __m512i p16 = _mm512_maddubs_epi16(g[m], sq);
+            isum = _mm512_add_epi32(isum, _mm512_madd_epi16(p16, _mm512_permutexvar_epi32(sel, mulv)));
+            sel = _mm512_add_epi32(sel, two);
         }
         const __m256i is8 = _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
-        const float dd = _cvtsh_ss(dh) * a->d[b] * 0.125f; /* F16C: fp16_to_f32 bit for bit, inline */
+        const float dd = _cvtsh_ss(dh) * a->d[b] * 0.125f;
         acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(is8), acc);
     }
     return hsum_ps(acc);
