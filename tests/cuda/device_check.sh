@@ -48,7 +48,7 @@ while [ $# -gt 0 ]; do
 done
 echo "machine: $(uname -a)"
 echo "glibc:   $(ldd --version 2>&1 | head -1)"
-echo "gpus:    $(nvidia-smi -L 2>&1 | tr '\n' ';' || echo 'no nvidia-smi')"
+echo "gpus:    $(command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>&1 | tr '\n' ' ' || echo 'no nvidia-smi')"
 NVCC=${NVCC:-$(command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)}
 echo "nvcc:    $([ -n "$NVCC" ] && "$NVCC" --version 2>&1 | tail -1 || echo 'not found')"
 [ -n "$NVCC" ] || [ -n "$BUNDLE" ] || { echo "SKIP: nvcc not found"; exit 77; }
@@ -219,7 +219,7 @@ if command -v curl >/dev/null 2>&1; then
             -d '{"prompt":"Once upon a time","max_tokens":16,"temperature":0}' >"$OUT/serve-$2.json"
         sed -n 's/.*"text":"\([^"]*\)".*/\1/p' "$OUT/serve-$2.json" >"$OUT/serve-$2.text"
         curl -s -m 10 "http://127.0.0.1:$port/metrics" >"$OUT/serve-$2.metrics"
-        kill -TERM $spid; wait $spid
+        kill -TERM $spid 2>/dev/null; wait $spid
     }
     serve_one "$STRATA" cpu
     serve_one "$STRATA_CUDA" cuda
