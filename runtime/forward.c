@@ -131,9 +131,12 @@ static void attention_block(model *m, int l, int B, int pos0)
     const layer_weights *L = &m->w.layers[l];
     const model_hparams *hp = &m->hp;
     rmsnorm_rows(m->h, m->x, L->attn_norm, B, hp->n_embd, hp->rms_eps);
+    /* Decode: the o projection comes next (after attention), so threads
+     * that finish early warm their first rows of it (mm_next). */
+    const mm_next next_o = { 1, { &L->wo } };
     if (B == 1) { /* decode: q, k and v as one pool job */
         const mm_vec v[3] = { { &L->wq, m->h, m->q }, { &L->wk, m->h, m->kx }, { &L->wv, m->h, m->vx } };
-        mm_mulv(&m->mm, v, 3);
+        mm_mulv_next(&m->mm, v, 3, &next_o);
     } else {
         mm_mul(&m->mm, &L->wq, m->h, B, m->q);
         mm_mul(&m->mm, &L->wk, m->h, B, m->kx);
@@ -166,8 +169,16 @@ static void attention_block(model *m, int l, int B, int pos0)
     if ((int64_t)B * hp->n_head * (pos0 + B) * hp->head_dim < 32 * 1024)
         for (int t = 0; t < B * hp->n_head; t++) attn_task(&j, t, 0);
     else
-        pool_run(m->pool, B * hp->n_head, attn_task, &j);
-    mm_mul(&m->mm, &L->wo, m->att, B, m->o);
+        pool_run_then(m->pool, B * hp->n_head, attn_task, &j, B == 1 ? mm_warm_next : NULL, (void *)&next_o);
+    if (B == 1) {
+        /* The FFN's first mat-vec job after o: the router, or gate and up. */
+        mm_next next = { 1, { &L->router } };
+        if (hp->n_expert == 0) next = (mm_next){ 2, { &L->ffn_gate, &L->ffn_up } };
+        const mm_vec v = { &L->wo, m->att, m->o };
+        mm_mulv_next(&m->mm, &v, 1, &next);
+    } else {
+        mm_mul(&m->mm, &L->wo, m->att, B, m->o);
+    }
     add_rows(m->x, m->o, (size_t)B * hp->n_embd);
 }
 
@@ -253,13 +264,21 @@ static void moe_block(model *m, int l, int B)
             v[2 * j] = (mm_vec){ &L->exp_gate[e], m->h, m->ffa + j * ff };
             v[2 * j + 1] = (mm_vec){ &L->exp_up[e], m->h, m->ffb + j * ff };
         }
-        mm_mulv(&m->mm, v, 2 * K);
+        mm_next next = { K, { NULL } };
+        for (int j = 0; j < K; j++) next.w[j] = &L->exp_down[m->sel[j]];
+        mm_mulv_next(&m->mm, v, 2 * K, &next);
         for (int64_t i = 0; i < K * ff; i++) {
             float g = silu(m->ffa[i]);
             m->ffa[i] = g * m->ffb[i];
         }
         for (int j = 0; j < K; j++) v[j] = (mm_vec){ &L->exp_down[m->sel[j]], m->ffa + j * ff, m->eo + (size_t)j * D };
-        mm_mulv(&m->mm, v, K);
+        /* Then the next layer's q, k and v (a shared expert comes first). */
+        next.n = 0;
+        if (l + 1 < m->hp.n_layer && !weight_present(&L->sh_gate)) {
+            const layer_weights *N = &m->w.layers[l + 1];
+            next = (mm_next){ 3, { &N->wq, &N->wk, &N->wv } };
+        }
+        mm_mulv_next(&m->mm, v, K, &next);
     } else {
     /* Each expert runs once over every row routed to it (a gathered batch). */
     for (int e = 0; e < E; e++) {

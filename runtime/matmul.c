@@ -19,6 +19,9 @@
 #define MV_WARM_ROWS 4
 #define MV_WARM_BYTES 2048
 
+/* Rows of the next job warmed by a thread that waits at the barrier. */
+#define MV_NEXT_ROWS 8
+
 typedef struct mm_job {
     mm_ctx *c;
     const weight *w;
@@ -136,13 +139,13 @@ static const float *quantize_rows(mm_ctx *c, const weight *w, const float *X, in
     return (const float *)base;
 }
 
-static int mv_run(mm_ctx *c, const mm_vec *v, int n);
+static int mv_run(mm_ctx *c, const mm_vec *v, int n, const mm_next *next);
 
 void mm_mul(mm_ctx *c, const weight *w, const float *X, int B, float *Y)
 {
     if (B == 1) {
         const mm_vec v = { w, X, Y };
-        if (mv_run(c, &v, 1) == 0) return;
+        if (mv_run(c, &v, 1, NULL) == 0) return;
     }
     mm_job j = { c, w, X, B, Y };
     qrow a0;
@@ -216,7 +219,7 @@ static size_t slot_bytes(int64_t cols)
 
 /* The integer-kernel mat-vecs as one job; -1 (nothing done) when one of
  * them cannot take that path. */
-static int mv_run(mm_ctx *c, const mm_vec *v, int n)
+static int mv_run(mm_ctx *c, const mm_vec *v, int n, const mm_next *next)
 {
     mv_job j;
     j.k = c->k;
@@ -254,14 +257,38 @@ static int mv_run(mm_ctx *c, const mm_vec *v, int n)
     if (macs < MM_SERIAL_MACS)
         for (int t = 0; t < j.n_tasks; t++) mv_task(&j, t, 0);
     else
-        pool_run(c->pool, j.n_tasks, mv_task, &j);
+        pool_run_then(c->pool, j.n_tasks, mv_task, &j, next && next->n > 0 ? mm_warm_next : NULL, (void *)next);
     return 0;
 }
 
-void mm_mulv(mm_ctx *c, const mm_vec *v, int n)
+void mm_mulv(mm_ctx *c, const mm_vec *v, int n) { mm_mulv_next(c, v, n, NULL); }
+
+void mm_mulv_next(mm_ctx *c, const mm_vec *v, int n, const mm_next *next)
 {
-    if (mv_run(c, v, n) == 0) return;
+    if (mv_run(c, v, n, next) == 0) return;
     for (int i = 0; i < n; i++) mm_mul(c, v[i].w, v[i].x, 1, v[i].y); /* same results, one job each */
+}
+
+/* Thread `thread` of n_threads takes first, in a mat-vec job over next's
+ * weights, task n_tasks * thread / n_threads (pool.h); its first rows (and
+ * their scales) are prefetched, a hint that changes no result. */
+void mm_warm_next(void *arg, int thread, int n_threads)
+{
+    const mm_next *h = arg;
+    if (!h || h->n <= 0 || h->n > MM_VEC_MAX) return;
+    int64_t n_tasks = 0;
+    for (int i = 0; i < h->n; i++) n_tasks += (h->w[i]->rows + MV_CHUNK - 1) / MV_CHUNK;
+    int64_t task = n_tasks * thread / n_threads;
+    for (int i = 0; i < h->n; i++) {
+        const int64_t nt = (h->w[i]->rows + MV_CHUNK - 1) / MV_CHUNK;
+        if (task < nt) {
+            const int64_t r0 = task * MV_CHUNK;
+            const int64_t r1 = r0 + MV_NEXT_ROWS < h->w[i]->rows ? r0 + MV_NEXT_ROWS : h->w[i]->rows;
+            for (int64_t r = r0; r < r1; r += MV_WARM_ROWS) warm_rows(h->w[i], r, r1);
+            return;
+        }
+        task -= nt;
+    }
 }
 
 void mm_blas_single_thread(void)

@@ -61,6 +61,19 @@ typedef struct mm_vec {
 } mm_vec;
 void mm_mulv(mm_ctx *c, const mm_vec *v, int n);
 
+/* The weights of the mat-vec job (mm_mulv order) that comes after this
+ * one, when known in advance. mm_mulv_next is mm_mulv, and each pool
+ * thread, once done with its share, prefetches the first rows it will take
+ * in that next job (mm_warm_next) while it waits for the others; nothing
+ * but timing depends on it. mm_warm_next is a pool_idle_fn (pool.h) taking
+ * an mm_next, for other pool jobs that precede a mat-vec job. */
+typedef struct mm_next {
+    int n;
+    const weight *w[MM_VEC_MAX];
+} mm_next;
+void mm_mulv_next(mm_ctx *c, const mm_vec *v, int n, const mm_next *next);
+void mm_warm_next(void *next, int thread, int n_threads);
+
 /* Keeps OpenBLAS from starting threads of its own under ours (it is a
  * process-wide setting of that library). No-op without OpenBLAS. */
 void mm_blas_single_thread(void);

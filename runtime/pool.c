@@ -44,6 +44,8 @@ struct pool {
     int caller_sleeps;    /* the caller waits on `done` (under mu) */
     pool_fn fn;
     void *arg;
+    pool_idle_fn idle;    /* NULL, or called by each thread after its tasks */
+    void *idle_arg;
     int n_tasks;
     range *r;             /* n ranges */
 };
@@ -82,6 +84,7 @@ static void run_tasks(pool *p, int thread)
         range *victim = &p->r[(thread + k) % p->n];
         while ((t = take(victim, 0)) >= 0) p->fn(p->arg, t, thread);
     }
+    if (p->idle) p->idle(p->idle_arg, thread, p->n);
 }
 
 /* Waits until gen differs from `seen` or quit is set; returns the new gen. */
@@ -150,15 +153,20 @@ pool *pool_create(int n_threads)
 
 int pool_size(const pool *p) { return p->n; }
 
-void pool_run(pool *p, int n_tasks, pool_fn fn, void *arg)
+void pool_run(pool *p, int n_tasks, pool_fn fn, void *arg) { pool_run_then(p, n_tasks, fn, arg, NULL, NULL); }
+
+void pool_run_then(pool *p, int n_tasks, pool_fn fn, void *arg, pool_idle_fn idle, void *idle_arg)
 {
     if (n_tasks <= 0) return;
     if (p->n == 1 || n_tasks == 1) {
         for (int t = 0; t < n_tasks; t++) fn(arg, t, 0);
+        if (idle) idle(idle_arg, 0, 1);
         return;
     }
     p->fn = fn;
     p->arg = arg;
+    p->idle = idle;
+    p->idle_arg = idle_arg;
     p->n_tasks = n_tasks;
     for (int i = 0; i < p->n; i++) {
         const unsigned long long lo = (unsigned long long)n_tasks * (unsigned)i / (unsigned)p->n;

@@ -19,6 +19,15 @@ typedef struct pool pool;
 pool *pool_create(int n_threads);
 int pool_size(const pool *p);
 void pool_run(pool *p, int n_tasks, pool_fn fn, void *arg);
+
+/* pool_run, and each thread (thread 0..n_threads-1 of the n_threads that
+ * ran the loop; 0 of 1 when it ran serially) calls idle(idle_arg, thread,
+ * n_threads) once after its last task, before it waits for the others:
+ * a place for hints such as prefetching what that thread takes first in
+ * the next loop. Results must not depend on it (it may run while other
+ * threads are still inside fn). idle may be NULL. */
+typedef void (*pool_idle_fn)(void *arg, int thread, int n_threads);
+void pool_run_then(pool *p, int n_tasks, pool_fn fn, void *arg, pool_idle_fn idle, void *idle_arg);
 void pool_free(pool *p);
 
 #endif

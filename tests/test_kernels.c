@@ -552,6 +552,15 @@ static void count_task(void *arg, int task, int thread)
     __atomic_fetch_add(&((counter *)arg)->hits[task], 1, __ATOMIC_RELAXED);
 }
 
+typedef struct idle_counter { int *calls; int n_threads; } idle_counter;
+
+static void count_idle(void *arg, int thread, int n_threads)
+{
+    idle_counter *c = arg;
+    __atomic_fetch_add(&c->calls[thread], 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->n_threads, n_threads, __ATOMIC_RELAXED);
+}
+
 static void test_pool(void **st)
 {
     (void)st;
@@ -565,6 +574,15 @@ static void test_pool(void **st)
             counter c = { hits };
             for (int rep = 0; rep < 20; rep++) pool_run(p, counts[k], count_task, &c);
             for (int i = 0; i < 1000; i++) assert_int_equal(hits[i], i < counts[k] ? 20 : 0);
+            /* pool_run_then: the same tasks, and idle once per thread of the run */
+            int idle[5] = { 0 };
+            memset(hits, 0, sizeof hits);
+            idle_counter ic = { idle, 0 };
+            pool_run_then(p, counts[k], count_task, &c, count_idle, &ic);
+            for (int i = 0; i < 1000; i++) assert_int_equal(hits[i], i < counts[k] ? 1 : 0);
+            const int ran = counts[k] == 1 ? 1 : t;
+            assert_int_equal(ic.n_threads, ran);
+            for (int i = 0; i < 5; i++) assert_int_equal(idle[i], i < ran ? 1 : 0);
         }
         pool_free(p);
     }
