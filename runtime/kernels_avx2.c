@@ -129,22 +129,17 @@ AVX2 static void row_scode(const weight *w, int64_t r, float *dst)
     }
 }
 
+/* What the four x86 tables share; they differ only in their quantized dots. */
+#define AVX2_COMMON_ENTRIES                                                           \
+    .dot_f32 = dot_f32, .dot_f16 = dot_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, \
+    .f16_to_f32 = f16_to_f32, .f32_to_f16 = f32_to_f16,                               \
+    .row_f32 = { [WF_P32] = kscalar_row_p32, [WF_P16] = row_p16, [WF_SCODE] = row_scode, \
+                 [WF_GGML] = kscalar_row_ggml, [WF_IQ3] = kscalar_row_iq3 },          \
+    .quant_q8 = { [WA_Q8_0] = kavx2_quant_q8_0, [WA_Q8_K] = kavx2_quant_q8_k },
+
 static const kernels avx2_table = {
     .name = "avx2",
-    .dot_f32 = dot_f32,
-    .dot_f16 = dot_f16,
-    .axpy_f32 = axpy_f32,
-    .axpy_f16 = axpy_f16,
-    .f16_to_f32 = f16_to_f32,
-    .f32_to_f16 = f32_to_f16,
-    .row_f32 = {
-        [WF_P32] = kscalar_row_p32,
-        [WF_P16] = row_p16,
-        [WF_SCODE] = row_scode,
-        [WF_GGML] = kscalar_row_ggml,
-        [WF_IQ3] = kscalar_row_iq3,
-    },
-    .quant_q8 = { [WA_Q8_0] = kavx2_quant_q8_0, [WA_Q8_K] = kavx2_quant_q8_k },
+    AVX2_COMMON_ENTRIES
     .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx2_qdot_iq3 },
     .qdot4 = { [WF_SCODE] = kavx2_qdot4_scode },
 };
@@ -153,20 +148,7 @@ static const kernels avx2_table = {
  * (kernels_q8_avx2.c): the same results bit for bit. */
 static const kernels avx2_vnni_table = {
     .name = "avx2+vnni",
-    .dot_f32 = dot_f32,
-    .dot_f16 = dot_f16,
-    .axpy_f32 = axpy_f32,
-    .axpy_f16 = axpy_f16,
-    .f16_to_f32 = f16_to_f32,
-    .f32_to_f16 = f32_to_f16,
-    .row_f32 = {
-        [WF_P32] = kscalar_row_p32,
-        [WF_P16] = row_p16,
-        [WF_SCODE] = row_scode,
-        [WF_GGML] = kscalar_row_ggml,
-        [WF_IQ3] = kscalar_row_iq3,
-    },
-    .quant_q8 = { [WA_Q8_0] = kavx2_quant_q8_0, [WA_Q8_K] = kavx2_quant_q8_k },
+    AVX2_COMMON_ENTRIES
     .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kvnni_qdot_iq3 },
     .qdot4 = { [WF_SCODE] = kvnni_qdot4_scode },
 };
@@ -177,40 +159,14 @@ static const kernels avx2_vnni_table = {
  * the same results bit for bit. */
 static const kernels avx512_table = {
     .name = "avx2+avx512",
-    .dot_f32 = dot_f32,
-    .dot_f16 = dot_f16,
-    .axpy_f32 = axpy_f32,
-    .axpy_f16 = axpy_f16,
-    .f16_to_f32 = f16_to_f32,
-    .f32_to_f16 = f32_to_f16,
-    .row_f32 = {
-        [WF_P32] = kscalar_row_p32,
-        [WF_P16] = row_p16,
-        [WF_SCODE] = row_scode,
-        [WF_GGML] = kscalar_row_ggml,
-        [WF_IQ3] = kscalar_row_iq3,
-    },
-    .quant_q8 = { [WA_Q8_0] = kavx2_quant_q8_0, [WA_Q8_K] = kavx2_quant_q8_k },
+    AVX2_COMMON_ENTRIES
     .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3 },
     .qdot4 = { [WF_SCODE] = kavx2_qdot4_scode },
 };
 
 static const kernels avx512_vnni_table = {
     .name = "avx2+vnni+avx512",
-    .dot_f32 = dot_f32,
-    .dot_f16 = dot_f16,
-    .axpy_f32 = axpy_f32,
-    .axpy_f16 = axpy_f16,
-    .f16_to_f32 = f16_to_f32,
-    .f32_to_f16 = f32_to_f16,
-    .row_f32 = {
-        [WF_P32] = kscalar_row_p32,
-        [WF_P16] = row_p16,
-        [WF_SCODE] = row_scode,
-        [WF_GGML] = kscalar_row_ggml,
-        [WF_IQ3] = kscalar_row_iq3,
-    },
-    .quant_q8 = { [WA_Q8_0] = kavx2_quant_q8_0, [WA_Q8_K] = kavx2_quant_q8_k },
+    AVX2_COMMON_ENTRIES
     .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3 },
     .qdot4 = { [WF_SCODE] = kvnni_qdot4_scode },
 };
