@@ -20,8 +20,9 @@
  *  - weight_dot() is y_r = W[r]·x, decoding through `scratch` (cols floats)
  *    for forms without a direct dot.
  *  - Quantized activations (weight.act): quant_q8[kind] rounds a row of x
- *    exactly as ggml's reference quantize_row_q8_0 / quantize_row_q8_K do
- *    (same int8 codes and scales in both tables). qdot[form] is W[r]·a with
+ *    exactly as ggml-cpu does on x86: quantize_row_q8_0's x86 version
+ *    (127/amax, ties to even) and the reference quantize_row_q8_K (same
+ *    int8 codes and scales in both tables). qdot[form] is W[r]·a with
  *    integer products per group and one float multiply-add per group; it
  *    exists for the S-forms and IQ3 where kernels_qdot_ok(w) says so. Other
  *    forms multiply the decoded row by qrow.deq (q * d), the same value

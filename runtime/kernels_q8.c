@@ -32,17 +32,22 @@ int kernels_ggml_act(int t)
     }
 }
 
-/* ggml quantize_row_q8_0_ref: d = amax/127 (stored as fp16), q = roundf(x/d),
- * ties away from zero. */
+/* ggml-cpu's x86 quantize_row_q8_0, the rounding llama.cpp applies to every
+ * activation that meets a Q8_0-family weight on an x86 CPU: d = amax/127
+ * (stored as fp16), q = x * (127/amax) rounded to nearest, ties to even.
+ * The _ref rule ggml uses to quantize weights (x * (1/d), ties away from
+ * zero) gives another code at exact ties and where the two multipliers
+ * round x across a .5 boundary; one such code is enough for logits to part
+ * from llama.cpp's by 1e-2 (docs/runtime.md). */
 void kscalar_quant_q8_0(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16)
 {
     for (int64_t b = 0; b < n / 32; b++) {
         const float *xb = x + b * 32;
         float amax = 0.0f;
         for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(xb[j]));
-        const float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
+        const float db = amax / 127.0f, id = amax != 0.0f ? 127.0f / amax : 0.0f;
         d[b] = fp16_to_f32(f32_to_fp16(db));
-        for (int j = 0; j < 32; j++) q[b * 32 + j] = (int8_t)roundf(xb[j] * id);
+        for (int j = 0; j < 32; j++) q[b * 32 + j] = (int8_t)nearbyintf(xb[j] * id);
     }
     for (int64_t s = 0; s < n / 16; s++) {
         int32_t t = 0;

@@ -51,15 +51,11 @@ AVX2 static inline void sums16(__m256i q, int32_t *out)
     out[1] = _mm_cvtsi128_si32(hi);
 }
 
-/* roundf: truncate, then step away from zero when the (exact) fraction is >= 0.5. */
-AVX2 static inline __m256i round_away(__m256 v)
+/* Round to nearest, ties to even (the MXCSR default), as _mm256_round_ps with
+ * _MM_FROUND_TO_NEAREST_INT does in ggml's x86 quantize_row_q8_0. */
+AVX2 static inline __m256i round_even(__m256 v)
 {
-    const __m256 sign = _mm256_set1_ps(-0.0f);
-    __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-    __m256 frac = _mm256_andnot_ps(sign, _mm256_sub_ps(v, t));
-    __m256 ge = _mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ);
-    __m256 step = _mm256_or_ps(_mm256_and_ps(v, sign), _mm256_set1_ps(1.0f));
-    return _mm256_cvttps_epi32(_mm256_add_ps(t, _mm256_and_ps(ge, step)));
+    return _mm256_cvtps_epi32(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
 AVX2 void kavx2_quant_q8_0(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16)
@@ -73,11 +69,11 @@ AVX2 void kavx2_quant_q8_0(const float *x, int64_t n, int8_t *q, float *d, int32
             m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[k]));
         }
         const float amax = hmax_ps(m);
-        const float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
+        const float db = amax / 127.0f, id = amax != 0.0f ? 127.0f / amax : 0.0f;
         d[b] = fp16_to_f32(f32_to_fp16(db));
         const __m256 vid = _mm256_set1_ps(id);
-        __m256i r = pack32(round_away(_mm256_mul_ps(v[0], vid)), round_away(_mm256_mul_ps(v[1], vid)),
-                           round_away(_mm256_mul_ps(v[2], vid)), round_away(_mm256_mul_ps(v[3], vid)));
+        __m256i r = pack32(round_even(_mm256_mul_ps(v[0], vid)), round_even(_mm256_mul_ps(v[1], vid)),
+                           round_even(_mm256_mul_ps(v[2], vid)), round_even(_mm256_mul_ps(v[3], vid)));
         _mm256_storeu_si256((__m256i *)(q + b * 32), r);
         sums16(r, sum16 + b * 2);
     }

@@ -192,7 +192,10 @@ typedef struct counter { int *hits; } counter;
 
 /* ------------------------------------------------------ quantized activations */
 
-/* ggml's own quantize_row_q8_0 output for input.f32: [fp16 d][32 int8] blocks. */
+/* ggml's quantize_row_q8_0_ref output for input.f32: [fp16 d][32 int8]
+ * blocks. Its rule (x / d, ties away) and the x86 one we follow (x * 127 /
+ * amax, ties to even) agree on every value of this vector; where they part
+ * is tested in test_quant_q8_simd_equals_scalar. */
 static void test_quant_q8_0_equals_ggml(void **st)
 {
     (void)st;
@@ -271,6 +274,34 @@ static void test_quant_q8_simd_equals_scalar(void **st)
     assert_int_equal(q1[10], -127);
     assert_int_equal(q1[20], 127);
     assert_true(d1[0] == 1.0f / (-127.0f / -2.0f));
+    /* Q8_0 rounds as ggml-cpu's x86 quantize_row_q8_0: ties to even (the
+     * _ref rule would give 3, 4, -3) and the multiplier 127/amax, which for
+     * some x near a .5 boundary lands on its other side than 1/d does */
+    const kernels *tabs[2] = { s, v };
+    for (int t = 0; t < 2; t++) {
+        for (int64_t i = 0; i < 32; i++) x[i] = 0.0f;
+        x[0] = 127.0f; x[1] = 2.5f; x[2] = 3.5f; x[3] = -2.5f; x[4] = 0.5f;
+        tabs[t]->quant_q8[WA_Q8_0](x, 32, q1, d1, a1);
+        assert_int_equal(q1[0], 127);
+        assert_int_equal(q1[1], 2);
+        assert_int_equal(q1[2], 4);
+        assert_int_equal(q1[3], -2);
+        assert_int_equal(q1[4], 0);
+        int found = 0;
+        for (uint32_t k = 0; k < 100000 && !found; k++) { /* x within ulps of a .5 boundary where the two multipliers disagree */
+            const float amax = 100.0f + (float)(k / 600) * 0.0271f;
+            const float id86 = 127.0f / amax, idref = 1.0f / (amax / 127.0f);
+            float xv = (((float)(k / 6 % 100) + 1.5f) / id86);
+            for (int u = 0; u < (int)(k % 6); u++) xv = nextafterf(xv, k % 2 ? 0.0f : 1e9f);
+            if (xv >= amax || nearbyintf(xv * id86) == nearbyintf(xv * idref)) continue;
+            for (int64_t i = 0; i < 32; i++) x[i] = 0.0f;
+            x[0] = amax; x[1] = xv;
+            tabs[t]->quant_q8[WA_Q8_0](x, 32, q1, d1, a1);
+            assert_int_equal(q1[1], (int)nearbyintf(xv * id86));
+            found = 1;
+        }
+        assert_true(found);
+    }
     free(x); free(q1); free(q2); free(d1); free(d2); free(a1); free(a2);
 }
 

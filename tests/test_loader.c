@@ -145,26 +145,48 @@ static void test_tinymoe_keep(void **state)
 }
 
 /* IQ3_S/IQ2_S dense tensors stay native, IQ3_XXS experts are moved into the
- * container losslessly, and activations are rounded to Q8_0/Q8_K as llama.cpp
- * rounds them. v1 then agrees to float rounding on every row (4.7e-7);
- * v0, v2 and v3 each pass a near-tie (a router choice or a Q8 code) after
- * which the sequences part: one row at 0.30, the rows after it near 1e-2.
- * f32 activations gave 0.30 / mean KL 0.0020 / top-1 0.972 with no row
- * within 1e-5. The bounds are the measured figures with a margin; a
- * transcoding error (a wrong scale place or factor) moves mean KL toward the
- * 0.375 of a re-quantized file, far past them. */
+ * container losslessly, and activations are rounded to Q8_0/Q8_K as
+ * llama.cpp rounds them on x86. v0 and v1 then agree with llama.cpp to float
+ * rounding on every row (measured 6.6e-7, 5.3e-7) and v2 on 36 of its 37
+ * rows. What remains is one Q8_K code each (docs/runtime.md, "Agreement with
+ * llama.cpp"): v2 row 2 (3.9e-3) and v3 from row 1 on (0.30; llama.cpp
+ * itself gives 0.30 there when it runs v3's prompt as one batch, and the
+ * stored v3 logits are what it gives token by token), where an activation
+ * lies 2 ulps from a rounding boundary and ggml's float summation order
+ * (not ours) puts it on the other side. The bounds are the measured figures
+ * with a margin; a transcoding error (a wrong scale place or factor) moves
+ * every row, and mean KL toward the 0.375 of a re-quantized file. */
 static void test_tinymoe_iq3_xxs(void **state)
 {
     (void)state;
     SKIP_UNLESS_SHARED("models/tinymoe/tinymoe-iq3_xxs.gguf");
     fixture f;
     build(&f, "models/tinymoe/tinymoe-iq3_xxs.gguf", "iq3");
-    stats st = check_pack(f.pack, "models/tinymoe", "models/tinymoe/logits/iq3_xxs", 0, "tinymoe-iq3_xxs pack");
-    printf("  (llama.cpp's own onebatch_vs_incremental_max_abs_diff for this file: 3.8e-6 absolute)\n");
-    assert_true(st.worst_rel < 0.4);           /* measured 0.30 */
-    assert_true(st.kl_sum / st.rows < 0.003);  /* measured 0.0015 */
-    assert_true(st.top1 * 100 >= st.rows * 98); /* measured 0.991 */
-    assert_true(st.close * 2 >= st.rows);      /* measured 74 of 108 */
+    loaded_pack *lp;
+    model *m = open_model(&lp, f.pack);
+    stats all = { 0 };
+    const double bound[4] = { 1e-5, 1e-5, 0.01, 0.4 }; /* measured 6.6e-7, 5.3e-7, 3.9e-3, 0.30 */
+    const int close_min[4] = { 17, 21, 36, 1 };          /* rows within 1e-5: all, all, 36 of 37, row 0 */
+    for (int i = 0; i < 4; i++) {
+        seq s;
+        assert_int_equal(seq_load(&s, "models/tinymoe", "models/tinymoe/logits/iq3_xxs", V4[i]), 0);
+        float *out = run_seq(m, &s);
+        stats st = { 0 };
+        compare(&s, out, 0, &st);
+        printf("tinymoe-iq3_xxs pack %s: %d rows, max |dlogit|/max|logit| %.3g, rows within 1e-5 %d\n", V4[i], st.rows,
+               st.worst_rel, st.close);
+        assert_true(st.worst_rel < bound[i]);
+        assert_true(st.close >= close_min[i]);
+        all.kl_sum += st.kl_sum; all.rows += st.rows; all.top1 += st.top1;
+        free(out);
+        seq_free(&s);
+    }
+    printf("  all: mean KL %.6g, top-1 %.4f (llama.cpp's own batch vs incremental on this file: 3.3e-6 to 3.8e-6 absolute "
+           "on v0-v2, 9.8e-3 on v3)\n", all.kl_sum / all.rows, (double)all.top1 / all.rows);
+    assert_true(all.kl_sum / all.rows < 0.003);   /* measured 0.0014 */
+    assert_true(all.top1 * 100 >= all.rows * 98); /* measured 0.991 */
+    model_free(m);
+    loader_close(lp);
     fixture_rm(&f);
 }
 

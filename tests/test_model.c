@@ -183,9 +183,9 @@ static void test_variants_close(void **st)
  * Q8_0 for Q8_0) the logits come to llama.cpp's for the same file: the f32
  * path differs from them by up to 0.22 of max|logit|, the Q8 path by the
  * figure asserted below (measured 8.1e-7 on v2, KV f32, top-1 on every row).
- * tinymoe-iq3_xxs: v1 to float rounding (4.7e-7); v0, v2, v3 pass a
- * near-tie after which the sequences part (worst 0.30 on v3), as its pack
- * does in test_loader. */
+ * tinymoe-iq3_xxs: v0 and v1 to float rounding (5.3e-7, 4.7e-7); v2 and v3
+ * each pass one Q8_K code that ggml's float order rounds the other way
+ * (3.9e-3 on one row of v2, 0.30 on v3), as its pack does in test_loader. */
 static void test_native_blocks(void **st)
 {
     (void)st;
@@ -218,7 +218,7 @@ static void test_native_blocks(void **st)
         assert_int_equal(seq_load(&s, "models/tinymoe", "models/tinymoe/logits/iq3_xxs", name), 0);
         c = open_model(&g3, "models/tinymoe/tinymoe-iq3_xxs.gguf", 2, f32_opts(2));
         oc = run_seq(c, &s);
-        assert_true(compare(&s, oc, "tinymoe-iq3_xxs native, Q8 activations vs llama.cpp", 0) < (v == 1 ? 1e-5 : 0.4));
+        assert_true(compare(&s, oc, "tinymoe-iq3_xxs native, Q8 activations vs llama.cpp", 0) < (v <= 1 ? 1e-5 : v == 2 ? 0.01 : 0.4));
         free(oc);
         model_free(c);
         gguf_model_free(&g3);
@@ -229,16 +229,16 @@ static void test_native_blocks(void **st)
 /* tinymoe-iq3_xxs with Q8 activations is a float-noise amplifier: a value
  * that lands within float noise of a Q8 code's rounding boundary moves a code
  * by one, and through the IQ3 experts that moves logits by ~1e-2 (up to 0.3
- * once the KV cache carries it). tests/diag_iq3_diverge.c found the first
- * rows that part from llama.cpp (v0 row 15, v2 row 2, v3 row 1) with router
- * top-2 margins of 0.084/0.017, 0.34/0.092 and 0.014/0.037 (layer 0/1):
- * no router near-tie, so expert choice is the same; our prefill and
- * token-by-token paths agree to 8e-7 on every row. Our own scalar and AVX2
- * kernels (equal integer sums, float sums in another order) part the same
- * way from each other, so the llama.cpp divergence is this sensitivity, not
- * a kernel bug. Asserted: v1 agrees with llama.cpp to float rounding on both
- * paths, and scalar vs AVX2 stays within the llama.cpp bound elsewhere
- * (measured v0 8e-7, v2 1.3e-3, v3 1.6e-2). */
+ * once the KV cache carries it). Against llama.cpp's own intermediate
+ * tensors (docs/runtime.md, "Agreement with llama.cpp") the first differing
+ * code is v2's layer-1 ffn_norm row 2 element 80 and v3's layer-0 row 1
+ * element 38, each 2 ulps from a .5 boundary: every float before it differs
+ * from ggml's in the last bits because the summation orders differ, and no
+ * expert choice flips. Our own scalar and AVX2 kernels (equal integer sums,
+ * float sums in another order) part the same way from each other.
+ * Asserted: v0 and v1 agree with llama.cpp to float rounding on both paths,
+ * and scalar vs AVX2 stays within the llama.cpp bound elsewhere (measured
+ * v0 8e-7, v1 7.4e-7, v2 1.3e-3, v3 1.6e-2). */
 static void test_iq3_xxs_q8_sensitivity(void **st)
 {
     (void)st;
@@ -260,7 +260,7 @@ static void test_iq3_xxs_q8_sensitivity(void **st)
         seq self = s;
         self.ref = oa; /* scalar against AVX2 */
         double rs = compare(&self, ob, "iq3_xxs Q8, scalar vs AVX2", 0);
-        if (v == 1) {
+        if (v <= 1) {
             assert_true(ra < 1e-5);
             assert_true(rb < 1e-5);
             assert_true(rs < 1e-5);

@@ -16,10 +16,10 @@ __global__ void scuda_act_q8_0_kernel(const float *x, float *out, int64_t nblk)
     float *ob = out + b * 32;
     float amax = 0.0f;
     for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(xb[j]));
-    const float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
+    const float db = amax / 127.0f, id = amax != 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
     const float d = __half2float(__float2half_rn(db));
     for (int j = 0; j < 32; j++) {
-        const int8_t q = (int8_t)roundf(__fmul_rn(xb[j], id));
+        const int8_t q = (int8_t)rintf(__fmul_rn(xb[j], id));
         ob[j] = __fmul_rn((float)q, d);
     }
 }
