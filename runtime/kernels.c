@@ -7,12 +7,24 @@
 #include "formats/ggml_types.h"
 #include "formats/iq3.h"
 
+#include <math.h>
 #include <string.h>
 
+/* ggml-cpu's x86 ggml_vec_dot_f32 order (the AVX2 table runs it in
+ * vectors): 32 float lanes, element i into lane i % 32 by fused
+ * multiply-add, the four 8-lane vectors folded (0+2, 1+3, then 0+1), the
+ * 8 lanes as (0+4 + 1+5) + (2+6 + 3+7), then the tail past the last 32
+ * added one product at a time. */
 static float dot_f32(const float *a, const float *b, int64_t n)
 {
-    float s = 0.0f;
-    for (int64_t i = 0; i < n; i++) s += a[i] * b[i];
+    float l[32] = { 0 };
+    const int64_t np = n & ~(int64_t)31;
+    for (int64_t i = 0; i < np; i += 32)
+        for (int k = 0; k < 32; k++) l[k] = fmaf(a[i + k], b[i + k], l[k]);
+    float v[8];
+    for (int k = 0; k < 8; k++) v[k] = (l[k] + l[16 + k]) + (l[8 + k] + l[24 + k]);
+    float s = ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
+    for (int64_t i = np; i < n; i++) s += a[i] * b[i];
     return s;
 }
 
@@ -96,7 +108,7 @@ static const kernels scalar_table = {
         [WF_IQ3] = kscalar_row_iq3,
     },
     .quant_q8 = { [WA_Q8_0] = kscalar_quant_q8_0, [WA_Q8_K] = kscalar_quant_q8_k },
-    .qdot = { [WF_SCODE] = kscalar_qdot_scode, [WF_IQ3] = kscalar_qdot_iq3 },
+    .qdot = { [WF_SCODE] = kscalar_qdot_scode, [WF_IQ3] = kscalar_qdot_iq3, [WF_GGML] = kscalar_qdot_ggml },
     .qdot4 = { [WF_SCODE] = kscalar_qdot4_scode },
 };
 

@@ -20,17 +20,22 @@ AVX2 static inline float hsum(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
+/* ggml_vec_dot_f32's order on x86 (kernels.c spells it out). */
 AVX2 static float dot_f32(const float *a, const float *b, int64_t n)
 {
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    const int64_t np = n & ~(int64_t)31;
+    for (int64_t i = 0; i < np; i += 32) {
         s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
         s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
     }
-    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    float s = hsum(_mm256_add_ps(s0, s1));
-    for (; i < n; i++) s += a[i] * b[i];
+    s0 = _mm256_add_ps(_mm256_add_ps(s0, s2), _mm256_add_ps(s1, s3));
+    const __m128 t0 = _mm_add_ps(_mm256_castps256_ps128(s0), _mm256_extractf128_ps(s0, 1));
+    const __m128 t1 = _mm_hadd_ps(t0, t0);
+    float s = _mm_cvtss_f32(_mm_hadd_ps(t1, t1));
+    for (int64_t i = np; i < n; i++) s += a[i] * b[i];
     return s;
 }
 
@@ -140,7 +145,7 @@ AVX2 static void row_scode(const weight *w, int64_t r, float *dst)
 static const kernels avx2_table = {
     .name = "avx2",
     AVX2_COMMON_ENTRIES
-    .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx2_qdot_iq3 },
+    .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx2_qdot_iq3, [WF_GGML] = kscalar_qdot_ggml },
     .qdot4 = { [WF_SCODE] = kavx2_qdot4_scode },
 };
 
@@ -149,7 +154,7 @@ static const kernels avx2_table = {
 static const kernels avx2_vnni_table = {
     .name = "avx2+vnni",
     AVX2_COMMON_ENTRIES
-    .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kvnni_qdot_iq3 },
+    .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kvnni_qdot_iq3, [WF_GGML] = kscalar_qdot_ggml },
     .qdot4 = { [WF_SCODE] = kvnni_qdot4_scode },
 };
 
@@ -160,14 +165,14 @@ static const kernels avx2_vnni_table = {
 static const kernels avx512_table = {
     .name = "avx2+avx512",
     AVX2_COMMON_ENTRIES
-    .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3 },
+    .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kscalar_qdot_ggml },
     .qdot4 = { [WF_SCODE] = kavx2_qdot4_scode },
 };
 
 static const kernels avx512_vnni_table = {
     .name = "avx2+vnni+avx512",
     AVX2_COMMON_ENTRIES
-    .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3 },
+    .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kscalar_qdot_ggml },
     .qdot4 = { [WF_SCODE] = kvnni_qdot4_scode },
 };
 

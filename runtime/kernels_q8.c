@@ -114,11 +114,14 @@ int kq8_codebook_i8(const weight *w, int8_t out[16])
     return 1;
 }
 
+int kq8_ggml_qdot_ok(int ggml_type);
+
 int kernels_qdot_ok(const weight *w)
 {
     const int blk = qrow_block(w->act);
     if (!blk || w->cols % blk) return 0;
     if (w->form == WF_IQ3) return w->act == WA_Q8_K;
+    if (w->form == WF_GGML) return w->act == WA_Q8_K && kq8_ggml_qdot_ok(w->ggml_type);
     if (w->form != WF_SCODE) return 0;
     const int g = w->group;
     if (g % 16 || (g <= blk ? blk % g : g % blk)) return 0;
@@ -131,38 +134,96 @@ int kernels_qdot_ok(const weight *w)
     return w->code_bias >= -128 && w->code_bias + maxcode <= 127;
 }
 
-/* Units are min(group, block) elements: one weight scale, one activation
- * scale. y = sum over units of (scale * d) * isum [+ (offset * d) * qsum]. */
-float kscalar_qdot_scode(const weight *w, int64_t r, const qrow *a)
+/* ggml's horizontal sum of 8 float lanes (hsum_float_8): halves, then pairs. */
+static float hsum8(const float a[8])
 {
+    return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+}
+
+/* A K-quant S-form with its factors (kfactor.h), as ggml-cpu's x86
+ * ggml_vec_dot_q4_K_q8_K / q5_K_q8_K sum: per super-block, lanes of
+ * sc * sum(code * q) fused-multiply-added by d x (activation scale); the
+ * mins as integer sums of m x (activation sums of 32) times -dmin x
+ * (activation scale): one float per super-block added up (Q5_K) or four
+ * float lanes (Q4_K); then the lanes' horizontal sum plus the mins. */
+float kscalar_qdot_kf(const weight *w, int64_t r, const qrow *a)
+{
+    const kfactor *kf = w->kf;
     const uint8_t *codes = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     const int bits = w->code_bits, per_byte = 8 / bits, mask = (1 << bits) - 1;
-    const int blk = qrow_block(a->kind), unit = w->group < blk ? w->group : blk;
+    const int64_t nsb = w->cols / 256, sb0 = r * nsb;
+    float acc[8] = { 0 }, accm[4] = { 0 }, summs = 0.0f;
+    for (int64_t i = 0; i < nsb; i++) {
+        const float yd = a->d[i];
+        const float D = yd * kf->d[sb0 + i], Dmin = -yd * kf->dmin[sb0 + i];
+        const uint8_t *sc = kf->sc + (sb0 + i) * 8, *m = kf->m + (sb0 + i) * 8;
+        int32_t lane[8] = { 0 }, bs[8];
+        for (int j = 0; j < 8; j++) {
+            for (int e = 0; e < 32; e++) {
+                const int64_t c = i * 256 + j * 32 + e;
+                const int code = (codes[c / per_byte] >> ((c % per_byte) * bits)) & mask;
+                lane[e / 4] += (int32_t)sc[j] * code * a->q[c];
+            }
+            bs[j] = a->sum16[(i * 256 + j * 32) / 16] + a->sum16[(i * 256 + j * 32) / 16 + 1];
+        }
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
+        if (kf->style == 5) {
+            int32_t tot = 0;
+            for (int j = 0; j < 8; j++) tot += (int32_t)m[j] * bs[j];
+            summs += Dmin * (float)tot;
+        } else {
+            for (int k = 0; k < 4; k++)
+                accm[k] = fmaf(Dmin, (float)((int32_t)m[2 * k] * bs[2 * k] + (int32_t)m[2 * k + 1] * bs[2 * k + 1]), accm[k]);
+        }
+    }
+    if (kf->style == 4) summs = (accm[0] + accm[2]) + (accm[1] + accm[3]);
+    return hsum8(acc) + summs;
+}
+
+/* The order ggml-cpu's x86 dot kernels sum in, which the SIMD kernels keep
+ * and this one spells out: per 32 elements, 8 integer lane sums (lane l =
+ * elements 4l..4l+3), each lane accumulated in float with one fused
+ * multiply-add by (weight scale x activation scale), groups of 16 giving
+ * lanes 0..3 and 4..7 their own scale; offsets (x the activation sums of 16)
+ * summed separately in unit order; the lanes' horizontal sum, plus that. */
+float kscalar_qdot_scode(const weight *w, int64_t r, const qrow *a)
+{
+    if (w->kf && a->kind == WA_Q8_K) return kscalar_qdot_kf(w, r, a);
+    const uint8_t *codes = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    const int bits = w->code_bits, per_byte = 8 / bits, mask = (1 << bits) - 1;
+    const int blk = qrow_block(a->kind);
     const int64_t g0 = r * (w->cols / w->group);
     int8_t cb[16] = { 0 };
     if (w->codebook) kq8_codebook_i8(w, cb);
-    float acc = 0.0f;
-    for (int64_t c0 = 0; c0 < w->cols; c0 += unit) {
-        int32_t isum = 0;
-        for (int64_t c = c0; c < c0 + unit; c++) {
+    float acc[8] = { 0 }, off = 0.0f;
+    for (int64_t c0 = 0; c0 < w->cols; c0 += 32) {
+        int32_t lane[8] = { 0 };
+        for (int64_t c = c0; c < c0 + 32; c++) {
             int code = (codes[c / per_byte] >> ((c % per_byte) * bits)) & mask;
             int v = w->codebook ? cb[code] : code + w->code_bias;
-            isum += v * a->q[c];
+            lane[(c - c0) / 4] += v * a->q[c];
         }
         const int64_t g = g0 + c0 / w->group;
         const float db = a->d[c0 / blk];
-        const float sd = w->scales[g] * db;
-        float t = sd * (float)isum;
-        acc += t;
+        const float s0 = w->scales[g] * db, s1 = w->group < 32 ? w->scales[g + 1] * db : s0;
+        for (int l = 0; l < 8; l++) acc[l] = fmaf((float)lane[l], l < 4 ? s0 : s1, acc[l]);
         if (w->offsets) {
-            int32_t qsum = 0;
-            for (int64_t s = c0 / 16; s < (c0 + unit) / 16; s++) qsum += a->sum16[s];
-            const float od = w->offsets[g] * db;
-            t = od * (float)qsum;
-            acc += t;
+            const int32_t *s16 = a->sum16 + c0 / 16;
+            float t;
+            if (w->group >= 32) {
+                const float od = w->offsets[g] * db;
+                t = od * (float)(s16[0] + s16[1]);
+                off += t;
+            } else {
+                const float od0 = w->offsets[g] * db, od1 = w->offsets[g + 1] * db;
+                t = od0 * (float)s16[0];
+                off += t;
+                t = od1 * (float)s16[1];
+                off += t;
+            }
         }
     }
-    return acc;
+    return hsum8(acc) + off;
 }
 
 void kscalar_qdot4_scode(const weight *w, int64_t r, const qrow *a, float *y)
@@ -170,39 +231,88 @@ void kscalar_qdot4_scode(const weight *w, int64_t r, const qrow *a, float *y)
     for (int k = 0; k < 4; k++) y[k] = kscalar_qdot_scode(w, r + k, a);
 }
 
-/* value = d * (2*code + 1) * grid * sign / 8, so per 256-block
- * y += (d * dx * 0.125) * sum over 32-subs of (2*code + 1) * sum(grid * sign * q). */
+/* value = d * (2*code + 1) * grid * sign / 8, so per 256-block the lanes
+ * (elements 4l..4l+3 of every 32) hold sum over 32-subs of (2*code + 1) *
+ * sum(grid * sign * q), and y = hsum(lanes fused-multiply-added by
+ * d * dx * 0.125): the AVX2 kernel's order, which is ggml's
+ * ggml_vec_dot_iq3_xxs_q8_K on x86 (its d is half ours, its final factor
+ * 0.25: the same bits). */
 float kscalar_qdot_iq3(const weight *w, int64_t r, const qrow *a)
 {
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    float acc = 0.0f;
+    float acc[8] = { 0 };
     for (int64_t b = 0; b < w->cols / IQ3_QK; b++) {
         const uint8_t *blk = row + b * IQ3_BLOCK_BYTES;
         const int8_t *q = a->q + b * IQ3_QK;
         uint16_t dh;
         memcpy(&dh, blk + 96, 2);
-        int32_t isum = 0;
+        int32_t lane[8] = { 0 };
         for (int s = 0; s < 8; s++) {
             uint32_t word;
             memcpy(&word, blk + 64 + 4 * s, 4);
-            int32_t sub = 0;
+            const int32_t mul = (int32_t)(2 * (word >> 28) + 1);
             for (int k = 0; k < 4; k++) {
                 const unsigned s7 = (word >> (7 * k)) & 127u;
                 const unsigned signs = s7 | ((unsigned)__builtin_parity(s7) << 7);
                 for (int h = 0; h < 2; h++) {
                     const uint32_t gv = ggml_iq3xxs_grid[blk[s * 8 + k * 2 + h]];
+                    int32_t sub = 0;
                     for (int j = 0; j < 4; j++) {
                         const int e = k * 8 + h * 4 + j;
                         const int v = (int)((gv >> (8 * j)) & 255u);
                         sub += (signs >> (h * 4 + j) & 1u) ? -v * q[s * 32 + e] : v * q[s * 32 + e];
                     }
+                    lane[k * 2 + h] += sub * mul;
                 }
             }
-            isum += sub * (int32_t)(2 * (word >> 28) + 1);
         }
         const float dd = fp16_to_f32(dh) * a->d[b] * 0.125f;
-        float t = dd * (float)isum;
-        acc += t;
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(dd, (float)lane[l], acc[l]);
     }
-    return acc;
+    return hsum8(acc);
+}
+
+/* Native IQ2_S blocks (ggml block_iq2_s: fp16 d, 32 grid-index bytes, 32
+ * sign bytes, 8 high-bit bytes, 8 scale bytes per 256) as ggml-cpu's x86
+ * ggml_vec_dot_iq2_s_q8_K sums: per 32 elements, lane l = elements
+ * 4l..4l+3 of grid * sign * q times 2 * scale + 1 (the low nibble for the
+ * first 16, the high one for the second), lanes summed over the block in
+ * integers, fused-multiply-added by d x (activation scale); 0.125 x the
+ * horizontal sum. */
+static float qdot_iq2_s(const weight *w, int64_t r, const qrow *a)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    float acc[8] = { 0 };
+    for (int64_t b = 0; b < w->cols / 256; b++) {
+        const uint8_t *blk = row + b * 82, *qs = blk + 2, *signs = blk + 34, *qh = blk + 66, *sc = blk + 74;
+        const int8_t *q = a->q + b * 256;
+        uint16_t dh;
+        memcpy(&dh, blk, 2);
+        int32_t lane[8] = { 0 };
+        for (int ib = 0; ib < 8; ib++) {
+            const int32_t ls[2] = { 2 * (sc[ib] & 15) + 1, 2 * (sc[ib] >> 4) + 1 };
+            for (int g = 0; g < 4; g++) { /* 8 elements: one grid entry, one sign byte */
+                const uint64_t gv = ggml_iq2s_grid[qs[ib * 4 + g] | ((qh[ib] << (8 - 2 * g)) & 0x300)];
+                const uint8_t sg = signs[ib * 4 + g];
+                for (int j = 0; j < 8; j++) {
+                    const int e = g * 8 + j, v = (int)((gv >> (8 * j)) & 255u);
+                    const int p = (sg >> j & 1) ? -v * q[ib * 32 + e] : v * q[ib * 32 + e];
+                    lane[e / 4] += p * ls[e / 16];
+                }
+            }
+        }
+        const float D = fp16_to_f32(dh) * a->d[b];
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
+    }
+    return 0.125f * hsum8(acc);
+}
+
+int kq8_ggml_qdot_ok(int ggml_type) { return ggml_type == GGML_TYPE_IQ2_S; }
+
+float kscalar_qdot_ggml(const weight *w, int64_t r, const qrow *a)
+{
+    switch (w->ggml_type) {
+    case GGML_TYPE_IQ2_S: return qdot_iq2_s(w, r, a);
+    default: return 0.0f; /* kernels_qdot_ok() keeps other types away */
+    }
 }

@@ -158,8 +158,11 @@ AVX2 static inline __m256i dot32_wide(const uint8_t *p, const int8_t *q, __m256i
 }
 
 /* Q8_0-shaped rows (one weight scale and one activation scale per 32
- * elements, no offsets): the hot loop of decode. Two chunks per step into
- * two accumulators; `bits` is a constant at each call site, so the code
+ * elements, no offsets): the hot loop of decode. Two chunks per step, both
+ * into one accumulator in unit order (8 float lanes, one fused multiply-add
+ * of (weight scale x activation scale) per unit, ggml's horizontal sum at
+ * the end: ggml-cpu's x86 ggml_vec_dot_q8_0_q8_0 and llamafile's tinyBLAS
+ * give these bits); `bits` is a constant at each call site, so the code
  * unpacking is specialised. Rows are read ahead of the hardware prefetcher,
  * which stops at 4 KiB page boundaries. */
 #define QD_AHEAD 1024
@@ -167,7 +170,7 @@ AVX2 static inline __attribute__((always_inline)) float qdot_unit32(const uint8_
                                                                     const float *sc, const float *d, int64_t n32,
                                                                     int bits, __m256i bias, __m256i cb, int use_cb)
 {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    __m256 acc0 = _mm256_setzero_ps();
     const int64_t step = 4 * bits; /* bytes of codes per 32 elements */
     int64_t i = 0;
     for (; i + 2 <= n32; i += 2) {
@@ -178,18 +181,19 @@ AVX2 static inline __attribute__((always_inline)) float qdot_unit32(const uint8_
         const __m256i s1 = dot32_i8(values32(p + step, bits, bias, cb, use_cb),
                                     _mm256_loadu_si256((const __m256i *)(q + i * 32 + 32)));
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(sc[i] * d[i]), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_set1_ps(sc[i + 1] * d[i + 1]), acc1);
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_set1_ps(sc[i + 1] * d[i + 1]), acc0);
     }
     if (i < n32) {
         const __m256i s0 = dot32_i8(values32(codes + i * step, bits, bias, cb, use_cb),
                                     _mm256_loadu_si256((const __m256i *)(q + i * 32)));
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(sc[i] * d[i]), acc0);
     }
-    return hsum_ps(_mm256_add_ps(acc0, acc1));
+    return hsum_ps(acc0);
 }
 
 AVX2 float kavx2_qdot_scode(const weight *w, int64_t r, const qrow *a)
 {
+    if (w->kf && a->kind == WA_Q8_K) return kscalar_qdot_kf(w, r, a);
     const uint8_t *codes = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     const int bits = w->code_bits, blk = qrow_block(a->kind), group = w->group;
     const int64_t g0 = r * (w->cols / group), n32 = w->cols / 32;
@@ -210,7 +214,7 @@ AVX2 float kavx2_qdot_scode(const weight *w, int64_t r, const qrow *a)
     const float *sp = w->scales + g0, *op = w->offsets ? w->offsets + g0 : NULL, *dp = a->d;
     const int gstep = group >= 32 ? group / 32 : 0, dstep = blk / 32;
     int gcnt = gstep, dcnt = dstep;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    __m256 acc0 = _mm256_setzero_ps();
     float off = 0.0f;
     for (int64_t i = 0; i < n32; i++) {
         const int64_t c0 = i * 32;
@@ -225,8 +229,7 @@ AVX2 float kavx2_qdot_scode(const weight *w, int64_t r, const qrow *a)
             const float s0 = sp[0] * db, s1 = sp[1] * db;
             sd = _mm256_setr_ps(s0, s0, s0, s0, s1, s1, s1, s1);
         }
-        if (i & 1) acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sd, acc1);
-        else acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sd, acc0);
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sd, acc0);
         if (op) { /* units of 32 (one 16-sum pair) or 16 (one each) */
             const int32_t *s16 = a->sum16 + c0 / 16;
             float t;
@@ -246,7 +249,7 @@ AVX2 float kavx2_qdot_scode(const weight *w, int64_t r, const qrow *a)
         else if (--gcnt == 0) { sp++; if (op) op++; gcnt = gstep; }
         if (--dcnt == 0) { dp++; dcnt = dstep; }
     }
-    return hsum_ps(_mm256_add_ps(acc0, acc1)) + off;
+    return hsum_ps(acc0) + off;
 }
 
 /* Four consecutive Q8_0-shaped rows at once: the activation codes and the
@@ -254,9 +257,8 @@ AVX2 float kavx2_qdot_scode(const weight *w, int64_t r, const qrow *a)
  * (weight scale x activation scale) products of 8 units are taken as one
  * vector multiply and broadcast by lane, and the horizontal sums and the
  * call overhead are paid once per four rows. Each row keeps exactly
- * qdot_unit32's operations in qdot_unit32's order (units 0, 2, 4... into
- * one accumulator, 1, 3, 5... into the other, the odd last unit into the
- * first, the same products and fused multiply-adds), so every y[k] equals
+ * qdot_unit32's operations in qdot_unit32's order (every unit into one
+ * accumulator in order, the same products and fused multiply-adds), so every y[k] equals
  * the one-row kernel's result bit for bit: how rows are grouped never
  * changes a logit. */
 #define QD_ROWS 4
@@ -271,9 +273,9 @@ AVX2 static inline __attribute__((always_inline)) void qdot4_unit32(const uint8_
                                                                     const float *d, int bits, __m256i bias,
                                                                     __m256i cb, int use_cb, float *y)
 {
-    __m256 acc0[QD_ROWS], acc1[QD_ROWS];
+    __m256 acc0[QD_ROWS];
     QD_UNROLL
-    for (int k = 0; k < QD_ROWS; k++) acc0[k] = acc1[k] = _mm256_setzero_ps();
+    for (int k = 0; k < QD_ROWS; k++) acc0[k] = _mm256_setzero_ps();
     const int64_t step = 4 * bits;
     const size_t ahead = QD_ROWS * row_bytes; /* the same place in the next four rows */
     int64_t i = 0;
@@ -293,7 +295,7 @@ AVX2 static inline __attribute__((always_inline)) void qdot4_unit32(const uint8_
                 const __m256i s0 = dot32_i8(values32(p, bits, bias, cb, use_cb), q0);
                 const __m256i s1 = dot32_i8(values32(p + step, bits, bias, cb, use_cb), q1);
                 acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_broadcast_ss(&sd[k][u]), acc0[k]);
-                acc1[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_broadcast_ss(&sd[k][u + 1]), acc1[k]);
+                acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_broadcast_ss(&sd[k][u + 1]), acc0[k]);
             }
         }
     }
@@ -306,7 +308,7 @@ AVX2 static inline __attribute__((always_inline)) void qdot4_unit32(const uint8_
             const __m256i s1 = dot32_i8(values32(p + step, bits, bias, cb, use_cb),
                                         _mm256_loadu_si256((const __m256i *)(q + i * 32 + 32)));
             acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(s[i] * d[i]), acc0[k]);
-            acc1[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_set1_ps(s[i + 1] * d[i + 1]), acc1[k]);
+            acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_set1_ps(s[i + 1] * d[i + 1]), acc0[k]);
         }
     if (i < n32)
         QD_UNROLL
@@ -316,11 +318,12 @@ AVX2 static inline __attribute__((always_inline)) void qdot4_unit32(const uint8_
             acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(sc[k * n32 + i] * d[i]), acc0[k]);
         }
     QD_UNROLL
-    for (int k = 0; k < QD_ROWS; k++) y[k] = hsum_ps(_mm256_add_ps(acc0[k], acc1[k]));
+    for (int k = 0; k < QD_ROWS; k++) y[k] = hsum_ps(acc0[k]);
 }
 
 AVX2 void kavx2_qdot4_scode(const weight *w, int64_t r, const qrow *a, float *y)
 {
+    if (w->kf && a->kind == WA_Q8_K) { for (int k = 0; k < QD_ROWS; k++) y[k] = kscalar_qdot_kf(w, r + k, a); return; }
     const int bits = w->code_bits, use_cb = w->codebook != NULL;
     if (w->group == 32 && qrow_block(a->kind) == 32 && !w->offsets && (bits == 8 || bits == 4) &&
         (use_cb || bits == 4 || w->code_bias == -128)) {
@@ -455,7 +458,7 @@ VNNI static inline __attribute__((always_inline)) float vnni_unit32(const uint8_
                                                                     const float *sc, const float *d, int64_t n32,
                                                                     int bits, __m256i bias16)
 {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    __m256 acc0 = _mm256_setzero_ps();
     const int64_t step = 4 * bits;
     int64_t i = 0;
     for (; i + 2 <= n32; i += 2) {
@@ -467,14 +470,14 @@ VNNI static inline __attribute__((always_inline)) float vnni_unit32(const uint8_
         const __m256i s0 = _mm256_dpbusd_avx_epi32(bias_lanes(q0, bias16), codes32_u8(p, bits), q0);
         const __m256i s1 = _mm256_dpbusd_avx_epi32(bias_lanes(q1, bias16), codes32_u8(p + step, bits), q1);
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(sc[i] * d[i]), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_set1_ps(sc[i + 1] * d[i + 1]), acc1);
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_set1_ps(sc[i + 1] * d[i + 1]), acc0);
     }
     if (i < n32) {
         const __m256i q0 = _mm256_loadu_si256((const __m256i *)(q + i * 32));
         const __m256i s0 = _mm256_dpbusd_avx_epi32(bias_lanes(q0, bias16), codes32_u8(codes + i * step, bits), q0);
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(sc[i] * d[i]), acc0);
     }
-    return hsum_ps(_mm256_add_ps(acc0, acc1));
+    return hsum_ps(acc0);
 }
 
 /* The rows qdot_unit32 takes, less the codebook ones (left to AVX2). */
@@ -499,9 +502,9 @@ VNNI static inline __attribute__((always_inline)) void vnni4_unit32(const uint8_
                                                                     const int8_t *q, const float *sc, int64_t n32,
                                                                     const float *d, int bits, __m256i bias16, float *y)
 {
-    __m256 acc0[QD_ROWS], acc1[QD_ROWS];
+    __m256 acc0[QD_ROWS];
     QD_UNROLL
-    for (int k = 0; k < QD_ROWS; k++) acc0[k] = acc1[k] = _mm256_setzero_ps();
+    for (int k = 0; k < QD_ROWS; k++) acc0[k] = _mm256_setzero_ps();
     const int64_t step = 4 * bits;
     const size_t ahead = QD_ROWS * row_bytes;
     int64_t i = 0;
@@ -522,7 +525,7 @@ VNNI static inline __attribute__((always_inline)) void vnni4_unit32(const uint8_
                 const __m256i s0 = _mm256_dpbusd_avx_epi32(b0, codes32_u8(p, bits), q0);
                 const __m256i s1 = _mm256_dpbusd_avx_epi32(b1, codes32_u8(p + step, bits), q1);
                 acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_broadcast_ss(&sd[k][u]), acc0[k]);
-                acc1[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_broadcast_ss(&sd[k][u + 1]), acc1[k]);
+                acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_broadcast_ss(&sd[k][u + 1]), acc0[k]);
             }
         }
     }
@@ -537,7 +540,7 @@ VNNI static inline __attribute__((always_inline)) void vnni4_unit32(const uint8_
             const __m256i s0 = _mm256_dpbusd_avx_epi32(b0, codes32_u8(p, bits), q0);
             const __m256i s1 = _mm256_dpbusd_avx_epi32(b1, codes32_u8(p + step, bits), q1);
             acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(s[i] * d[i]), acc0[k]);
-            acc1[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_set1_ps(s[i + 1] * d[i + 1]), acc1[k]);
+            acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_set1_ps(s[i + 1] * d[i + 1]), acc0[k]);
         }
     }
     if (i < n32) {
@@ -550,7 +553,7 @@ VNNI static inline __attribute__((always_inline)) void vnni4_unit32(const uint8_
         }
     }
     QD_UNROLL
-    for (int k = 0; k < QD_ROWS; k++) y[k] = hsum_ps(_mm256_add_ps(acc0[k], acc1[k]));
+    for (int k = 0; k < QD_ROWS; k++) y[k] = hsum_ps(acc0[k]);
 }
 
 VNNI void kvnni_qdot4_scode(const weight *w, int64_t r, const qrow *a, float *y)

@@ -10,6 +10,7 @@
 #include "formats/iq3.h"
 #include "formats/planes.h"
 #include "runtime/kernels.h"
+#include "runtime/kfactor.h"
 #include "runtime/loader_index.h"
 
 #include <errno.h>
@@ -279,6 +280,20 @@ static int find_row(const loaded_pack *p, const char *name)
     return -1;
 }
 
+/* A K-quant in S-form gets its super-block factors back (kfactor.h), so its
+ * products can follow ggml's order; one that does not factor keeps the
+ * per-group kernel. */
+static int attach_kfactor(loaded_pack *p, weight *w, const char *name)
+{
+    const size_t n = kfactor_bytes(w);
+    if (!n) return 0;
+    void *mem = own(p, n);
+    kfactor *kf = own(p, sizeof *kf);
+    if (!mem || !kf) return fail(p, "%s: out of memory", name);
+    if (kfactor_build(w, mem, kf)) w->kf = kf;
+    return 0;
+}
+
 static int mat(loaded_pack *p, weight *w, const char *fmt, int layer)
 {
     char name[96];
@@ -290,7 +305,7 @@ static int mat(loaded_pack *p, weight *w, const char *fmt, int layer)
     if (t->n_dims != 2) return fail(p, "%s: a matrix with %d dimensions", name, t->n_dims);
     p->used_t[i] = 1;
     row_weight(p, t, w);
-    return 0;
+    return attach_kfactor(p, w, name);
 }
 
 /* Norms and biases as f32, decoded through the scalar kernels when the pool
@@ -368,6 +383,7 @@ static int expert_weight(loaded_pack *p, const pi_expert *x, const pi_layer *l, 
             s += groups * (fp16 ? 2 : 4);
             if (k) w->offsets = f; else w->scales = f;
         }
+        if (attach_kfactor(p, w, x->name)) return -1;
     } else {
         return fail(p, "%s: expert form %s is not one the runtime reads", x->name, x->form);
     }

@@ -28,6 +28,7 @@ typedef struct mm_job {
     const float *X;
     int B;
     float *Y;
+    const qrow *a0; /* integer prefill: the first rounded row (the others follow it) */
 } mm_job;
 
 /* Software prefetch of the first bytes of rows r.. (and, for SCODE, of
@@ -77,6 +78,32 @@ static void matvec_task(void *arg, int task, int thread)
     int64_t r0 = (int64_t)task * MV_CHUNK, r1 = r0 + MV_CHUNK;
     if (r1 > w->rows) r1 = w->rows;
     for (int64_t r = r0; r < r1; r++) j->Y[r] = weight_dot(j->c->k, w, r, j->X, scratch);
+}
+
+/* Row b of the rounded activations quantize_rows() laid out after a0. */
+static qrow qrow_at(const qrow *a0, int b)
+{
+    const int64_t e = (int64_t)b * a0->n;
+    const int blk = qrow_block(a0->kind);
+    return (qrow){ a0->kind, a0->n, a0->q + e, a0->d + e / blk, a0->sum16 + e / 16, a0->deq + e };
+}
+
+/* Prefill through the integer kernels: a tile of rows (in cache) against
+ * every token, each product the same kernel call decode makes, so a prompt
+ * gives the bits token-by-token decoding gives (and ggml-cpu's, whose batch
+ * path also runs its vec_dot per row and token, or tinyBLAS with the same
+ * per-element order). */
+static void tile_task_q(void *arg, int task, int thread)
+{
+    (void)thread;
+    mm_job *j = arg;
+    const weight *w = j->w;
+    int64_t r0 = (int64_t)task * MM_TILE, r1 = r0 + MM_TILE;
+    if (r1 > w->rows) r1 = w->rows;
+    for (int b = 0; b < j->B; b++) {
+        const qrow a = qrow_at(j->a0, b);
+        qdot_rows(j->c->k, w, &a, j->Y + (size_t)b * w->rows, r0, r1, NULL, 0, 0);
+    }
 }
 
 static void tile_task(void *arg, int task, int thread)
@@ -147,14 +174,18 @@ void mm_mul(mm_ctx *c, const weight *w, const float *X, int B, float *Y)
         const mm_vec v = { w, X, Y };
         if (mv_run(c, &v, 1, NULL) == 0) return;
     }
-    mm_job j = { c, w, X, B, Y };
+    mm_job j = { c, w, X, B, Y, NULL };
     qrow a0;
     const float *xq = quantize_rows(c, w, X, B, &a0);
     if (xq) j.X = xq;
-    if (B == 1)
+    if (xq && B > 1 && c->k->qdot[w->form] && kernels_qdot_ok(w)) {
+        j.a0 = &a0;
+        run(c, (int)((w->rows + MM_TILE - 1) / MM_TILE), tile_task_q, &j);
+    } else if (B == 1) {
         run(c, (int)((w->rows + MV_CHUNK - 1) / MV_CHUNK), matvec_task, &j);
-    else
+    } else {
         run(c, (int)((w->rows + MM_TILE - 1) / MM_TILE), tile_task, &j);
+    }
 }
 
 void mm_mul2(mm_ctx *c, const weight *w0, const weight *w1, const float *X, int B, float *Y0, float *Y1)

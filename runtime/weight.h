@@ -31,6 +31,15 @@ typedef enum wform { WF_P32, WF_P16, WF_SCODE, WF_GGML, WF_IQ3, WF_COUNT } wform
  * act_kind; ggml's vec_dot_type for native blocks; Q8_K for IQ3). */
 typedef enum wact { WA_F32 = 0, WA_Q8_0 = 1, WA_Q8_K = 2 } wact;
 
+/* K-quant super-block factors of an S-form weight (runtime/kfactor.h):
+ * per 256 elements of a row d and dmin, per 32 the integers sc and m, so
+ * scale = d * sc and offset = -dmin * m. */
+typedef struct kfactor {
+    int style;              /* 4: Q4_K's order of summing the mins, 5: Q5_K's */
+    const float *d, *dmin;  /* rows * cols / 256 */
+    const uint8_t *sc, *m;  /* rows * cols / 32 */
+} kfactor;
+
 typedef struct weight {
     wform form;
     int64_t rows, cols;
@@ -40,6 +49,7 @@ typedef struct weight {
     int act;                 /* wact; 0 (f32) unless the loader says otherwise */
     int code_bits, code_bias, group;                 /* SCODE */
     const float *scales, *offsets, *codebook;        /* SCODE */
+    const kfactor *kf;       /* SCODE K-quants: factored scales, or NULL */
 } weight;
 
 static inline int weight_present(const weight *w) { return w->data != NULL; }
