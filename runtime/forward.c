@@ -8,6 +8,7 @@
 #include "runtime/model_impl.h"
 
 #include "runtime/device.h"
+#include "runtime/ggml_order.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -31,7 +32,8 @@ static void rmsnorm_rows(float *out, const float *x, const float *w, int B, int 
     for (int b = 0; b < B; b++) rmsnorm(out + (size_t)b * n, x + (size_t)b * n, w, n, eps);
 }
 
-static float silu(float x) { return x / (1.0f + expf(-x)); }
+/* SiLU as ggml_v_silu computes it (its own expf, runtime/ggml_order.h). */
+static float silu(float x) { return ggml_order_silu(x); }
 
 static void add_bias(float *y, const float *bias, int B, int n)
 {
@@ -45,16 +47,20 @@ static void add_rows(float *x, const float *y, size_t n)
     for (size_t i = 0; i < n; i++) x[i] += y[i];
 }
 
-/* theta_i = pos * base^(-2i/n_rot), computed in double once per row. */
+/* theta_i = pos * base^(-2i/n_rot) the way ggml-cpu's rope cache makes it
+ * (float: theta starts at pos and is multiplied by powf(base, -2/n_rot)
+ * once per pair, cosf/sinf of each), so angles carry ggml's rounding. */
 static void rope_tables(model *m, int B, int pos0)
 {
     const int half = m->hp.n_rot / 2;
+    const float theta_scale = powf(m->hp.rope_base, -2.0f / (float)m->hp.n_rot);
     for (int b = 0; b < B; b++) {
         float *cs = m->rope_cs + (size_t)b * m->hp.n_rot;
+        float theta = (float)(pos0 + b);
         for (int i = 0; i < half; i++) {
-            double theta = (double)(pos0 + b) * pow((double)m->hp.rope_base, -2.0 * i / m->hp.n_rot);
-            cs[i] = (float)cos(theta);
-            cs[half + i] = (float)sin(theta);
+            cs[i] = cosf(theta);
+            cs[half + i] = sinf(theta);
+            theta *= theta_scale;
         }
     }
 }
@@ -66,8 +72,10 @@ static void rope_head(float *v, const float *cs, int n_rot, rope_kind kind)
     for (int i = 0; i < half; i++) {
         const int i0 = kind == ROPE_NEOX ? i : 2 * i, i1 = kind == ROPE_NEOX ? i + half : 2 * i + 1;
         const float c = cs[i], s = cs[half + i], a = v[i0], b = v[i1];
-        v[i0] = a * c - b * s;
-        v[i1] = a * s + b * c;
+        /* ggml-cpu is built with floating-point contraction: its
+         * x0*cos - x1*sin and x0*sin + x1*cos become these two FMAs */
+        v[i0] = fmaf(a, c, -(b * s));
+        v[i1] = fmaf(a, s, b * c);
     }
 }
 
@@ -94,7 +102,14 @@ typedef struct attn_job {
     int layer, B, pos0;
 } attn_job;
 
-/* One (row, query head): causal softmax(q·k / sqrt(d)) over the cache, times v. */
+/* One (row, query head): causal softmax(q·k / sqrt(d)) over the cache, times
+ * v. With an f32 cache every step is ggml-cpu's (non-flash) attention on
+ * x86, bit for bit: the scores by ggml_vec_dot_f32, scaled, softmax as
+ * ggml_soft_max_ext (ggml's expf over whole groups of 8 positions, masked
+ * ones counting as exact zeros), and the weighted sum of v with position p
+ * in float lane p % 32, ggml_vec_dot_f32's fold at the end, when one row is
+ * computed (decode), or in lane p % 8 and a horizontal sum, llamafile's
+ * tinyBLAS, when a batch is (prefill). */
 static void attn_task(void *arg, int task, int thread)
 {
     attn_job *j = arg;
@@ -104,25 +119,48 @@ static void attn_task(void *arg, int task, int thread)
     const int n_pos = j->pos0 + b + 1;
     const float *q = m->q + (size_t)b * m->q_dim + (size_t)h * hd;
     float *out = m->att + (size_t)b * m->q_dim + (size_t)h * hd;
-    float *sc = m->att_scores + (size_t)thread * m->n_ctx;
+    float *sc = m->att_scores + (size_t)thread * m->att_stride;
     const float scale = 1.0f / sqrtf((float)hd);
     const bool f16 = m->opt.kv == KV_F16;
 
-    float mx = -INFINITY;
     for (int p = 0; p < n_pos; p++) {
         const void *kr = (const char *)kv_row(m, m->kcache, j->layer, p) + (size_t)kvh * hd * m->kv_elt;
         float s = f16 ? m->k->dot_f16(kr, q, hd) : m->k->dot_f32(kr, q, hd);
         sc[p] = s * scale;
-        if (sc[p] > mx) mx = sc[p];
     }
-    double sum = 0.0;
-    for (int p = 0; p < n_pos; p++) { sc[p] = expf(sc[p] - mx); sum += sc[p]; }
-    const float inv = (float)(1.0 / sum);
-    memset(out, 0, (size_t)hd * sizeof *out);
+    if (f16) {
+        float mx = -INFINITY;
+        for (int p = 0; p < n_pos; p++) mx = sc[p] > mx ? sc[p] : mx;
+        double sum = 0.0;
+        for (int p = 0; p < n_pos; p++) { sc[p] = expf(sc[p] - mx); sum += sc[p]; }
+        const float inv = (float)(1.0 / sum);
+        memset(out, 0, (size_t)hd * sizeof *out);
+        for (int p = 0; p < n_pos; p++) {
+            const void *vr = (const char *)kv_row(m, m->vcache, j->layer, p) + (size_t)kvh * hd * m->kv_elt;
+            m->k->axpy_f16(out, sc[p] * inv, vr, hd);
+        }
+        return;
+    }
+    const int n8 = (n_pos + 7) & ~7;
+    for (int p = n_pos; p < n8; p++) sc[p] = -INFINITY;
+    ggml_order_softmax(sc, n8, sc);
+    const int lanes = j->B == 1 ? 32 : 8;
+    float *acc = sc + m->n_ctx + 8; /* lanes x hd */
+    memset(acc, 0, (size_t)lanes * hd * sizeof *acc);
     for (int p = 0; p < n_pos; p++) {
-        const void *vr = (const char *)kv_row(m, m->vcache, j->layer, p) + (size_t)kvh * hd * m->kv_elt;
-        if (f16) m->k->axpy_f16(out, sc[p] * inv, vr, hd);
-        else m->k->axpy_f32(out, sc[p] * inv, vr, hd);
+        const float *vr = (const float *)kv_row(m, m->vcache, j->layer, p) + (size_t)kvh * hd;
+        m->k->axpy_f32(acc + (size_t)(p % lanes) * hd, sc[p], vr, hd); /* fused: one rounding per element */
+    }
+    for (int d = 0; d < hd; d++) {
+        float l[32];
+        for (int k = 0; k < lanes; k++) l[k] = acc[(size_t)k * hd + d];
+        if (lanes == 8) {
+            out[d] = ggml_order_hsum8(l);
+        } else {
+            float v[8];
+            for (int k = 0; k < 8; k++) v[k] = (l[k] + l[16 + k]) + (l[8 + k] + l[24 + k]);
+            out[d] = ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
+        }
     }
 }
 
@@ -213,17 +251,15 @@ static void ffn_block(model *m, int l, int B)
 
 /* -------------------------------------------------------------------- MoE */
 
-/* Softmax over the router logits, the top-k by probability (ties: lower
- * index first, as a stable sort gives), optionally renormalised. */
+/* Softmax over the router logits (ggml's, runtime/ggml_order.h), the top-k
+ * by probability (ties: lower index first, as a stable sort gives),
+ * optionally renormalised as llama.cpp does: a double sum, clamped, then a
+ * float division. */
 static void route(const model *m, const float *logits, int *sel, float *w)
 {
     const int E = m->hp.n_expert, K = m->hp.n_expert_used;
     float p[256];
-    float mx = -INFINITY;
-    for (int e = 0; e < E; e++) mx = logits[e] > mx ? logits[e] : mx;
-    double sum = 0.0;
-    for (int e = 0; e < E; e++) { p[e] = expf(logits[e] - mx); sum += p[e]; }
-    for (int e = 0; e < E; e++) p[e] = (float)(p[e] / sum);
+    ggml_order_softmax(logits, E, p);
     for (int j = 0; j < K; j++) {
         int best = -1;
         for (int e = 0; e < E; e++) {
@@ -234,9 +270,10 @@ static void route(const model *m, const float *logits, int *sel, float *w)
         sel[j] = best;
         w[j] = p[best];
     }
-    if (m->hp.arch.norm_topk) {
-        float s = 0.0f;
-        for (int j = 0; j < K; j++) s += w[j];
+    if (m->hp.arch.norm_topk) { /* ggml_sum_rows (a double sum), clamp, divide */
+        double sd = 0.0;
+        for (int j = 0; j < K; j++) sd += (double)w[j];
+        float s = (float)sd;
         if (s < 6.103515625e-5f) s = 6.103515625e-5f; /* llama.cpp's clamp: no division by ~0 */
         for (int j = 0; j < K; j++) w[j] /= s;
     }

@@ -35,9 +35,20 @@ static float dot_f16(const uint16_t *a, const float *b, int64_t n)
     return s;
 }
 
+/* llamafile tinyBLAS's order for an f32 batch (n % 8 == 0): element i into
+ * lane i % 8 by fused multiply-add, then the 8 lanes' horizontal sum. */
+static float dot8_f32(const float *a, const float *b, int64_t n)
+{
+    float l[8] = { 0 };
+    for (int64_t i = 0; i < n; i += 8)
+        for (int k = 0; k < 8; k++) l[k] = fmaf(a[i + k], b[i + k], l[k]);
+    return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+}
+
+/* y += a * x, each element one fused multiply-add (as the AVX2 table). */
 static void axpy_f32(float *y, float a, const float *x, int64_t n)
 {
-    for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
+    for (int64_t i = 0; i < n; i++) y[i] = fmaf(a, x[i], y[i]);
 }
 
 static void axpy_f16(float *y, float a, const uint16_t *x, int64_t n)
@@ -95,6 +106,7 @@ void kscalar_row_iq3(const weight *w, int64_t r, float *dst)
 static const kernels scalar_table = {
     .name = "scalar",
     .dot_f32 = dot_f32,
+    .dot8_f32 = dot8_f32,
     .dot_f16 = dot_f16,
     .axpy_f32 = axpy_f32,
     .axpy_f16 = axpy_f16,

@@ -14,8 +14,12 @@
  *    the CPU has). All tables are const: no global mutable state; the
  *    model stores which one it uses.
  *  - row_f32[form] decodes row r of w into dst[cols]; it is exact in both
- *    tables (the same floats bit for bit). Float sums (dot, axpy) may differ
- *    between tables only by summation order.
+ *    tables (the same floats bit for bit). The dots sum in ggml-cpu's x86
+ *    order in every table, bit for bit: dot_f32 as ggml_vec_dot_f32 (32
+ *    lanes; what llama.cpp uses for one row), dot8_f32 as llamafile's
+ *    tinyBLAS (8 lanes, one horizontal sum; what it uses for a batch, n %
+ *    8 == 0); the integer qdots likewise (kernels_q8.c). axpy may differ
+ *    between tables by rounding.
  *  - f32_to_f16 rounds to nearest even in both (the KV cache's conversion).
  *  - weight_dot() is y_r = W[r]·x, decoding through `scratch` (cols floats)
  *    for forms without a direct dot.
@@ -57,6 +61,7 @@ typedef void (*qdot4_fn)(const weight *w, int64_t r, const qrow *a, float *y);
 typedef struct kernels {
     const char *name;
     float (*dot_f32)(const float *a, const float *b, int64_t n);
+    float (*dot8_f32)(const float *a, const float *b, int64_t n);
     float (*dot_f16)(const uint16_t *a, const float *b, int64_t n);
     void (*axpy_f32)(float *y, float a, const float *x, int64_t n);
     void (*axpy_f16)(float *y, float a, const uint16_t *x, int64_t n);

@@ -8,6 +8,7 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -58,13 +59,21 @@ AVX2 static float dot_f16(const uint16_t *a, const float *b, int64_t n)
     return s;
 }
 
+/* llamafile tinyBLAS's order (kernels.c). */
+AVX2 static float dot8_f32(const float *a, const float *b, int64_t n)
+{
+    __m256 s = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n; i += 8) s = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s);
+    return hsum(s);
+}
+
 AVX2 static void axpy_f32(float *y, float a, const float *x, int64_t n)
 {
     __m256 va = _mm256_set1_ps(a);
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
         _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-    for (; i < n; i++) y[i] += a * x[i];
+    for (; i < n; i++) y[i] = fmaf(a, x[i], y[i]);
 }
 
 AVX2 static void axpy_f16(float *y, float a, const uint16_t *x, int64_t n)
@@ -136,7 +145,7 @@ AVX2 static void row_scode(const weight *w, int64_t r, float *dst)
 
 /* What the four x86 tables share; they differ only in their quantized dots. */
 #define AVX2_COMMON_ENTRIES                                                           \
-    .dot_f32 = dot_f32, .dot_f16 = dot_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, \
+    .dot_f32 = dot_f32, .dot8_f32 = dot8_f32, .dot_f16 = dot_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, \
     .f16_to_f32 = f16_to_f32, .f32_to_f16 = f32_to_f16,                               \
     .row_f32 = { [WF_P32] = kscalar_row_p32, [WF_P16] = row_p16, [WF_SCODE] = row_scode, \
                  [WF_GGML] = kscalar_row_ggml, [WF_IQ3] = kscalar_row_iq3 },          \

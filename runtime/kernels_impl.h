@@ -17,6 +17,7 @@ void kscalar_quant_q8_k(const float *x, int64_t n, int8_t *q, float *d, int32_t 
 float kscalar_qdot_scode(const weight *w, int64_t r, const qrow *a);
 float kscalar_qdot_kf(const weight *w, int64_t r, const qrow *a);
 float kscalar_qdot_ggml(const weight *w, int64_t r, const qrow *a);
+int kq8_ggml_qdot_ok(int ggml_type); /* kscalar_qdot_ggml takes this native type */
 void kscalar_qdot4_scode(const weight *w, int64_t r, const qrow *a, float *y);
 float kscalar_qdot_iq3(const weight *w, int64_t r, const qrow *a);
 void kavx2_quant_q8_0(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16);

@@ -114,14 +114,12 @@ int kq8_codebook_i8(const weight *w, int8_t out[16])
     return 1;
 }
 
-int kq8_ggml_qdot_ok(int ggml_type);
-
 int kernels_qdot_ok(const weight *w)
 {
     const int blk = qrow_block(w->act);
     if (!blk || w->cols % blk) return 0;
     if (w->form == WF_IQ3) return w->act == WA_Q8_K;
-    if (w->form == WF_GGML) return w->act == WA_Q8_K && kq8_ggml_qdot_ok(w->ggml_type);
+    if (w->form == WF_GGML) return w->act == kernels_ggml_act(w->ggml_type) && kq8_ggml_qdot_ok(w->ggml_type);
     if (w->form != WF_SCODE) return 0;
     const int g = w->group;
     if (g % 16 || (g <= blk ? blk % g : g % blk)) return 0;
@@ -272,47 +270,3 @@ float kscalar_qdot_iq3(const weight *w, int64_t r, const qrow *a)
     return hsum8(acc);
 }
 
-/* Native IQ2_S blocks (ggml block_iq2_s: fp16 d, 32 grid-index bytes, 32
- * sign bytes, 8 high-bit bytes, 8 scale bytes per 256) as ggml-cpu's x86
- * ggml_vec_dot_iq2_s_q8_K sums: per 32 elements, lane l = elements
- * 4l..4l+3 of grid * sign * q times 2 * scale + 1 (the low nibble for the
- * first 16, the high one for the second), lanes summed over the block in
- * integers, fused-multiply-added by d x (activation scale); 0.125 x the
- * horizontal sum. */
-static float qdot_iq2_s(const weight *w, int64_t r, const qrow *a)
-{
-    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    float acc[8] = { 0 };
-    for (int64_t b = 0; b < w->cols / 256; b++) {
-        const uint8_t *blk = row + b * 82, *qs = blk + 2, *signs = blk + 34, *qh = blk + 66, *sc = blk + 74;
-        const int8_t *q = a->q + b * 256;
-        uint16_t dh;
-        memcpy(&dh, blk, 2);
-        int32_t lane[8] = { 0 };
-        for (int ib = 0; ib < 8; ib++) {
-            const int32_t ls[2] = { 2 * (sc[ib] & 15) + 1, 2 * (sc[ib] >> 4) + 1 };
-            for (int g = 0; g < 4; g++) { /* 8 elements: one grid entry, one sign byte */
-                const uint64_t gv = ggml_iq2s_grid[qs[ib * 4 + g] | ((qh[ib] << (8 - 2 * g)) & 0x300)];
-                const uint8_t sg = signs[ib * 4 + g];
-                for (int j = 0; j < 8; j++) {
-                    const int e = g * 8 + j, v = (int)((gv >> (8 * j)) & 255u);
-                    const int p = (sg >> j & 1) ? -v * q[ib * 32 + e] : v * q[ib * 32 + e];
-                    lane[e / 4] += p * ls[e / 16];
-                }
-            }
-        }
-        const float D = fp16_to_f32(dh) * a->d[b];
-        for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
-    }
-    return 0.125f * hsum8(acc);
-}
-
-int kq8_ggml_qdot_ok(int ggml_type) { return ggml_type == GGML_TYPE_IQ2_S; }
-
-float kscalar_qdot_ggml(const weight *w, int64_t r, const qrow *a)
-{
-    switch (w->ggml_type) {
-    case GGML_TYPE_IQ2_S: return qdot_iq2_s(w, r, a);
-    default: return 0.0f; /* kernels_qdot_ok() keeps other types away */
-    }
-}

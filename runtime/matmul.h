@@ -5,16 +5,19 @@
  *  - B == 1 (decode): a mat-vec, rows split in fixed chunks over the pool;
  *    each row is one weight_dot, so the result does not depend on the
  *    thread count.
- *  - B > 1 (prefill): rows are cut into fixed tiles of MM_TILE; each tile is
- *    decoded once to f32 (P32 is used in place) and multiplied by all B
- *    rows of X with one OpenBLAS sgemm (a plain loop when the build has no
- *    cblas.h). Tiles never depend on the thread count either.
+ *  - B > 1 (prefill): rows are cut into fixed tiles of MM_TILE (tiles never
+ *    depend on the thread count either). Where the integer qdot kernel
+ *    takes the weight, each tile row is multiplied by every rounded row of
+ *    X with it: the bits decode gives. Otherwise the tile is decoded once
+ *    to f32 (P32 is used in place) and each product summed in llamafile
+ *    tinyBLAS's order (dot8_f32) when cols % 8 == 0, else by one OpenBLAS
+ *    sgemm (a plain loop when the build has no cblas.h). Summation orders
+ *    are llama.cpp's on x86, so its logits come out bit for bit.
  *  - w->act Q8_0/Q8_K: each row of X is first rounded as ggml rounds it
  *    (kernels.h, qrow) into `qbuf`; a mat-vec then uses the integer qdot
  *    kernel where kernels_qdot_ok(w), else the decoded row times the
- *    rounded activation (q * d), and prefill multiplies the tiles by the
- *    rounded activations. Without qbuf (or when cols is not a multiple of
- *    the block) the activation stays f32.
+ *    rounded activation (q * d). Without qbuf (or when cols is not a
+ *    multiple of the block) the activation stays f32.
  * Needs MM_TILE * max cols floats of scratch per pool thread, and for
  * quantized activations MM_QBUF_BYTES(max rows of X, max cols) of qbuf. */
 #ifndef STRATA_MATMUL_H

@@ -189,7 +189,8 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
     m->ffa = alloc_f(nbk * ff, &fail);
     m->ffb = alloc_f(nbk * ff, &fail);
     m->rope_cs = alloc_f(nb * (size_t)h->n_rot, &fail);
-    m->att_scores = alloc_f(T * (size_t)m->n_ctx, &fail);
+    m->att_stride = (size_t)m->n_ctx + 8 + 32 * (size_t)m->hp.head_dim;
+    m->att_scores = alloc_f(T * m->att_stride, &fail);
     if (E > 0) {
         m->rlog = alloc_f(nb * E, &fail);
         m->selw = alloc_f(nb * K, &fail);

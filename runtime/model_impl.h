@@ -21,7 +21,8 @@ struct model {
     /* activations of one ubatch (n_batch rows each) */
     float *x, *h, *q, *kx, *vx, *att, *o, *ffa, *ffb;
     float *rope_cs;             /* per row: n_rot/2 cos, then n_rot/2 sin */
-    float *att_scores;          /* per thread: n_ctx */
+    float *att_scores;          /* per thread, att_stride floats: n_ctx + 8 scores, then 32 x head_dim lane sums */
+    size_t att_stride;
     /* MoE */
     float *rlog, *selw, *eo, *hg, *gd;
     int *sel, *grp;             /* grp: (row, slot) pairs routed to one expert */

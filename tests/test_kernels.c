@@ -1,6 +1,9 @@
 /* test_kernels.c: every kernel's AVX2 path against the scalar reference on
- * random data (decoders exactly, float sums within 1e-6 of the sum of
- * |terms|), the S-code form against ggml's own Q4_0 decoding, the batched
+ * random data (decoders, f32 dots, fused axpy and the quantized dots bit for
+ * bit, since every table sums in ggml-cpu's x86 order; the f16 dots within
+ * 1e-6 of the sum of |terms|), each sum against a double-precision one, the
+ * native ggml integer dots against the S-forms those blocks transcode to
+ * (bit for bit), the S-code form against ggml's own Q4_0 decoding, the batched
  * matmul against a double-precision loop, and thread counts 1/2/3 giving the
  * same bits. Skips the AVX2 comparisons (saying so) on a CPU without AVX2. */
 #include "test_util.h"
@@ -9,6 +12,7 @@
 #include "formats/ggml_types.h"
 #include "formats/iq3.h"
 #include "runtime/kernels.h"
+#include "runtime/kfactor.h"
 #include "runtime/matmul.h"
 #include "runtime/pool.h"
 
@@ -49,12 +53,23 @@ static void test_vector_ops(void **st)
             mag += fabs((double)a[i] * b[i]);
             magh += fabs((double)fp16_to_f32(h[i]) * b[i]);
         }
-        assert_true(fabs(v->dot_f32(a, b, n) - s->dot_f32(a, b, n)) <= 1e-6 * mag);
+        /* f32 dots and fused axpy follow ggml's order in every table: same bits */
+        const float d1 = v->dot_f32(a, b, n), d2 = s->dot_f32(a, b, n);
+        assert_memory_equal(&d1, &d2, sizeof d1);
+        double ref = 0.0;
+        for (int i = 0; i < n; i++) ref += (double)a[i] * b[i];
+        assert_true(fabs(d2 - ref) <= 1e-5 * mag + 1e-30);
+        if (n % 8 == 0) {
+            const float e1 = v->dot8_f32(a, b, n), e2 = s->dot8_f32(a, b, n);
+            assert_memory_equal(&e1, &e2, sizeof e1);
+            assert_true(fabs(e2 - ref) <= 1e-5 * mag + 1e-30);
+        }
         assert_true(fabs(v->dot_f16(h, b, n) - s->dot_f16(h, b, n)) <= 1e-6 * magh);
         for (int i = 0; i < n; i++) y1[i] = y2[i] = b[i];
         v->axpy_f32(y1, 0.37f, a, n);
         s->axpy_f32(y2, 0.37f, a, n);
-        for (int i = 0; i < n; i++) assert_true(fabs(y1[i] - y2[i]) <= 1e-6 * (fabs(b[i]) + fabs(0.37 * a[i])));
+        assert_memory_equal(y1, y2, n * sizeof *y1);
+        for (int i = 0; i < n; i++) assert_true(y2[i] == fmaf(0.37f, a[i], b[i]));
         for (int i = 0; i < n; i++) y1[i] = y2[i] = b[i];
         v->axpy_f16(y1, -1.5f, h, n);
         s->axpy_f16(y2, -1.5f, h, n);
@@ -380,10 +395,10 @@ static void test_qdot_forms(void **st)
                 if (fabs(ys - ref) > 1e-5 * mag + 1e-30)
                     printf("%s: row %lld kind %d scalar %.9g double %.9g (mag %.3g)\n", f->what, (long long)r, kind, ys, ref, mag);
                 assert_true(fabs(ys - ref) <= 1e-5 * mag + 1e-30);
-                for (int t = 1; t < 4; t++) {
+                for (int t = 1; t < 4; t++) { /* every table sums in ggml's order: same bits */
                     if (!tabs[t]) continue;
                     const float yv = tabs[t]->qdot[w.form](&w, r, &a);
-                    assert_true(fabs(yv - ys) <= 1e-6 * mag + 1e-30);
+                    assert_memory_equal(&yv, &ys, sizeof yv);
                 }
                 /* the VNNI dots take the AVX2 ones' integer lanes: same bits */
                 if (vnni) {
@@ -526,9 +541,10 @@ static void test_qdot_iq3_random_blocks(void **st)
                 for (int t = 1; t < 4; t++) {
                     if (!tabs[t]) continue;
                     const float yv = tabs[t]->qdot[WF_IQ3](&w, r, &a);
-                    if (!(fabs(yv - ys) <= 1e-6 * mag + 1e-30))
+                    if (memcmp(&yv, &ys, sizeof yv))
                         printf("IQ3 random (%s): C %lld row %lld kind %d %.9g scalar %.9g\n", tabs[t]->name,
                                (long long)C, (long long)r, kind, yv, ys);
+                    assert_memory_equal(&yv, &ys, sizeof yv);
                     assert_true(fabs(yv - ys) <= 1e-6 * mag + 1e-30);
 #ifdef HAVE_REF_AVX2_IQ3
                     const float yr = ref_avx2_qdot_iq3(&w, r, &a);
@@ -556,6 +572,116 @@ static void test_qdot_iq3_random_blocks(void **st)
 }
 
 /* Shapes the integer kernels do not take fall back to the decoded row. */
+/* ggml's 6-bit scale and min of K-quant sub-block j (its get_scale_min_k4). */
+static void k4_scale_min(int j, const uint8_t *s, int *sc, int *m)
+{
+    if (j < 4) { *sc = s[j] & 63; *m = s[j + 4] & 63; }
+    else { *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4); *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4); }
+}
+
+/* ggml's own Q8_0, Q4_K and Q5_K rows (vectors/quant, 8 x 512), multiplied
+ * natively (qdot[WF_GGML]) and as the S-form the pack transcodes them to
+ * (codes, f32 scale = d * sc, offset = -dmin * m; K-quants get their
+ * factors back through kfactor_build): every table, bit for bit equal. The
+ * S-form without factors sums per group and may differ in the last bits;
+ * that it is a different order is what the factors are for. */
+static void test_native_equals_sform(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED("vectors/quant/q5_K.bin");
+    const kernels *tabs[4] = { kernels_scalar(), kernels_avx2(), kernels_avx2_vnni(), kernels_avx512() };
+    const char *names[3] = { "vectors/quant/q8_0.bin", "vectors/quant/q4_K.bin", "vectors/quant/q5_K.bin" };
+    const int types[3] = { GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K };
+    const int64_t R = 8, C = 512;
+    uint64_t rs = 99;
+    float x[512], deq[512], d[512 / 32];
+    int8_t q[512];
+    int32_t s16[512 / 16];
+    for (int t = 0; t < 3; t++) {
+        size_t nb = 0;
+        uint8_t *blocks = slurp_shared(names[t], &nb);
+        assert_non_null(blocks);
+        weight nat = { .form = WF_GGML, .rows = R, .cols = C, .data = blocks, .ggml_type = types[t],
+                       .act = kernels_ggml_act(types[t]) };
+        char err[128];
+        assert_int_equal(weight_check(&nat, "native", err, sizeof err), 0);
+        assert_int_equal(nb, nat.row_bytes * R);
+        assert_true(kernels_qdot_ok(&nat));
+        uint8_t *codes = calloc((size_t)(R * C), 1);
+        float *sc = malloc(R * C / 32 * sizeof *sc), *off = malloc(R * C / 32 * sizeof *off);
+        weight sf = { .form = WF_SCODE, .rows = R, .cols = C, .data = codes, .act = nat.act, .group = 32, .scales = sc };
+        for (int64_t r = 0; r < R; r++) {
+            const uint8_t *row = blocks + r * nat.row_bytes;
+            if (t == 0) {
+                sf.code_bits = 8; sf.code_bias = -128;
+                for (int64_t b = 0; b < C / 32; b++) {
+                    uint16_t h; memcpy(&h, row + b * 34, 2);
+                    sc[r * (C / 32) + b] = fp16_to_f32(h);
+                    for (int e = 0; e < 32; e++) codes[r * C + b * 32 + e] = (uint8_t)((int8_t)row[b * 34 + 2 + e] + 128);
+                }
+                continue;
+            }
+            sf.code_bits = t == 1 ? 4 : 8; sf.code_bias = 0; sf.offsets = off;
+            const size_t bb = t == 1 ? 144 : 176;
+            for (int64_t i = 0; i < C / 256; i++) {
+                const uint8_t *blk = row + i * bb, *qh = blk + 16, *qs = t == 1 ? blk + 16 : blk + 48;
+                uint16_t hd, hm; memcpy(&hd, blk, 2); memcpy(&hm, blk + 2, 2);
+                for (int j = 0; j < 8; j++) {
+                    int s6, m6;
+                    k4_scale_min(j, blk + 4, &s6, &m6);
+                    sc[r * (C / 32) + i * 8 + j] = fp16_to_f32(hd) * (float)s6;
+                    off[r * (C / 32) + i * 8 + j] = -(fp16_to_f32(hm) * (float)m6);
+                }
+                for (int j = 0; j < 4; j++)
+                    for (int l = 0; l < 32; l++) {
+                        int lo = qs[32 * j + l] & 15, hi = qs[32 * j + l] >> 4;
+                        if (t == 2) { lo += ((qh[l] >> (2 * j)) & 1) << 4; hi += ((qh[l] >> (2 * j + 1)) & 1) << 4; }
+                        const int64_t e0 = r * C + i * 256 + 64 * j + l;
+                        if (t == 1) {
+                            codes[e0 / 2] |= (uint8_t)(lo << (4 * (e0 % 2)));
+                            codes[(e0 + 32) / 2] |= (uint8_t)(hi << (4 * ((e0 + 32) % 2)));
+                        } else {
+                            codes[e0] = (uint8_t)lo;
+                            codes[e0 + 32] = (uint8_t)hi;
+                        }
+                    }
+            }
+        }
+        assert_int_equal(weight_check(&sf, "S-form", err, sizeof err), 0);
+        kfactor kf;
+        void *mem = NULL;
+        if (t > 0) {
+            mem = malloc(kfactor_bytes(&sf));
+            assert_int_equal(kfactor_build(&sf, mem, &kf), 1);
+            sf.kf = &kf;
+        }
+        assert_true(kernels_qdot_ok(&sf));
+        for (int kind = 0; kind < 4; kind++) {
+            fill_act(x, C, &rs, kind);
+            qrow a = { nat.act, C, q, d, s16, deq };
+            qrow_fill(tabs[0], &a, x);
+            for (int64_t r = 0; r < R; r++) {
+                const float ref = tabs[0]->qdot[WF_GGML](&nat, r, &a);
+                for (int k = 0; k < 4; k++) {
+                    if (!tabs[k]) continue;
+                    const float yn = tabs[k]->qdot[WF_GGML](&nat, r, &a), ys = tabs[k]->qdot[WF_SCODE](&sf, r, &a);
+                    if (memcmp(&yn, &ref, 4) || memcmp(&ys, &ref, 4))
+                        printf("%s row %lld kind %d (%s): native %.9g S-form %.9g scalar native %.9g\n", names[t],
+                               (long long)r, kind, tabs[k]->name, yn, ys, ref);
+                    assert_memory_equal(&yn, &ref, 4);
+                    assert_memory_equal(&ys, &ref, 4);
+                }
+                float y4[4];
+                if (r % 4 == 0 && tabs[1] && tabs[1]->qdot4[WF_SCODE]) {
+                    tabs[1]->qdot4[WF_SCODE](&sf, r, &a, y4);
+                    assert_memory_equal(&y4[0], &ref, 4);
+                }
+            }
+        }
+        free(mem); free(codes); free(sc); free(off); free(blocks);
+    }
+}
+
 static void test_qdot_refusals(void **st)
 {
     (void)st;
@@ -774,6 +900,7 @@ int main(void)
         cmocka_unit_test(test_quant_q8_simd_equals_scalar),
         cmocka_unit_test(test_qdot_forms),
         cmocka_unit_test(test_qdot_iq3_random_blocks),
+        cmocka_unit_test(test_native_equals_sform),
         cmocka_unit_test(test_qdot_refusals),
         cmocka_unit_test(test_pool),
         cmocka_unit_test(test_matmul),
