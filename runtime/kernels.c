@@ -14,7 +14,7 @@
  * vectors): 32 float lanes, element i into lane i % 32 by fused
  * multiply-add, the four 8-lane vectors folded (0+2, 1+3, then 0+1), the
  * 8 lanes as (0+4 + 1+5) + (2+6 + 3+7), then the tail past the last 32
- * added one product at a time. */
+ * one fused multiply-add at a time (ggml's sumf += x*y, contracted). */
 static float dot_f32(const float *a, const float *b, int64_t n)
 {
     float l[32] = { 0 };
@@ -24,7 +24,7 @@ static float dot_f32(const float *a, const float *b, int64_t n)
     float v[8];
     for (int k = 0; k < 8; k++) v[k] = (l[k] + l[16 + k]) + (l[8 + k] + l[24 + k]);
     float s = ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
-    for (int64_t i = np; i < n; i++) s += a[i] * b[i];
+    for (int64_t i = np; i < n; i++) s = fmaf(a[i], b[i], s); /* ggml: sumf += x*y, contracted */
     return s;
 }
 

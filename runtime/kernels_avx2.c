@@ -36,7 +36,7 @@ AVX2 static float dot_f32(const float *a, const float *b, int64_t n)
     const __m128 t0 = _mm_add_ps(_mm256_castps256_ps128(s0), _mm256_extractf128_ps(s0, 1));
     const __m128 t1 = _mm_hadd_ps(t0, t0);
     float s = _mm_cvtss_f32(_mm_hadd_ps(t1, t1));
-    for (int64_t i = np; i < n; i++) s += a[i] * b[i];
+    for (int64_t i = np; i < n; i++) s = fmaf(a[i], b[i], s); /* ggml: sumf += x*y, contracted */
     return s;
 }
 

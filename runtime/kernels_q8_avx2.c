@@ -12,6 +12,7 @@
 #include "formats/iq3.h"
 
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -191,9 +192,48 @@ AVX2 static inline __attribute__((always_inline)) float qdot_unit32(const uint8_
     return hsum_ps(acc0);
 }
 
+/* A K-quant S-form with its factors (kscalar_qdot_kf's order): per
+ * super-block the 8 groups' lane sums times their integer scales in
+ * integers, one fused multiply-add by d x (activation scale); the mins as
+ * the scalar kernel takes them. */
+AVX2 static float kf_dot(const weight *w, int64_t r, const qrow *a)
+{
+    const kfactor *kf = w->kf;
+    const uint8_t *codes = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    const int bits = w->code_bits;
+    const int64_t nsb = w->cols / 256, sb0 = r * nsb;
+    const __m256i zero = _mm256_setzero_si256();
+    __m256 acc = _mm256_setzero_ps();
+    float accm[4] = { 0 }, summs = 0.0f;
+    for (int64_t i = 0; i < nsb; i++) {
+        const uint8_t *sc = kf->sc + (sb0 + i) * 8, *m = kf->m + (sb0 + i) * 8;
+        __m256i lanes = _mm256_setzero_si256();
+        int32_t bs[8];
+        for (int j = 0; j < 8; j++) {
+            const int64_t c0 = i * 256 + j * 32;
+            const __m256i s = dot32_i8(values32(codes + c0 * bits / 8, bits, zero, zero, 0),
+                                       _mm256_loadu_si256((const __m256i *)(a->q + c0)));
+            lanes = _mm256_add_epi32(lanes, _mm256_mullo_epi32(s, _mm256_set1_epi32(sc[j])));
+            bs[j] = a->sum16[c0 / 16] + a->sum16[c0 / 16 + 1];
+        }
+        const float yd = a->d[i], D = yd * kf->d[sb0 + i], Dmin = -yd * kf->dmin[sb0 + i];
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc);
+        if (kf->style == 5) {
+            int32_t tot = 0;
+            for (int j = 0; j < 8; j++) tot += (int32_t)m[j] * bs[j];
+            summs = fmaf(Dmin, (float)tot, summs); /* ggml-cpu is built with contraction */
+        } else {
+            for (int k = 0; k < 4; k++)
+                accm[k] = fmaf(Dmin, (float)((int32_t)m[2 * k] * bs[2 * k] + (int32_t)m[2 * k + 1] * bs[2 * k + 1]), accm[k]);
+        }
+    }
+    if (kf->style == 4) summs = (accm[0] + accm[2]) + (accm[1] + accm[3]);
+    return hsum_ps(acc) + summs;
+}
+
 AVX2 float kavx2_qdot_scode(const weight *w, int64_t r, const qrow *a)
 {
-    if (w->kf && a->kind == WA_Q8_K) return kscalar_qdot_kf(w, r, a);
+    if (w->kf && a->kind == WA_Q8_K) return kf_dot(w, r, a);
     const uint8_t *codes = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     const int bits = w->code_bits, blk = qrow_block(a->kind), group = w->group;
     const int64_t g0 = r * (w->cols / group), n32 = w->cols / 32;
@@ -323,7 +363,7 @@ AVX2 static inline __attribute__((always_inline)) void qdot4_unit32(const uint8_
 
 AVX2 void kavx2_qdot4_scode(const weight *w, int64_t r, const qrow *a, float *y)
 {
-    if (w->kf && a->kind == WA_Q8_K) { for (int k = 0; k < QD_ROWS; k++) y[k] = kscalar_qdot_kf(w, r + k, a); return; }
+    if (w->kf && a->kind == WA_Q8_K) { for (int k = 0; k < QD_ROWS; k++) y[k] = kf_dot(w, r + k, a); return; }
     const int bits = w->code_bits, use_cb = w->codebook != NULL;
     if (w->group == 32 && qrow_block(a->kind) == 32 && !w->offsets && (bits == 8 || bits == 4) &&
         (use_cb || bits == 4 || w->code_bias == -128)) {
