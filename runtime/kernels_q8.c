@@ -139,8 +139,8 @@ static float hsum8(const float a[8])
 }
 
 /* A K-quant S-form with its factors (kfactor.h), as ggml-cpu's x86
- * ggml_vec_dot_q4_K_q8_K / q5_K_q8_K sum: per super-block, lanes of
- * sc * sum(code * q) fused-multiply-added by d x (activation scale); the
+ * ggml_vec_dot_q4_K/q5_K/q6_K_q8_K sum: per super-block, lanes of
+ * sc * sum((code + bias) * q) fused-multiply-added by d x (activation scale); the
  * mins as integer sums of m x (activation sums of 32) times -dmin x
  * (activation scale): one float per super-block added up (Q5_K) or four
  * float lanes (Q4_K); then the lanes' horizontal sum plus the mins. */
@@ -150,21 +150,24 @@ float kscalar_qdot_kf(const weight *w, int64_t r, const qrow *a)
     const uint8_t *codes = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     const int bits = w->code_bits, per_byte = 8 / bits, mask = (1 << bits) - 1;
     const int64_t nsb = w->cols / 256, sb0 = r * nsb;
+    const int per_sb = 256 / w->group; /* scales per super-block: 8, or 16 for Q6_K */
     float acc[8] = { 0 }, accm[4] = { 0 }, summs = 0.0f;
     for (int64_t i = 0; i < nsb; i++) {
         const float yd = a->d[i];
-        const float D = yd * kf->d[sb0 + i], Dmin = -yd * kf->dmin[sb0 + i];
-        const uint8_t *sc = kf->sc + (sb0 + i) * 8, *m = kf->m + (sb0 + i) * 8;
-        int32_t lane[8] = { 0 }, bs[8];
-        for (int j = 0; j < 8; j++) {
-            for (int e = 0; e < 32; e++) {
-                const int64_t c = i * 256 + j * 32 + e;
-                const int code = (codes[c / per_byte] >> ((c % per_byte) * bits)) & mask;
-                lane[e / 4] += (int32_t)sc[j] * code * a->q[c];
-            }
-            bs[j] = a->sum16[(i * 256 + j * 32) / 16] + a->sum16[(i * 256 + j * 32) / 16 + 1];
+        const float D = yd * kf->d[sb0 + i];
+        const int8_t *sc = kf->sc + (sb0 + i) * per_sb;
+        int32_t lane[8] = { 0 };
+        for (int e = 0; e < 256; e++) {
+            const int64_t c = i * 256 + e;
+            const int code = (codes[c / per_byte] >> ((c % per_byte) * bits)) & mask;
+            lane[(e % 32) / 4] += (int32_t)sc[e / w->group] * (code + w->code_bias) * a->q[c];
         }
         for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
+        if (kf->style == 6) continue;
+        const float Dmin = -yd * kf->dmin[sb0 + i];
+        const int8_t *m = kf->m + (sb0 + i) * 8;
+        int32_t bs[8];
+        for (int j = 0; j < 8; j++) bs[j] = a->sum16[(i * 256 + j * 32) / 16] + a->sum16[(i * 256 + j * 32) / 16 + 1];
         if (kf->style == 5) {
             int32_t tot = 0;
             for (int j = 0; j < 8; j++) tot += (int32_t)m[j] * bs[j];

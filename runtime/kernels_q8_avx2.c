@@ -200,24 +200,30 @@ AVX2 static float kf_dot(const weight *w, int64_t r, const qrow *a)
 {
     const kfactor *kf = w->kf;
     const uint8_t *codes = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    const int bits = w->code_bits;
+    const int bits = w->code_bits, per_sb = 256 / w->group;
     const int64_t nsb = w->cols / 256, sb0 = r * nsb;
-    const __m256i zero = _mm256_setzero_si256();
+    const __m256i zero = _mm256_setzero_si256(), bias = _mm256_set1_epi8((char)w->code_bias);
     __m256 acc = _mm256_setzero_ps();
     float accm[4] = { 0 }, summs = 0.0f;
     for (int64_t i = 0; i < nsb; i++) {
-        const uint8_t *sc = kf->sc + (sb0 + i) * 8, *m = kf->m + (sb0 + i) * 8;
+        const int8_t *sc = kf->sc + (sb0 + i) * per_sb;
         __m256i lanes = _mm256_setzero_si256();
-        int32_t bs[8];
         for (int j = 0; j < 8; j++) {
             const int64_t c0 = i * 256 + j * 32;
-            const __m256i s = dot32_i8(values32(codes + c0 * bits / 8, bits, zero, zero, 0),
+            const __m256i s = dot32_i8(values32(codes + c0 * bits / 8, bits, bias, zero, 0),
                                        _mm256_loadu_si256((const __m256i *)(a->q + c0)));
-            lanes = _mm256_add_epi32(lanes, _mm256_mullo_epi32(s, _mm256_set1_epi32(sc[j])));
-            bs[j] = a->sum16[c0 / 16] + a->sum16[c0 / 16 + 1];
+            const __m256i scv = per_sb == 8 ? _mm256_set1_epi32(sc[j])
+                                            : _mm256_setr_epi32(sc[2 * j], sc[2 * j], sc[2 * j], sc[2 * j], sc[2 * j + 1],
+                                                                sc[2 * j + 1], sc[2 * j + 1], sc[2 * j + 1]);
+            lanes = _mm256_add_epi32(lanes, _mm256_mullo_epi32(s, scv));
         }
-        const float yd = a->d[i], D = yd * kf->d[sb0 + i], Dmin = -yd * kf->dmin[sb0 + i];
+        const float yd = a->d[i], D = yd * kf->d[sb0 + i];
         acc = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc);
+        if (kf->style == 6) continue;
+        const float Dmin = -yd * kf->dmin[sb0 + i];
+        const int8_t *m = kf->m + (sb0 + i) * 8;
+        int32_t bs[8];
+        for (int j = 0; j < 8; j++) bs[j] = a->sum16[(i * 256 + j * 32) / 16] + a->sum16[(i * 256 + j * 32) / 16 + 1];
         if (kf->style == 5) {
             int32_t tot = 0;
             for (int j = 0; j < 8; j++) tot += (int32_t)m[j] * bs[j];

@@ -32,12 +32,12 @@ typedef enum wform { WF_P32, WF_P16, WF_SCODE, WF_GGML, WF_IQ3, WF_COUNT } wform
 typedef enum wact { WA_F32 = 0, WA_Q8_0 = 1, WA_Q8_K = 2 } wact;
 
 /* K-quant super-block factors of an S-form weight (runtime/kfactor.h):
- * per 256 elements of a row d and dmin, per 32 the integers sc and m, so
- * scale = d * sc and offset = -dmin * m. */
+ * per 256 elements of a row d (and dmin), per group the integers sc (and
+ * m), so scale = d * sc and offset = -dmin * m. */
 typedef struct kfactor {
-    int style;              /* 4: Q4_K's order of summing the mins, 5: Q5_K's */
-    const float *d, *dmin;  /* rows * cols / 256 */
-    const uint8_t *sc, *m;  /* rows * cols / 32 */
+    int style;              /* 4: Q4_K (mins summed in 4 lanes), 5: Q5_K (in one int), 6: Q6_K (no mins) */
+    const float *d, *dmin;  /* rows * cols / 256 (dmin NULL for style 6) */
+    const int8_t *sc, *m;   /* one per group: rows * cols / group (m NULL for style 6) */
 } kfactor;
 
 typedef struct weight {

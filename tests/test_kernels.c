@@ -579,9 +579,9 @@ static void k4_scale_min(int j, const uint8_t *s, int *sc, int *m)
     else { *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4); *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4); }
 }
 
-/* ggml's own Q8_0, Q4_K and Q5_K rows (vectors/quant, 8 x 512), multiplied
+/* ggml's own Q8_0, Q4_K, Q5_K and Q6_K rows (vectors/quant, 8 x 512), multiplied
  * natively (qdot[WF_GGML]) and as the S-form the pack transcodes them to
- * (codes, f32 scale = d * sc, offset = -dmin * m; K-quants get their
+ * (codes, f32 scale = d * sc, offset = -dmin * m for Q4_K/Q5_K; K-quants get their
  * factors back through kfactor_build): every table, bit for bit equal. The
  * S-form without factors sums per group and may differ in the last bits;
  * that it is a different order is what the factors are for. */
@@ -590,14 +590,15 @@ static void test_native_equals_sform(void **st)
     (void)st;
     SKIP_UNLESS_SHARED("vectors/quant/q5_K.bin");
     const kernels *tabs[4] = { kernels_scalar(), kernels_avx2(), kernels_avx2_vnni(), kernels_avx512() };
-    const char *names[3] = { "vectors/quant/q8_0.bin", "vectors/quant/q4_K.bin", "vectors/quant/q5_K.bin" };
-    const int types[3] = { GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K };
+    const char *names[4] = { "vectors/quant/q8_0.bin", "vectors/quant/q4_K.bin", "vectors/quant/q5_K.bin",
+                             "vectors/quant/q6_K.bin" };
+    const int types[4] = { GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K };
     const int64_t R = 8, C = 512;
     uint64_t rs = 99;
     float x[512], deq[512], d[512 / 32];
     int8_t q[512];
     int32_t s16[512 / 16];
-    for (int t = 0; t < 3; t++) {
+    for (int t = 0; t < 4; t++) {
         size_t nb = 0;
         uint8_t *blocks = slurp_shared(names[t], &nb);
         assert_non_null(blocks);
@@ -608,7 +609,7 @@ static void test_native_equals_sform(void **st)
         assert_int_equal(nb, nat.row_bytes * R);
         assert_true(kernels_qdot_ok(&nat));
         uint8_t *codes = calloc((size_t)(R * C), 1);
-        float *sc = malloc(R * C / 32 * sizeof *sc), *off = malloc(R * C / 32 * sizeof *off);
+        float *sc = malloc(R * C / 16 * sizeof *sc), *off = malloc(R * C / 32 * sizeof *off);
         weight sf = { .form = WF_SCODE, .rows = R, .cols = C, .data = codes, .act = nat.act, .group = 32, .scales = sc };
         for (int64_t r = 0; r < R; r++) {
             const uint8_t *row = blocks + r * nat.row_bytes;
@@ -618,6 +619,25 @@ static void test_native_equals_sform(void **st)
                     uint16_t h; memcpy(&h, row + b * 34, 2);
                     sc[r * (C / 32) + b] = fp16_to_f32(h);
                     for (int e = 0; e < 32; e++) codes[r * C + b * 32 + e] = (uint8_t)((int8_t)row[b * 34 + 2 + e] + 128);
+                }
+                continue;
+            }
+            if (t == 3) { /* Q6_K: ql[128] qh[64] int8 scales[16] fp16 d per 256 */
+                sf.code_bits = 8; sf.code_bias = -32; sf.group = 16;
+                for (int64_t i = 0; i < C / 256; i++) {
+                    const uint8_t *blk = row + i * 210, *ql = blk, *qh = blk + 128;
+                    const int8_t *s8 = (const int8_t *)(blk + 192);
+                    uint16_t hd; memcpy(&hd, blk + 208, 2);
+                    for (int k = 0; k < 16; k++) sc[r * (C / 16) + i * 16 + k] = fp16_to_f32(hd) * (float)s8[k];
+                    uint8_t *cd = codes + r * C + i * 256;
+                    for (int n = 0; n < 2; n++)
+                        for (int l = 0; l < 32; l++) {
+                            const uint8_t *L = ql + 64 * n, *H = qh + 32 * n;
+                            cd[128 * n + l] = (uint8_t)((L[l] & 15) | ((H[l] & 3) << 4));
+                            cd[128 * n + l + 32] = (uint8_t)((L[l + 32] & 15) | (((H[l] >> 2) & 3) << 4));
+                            cd[128 * n + l + 64] = (uint8_t)((L[l] >> 4) | (((H[l] >> 4) & 3) << 4));
+                            cd[128 * n + l + 96] = (uint8_t)((L[l + 32] >> 4) | (((H[l] >> 6) & 3) << 4));
+                        }
                 }
                 continue;
             }
