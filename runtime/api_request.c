@@ -20,6 +20,10 @@ static int fail(api_error *e, const char *param, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(e->message, sizeof e->message, fmt, ap);
     va_end(ap);
+    /* One line: jansson quotes the offending source text, which may hold a
+     * newline or other control bytes (found by fuzz_api_request). */
+    for (char *c = e->message; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = ' ';
     return -1;
 }
 
