@@ -160,9 +160,9 @@ float kscalar_qdot_scode(const weight *w, int64_t r, const qrow *a)
     return acc;
 }
 
-void kscalar_qdot4_scode(const weight *w, int64_t r, const qrow *a, float *y)
+void kscalar_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
 {
-    for (int k = 0; k < 4; k++) y[k] = kscalar_qdot_scode(w, r + k, a);
+    for (int k = 0; k < 4; k++) y[k * stride] = kscalar_qdot_scode(w, r + k * stride, a);
 }
 
 /* value = d * (2*code + 1) * grid * sign / 8, so per 256-block

@@ -253,7 +253,7 @@ AVX2 float kavx2_qdot_scode(const weight *w, int64_t r, const qrow *a)
     return hsum_ps(_mm256_add_ps(acc0, acc1)) + off;
 }
 
-/* Four consecutive Q8_0-shaped rows at once: the activation codes and the
+/* Four Q8_0-shaped rows at once (rows r + k * stride): the activation codes and the
  * activation scales are loaded once for the four weight streams, the
  * (weight scale x activation scale) products of 8 units are taken as one
  * vector multiply and broadcast by lane, and the horizontal sums and the
@@ -270,29 +270,40 @@ AVX2 float kavx2_qdot_scode(const weight *w, int64_t r, const qrow *a)
  * operation and no order. */
 #define QD_PRAGMA(x) _Pragma(#x)
 #define QD_UNROLL QD_PRAGMA(GCC unroll 8)
+/* Read-ahead distance of the four-row kernels. Adjacent rows (stride 1):
+ * the same place in the next four rows. Rows a stride apart are four
+ * sequential streams (each continues into its own next row), so each
+ * reads QD_AHEAD bytes ahead within its stream; the hardware prefetchers
+ * then see four forward streams instead of four 2 KiB pieces per group. */
+static inline size_t qd4_ahead(size_t row_bytes, int64_t stride)
+{
+    return stride == 1 ? QD_ROWS * row_bytes : QD_AHEAD;
+}
 AVX2 static inline __attribute__((always_inline)) void qdot4_unit32(const uint8_t *codes, size_t row_bytes,
                                                                     const int8_t *q, const float *sc, int64_t n32,
                                                                     const float *d, int bits, __m256i bias,
-                                                                    __m256i cb, int use_cb, float *y)
+                                                                    __m256i cb, int use_cb, float *y, int64_t stride)
 {
     __m256 acc0[QD_ROWS], acc1[QD_ROWS];
     QD_UNROLL
     for (int k = 0; k < QD_ROWS; k++) acc0[k] = acc1[k] = _mm256_setzero_ps();
     const int64_t step = 4 * bits;
-    const size_t ahead = QD_ROWS * row_bytes; /* the same place in the next four rows */
+    const size_t rstep = (size_t)stride * row_bytes;
+    const int64_t sstep = stride * n32;
+    const size_t ahead = qd4_ahead(row_bytes, stride);
     int64_t i = 0;
     for (; i + 8 <= n32; i += 8) {
         const __m256 vd = _mm256_loadu_ps(d + i);
         float sd[QD_ROWS][8];
         QD_UNROLL
-        for (int k = 0; k < QD_ROWS; k++) _mm256_storeu_ps(sd[k], _mm256_mul_ps(_mm256_loadu_ps(sc + k * n32 + i), vd));
+        for (int k = 0; k < QD_ROWS; k++) _mm256_storeu_ps(sd[k], _mm256_mul_ps(_mm256_loadu_ps(sc + k * sstep + i), vd));
         QD_UNROLL
         for (int u = 0; u < 8; u += 2) {
             const __m256i q0 = _mm256_loadu_si256((const __m256i *)(q + (i + u) * 32));
             const __m256i q1 = _mm256_loadu_si256((const __m256i *)(q + (i + u) * 32 + 32));
             QD_UNROLL
             for (int k = 0; k < QD_ROWS; k++) {
-                const uint8_t *p = codes + k * row_bytes + (i + u) * step;
+                const uint8_t *p = codes + k * rstep + (i + u) * step;
                 if (bits == 8 || u % 4 == 0) _mm_prefetch((const char *)p + ahead, _MM_HINT_T0);
                 const __m256i s0 = dot32_i8(values32(p, bits, bias, cb, use_cb), q0);
                 const __m256i s1 = dot32_i8(values32(p + step, bits, bias, cb, use_cb), q1);
@@ -304,8 +315,8 @@ AVX2 static inline __attribute__((always_inline)) void qdot4_unit32(const uint8_
     for (; i + 2 <= n32; i += 2)
         QD_UNROLL
         for (int k = 0; k < QD_ROWS; k++) {
-            const uint8_t *p = codes + k * row_bytes + i * step;
-            const float *s = sc + k * n32;
+            const uint8_t *p = codes + k * rstep + i * step;
+            const float *s = sc + k * sstep;
             const __m256i s0 = dot32_i8(values32(p, bits, bias, cb, use_cb), _mm256_loadu_si256((const __m256i *)(q + i * 32)));
             const __m256i s1 = dot32_i8(values32(p + step, bits, bias, cb, use_cb),
                                         _mm256_loadu_si256((const __m256i *)(q + i * 32 + 32)));
@@ -315,15 +326,15 @@ AVX2 static inline __attribute__((always_inline)) void qdot4_unit32(const uint8_
     if (i < n32)
         QD_UNROLL
         for (int k = 0; k < QD_ROWS; k++) {
-            const __m256i s0 = dot32_i8(values32(codes + k * row_bytes + i * step, bits, bias, cb, use_cb),
+            const __m256i s0 = dot32_i8(values32(codes + k * rstep + i * step, bits, bias, cb, use_cb),
                                         _mm256_loadu_si256((const __m256i *)(q + i * 32)));
-            acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(sc[k * n32 + i] * d[i]), acc0[k]);
+            acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(sc[k * sstep + i] * d[i]), acc0[k]);
         }
     QD_UNROLL
-    for (int k = 0; k < QD_ROWS; k++) y[k] = hsum_ps(_mm256_add_ps(acc0[k], acc1[k]));
+    for (int k = 0; k < QD_ROWS; k++) y[k * stride] = hsum_ps(_mm256_add_ps(acc0[k], acc1[k]));
 }
 
-AVX2 void kavx2_qdot4_scode(const weight *w, int64_t r, const qrow *a, float *y)
+AVX2 void kavx2_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
 {
     const int bits = w->code_bits, use_cb = w->codebook != NULL;
     if (w->group == 32 && qrow_block(a->kind) == 32 && !w->offsets && (bits == 8 || bits == 4) &&
@@ -335,12 +346,12 @@ AVX2 void kavx2_qdot4_scode(const weight *w, int64_t r, const qrow *a, float *y)
         const __m256i cb = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)cbv));
         const __m256i bias = _mm256_set1_epi8((char)w->code_bias);
         const float *sc = w->scales + r * n32;
-        if (bits == 8) qdot4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 8, bias, cb, 0, y);
-        else if (use_cb) qdot4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 4, bias, cb, 1, y);
-        else qdot4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 4, bias, cb, 0, y);
+        if (bits == 8) qdot4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 8, bias, cb, 0, y, stride);
+        else if (use_cb) qdot4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 4, bias, cb, 1, y, stride);
+        else qdot4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 4, bias, cb, 0, y, stride);
         return;
     }
-    for (int k = 0; k < QD_ROWS; k++) y[k] = kavx2_qdot_scode(w, r + k, a);
+    for (int k = 0; k < QD_ROWS; k++) y[k * stride] = kavx2_qdot_scode(w, r + k * stride, a);
 }
 
 /* IQ3. One block's eight sign/scale words are turned into eight 32-bit
@@ -501,19 +512,22 @@ VNNI float kvnni_qdot_scode(const weight *w, int64_t r, const qrow *a)
 
 VNNI static inline __attribute__((always_inline)) void vnni4_unit32(const uint8_t *codes, size_t row_bytes,
                                                                     const int8_t *q, const float *sc, int64_t n32,
-                                                                    const float *d, int bits, __m256i bias16, float *y)
+                                                                    const float *d, int bits, __m256i bias16, float *y,
+                                                                    int64_t stride)
 {
     __m256 acc0[QD_ROWS], acc1[QD_ROWS];
     QD_UNROLL
     for (int k = 0; k < QD_ROWS; k++) acc0[k] = acc1[k] = _mm256_setzero_ps();
     const int64_t step = 4 * bits;
-    const size_t ahead = QD_ROWS * row_bytes;
+    const size_t rstep = (size_t)stride * row_bytes;
+    const int64_t sstep = stride * n32;
+    const size_t ahead = qd4_ahead(row_bytes, stride);
     int64_t i = 0;
     for (; i + 8 <= n32; i += 8) {
         const __m256 vd = _mm256_loadu_ps(d + i);
         float sd[QD_ROWS][8];
         QD_UNROLL
-        for (int k = 0; k < QD_ROWS; k++) _mm256_storeu_ps(sd[k], _mm256_mul_ps(_mm256_loadu_ps(sc + k * n32 + i), vd));
+        for (int k = 0; k < QD_ROWS; k++) _mm256_storeu_ps(sd[k], _mm256_mul_ps(_mm256_loadu_ps(sc + k * sstep + i), vd));
         QD_UNROLL
         for (int u = 0; u < 8; u += 2) {
             const __m256i q0 = _mm256_loadu_si256((const __m256i *)(q + (i + u) * 32));
@@ -521,7 +535,7 @@ VNNI static inline __attribute__((always_inline)) void vnni4_unit32(const uint8_
             const __m256i b0 = bias_lanes(q0, bias16), b1 = bias_lanes(q1, bias16);
             QD_UNROLL
             for (int k = 0; k < QD_ROWS; k++) {
-                const uint8_t *p = codes + k * row_bytes + (i + u) * step;
+                const uint8_t *p = codes + k * rstep + (i + u) * step;
                 if (bits == 8 || u % 4 == 0) _mm_prefetch((const char *)p + ahead, _MM_HINT_T0);
                 const __m256i s0 = _mm256_dpbusd_avx_epi32(b0, codes32_u8(p, bits), q0);
                 const __m256i s1 = _mm256_dpbusd_avx_epi32(b1, codes32_u8(p + step, bits), q1);
@@ -536,8 +550,8 @@ VNNI static inline __attribute__((always_inline)) void vnni4_unit32(const uint8_
         const __m256i b0 = bias_lanes(q0, bias16), b1 = bias_lanes(q1, bias16);
         QD_UNROLL
         for (int k = 0; k < QD_ROWS; k++) {
-            const uint8_t *p = codes + k * row_bytes + i * step;
-            const float *s = sc + k * n32;
+            const uint8_t *p = codes + k * rstep + i * step;
+            const float *s = sc + k * sstep;
             const __m256i s0 = _mm256_dpbusd_avx_epi32(b0, codes32_u8(p, bits), q0);
             const __m256i s1 = _mm256_dpbusd_avx_epi32(b1, codes32_u8(p + step, bits), q1);
             acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(s[i] * d[i]), acc0[k]);
@@ -549,23 +563,23 @@ VNNI static inline __attribute__((always_inline)) void vnni4_unit32(const uint8_
         const __m256i b0 = bias_lanes(q0, bias16);
         QD_UNROLL
         for (int k = 0; k < QD_ROWS; k++) {
-            const __m256i s0 = _mm256_dpbusd_avx_epi32(b0, codes32_u8(codes + k * row_bytes + i * step, bits), q0);
-            acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(sc[k * n32 + i] * d[i]), acc0[k]);
+            const __m256i s0 = _mm256_dpbusd_avx_epi32(b0, codes32_u8(codes + k * rstep + i * step, bits), q0);
+            acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(sc[k * sstep + i] * d[i]), acc0[k]);
         }
     }
     QD_UNROLL
-    for (int k = 0; k < QD_ROWS; k++) y[k] = hsum_ps(_mm256_add_ps(acc0[k], acc1[k]));
+    for (int k = 0; k < QD_ROWS; k++) y[k * stride] = hsum_ps(_mm256_add_ps(acc0[k], acc1[k]));
 }
 
-VNNI void kvnni_qdot4_scode(const weight *w, int64_t r, const qrow *a, float *y)
+VNNI void kvnni_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
 {
-    if (!vnni_takes(w, a)) { kavx2_qdot4_scode(w, r, a, y); return; }
+    if (!vnni_takes(w, a)) { kavx2_qdot4_scode(w, r, stride, a, y); return; }
     const uint8_t *codes = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     const int64_t n32 = w->cols / 32;
     const float *sc = w->scales + r * n32;
     const __m256i bias16 = _mm256_set1_epi16((short)w->code_bias);
-    if (w->code_bits == 8) vnni4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 8, bias16, y);
-    else vnni4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 4, bias16, y);
+    if (w->code_bits == 8) vnni4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 8, bias16, y, stride);
+    else vnni4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 4, bias16, y, stride);
 }
 
 /* IQ3 with vpdpwssd: the madd by (2*code + 1) and the add into the block
