@@ -26,6 +26,8 @@ float kvnni_qdot_scode(const weight *w, int64_t r, const qrow *a);
 void kvnni_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
 float kvnni_qdot_iq3(const weight *w, int64_t r, const qrow *a);
 float kavx512_qdot_iq3(const weight *w, int64_t r, const qrow *a);
+void kavx512_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
+void kavx512v_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
 /* The codebook as int8 when every entry is an integer in [-128, 127]. */
 int kq8_codebook_i8(const weight *w, int8_t out[16]);
 
