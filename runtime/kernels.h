@@ -8,7 +8,9 @@
  *    when the CPU has that too (the Q8_0-shaped qdot/qdot4 of S-forms on
  *    vpdpbusd, equal to the AVX2 ones bit for bit), and either of those
  *    with the IQ3 qdot on AVX-512 F/BW/VL/VBMI + GFNI when the CPU has those
- *    (equal to the AVX2 IQ3 dot bit for bit), else the scalar one;
+ *    (equal to the AVX2 IQ3 dot bit for bit; with AVX512-VNNI as well, the
+ *    Q8_0-shaped S8 qdot4 on 512-bit registers too, equal bit for bit),
+ *    else the scalar one;
  *    kernels_get(0) is always scalar. kernels_avx2(), kernels_avx2_vnni()
  *    and kernels_avx512() return that table or NULL (tests run every table
  *    the CPU has). All tables are const: no global mutable state; the
