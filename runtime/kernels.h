@@ -8,7 +8,9 @@
  *    when the CPU has that too (the Q8_0-shaped qdot/qdot4 of S-forms on
  *    vpdpbusd, equal to the AVX2 ones bit for bit), and either of those
  *    with the IQ3 qdot on AVX-512 F/BW/VL/VBMI + GFNI when the CPU has those
- *    (equal to the AVX2 IQ3 dot bit for bit), else the scalar one;
+ *    (equal to the AVX2 IQ3 dot bit for bit; with AVX512-VNNI as well, the
+ *    Q8_0-shaped S8 qdot4 on 512-bit registers too, equal bit for bit),
+ *    else the scalar one;
  *    kernels_get(0) is always scalar. kernels_avx2(), kernels_avx2_vnni()
  *    and kernels_avx512() return that table or NULL (tests run every table
  *    the CPU has). All tables are const: no global mutable state; the
@@ -31,9 +33,10 @@
  *    exists for the S-forms and IQ3 where kernels_qdot_ok(w) says so. Other
  *    forms multiply the decoded row by qrow.deq (q * d), the same value
  *    up to float rounding.
- *  - qdot4[form] (where set) fills y[0..3] with qdot[form] of rows r..r+3
- *    of the same table, bit for bit: a mat-vec may group rows by four
- *    without changing a result. */
+ *  - qdot4[form] (where set) fills y[k * stride] with qdot[form] of row
+ *    r + k * stride, k = 0..3, of the same table, bit for bit: a mat-vec
+ *    may group rows by four, adjacent (stride 1) or as four separate
+ *    sequential streams (stride > 1), without changing a result. */
 #ifndef STRATA_KERNELS_H
 #define STRATA_KERNELS_H
 
@@ -56,7 +59,7 @@ typedef struct qrow {
 
 typedef void (*quant_fn)(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16);
 typedef float (*qdot_fn)(const weight *w, int64_t r, const qrow *a);
-typedef void (*qdot4_fn)(const weight *w, int64_t r, const qrow *a, float *y);
+typedef void (*qdot4_fn)(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
 
 typedef struct kernels {
     const char *name;
@@ -70,7 +73,7 @@ typedef struct kernels {
     row_f32_fn row_f32[WF_COUNT];
     quant_fn quant_q8[3];       /* [WA_Q8_0], [WA_Q8_K] */
     qdot_fn qdot[WF_COUNT];     /* [WF_SCODE], [WF_IQ3] */
-    qdot4_fn qdot4[WF_COUNT];   /* [WF_SCODE]: rows r..r+3 */
+    qdot4_fn qdot4[WF_COUNT];   /* [WF_SCODE]: rows r + k * stride, k < 4 */
 } kernels;
 
 const kernels *kernels_scalar(void);

@@ -143,7 +143,7 @@ AVX2 static void row_scode(const weight *w, int64_t r, float *dst)
     }
 }
 
-/* What the four x86 tables share; they differ only in their quantized dots. */
+/* What the x86 tables share; they differ only in their quantized dots. */
 #define AVX2_COMMON_ENTRIES                                                           \
     .dot_f32 = dot_f32, .dot8_f32 = dot8_f32, .dot_f16 = dot_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, \
     .f16_to_f32 = f16_to_f32, .f32_to_f16 = f32_to_f16,                               \
@@ -185,6 +185,23 @@ static const kernels avx512_vnni_table = {
     .qdot4 = { [WF_SCODE] = kvnni_qdot4_scode },
 };
 
+/* The same two with AVX-512 VNNI too: the four-row S8 (Q8_0-shaped) dot
+ * on 512-bit registers (kavx512_qdot4_scode, one unit of two rows per
+ * instruction; the same results bit for bit). */
+static const kernels avx512_z_table = {
+    .name = "avx2+avx512+vnni512",
+    AVX2_COMMON_ENTRIES
+    .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kscalar_qdot_ggml },
+    .qdot4 = { [WF_SCODE] = kavx512_qdot4_scode },
+};
+
+static const kernels avx512_vnni_z_table = {
+    .name = "avx2+vnni+avx512+vnni512",
+    AVX2_COMMON_ENTRIES
+    .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kscalar_qdot_ggml },
+    .qdot4 = { [WF_SCODE] = kavx512v_qdot4_scode },
+};
+
 /* F16C is read from CPUID leaf 1 (ECX bit 29): not every clang knows the
  * "f16c" name in __builtin_cpu_supports. */
 const kernels *kernels_avx2(void)
@@ -216,7 +233,9 @@ const kernels *kernels_avx512(void)
         return NULL;
     unsigned a, b, c, d; /* GFNI: CPUID leaf 7 sub-leaf 0, ECX bit 8 */
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(c & (1u << 8))) return NULL;
-    return kernels_avx2_vnni() ? &avx512_vnni_table : &avx512_table;
+    const int vnni = kernels_avx2_vnni() != NULL;
+    if (__builtin_cpu_supports("avx512vnni")) return vnni ? &avx512_vnni_z_table : &avx512_z_table;
+    return vnni ? &avx512_vnni_table : &avx512_table;
 }
 
 #else

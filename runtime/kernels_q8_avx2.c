@@ -298,7 +298,7 @@ AVX2 float kavx2_qdot_scode(const weight *w, int64_t r, const qrow *a)
     return hsum_ps(acc0) + off;
 }
 
-/* Four consecutive Q8_0-shaped rows at once: the activation codes and the
+/* Four Q8_0-shaped rows at once (rows r + k * stride): the activation codes and the
  * activation scales are loaded once for the four weight streams, the
  * (weight scale x activation scale) products of 8 units are taken as one
  * vector multiply and broadcast by lane, and the horizontal sums and the
@@ -314,29 +314,40 @@ AVX2 float kavx2_qdot_scode(const weight *w, int64_t r, const qrow *a)
  * operation and no order. */
 #define QD_PRAGMA(x) _Pragma(#x)
 #define QD_UNROLL QD_PRAGMA(GCC unroll 8)
+/* Read-ahead distance of the four-row kernels. Adjacent rows (stride 1):
+ * the same place in the next four rows. Rows a stride apart are four
+ * sequential streams (each continues into its own next row), so each
+ * reads QD_AHEAD bytes ahead within its stream; the hardware prefetchers
+ * then see four forward streams instead of four 2 KiB pieces per group. */
+static inline size_t qd4_ahead(size_t row_bytes, int64_t stride)
+{
+    return stride == 1 ? QD_ROWS * row_bytes : QD_AHEAD;
+}
 AVX2 static inline __attribute__((always_inline)) void qdot4_unit32(const uint8_t *codes, size_t row_bytes,
                                                                     const int8_t *q, const float *sc, int64_t n32,
                                                                     const float *d, int bits, __m256i bias,
-                                                                    __m256i cb, int use_cb, float *y)
+                                                                    __m256i cb, int use_cb, float *y, int64_t stride)
 {
     __m256 acc0[QD_ROWS];
     QD_UNROLL
     for (int k = 0; k < QD_ROWS; k++) acc0[k] = _mm256_setzero_ps();
     const int64_t step = 4 * bits;
-    const size_t ahead = QD_ROWS * row_bytes; /* the same place in the next four rows */
+    const size_t rstep = (size_t)stride * row_bytes;
+    const int64_t sstep = stride * n32;
+    const size_t ahead = qd4_ahead(row_bytes, stride);
     int64_t i = 0;
     for (; i + 8 <= n32; i += 8) {
         const __m256 vd = _mm256_loadu_ps(d + i);
         float sd[QD_ROWS][8];
         QD_UNROLL
-        for (int k = 0; k < QD_ROWS; k++) _mm256_storeu_ps(sd[k], _mm256_mul_ps(_mm256_loadu_ps(sc + k * n32 + i), vd));
+        for (int k = 0; k < QD_ROWS; k++) _mm256_storeu_ps(sd[k], _mm256_mul_ps(_mm256_loadu_ps(sc + k * sstep + i), vd));
         QD_UNROLL
         for (int u = 0; u < 8; u += 2) {
             const __m256i q0 = _mm256_loadu_si256((const __m256i *)(q + (i + u) * 32));
             const __m256i q1 = _mm256_loadu_si256((const __m256i *)(q + (i + u) * 32 + 32));
             QD_UNROLL
             for (int k = 0; k < QD_ROWS; k++) {
-                const uint8_t *p = codes + k * row_bytes + (i + u) * step;
+                const uint8_t *p = codes + k * rstep + (i + u) * step;
                 if (bits == 8 || u % 4 == 0) _mm_prefetch((const char *)p + ahead, _MM_HINT_T0);
                 const __m256i s0 = dot32_i8(values32(p, bits, bias, cb, use_cb), q0);
                 const __m256i s1 = dot32_i8(values32(p + step, bits, bias, cb, use_cb), q1);
@@ -348,8 +359,8 @@ AVX2 static inline __attribute__((always_inline)) void qdot4_unit32(const uint8_
     for (; i + 2 <= n32; i += 2)
         QD_UNROLL
         for (int k = 0; k < QD_ROWS; k++) {
-            const uint8_t *p = codes + k * row_bytes + i * step;
-            const float *s = sc + k * n32;
+            const uint8_t *p = codes + k * rstep + i * step;
+            const float *s = sc + k * sstep;
             const __m256i s0 = dot32_i8(values32(p, bits, bias, cb, use_cb), _mm256_loadu_si256((const __m256i *)(q + i * 32)));
             const __m256i s1 = dot32_i8(values32(p + step, bits, bias, cb, use_cb),
                                         _mm256_loadu_si256((const __m256i *)(q + i * 32 + 32)));
@@ -359,17 +370,17 @@ AVX2 static inline __attribute__((always_inline)) void qdot4_unit32(const uint8_
     if (i < n32)
         QD_UNROLL
         for (int k = 0; k < QD_ROWS; k++) {
-            const __m256i s0 = dot32_i8(values32(codes + k * row_bytes + i * step, bits, bias, cb, use_cb),
+            const __m256i s0 = dot32_i8(values32(codes + k * rstep + i * step, bits, bias, cb, use_cb),
                                         _mm256_loadu_si256((const __m256i *)(q + i * 32)));
-            acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(sc[k * n32 + i] * d[i]), acc0[k]);
+            acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(sc[k * sstep + i] * d[i]), acc0[k]);
         }
     QD_UNROLL
-    for (int k = 0; k < QD_ROWS; k++) y[k] = hsum_ps(acc0[k]);
+    for (int k = 0; k < QD_ROWS; k++) y[k * stride] = hsum_ps(acc0[k]);
 }
 
-AVX2 void kavx2_qdot4_scode(const weight *w, int64_t r, const qrow *a, float *y)
+AVX2 void kavx2_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
 {
-    if (w->kf && a->kind == WA_Q8_K) { for (int k = 0; k < QD_ROWS; k++) y[k] = kf_dot(w, r + k, a); return; }
+    if (w->kf && a->kind == WA_Q8_K) { for (int k = 0; k < QD_ROWS; k++) y[k * stride] = kf_dot(w, r + k * stride, a); return; }
     const int bits = w->code_bits, use_cb = w->codebook != NULL;
     if (w->group == 32 && qrow_block(a->kind) == 32 && !w->offsets && (bits == 8 || bits == 4) &&
         (use_cb || bits == 4 || w->code_bias == -128)) {
@@ -380,12 +391,12 @@ AVX2 void kavx2_qdot4_scode(const weight *w, int64_t r, const qrow *a, float *y)
         const __m256i cb = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)cbv));
         const __m256i bias = _mm256_set1_epi8((char)w->code_bias);
         const float *sc = w->scales + r * n32;
-        if (bits == 8) qdot4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 8, bias, cb, 0, y);
-        else if (use_cb) qdot4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 4, bias, cb, 1, y);
-        else qdot4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 4, bias, cb, 0, y);
+        if (bits == 8) qdot4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 8, bias, cb, 0, y, stride);
+        else if (use_cb) qdot4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 4, bias, cb, 1, y, stride);
+        else qdot4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 4, bias, cb, 0, y, stride);
         return;
     }
-    for (int k = 0; k < QD_ROWS; k++) y[k] = kavx2_qdot_scode(w, r + k, a);
+    for (int k = 0; k < QD_ROWS; k++) y[k * stride] = kavx2_qdot_scode(w, r + k * stride, a);
 }
 
 /* IQ3. One block's eight sign/scale words are turned into eight 32-bit
@@ -546,19 +557,22 @@ VNNI float kvnni_qdot_scode(const weight *w, int64_t r, const qrow *a)
 
 VNNI static inline __attribute__((always_inline)) void vnni4_unit32(const uint8_t *codes, size_t row_bytes,
                                                                     const int8_t *q, const float *sc, int64_t n32,
-                                                                    const float *d, int bits, __m256i bias16, float *y)
+                                                                    const float *d, int bits, __m256i bias16, float *y,
+                                                                    int64_t stride)
 {
     __m256 acc0[QD_ROWS];
     QD_UNROLL
     for (int k = 0; k < QD_ROWS; k++) acc0[k] = _mm256_setzero_ps();
     const int64_t step = 4 * bits;
-    const size_t ahead = QD_ROWS * row_bytes;
+    const size_t rstep = (size_t)stride * row_bytes;
+    const int64_t sstep = stride * n32;
+    const size_t ahead = qd4_ahead(row_bytes, stride);
     int64_t i = 0;
     for (; i + 8 <= n32; i += 8) {
         const __m256 vd = _mm256_loadu_ps(d + i);
         float sd[QD_ROWS][8];
         QD_UNROLL
-        for (int k = 0; k < QD_ROWS; k++) _mm256_storeu_ps(sd[k], _mm256_mul_ps(_mm256_loadu_ps(sc + k * n32 + i), vd));
+        for (int k = 0; k < QD_ROWS; k++) _mm256_storeu_ps(sd[k], _mm256_mul_ps(_mm256_loadu_ps(sc + k * sstep + i), vd));
         QD_UNROLL
         for (int u = 0; u < 8; u += 2) {
             const __m256i q0 = _mm256_loadu_si256((const __m256i *)(q + (i + u) * 32));
@@ -566,7 +580,7 @@ VNNI static inline __attribute__((always_inline)) void vnni4_unit32(const uint8_
             const __m256i b0 = bias_lanes(q0, bias16), b1 = bias_lanes(q1, bias16);
             QD_UNROLL
             for (int k = 0; k < QD_ROWS; k++) {
-                const uint8_t *p = codes + k * row_bytes + (i + u) * step;
+                const uint8_t *p = codes + k * rstep + (i + u) * step;
                 if (bits == 8 || u % 4 == 0) _mm_prefetch((const char *)p + ahead, _MM_HINT_T0);
                 const __m256i s0 = _mm256_dpbusd_avx_epi32(b0, codes32_u8(p, bits), q0);
                 const __m256i s1 = _mm256_dpbusd_avx_epi32(b1, codes32_u8(p + step, bits), q1);
@@ -581,8 +595,8 @@ VNNI static inline __attribute__((always_inline)) void vnni4_unit32(const uint8_
         const __m256i b0 = bias_lanes(q0, bias16), b1 = bias_lanes(q1, bias16);
         QD_UNROLL
         for (int k = 0; k < QD_ROWS; k++) {
-            const uint8_t *p = codes + k * row_bytes + i * step;
-            const float *s = sc + k * n32;
+            const uint8_t *p = codes + k * rstep + i * step;
+            const float *s = sc + k * sstep;
             const __m256i s0 = _mm256_dpbusd_avx_epi32(b0, codes32_u8(p, bits), q0);
             const __m256i s1 = _mm256_dpbusd_avx_epi32(b1, codes32_u8(p + step, bits), q1);
             acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(s[i] * d[i]), acc0[k]);
@@ -594,23 +608,23 @@ VNNI static inline __attribute__((always_inline)) void vnni4_unit32(const uint8_
         const __m256i b0 = bias_lanes(q0, bias16);
         QD_UNROLL
         for (int k = 0; k < QD_ROWS; k++) {
-            const __m256i s0 = _mm256_dpbusd_avx_epi32(b0, codes32_u8(codes + k * row_bytes + i * step, bits), q0);
-            acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(sc[k * n32 + i] * d[i]), acc0[k]);
+            const __m256i s0 = _mm256_dpbusd_avx_epi32(b0, codes32_u8(codes + k * rstep + i * step, bits), q0);
+            acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(sc[k * sstep + i] * d[i]), acc0[k]);
         }
     }
     QD_UNROLL
-    for (int k = 0; k < QD_ROWS; k++) y[k] = hsum_ps(acc0[k]);
+    for (int k = 0; k < QD_ROWS; k++) y[k * stride] = hsum_ps(acc0[k]);
 }
 
-VNNI void kvnni_qdot4_scode(const weight *w, int64_t r, const qrow *a, float *y)
+VNNI void kvnni_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
 {
-    if (!vnni_takes(w, a)) { kavx2_qdot4_scode(w, r, a, y); return; }
+    if (!vnni_takes(w, a)) { kavx2_qdot4_scode(w, r, stride, a, y); return; }
     const uint8_t *codes = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     const int64_t n32 = w->cols / 32;
     const float *sc = w->scales + r * n32;
     const __m256i bias16 = _mm256_set1_epi16((short)w->code_bias);
-    if (w->code_bits == 8) vnni4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 8, bias16, y);
-    else vnni4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 4, bias16, y);
+    if (w->code_bits == 8) vnni4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 8, bias16, y, stride);
+    else vnni4_unit32(codes, w->row_bytes, a->q, sc, n32, a->d, 4, bias16, y, stride);
 }
 
 /* IQ3 with vpdpwssd: the madd by (2*code + 1) and the add into the block
@@ -811,6 +825,105 @@ AVX512 float kavx512_qdot_iq3(const weight *w, int64_t r, const qrow *a)
         acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(is8), acc);
     }
     return hsum_ps(acc);
+}
+
+/* Four Q8_0-shaped S8 rows (code bias -128) with 512-bit AVX-512 VNNI
+ * (F, BW, VL, VNNI): one zmm holds the same unit of two rows (rows 0 and 1
+ * in one accumulator, 2 and 3 in the other, lanes 0..7 and 8..15), so one
+ * vpdpbusd, one conversion and one fused multiply-add do two rows' step of
+ * the ymm kernels. Every lane sees the same integer (the bias put back per
+ * lane from the same activation sums), the same scale product and the same
+ * multiply-add in the same order, units one after another into one
+ * accumulator per row as in ggml's dot; the horizontal sums are hsum_ps of
+ * each half. So y equals the AVX2, AVX-VNNI and scalar kernels bit for bit
+ * (tested). (The first version held two units of one row per zmm, the ymm
+ * kernels' two accumulators; with one accumulator per row, as ggml sums,
+ * rows are what can share a register.) */
+#define AVX512VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+
+AVX512VNNI static inline __m512i z_pair(const uint8_t *p0, const uint8_t *p1)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)p0)),
+                              _mm256_loadu_si256((const __m256i *)p1), 1);
+}
+
+AVX512VNNI static void z4_s8(const uint8_t *codes, size_t row_bytes, const int8_t *q, const float *sc, int64_t n32,
+                             const float *d, float *y, int64_t stride)
+{
+    const size_t rstep = (size_t)stride * row_bytes;
+    const int64_t sstep = stride * n32;
+    const size_t ahead = qd4_ahead(row_bytes, stride);
+    const __m256i one = _mm256_set1_epi8(1), bias16 = _mm256_set1_epi16(-128);
+    __m512 acc[2] = { _mm512_setzero_ps(), _mm512_setzero_ps() };
+    int64_t i = 0;
+    for (; i + 8 <= n32; i += 8) {
+        const __m256 vd = _mm256_loadu_ps(d + i);
+        __m512 sd[2];
+        for (int h = 0; h < 2; h++) {
+            const __m256 lo = _mm256_mul_ps(_mm256_loadu_ps(sc + (2 * h) * sstep + i), vd);
+            const __m256 hi = _mm256_mul_ps(_mm256_loadu_ps(sc + (2 * h + 1) * sstep + i), vd);
+            sd[h] = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1));
+        }
+        QD_UNROLL
+        for (int u = 0; u < 8; u++) {
+            const __m512i idx = _mm512_setr_epi32(u, u, u, u, u, u, u, u, 8 + u, 8 + u, 8 + u, 8 + u, 8 + u, 8 + u,
+                                                  8 + u, 8 + u);
+            const __m256i qu = _mm256_loadu_si256((const __m256i *)(q + (i + u) * 32));
+            const __m512i q2 = _mm512_broadcast_i64x4(qu);
+            const __m512i b2 = _mm512_broadcast_i64x4(_mm256_madd_epi16(_mm256_maddubs_epi16(one, qu), bias16));
+            QD_UNROLL
+            for (int h = 0; h < 2; h++) {
+                const uint8_t *p0 = codes + (2 * h) * rstep + (i + u) * 32, *p1 = p0 + rstep;
+                if (u % 2 == 0) {
+                    _mm_prefetch((const char *)p0 + ahead, _MM_HINT_T0);
+                    _mm_prefetch((const char *)p1 + ahead, _MM_HINT_T0);
+                }
+                const __m512i s2 = _mm512_dpbusd_epi32(b2, z_pair(p0, p1), q2);
+                acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s2), _mm512_permutexvar_ps(idx, sd[h]), acc[h]);
+            }
+        }
+    }
+    for (; i < n32; i++) {
+        const __m256i qu = _mm256_loadu_si256((const __m256i *)(q + i * 32));
+        const __m512i q2 = _mm512_broadcast_i64x4(qu);
+        const __m512i b2 = _mm512_broadcast_i64x4(_mm256_madd_epi16(_mm256_maddubs_epi16(one, qu), bias16));
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *p0 = codes + (2 * h) * rstep + i * 32;
+            const __m512i s2 = _mm512_dpbusd_epi32(b2, z_pair(p0, p0 + rstep), q2);
+            const __m512 sdv = _mm512_castpd_ps(_mm512_insertf64x4(
+                _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_set1_ps(sc[(2 * h) * sstep + i] * d[i]))),
+                _mm256_castps_pd(_mm256_set1_ps(sc[(2 * h + 1) * sstep + i] * d[i])), 1));
+            acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s2), sdv, acc[h]);
+        }
+    }
+    for (int h = 0; h < 2; h++) {
+        y[(2 * h) * stride] = hsum_ps(_mm512_castps512_ps256(acc[h]));
+        y[(2 * h + 1) * stride] = hsum_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[h]), 1)));
+    }
+}
+
+static int z4_takes(const weight *w, const qrow *a)
+{
+    return w->group == 32 && qrow_block(a->kind) == 32 && !w->offsets && !w->codebook && w->code_bits == 8 &&
+           w->code_bias == -128;
+}
+
+/* The two entries differ only in what takes the other rows: each table's
+ * own four-row kernel (no AVX-VNNI instruction in the AVX2 one). */
+AVX512VNNI void kavx512_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
+{
+    if (!z4_takes(w, a)) { kavx2_qdot4_scode(w, r, stride, a, y); return; }
+    const int64_t n32 = w->cols / 32;
+    z4_s8((const uint8_t *)w->data + (size_t)r * w->row_bytes, w->row_bytes, a->q, w->scales + r * n32, n32, a->d, y,
+          stride);
+}
+
+AVX512VNNI void kavx512v_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
+{
+    if (!z4_takes(w, a)) { kvnni_qdot4_scode(w, r, stride, a, y); return; }
+    const int64_t n32 = w->cols / 32;
+    z4_s8((const uint8_t *)w->data + (size_t)r * w->row_bytes, w->row_bytes, a->q, w->scales + r * n32, n32, a->d, y,
+          stride);
 }
 
 #endif

@@ -330,8 +330,8 @@ static const float IQ4NL[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13
  * scalar within 1e-6 of the sum of |terms|, and so do AVX-VNNI and the
  * AVX-512 table, which moreover equal AVX2 bit for bit. Rows of 1024 and, where the blocks
  * allow, 1120 (35 units of 32: the eight-unit loop, then a pair, then the
- * odd last unit). The four-row kernels equal each table's one-row kernel
- * bit for bit. */
+ * odd last unit). The four-row kernels (rows 1, 2 or 3 apart) equal each
+ * table's one-row kernel bit for bit. */
 static void test_qdot_forms(void **st)
 {
     (void)st;
@@ -350,7 +350,7 @@ static void test_qdot_forms(void **st)
     if (!vnni) printf("SKIP (AVX-VNNI part): no AVX-VNNI on this CPU\n");
     if (!z) printf("SKIP (AVX-512 part): no AVX-512 F/BW/VL/VBMI + GFNI on this CPU\n");
     uint64_t rs = 11;
-    const int64_t R = 5, CMAX = 1120;
+    const int64_t R = 10, CMAX = 1120; /* rows enough for qdot4 with strides 1..3 */
     int64_t C = CMAX;
     float *x = malloc(C * sizeof *x), *deq = malloc(C * sizeof *deq), *row = malloc(C * sizeof *row);
     int8_t *q = malloc(C);
@@ -415,19 +415,25 @@ static void test_qdot_forms(void **st)
                     assert_memory_equal(&y2, &y3, sizeof y2);
                 }
             }
+            /* rows r, r + st, r + 2 st, r + 3 st into y[0], y[st], ...; the
+             * places in between are left alone */
             for (int t = 0; t < 4; t++) {
                 const kernels *k = tabs[t];
                 if (!k || !k->qdot4[w.form]) continue;
-                for (int64_t r = 0; r + 4 <= R; r++) {
-                    float y4[4];
-                    k->qdot4[w.form](&w, r, &a, y4);
-                    for (int i = 0; i < 4; i++) {
-                        const float y1 = k->qdot[w.form](&w, r + i, &a);
-                        if (memcmp(&y4[i], &y1, sizeof y1))
-                            printf("%s (%s): qdot4 row %lld %.9g, qdot %.9g\n", f->what, k->name, (long long)(r + i), y4[i], y1);
-                        assert_memory_equal(&y4[i], &y1, sizeof y1);
+                for (int64_t st = 1; st <= 3; st++)
+                    for (int64_t r = 0; r + 3 * st < R; r++) {
+                        float y4[12];
+                        for (int i = 0; i < 12; i++) y4[i] = -7.0f;
+                        k->qdot4[w.form](&w, r, st, &a, y4);
+                        for (int64_t i = 0; i < 12; i++) {
+                            if (i % st || i / st >= 4) { assert_true(y4[i] == -7.0f); continue; }
+                            const float y1 = k->qdot[w.form](&w, r + i, &a);
+                            if (memcmp(&y4[i], &y1, sizeof y1))
+                                printf("%s (%s): qdot4 stride %lld row %lld %.9g, qdot %.9g\n", f->what, k->name,
+                                       (long long)st, (long long)(r + i), y4[i], y1);
+                            assert_memory_equal(&y4[i], &y1, sizeof y1);
+                        }
                     }
-                }
             }
         }
     }
@@ -559,7 +565,7 @@ static void test_qdot_iq3_random_blocks(void **st)
                 if (!tabs[t] || !tabs[t]->qdot4[WF_IQ3]) continue;
                 for (int64_t r = 0; r + 4 <= R; r++) {
                     float y4[4];
-                    tabs[t]->qdot4[WF_IQ3](&w, r, &a, y4);
+                    tabs[t]->qdot4[WF_IQ3](&w, r, 1, &a, y4);
                     for (int i = 0; i < 4; i++) {
                         const float y1 = tabs[t]->qdot[WF_IQ3](&w, r + i, &a);
                         assert_memory_equal(&y4[i], &y1, sizeof y1);
@@ -693,7 +699,7 @@ static void test_native_equals_sform(void **st)
                 }
                 float y4[4];
                 if (r % 4 == 0 && tabs[1] && tabs[1]->qdot4[WF_SCODE]) {
-                    tabs[1]->qdot4[WF_SCODE](&sf, r, &a, y4);
+                    tabs[1]->qdot4[WF_SCODE](&sf, r, 1, &a, y4);
                     assert_memory_equal(&y4[0], &ref, 4);
                 }
             }
@@ -810,7 +816,9 @@ static void test_matmul(void **st)
 
 /* mm_mul2 (gate and up as one job) gives the bits of two mm_mul calls, on
  * both kernel tables and every thread count; rows not a multiple of the
- * task size or of four, so the tails run too. */
+ * task size or of four, so the tails run too. mm_mul itself (tasks read as
+ * four streams of rows, the rest one by one) equals the table's one-row
+ * qdot on every row. */
 static void test_matmul2_equals_two(void **st)
 {
     (void)st;
@@ -840,6 +848,16 @@ static void test_matmul2_equals_two(void **st)
             mm_mul2(&c, &w[0], &w[1], x, 1, z0, z1);
             assert_memory_equal(y0, z0, sizeof y0);
             assert_memory_equal(y1, z1, sizeof y1);
+            int8_t q[C];
+            float d[C / 32], deq[C];
+            int32_t s16[C / 16];
+            qrow a = { WA_Q8_0, C, q, d, s16, deq };
+            qrow_fill(c.k, &a, x);
+            for (int r = 0; r < R; r++) {
+                const float e0 = c.k->qdot[WF_SCODE](&w[0], r, &a), e1 = c.k->qdot[WF_SCODE](&w[1], r, &a);
+                assert_memory_equal(&y0[r], &e0, sizeof e0);
+                assert_memory_equal(&y1[r], &e1, sizeof e1);
+            }
             free(c.scratch);
             pool_free(p);
         }

@@ -36,7 +36,7 @@ static double time_rows(const kernels *k, const weight *w, const qrow *a, int fo
         const double t0 = bench_now();
         for (int p = 0; p < passes; p++) {
             if (four)
-                for (int64_t r = 0; r < ROWS; r += 4) k->qdot4[w->form](w, r, a, y + r);
+                for (int64_t r = 0; r < ROWS; r += 4) k->qdot4[w->form](w, r, 1, a, y + r);
             else
                 for (int64_t r = 0; r < ROWS; r++) y[r] = k->qdot[w->form](w, r, a);
             sink = y[p % ROWS];
