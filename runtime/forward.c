@@ -32,8 +32,19 @@ static void rmsnorm_rows(float *out, const float *x, const float *w, int B, int 
     for (int b = 0; b < B; b++) rmsnorm(out + (size_t)b * n, x + (size_t)b * n, w, n, eps);
 }
 
-/* SiLU as ggml_v_silu computes it (its own expf, runtime/ggml_order.h). */
-static float silu(float x) { return ggml_order_silu(x); }
+/* a = silu(a) * b over `rows` rows of ff, as ggml_vec_swiglu_f32 does each
+ * row: ggml_v_silu (its own expf, runtime/ggml_order.h) on whole groups of
+ * 8, libm's expf for the row's last ff % 8. */
+static void swiglu_rows(float *a, const float *b, int64_t rows, int64_t ff)
+{
+    const int64_t nv = ff & ~(int64_t)7;
+    for (int64_t r = 0; r < rows; r++) {
+        float *x = a + r * ff;
+        const float *g = b + r * ff;
+        for (int64_t i = 0; i < nv; i++) x[i] = ggml_order_silu(x[i]) * g[i];
+        for (int64_t i = nv; i < ff; i++) x[i] = x[i] / (1.0f + expf(-x[i])) * g[i];
+    }
+}
 
 static void add_bias(float *y, const float *bias, int B, int n)
 {
@@ -228,10 +239,7 @@ static void swiglu(model *m, const weight *gate, const weight *up, const weight 
 {
     const int64_t ff = gate->rows;
     mm_mul2(&m->mm, gate, up, h, B, m->ffa, m->ffb);
-    for (int64_t i = 0; i < (int64_t)B * ff; i++) {
-        float g = silu(m->ffa[i]);
-        m->ffa[i] = g * m->ffb[i];
-    }
+    swiglu_rows(m->ffa, m->ffb, B, ff);
     mm_mul(&m->mm, down, m->ffa, B, out);
 }
 
@@ -304,10 +312,7 @@ static void moe_block(model *m, int l, int B)
         mm_next next = { K, { NULL } };
         for (int j = 0; j < K; j++) next.w[j] = &L->exp_down[m->sel[j]];
         mm_mulv_next(&m->mm, v, 2 * K, &next);
-        for (int64_t i = 0; i < K * ff; i++) {
-            float g = silu(m->ffa[i]);
-            m->ffa[i] = g * m->ffb[i];
-        }
+        swiglu_rows(m->ffa, m->ffb, K, ff);
         for (int j = 0; j < K; j++) v[j] = (mm_vec){ &L->exp_down[m->sel[j]], m->ffa + j * ff, m->eo + (size_t)j * D };
         /* Then the next layer's q, k and v (a shared expert comes first). */
         next.n = 0;
@@ -328,7 +333,9 @@ static void moe_block(model *m, int l, int B)
                     n++;
                 }
         if (n == 0) continue;
+        m->mm.rowwise = 1; /* llama.cpp's mul_mat_id: f32 experts sum row by row */
         swiglu(m, &L->exp_gate[e], &L->exp_up[e], &L->exp_down[e], m->hg, n, m->gd);
+        m->mm.rowwise = 0;
         for (int i = 0; i < n; i++)
             memcpy(m->eo + (size_t)m->grp[i] * D, m->gd + (size_t)i * D, (size_t)D * sizeof(float));
     }

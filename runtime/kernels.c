@@ -14,7 +14,9 @@
  * vectors): 32 float lanes, element i into lane i % 32 by fused
  * multiply-add, the four 8-lane vectors folded (0+2, 1+3, then 0+1), the
  * 8 lanes as (0+4 + 1+5) + (2+6 + 3+7), then the tail past the last 32
- * one fused multiply-add at a time (ggml's sumf += x*y, contracted). */
+ * one product at a time (ggml's sumf += x*y: its build fuses a*b - c*d
+ * expressions, as in RoPE, but not such loop-carried chains; stories260K,
+ * whose head_dim 8 and n_ff 172 are all tail, is bit for bit so). */
 static float dot_f32(const float *a, const float *b, int64_t n)
 {
     float l[32] = { 0 };
@@ -24,7 +26,7 @@ static float dot_f32(const float *a, const float *b, int64_t n)
     float v[8];
     for (int k = 0; k < 8; k++) v[k] = (l[k] + l[16 + k]) + (l[8 + k] + l[24 + k]);
     float s = ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
-    for (int64_t i = np; i < n; i++) s = fmaf(a[i], b[i], s); /* ggml: sumf += x*y, contracted */
+    for (int64_t i = np; i < n; i++) s += a[i] * b[i];
     return s;
 }
 
@@ -46,6 +48,13 @@ static float dot8_f32(const float *a, const float *b, int64_t n)
 }
 
 /* y += a * x, each element one fused multiply-add (as the AVX2 table). */
+static void gemm8_f32(const float *A, int64_t lda, int64_t m, const float *B, int64_t ldb, int64_t n, float *C,
+                      int64_t ldc, int64_t k)
+{
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t i = 0; i < m; i++) C[j * ldc + i] = dot8_f32(A + i * lda, B + j * ldb, k);
+}
+
 static void axpy_f32(float *y, float a, const float *x, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) y[i] = fmaf(a, x[i], y[i]);
@@ -107,6 +116,7 @@ static const kernels scalar_table = {
     .name = "scalar",
     .dot_f32 = dot_f32,
     .dot8_f32 = dot8_f32,
+    .gemm8_f32 = gemm8_f32,
     .dot_f16 = dot_f16,
     .axpy_f32 = axpy_f32,
     .axpy_f16 = axpy_f16,

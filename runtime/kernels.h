@@ -65,6 +65,10 @@ typedef struct kernels {
     const char *name;
     float (*dot_f32)(const float *a, const float *b, int64_t n);
     float (*dot8_f32)(const float *a, const float *b, int64_t n);
+    /* C[j*ldc + i] = dot8_f32(A + i*lda, B + j*ldb, k) for i < m, j < n
+     * (k % 8 == 0): the same bits, register-blocked as tinyBLAS is */
+    void (*gemm8_f32)(const float *A, int64_t lda, int64_t m, const float *B, int64_t ldb, int64_t n, float *C,
+                      int64_t ldc, int64_t k);
     float (*dot_f16)(const uint16_t *a, const float *b, int64_t n);
     void (*axpy_f32)(float *y, float a, const float *x, int64_t n);
     void (*axpy_f16)(float *y, float a, const uint16_t *x, int64_t n);

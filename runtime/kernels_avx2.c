@@ -36,7 +36,7 @@ AVX2 static float dot_f32(const float *a, const float *b, int64_t n)
     const __m128 t0 = _mm_add_ps(_mm256_castps256_ps128(s0), _mm256_extractf128_ps(s0, 1));
     const __m128 t1 = _mm_hadd_ps(t0, t0);
     float s = _mm_cvtss_f32(_mm_hadd_ps(t1, t1));
-    for (int64_t i = np; i < n; i++) s = fmaf(a[i], b[i], s); /* ggml: sumf += x*y, contracted */
+    for (int64_t i = np; i < n; i++) s += a[i] * b[i];
     return s;
 }
 
@@ -65,6 +65,39 @@ AVX2 static float dot8_f32(const float *a, const float *b, int64_t n)
     __m256 s = _mm256_setzero_ps();
     for (int64_t i = 0; i < n; i += 8) s = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s);
     return hsum(s);
+}
+
+/* dot8_f32 for a block of rows x tokens, 4 x 3 at a time in 12
+ * accumulators (each product's order is dot8_f32's: one 8-lane chain over
+ * k, then hsum), so every element has the same bits as one dot8_f32. */
+AVX2 static void gemm8_f32(const float *A, int64_t lda, int64_t m, const float *B, int64_t ldb, int64_t n, float *C,
+                           int64_t ldc, int64_t k)
+{
+    int64_t j = 0;
+    for (; j + 3 <= n; j += 3) {
+        int64_t i = 0;
+        for (; i + 4 <= m; i += 4) {
+            __m256 c[4][3];
+            for (int a = 0; a < 4; a++)
+                for (int b = 0; b < 3; b++) c[a][b] = _mm256_setzero_ps();
+            for (int64_t l = 0; l < k; l += 8) {
+                const __m256 b0 = _mm256_loadu_ps(B + j * ldb + l), b1 = _mm256_loadu_ps(B + (j + 1) * ldb + l),
+                             b2 = _mm256_loadu_ps(B + (j + 2) * ldb + l);
+                for (int a = 0; a < 4; a++) {
+                    const __m256 av = _mm256_loadu_ps(A + (i + a) * lda + l);
+                    c[a][0] = _mm256_fmadd_ps(av, b0, c[a][0]);
+                    c[a][1] = _mm256_fmadd_ps(av, b1, c[a][1]);
+                    c[a][2] = _mm256_fmadd_ps(av, b2, c[a][2]);
+                }
+            }
+            for (int a = 0; a < 4; a++)
+                for (int b = 0; b < 3; b++) C[(j + b) * ldc + i + a] = hsum(c[a][b]);
+        }
+        for (; i < m; i++)
+            for (int b = 0; b < 3; b++) C[(j + b) * ldc + i] = dot8_f32(A + i * lda, B + (j + b) * ldb, k);
+    }
+    for (; j < n; j++)
+        for (int64_t i = 0; i < m; i++) C[j * ldc + i] = dot8_f32(A + i * lda, B + j * ldb, k);
 }
 
 AVX2 static void axpy_f32(float *y, float a, const float *x, int64_t n)
@@ -145,7 +178,7 @@ AVX2 static void row_scode(const weight *w, int64_t r, float *dst)
 
 /* What the x86 tables share; they differ only in their quantized dots. */
 #define AVX2_COMMON_ENTRIES                                                           \
-    .dot_f32 = dot_f32, .dot8_f32 = dot8_f32, .dot_f16 = dot_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, \
+    .dot_f32 = dot_f32, .dot8_f32 = dot8_f32, .gemm8_f32 = gemm8_f32, .dot_f16 = dot_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, \
     .f16_to_f32 = f16_to_f32, .f32_to_f16 = f32_to_f16,                               \
     .row_f32 = { [WF_P32] = kscalar_row_p32, [WF_P16] = row_p16, [WF_SCODE] = row_scode, \
                  [WF_GGML] = kscalar_row_ggml, [WF_IQ3] = kscalar_row_iq3 },          \

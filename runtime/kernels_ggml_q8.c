@@ -93,7 +93,7 @@ static float dot_qk(const uint8_t *row, int64_t cols, const qrow *a, int style)
         if (style == 5) {
             int32_t tot = 0;
             for (int j = 0; j < 8; j++) tot += m[j] * bs[j];
-            summs = fmaf(Dmin, (float)tot, summs); /* ggml-cpu is built with contraction */
+            summs += Dmin * (float)tot; /* a loop-carried chain: the reference build leaves it unfused */
         } else {
             for (int k = 0; k < 4; k++) accm[k] = fmaf(Dmin, (float)(m[2 * k] * bs[2 * k] + m[2 * k + 1] * bs[2 * k + 1]), accm[k]);
         }

@@ -179,7 +179,7 @@ float kscalar_qdot_kf(const weight *w, int64_t r, const qrow *a)
         if (kf->style == 5) {
             int32_t tot = 0;
             for (int j = 0; j < 8; j++) tot += (int32_t)m[j] * bs[j];
-            summs = fmaf(Dmin, (float)tot, summs); /* ggml-cpu is built with contraction */
+            summs += Dmin * (float)tot; /* a loop-carried chain: the reference build leaves it unfused */
         } else {
             for (int k = 0; k < 4; k++)
                 accm[k] = fmaf(Dmin, (float)((int32_t)m[2 * k] * bs[2 * k] + (int32_t)m[2 * k + 1] * bs[2 * k + 1]), accm[k]);

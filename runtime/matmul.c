@@ -143,22 +143,17 @@ static void tile_task(void *arg, int task, int thread)
         for (int64_t i = 0; i < n; i++) j->c->k->row_f32[w->form](w, r0 + i, t + i * K);
         tile = t;
     }
-    if (K % 8 == 0) {
-        /* llama.cpp runs an f32 batch through llamafile's tinyBLAS: the same
-         * per-element order here (dot8_f32), not BLAS's */
-        for (int64_t i = 0; i < n; i++)
-            for (int b = 0; b < j->B; b++)
-                j->Y[(size_t)b * w->rows + r0 + i] = j->c->k->dot8_f32(tile + i * K, j->X + (size_t)b * K, K);
+    /* llama.cpp runs an f32 batch through llamafile's tinyBLAS when cols %
+     * 8 == 0 (gemm8_f32: the same per-element order, register-blocked),
+     * else, and for the experts' mul_mat_id, ggml_vec_dot_f32 per row and
+     * token (dot_f32). */
+    if (K % 8 == 0 && !j->c->rowwise) {
+        j->c->k->gemm8_f32(tile, K, n, j->X, K, j->B, j->Y + r0, w->rows, K);
         return;
     }
-#ifdef HAVE_CBLAS
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->B, (int)n, (int)K, 1.0f, j->X, (int)K, tile,
-                (int)K, 0.0f, j->Y + r0, (int)w->rows);
-#else
-    for (int b = 0; b < j->B; b++)
-        for (int64_t i = 0; i < n; i++)
+    for (int64_t i = 0; i < n; i++)
+        for (int b = 0; b < j->B; b++)
             j->Y[(size_t)b * w->rows + r0 + i] = j->c->k->dot_f32(tile + i * K, j->X + (size_t)b * K, K);
-#endif
 }
 
 /* Below this many multiply-adds, waking the pool costs more than the work

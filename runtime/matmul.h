@@ -36,6 +36,9 @@ typedef struct mm_ctx {
     int64_t scratch_stride;   /* >= MM_TILE * max cols */
     void *qbuf;               /* quantized activations, NULL: f32 only */
     size_t qbuf_bytes;
+    int rowwise;              /* 1: an f32 batch sums each product as one row would
+                               * (dot_f32, ggml_vec_dot_f32's order), as llama.cpp's
+                               * mul_mat_id does for experts; 0: dot8_f32 (tinyBLAS) */
 } mm_ctx;
 
 void mm_mul(mm_ctx *c, const weight *w, const float *X, int B, float *Y);
