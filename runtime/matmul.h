@@ -10,9 +10,10 @@
  *    takes the weight, each tile row is multiplied by every rounded row of
  *    X with it: the bits decode gives. Otherwise the tile is decoded once
  *    to f32 (P32 is used in place) and each product summed in llamafile
- *    tinyBLAS's order (dot8_f32) when cols % 8 == 0, else by one OpenBLAS
- *    sgemm (a plain loop when the build has no cblas.h). Summation orders
- *    are llama.cpp's on x86, so its logits come out bit for bit.
+ *    tinyBLAS's order (gemm8_f32) when cols % 8 == 0 and c->rowwise is 0,
+ *    else as one row would be (dot_f32; llama.cpp's mul_mat_id does that
+ *    for experts). Summation orders are llama.cpp's on x86, so its logits
+ *    come out bit for bit.
  *  - w->act Q8_0/Q8_K: each row of X is first rounded as ggml rounds it
  *    (kernels.h, qrow) into `qbuf`; a mat-vec then uses the integer qdot
  *    kernel where kernels_qdot_ok(w), else the decoded row times the
