@@ -32,18 +32,11 @@ static void rmsnorm_rows(float *out, const float *x, const float *w, int B, int 
     for (int b = 0; b < B; b++) rmsnorm(out + (size_t)b * n, x + (size_t)b * n, w, n, eps);
 }
 
-/* a = silu(a) * b over `rows` rows of ff, as ggml_vec_swiglu_f32 does each
- * row: ggml_v_silu (its own expf, runtime/ggml_order.h) on whole groups of
- * 8, libm's expf for the row's last ff % 8. */
-static void swiglu_rows(float *a, const float *b, int64_t rows, int64_t ff)
+/* a = silu(a) * b over `rows` rows of ff, each row as ggml_vec_swiglu_f32
+ * does it (kernels.h: its expf on whole groups of 8, libm's on the tail). */
+static void swiglu_rows(const model *m, float *a, const float *b, int64_t rows, int64_t ff)
 {
-    const int64_t nv = ff & ~(int64_t)7;
-    for (int64_t r = 0; r < rows; r++) {
-        float *x = a + r * ff;
-        const float *g = b + r * ff;
-        for (int64_t i = 0; i < nv; i++) x[i] = ggml_order_silu(x[i]) * g[i];
-        for (int64_t i = nv; i < ff; i++) x[i] = x[i] / (1.0f + expf(-x[i])) * g[i];
-    }
+    for (int64_t r = 0; r < rows; r++) m->k->swiglu_f32(a + r * ff, b + r * ff, ff);
 }
 
 static void add_bias(float *y, const float *bias, int B, int n)
@@ -239,7 +232,7 @@ static void swiglu(model *m, const weight *gate, const weight *up, const weight 
 {
     const int64_t ff = gate->rows;
     mm_mul2(&m->mm, gate, up, h, B, m->ffa, m->ffb);
-    swiglu_rows(m->ffa, m->ffb, B, ff);
+    swiglu_rows(m, m->ffa, m->ffb, B, ff);
     mm_mul(&m->mm, down, m->ffa, B, out);
 }
 
@@ -312,7 +305,7 @@ static void moe_block(model *m, int l, int B)
         mm_next next = { K, { NULL } };
         for (int j = 0; j < K; j++) next.w[j] = &L->exp_down[m->sel[j]];
         mm_mulv_next(&m->mm, v, 2 * K, &next);
-        swiglu_rows(m->ffa, m->ffb, K, ff);
+        swiglu_rows(m, m->ffa, m->ffb, K, ff);
         for (int j = 0; j < K; j++) v[j] = (mm_vec){ &L->exp_down[m->sel[j]], m->ffa + j * ff, m->eo + (size_t)j * D };
         /* Then the next layer's q, k and v (a shared expert comes first). */
         next.n = 0;

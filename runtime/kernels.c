@@ -3,6 +3,8 @@
  * left to right, decoders that spell out each form's formula. */
 #include "runtime/kernels_impl.h"
 
+#include "runtime/ggml_order.h"
+
 #include "formats/fp16.h"
 #include "formats/ggml_types.h"
 #include "formats/iq3.h"
@@ -53,6 +55,13 @@ static void gemm8_f32(const float *A, int64_t lda, int64_t m, const float *B, in
 {
     for (int64_t j = 0; j < n; j++)
         for (int64_t i = 0; i < m; i++) C[j * ldc + i] = dot8_f32(A + i * lda, B + j * ldb, k);
+}
+
+static void swiglu_f32(float *x, const float *g, int64_t n)
+{
+    const int64_t nv = n & ~(int64_t)7;
+    for (int64_t i = 0; i < nv; i++) x[i] = ggml_order_silu(x[i]) * g[i];
+    for (int64_t i = nv; i < n; i++) x[i] = x[i] / (1.0f + expf(-x[i])) * g[i];
 }
 
 static void axpy_f32(float *y, float a, const float *x, int64_t n)
@@ -117,6 +126,7 @@ static const kernels scalar_table = {
     .dot_f32 = dot_f32,
     .dot8_f32 = dot8_f32,
     .gemm8_f32 = gemm8_f32,
+    .swiglu_f32 = swiglu_f32,
     .dot_f16 = dot_f16,
     .axpy_f32 = axpy_f32,
     .axpy_f16 = axpy_f16,

@@ -70,6 +70,9 @@ typedef struct kernels {
     void (*gemm8_f32)(const float *A, int64_t lda, int64_t m, const float *B, int64_t ldb, int64_t n, float *C,
                       int64_t ldc, int64_t k);
     float (*dot_f16)(const uint16_t *a, const float *b, int64_t n);
+    /* x = silu(x) * g, n elements, as ggml_vec_swiglu_f32 (ggml's expf on
+     * whole groups of 8, libm's on the tail): the same bits in every table */
+    void (*swiglu_f32)(float *x, const float *g, int64_t n);
     void (*axpy_f32)(float *y, float a, const float *x, int64_t n);
     void (*axpy_f16)(float *y, float a, const uint16_t *x, int64_t n);
     void (*f16_to_f32)(const uint16_t *src, float *dst, int64_t n);

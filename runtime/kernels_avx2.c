@@ -100,6 +100,50 @@ AVX2 static void gemm8_f32(const float *A, int64_t lda, int64_t m, const float *
         for (int64_t i = 0; i < m; i++) C[j * ldc + i] = dot8_f32(A + i * lda, B + j * ldb, k);
 }
 
+/* ggml_v_expf on 8 lanes, operation for operation (ggml_order.h has the
+ * scalar spelling): the same bits as ggml_order_expf per lane. */
+AVX2 static inline __m256 v_expf(__m256 x)
+{
+    const __m256 r = _mm256_set1_ps(0x1.8p23f);
+    const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), r);
+    const __m256 n = _mm256_sub_ps(z, r);
+    const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
+                                      _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+    const __m256i e = _mm256_slli_epi32(_mm256_castps_si256(z), 23);
+    const __m256 k = _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_castps_si256(_mm256_set1_ps(1))));
+    const __m256i c = _mm256_castps_si256(_mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.f), n),
+                                                        _mm256_set1_ps(126), _CMP_GT_OQ));
+    const __m256 u = _mm256_mul_ps(b, b);
+    const __m256 j = _mm256_fmadd_ps(
+        _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
+                        _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f))),
+        u, _mm256_mul_ps(_mm256_set1_ps(0x1.ffffecp-1f), b));
+    if (!_mm256_movemask_ps(_mm256_castsi256_ps(c))) return _mm256_fmadd_ps(j, k, k);
+    const __m256i g = _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_LE_OQ)),
+                                       _mm256_set1_epi32((int)0x82000000u));
+    const __m256 s1 = _mm256_castsi256_ps(_mm256_add_epi32(g, _mm256_set1_epi32(0x7f000000)));
+    const __m256 s2 = _mm256_castsi256_ps(_mm256_sub_epi32(e, g));
+    const __m256i d = _mm256_castps_si256(_mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.f), n),
+                                                        _mm256_set1_ps(192), _CMP_GT_OQ));
+    return _mm256_or_ps(
+        _mm256_and_ps(_mm256_castsi256_ps(d), _mm256_mul_ps(s1, s1)),
+        _mm256_andnot_ps(_mm256_castsi256_ps(d),
+                         _mm256_or_ps(_mm256_and_ps(_mm256_castsi256_ps(c), _mm256_mul_ps(_mm256_fmadd_ps(s2, j, s2), s1)),
+                                      _mm256_andnot_ps(_mm256_castsi256_ps(c), _mm256_fmadd_ps(k, j, k)))));
+}
+
+AVX2 static void swiglu_f32(float *x, const float *g, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        const __m256 e = v_expf(_mm256_sub_ps(_mm256_setzero_ps(), v));
+        const __m256 s = _mm256_div_ps(v, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+        _mm256_storeu_ps(x + i, _mm256_mul_ps(s, _mm256_loadu_ps(g + i)));
+    }
+    for (; i < n; i++) x[i] = x[i] / (1.0f + expf(-x[i])) * g[i];
+}
+
 AVX2 static void axpy_f32(float *y, float a, const float *x, int64_t n)
 {
     __m256 va = _mm256_set1_ps(a);
@@ -178,7 +222,7 @@ AVX2 static void row_scode(const weight *w, int64_t r, float *dst)
 
 /* What the x86 tables share; they differ only in their quantized dots. */
 #define AVX2_COMMON_ENTRIES                                                           \
-    .dot_f32 = dot_f32, .dot8_f32 = dot8_f32, .gemm8_f32 = gemm8_f32, .dot_f16 = dot_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, \
+    .dot_f32 = dot_f32, .dot8_f32 = dot8_f32, .gemm8_f32 = gemm8_f32, .swiglu_f32 = swiglu_f32, .dot_f16 = dot_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, \
     .f16_to_f32 = f16_to_f32, .f32_to_f16 = f32_to_f16,                               \
     .row_f32 = { [WF_P32] = kscalar_row_p32, [WF_P16] = row_p16, [WF_SCODE] = row_scode, \
                  [WF_GGML] = kscalar_row_ggml, [WF_IQ3] = kscalar_row_iq3 },          \
