@@ -147,7 +147,7 @@ static void attn_task(void *arg, int task, int thread)
     }
     const int n8 = (n_pos + 7) & ~7;
     for (int p = n_pos; p < n8; p++) sc[p] = -INFINITY;
-    ggml_order_softmax(sc, n8, sc);
+    m->k->softmax_f32(sc, n8, sc);
     const int lanes = j->B == 1 ? 32 : 8;
     float *acc = sc + m->n_ctx + 8; /* lanes x hd */
     memset(acc, 0, (size_t)lanes * hd * sizeof *acc);
@@ -260,7 +260,7 @@ static void route(const model *m, const float *logits, int *sel, float *w)
 {
     const int E = m->hp.n_expert, K = m->hp.n_expert_used;
     float p[256];
-    ggml_order_softmax(logits, E, p);
+    m->k->softmax_f32(logits, E, p);
     for (int j = 0; j < K; j++) {
         int best = -1;
         for (int e = 0; e < E; e++) {

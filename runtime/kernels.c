@@ -64,6 +64,8 @@ static void swiglu_f32(float *x, const float *g, int64_t n)
     for (int64_t i = nv; i < n; i++) x[i] = x[i] / (1.0f + expf(-x[i])) * g[i];
 }
 
+static void softmax_f32(const float *x, int64_t n, float *y) { ggml_order_softmax(x, (int)n, y); }
+
 static void axpy_f32(float *y, float a, const float *x, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) y[i] = fmaf(a, x[i], y[i]);
@@ -127,6 +129,7 @@ static const kernels scalar_table = {
     .dot8_f32 = dot8_f32,
     .gemm8_f32 = gemm8_f32,
     .swiglu_f32 = swiglu_f32,
+    .softmax_f32 = softmax_f32,
     .dot_f16 = dot_f16,
     .axpy_f32 = axpy_f32,
     .axpy_f16 = axpy_f16,

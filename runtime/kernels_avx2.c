@@ -144,6 +144,27 @@ AVX2 static void swiglu_f32(float *x, const float *g, int64_t n)
     for (; i < n; i++) x[i] = x[i] / (1.0f + expf(-x[i])) * g[i];
 }
 
+/* ggml_order_softmax with the groups of 8 in vectors: the same bits. */
+AVX2 static void softmax_f32(const float *x, int64_t n, float *y)
+{
+    float mx = -INFINITY;
+    for (int64_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    double sum = 0.0;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 e = v_expf(_mm256_sub_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(mx)));
+        _mm256_storeu_ps(y + i, e);
+        sum += (double)hsum(e);
+    }
+    for (; i < n; i++) {
+        y[i] = expf(x[i] - mx);
+        sum += (double)y[i];
+    }
+    const __m256 inv = _mm256_set1_ps((float)(1.0 / sum));
+    for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), inv));
+    for (; i < n; i++) y[i] *= _mm256_cvtss_f32(inv);
+}
+
 AVX2 static void axpy_f32(float *y, float a, const float *x, int64_t n)
 {
     __m256 va = _mm256_set1_ps(a);
@@ -222,7 +243,7 @@ AVX2 static void row_scode(const weight *w, int64_t r, float *dst)
 
 /* What the x86 tables share; they differ only in their quantized dots. */
 #define AVX2_COMMON_ENTRIES                                                           \
-    .dot_f32 = dot_f32, .dot8_f32 = dot8_f32, .gemm8_f32 = gemm8_f32, .swiglu_f32 = swiglu_f32, .dot_f16 = dot_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, \
+    .dot_f32 = dot_f32, .dot8_f32 = dot8_f32, .gemm8_f32 = gemm8_f32, .swiglu_f32 = swiglu_f32, .softmax_f32 = softmax_f32, .dot_f16 = dot_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, \
     .f16_to_f32 = f16_to_f32, .f32_to_f16 = f32_to_f16,                               \
     .row_f32 = { [WF_P32] = kscalar_row_p32, [WF_P16] = row_p16, [WF_SCODE] = row_scode, \
                  [WF_GGML] = kscalar_row_ggml, [WF_IQ3] = kscalar_row_iq3 },          \

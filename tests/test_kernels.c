@@ -84,6 +84,18 @@ static void test_vector_ops(void **st)
             const double x = xin[i], ref = x / (1.0 + exp(-x)) * b[i];
             assert_true(fabs(y2[i] - ref) <= 1e-6 * fabs(ref) + 1e-30);
         }
+        /* softmax: the same bits in every table, -INFINITY entries give 0, sums to 1 */
+        for (int i = 0; i < n; i++) xin[i] = (i % 11 == 7) ? -INFINITY : rndf_(&rs) * 30.0f;
+        xin[0] = rndf_(&rs);
+        v->softmax_f32(xin, n, y1);
+        s->softmax_f32(xin, n, y2);
+        assert_memory_equal(y1, y2, n * sizeof *y1);
+        double tot = 0.0;
+        for (int i = 0; i < n; i++) {
+            tot += y2[i];
+            if (i % 11 == 7 && i) assert_true(y2[i] == 0.0f);
+        }
+        assert_true(fabs(tot - 1.0) < 1e-5);
         free(xin);
         for (int i = 0; i < n; i++) y1[i] = y2[i] = b[i];
         v->axpy_f16(y1, -1.5f, h, n);
