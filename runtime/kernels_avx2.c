@@ -252,7 +252,7 @@ AVX2 static void row_scode(const weight *w, int64_t r, float *dst)
 static const kernels avx2_table = {
     .name = "avx2",
     AVX2_COMMON_ENTRIES
-    .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx2_qdot_iq3, [WF_GGML] = kscalar_qdot_ggml },
+    .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx2_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
     .qdot4 = { [WF_SCODE] = kavx2_qdot4_scode },
 };
 
@@ -261,7 +261,7 @@ static const kernels avx2_table = {
 static const kernels avx2_vnni_table = {
     .name = "avx2+vnni",
     AVX2_COMMON_ENTRIES
-    .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kvnni_qdot_iq3, [WF_GGML] = kscalar_qdot_ggml },
+    .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kvnni_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
     .qdot4 = { [WF_SCODE] = kvnni_qdot4_scode },
 };
 
@@ -272,14 +272,14 @@ static const kernels avx2_vnni_table = {
 static const kernels avx512_table = {
     .name = "avx2+avx512",
     AVX2_COMMON_ENTRIES
-    .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kscalar_qdot_ggml },
+    .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
     .qdot4 = { [WF_SCODE] = kavx2_qdot4_scode },
 };
 
 static const kernels avx512_vnni_table = {
     .name = "avx2+vnni+avx512",
     AVX2_COMMON_ENTRIES
-    .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kscalar_qdot_ggml },
+    .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
     .qdot4 = { [WF_SCODE] = kvnni_qdot4_scode },
 };
 
@@ -289,14 +289,14 @@ static const kernels avx512_vnni_table = {
 static const kernels avx512_z_table = {
     .name = "avx2+avx512+vnni512",
     AVX2_COMMON_ENTRIES
-    .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kscalar_qdot_ggml },
+    .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
     .qdot4 = { [WF_SCODE] = kavx512_qdot4_scode },
 };
 
 static const kernels avx512_vnni_z_table = {
     .name = "avx2+vnni+avx512+vnni512",
     AVX2_COMMON_ENTRIES
-    .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kscalar_qdot_ggml },
+    .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
     .qdot4 = { [WF_SCODE] = kavx512v_qdot4_scode },
 };
 

@@ -25,6 +25,7 @@ void kavx2_quant_q8_k(const float *x, int64_t n, int8_t *q, float *d, int32_t *s
 float kavx2_qdot_scode(const weight *w, int64_t r, const qrow *a);
 void kavx2_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
 float kavx2_qdot_iq3(const weight *w, int64_t r, const qrow *a);
+float kavx2_qdot_ggml(const weight *w, int64_t r, const qrow *a);
 float kvnni_qdot_scode(const weight *w, int64_t r, const qrow *a);
 void kvnni_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
 float kvnni_qdot_iq3(const weight *w, int64_t r, const qrow *a);

@@ -9,6 +9,7 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include "formats/fp16.h"
 #include "formats/ggml_tables.h"
+#include "formats/ggml_types.h"
 #include "formats/iq3.h"
 
 #include <immintrin.h>
@@ -927,3 +928,46 @@ AVX512VNNI void kavx512v_qdot4_scode(const weight *w, int64_t r, int64_t stride,
 }
 
 #endif
+
+/* Native IQ2_S blocks on AVX2 (kernels_ggml_q8.c has the scalar spelling):
+ * per 32 elements the four 8-byte grid entries, the 32 sign bits applied
+ * to the activation codes, maddubs, and madd by the two 16-element scales
+ * give the same 8 integer lanes; summed over the block, converted, one
+ * fused multiply-add by d x (activation scale), 0.125 x hsum: the same
+ * bits as the scalar kernel. Other native types take the scalar kernels. */
+AVX2 float kavx2_qdot_ggml(const weight *w, int64_t r, const qrow *a)
+{
+    if (w->ggml_type != GGML_TYPE_IQ2_S) return kscalar_qdot_ggml(w, r, a);
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3,
+                                          3, 3, 3, 3, 3);
+    const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < w->cols / 256; b++) {
+        const uint8_t *blk = row + b * 82, *qs = blk + 2, *signs = blk + 34, *qh = blk + 66, *sc = blk + 74;
+        const int8_t *q = a->q + b * 256;
+        uint16_t dh;
+        memcpy(&dh, blk, 2);
+        __m256i lanes = _mm256_setzero_si256();
+        for (int ib = 0; ib < 8; ib++) {
+            const __m256i grid = _mm256_setr_epi64x(
+                (long long)ggml_iq2s_grid[qs[ib * 4 + 0] | ((qh[ib] << 8) & 0x300)],
+                (long long)ggml_iq2s_grid[qs[ib * 4 + 1] | ((qh[ib] << 6) & 0x300)],
+                (long long)ggml_iq2s_grid[qs[ib * 4 + 2] | ((qh[ib] << 4) & 0x300)],
+                (long long)ggml_iq2s_grid[qs[ib * 4 + 3] | ((qh[ib] << 2) & 0x300)]);
+            uint32_t sw;
+            memcpy(&sw, signs + ib * 4, 4);
+            const __m256i m = _mm256_cmpeq_epi8(
+                _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)sw), shuf), bits), bits);
+            const __m256i qv = _mm256_loadu_si256((const __m256i *)(q + ib * 32));
+            const __m256i qsgn = _mm256_sub_epi8(_mm256_xor_si256(qv, m), m);
+            const __m256i p16 = _mm256_maddubs_epi16(grid, qsgn);
+            const short lo = (short)(2 * (sc[ib] & 15) + 1), hi = (short)(2 * (sc[ib] >> 4) + 1);
+            const __m256i scv = _mm256_setr_epi16(lo, lo, lo, lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi);
+            lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(p16, scv));
+        }
+        const float D = _cvtsh_ss(dh) * a->d[b];
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc);
+    }
+    return 0.125f * hsum_ps(acc);
+}

@@ -733,6 +733,38 @@ static void test_native_equals_sform(void **st)
         }
         free(mem); free(codes); free(sc); free(off); free(blocks);
     }
+    /* IQ2_S (AVX2 kernel) and IQ3_XXS natively: every table the same bits,
+     * near the decoded row times the rounded activation */
+    const char *iq[2] = { "vectors/quant/iq2_s.bin", "vectors/quant/iq3_xxs.bin" };
+    const int iqt[2] = { GGML_TYPE_IQ2_S, GGML_TYPE_IQ3_XXS };
+    float row[512];
+    for (int t = 0; t < 2; t++) {
+        size_t nb = 0;
+        uint8_t *blocks = slurp_shared(iq[t], &nb);
+        assert_non_null(blocks);
+        weight nat = { .form = WF_GGML, .rows = R, .cols = C, .data = blocks, .ggml_type = iqt[t], .act = WA_Q8_K };
+        char err[128];
+        assert_int_equal(weight_check(&nat, "native", err, sizeof err), 0);
+        assert_int_equal(nb, nat.row_bytes * R);
+        for (int kind = 0; kind < 4; kind++) {
+            fill_act(x, C, &rs, kind);
+            qrow a = { WA_Q8_K, C, q, d, s16, deq };
+            qrow_fill(tabs[0], &a, x);
+            for (int64_t r = 0; r < R; r++) {
+                const float ref = tabs[0]->qdot[WF_GGML](&nat, r, &a);
+                tabs[0]->row_f32[WF_GGML](&nat, r, row);
+                double dref = 0, mag = 0;
+                for (int i = 0; i < C; i++) { dref += (double)row[i] * deq[i]; mag += fabs((double)row[i] * deq[i]); }
+                assert_true(fabs(ref - dref) <= 1e-5 * mag + 1e-30);
+                for (int k = 1; k < 4; k++) {
+                    if (!tabs[k]) continue;
+                    const float y = tabs[k]->qdot[WF_GGML](&nat, r, &a);
+                    assert_memory_equal(&y, &ref, 4);
+                }
+            }
+        }
+        free(blocks);
+    }
 }
 
 static void test_qdot_refusals(void **st)
