@@ -158,13 +158,7 @@ static void attn_task(void *arg, int task, int thread)
     for (int d = 0; d < hd; d++) {
         float l[32];
         for (int k = 0; k < lanes; k++) l[k] = acc[(size_t)k * hd + d];
-        if (lanes == 8) {
-            out[d] = ggml_order_hsum8(l);
-        } else {
-            float v[8];
-            for (int k = 0; k < 8; k++) v[k] = (l[k] + l[16 + k]) + (l[8 + k] + l[24 + k]);
-            out[d] = ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
-        }
+        out[d] = lanes == 8 ? ggml_order_hsum8(l) : ggml_order_fold32(l);
     }
 }
 
@@ -226,27 +220,31 @@ static void attention_block(model *m, int l, int B, int pos0)
 
 /* -------------------------------------------------------------------- FFN */
 
-/* out = down(silu(gate(h)) * up(h)) for B rows of h. */
+/* out = down(silu(gate(h)) * up(h)) for B rows of h. A routed expert's f32
+ * batch products are summed row by row (mm_ctx.rowwise), as llama.cpp's
+ * mul_mat_id does; a dense or shared FFN's as its mul_mat does. */
 static void swiglu(model *m, const weight *gate, const weight *up, const weight *down, const float *h,
-                   int B, float *out)
+                   int B, float *out, int routed)
 {
     const int64_t ff = gate->rows;
+    m->mm.rowwise = routed;
     mm_mul2(&m->mm, gate, up, h, B, m->ffa, m->ffb);
     swiglu_rows(m, m->ffa, m->ffb, B, ff);
     mm_mul(&m->mm, down, m->ffa, B, out);
+    m->mm.rowwise = 0;
 }
 
 void model_expert_cpu(model *m, int layer, int expert, const float *x, int n, float *out)
 {
     const layer_weights *L = &m->w.layers[layer];
-    swiglu(m, &L->exp_gate[expert], &L->exp_up[expert], &L->exp_down[expert], x, n, out);
+    swiglu(m, &L->exp_gate[expert], &L->exp_up[expert], &L->exp_down[expert], x, n, out, 1);
 }
 
 static void ffn_block(model *m, int l, int B)
 {
     const layer_weights *L = &m->w.layers[l];
     rmsnorm_rows(m->h, m->x, L->ffn_norm, B, m->hp.n_embd, m->hp.rms_eps);
-    swiglu(m, &L->ffn_gate, &L->ffn_up, &L->ffn_down, m->h, B, m->o);
+    swiglu(m, &L->ffn_gate, &L->ffn_up, &L->ffn_down, m->h, B, m->o, 0);
     add_rows(m->x, m->o, (size_t)B * m->hp.n_embd);
 }
 
@@ -326,9 +324,7 @@ static void moe_block(model *m, int l, int B)
                     n++;
                 }
         if (n == 0) continue;
-        m->mm.rowwise = 1; /* llama.cpp's mul_mat_id: f32 experts sum row by row */
-        swiglu(m, &L->exp_gate[e], &L->exp_up[e], &L->exp_down[e], m->hg, n, m->gd);
-        m->mm.rowwise = 0;
+        swiglu(m, &L->exp_gate[e], &L->exp_up[e], &L->exp_down[e], m->hg, n, m->gd, 1);
         for (int i = 0; i < n; i++)
             memcpy(m->eo + (size_t)m->grp[i] * D, m->gd + (size_t)i * D, (size_t)D * sizeof(float));
     }
@@ -346,7 +342,7 @@ static void moe_block(model *m, int l, int B)
         }
     }
     if (weight_present(&L->sh_gate)) {
-        swiglu(m, &L->sh_gate, &L->sh_up, &L->sh_down, m->h, B, m->gd);
+        swiglu(m, &L->sh_gate, &L->sh_up, &L->sh_down, m->h, B, m->gd, 0);
         for (int b = 0; b < B; b++) {
             float g = 1.0f;
             if (weight_present(&L->sh_router)) {

@@ -9,6 +9,15 @@
  *  - ggml_order_silu(x) = x / (1 + ggml_order_expf(0 - x)), as ggml_v_silu.
  *  - ggml_order_hsum8(v) adds 8 floats as ggml's AVX horizontal sums do:
  *    halves, then pairs: ((v0+v4) + (v2+v6)) + ((v1+v5) + (v3+v7)).
+ *  - ggml_order_fold32(l) reduces ggml_vec_dot_f32's 32 lanes as its
+ *    GGML_F32_VEC_REDUCE does: vectors 0+2, 1+3, then 0+1, then the 8
+ *    lanes as (0+4 + 1+5) + (2+6 + 3+7).
+ *  - ggml_order_kmins(style, dmin, m, bs, accm, summs) adds one K-quant
+ *    super-block's mins (m[8] 6-bit, bs[8] activation sums of 32) times
+ *    dmin (= -(activation scale) x dmin) as ggml's x86 dots do: Q5_K
+ *    (style 5) one integer sum, one product added to summs (returned);
+ *    Q4_K (style 4) four lanes fused-multiply-added into accm[4], which
+ *    ggml_order_kmins_total() folds at the end (summs for style 5).
  *  - ggml_order_softmax(x, n, y) is ggml_vec_soft_max_f32 plus the scaling
  *    of ggml_compute_forward_soft_max_f32: max, e_i = expf(x_i - max) (this
  *    expf for every whole group of 8 from the start, libm's for a tail),
@@ -48,6 +57,31 @@ static inline float ggml_order_silu(float x) { return x / (1.0f + ggml_order_exp
 static inline float ggml_order_hsum8(const float v[8])
 {
     return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
+}
+
+static inline float ggml_order_fold32(const float l[32])
+{
+    float v[8];
+    for (int k = 0; k < 8; k++) v[k] = (l[k] + l[16 + k]) + (l[8 + k] + l[24 + k]);
+    return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
+}
+
+static inline float ggml_order_kmins(int style, float dmin, const int8_t m[8], const int32_t bs[8], float accm[4],
+                                     float summs)
+{
+    if (style == 5) {
+        int32_t tot = 0;
+        for (int j = 0; j < 8; j++) tot += (int32_t)m[j] * bs[j];
+        return summs + dmin * (float)tot; /* a loop-carried chain: ggml's build leaves it unfused */
+    }
+    for (int k = 0; k < 4; k++)
+        accm[k] = fmaf(dmin, (float)((int32_t)m[2 * k] * bs[2 * k] + (int32_t)m[2 * k + 1] * bs[2 * k + 1]), accm[k]);
+    return summs;
+}
+
+static inline float ggml_order_kmins_total(int style, const float accm[4], float summs)
+{
+    return style == 4 ? (accm[0] + accm[2]) + (accm[1] + accm[3]) : summs;
 }
 
 static inline void ggml_order_softmax(const float *x, int n, float *y)

@@ -25,9 +25,7 @@ static float dot_f32(const float *a, const float *b, int64_t n)
     const int64_t np = n & ~(int64_t)31;
     for (int64_t i = 0; i < np; i += 32)
         for (int k = 0; k < 32; k++) l[k] = fmaf(a[i + k], b[i + k], l[k]);
-    float v[8];
-    for (int k = 0; k < 8; k++) v[k] = (l[k] + l[16 + k]) + (l[8 + k] + l[24 + k]);
-    float s = ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
+    float s = ggml_order_fold32(l);
     for (int64_t i = np; i < n; i++) s += a[i] * b[i];
     return s;
 }
@@ -46,7 +44,7 @@ static float dot8_f32(const float *a, const float *b, int64_t n)
     float l[8] = { 0 };
     for (int64_t i = 0; i < n; i += 8)
         for (int k = 0; k < 8; k++) l[k] = fmaf(a[i + k], b[i + k], l[k]);
-    return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+    return ggml_order_hsum8(l);
 }
 
 /* y += a * x, each element one fused multiply-add (as the AVX2 table). */

@@ -14,14 +14,10 @@
 #include "formats/fp16.h"
 #include "formats/ggml_tables.h"
 #include "formats/ggml_types.h"
+#include "runtime/ggml_order.h"
 
 #include <math.h>
 #include <string.h>
-
-static float hsum8(const float a[8])
-{
-    return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
-}
 
 static float f16at(const uint8_t *p)
 {
@@ -47,7 +43,7 @@ static float dot_q8_0(const uint8_t *row, int64_t cols, const qrow *a)
         const float d = f16at(blk) * a->d[b];
         for (int l = 0; l < 8; l++) acc[l] = fmaf(d, (float)lane[l], acc[l]);
     }
-    return hsum8(acc);
+    return ggml_order_hsum8(acc);
 }
 
 /* get_scale_min_k4 of ggml: the 6-bit scale and min of sub-block j. */
@@ -81,25 +77,21 @@ static float dot_qk(const uint8_t *row, int64_t cols, const qrow *a, int style)
                 v[64 * j + l] = (int16_t)lo;
                 v[64 * j + 32 + l] = (int16_t)hi;
             }
-        int32_t sc[8], m[8], mul16[16], lane[8] = { 0 }, bs[8];
+        int32_t sc[8], mul16[16], lane[8] = { 0 }, bs[8];
+        int8_t m[8];
         for (int j = 0; j < 8; j++) {
-            scale_min_k4(j, scales, &sc[j], &m[j]);
+            int32_t mj;
+            scale_min_k4(j, scales, &sc[j], &mj);
+            m[j] = (int8_t)mj;
             mul16[2 * j] = mul16[2 * j + 1] = sc[j];
             bs[j] = a->sum16[(i * 256 + 32 * j) / 16] + a->sum16[(i * 256 + 32 * j) / 16 + 1];
         }
         lanes256(v, mul16, a->q + i * 256, lane);
-        const float yd = a->d[i], D = yd * f16at(blk), Dmin = -yd * f16at(blk + 2);
+        const float yd = a->d[i], D = yd * f16at(blk);
         for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
-        if (style == 5) {
-            int32_t tot = 0;
-            for (int j = 0; j < 8; j++) tot += m[j] * bs[j];
-            summs += Dmin * (float)tot; /* a loop-carried chain: the reference build leaves it unfused */
-        } else {
-            for (int k = 0; k < 4; k++) accm[k] = fmaf(Dmin, (float)(m[2 * k] * bs[2 * k] + m[2 * k + 1] * bs[2 * k + 1]), accm[k]);
-        }
+        summs = ggml_order_kmins(style, -yd * f16at(blk + 2), m, bs, accm, summs);
     }
-    if (style == 4) summs = (accm[0] + accm[2]) + (accm[1] + accm[3]);
-    return hsum8(acc) + summs;
+    return ggml_order_hsum8(acc) + ggml_order_kmins_total(style, accm, summs);
 }
 
 static float dot_q6_k(const uint8_t *row, int64_t cols, const qrow *a)
@@ -123,7 +115,7 @@ static float dot_q6_k(const uint8_t *row, int64_t cols, const qrow *a)
         const float D = a->d[i] * f16at(blk + 208);
         for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
     }
-    return hsum8(acc);
+    return ggml_order_hsum8(acc);
 }
 
 /* IQ3_XXS: 64 grid-index bytes, then 8 words (four 7-bit sign groups, the
@@ -154,7 +146,7 @@ static float dot_iq3_xxs(const uint8_t *row, int64_t cols, const qrow *a)
         const float D = f16at(blk) * a->d[i];
         for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
     }
-    return 0.25f * hsum8(acc);
+    return 0.25f * ggml_order_hsum8(acc);
 }
 
 /* IQ2_S: 32 grid-index bytes, 32 sign bytes, 8 high-bit bytes, 8 scale
@@ -182,7 +174,7 @@ static float dot_iq2_s(const uint8_t *row, int64_t cols, const qrow *a)
         const float D = f16at(blk) * a->d[b];
         for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
     }
-    return 0.125f * hsum8(acc);
+    return 0.125f * ggml_order_hsum8(acc);
 }
 
 int kq8_ggml_qdot_ok(int ggml_type)

@@ -10,6 +10,7 @@
 #include "formats/ggml_tables.h"
 #include "formats/ggml_types.h"
 #include "formats/iq3.h"
+#include "runtime/ggml_order.h"
 
 #include <math.h>
 #include <string.h>
@@ -140,11 +141,6 @@ int kernels_qdot_ok(const weight *w)
     return w->code_bias >= -128 && w->code_bias + maxcode <= 127;
 }
 
-/* ggml's horizontal sum of 8 float lanes (hsum_float_8): halves, then pairs. */
-static float hsum8(const float a[8])
-{
-    return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
-}
 
 /* A K-quant S-form with its factors (kfactor.h), as ggml-cpu's x86
  * ggml_vec_dot_q4_K/q5_K/q6_K_q8_K sum: per super-block, lanes of
@@ -172,21 +168,11 @@ float kscalar_qdot_kf(const weight *w, int64_t r, const qrow *a)
         }
         for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
         if (kf->style == 6) continue;
-        const float Dmin = -yd * kf->dmin[sb0 + i];
-        const int8_t *m = kf->m + (sb0 + i) * 8;
         int32_t bs[8];
         for (int j = 0; j < 8; j++) bs[j] = a->sum16[(i * 256 + j * 32) / 16] + a->sum16[(i * 256 + j * 32) / 16 + 1];
-        if (kf->style == 5) {
-            int32_t tot = 0;
-            for (int j = 0; j < 8; j++) tot += (int32_t)m[j] * bs[j];
-            summs += Dmin * (float)tot; /* a loop-carried chain: the reference build leaves it unfused */
-        } else {
-            for (int k = 0; k < 4; k++)
-                accm[k] = fmaf(Dmin, (float)((int32_t)m[2 * k] * bs[2 * k] + (int32_t)m[2 * k + 1] * bs[2 * k + 1]), accm[k]);
-        }
+        summs = ggml_order_kmins(kf->style, -yd * kf->dmin[sb0 + i], kf->m + (sb0 + i) * 8, bs, accm, summs);
     }
-    if (kf->style == 4) summs = (accm[0] + accm[2]) + (accm[1] + accm[3]);
-    return hsum8(acc) + summs;
+    return ggml_order_hsum8(acc) + ggml_order_kmins_total(kf->style, accm, summs);
 }
 
 /* The order ggml-cpu's x86 dot kernels sum in, which the SIMD kernels keep
@@ -232,7 +218,7 @@ float kscalar_qdot_scode(const weight *w, int64_t r, const qrow *a)
             }
         }
     }
-    return hsum8(acc) + off;
+    return ggml_order_hsum8(acc) + off;
 }
 
 void kscalar_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
@@ -278,6 +264,6 @@ float kscalar_qdot_iq3(const weight *w, int64_t r, const qrow *a)
         const float dd = fp16_to_f32(dh) * a->d[b] * 0.125f;
         for (int l = 0; l < 8; l++) acc[l] = fmaf(dd, (float)lane[l], acc[l]);
     }
-    return hsum8(acc);
+    return ggml_order_hsum8(acc);
 }
 

@@ -11,6 +11,7 @@
 #include "formats/ggml_tables.h"
 #include "formats/ggml_types.h"
 #include "formats/iq3.h"
+#include "runtime/ggml_order.h"
 
 #include <immintrin.h>
 #include <math.h>
@@ -221,21 +222,11 @@ AVX2 static float kf_dot(const weight *w, int64_t r, const qrow *a)
         const float yd = a->d[i], D = yd * kf->d[sb0 + i];
         acc = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc);
         if (kf->style == 6) continue;
-        const float Dmin = -yd * kf->dmin[sb0 + i];
-        const int8_t *m = kf->m + (sb0 + i) * 8;
         int32_t bs[8];
         for (int j = 0; j < 8; j++) bs[j] = a->sum16[(i * 256 + j * 32) / 16] + a->sum16[(i * 256 + j * 32) / 16 + 1];
-        if (kf->style == 5) {
-            int32_t tot = 0;
-            for (int j = 0; j < 8; j++) tot += (int32_t)m[j] * bs[j];
-            summs += Dmin * (float)tot; /* a loop-carried chain: the reference build leaves it unfused */
-        } else {
-            for (int k = 0; k < 4; k++)
-                accm[k] = fmaf(Dmin, (float)((int32_t)m[2 * k] * bs[2 * k] + (int32_t)m[2 * k + 1] * bs[2 * k + 1]), accm[k]);
-        }
+        summs = ggml_order_kmins(kf->style, -yd * kf->dmin[sb0 + i], kf->m + (sb0 + i) * 8, bs, accm, summs);
     }
-    if (kf->style == 4) summs = (accm[0] + accm[2]) + (accm[1] + accm[3]);
-    return hsum_ps(acc) + summs;
+    return hsum_ps(acc) + ggml_order_kmins_total(kf->style, accm, summs);
 }
 
 AVX2 float kavx2_qdot_scode(const weight *w, int64_t r, const qrow *a)
@@ -445,7 +436,8 @@ AVX2 static inline __attribute__((always_inline)) __m256i iq3_grid8(const uint8_
                              (int)ggml_iq3xxs_grid[ix[6]], (int)ggml_iq3xxs_grid[ix[7]]);
 }
 
-/* 32 activations with the sub-block's signs put on (mask bit e: element e). */
+/* 32 activations with a sub-block's signs put on (mask bit e: element e);
+ * IQ3 and native IQ2_S both keep one sign bit per element in such a word. */
 AVX2 static inline __m256i iq3_signed_q(const int8_t *q, uint32_t mask)
 {
     const __m256i sidx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
@@ -939,9 +931,6 @@ AVX2 float kavx2_qdot_ggml(const weight *w, int64_t r, const qrow *a)
 {
     if (w->ggml_type != GGML_TYPE_IQ2_S) return kscalar_qdot_ggml(w, r, a);
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3,
-                                          3, 3, 3, 3, 3);
-    const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ull);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < w->cols / 256; b++) {
         const uint8_t *blk = row + b * 82, *qs = blk + 2, *signs = blk + 34, *qh = blk + 66, *sc = blk + 74;
@@ -957,11 +946,7 @@ AVX2 float kavx2_qdot_ggml(const weight *w, int64_t r, const qrow *a)
                 (long long)ggml_iq2s_grid[qs[ib * 4 + 3] | ((qh[ib] << 2) & 0x300)]);
             uint32_t sw;
             memcpy(&sw, signs + ib * 4, 4);
-            const __m256i m = _mm256_cmpeq_epi8(
-                _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)sw), shuf), bits), bits);
-            const __m256i qv = _mm256_loadu_si256((const __m256i *)(q + ib * 32));
-            const __m256i qsgn = _mm256_sub_epi8(_mm256_xor_si256(qv, m), m);
-            const __m256i p16 = _mm256_maddubs_epi16(grid, qsgn);
+            const __m256i p16 = _mm256_maddubs_epi16(grid, iq3_signed_q(q + ib * 32, sw));
             const short lo = (short)(2 * (sc[ib] & 15) + 1), hi = (short)(2 * (sc[ib] >> 4) + 1);
             const __m256i scv = _mm256_setr_epi16(lo, lo, lo, lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi);
             lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(p16, scv));
