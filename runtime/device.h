@@ -94,6 +94,9 @@ void device_free(struct device_model *d);
  * NULL when not recording. */
 int model_record_routing(model *m, char *err, size_t errlen);
 const ec_profile *model_routing(const model *m);
+/* While paused, forward passes add nothing to the profile (bench's untimed
+ * warm-up pass is not part of what it measures). */
+void model_pause_routing(model *m, bool paused);
 /* Adds src's counts to dst (same shape); -1 with err otherwise. */
 int device_profile_add(ec_profile *dst, const ec_profile *src, char *err, size_t errlen);
 

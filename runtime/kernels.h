@@ -36,7 +36,11 @@
  *  - qdot4[form] (where set) fills y[k * stride] with qdot[form] of row
  *    r + k * stride, k = 0..3, of the same table, bit for bit: a mat-vec
  *    may group rows by four, adjacent (stride 1) or as four separate
- *    sequential streams (stride > 1), without changing a result. */
+ *    sequential streams (stride > 1), without changing a result.
+ *  - qdotn[form] (where set) fills y[t * ystride] with qdot[form] of row r
+ *    against a[t], t < nt <= KQ_NT_MAX, of the same table, bit for bit: a
+ *    batch (prefill) may meet one row with several tokens at once, so the
+ *    row's decoding is shared (IQ3: the grid and sign expansion). */
 #ifndef STRATA_KERNELS_H
 #define STRATA_KERNELS_H
 
@@ -60,6 +64,9 @@ typedef struct qrow {
 typedef void (*quant_fn)(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16);
 typedef float (*qdot_fn)(const weight *w, int64_t r, const qrow *a);
 typedef void (*qdot4_fn)(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
+/* Tokens a qdotn call takes at most. */
+#define KQ_NT_MAX 8
+typedef void (*qdotn_fn)(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 
 typedef struct kernels {
     const char *name;
@@ -84,6 +91,7 @@ typedef struct kernels {
     quant_fn quant_q8[3];       /* [WA_Q8_0], [WA_Q8_K] */
     qdot_fn qdot[WF_COUNT];     /* [WF_SCODE], [WF_IQ3] */
     qdot4_fn qdot4[WF_COUNT];   /* [WF_SCODE]: rows r + k * stride, k < 4 */
+    qdotn_fn qdotn[WF_COUNT];   /* [WF_IQ3]: one row, up to KQ_NT_MAX tokens */
 } kernels;
 
 const kernels *kernels_scalar(void);

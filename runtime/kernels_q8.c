@@ -267,3 +267,8 @@ float kscalar_qdot_iq3(const weight *w, int64_t r, const qrow *a)
     return ggml_order_hsum8(acc);
 }
 
+void kscalar_qdotn_iq3(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    for (int t = 0; t < nt; t++) y[t * ystride] = kscalar_qdot_iq3(w, r, &a[t]);
+}
+

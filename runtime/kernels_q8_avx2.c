@@ -473,6 +473,50 @@ AVX2 float kavx2_qdot_iq3(const weight *w, int64_t r, const qrow *a)
     return hsum_ps(acc);
 }
 
+/* kavx2_qdot_iq3 of one row against nt <= KQ_NT_MAX activation rows: each
+ * block's grid bytes and sign vectors are expanded once and met by every
+ * token, so a prefill pays the expansion (most of a single dot's work)
+ * once per row instead of once per row and token. Per token the int32
+ * lanes, the block factor dd and the fused multiply-add are
+ * kavx2_qdot_iq3's, so each y is its bits. */
+AVX2 void kavx2_qdotn_iq3(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    const __m256i sidx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bitsel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    __m256 acc[KQ_NT_MAX];
+    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < w->cols / IQ3_QK; b++) {
+        const uint8_t *blk = row + b * IQ3_BLOCK_BYTES;
+        uint16_t dh;
+        memcpy(&dh, blk + 96, 2);
+        const float d = _cvtsh_ss(dh);
+        uint32_t mask[8], mul[8];
+        iq3_words(blk, mask, mul);
+        __m256i grid[8], sign[8];
+        for (int s = 0; s < 8; s++) {
+            grid[s] = iq3_grid8(blk + s * 8, IQ3_GATHER);
+            const __m256i sb = _mm256_shuffle_epi8(_mm256_set1_epi32((int)mask[s]), sidx);
+            const __m256i neg = _mm256_cmpeq_epi8(_mm256_and_si256(sb, bitsel), bitsel);
+            sign[s] = _mm256_or_si256(neg, _mm256_set1_epi8(1));
+        }
+        for (int t = 0; t < nt; t++) {
+            const int8_t *q = a[t].q + b * IQ3_QK;
+            __m256i isum = _mm256_setzero_si256();
+            QD_UNROLL
+            for (int s = 0; s < 8; s++) {
+                const __m256i qs = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q + s * 32)), sign[s]);
+                const __m256i p16 = _mm256_maddubs_epi16(grid[s], qs);
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16, _mm256_set1_epi32((int)mul[s])));
+            }
+            const float dd = d * a[t].d[b] * 0.125f;
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(isum), acc[t]);
+        }
+    }
+    for (int t = 0; t < nt; t++) y[t * ystride] = hsum_ps(acc[t]);
+}
+
 
 /* ------------------------------------------------------------- AVX-VNNI */
 
@@ -771,14 +815,44 @@ static const uint8_t iq3_zorder[64] = {
     8, 9, 10, 11, 24, 25, 26, 27, 40, 41, 42, 43, 56, 57, 58, 59, 12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63,
 };
 
+/* The 256-bit grid planes, the index order and bit 7, loaded once per call. */
+typedef struct iq3_zmm {
+    __m512i t[4][4], zord, bit7;
+} iq3_zmm;
+
+AVX512 static inline __attribute__((always_inline)) void iq3_zmm_init(iq3_zmm *z)
+{
+    for (int j = 0; j < 4; j++)
+        for (int i = 0; i < 4; i++) z->t[j][i] = _mm512_loadu_si512((const void *)(iq3_planes[j] + 64 * i));
+    z->zord = _mm512_loadu_si512((const void *)iq3_zorder);
+    z->bit7 = _mm512_set1_epi8((char)0x80);
+}
+
+/* One block's 256 grid bytes in element order: g[m] holds sub-blocks 2m
+ * and 2m + 1. */
+AVX512 static inline __attribute__((always_inline)) void iq3_grid_zmm(const iq3_zmm *z, const uint8_t *blk,
+                                                                      __m512i g[4])
+{
+    const __m512i idx = _mm512_permutexvar_epi8(z->zord, _mm512_loadu_si512((const void *)blk));
+    const __mmask64 k7 = _mm512_test_epi8_mask(idx, z->bit7);
+    __m512i pl[4];
+    QD_UNROLL
+    for (int j = 0; j < 4; j++)
+        pl[j] = _mm512_mask_blend_epi8(k7, _mm512_permutex2var_epi8(z->t[j][0], idx, z->t[j][1]),
+                                       _mm512_permutex2var_epi8(z->t[j][2], idx, z->t[j][3]));
+    const __m512i x01l = _mm512_unpacklo_epi8(pl[0], pl[1]), x01h = _mm512_unpackhi_epi8(pl[0], pl[1]);
+    const __m512i x23l = _mm512_unpacklo_epi8(pl[2], pl[3]), x23h = _mm512_unpackhi_epi8(pl[2], pl[3]);
+    g[0] = _mm512_unpacklo_epi16(x01l, x23l);
+    g[1] = _mm512_unpackhi_epi16(x01l, x23l);
+    g[2] = _mm512_unpacklo_epi16(x01h, x23h);
+    g[3] = _mm512_unpackhi_epi16(x01h, x23h);
+}
+
 AVX512 float kavx512_qdot_iq3(const weight *w, int64_t r, const qrow *a)
 {
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    __m512i t[4][4];
-    for (int j = 0; j < 4; j++)
-        for (int i = 0; i < 4; i++) t[j][i] = _mm512_loadu_si512((const void *)(iq3_planes[j] + 64 * i));
-    const __m512i zord = _mm512_loadu_si512((const void *)iq3_zorder);
-    const __m512i bit7 = _mm512_set1_epi8((char)0x80);
+    iq3_zmm z;
+    iq3_zmm_init(&z);
     const __m512i pair0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     const __m512i two = _mm512_set1_epi32(2);
     __m256 acc = _mm256_setzero_ps();
@@ -791,17 +865,8 @@ AVX512 float kavx512_qdot_iq3(const weight *w, int64_t r, const qrow *a)
         uint32_t mask[8], mul[8];
         iq3_words_gfni(blk, mask, mul);
         const __m512i mulv = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)mul));
-        const __m512i idx = _mm512_permutexvar_epi8(zord, _mm512_loadu_si512((const void *)blk));
-        const __mmask64 k7 = _mm512_test_epi8_mask(idx, bit7);
-        __m512i pl[4];
-        QD_UNROLL
-        for (int j = 0; j < 4; j++)
-            pl[j] = _mm512_mask_blend_epi8(k7, _mm512_permutex2var_epi8(t[j][0], idx, t[j][1]),
-                                           _mm512_permutex2var_epi8(t[j][2], idx, t[j][3]));
-        const __m512i x01l = _mm512_unpacklo_epi8(pl[0], pl[1]), x01h = _mm512_unpackhi_epi8(pl[0], pl[1]);
-        const __m512i x23l = _mm512_unpacklo_epi8(pl[2], pl[3]), x23h = _mm512_unpackhi_epi8(pl[2], pl[3]);
-        const __m512i g[4] = { _mm512_unpacklo_epi16(x01l, x23l), _mm512_unpackhi_epi16(x01l, x23l),
-                               _mm512_unpacklo_epi16(x01h, x23h), _mm512_unpackhi_epi16(x01h, x23h) };
+        __m512i g[4];
+        iq3_grid_zmm(&z, blk, g);
         __m512i isum = _mm512_setzero_si512(), sel = pair0;
         QD_UNROLL
         for (int m = 0; m < 4; m++) { /* sub-blocks 2m, 2m + 1 */
@@ -818,6 +883,52 @@ AVX512 float kavx512_qdot_iq3(const weight *w, int64_t r, const qrow *a)
         acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(is8), acc);
     }
     return hsum_ps(acc);
+}
+
+/* kavx512_qdot_iq3 of one row against nt <= KQ_NT_MAX tokens: the grid
+ * bytes, the sign masks and the multipliers of a block are made once and
+ * met by every token (kavx2_qdotn_iq3's idea; per token the integers and
+ * float steps are kavx512_qdot_iq3's, so its bits). */
+AVX512 void kavx512_qdotn_iq3(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    iq3_zmm z;
+    iq3_zmm_init(&z);
+    const __m512i pair0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    __m256 acc[KQ_NT_MAX];
+    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < w->cols / IQ3_QK; b++) {
+        const uint8_t *blk = row + b * IQ3_BLOCK_BYTES;
+        uint16_t dh;
+        memcpy(&dh, blk + 96, 2);
+        const float d = _cvtsh_ss(dh);
+        uint32_t mask[8], mul[8];
+        iq3_words_gfni(blk, mask, mul);
+        const __m512i mulv = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)mul));
+        __m512i g[4], mv[4];
+        __mmask64 neg[4];
+        iq3_grid_zmm(&z, blk, g);
+        for (int m = 0; m < 4; m++) {
+            uint64_t m2;
+            memcpy(&m2, mask + 2 * m, 8);
+            neg[m] = (__mmask64)m2;
+            mv[m] = _mm512_permutexvar_epi32(_mm512_add_epi32(pair0, _mm512_set1_epi32(2 * m)), mulv);
+        }
+        for (int t = 0; t < nt; t++) {
+            const int8_t *q = a[t].q + b * IQ3_QK;
+            __m512i isum = _mm512_setzero_si512();
+            QD_UNROLL
+            for (int m = 0; m < 4; m++) {
+                const __m512i qv = _mm512_loadu_si512((const void *)(q + m * 64));
+                const __m512i sq = _mm512_mask_sub_epi8(qv, neg[m], _mm512_setzero_si512(), qv);
+                isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(g[m], sq), mv[m]));
+            }
+            const __m256i is8 = _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
+            const float dd = d * a[t].d[b] * 0.125f;
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(is8), acc[t]);
+        }
+    }
+    for (int t = 0; t < nt; t++) y[t * ystride] = hsum_ps(acc[t]);
 }
 
 /* Four Q8_0-shaped S8 rows (code bias -128) with 512-bit AVX-512 VNNI

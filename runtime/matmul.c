@@ -122,6 +122,17 @@ static void tile_task_q(void *arg, int task, int thread)
     const weight *w = j->w;
     int64_t r0 = (int64_t)task * MM_TILE, r1 = r0 + MM_TILE;
     if (r1 > w->rows) r1 = w->rows;
+    const qdotn_fn qdotn = j->c->k->qdotn[w->form];
+    if (qdotn) {
+        /* each row met by up to KQ_NT_MAX tokens at once: the same bits */
+        for (int b0 = 0; b0 < j->B; b0 += KQ_NT_MAX) {
+            const int nt = j->B - b0 < KQ_NT_MAX ? j->B - b0 : KQ_NT_MAX;
+            qrow a[KQ_NT_MAX];
+            for (int t = 0; t < nt; t++) a[t] = qrow_at(j->a0, b0 + t);
+            for (int64_t r = r0; r < r1; r++) qdotn(w, r, a, nt, j->Y + (size_t)b0 * w->rows + r, w->rows);
+        }
+        return;
+    }
     for (int b = 0; b < j->B; b++) {
         const qrow a = qrow_at(j->a0, b);
         qdot_rows(j->c->k, w, &a, j->Y + (size_t)b * w->rows, r0, r1, NULL, 0, 0);

@@ -263,10 +263,13 @@ int model_record_routing(model *m, char *err, size_t errlen)
 
 const ec_profile *model_routing(const model *m) { return m->routing; }
 
+void model_pause_routing(model *m, bool paused) { m->routing_paused = paused; }
+
 void model_observe_routing(model *m, int layer, const int *sel)
 {
     int32_t e[256];
     const int K = m->hp.n_expert_used;
+    if (m->routing_paused) return;
     for (int j = 0; j < K && j < 256; j++) e[j] = (int32_t)sel[j];
     char err[160];
     /* the router's picks are always in range; a failure here is a bug */

@@ -30,6 +30,7 @@ struct model {
      * routing profile being recorded (NULL: not recording) */
     struct device_model *dev;
     ec_profile *routing;
+    bool routing_paused;   /* model_pause_routing: passes not counted */
 };
 
 /* Records one row's routing at layer l (forward.c and the CUDA backend). */

@@ -525,7 +525,8 @@ __attribute__((target("avx2,fma,f16c"))) static float ref_avx2_qdot_iq3(const we
  * table's qdot within 1e-6 (of the sum of |terms|) of scalar's, the SIMD
  * tables' qdot (AVX2, AVX-VNNI, AVX-512) equal to the pre-iq3dot AVX2
  * kernel bit for bit (rows of two blocks take every grid index), and every
- * qdot4 equal to its table's qdot bit for bit. */
+ * qdot4 and every qdotn (1..KQ_NT_MAX tokens) equal to its table's qdot
+ * bit for bit. */
 static void test_qdot_iq3_random_blocks(void **st)
 {
     (void)st;
@@ -600,6 +601,40 @@ static void test_qdot_iq3_random_blocks(void **st)
                 }
             }
         }
+        /* qdotn: one row against 1..KQ_NT_MAX tokens (every activation kind
+         * among them), each result its table's qdot bit for bit */
+        qrow an[KQ_NT_MAX];
+        for (int t = 0; t < KQ_NT_MAX; t++) {
+            an[t] = (qrow){ WA_Q8_K, C, malloc(C), malloc(C / 256 * sizeof(float)), malloc(C / 16 * sizeof(int32_t)),
+                            malloc(C * sizeof(float)) };
+            fill_act(x, C, &rs, t % 4);
+            qrow_fill(tabs[0], &an[t], x);
+        }
+        int checked = 0;
+        for (int t = 0; t < 4; t++) {
+            if (!tabs[t] || !tabs[t]->qdotn[WF_IQ3]) continue;
+            for (int64_t r = 0; r < R; r++)
+                for (int nt = 1; nt <= KQ_NT_MAX; nt++) {
+                    float yn[2 * KQ_NT_MAX];
+                    memset(yn, 0xff, sizeof yn);
+                    tabs[t]->qdotn[WF_IQ3](&w, r, an + (KQ_NT_MAX - nt), nt, yn, 2);
+                    for (int i = 0; i < nt; i++) {
+                        const float y1 = tabs[t]->qdot[WF_IQ3](&w, r, &an[KQ_NT_MAX - nt + i]);
+                        if (memcmp(&yn[2 * i], &y1, sizeof y1))
+                            printf("IQ3 qdotn (%s): C %lld row %lld nt %d token %d %.9g, qdot %.9g\n", tabs[t]->name,
+                                   (long long)C, (long long)r, nt, i, yn[2 * i], y1);
+                        assert_memory_equal(&yn[2 * i], &y1, sizeof y1);
+                        checked++;
+                    }
+                    for (int i = 0; i < nt; i++) { /* ystride 2: the gaps untouched */
+                        uint32_t gap;
+                        memcpy(&gap, &yn[2 * i + 1], 4);
+                        assert_int_equal(gap, 0xffffffffu);
+                    }
+                }
+        }
+        assert_true(checked > 0); /* the scalar table has qdotn[WF_IQ3] */
+        for (int t = 0; t < KQ_NT_MAX; t++) { free(an[t].q); free(an[t].d); free(an[t].sum16); free(an[t].deq); }
     }
     free(blocks); free(x); free(deq); free(row); free(q); free(d); free(s16);
 }

@@ -2,7 +2,9 @@
  * (qdot[WF_IQ3], and qdot4[WF_IQ3] where a table has one) in every kernel
  * table the CPU has, in G weights/s, beside the scalar kernel as the
  * baseline (ratio = table / scalar, measured in the same run), and the
- * Q8_0-shaped S8 dot of the same shape for scale. 256 rows x 2048 columns
+ * Q8_0-shaped S8 dot of the same shape for scale; and qdotn[WF_IQ3] (one
+ * row against 8 tokens, what a prefill runs) in G weight-token products/s
+ * beside the same table's qdot. 256 rows x 2048 columns
  * (200 KB of IQ3 blocks: L2-resident), random grid indices, signs and
  * sub-scales, d = 1/64; the median of 9 timings of whole passes. */
 #include <stdint.h>
@@ -31,17 +33,20 @@ static volatile float sink;
 static double time_rows(const kernels *k, const weight *w, const qrow *a, int four, int passes)
 {
     double v[REPS];
-    float y[ROWS];
+    float y[ROWS * KQ_NT_MAX];
+    const int nt = four == 2 ? KQ_NT_MAX : 1;
     for (int rep = 0; rep < REPS; rep++) {
         const double t0 = bench_now();
         for (int p = 0; p < passes; p++) {
-            if (four)
+            if (four == 2)
+                for (int64_t r = 0; r < ROWS; r++) k->qdotn[w->form](w, r, a, KQ_NT_MAX, y + r, ROWS);
+            else if (four)
                 for (int64_t r = 0; r < ROWS; r += 4) k->qdot4[w->form](w, r, 1, a, y + r);
             else
                 for (int64_t r = 0; r < ROWS; r++) y[r] = k->qdot[w->form](w, r, a);
             sink = y[p % ROWS];
         }
-        v[rep] = (double)passes * ROWS * COLS / (bench_now() - t0) / 1e9;
+        v[rep] = (double)passes * ROWS * COLS * nt / (bench_now() - t0) / 1e9;
     }
     return bench_median(v, REPS);
 }
@@ -80,6 +85,14 @@ int main(void)
     qrow a0 = { WA_Q8_0, COLS, q0, d0, s160, deq0 };
     qrow_fill(tabs[0], &ak, x);
     qrow_fill(tabs[0], &a0, x);
+    qrow an[KQ_NT_MAX]; /* qdotn's tokens: the same row, its own copy each */
+    int8_t *qn = malloc((size_t)KQ_NT_MAX * COLS);
+    if (!q0 || !d0 || !deq0 || !s160 || !qn) { printf("out of memory\n"); return 1; }
+    for (int t = 0; t < KQ_NT_MAX; t++) {
+        memcpy(qn + (size_t)t * COLS, q, COLS);
+        an[t] = ak;
+        an[t].q = qn + (size_t)t * COLS;
+    }
     printf("in-cache qdot, 1 thread, %d x %d (IQ3 %.0f KB, S8 %.0f KB), median of %d, G weights/s:\n", ROWS, COLS,
            ROWS * rb / 1e3, (double)ROWS * COLS / 1e3, REPS);
     double base_iq3 = 0, base_s8 = 0;
@@ -94,9 +107,14 @@ int main(void)
         printf("  %-16s IQ3 qdot %6.2f (%5.1f x scalar)", k->name, g1, g1 / base_iq3);
         if (g4 > 0) printf("  qdot4 %6.2f (%5.1f x)", g4, g4 / base_iq3);
         else printf("  qdot4   none          ");
-        printf("   S8 %s %6.2f (%5.1f x scalar)\n", k->qdot4[WF_SCODE] ? "qdot4" : "qdot ", gs, gs / base_s8);
+        printf("   S8 %s %6.2f (%5.1f x scalar)", k->qdot4[WF_SCODE] ? "qdot4" : "qdot ", gs, gs / base_s8);
+        if (k->qdotn[WF_IQ3]) {
+            const double gn = time_rows(k, &wi, an, 2, passes);
+            printf("   IQ3 qdotn x%d %6.2f (%4.1f x its qdot)", KQ_NT_MAX, gn, gn / g1);
+        }
+        printf("\n");
     }
     free(iq); free(s8); free(sc); free(x); free(q); free(d); free(deq); free(s16);
-    free(q0); free(d0); free(deq0); free(s160);
+    free(q0); free(d0); free(deq0); free(s160); free(qn);
     return 0;
 }
