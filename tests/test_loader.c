@@ -192,19 +192,25 @@ static void test_tinymoe_quantized_exact(void **state)
     exact_pack("models/tinymoe/tinymoe-q8_0.gguf", "keep", "models/tinymoe/logits/q8_0", "tinymoe-q8_0 keep pack");
 }
 
-/* Re-encoded to IQ3 (quality mode, no imatrix) from F32: reported next to
- * llama.cpp's figures for its own quantizations (agreement-vs-f32.txt,
- * part b: iq3_xxs mean KL 0.375, top-1 0.491; q4_k 0.0957, 0.704). */
+/* Re-encoded to IQ3 (quality mode, no imatrix) from F32 and from F16, both
+ * against the F32 reference: reported next to llama.cpp's figures for its
+ * own quantizations (agreement-vs-f32.txt, part b: iq3_xxs mean KL 0.375,
+ * top-1 0.491; q4_k 0.0957, 0.704). */
 static void test_tinymoe_iq3_reencoded(void **state)
 {
     (void)state;
+    static const char *src[2][2] = { { "models/tinymoe/tinymoe-f32.gguf", "tinymoe-f32 -> IQ3 pack vs F32" },
+                                     { "models/tinymoe/tinymoe-f16.gguf", "tinymoe-f16 -> IQ3 pack vs F32" } };
     SKIP_UNLESS_SHARED("models/tinymoe/tinymoe-f32.gguf");
-    fixture f;
-    build(&f, "models/tinymoe/tinymoe-f32.gguf", "iq3");
-    stats st = check_pack(f.pack, "models/tinymoe", "models/tinymoe/logits/f32", 0, "tinymoe-f32 -> IQ3 pack vs F32");
+    SKIP_UNLESS_SHARED("models/tinymoe/tinymoe-f16.gguf");
+    for (int i = 0; i < 2; i++) {
+        fixture f;
+        build(&f, src[i][0], "iq3");
+        stats st = check_pack(f.pack, "models/tinymoe", "models/tinymoe/logits/f32", 0, src[i][1]);
+        assert_true(st.kl_sum / st.rows < 0.375); /* no worse than llama.cpp's IQ3_XXS of the same model */
+        fixture_rm(&f);
+    }
     printf("  llama.cpp vs F32 (same rows): iq3_xxs mean KL 0.375 top-1 0.491; q4_k 0.0957 / 0.704\n");
-    assert_true(st.kl_sum / st.rows < 0.375); /* no worse than llama.cpp's IQ3_XXS of the same model */
-    fixture_rm(&f);
 }
 
 /* ------------------------------------------------------------ hostile packs */
