@@ -172,7 +172,7 @@ fuzz:
 	        $(filter-out %_main.c,$(wildcard formats/*.c)) $$extra -o build/fuzz/$$n -lm -pthread; \
 	    echo "== $$n for $(FUZZ_SECONDS)s"; \
 	    if [ -x tests/fuzz/seed.sh ]; then STRATA_SHARED=$(SHARED) sh tests/fuzz/seed.sh $$n build/fuzz/corpus-$$n; fi; \
-	    build/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=build/fuzz/$$n- build/fuzz/corpus-$$n; \
+	    STRATA_SHARED=$(SHARED) build/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=build/fuzz/$$n- build/fuzz/corpus-$$n; \
 	done
 
 install: $(TOOLS)

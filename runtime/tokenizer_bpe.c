@@ -53,8 +53,12 @@ typedef struct pre_def {
 
 /* One row per pre-tokenizer; adding a model is adding a row. */
 static const pre_def k_pre[] = {
-    {"default|gpt-2|phi-2|mpt|olmo|jais|roberta-bpe|jina-es|jina-de|jina-v1-en|jina-v2-es|jina-v2-de|jina-v2-code|gigachat|trillion",
+    {"gpt-2|phi-2|mpt|olmo|jais|roberta-bpe|jina-es|jina-de|jina-v1-en|jina-v2-es|jina-v2-de|jina-v2-code|gigachat|trillion",
      false, false, {RE_GPT2}},
+    /* no tokenizer.ggml.pre, or "default" (older GGUFs, gpt-neox's vocab):
+     * llama.cpp's default split, not GPT-2's: punctuation runs first, and
+     * digits in groups of three */
+    {"default", false, false, {"[\\p{P}\\$\\+<=>\\^~\\|]+", RE_GPT2, "\\p{N}+", "[0-9][0-9][0-9]"}},
     {"llama3|llama-v3|llama-bpe|falcon3|falcon-h1|pixtral|midm-2.0|lfm2|dbrx|smaug-bpe", true, true, {RE_LLAMA3}},
     {"qwen2|deepseek-r1-qwen|stablelm2|megrez|hunyuan", false, false, {RE_QWEN2}},
     {"deepseek-llm", false, false,

@@ -35,7 +35,11 @@ int tok_spm_encode(const tokenizer *t, const char *text, size_t len, bool space_
     static const char sp[3] = {'\xe2', '\x96', '\x81'};
     size_t cap = 3 * (len + 1);
     char *w = malloc(cap);
-    tok_sym *sym = malloc((len + 1) * sizeof *sym);
+    /* one symbol per character of w, at most one per byte: a truncated
+     * sequence (as the text may hold) can swallow the first byte of a
+     * space mark and leave its other two bytes as symbols of their own, so
+     * the text's length + 1 is not a bound, w's is */
+    tok_sym *sym = malloc(cap * sizeof *sym);
     tok_heap h = {0};
     int rc = -1;
     if (!w || !sym) goto done;

@@ -580,6 +580,62 @@ static void test_gguf_without_tokenizer(void **state)
     gguf_writer_free(w);
 }
 
+/* Texts against ids llama.cpp itself gave (Debian's llama.cpp 0.7.0, through
+ * tests/diag_tokenizer_llamacpp.sh's program), for what the vocab pairs do
+ * not reach. */
+static void expect_vocab_ids(const char *vocab, const char *text, size_t len, const int32_t *want, size_t nw)
+{
+    char g[256];
+    snprintf(g, sizeof g, "vocab/ggml-vocab-%s.gguf", vocab);
+    tokenizer *t = load_tok(g);
+    assert_non_null(t);
+    int32_t *ids;
+    size_t n;
+    assert_int_equal(tokenizer_encode(t, text, len, false, false, &ids, &n), 0);
+    if (n != nw || memcmp(ids, want, n * sizeof *ids) != 0) {
+        printf("  %s \"%.*s\": got", vocab, (int)len, text);
+        for (size_t i = 0; i < n; i++) printf(" %d", ids[i]);
+        printf("\n");
+    }
+    assert_int_equal(n, nw);
+    assert_memory_equal(ids, want, n * sizeof *ids);
+    free(ids);
+    tokenizer_free(t);
+}
+
+/* gpt-neox's GGUF has no tokenizer.ggml.pre: llama.cpp's "default" split
+ * (punctuation runs, then GPT-2's pattern, then digits in threes), which is
+ * not GPT-2's (its split gave 15|37|72|... for the first text). */
+static void test_vocab_default_pre(void **state)
+{
+    (void)state;
+    SKIP_UNLESS_SHARED("vocab/ggml-vocab-gpt-neox.gguf");
+    tokenizer *t = load_tok("vocab/ggml-vocab-gpt-neox.gguf");
+    assert_non_null(t);
+    assert_string_equal(tokenizer_pre_name(t), "default");
+    tokenizer_free(t);
+    expect_vocab_ids("gpt-neox", "15377260626 apples", 18, (int32_t[]){16271, 36936, 25358, 1731, 28580}, 5);
+    expect_vocab_ids("gpt-neox", "Hello, world!! $100+<=>^~|x", 27,
+                     (int32_t[]){12092, 13, 1533, 4672, 209, 5, 2313, 12, 29, 14490, 63, 95, 93, 89}, 14);
+    expect_vocab_ids("gpt-neox", "3.14159 and 2,000,000", 21,
+                     (int32_t[]){20, 15, 18962, 3046, 285, 209, 19, 13, 933, 13, 933}, 11);
+}
+
+/* A truncated UTF-8 sequence before a space swallows the first byte of the
+ * space mark, leaving its other two bytes as symbols: more symbols than
+ * text bytes + 1 (this overran the symbol array), and llama.cpp's ids. */
+static void test_spm_truncated_utf8(void **state)
+{
+    (void)state;
+    tokenizer *t = small_spm(-1);
+    expect_ids(t, "\xc3 a", false, false, (int32_t[]){SP, 3 + 0xc3, 3 + 0xe2, 3 + 0x96, 3 + 0x81, 3 + 'a'}, 6);
+    tokenizer_free(t);
+    SKIP_UNLESS_SHARED("vocab/ggml-vocab-llama-spm.gguf");
+    expect_vocab_ids("llama-spm", "\xc3 a", 3, (int32_t[]){29871, 198, 229, 153, 132, 29874}, 6);
+    expect_vocab_ids("llama-spm", "\xf0 \xf0 \xf0 ", 6,
+                     (int32_t[]){29871, 243, 229, 153, 132, 243, 229, 153, 132, 243, 229, 153, 132}, 13);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -601,6 +657,8 @@ int main(void)
         cmocka_unit_test(test_vocab_chameleon),
         cmocka_unit_test(test_vocab_roberta_bpe),
         cmocka_unit_test(test_vocab_roberta_bpe_segmentation),
+        cmocka_unit_test(test_vocab_default_pre),
+        cmocka_unit_test(test_spm_truncated_utf8),
         cmocka_unit_test(test_stories260k_prompts),
         cmocka_unit_test(test_tinymoe_prompts),
         cmocka_unit_test(test_archs_prompts),

@@ -33,6 +33,15 @@ fuzz_radgram)
         chmod u+w "$corpus/$n"
     done
     ;;
+fuzz_tokenizer)
+    # first byte: vocabulary (low 4 bits) and parse_special (bit 4), then
+    # a few short texts (%b: the \t and \n are whitespace)
+    i=0
+    for t in "Hello world" " Hello  World" "don't 3333 ½" "Führer" "  \t\n" "<s>x</s>" "🦙 λ 日本"; do
+        printf "$(printf '\\%03o' $((i % 9 + (i & 1) * 16)))%b" "$t" >"$corpus/t$i"
+        i=$((i + 1))
+    done
+    ;;
 fuzz_api_request)
     # first byte: 0 chat, 1 completion, 2 messages, 3 count_tokens
     printf '\000{"messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"hi"}]}],"max_tokens":5,"stop":["a","b"],"stream":true,"stream_options":{"include_usage":true},"logprobs":true,"top_logprobs":2,"seed":1}' >"$corpus/chat"
