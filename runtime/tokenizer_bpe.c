@@ -21,7 +21,13 @@
 #define RE_QWEN2 \
     "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}" \
     "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
-#define RE_CJK "[\\x{4E00}-\\x{9FA5}\\x{800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+"
+/* llama.cpp runs the patterns that name no \p{..} class through std::wregex
+ * on a copy of the text whose non-ASCII whitespace (U+1680, U+2000-200A,
+ * U+2028, U+2029, U+202F, U+205F, U+3000 in these ranges) became \v: so its
+ * literal ranges never match those characters, and these ones skip them. */
+#define RE_CJK                                                                                         \
+    "[\\x{4E00}-\\x{9FA5}\\x{800}-\\x{167F}\\x{1681}-\\x{1FFF}\\x{200B}-\\x{2027}\\x{202A}-\\x{202E}" \
+    "\\x{2030}-\\x{205E}\\x{2060}-\\x{2FFF}\\x{3001}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+"
 /* DeepSeek LLM's explicit letter ranges (Latin, Greek, Cyrillic, Armenian,
  * Georgian, Cherokee, ... as listed in its tokenizer.json). */
 #define RE_DEEPSEEK_LETTERS \
@@ -63,7 +69,7 @@ static const pre_def k_pre[] = {
     {"qwen2|deepseek-r1-qwen|stablelm2|megrez|hunyuan", false, false, {RE_QWEN2}},
     {"deepseek-llm", false, false,
      {"[\r\n]", RE_DEEPSEEK_LETTERS,
-      "\\s?[!-/:-~\\x{FF01}-\\x{FF0F}\\x{FF1A}-\\x{FF5E}\\x{2018}-\\x{201F}\\x{3000}-\\x{3002}]+",
+      "\\s?[!-/:-~\\x{FF01}-\\x{FF0F}\\x{FF1A}-\\x{FF5E}\\x{2018}-\\x{201F}\\x{3001}-\\x{3002}]+" /* not U+3000: see RE_CJK */,
       "\\s+$", RE_CJK, "\\p{N}+"}},
     {"deepseek-coder", false, false, {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", RE_CJK, "\\p{N}"}},
     {"deepseek-v3", false, false,
@@ -224,8 +230,62 @@ static int bpe_word(const tokenizer *t, const char *w, size_t wn, tok_sym *sym, 
     return 0;
 }
 
+/* Length of the well-formed UTF-8 sequence at s[0..n) (RFC 3629: no
+ * overlong forms, no surrogates, nothing past U+10FFFF), 0 if none. */
+static size_t utf8_wellformed(const unsigned char *s, size_t n)
+{
+    const unsigned b = s[0];
+    size_t k;
+    unsigned lo = 0x80, hi = 0xBF; /* the second byte's range */
+    if (b < 0x80) return 1;
+    if (b >= 0xC2 && b <= 0xDF) k = 2;
+    else if (b >= 0xE0 && b <= 0xEF) { k = 3; if (b == 0xE0) lo = 0xA0; if (b == 0xED) hi = 0x9F; }
+    else if (b >= 0xF0 && b <= 0xF4) { k = 4; if (b == 0xF0) lo = 0x90; if (b == 0xF4) hi = 0x8F; }
+    else return 0;
+    if (k > n || s[1] < lo || s[1] > hi) return 0;
+    for (size_t j = 2; j < k; j++)
+        if ((s[j] & 0xC0) != 0x80) return 0;
+    return k;
+}
+
+/* llama.cpp (as Debian's 0.7.0 build runs it) reads the text as code points
+ * and turns every byte that starts no well-formed sequence into U+FFFD, one
+ * per byte, before the byte-level mapping: invalid input gives the ids of
+ * U+FFFD, not of the raw bytes. Returns a malloc'd copy with those bytes
+ * replaced in *out (NULL when the text is well-formed), -1 on out of memory. */
+static int llama_canonical(const char *text, size_t len, char **out, size_t *out_len)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    char *c = NULL;
+    size_t n = 0;
+    *out = NULL;
+    for (size_t i = 0; i < len;) {
+        const size_t k = utf8_wellformed(s + i, len - i);
+        if (k == 0 && !c) { /* the first bad byte: copy what came before */
+            c = malloc(3 * len + 1); /* each byte at most 3 (U+FFFD) */
+            if (!c) return -1;
+            memcpy(c, text, i);
+            n = i;
+        }
+        if (k == 0) { memcpy(c + n, "\xEF\xBF\xBD", 3); n += 3; i++; continue; }
+        if (c) memcpy(c + n, s + i, k), n += k;
+        i += k;
+    }
+    *out = c;
+    *out_len = n;
+    return 0;
+}
+
 int tok_bpe_encode(const tokenizer *t, const char *text, size_t len, tok_ids *out)
 {
+    char *canon;
+    size_t canon_len;
+    if (llama_canonical(text, len, &canon, &canon_len) != 0) return -1;
+    if (canon) {
+        const int rc = tok_bpe_encode(t, canon, canon_len, out);
+        free(canon);
+        return rc;
+    }
     span_vec a = {0}, b = {0};
     pcre2_match_data *md = NULL;
     char *w = NULL;

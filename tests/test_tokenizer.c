@@ -621,6 +621,31 @@ static void test_vocab_default_pre(void **state)
                      (int32_t[]){20, 15, 18962, 3046, 285, 209, 19, 13, 933, 13, 933}, 11);
 }
 
+/* Byte-level BPE reads ill-formed UTF-8 as llama.cpp does: each byte that
+ * starts no well-formed sequence (overlong forms and stray continuation
+ * bytes included) is U+FFFD, whose bytes are what get tokenized. */
+static void test_bpe_invalid_utf8(void **state)
+{
+    (void)state;
+    SKIP_UNLESS_SHARED("vocab/ggml-vocab-gpt-2.gguf");
+    expect_vocab_ids("gpt-2", "worl\x80" "d", 6, (int32_t[]){86, 273, 75, 4210, 67}, 5);
+    /* F0 9F then an overlong C0 A6 ('&' to a lenient decoder): five U+FFFD */
+    expect_vocab_ids("gpt-2", "\xf0\x9f\xc0\xa6\x99", 5, (int32_t[]){12100, 4210}, 2);
+    expect_vocab_ids("gpt-2", "\xed\xc0\x95\x9c", 4, (int32_t[]){12100}, 1);
+}
+
+/* DeepSeek LLM's patterns without \\p{..} classes see non-ASCII whitespace
+ * as llama.cpp's std::wregex does (as \\v): U+3000 is a space there, not a
+ * member of the punctuation range that lists it. */
+static void test_deepseek_wide_space(void **state)
+{
+    (void)state;
+    SKIP_UNLESS_SHARED("vocab/ggml-vocab-deepseek-llm.gguf");
+    const char *s = "\xc9\x86   \xe3\x80\x80*/  \xce\xb1\xce\xb2\xce\xb3\xf0\x9f\xa6\x99";
+    expect_vocab_ids("deepseek-llm", s, strlen(s),
+                     (int32_t[]){131, 215, 300, 88946, 7417, 207, 36268, 37838, 28619, 10044, 99, 234}, 12);
+}
+
 /* A truncated UTF-8 sequence before a space swallows the first byte of the
  * space mark, leaving its other two bytes as symbols: more symbols than
  * text bytes + 1 (this overran the symbol array), and llama.cpp's ids. */
@@ -659,6 +684,8 @@ int main(void)
         cmocka_unit_test(test_vocab_roberta_bpe_segmentation),
         cmocka_unit_test(test_vocab_default_pre),
         cmocka_unit_test(test_spm_truncated_utf8),
+        cmocka_unit_test(test_bpe_invalid_utf8),
+        cmocka_unit_test(test_deepseek_wide_space),
         cmocka_unit_test(test_stories260k_prompts),
         cmocka_unit_test(test_tinymoe_prompts),
         cmocka_unit_test(test_archs_prompts),
