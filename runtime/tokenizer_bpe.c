@@ -230,24 +230,6 @@ static int bpe_word(const tokenizer *t, const char *w, size_t wn, tok_sym *sym, 
     return 0;
 }
 
-/* Length of the well-formed UTF-8 sequence at s[0..n) (RFC 3629: no
- * overlong forms, no surrogates, nothing past U+10FFFF), 0 if none. */
-static size_t utf8_wellformed(const unsigned char *s, size_t n)
-{
-    const unsigned b = s[0];
-    size_t k;
-    unsigned lo = 0x80, hi = 0xBF; /* the second byte's range */
-    if (b < 0x80) return 1;
-    if (b >= 0xC2 && b <= 0xDF) k = 2;
-    else if (b >= 0xE0 && b <= 0xEF) { k = 3; if (b == 0xE0) lo = 0xA0; if (b == 0xED) hi = 0x9F; }
-    else if (b >= 0xF0 && b <= 0xF4) { k = 4; if (b == 0xF0) lo = 0x90; if (b == 0xF4) hi = 0x8F; }
-    else return 0;
-    if (k > n || s[1] < lo || s[1] > hi) return 0;
-    for (size_t j = 2; j < k; j++)
-        if ((s[j] & 0xC0) != 0x80) return 0;
-    return k;
-}
-
 /* llama.cpp (as Debian's 0.7.0 build runs it) reads the text as code points
  * and turns every byte that starts no well-formed sequence into U+FFFD, one
  * per byte, before the byte-level mapping: invalid input gives the ids of
@@ -260,7 +242,7 @@ static int llama_canonical(const char *text, size_t len, char **out, size_t *out
     size_t n = 0;
     *out = NULL;
     for (size_t i = 0; i < len;) {
-        const size_t k = utf8_wellformed(s + i, len - i);
+        const size_t k = tok_utf8_wellformed(s + i, len - i);
         if (k == 0 && !c) { /* the first bad byte: copy what came before */
             c = malloc(3 * len + 1); /* each byte at most 3 (U+FFFD) */
             if (!c) return -1;

@@ -1,7 +1,8 @@
 /* tokenizer_wpm.c: WordPiece ("bert" vocabularies), as llama.cpp runs it.
  * The text is normalised BERT's way (each character replaced by the first
  * code point of its NFD decomposition, i.e. accents dropped, then
- * lowercased; control characters removed), split at whitespace and around
+ * lowercased; control characters, combining marks and ill-formed UTF-8
+ * removed), split at whitespace and around
  * every punctuation mark, ASCII symbol and CJK ideograph, and each word is
  * covered greedily by the longest vocabulary entries. The GGUF spells a
  * word-initial piece with a leading U+2581 and a continuation piece bare
@@ -15,9 +16,14 @@
 
 int tok_wpm_setup(tokenizer *t, char *err, size_t errlen)
 {
-    /* groups: 1 whitespace, 2 control/format/unassigned, 3 punctuation or
-     * an ASCII symbol ($+<=>^`|~ are Unicode symbols, BERT splits them too) */
-    static const char pat[] = "(\\s)|(\\p{C})|(\\p{P}|[$+<=>^`|~])";
+    /* groups: 1 whitespace, 2 dropped: control, format, private use, and
+     * the combining marks BERT's accent stripping removes (llama.cpp drops
+     * every \\p{M}, spacing and enclosing ones too), 3 punctuation or an
+     * ASCII symbol ($+<=>^`|~ are Unicode symbols, BERT splits them too).
+     * Unassigned code points (\\p{Cn}) stay word characters: PCRE2's
+     * Unicode tables can be older than llama.cpp's, and what is unassigned
+     * to them may be a newer emoji to llama.cpp (U+1FABC), which keeps it. */
+    static const char pat[] = "(\\s)|(\\p{Cc}|\\p{Cf}|\\p{Co}|\\p{Cs}|\\p{M})|(\\p{P}|[$+<=>^`|~])";
     int ec;
     PCRE2_SIZE eo;
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
@@ -57,19 +63,16 @@ static bool is_cjk(uint32_t c)
            (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
 }
 
-/* One code point from s[0..n); invalid sequences read as U+FFFD, one byte. */
+/* One code point from s[0..n); a byte that starts no well-formed sequence
+ * reads as U+FFFD (dropped), as llama.cpp reads it. */
 static uint32_t next_cp(const unsigned char *s, size_t n, size_t *adv)
 {
-    size_t k = tok_utf8_len(s[0]);
-    *adv = 1;
-    if (k == 1) return s[0] < 0x80 ? s[0] : 0xFFFD;
-    if (k > n) return 0xFFFD;
+    const size_t k = tok_utf8_wellformed(s, n);
+    *adv = k ? k : 1;
+    if (k == 0) return 0xFFFD;
+    if (k == 1) return s[0];
     uint32_t cp = s[0] & (0x7F >> k);
-    for (size_t i = 1; i < k; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0xFFFD;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    *adv = k;
+    for (size_t i = 1; i < k; i++) cp = (cp << 6) | (s[i] & 0x3F);
     return cp;
 }
 

@@ -646,6 +646,20 @@ static void test_deepseek_wide_space(void **state)
                      (int32_t[]){131, 215, 300, 88946, 7417, 207, 36268, 37838, 28619, 10044, 99, 234}, 12);
 }
 
+/* WordPiece as llama.cpp runs BERT: combining marks dropped (nonspacing,
+ * spacing and enclosing), ill-formed bytes dropped (the overlong F0 80 ..
+ * joins "456" and "world"), and an emoji newer than PCRE2's Unicode tables
+ * (U+1FABC) a word character, so "123" + it is one [UNK]. */
+static void test_wpm_marks_and_bad_bytes(void **state)
+{
+    (void)state;
+    SKIP_UNLESS_SHARED("vocab/ggml-vocab-bert-bge.gguf");
+    const char *a = "cafe\xcc\x81 x \xcc\xb0y a\xe2\x83\x9d" "b \xe0\xa4\x95\xe0\xa4\xbe";
+    expect_vocab_ids("bert-bge", a, strlen(a), (int32_t[]){7668, 1060, 1061, 11113, 1315}, 5);
+    const char *b = "123\xf0\x9f\xaa\xbc 456\xf0\x80\x9f\xa4world";
+    expect_vocab_ids("bert-bge", b, strlen(b), (int32_t[]){100, 3429, 2575, 11108}, 4);
+}
+
 /* A truncated UTF-8 sequence before a space swallows the first byte of the
  * space mark, leaving its other two bytes as symbols: more symbols than
  * text bytes + 1 (this overran the symbol array), and llama.cpp's ids. */
@@ -686,6 +700,7 @@ int main(void)
         cmocka_unit_test(test_spm_truncated_utf8),
         cmocka_unit_test(test_bpe_invalid_utf8),
         cmocka_unit_test(test_deepseek_wide_space),
+        cmocka_unit_test(test_wpm_marks_and_bad_bytes),
         cmocka_unit_test(test_stories260k_prompts),
         cmocka_unit_test(test_tinymoe_prompts),
         cmocka_unit_test(test_archs_prompts),
