@@ -19,9 +19,10 @@ static void ppl_usage(FILE *fp)
                 "                         [--logits-out FILE] [--kld-base FILE] [--device auto|cpu|cuda]\n"
                 "                         [--vram-reserve SIZE] [--miss cpu|pcie|auto] [--profile FILE]\n"
                 "                         [--record-routing FILE]\n"
-                "  Splits TEXT's tokens into chunks of N (default 128), each evaluated from a fresh\n"
-                "  context with BOS first, and scores the second half of every chunk (llama-perplexity's\n"
-                "  scheme). --logits-out writes the scored rows' f32 logits; --kld-base reads such a\n"
+                "  Tokenizes TEXT (BOS first as the model says), cuts the tokens into chunks of N\n"
+                "  (default 128), evaluates each from a fresh context with its first token replaced by\n"
+                "  BOS, and scores the second half of every chunk: llama-perplexity's scheme, so the\n"
+                "  figures compare. --logits-out writes the scored rows' f32 logits; --kld-base reads such a\n"
                 "  file (from a reference pack) and prints mean KL(base || this) and top-1 agreement.\n"
                 DEVICE_HELP);
 }
@@ -88,11 +89,14 @@ int cmd_perplexity(int argc, char **argv)
     if (cli_open_dev(&cm, pack, (int)threads, kv, (int)c, &dev)) goto out;
     const tokenizer *tk = loader_tokenizer(cm.pack);
     const int nv = loader_hparams(cm.pack)->n_vocab;
-    if (tokenizer_encode(tk, (const char *)text, text_len, false, false, &ids, &n_ids)) {
+    /* llama-perplexity's chunks: the text tokenized with BOS as the model
+     * says, cut into chunks of c tokens, the first token of each replaced
+     * by BOS (when the model adds one); the second half of each scored */
+    if (tokenizer_encode(tk, (const char *)text, text_len, true, false, &ids, &n_ids)) {
         fprintf(stderr, "strata: %s: cannot tokenize\n", text_path);
         goto out;
     }
-    const size_t per = (size_t)c - 1, n_chunks = n_ids / per, first = (size_t)c / 2;
+    const size_t per = (size_t)c, n_chunks = n_ids / per, first = (size_t)c / 2;
     if (n_chunks == 0) { fprintf(stderr, "strata: %s: %zu tokens, fewer than one chunk of %ld\n", text_path, n_ids, c); goto out; }
     const size_t scored = n_chunks * ((size_t)c - 1 - first);
     if (base_path) {
@@ -109,10 +113,10 @@ int cmd_perplexity(int argc, char **argv)
     if (!logits || !chunk) { fprintf(stderr, "strata: out of memory\n"); goto out; }
     double nll = 0, kl = 0;
     size_t n_scored = 0, same = 0;
-    const int32_t bos = tokenizer_bos(tk);
+    const int32_t bos = tokenizer_add_bos(tk) ? tokenizer_bos(tk) : -1;
     for (size_t k = 0; k < n_chunks; k++) {
-        chunk[0] = bos >= 0 ? bos : ids[k * per];
-        memcpy(chunk + 1, ids + k * per, per * sizeof(int32_t));
+        memcpy(chunk, ids + k * per, per * sizeof(int32_t));
+        if (bos >= 0) chunk[0] = bos;
         model_rewind(cm.m, 0);
         if (model_forward(cm.m, chunk, (int)c, logits, true, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); goto out; }
         for (size_t j = first; j + 1 < (size_t)c; j++) {

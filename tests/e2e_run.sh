@@ -2,7 +2,8 @@
 # e2e_run.sh: the strata commands on a stories260K pack built by iq3pack:
 # `run` streams llama.cpp's greedy continuation of v0 (f32 KV cache, as the
 # reference was made), --logits-out writes one f32 row per evaluated
-# position, `info`/`check`/`bench`/`perplexity` succeed, and a damaged pack
+# position, `info`/`check`/`bench` succeed, `perplexity` gives
+# llama-perplexity's figures for the same text, and a damaged pack
 # gets one clear line and a non-zero exit from `check` and `run`.
 set -u
 BIN=${STRATA_BIN:?STRATA_BIN is not set}
@@ -26,6 +27,16 @@ done
 "$BIN/strata" check "$TMP/p" >/dev/null || bad "check of a good pack"
 "$BIN/strata" bench "$TMP/p" -p 16 -n 8 -t 2 | grep -q "fraction\|of it" || bad "bench"
 "$BIN/strata" perplexity "$TMP/p" -f "$M/v3.gen.txt" -c 8 -t 2 | grep -q "Final estimate: PPL" || bad "perplexity"
+# llama-perplexity's own figures (Debian's llama.cpp 0.7.0, -c 64 -b 64 -fa off
+# -ctk f32 -ctv f32) for the v0..v3 prompts then generations, four times over:
+# the same chunks and scores to the 4 printed decimals.
+for i in 1 2 3 4; do cat "$M"/v[0-3].prompt.txt "$M"/v[0-3].gen.txt; done >"$TMP/ppl.txt"
+"$BIN/strata" perplexity "$TMP/p" -f "$TMP/ppl.txt" -c 64 -t 2 --kv-type f32 >"$TMP/ppl.out" 2>"$TMP/err.txt" ||
+    bad "perplexity: $(cat "$TMP/err.txt")"
+want='[1] 5.7326 [2] 4.1095 [3] 6.1430 [4] 5.2094 [5] 4.9347 [6] 5.8167 [7] 5.1375 [8] 5.0000 [9] 5.4947 [10] 4.9300 [11] 4.9134'
+got=$(grep '^\[' "$TMP/ppl.out" | tr '\n' ' ' | sed 's/ $//')
+[ "$got" = "$want" ] || bad "perplexity chunks: '$got', llama-perplexity: '$want'"
+grep -q "Final estimate: PPL = 4.9134 over 341 tokens (11 chunks of 64)" "$TMP/ppl.out" || bad "perplexity: $(tail -n 1 "$TMP/ppl.out")"
 
 printf 'X' | dd of="$TMP/p/embd.bin" bs=1 seek=100 conv=notrunc 2>/dev/null
 "$BIN/strata" check "$TMP/p" >/dev/null 2>"$TMP/err.txt" && bad "check accepted a corrupted embd.bin"
