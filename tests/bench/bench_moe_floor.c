@@ -21,7 +21,8 @@
  * one is benched: the IQ3 build is the slow one worth keeping);
  * STRATA_MOE_FLOOR_BUILD_ONLY=1 with it only builds (tests/cuda/device_check.sh
  * makes its several-GB pack this way: STRATA_MOE_FLOOR_LAYERS sizes it, about
- * 0.11 GB per layer). */
+ * 0.11 GB per layer). STRATA_MOE_FLOOR_GGUF=FILE writes only the source
+ * GGUF, to FILE (for llama-bench to measure the same model). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -373,6 +374,16 @@ int main(void)
     printf("read bandwidth (1 GiB, %s sums, median of %d): 1 thread %.2f GB/s, %d threads %.2f GB/s\n",
            bw.avx2 ? "AVX2" : "scalar", RUNS, bw1 / 1e9, THREADS, bw2 / 1e9);
 
+    /* the source GGUF alone, for other runtimes (llama-bench) to measure */
+    const char *gguf_out = getenv("STRATA_MOE_FLOOR_GGUF");
+    if (gguf_out && *gguf_out) {
+        rm_rf(dir);
+        free(bw.buf);
+        if (access(gguf_out, F_OK) == 0) { printf("%s exists; not overwritten\n", gguf_out); return 1; }
+        if (write_gguf(gguf_out, n_layer, err, sizeof err)) { printf("%s\n", err); return 1; }
+        printf("wrote %s\n", gguf_out);
+        return 0;
+    }
     const char *keep = getenv("STRATA_MOE_FLOOR_PACK");
     if (keep && *keep) {
         int rc = 0;
