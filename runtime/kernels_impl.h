@@ -19,12 +19,14 @@ float kscalar_qdot_kf(const weight *w, int64_t r, const qrow *a);
 float kscalar_qdot_ggml(const weight *w, int64_t r, const qrow *a);
 int kq8_ggml_qdot_ok(int ggml_type); /* kscalar_qdot_ggml takes this native type */
 void kscalar_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
+void kscalar_qdotn_scode(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 float kscalar_qdot_iq3(const weight *w, int64_t r, const qrow *a);
 void kscalar_qdotn_iq3(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 void kavx2_quant_q8_0(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16);
 void kavx2_quant_q8_k(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16);
 float kavx2_qdot_scode(const weight *w, int64_t r, const qrow *a);
 void kavx2_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
+void kavx2_qdotn_scode(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 float kavx2_qdot_iq3(const weight *w, int64_t r, const qrow *a);
 void kavx2_qdotn_iq3(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 float kavx2_qdot_ggml(const weight *w, int64_t r, const qrow *a);

@@ -142,6 +142,13 @@ int kernels_qdot_ok(const weight *w)
 }
 
 
+int kernels_qdotn_ok(const kernels *k, const weight *w)
+{
+    if (!k->qdotn[w->form] || !kernels_qdot_ok(w)) return 0;
+    if (w->form == WF_IQ3) return 1;
+    return w->form == WF_SCODE && w->kf && w->act == WA_Q8_K;
+}
+
 /* A K-quant S-form with its factors (kfactor.h), as ggml-cpu's x86
  * ggml_vec_dot_q4_K/q5_K/q6_K_q8_K sum: per super-block, lanes of
  * sc * sum((code + bias) * q) fused-multiply-added by d x (activation scale); the
@@ -265,6 +272,11 @@ float kscalar_qdot_iq3(const weight *w, int64_t r, const qrow *a)
         for (int l = 0; l < 8; l++) acc[l] = fmaf(dd, (float)lane[l], acc[l]);
     }
     return ggml_order_hsum8(acc);
+}
+
+void kscalar_qdotn_scode(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    for (int t = 0; t < nt; t++) y[t * ystride] = kscalar_qdot_scode(w, r, &a[t]);
 }
 
 void kscalar_qdotn_iq3(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)

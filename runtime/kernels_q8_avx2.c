@@ -198,6 +198,50 @@ AVX2 static inline __attribute__((always_inline)) float qdot_unit32(const uint8_
  * super-block the 8 groups' lane sums times their integer scales in
  * integers, one fused multiply-add by d x (activation scale); the mins as
  * the scalar kernel takes them. */
+/* ggml_order_kmins with the integer part on vectors: bs[j] (activation sums
+ * of the super-block's eight 32s) as pairs of its sixteen sums of 16, times
+ * the mins m[j], summed in pairs (exact integers, so any order); then the
+ * float steps are ggml_order_kmins's: Q4_K's four pair sums each
+ * fused-multiply-added into accm (one rounding per element, as fmaf), Q5_K's
+ * total times dmin added to summs unfused. */
+AVX2 static inline float kf_mins(int style, float dmin, const int8_t *m, const int32_t *sum16, float accm[4],
+                                 float summs)
+{
+    const __m128i bs0 = _mm_hadd_epi32(_mm_loadu_si128((const __m128i *)sum16), _mm_loadu_si128((const __m128i *)(sum16 + 4)));
+    const __m128i bs1 =
+        _mm_hadd_epi32(_mm_loadu_si128((const __m128i *)(sum16 + 8)), _mm_loadu_si128((const __m128i *)(sum16 + 12)));
+    int32_t m4[2];
+    memcpy(m4, m, 8);
+    const __m128i p0 = _mm_mullo_epi32(bs0, _mm_cvtepi8_epi32(_mm_cvtsi32_si128(m4[0])));
+    const __m128i p1 = _mm_mullo_epi32(bs1, _mm_cvtepi8_epi32(_mm_cvtsi32_si128(m4[1])));
+    const __m128i pairs = _mm_hadd_epi32(p0, p1); /* m[2k] bs[2k] + m[2k+1] bs[2k+1], k = 0..3 */
+    if (style == 5) {
+        const __m128i t = _mm_hadd_epi32(pairs, pairs);
+        const int32_t tot = _mm_cvtsi128_si32(t) + _mm_extract_epi32(t, 1);
+        return summs + dmin * (float)tot;
+    }
+    _mm_storeu_ps(accm, _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(pairs), _mm_loadu_ps(accm)));
+    return summs;
+}
+
+/* A K-quant group's scale as int16 for madd: lanes 0..3 (elements 0..15)
+ * take sc[j] or sc[2j], lanes 4..7 sc[j] or sc[2j + 1]. */
+AVX2 static inline __m256i kf_sc16(const int8_t *sc, int per_sb, int j)
+{
+    if (per_sb == 8) return _mm256_set1_epi16(sc[j]);
+    return _mm256_set_m128i(_mm_set1_epi16(sc[2 * j + 1]), _mm_set1_epi16(sc[2 * j]));
+}
+
+/* sc x (4 products of value and activation) in each int32 lane: the value's
+ * magnitude meets the activation with the value's sign in maddubs (pairs
+ * of products, |pair| <= 2 x 127 x 128), and madd by the scale adds two
+ * pairs: the same integer as the lane sum times sc (|x| < 2^24, exact),
+ * without a 32-bit multiply. av = |v|, kept by callers that reuse v. */
+AVX2 static inline __m256i kf_lane32(__m256i av, __m256i v, __m256i q, __m256i sc16)
+{
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_sign_epi8(q, v)), sc16);
+}
+
 AVX2 static float kf_dot(const weight *w, int64_t r, const qrow *a)
 {
     const kfactor *kf = w->kf;
@@ -212,21 +256,67 @@ AVX2 static float kf_dot(const weight *w, int64_t r, const qrow *a)
         __m256i lanes = _mm256_setzero_si256();
         for (int j = 0; j < 8; j++) {
             const int64_t c0 = i * 256 + j * 32;
-            const __m256i s = dot32_i8(values32(codes + c0 * bits / 8, bits, bias, zero, 0),
-                                       _mm256_loadu_si256((const __m256i *)(a->q + c0)));
-            const __m256i scv = per_sb == 8 ? _mm256_set1_epi32(sc[j])
-                                            : _mm256_setr_epi32(sc[2 * j], sc[2 * j], sc[2 * j], sc[2 * j], sc[2 * j + 1],
-                                                                sc[2 * j + 1], sc[2 * j + 1], sc[2 * j + 1]);
-            lanes = _mm256_add_epi32(lanes, _mm256_mullo_epi32(s, scv));
+            const __m256i v = values32(codes + c0 * bits / 8, bits, bias, zero, 0);
+            lanes = _mm256_add_epi32(lanes, kf_lane32(_mm256_sign_epi8(v, v), v,
+                                                      _mm256_loadu_si256((const __m256i *)(a->q + c0)), kf_sc16(sc, per_sb, j)));
         }
         const float yd = a->d[i], D = yd * kf->d[sb0 + i];
         acc = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc);
         if (kf->style == 6) continue;
-        int32_t bs[8];
-        for (int j = 0; j < 8; j++) bs[j] = a->sum16[(i * 256 + j * 32) / 16] + a->sum16[(i * 256 + j * 32) / 16 + 1];
-        summs = ggml_order_kmins(kf->style, -yd * kf->dmin[sb0 + i], kf->m + (sb0 + i) * 8, bs, accm, summs);
+        summs = kf_mins(kf->style, -yd * kf->dmin[sb0 + i], kf->m + (sb0 + i) * 8, a->sum16 + i * 16, accm, summs);
     }
     return hsum_ps(acc) + ggml_order_kmins_total(kf->style, accm, summs);
+}
+
+/* kf_dot of one row against nt <= KQ_NT_MAX tokens: a super-block's code
+ * values and integer scales are made once and met by every token; per
+ * token the int32 lanes, the factor D, the fused multiply-add and the mins
+ * are kf_dot's, in its order, so each y is its bits. */
+AVX2 static void kf_dotn(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    const kfactor *kf = w->kf;
+    const uint8_t *codes = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    const int bits = w->code_bits, per_sb = 256 / w->group;
+    const int64_t nsb = w->cols / 256, sb0 = r * nsb;
+    const __m256i zero = _mm256_setzero_si256(), bias = _mm256_set1_epi8((char)w->code_bias);
+    __m256 acc[KQ_NT_MAX];
+    float accm[KQ_NT_MAX][4], summs[KQ_NT_MAX];
+    for (int t = 0; t < nt; t++) {
+        acc[t] = _mm256_setzero_ps();
+        memset(accm[t], 0, sizeof accm[t]);
+        summs[t] = 0.0f;
+    }
+    for (int64_t i = 0; i < nsb; i++) {
+        const int8_t *sc = kf->sc + (sb0 + i) * per_sb;
+        __m256i vals[8], avals[8], sc16[8];
+        for (int j = 0; j < 8; j++) {
+            vals[j] = values32(codes + (i * 256 + j * 32) * bits / 8, bits, bias, zero, 0);
+            avals[j] = _mm256_sign_epi8(vals[j], vals[j]);
+            sc16[j] = kf_sc16(sc, per_sb, j);
+        }
+        for (int t = 0; t < nt; t++) {
+            __m256i lanes = _mm256_setzero_si256();
+            for (int j = 0; j < 8; j++)
+                lanes = _mm256_add_epi32(lanes, kf_lane32(avals[j], vals[j],
+                                                          _mm256_loadu_si256((const __m256i *)(a[t].q + i * 256 + j * 32)),
+                                                          sc16[j]));
+            const float yd = a[t].d[i], D = yd * kf->d[sb0 + i];
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc[t]);
+            if (kf->style == 6) continue;
+            summs[t] = kf_mins(kf->style, -yd * kf->dmin[sb0 + i], kf->m + (sb0 + i) * 8, a[t].sum16 + i * 16, accm[t],
+                               summs[t]);
+        }
+    }
+    for (int t = 0; t < nt; t++) y[t * ystride] = hsum_ps(acc[t]) + ggml_order_kmins_total(kf->style, accm[t], summs[t]);
+}
+
+/* qdotn for S-forms: rows with K-quant factors share their decoding across
+ * the tokens (kf_dotn); any other S-form row is the table's single dot per
+ * token (the matmul gives those rows to qdot4 instead). */
+AVX2 void kavx2_qdotn_scode(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    if (w->kf && a[0].kind == WA_Q8_K) { kf_dotn(w, r, a, nt, y, ystride); return; }
+    for (int t = 0; t < nt; t++) y[t * ystride] = kavx2_qdot_scode(w, r, &a[t]);
 }
 
 AVX2 float kavx2_qdot_scode(const weight *w, int64_t r, const qrow *a)

@@ -122,8 +122,8 @@ static void tile_task_q(void *arg, int task, int thread)
     const weight *w = j->w;
     int64_t r0 = (int64_t)task * MM_TILE, r1 = r0 + MM_TILE;
     if (r1 > w->rows) r1 = w->rows;
-    const qdotn_fn qdotn = j->c->k->qdotn[w->form];
-    if (qdotn) {
+    if (kernels_qdotn_ok(j->c->k, w)) {
+        const qdotn_fn qdotn = j->c->k->qdotn[w->form];
         /* each row met by up to KQ_NT_MAX tokens at once: the same bits */
         for (int b0 = 0; b0 < j->B; b0 += KQ_NT_MAX) {
             const int nt = j->B - b0 < KQ_NT_MAX ? j->B - b0 : KQ_NT_MAX;

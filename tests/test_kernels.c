@@ -766,6 +766,36 @@ static void test_native_equals_sform(void **st)
                 }
             }
         }
+        /* a batch takes qdotn for K-quant S-forms (shared code values and
+         * scales), qdot4 for the rest; qdotn of 1..KQ_NT_MAX tokens is the
+         * table's qdot of each, bit for bit */
+        for (int k = 0; k < 4; k++)
+            if (tabs[k]) assert_int_equal(kernels_qdotn_ok(tabs[k], &sf), t > 0);
+        if (t > 0) {
+            qrow an[KQ_NT_MAX];
+            for (int i = 0; i < KQ_NT_MAX; i++) {
+                an[i] = (qrow){ nat.act, C, malloc(C), malloc(C / 256 * sizeof(float)), malloc(C / 16 * sizeof(int32_t)),
+                                malloc(C * sizeof(float)) };
+                fill_act(x, C, &rs, i % 4);
+                qrow_fill(tabs[0], &an[i], x);
+            }
+            for (int k = 0; k < 4; k++) {
+                if (!tabs[k]) continue;
+                for (int64_t r = 0; r < R; r++)
+                    for (int nt = 1; nt <= KQ_NT_MAX; nt++) {
+                        float yn[KQ_NT_MAX];
+                        tabs[k]->qdotn[WF_SCODE](&sf, r, an + (KQ_NT_MAX - nt), nt, yn, 1);
+                        for (int i = 0; i < nt; i++) {
+                            const float y1 = tabs[k]->qdot[WF_SCODE](&sf, r, &an[KQ_NT_MAX - nt + i]);
+                            if (memcmp(&yn[i], &y1, 4))
+                                printf("%s qdotn (%s) row %lld nt %d token %d: %.9g, qdot %.9g\n", names[t], tabs[k]->name,
+                                       (long long)r, nt, i, yn[i], y1);
+                            assert_memory_equal(&yn[i], &y1, 4);
+                        }
+                    }
+            }
+            for (int i = 0; i < KQ_NT_MAX; i++) { free(an[i].q); free(an[i].d); free(an[i].sum16); free(an[i].deq); }
+        }
         free(mem); free(codes); free(sc); free(off); free(blocks);
     }
     /* IQ2_S (AVX2 kernel) and IQ3_XXS natively: every table the same bits,
