@@ -142,7 +142,7 @@ static const kernels scalar_table = {
     },
     .quant_q8 = { [WA_Q8_0] = kscalar_quant_q8_0, [WA_Q8_K] = kscalar_quant_q8_k },
     .qdot = { [WF_SCODE] = kscalar_qdot_scode, [WF_IQ3] = kscalar_qdot_iq3, [WF_GGML] = kscalar_qdot_ggml },
-    .qdotn = { [WF_SCODE] = kscalar_qdotn_scode, [WF_IQ3] = kscalar_qdotn_iq3 },
+    .qdotn = { [WF_SCODE] = kscalar_qdotn_scode, [WF_GGML] = kscalar_qdotn_ggml, [WF_IQ3] = kscalar_qdotn_iq3 },
     .qdot4 = { [WF_SCODE] = kscalar_qdot4_scode },
 };
 

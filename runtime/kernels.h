@@ -40,9 +40,10 @@
  *  - qdotn[form] (where set) fills y[t * ystride] with qdot[form] of row r
  *    against a[t], t < nt <= KQ_NT_MAX, of the same table, bit for bit: a
  *    batch (prefill) may meet one row with several tokens at once, so the
- *    row's decoding is shared (IQ3: the grid and sign expansion; S-forms
- *    with K-quant factors: the code values and integer scales; other
- *    S-forms gain nothing and go through qdot4, see kernels_qdotn_ok). */
+ *    row's decoding is shared (IQ3 and native IQ2_S: the grid and sign
+ *    expansion; S-forms with K-quant factors: the code values and integer
+ *    scales; other S-forms gain nothing and go through qdot4, see
+ *    kernels_qdotn_ok). */
 #ifndef STRATA_KERNELS_H
 #define STRATA_KERNELS_H
 
@@ -93,7 +94,7 @@ typedef struct kernels {
     quant_fn quant_q8[3];       /* [WA_Q8_0], [WA_Q8_K] */
     qdot_fn qdot[WF_COUNT];     /* [WF_SCODE], [WF_IQ3] */
     qdot4_fn qdot4[WF_COUNT];   /* [WF_SCODE]: rows r + k * stride, k < 4 */
-    qdotn_fn qdotn[WF_COUNT];   /* [WF_SCODE], [WF_IQ3]: one row, up to KQ_NT_MAX tokens */
+    qdotn_fn qdotn[WF_COUNT];   /* [WF_SCODE], [WF_GGML], [WF_IQ3]: one row, up to KQ_NT_MAX tokens */
 } kernels;
 
 const kernels *kernels_scalar(void);
@@ -117,7 +118,7 @@ void qrow_fill(const kernels *k, qrow *a, const float *x);
  * IQ3 with Q8_K. */
 int kernels_qdot_ok(const weight *w);
 /* 1 when a batch should take qdotn[w->form] for this weight (it shares
- * work across tokens): IQ3, and S-forms with K-quant factors. */
+ * work across tokens): IQ3, native IQ2_S, and S-forms with K-quant factors. */
 int kernels_qdotn_ok(const kernels *k, const weight *w);
 
 #endif

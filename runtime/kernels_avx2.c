@@ -253,7 +253,7 @@ static const kernels avx2_table = {
     .name = "avx2",
     AVX2_COMMON_ENTRIES
     .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx2_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
-    .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_IQ3] = kavx2_qdotn_iq3 },
+    .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_GGML] = kavx2_qdotn_ggml, [WF_IQ3] = kavx2_qdotn_iq3 },
     .qdot4 = { [WF_SCODE] = kavx2_qdot4_scode },
 };
 
@@ -263,7 +263,7 @@ static const kernels avx2_vnni_table = {
     .name = "avx2+vnni",
     AVX2_COMMON_ENTRIES
     .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kvnni_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
-    .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_IQ3] = kavx2_qdotn_iq3 },
+    .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_GGML] = kavx2_qdotn_ggml, [WF_IQ3] = kavx2_qdotn_iq3 },
     .qdot4 = { [WF_SCODE] = kvnni_qdot4_scode },
 };
 
@@ -275,7 +275,7 @@ static const kernels avx512_table = {
     .name = "avx2+avx512",
     AVX2_COMMON_ENTRIES
     .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
-    .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_IQ3] = kavx512_qdotn_iq3 },
+    .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_GGML] = kavx2_qdotn_ggml, [WF_IQ3] = kavx512_qdotn_iq3 },
     .qdot4 = { [WF_SCODE] = kavx2_qdot4_scode },
 };
 
@@ -283,7 +283,7 @@ static const kernels avx512_vnni_table = {
     .name = "avx2+vnni+avx512",
     AVX2_COMMON_ENTRIES
     .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
-    .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_IQ3] = kavx512_qdotn_iq3 },
+    .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_GGML] = kavx2_qdotn_ggml, [WF_IQ3] = kavx512_qdotn_iq3 },
     .qdot4 = { [WF_SCODE] = kvnni_qdot4_scode },
 };
 
@@ -294,7 +294,7 @@ static const kernels avx512_z_table = {
     .name = "avx2+avx512+vnni512",
     AVX2_COMMON_ENTRIES
     .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
-    .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_IQ3] = kavx512_qdotn_iq3 },
+    .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_GGML] = kavx2_qdotn_ggml, [WF_IQ3] = kavx512_qdotn_iq3 },
     .qdot4 = { [WF_SCODE] = kavx512_qdot4_scode },
 };
 
@@ -302,7 +302,7 @@ static const kernels avx512_vnni_z_table = {
     .name = "avx2+vnni+avx512+vnni512",
     AVX2_COMMON_ENTRIES
     .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
-    .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_IQ3] = kavx512_qdotn_iq3 },
+    .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_GGML] = kavx2_qdotn_ggml, [WF_IQ3] = kavx512_qdotn_iq3 },
     .qdot4 = { [WF_SCODE] = kavx512v_qdot4_scode },
 };
 

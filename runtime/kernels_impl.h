@@ -17,6 +17,7 @@ void kscalar_quant_q8_k(const float *x, int64_t n, int8_t *q, float *d, int32_t 
 float kscalar_qdot_scode(const weight *w, int64_t r, const qrow *a);
 float kscalar_qdot_kf(const weight *w, int64_t r, const qrow *a);
 float kscalar_qdot_ggml(const weight *w, int64_t r, const qrow *a);
+void kscalar_qdotn_ggml(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 int kq8_ggml_qdot_ok(int ggml_type); /* kscalar_qdot_ggml takes this native type */
 void kscalar_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
 void kscalar_qdotn_scode(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
@@ -30,6 +31,7 @@ void kavx2_qdotn_scode(const weight *w, int64_t r, const qrow *a, int nt, float 
 float kavx2_qdot_iq3(const weight *w, int64_t r, const qrow *a);
 void kavx2_qdotn_iq3(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 float kavx2_qdot_ggml(const weight *w, int64_t r, const qrow *a);
+void kavx2_qdotn_ggml(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 float kvnni_qdot_scode(const weight *w, int64_t r, const qrow *a);
 void kvnni_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
 float kvnni_qdot_iq3(const weight *w, int64_t r, const qrow *a);

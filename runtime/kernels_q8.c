@@ -146,6 +146,7 @@ int kernels_qdotn_ok(const kernels *k, const weight *w)
 {
     if (!k->qdotn[w->form] || !kernels_qdot_ok(w)) return 0;
     if (w->form == WF_IQ3) return 1;
+    if (w->form == WF_GGML) return w->ggml_type == GGML_TYPE_IQ2_S;
     return w->form == WF_SCODE && w->kf && w->act == WA_Q8_K;
 }
 
@@ -277,6 +278,11 @@ float kscalar_qdot_iq3(const weight *w, int64_t r, const qrow *a)
 void kscalar_qdotn_scode(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
 {
     for (int t = 0; t < nt; t++) y[t * ystride] = kscalar_qdot_scode(w, r, &a[t]);
+}
+
+void kscalar_qdotn_ggml(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    for (int t = 0; t < nt; t++) y[t * ystride] = kscalar_qdot_ggml(w, r, &a[t]);
 }
 
 void kscalar_qdotn_iq3(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)

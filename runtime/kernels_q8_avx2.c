@@ -1157,3 +1157,53 @@ AVX2 float kavx2_qdot_ggml(const weight *w, int64_t r, const qrow *a)
     }
     return 0.125f * hsum_ps(acc);
 }
+
+
+/* kavx2_qdot_ggml of one IQ2_S row against nt <= KQ_NT_MAX tokens: a
+ * block's grid bytes, sign vectors and scales are made once and met by
+ * every token; per token the integer lanes and float steps are
+ * kavx2_qdot_ggml's, so each y is its bits. Other native types: the
+ * table's single dot per token (kernels_qdotn_ok keeps them on it). */
+AVX2 void kavx2_qdotn_ggml(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    if (w->ggml_type != GGML_TYPE_IQ2_S) {
+        for (int t = 0; t < nt; t++) y[t * ystride] = kavx2_qdot_ggml(w, r, &a[t]);
+        return;
+    }
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    const __m256i sidx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bitsel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    __m256 acc[KQ_NT_MAX];
+    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < w->cols / 256; b++) {
+        const uint8_t *blk = row + b * 82, *qs = blk + 2, *signs = blk + 34, *qh = blk + 66, *sc = blk + 74;
+        uint16_t dh;
+        memcpy(&dh, blk, 2);
+        const float d = _cvtsh_ss(dh);
+        __m256i grid[8], sgn[8], scv[8];
+        for (int ib = 0; ib < 8; ib++) {
+            grid[ib] = _mm256_setr_epi64x((long long)ggml_iq2s_grid[qs[ib * 4 + 0] | ((qh[ib] << 8) & 0x300)],
+                                          (long long)ggml_iq2s_grid[qs[ib * 4 + 1] | ((qh[ib] << 6) & 0x300)],
+                                          (long long)ggml_iq2s_grid[qs[ib * 4 + 2] | ((qh[ib] << 4) & 0x300)],
+                                          (long long)ggml_iq2s_grid[qs[ib * 4 + 3] | ((qh[ib] << 2) & 0x300)]);
+            uint32_t sw;
+            memcpy(&sw, signs + ib * 4, 4);
+            const __m256i sb = _mm256_shuffle_epi8(_mm256_set1_epi32((int)sw), sidx);
+            sgn[ib] = _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(sb, bitsel), bitsel), _mm256_set1_epi8(1));
+            const short lo = (short)(2 * (sc[ib] & 15) + 1), hi = (short)(2 * (sc[ib] >> 4) + 1);
+            scv[ib] = _mm256_setr_epi16(lo, lo, lo, lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi);
+        }
+        for (int t = 0; t < nt; t++) {
+            const int8_t *q = a[t].q + b * 256;
+            __m256i lanes = _mm256_setzero_si256();
+            for (int ib = 0; ib < 8; ib++) {
+                const __m256i qs8 = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q + ib * 32)), sgn[ib]);
+                lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(_mm256_maddubs_epi16(grid[ib], qs8), scv[ib]));
+            }
+            const float D = d * a[t].d[b];
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc[t]);
+        }
+    }
+    for (int t = 0; t < nt; t++) y[t * ystride] = 0.125f * hsum_ps(acc[t]);
+}

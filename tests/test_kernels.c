@@ -519,6 +519,46 @@ __attribute__((target("avx2,fma,f16c"))) static float ref_avx2_qdot_iq3(const we
 #define HAVE_REF_AVX2_IQ3 1
 #endif
 
+/* qdotn[form] of every row of w against 1..KQ_NT_MAX tokens (activation
+ * rows of every kind) in every table that has it: each result equal to
+ * the table's qdot of that token bit for bit, written with a stride of 2
+ * and the gaps left alone. Returns how many results were compared. */
+static int check_qdotn(const kernels *const tabs[4], const weight *w, int form, uint64_t *rs, float *x,
+                       const char *what)
+{
+    const int64_t C = w->cols;
+    qrow an[KQ_NT_MAX];
+    for (int i = 0; i < KQ_NT_MAX; i++) {
+        an[i] = (qrow){ w->act, C, malloc(C), malloc(C / 32 * sizeof(float)), malloc(C / 16 * sizeof(int32_t)),
+                        malloc(C * sizeof(float)) };
+        fill_act(x, C, rs, i % 4);
+        qrow_fill(tabs[0], &an[i], x);
+    }
+    int checked = 0;
+    for (int k = 0; k < 4; k++) {
+        if (!tabs[k] || !tabs[k]->qdotn[form]) continue;
+        for (int64_t r = 0; r < w->rows; r++)
+            for (int nt = 1; nt <= KQ_NT_MAX; nt++) {
+                float yn[2 * KQ_NT_MAX];
+                memset(yn, 0xff, sizeof yn);
+                tabs[k]->qdotn[form](w, r, an + (KQ_NT_MAX - nt), nt, yn, 2);
+                for (int i = 0; i < nt; i++) {
+                    const float y1 = tabs[k]->qdot[form](w, r, &an[KQ_NT_MAX - nt + i]);
+                    if (memcmp(&yn[2 * i], &y1, 4))
+                        printf("%s qdotn (%s) row %lld nt %d token %d: %.9g, qdot %.9g\n", what, tabs[k]->name,
+                               (long long)r, nt, i, yn[2 * i], y1);
+                    assert_memory_equal(&yn[2 * i], &y1, 4);
+                    uint32_t gap;
+                    memcpy(&gap, &yn[2 * i + 1], 4);
+                    assert_int_equal(gap, 0xffffffffu);
+                    checked++;
+                }
+            }
+    }
+    for (int i = 0; i < KQ_NT_MAX; i++) { free(an[i].q); free(an[i].d); free(an[i].sum16); free(an[i].deq); }
+    return checked;
+}
+
 /* IQ3 on raw random blocks (every grid index, sign pattern and sub-scale
  * code, not only what the encoder writes), with d drawn from +-0, small,
  * negative, subnormal and large fp16 values, rows of 1 to 9 blocks: every
@@ -601,40 +641,8 @@ static void test_qdot_iq3_random_blocks(void **st)
                 }
             }
         }
-        /* qdotn: one row against 1..KQ_NT_MAX tokens (every activation kind
-         * among them), each result its table's qdot bit for bit */
-        qrow an[KQ_NT_MAX];
-        for (int t = 0; t < KQ_NT_MAX; t++) {
-            an[t] = (qrow){ WA_Q8_K, C, malloc(C), malloc(C / 256 * sizeof(float)), malloc(C / 16 * sizeof(int32_t)),
-                            malloc(C * sizeof(float)) };
-            fill_act(x, C, &rs, t % 4);
-            qrow_fill(tabs[0], &an[t], x);
-        }
-        int checked = 0;
-        for (int t = 0; t < 4; t++) {
-            if (!tabs[t] || !tabs[t]->qdotn[WF_IQ3]) continue;
-            for (int64_t r = 0; r < R; r++)
-                for (int nt = 1; nt <= KQ_NT_MAX; nt++) {
-                    float yn[2 * KQ_NT_MAX];
-                    memset(yn, 0xff, sizeof yn);
-                    tabs[t]->qdotn[WF_IQ3](&w, r, an + (KQ_NT_MAX - nt), nt, yn, 2);
-                    for (int i = 0; i < nt; i++) {
-                        const float y1 = tabs[t]->qdot[WF_IQ3](&w, r, &an[KQ_NT_MAX - nt + i]);
-                        if (memcmp(&yn[2 * i], &y1, sizeof y1))
-                            printf("IQ3 qdotn (%s): C %lld row %lld nt %d token %d %.9g, qdot %.9g\n", tabs[t]->name,
-                                   (long long)C, (long long)r, nt, i, yn[2 * i], y1);
-                        assert_memory_equal(&yn[2 * i], &y1, sizeof y1);
-                        checked++;
-                    }
-                    for (int i = 0; i < nt; i++) { /* ystride 2: the gaps untouched */
-                        uint32_t gap;
-                        memcpy(&gap, &yn[2 * i + 1], 4);
-                        assert_int_equal(gap, 0xffffffffu);
-                    }
-                }
-        }
-        assert_true(checked > 0); /* the scalar table has qdotn[WF_IQ3] */
-        for (int t = 0; t < KQ_NT_MAX; t++) { free(an[t].q); free(an[t].d); free(an[t].sum16); free(an[t].deq); }
+        /* qdotn: one row against 1..KQ_NT_MAX tokens; the scalar table has it */
+        assert_true(check_qdotn(tabs, &w, WF_IQ3, &rs, x, "IQ3 random") > 0);
     }
     free(blocks); free(x); free(deq); free(row); free(q); free(d); free(s16);
 }
@@ -771,31 +779,7 @@ static void test_native_equals_sform(void **st)
          * table's qdot of each, bit for bit */
         for (int k = 0; k < 4; k++)
             if (tabs[k]) assert_int_equal(kernels_qdotn_ok(tabs[k], &sf), t > 0);
-        if (t > 0) {
-            qrow an[KQ_NT_MAX];
-            for (int i = 0; i < KQ_NT_MAX; i++) {
-                an[i] = (qrow){ nat.act, C, malloc(C), malloc(C / 256 * sizeof(float)), malloc(C / 16 * sizeof(int32_t)),
-                                malloc(C * sizeof(float)) };
-                fill_act(x, C, &rs, i % 4);
-                qrow_fill(tabs[0], &an[i], x);
-            }
-            for (int k = 0; k < 4; k++) {
-                if (!tabs[k]) continue;
-                for (int64_t r = 0; r < R; r++)
-                    for (int nt = 1; nt <= KQ_NT_MAX; nt++) {
-                        float yn[KQ_NT_MAX];
-                        tabs[k]->qdotn[WF_SCODE](&sf, r, an + (KQ_NT_MAX - nt), nt, yn, 1);
-                        for (int i = 0; i < nt; i++) {
-                            const float y1 = tabs[k]->qdot[WF_SCODE](&sf, r, &an[KQ_NT_MAX - nt + i]);
-                            if (memcmp(&yn[i], &y1, 4))
-                                printf("%s qdotn (%s) row %lld nt %d token %d: %.9g, qdot %.9g\n", names[t], tabs[k]->name,
-                                       (long long)r, nt, i, yn[i], y1);
-                            assert_memory_equal(&yn[i], &y1, 4);
-                        }
-                    }
-            }
-            for (int i = 0; i < KQ_NT_MAX; i++) { free(an[i].q); free(an[i].d); free(an[i].sum16); free(an[i].deq); }
-        }
+        if (t > 0) assert_true(check_qdotn(tabs, &sf, WF_SCODE, &rs, x, names[t]) > 0);
         free(mem); free(codes); free(sc); free(off); free(blocks);
     }
     /* IQ2_S (AVX2 kernel) and IQ3_XXS natively: every table the same bits,
@@ -828,6 +812,10 @@ static void test_native_equals_sform(void **st)
                 }
             }
         }
+        /* a batch shares IQ2_S's grid and signs across tokens (qdotn), the same bits */
+        for (int k = 0; k < 4; k++)
+            if (tabs[k]) assert_int_equal(kernels_qdotn_ok(tabs[k], &nat), iqt[t] == GGML_TYPE_IQ2_S);
+        assert_true(check_qdotn(tabs, &nat, WF_GGML, &rs, x, iq[t]) > 0);
         free(blocks);
     }
 }
