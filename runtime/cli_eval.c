@@ -3,6 +3,7 @@
 #include "runtime/cli.h"
 
 #include "formats/fileio.h"
+#include "runtime/kld_base.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -15,7 +16,7 @@
 
 static void ppl_usage(FILE *fp)
 {
-    fprintf(fp, "usage: strata perplexity PACK -f TEXT [-c N] [-t N] [--kv-type f16|f32]\n"
+    fprintf(fp, "usage: strata perplexity PACK (-f TEXT | --kld-base LLAMA.kld) [-c N] [-t N] [--kv-type f16|f32]\n"
                 "                         [--logits-out FILE] [--kld-base FILE] [--device auto|cpu|cuda]\n"
                 "                         [--vram-reserve SIZE] [--miss cpu|pcie|auto] [--profile FILE]\n"
                 "                         [--record-routing FILE]\n"
@@ -24,6 +25,8 @@ static void ppl_usage(FILE *fp)
                 "  BOS, and scores the second half of every chunk: llama-perplexity's scheme, so the\n"
                 "  figures compare. --logits-out writes the scored rows' f32 logits; --kld-base reads such a\n"
                 "  file (from a reference pack) and prints mean KL(base || this) and top-1 agreement.\n"
+                "  --kld-base also takes llama-perplexity's --kl-divergence-base files: their tokens and\n"
+                "  -c are used (no -f needed), and the scores are llama-perplexity --kl-divergence's.\n"
                 DEVICE_HELP);
 }
 
@@ -54,6 +57,7 @@ int cmd_perplexity(int argc, char **argv)
 {
     const char *pack = NULL, *text_path = NULL, *out_path = NULL, *base_path = NULL;
     long c = 128, threads = 0;
+    int c_given = 0;
     kv_type kv = KV_F16;
     device_opts dev;
     device_opts_default(&dev);
@@ -69,13 +73,11 @@ int cmd_perplexity(int argc, char **argv)
         if (!strcmp(a, "-f")) text_path = v;
         else if (!strcmp(a, "--logits-out")) out_path = v;
         else if (!strcmp(a, "--kld-base")) base_path = v;
-        else if (!strcmp(a, "-c") && !cli_int(v, 4, 1 << 20, &c)) {}
+        else if (!strcmp(a, "-c") && !cli_int(v, 4, 1 << 20, &c)) c_given = 1;
         else if (!strcmp(a, "-t") && !cli_int(v, 0, 1024, &threads)) {}
         else if (!strcmp(a, "--kv-type") && (!strcmp(v, "f16") || !strcmp(v, "f32"))) kv = v[1] == '3' ? KV_F32 : KV_F16;
         else { ppl_usage(stderr); return 2; }
     }
-    if (!pack || !text_path) { ppl_usage(stderr); return 2; }
-
     unsigned char *text = NULL;
     float *base = NULL, *logits = NULL;
     int32_t *ids = NULL, *chunk = NULL;
@@ -85,22 +87,57 @@ int cmd_perplexity(int argc, char **argv)
     int rc = 1;
     cli_model cm;
     memset(&cm, 0, sizeof cm);
-    if (read_file(text_path, &text, &text_len, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return 1; }
+    kld_base lk;
+    int llama_base = 0;
+    if (base_path) {
+        if (read_file(base_path, (unsigned char **)&base, &base_bytes, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return 1; }
+        llama_base = kld_base_is((const uint8_t *)base, base_bytes);
+        if (llama_base && kld_base_parse(&lk, (const uint8_t *)base, base_bytes, err, sizeof err)) {
+            fprintf(stderr, "strata: %s: %s\n", base_path, err);
+            free(base);
+            return 1;
+        }
+        if (llama_base && c_given && c != (long)lk.n_ctx) {
+            fprintf(stderr, "strata: %s was made with -c %u; -c %ld cannot score against it\n", base_path, lk.n_ctx, c);
+            free(base);
+            return 1;
+        }
+        if (llama_base) c = (long)lk.n_ctx;
+    }
+    /* a llama-perplexity base file carries its tokens; other runs need the text */
+    if (!pack || (!text_path && !llama_base)) { ppl_usage(stderr); free(base); return 2; }
+    if (!llama_base && read_file(text_path, &text, &text_len, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); free(base); return 1; }
     if (cli_open_dev(&cm, pack, (int)threads, kv, (int)c, &dev)) goto out;
     const tokenizer *tk = loader_tokenizer(cm.pack);
     const int nv = loader_hparams(cm.pack)->n_vocab;
-    /* llama-perplexity's chunks: the text tokenized with BOS as the model
-     * says, cut into chunks of c tokens, the first token of each replaced
-     * by BOS (when the model adds one); the second half of each scored */
-    if (tokenizer_encode(tk, (const char *)text, text_len, true, false, &ids, &n_ids)) {
+    if (llama_base) {
+        if (lk.n_vocab != nv) {
+            fprintf(stderr, "strata: %s: %d logits per row, but %s has a vocabulary of %d\n", base_path, lk.n_vocab, pack, nv);
+            goto out;
+        }
+        if (text_path) fprintf(stderr, "strata: %s carries its own tokens; -f %s is not read\n", base_path, text_path);
+        n_ids = (size_t)lk.n_chunk * lk.n_ctx;
+        ids = malloc(n_ids * sizeof *ids);
+        if (!ids) { fprintf(stderr, "strata: out of memory\n"); goto out; }
+        for (size_t i = 0; i < n_ids; i++) {
+            ids[i] = kld_base_token(&lk, i / lk.n_ctx, i % lk.n_ctx);
+            if (ids[i] < 0 || ids[i] >= nv) {
+                fprintf(stderr, "strata: %s: token %zu is %d, outside the vocabulary of %d\n", base_path, i, ids[i], nv);
+                goto out;
+            }
+        }
+    } else if (tokenizer_encode(tk, (const char *)text, text_len, true, false, &ids, &n_ids)) {
+        /* llama-perplexity's chunks: the text tokenized with BOS as the
+         * model says, cut into chunks of c tokens, the first token of each
+         * replaced by BOS (when the model adds one); the second half of
+         * each scored */
         fprintf(stderr, "strata: %s: cannot tokenize\n", text_path);
         goto out;
     }
     const size_t per = (size_t)c, n_chunks = n_ids / per, first = (size_t)c / 2;
     if (n_chunks == 0) { fprintf(stderr, "strata: %s: %zu tokens, fewer than one chunk of %ld\n", text_path, n_ids, c); goto out; }
     const size_t scored = n_chunks * ((size_t)c - 1 - first);
-    if (base_path) {
-        if (read_file(base_path, (unsigned char **)&base, &base_bytes, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); goto out; }
+    if (base_path && !llama_base) {
         if (base_bytes != scored * (size_t)nv * sizeof(float)) {
             fprintf(stderr, "strata: %s: %zu bytes, but %zu scored rows of %d logits need %zu\n", base_path, base_bytes,
                     scored, nv, scored * (size_t)nv * sizeof(float));
@@ -125,7 +162,8 @@ int cmd_perplexity(int argc, char **argv)
             if (of && fwrite(row, sizeof(float), (size_t)nv, of) != (size_t)nv) { fprintf(stderr, "strata: %s: write failed\n", out_path); goto out; }
             if (base) {
                 int st;
-                kl += kl_row(base + n_scored * (size_t)nv, row, nv, &st);
+                kl += llama_base ? kld_base_row(&lk, k, j - first, row, &st)
+                                 : kl_row(base + n_scored * (size_t)nv, row, nv, &st);
                 same += (size_t)st;
             }
             n_scored++;
