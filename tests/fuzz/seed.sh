@@ -33,6 +33,11 @@ fuzz_radgram)
         chmod u+w "$corpus/$n"
     done
     ;;
+fuzz_kld_base)
+    # llama.cpp's own base file for the F32 tinymoe (tests/e2e_kld_llamacpp.sh)
+    cp -f tests/fixtures/llamacpp-tinymoe-f32-c16.kld "$corpus/tinymoe.kld"
+    chmod u+w "$corpus/tinymoe.kld"
+    ;;
 fuzz_tokenizer)
     # first byte: vocabulary (low 4 bits) and parse_special (bit 4), then
     # a few short texts (%b: the \t and \n are whitespace)
