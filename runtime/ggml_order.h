@@ -15,7 +15,9 @@
  *  - ggml_order_kmins(style, dmin, m, bs, accm, summs) adds one K-quant
  *    super-block's mins (m[8] 6-bit, bs[8] activation sums of 32) times
  *    dmin (= -(activation scale) x dmin) as ggml's x86 dots do: Q5_K
- *    (style 5) one integer sum, one product added to summs (returned);
+ *    (style 5) one integer sum fused-multiply-added into summs (returned;
+ *    ggml's build contracts its summs += dmin * sum, which only rows of
+ *    two or more super-blocks show);
  *    Q4_K (style 4) four lanes fused-multiply-added into accm[4], which
  *    ggml_order_kmins_total() folds at the end (summs for style 5).
  *  - ggml_order_softmax(x, n, y) is ggml_vec_soft_max_f32 plus the scaling
@@ -72,7 +74,7 @@ static inline float ggml_order_kmins(int style, float dmin, const int8_t m[8], c
     if (style == 5) {
         int32_t tot = 0;
         for (int j = 0; j < 8; j++) tot += (int32_t)m[j] * bs[j];
-        return summs + dmin * (float)tot; /* a loop-carried chain: ggml's build leaves it unfused */
+        return fmaf(dmin, (float)tot, summs); /* contracted in ggml's build */
     }
     for (int k = 0; k < 4; k++)
         accm[k] = fmaf(dmin, (float)((int32_t)m[2 * k] * bs[2 * k] + (int32_t)m[2 * k + 1] * bs[2 * k + 1]), accm[k]);

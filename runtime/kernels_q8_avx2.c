@@ -203,7 +203,7 @@ AVX2 static inline __attribute__((always_inline)) float qdot_unit32(const uint8_
  * the mins m[j], summed in pairs (exact integers, so any order); then the
  * float steps are ggml_order_kmins's: Q4_K's four pair sums each
  * fused-multiply-added into accm (one rounding per element, as fmaf), Q5_K's
- * total times dmin added to summs unfused. */
+ * total fused-multiply-added into summs by dmin (ggml's build fuses it). */
 AVX2 static inline float kf_mins(int style, float dmin, const int8_t *m, const int32_t *sum16, float accm[4],
                                  float summs)
 {
@@ -218,7 +218,7 @@ AVX2 static inline float kf_mins(int style, float dmin, const int8_t *m, const i
     if (style == 5) {
         const __m128i t = _mm_hadd_epi32(pairs, pairs);
         const int32_t tot = _mm_cvtsi128_si32(t) + _mm_extract_epi32(t, 1);
-        return summs + dmin * (float)tot;
+        return fmaf(dmin, (float)tot, summs);
     }
     _mm_storeu_ps(accm, _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(pairs), _mm_loadu_ps(accm)));
     return summs;
