@@ -528,14 +528,19 @@ AVX2 static inline __attribute__((always_inline)) __m256i iq3_grid8(const uint8_
 
 /* 32 activations with a sub-block's signs put on (mask bit e: element e);
  * IQ3 and native IQ2_S both keep one sign bit per element in such a word. */
-AVX2 static inline __m256i iq3_signed_q(const int8_t *q, uint32_t mask)
+AVX2 static inline __m256i iq3_sign_pm1(uint32_t mask)
 {
     const __m256i sidx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
                                           2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
     const __m256i bitsel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
     const __m256i sb = _mm256_shuffle_epi8(_mm256_set1_epi32((int)mask), sidx);
     const __m256i neg = _mm256_cmpeq_epi8(_mm256_and_si256(sb, bitsel), bitsel);
-    return _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)q), _mm256_or_si256(neg, _mm256_set1_epi8(1)));
+    return _mm256_or_si256(neg, _mm256_set1_epi8(1)); /* -1 where the bit is set, else +1 */
+}
+
+AVX2 static inline __m256i iq3_signed_q(const int8_t *q, uint32_t mask)
+{
+    return _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)q), iq3_sign_pm1(mask));
 }
 
 #define IQ3_GATHER 0
@@ -572,9 +577,6 @@ AVX2 float kavx2_qdot_iq3(const weight *w, int64_t r, const qrow *a)
 AVX2 void kavx2_qdotn_iq3(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
 {
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    const __m256i sidx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
-                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    const __m256i bitsel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
     __m256 acc[KQ_NT_MAX];
     for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < w->cols / IQ3_QK; b++) {
@@ -587,9 +589,7 @@ AVX2 void kavx2_qdotn_iq3(const weight *w, int64_t r, const qrow *a, int nt, flo
         __m256i grid[8], sign[8];
         for (int s = 0; s < 8; s++) {
             grid[s] = iq3_grid8(blk + s * 8, IQ3_GATHER);
-            const __m256i sb = _mm256_shuffle_epi8(_mm256_set1_epi32((int)mask[s]), sidx);
-            const __m256i neg = _mm256_cmpeq_epi8(_mm256_and_si256(sb, bitsel), bitsel);
-            sign[s] = _mm256_or_si256(neg, _mm256_set1_epi8(1));
+            sign[s] = iq3_sign_pm1(mask[s]);
         }
         for (int t = 0; t < nt; t++) {
             const int8_t *q = a[t].q + b * IQ3_QK;
@@ -1171,9 +1171,6 @@ AVX2 void kavx2_qdotn_ggml(const weight *w, int64_t r, const qrow *a, int nt, fl
         return;
     }
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    const __m256i sidx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
-                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    const __m256i bitsel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
     __m256 acc[KQ_NT_MAX];
     for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < w->cols / 256; b++) {
@@ -1189,8 +1186,7 @@ AVX2 void kavx2_qdotn_ggml(const weight *w, int64_t r, const qrow *a, int nt, fl
                                           (long long)ggml_iq2s_grid[qs[ib * 4 + 3] | ((qh[ib] << 2) & 0x300)]);
             uint32_t sw;
             memcpy(&sw, signs + ib * 4, 4);
-            const __m256i sb = _mm256_shuffle_epi8(_mm256_set1_epi32((int)sw), sidx);
-            sgn[ib] = _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(sb, bitsel), bitsel), _mm256_set1_epi8(1));
+            sgn[ib] = iq3_sign_pm1(sw);
             const short lo = (short)(2 * (sc[ib] & 15) + 1), hi = (short)(2 * (sc[ib] >> 4) + 1);
             scv[ib] = _mm256_setr_epi16(lo, lo, lo, lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi);
         }
