@@ -131,6 +131,8 @@ int gguf_writer_add_u32(gguf_writer *w, const char *key, uint32_t v);
 int gguf_writer_add_str(gguf_writer *w, const char *key, const char *v);
 int gguf_writer_add_arr(gguf_writer *w, const char *key, gguf_type elem, const void *data, uint64_t n);
 int gguf_writer_add_arr_str(gguf_writer *w, const char *key, const char *const *v, uint64_t n);
+/* Key/value i of f, copied as it is (any type; arrays of strings too). */
+int gguf_writer_copy_kv(gguf_writer *w, const gguf_file *f, int64_t i);
 
 /* Data is copied. Returns the tensor's index, or -1 (bad name, dims or size). */
 int64_t gguf_writer_add_tensor(gguf_writer *w, const char *name, int type, uint32_t n_dims,

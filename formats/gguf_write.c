@@ -261,6 +261,22 @@ int gguf_writer_add_arr_str(gguf_writer *w, const char *key, const char *const *
     return push_kv(w, key, &b, false);
 }
 
+int gguf_writer_copy_kv(gguf_writer *w, const gguf_file *f, int64_t i)
+{
+    const char *key = gguf_kv_key(f, i);
+    const gguf_type ty = gguf_kv_type(f, i);
+    if (ty != GGUF_TYPE_ARRAY) return gguf_writer_add_kv(w, key, ty, gguf_kv_raw(f, i)); /* copied bytewise */
+    const gguf_type et = gguf_kv_arr_type(f, i);
+    const uint64_t n = gguf_kv_arr_n(f, i);
+    if (et != GGUF_TYPE_STRING) return gguf_writer_add_arr(w, key, et, gguf_kv_arr_data(f, i), n);
+    const char **v = malloc((n ? n : 1) * sizeof *v);
+    if (!v) return refuse(w, "key '%s': out of memory", key);
+    for (uint64_t j = 0; j < n; j++) v[j] = gguf_kv_arr_str(f, i, j);
+    const int rc = gguf_writer_add_arr_str(w, key, v, n);
+    free(v);
+    return rc;
+}
+
 /* Validates a tensor description the way the reader will, and gives its
  * byte size. */
 static int tensor_bytes(gguf_writer *w, const char *name, int type, uint32_t n_dims,

@@ -183,25 +183,8 @@ static int write_tokenizer(const gguf_file *g, const char *path, char *err, size
 {
     gguf_writer *w = gguf_writer_new();
     int rc = w ? 0 : -1;
-    for (int64_t i = 0; i < gguf_n_kv(g) && !rc; i++) {
-        const char *k = gguf_kv_key(g, i);
-        if (strncmp(k, "tokenizer.", 10)) continue;
-        const gguf_type ty = gguf_kv_type(g, i);
-        if (ty == GGUF_TYPE_STRING) {
-            rc = gguf_writer_add_str(w, k, gguf_kv_str(g, i));
-        } else if (ty != GGUF_TYPE_ARRAY) {
-            rc = gguf_writer_add_kv(w, k, ty, gguf_kv_raw(g, i));
-        } else if (gguf_kv_arr_type(g, i) == GGUF_TYPE_STRING) {
-            const uint64_t n = gguf_kv_arr_n(g, i);
-            const char **v = malloc((n ? n : 1) * sizeof *v);
-            if (!v) { rc = -1; break; }
-            for (uint64_t j = 0; j < n; j++) v[j] = gguf_kv_arr_str(g, i, j);
-            rc = gguf_writer_add_arr_str(w, k, v, n);
-            free(v);
-        } else {
-            rc = gguf_writer_add_arr(w, k, gguf_kv_arr_type(g, i), gguf_kv_arr_data(g, i), gguf_kv_arr_n(g, i));
-        }
-    }
+    for (int64_t i = 0; i < gguf_n_kv(g) && !rc; i++)
+        if (strncmp(gguf_kv_key(g, i), "tokenizer.", 10) == 0) rc = gguf_writer_copy_kv(w, g, i);
     if (rc == 0) rc = gguf_writer_write(w, path, err, errlen);
     else snprintf(err, errlen, "%s: could not copy the tokenizer keys", path);
     gguf_writer_free(w);

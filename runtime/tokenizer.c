@@ -119,24 +119,6 @@ size_t tok_utf8_len(unsigned char c)
     return by_high_nibble[c >> 4];
 }
 
-/* Length of the well-formed UTF-8 sequence at s[0..n) (RFC 3629: no
- * overlong forms, no surrogates, nothing past U+10FFFF), 0 if none. */
-size_t tok_utf8_wellformed(const unsigned char *s, size_t n)
-{
-    const unsigned b = s[0];
-    size_t k;
-    unsigned lo = 0x80, hi = 0xBF; /* the second byte's range */
-    if (b < 0x80) return 1;
-    if (b >= 0xC2 && b <= 0xDF) k = 2;
-    else if (b >= 0xE0 && b <= 0xEF) { k = 3; if (b == 0xE0) lo = 0xA0; if (b == 0xED) hi = 0x9F; }
-    else if (b >= 0xF0 && b <= 0xF4) { k = 4; if (b == 0xF0) lo = 0x90; if (b == 0xF4) hi = 0x8F; }
-    else return 0;
-    if (k > n || s[1] < lo || s[1] > hi) return 0;
-    for (size_t j = 2; j < k; j++)
-        if ((s[j] & 0xC0) != 0x80) return 0;
-    return k;
-}
-
 size_t tok_utf8_put(uint32_t cp, char *out)
 {
     if (cp < 0x80) { out[0] = (char)cp; return 1; }

@@ -9,6 +9,7 @@
  * llama.cpp runs them; a pattern is applied to one piece at a time so a
  * lookahead never sees past the piece, as in llama.cpp. */
 #include "runtime/tokenizer_internal.h"
+#include "runtime/utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,7 +243,8 @@ static int llama_canonical(const char *text, size_t len, char **out, size_t *out
     size_t n = 0;
     *out = NULL;
     for (size_t i = 0; i < len;) {
-        const size_t k = tok_utf8_wellformed(s + i, len - i);
+        const int sl = utf8_seq_len(s + i, len - i); /* RFC 3629; <= 0: ill-formed here */
+        const size_t k = sl > 0 ? (size_t)sl : 0;
         if (k == 0 && !c) { /* the first bad byte: copy what came before */
             c = malloc(3 * len + 1); /* each byte at most 3 (U+FFFD) */
             if (!c) return -1;

@@ -103,9 +103,6 @@ int32_t tok_lookup(const tokenizer *t, const char *s, size_t n);
 /* Byte length of the UTF-8 sequence that starts with byte c (1 for stray bytes). */
 size_t tok_utf8_len(unsigned char c);
 size_t tok_utf8_put(uint32_t cp, char *out);
-/* Length of the well-formed UTF-8 sequence at s[0..n) (RFC 3629: no overlong
- * forms, no surrogates, nothing past U+10FFFF), 0 if none. */
-size_t tok_utf8_wellformed(const unsigned char *s, size_t n);
 
 int tok_spm_encode(const tokenizer *t, const char *text, size_t len, bool space_prefix, tok_ids *out);
 int tok_bpe_setup(tokenizer *t, char *err, size_t errlen);

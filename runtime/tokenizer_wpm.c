@@ -9,6 +9,7 @@
  * (BERT's "##"). A word that cannot be covered becomes one [UNK]. */
 #include "runtime/tokenizer_internal.h"
 #include "runtime/tokenizer_tables.h"
+#include "runtime/utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,7 +68,8 @@ static bool is_cjk(uint32_t c)
  * reads as U+FFFD (dropped), as llama.cpp reads it. */
 static uint32_t next_cp(const unsigned char *s, size_t n, size_t *adv)
 {
-    const size_t k = tok_utf8_wellformed(s, n);
+    const int sl = utf8_seq_len(s, n); /* RFC 3629; <= 0: ill-formed here */
+    const size_t k = sl > 0 ? (size_t)sl : 0;
     *adv = k ? k : 1;
     if (k == 0) return 0xFFFD;
     if (k == 1) return s[0];

@@ -14,31 +14,7 @@
 
 static void copy_kv(gguf_writer *w, const gguf_file *f, int64_t i)
 {
-    const char *key = gguf_kv_key(f, i);
-    gguf_type t = gguf_kv_type(f, i);
-    if (t == GGUF_TYPE_STRING) {
-        assert_int_equal(gguf_writer_add_str(w, key, gguf_kv_str(f, i)), 0);
-    } else if (t == GGUF_TYPE_ARRAY) {
-        gguf_type et = gguf_kv_arr_type(f, i);
-        uint64_t n = gguf_kv_arr_n(f, i);
-        if (et == GGUF_TYPE_STRING) {
-            const char **v = malloc((n ? n : 1) * sizeof *v);
-            for (uint64_t j = 0; j < n; j++) v[j] = gguf_kv_arr_str(f, i, j);
-            assert_int_equal(gguf_writer_add_arr_str(w, key, v, n), 0);
-            free(v);
-        } else {
-            /* array data in the mapping may be unaligned: copy it out first */
-            size_t bytes = (size_t)n * gguf_type_size(et);
-            void *buf = malloc(bytes ? bytes : 1);
-            memcpy(buf, gguf_kv_arr_data(f, i), bytes);
-            assert_int_equal(gguf_writer_add_arr(w, key, et, buf, n), 0);
-            free(buf);
-        }
-    } else {
-        unsigned char v[8];
-        memcpy(v, gguf_kv_raw(f, i), gguf_type_size(t));
-        assert_int_equal(gguf_writer_add_kv(w, key, t, v), 0);
-    }
+    assert_int_equal(gguf_writer_copy_kv(w, f, i), 0);
 }
 
 static void write_part(const gguf_file *f, const char *path, int part, int n_parts, int64_t lo, int64_t hi)

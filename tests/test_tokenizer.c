@@ -173,21 +173,8 @@ static gguf_file *gguf_with_str(const gguf_file *f, const char *key, const char 
     assert_int_equal(gguf_n_tensors(f), 0);
     for (int64_t i = 0; i < gguf_n_kv(f); i++) {
         const char *k = gguf_kv_key(f, i);
-        gguf_type ty = gguf_kv_type(f, i);
         if (strcmp(k, key) == 0 || strcmp(k, "general.alignment") == 0) continue;
-        if (ty == GGUF_TYPE_ARRAY && gguf_kv_arr_type(f, i) == GGUF_TYPE_STRING) {
-            uint64_t n = gguf_kv_arr_n(f, i);
-            const char **v = malloc((n ? n : 1) * sizeof *v);
-            assert_non_null(v);
-            for (uint64_t j = 0; j < n; j++) v[j] = gguf_kv_arr_str(f, i, j);
-            assert_int_equal(gguf_writer_add_arr_str(w, k, v, n), 0);
-            free(v);
-        } else if (ty == GGUF_TYPE_ARRAY) {
-            assert_int_equal(gguf_writer_add_arr(w, k, gguf_kv_arr_type(f, i), gguf_kv_arr_data(f, i),
-                                                 gguf_kv_arr_n(f, i)), 0);
-        } else {
-            assert_int_equal(gguf_writer_add_kv(w, k, ty, gguf_kv_raw(f, i)), 0);
-        }
+        assert_int_equal(gguf_writer_copy_kv(w, f, i), 0);
     }
     assert_int_equal(gguf_writer_add_str(w, key, val), 0);
     size_t sz;
