@@ -61,8 +61,10 @@ static json_t *hparams_json(const gguf_file *g)
             json_object_set_new(h, k->json, json_boolean(b));
     }
     snprintf(key, sizeof key, "%s.rope.scaling.type", arch ? arch : "");
+    /* llama.cpp reads a missing type as "linear": a factor alone scales. */
     const char *rs = gguf_get_str(g, key);
-    json_object_set_new(h, "rope_scaling", json_string(rs ? rs : "none"));
+    if (!rs) rs = json_object_get(h, "rope_scaling_factor") ? "linear" : "none";
+    json_object_set_new(h, "rope_scaling", json_string(rs));
     /* llama.cpp decides the rope layout by architecture, not by a key. */
     static const char *const NEOX[] = { "qwen2", "qwen2moe", "qwen3", "qwen3moe", "olmoe", "phi3", "gemma", "gemma2",
                                         "gemma3", "falcon", "gptneox", "stablelm", "deepseek2" };

@@ -26,6 +26,8 @@ const pk_hparam_key PK_HPARAM_KEYS[] = {
     { "context", "context_length", PKH_UINT }, { "vocab", "vocab_size", PKH_UINT },
     { "rope_dim", "rope.dimension_count", PKH_UINT },
     { "rope_base", "rope.freq_base", PKH_FLOAT }, { "rope_scaling_factor", "rope.scaling.factor", PKH_FLOAT },
+    { "rope_scaling_attn_factor", "rope.scaling.attn_factor", PKH_FLOAT },
+    { "rope_scaling_orig_context", "rope.scaling.original_context_length", PKH_UINT },
     { "norm_eps", "attention.layer_norm_rms_epsilon", PKH_FLOAT },
     { "norm_eps_ln", "attention.layer_norm_epsilon", PKH_FLOAT },
     { "expert_weights_norm", "expert_weights_norm", PKH_BOOL },

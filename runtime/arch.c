@@ -8,7 +8,8 @@
 
 static const arch_info arch_table[] = {
     /* Llama 1/2/3 and Mixtral (llama.cpp builds Mixtral as `llama` with experts, norm_w = true). */
-    { .name = "llama",    .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true },
+    { .name = "llama",    .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true,
+      .rope_freqs = true },
     { .name = "qwen2",    .rope = ROPE_NEOX, .qk_norm = QK_NORM_NONE, .attn_bias = true,  .norm_topk = true },
     { .name = "qwen3",    .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true },
     { .name = "qwen3moe", .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true },
@@ -48,6 +49,9 @@ static const struct hkey {
     { "expert_used_count",                  offsetof(model_hparams, n_expert_used), I, OPT, 0 },
     { "expert_feed_forward_length",         offsetof(model_hparams, n_ff_exp),      I, OPT, -1 },
     { "expert_shared_feed_forward_length",  offsetof(model_hparams, n_ff_shexp),    I, OPT, 0 },
+    { "rope.scaling.factor",                offsetof(model_hparams, rope_factor),   F, OPT, 0 },
+    { "rope.scaling.attn_factor",           offsetof(model_hparams, rope_attn_factor), F, OPT, 1.0 },
+    { "rope.scaling.original_context_length", offsetof(model_hparams, n_ctx_orig), I, OPT, 0 },
 };
 
 int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *ctx, char *err,
@@ -90,6 +94,10 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
     if (hp->head_dim < 0) hp->head_dim = hp->n_embd / hp->n_head;
     if (hp->n_rot < 0) hp->n_rot = hp->head_dim;
     if (hp->n_ff_exp < 0) hp->n_ff_exp = hp->n_ff;
+    if (hp->n_ctx_orig == 0) hp->n_ctx_orig = hp->n_ctx_train;
+    hp->yarn_beta_fast = 32.0f;
+    hp->yarn_beta_slow = 1.0f;
+    if (hparams_rope_scaling(hp, NULL, err, errlen)) return -1;
     if (hp->n_head_kv < 1 || hp->n_head % hp->n_head_kv) {
         snprintf(err, errlen, "hyperparameters: head_count %d is not a multiple of head_count_kv %d",
                  hp->n_head, hp->n_head_kv);
@@ -110,4 +118,28 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
         return -1;
     }
     return 0;
+}
+
+int hparams_rope_scaling(model_hparams *hp, const char *type, char *err, size_t errlen)
+{
+    /* llama.cpp: no type key means "linear"; "none" never scales, whatever
+     * the factor; linear and yarn scale by 1/factor (no factor: 1). */
+    const char *t = type ? type : "linear";
+    if (!strcmp(t, "none")) hp->rope_scaling = ROPE_SCALING_NONE;
+    else if (!strcmp(t, "linear")) hp->rope_scaling = ROPE_SCALING_LINEAR;
+    else if (!strcmp(t, "yarn")) hp->rope_scaling = ROPE_SCALING_YARN;
+    else {
+        snprintf(err, errlen, "RoPE scaling '%s' is not supported (none, linear, yarn): refusing to run the model "
+                 "with wrong angles", t);
+        return -1;
+    }
+    const bool scales = hp->rope_scaling != ROPE_SCALING_NONE && hp->rope_factor != 0.0f;
+    hp->rope_freq_scale = scales ? 1.0f / hp->rope_factor : 1.0f;
+    hp->yarn_ext_factor = hp->rope_scaling == ROPE_SCALING_YARN ? 1.0f : 0.0f;
+    return 0;
+}
+
+bool hparams_rope_scaled(const model_hparams *hp)
+{
+    return hp->rope_freq_scale != 1.0f || hp->yarn_ext_factor != 0.0f || hp->rope_attn_factor != 1.0f;
 }

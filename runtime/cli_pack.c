@@ -42,6 +42,14 @@ int cmd_info(int argc, char **argv)
     if (hp->n_expert)
         printf("  MoE: %d experts, %d used, expert ff %d, shared ff %d\n", hp->n_expert, hp->n_expert_used,
                hp->n_ff_exp, hp->n_ff_shexp);
+    static const char *const SCALING[] = { "none", "linear", "yarn" };
+    printf("  RoPE %s, %d dims, base %g, scaling %s", hp->arch.rope == ROPE_NEOX ? "neox" : "norm", hp->n_rot,
+           hp->rope_base, SCALING[hp->rope_scaling]);
+    if (hp->rope_freq_scale != 1.0f) printf(" x%g", 1.0 / hp->rope_freq_scale);
+    if (hp->rope_scaling == ROPE_SCALING_YARN) printf(" (original context %d)", hp->n_ctx_orig);
+    if (hp->rope_attn_factor != 1.0f) printf(", attn factor %g", hp->rope_attn_factor);
+    if (loader_weights(p)->rope_freqs) printf(", %d frequency factors", loader_weights(p)->n_rope_freqs);
+    putchar('\n');
     printf("  %d tensors; dense engine pool %zu B; experts.bin mapped %zu B\n", loader_n_tensors(p),
            loader_pool_bytes(p), loader_expert_bytes(p));
     printf("  tokenizer: %d tokens, pre '%s', bos %d eos %d\n", tokenizer_n_vocab(loader_tokenizer(p)),

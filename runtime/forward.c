@@ -51,19 +51,47 @@ static void add_rows(float *x, const float *y, size_t n)
     for (size_t i = 0; i < n; i++) x[i] += y[i];
 }
 
+/* YaRN's correction range, as ggml_rope_yarn_corr_dims computes it: the
+ * pair index where a rotation completes `beta` turns over n_ctx_orig. */
+static float yarn_corr_dim(int n_dims, int n_ctx_orig, float beta, float base)
+{
+    return n_dims * logf(n_ctx_orig / (beta * 2 * (float)M_PI)) / (2 * logf(base));
+}
+
 /* theta_i = pos * base^(-2i/n_rot) the way ggml-cpu's rope cache makes it
  * (float: theta starts at pos and is multiplied by powf(base, -2/n_rot)
- * once per pair, cosf/sinf of each), so angles carry ggml's rounding. */
+ * once per pair, cosf/sinf of each), so angles carry ggml's rounding.
+ * Scaling (model.h) follows ggml's rope_yarn step by step; its two sums
+ * are the FMAs ggml-cpu's contracted build makes of them. Unscaled, every
+ * extra step is a multiply or divide by exactly 1. */
 static void rope_tables(model *m, int B, int pos0)
 {
-    const int half = m->hp.n_rot / 2;
-    const float theta_scale = powf(m->hp.rope_base, -2.0f / (float)m->hp.n_rot);
+    const model_hparams *hp = &m->hp;
+    const int half = hp->n_rot / 2;
+    const float theta_scale = powf(hp->rope_base, -2.0f / (float)hp->n_rot);
+    const float fs = hp->rope_freq_scale, ext = hp->yarn_ext_factor;
+    const float *ff = m->w.rope_freqs;
+    float lo = floorf(yarn_corr_dim(hp->n_rot, hp->n_ctx_orig, hp->yarn_beta_fast, hp->rope_base));
+    float hi = ceilf(yarn_corr_dim(hp->n_rot, hp->n_ctx_orig, hp->yarn_beta_slow, hp->rope_base));
+    lo = lo > 0 ? lo : 0;
+    hi = hi < (float)(hp->n_rot - 1) ? hi : (float)(hp->n_rot - 1);
+    const float span = hi - lo > 0.001f ? hi - lo : 0.001f;
+    float mscale = hp->rope_attn_factor;
+    if (ext != 0.0f) mscale *= fmaf(0.1f, logf(1.0f / fs), 1.0f);
     for (int b = 0; b < B; b++) {
-        float *cs = m->rope_cs + (size_t)b * m->hp.n_rot;
+        float *cs = m->rope_cs + (size_t)b * hp->n_rot;
         float theta = (float)(pos0 + b);
         for (int i = 0; i < half; i++) {
-            cs[i] = cosf(theta);
-            cs[half + i] = sinf(theta);
+            const float t_extrap = ff ? theta / ff[i] : theta, t_interp = fs * t_extrap;
+            float t = t_interp;
+            if (ext != 0.0f) {
+                float y = ((float)i - lo) / span;
+                y = y < 0 ? 0 : y > 1 ? 1 : y;
+                const float mix = (1 - y) * ext;
+                t = fmaf(t_interp, 1 - mix, t_extrap * mix);
+            }
+            cs[i] = cosf(t) * mscale;
+            cs[half + i] = sinf(t) * mscale;
             theta *= theta_scale;
         }
     }
@@ -81,6 +109,15 @@ static void rope_head(float *v, const float *cs, int n_rot, rope_kind kind)
         v[i0] = fmaf(a, c, -(b * s));
         v[i1] = fmaf(a, s, b * c);
     }
+}
+
+void model_rope_rows(model *m, float *v, int n_heads, int B, int pos0)
+{
+    rope_tables(m, B, pos0);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < n_heads; h++)
+            rope_head(v + ((size_t)b * n_heads + h) * m->hp.head_dim, m->rope_cs + (size_t)b * m->hp.n_rot,
+                      m->hp.n_rot, m->hp.arch.rope);
 }
 
 static void qk_norm(const model *m, float *v, int n_heads, const float *w, int B)

@@ -166,10 +166,9 @@ static int load_hparams(loaded_pack *p)
     char key[128];
     snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
     const char *rs = pindex_hparam(&p->x, key);
-    if (rs && strcmp(rs, "none"))
-        return fail(p, "%s: RoPE scaling '%s' is not supported yet: refusing to run the model with wrong angles", p->dir, rs);
     char e[256];
-    if (hparams_load(&p->hp, arch, hp_get, &p->x, e, sizeof e)) return fail(p, "%s: %s", p->dir, e);
+    if (hparams_load(&p->hp, arch, hp_get, &p->x, e, sizeof e) || hparams_rope_scaling(&p->hp, rs, e, sizeof e))
+        return fail(p, "%s: %s", p->dir, e);
     return 0;
 }
 
@@ -436,8 +435,9 @@ static int load_weights(loaded_pack *p)
     p->w.layers = calloc((size_t)hp->n_layer, sizeof *p->w.layers);
     if (!p->used_t || !p->used_e || !p->w.layers) return fail(p, "%s: out of memory", p->dir);
     if (mat(p, &p->w.tok_embd, "token_embd.weight%.0d", 0) || mat(p, &p->w.output, "output.weight%.0d", 0) ||
-        vec(p, &p->w.output_norm, "output_norm.weight%.0d", 0))
+        vec(p, &p->w.output_norm, "output_norm.weight%.0d", 0) || vec(p, &p->w.rope_freqs, "rope_freqs.weight%.0d", 0))
         return -1;
+    if (p->w.rope_freqs) p->w.n_rope_freqs = (int)p->x.t[find_row(p, "rope_freqs.weight")].ne0;
     for (int l = 0; l < hp->n_layer; l++) {
         layer_weights *L = &p->w.layers[l];
         if (vec(p, &L->attn_norm, "blk.%d.attn_norm.weight", l) || vec(p, &L->ffn_norm, "blk.%d.ffn_norm.weight", l) ||

@@ -153,6 +153,16 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
     }
     for (int l = 0; l < h->n_layer; l++)
         if (check_layer(&c, h, &m->w.layers[l], l)) { model_free(m); return NULL; }
+    if (m->w.rope_freqs && (!h->arch.rope_freqs || m->w.n_rope_freqs != h->n_rot / 2)) {
+        if (!h->arch.rope_freqs)
+            snprintf(err, errlen, "rope_freqs.weight: architecture %s does not use RoPE frequency factors",
+                     h->arch.name);
+        else
+            snprintf(err, errlen, "rope_freqs.weight: %d factors, the %d RoPE dimensions need %d",
+                     m->w.n_rope_freqs, h->n_rot, h->n_rot / 2);
+        model_free(m);
+        return NULL;
+    }
 
     m->k = kernels_get(m->opt.simd);
     m->pool = pool_create(m->opt.n_threads);

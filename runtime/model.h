@@ -9,6 +9,9 @@
  *  - hparams_load() fills model_hparams from "<arch>.<key>" values read
  *    through a caller's getter (the pack loader, or the tests' GGUF adapter),
  *    applying llama.cpp's defaults (n_rot = head_dim = n_embd / n_head ...).
+ *    hparams_rope_scaling() then applies "<arch>.rope.scaling.type" the way
+ *    llama.cpp resolves it (no key: linear; none, linear and yarn taken;
+ *    anything else refused), so the angles are llama.cpp's.
  *  - model_create() checks every weight's presence and shape against the
  *    hyperparameters, naming the tensor on failure (one line in err), then
  *    owns the KV cache, the scratch buffers and the thread pool. The weights
@@ -32,6 +35,7 @@
 typedef enum rope_kind { ROPE_NORM, ROPE_NEOX } rope_kind;           /* adjacent pairs / halves */
 typedef enum qk_norm_kind { QK_NORM_NONE, QK_NORM_HEAD, QK_NORM_FULL } qk_norm_kind;
 typedef enum kv_type { KV_F16, KV_F32 } kv_type;
+typedef enum rope_scaling_kind { ROPE_SCALING_NONE, ROPE_SCALING_LINEAR, ROPE_SCALING_YARN } rope_scaling_kind;
 
 typedef struct arch_info {
     const char *name;           /* GGUF general.architecture */
@@ -39,6 +43,7 @@ typedef struct arch_info {
     qk_norm_kind qk_norm;
     bool attn_bias;             /* q/k/v biases (qwen2) */
     bool norm_topk;             /* renormalise the top-k router weights */
+    bool rope_freqs;            /* the graph divides RoPE angles by rope_freqs.weight when present (Llama 3) */
 } arch_info;
 
 const arch_info *arch_find(const char *name);  /* NULL if unknown */
@@ -48,6 +53,19 @@ typedef struct model_hparams {
     int n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_rot, n_ff, n_ctx_train;
     int n_expert, n_expert_used, n_ff_exp, n_ff_shexp;   /* 0 experts: dense */
     float rms_eps, rope_base;
+    /* RoPE scaling, as llama.cpp's context resolves it from the GGUF keys:
+     * theta_i = freq_scale * pos * base^(-2i/n_rot) (divided by the
+     * frequency factor when the model has rope_freqs), YaRN mixing in the
+     * unscaled angle for the dimensions below its correction range and
+     * scaling cos/sin by 1 + 0.1 ln(1/freq_scale); attn_factor scales
+     * cos/sin always. */
+    rope_scaling_kind rope_scaling;
+    float rope_factor;          /* rope.scaling.factor as stored (0: none given) */
+    float rope_freq_scale;      /* 1/factor for linear and yarn, else 1 */
+    float rope_attn_factor;     /* rope.scaling.attn_factor (default 1) */
+    float yarn_ext_factor;      /* 1 for yarn, else 0 */
+    float yarn_beta_fast, yarn_beta_slow; /* llama.cpp's defaults, 32 and 1 */
+    int n_ctx_orig;             /* rope.scaling.original_context_length, default context_length */
 } model_hparams;
 
 /* Returns 0 and sets *out when "<key>" exists as a number, else -1. */
@@ -55,6 +73,12 @@ typedef int (*hparam_get_fn)(void *ctx, const char *key, double *out);
 
 int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *ctx, char *err,
                  size_t errlen);
+/* type: the "<arch>.rope.scaling.type" string, NULL when the key is absent
+ * (llama.cpp then takes "linear", which with no factor changes nothing).
+ * Returns 0, or -1 with one line in err for a kind the runtime does not do. */
+int hparams_rope_scaling(model_hparams *hp, const char *type, char *err, size_t errlen);
+/* True when the angles differ from plain RoPE (a scaling that changes them). */
+bool hparams_rope_scaled(const model_hparams *hp);
 
 typedef struct layer_weights {
     const float *attn_norm, *ffn_norm;          /* n_embd */
@@ -73,6 +97,8 @@ typedef struct model_weights {
     const float *output_norm;
     weight output;              /* absent: tied to tok_embd */
     layer_weights *layers;      /* n_layer */
+    const float *rope_freqs;    /* optional: n_rot/2 divisors of the RoPE angles (rope_freqs.weight) */
+    int n_rope_freqs;           /* its length, checked against n_rot/2 */
 } model_weights;
 
 typedef struct model_options {

@@ -35,5 +35,9 @@ struct model {
 
 /* Records one row's routing at layer l (forward.c and the CUDA backend). */
 void model_observe_routing(model *m, int layer, const int *sel);
+/* RoPE as the forward pass applies it: B rows of n_heads heads at
+ * positions pos0.. rotated in place (B <= the model's ubatch). For tests
+ * that hold llama.cpp's own rotated tensors against ours. */
+void model_rope_rows(model *m, float *v, int n_heads, int B, int pos0);
 
 #endif

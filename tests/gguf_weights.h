@@ -122,11 +122,17 @@ static int gguf_model_load(gguf_model *gm, const char *path, int keep_native, ch
     gm->f = gguf_open(path, err, errlen);
     if (!gm->f) return -1;
     const char *arch = gguf_get_str(gm->f, "general.architecture");
-    if (hparams_load(&gm->hp, arch, gw_get, gm->f, err, errlen) != 0) goto fail;
+    char rkey[160];
+    snprintf(rkey, sizeof rkey, "%s.rope.scaling.type", arch ? arch : "");
+    if (hparams_load(&gm->hp, arch, gw_get, gm->f, err, errlen) != 0 ||
+        hparams_rope_scaling(&gm->hp, gguf_get_str(gm->f, rkey), err, errlen) != 0)
+        goto fail;
     const model_hparams *hp = &gm->hp;
     int bad = gw_mat(gm, &gm->w.tok_embd, 1, "token_embd.weight%.0d", 0) |
               gw_mat(gm, &gm->w.output, 1, "output.weight%.0d", 0);
     gm->w.output_norm = gw_vec(gm, "output_norm.weight%.0d", 0);
+    gm->w.rope_freqs = gw_vec(gm, "rope_freqs.weight%.0d", 0);
+    if (gm->w.rope_freqs) gm->w.n_rope_freqs = (int)gguf_find_tensor(gm->f, "rope_freqs.weight")->ne[0];
     gm->w.layers = calloc((size_t)hp->n_layer, sizeof *gm->w.layers);
     if (!gm->w.layers) goto oom;
     for (int l = 0; l < hp->n_layer; l++) {

@@ -639,6 +639,10 @@ static int build(struct device_model *d, model *m, const device_opts *o, char *e
         snprintf(err, errlen, "the CUDA backend keeps an f16 KV cache (--kv-type f32 runs on the CPU: --device cpu)");
         return -1;
     }
+    if (hparams_rope_scaled(&m->hp) || m->w.rope_freqs) {
+        snprintf(err, errlen, "the CUDA backend has plain RoPE only (this model scales its angles: --device cpu)");
+        return -1;
+    }
     if (m->hp.head_dim > 256 || m->hp.n_head % m->hp.n_head_kv) {
         snprintf(err, errlen, "the CUDA attention needs head_dim <= 256 and n_head a multiple of n_head_kv (%d, %d/%d)",
                  m->hp.head_dim, m->hp.n_head, m->hp.n_head_kv);
