@@ -60,6 +60,11 @@ static json_t *hparams_json(const gguf_file *g)
         else if (k->kind == PKH_BOOL && gguf_get_bool(g, key, &b) == 0)
             json_object_set_new(h, k->json, json_boolean(b));
     }
+    /* rope.scale_linear: llama.cpp's older name for the factor. */
+    double old_factor;
+    snprintf(key, sizeof key, "%s.rope.scale_linear", arch ? arch : "");
+    if (!json_object_get(h, "rope_scaling_factor") && gguf_get_float(g, key, &old_factor) == 0)
+        json_object_set_new(h, "rope_scaling_factor", json_real(old_factor));
     snprintf(key, sizeof key, "%s.rope.scaling.type", arch ? arch : "");
     /* llama.cpp reads a missing type as "linear": a factor alone scales. */
     const char *rs = gguf_get_str(g, key);

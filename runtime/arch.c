@@ -80,6 +80,19 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
         if (k->kind == I) *(int *)((char *)hp + k->off) = (int)v;
         else *(float *)((char *)hp + k->off) = (float)v;
     }
+    /* llama.cpp's older name for the factor, read when the new one is absent. */
+    double old_factor;
+    snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
+    if (get(ctx, key, &old_factor) != 0) {
+        snprintf(key, sizeof key, "%s.rope.scale_linear", arch);
+        if (get(ctx, key, &old_factor) == 0) {
+            if (!isfinite(old_factor) || old_factor < 0) {
+                snprintf(err, errlen, "hyperparameter %s = %g is not a valid value", key, old_factor);
+                return -1;
+            }
+            hp->rope_factor = (float)old_factor;
+        }
+    }
     /* An explicit key beats the arch default for top-k renormalisation. */
     double norm;
     snprintf(key, sizeof key, "%s.expert_weights_norm", arch);

@@ -37,23 +37,26 @@ typedef struct variant {
     int n_freqs;                /* rope_freqs.weight, 0: none */
     float freqs[8];
     int to_f32;                 /* F16 tensors rewritten as F32 (llama.cpp rounds activations for F16) */
+    int old_key;                /* the factor under llama.cpp's older name, rope.scale_linear */
+    const char *ref;            /* another variant's fixtures (the same angles), NULL: its own */
 } variant;
 
 enum { N_TOK = 20, N_PROMPT = 8 };
 
+#define STORIES "models/stories260K/stories260K.gguf"
+#define STORIES_TOKENS "models/stories260K/v3.tokens.i32"
 static const variant variants[] = {
     /* Llama 3's frequency factors: each pair's angle divided by its own factor */
-    { "llama-freqs", "models/stories260K/stories260K.gguf", "models/stories260K/v3.tokens.i32", NULL, 0, 0, 0, 4,
-      { 1.0f, 1.25f, 3.0f, 8.0f }, 0 },
+    { .name = "llama-freqs", .src = STORIES, .tokens = STORIES_TOKENS, .n_freqs = 4, .freqs = { 1.0f, 1.25f, 3.0f, 8.0f } },
     /* a factor and no type key: llama.cpp scales linearly */
-    { "llama-linear", "models/stories260K/stories260K.gguf", "models/stories260K/v3.tokens.i32", NULL, 4.0f, 0, 0, 0,
-      { 0 }, 0 },
+    { .name = "llama-linear", .src = STORIES, .tokens = STORIES_TOKENS, .factor = 4.0f },
     /* YaRN over a 32-token original context, with an attention factor */
-    { "llama-yarn", "models/stories260K/stories260K.gguf", "models/stories260K/v3.tokens.i32", "yarn", 4.0f, 0.75f, 32,
-      0, { 0 }, 0 },
+    { .name = "llama-yarn", .src = STORIES, .tokens = STORIES_TOKENS, .type = "yarn", .factor = 4.0f, .attn_factor = 0.75f, .orig_ctx = 32 },
     /* YaRN on the NEOX layout (qwen2: base 1e6, 32 rotary dims) */
-    { "qwen2-yarn", "models/archs/qwen2/qwen2-f16.gguf", "models/archs/qwen2/v2.tokens.i32", "yarn", 8.0f, 0, 64, 0,
-      { 0 }, 1 },
+    { .name = "qwen2-yarn", .src = "models/archs/qwen2/qwen2-f16.gguf", .tokens = "models/archs/qwen2/v2.tokens.i32",
+      .type = "yarn", .factor = 8.0f, .orig_ctx = 64, .to_f32 = 1 },
+    /* llama-linear with the factor under its older key name */
+    { .name = "llama-linear-old-key", .src = STORIES, .tokens = STORIES_TOKENS, .factor = 4.0f, .old_key = 1, .ref = "llama-linear" },
 };
 #define N_VARIANTS ((int)(sizeof variants / sizeof variants[0]))
 
@@ -69,13 +72,13 @@ static int write_variant(const variant *v, const char *path, char *err, size_t e
     gguf_writer *w = gguf_writer_new();
     int rc = w ? 0 : -1;
     for (int64_t i = 0; rc == 0 && i < gguf_n_kv(f); i++)
-        if (!strstr(gguf_kv_key(f, i), ".rope.scaling.")) rc = gguf_writer_copy_kv(w, f, i);
+        if (!strstr(gguf_kv_key(f, i), ".rope.scal")) rc = gguf_writer_copy_kv(w, f, i);
     if (rc == 0 && v->type) {
         snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
         rc = gguf_writer_add_str(w, key, v->type);
     }
     if (rc == 0 && v->factor != 0) {
-        snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
+        snprintf(key, sizeof key, v->old_key ? "%s.rope.scale_linear" : "%s.rope.scaling.factor", arch);
         rc = gguf_writer_add_kv(w, key, GGUF_TYPE_FLOAT32, &v->factor);
     }
     if (rc == 0 && v->attn_factor != 0) {
@@ -140,7 +143,7 @@ static float *fixture_floats(const variant *v, const char *what, size_t n)
 {
     char p[256];
     size_t bytes = 0;
-    snprintf(p, sizeof p, "tests/fixtures/rope/%s.%s.f32", v->name, what);
+    snprintf(p, sizeof p, "tests/fixtures/rope/%s.%s.f32", v->ref ? v->ref : v->name, what);
     float *f = slurp(p, &bytes);
     if (!f) printf("%s: missing (run from the project root)\n", p);
     assert_non_null(f);
@@ -156,7 +159,7 @@ static void seq_of(seq *s, const variant *v)
     assert_non_null(s->tok);
     assert_true(nt >= N_TOK * sizeof(int32_t));
     char p[256];
-    snprintf(p, sizeof p, "tests/fixtures/rope/%s.logits.f32", v->name);
+    snprintf(p, sizeof p, "tests/fixtures/rope/%s.logits.f32", v->ref ? v->ref : v->name);
     s->ref = slurp(p, &nl);
     if (!s->ref) printf("%s: missing (run from the project root)\n", p);
     assert_non_null(s->ref);
@@ -279,7 +282,12 @@ static void check_variant(const variant *v)
 }
 
 static void test_llama_freqs(void **st) { (void)st; check_variant(&variants[0]); }
-static void test_llama_linear(void **st) { (void)st; check_variant(&variants[1]); }
+static void test_llama_linear(void **st)
+{
+    (void)st;
+    check_variant(&variants[1]);
+    check_variant(&variants[4]);
+}
 static void test_llama_yarn(void **st) { (void)st; check_variant(&variants[2]); }
 static void test_qwen2_yarn(void **st) { (void)st; check_variant(&variants[3]); }
 
@@ -312,6 +320,14 @@ static void test_resolution(void **st)
     assert_true(hp.rope_freq_scale == 1.0f && !hparams_rope_scaled(&hp));
     assert_int_equal(hparams_rope_scaling(&hp, "yarn", err, sizeof err), 0);
     assert_true(hp.rope_freq_scale == 0.25f && hp.yarn_ext_factor == 1.0f);
+    /* the older key name for the factor, read when the new one is absent */
+    const kv old[] = { { "llama.context_length", 4096 }, { "llama.embedding_length", 64 },
+                       { "llama.block_count", 1 }, { "llama.attention.head_count", 8 },
+                       { "llama.feed_forward_length", 128 }, { "llama.attention.layer_norm_rms_epsilon", 1e-5 },
+                       { "llama.rope.scale_linear", 2 }, { NULL, 0 } };
+    model_hparams h2;
+    assert_int_equal(hparams_load(&h2, "llama", kv_get, (void *)old, err, sizeof err), 0);
+    assert_true(h2.rope_freq_scale == 0.5f);
     /* a kind the runtime does not compute is refused by name */
     assert_int_equal(hparams_rope_scaling(&hp, "longrope", err, sizeof err), -1);
     assert_non_null(strstr(err, "longrope"));
@@ -323,8 +339,9 @@ static void test_freqs_refused(void **st)
 {
     (void)st;
     const variant bad[] = {
-        { "llama-freqs-short", "models/stories260K/stories260K.gguf", NULL, NULL, 0, 0, 0, 3, { 1, 2, 3 }, 0 },
-        { "qwen2-freqs", "models/archs/qwen2/qwen2-f16.gguf", NULL, NULL, 0, 0, 0, 8, { 1, 1, 1, 1, 2, 2, 2, 2 }, 0 },
+        { .name = "llama-freqs-short", .src = STORIES, .tokens = STORIES_TOKENS, .n_freqs = 3, .freqs = { 1, 2, 3 } },
+        { .name = "qwen2-freqs", .src = "models/archs/qwen2/qwen2-f16.gguf", .n_freqs = 8,
+          .freqs = { 1, 1, 1, 1, 2, 2, 2, 2 } },
     };
     const char *why[] = { "3 factors, the 8 RoPE dimensions need 4", "architecture qwen2 does not use" };
     for (int i = 0; i < 2; i++) {
@@ -349,8 +366,7 @@ static void test_freqs_refused(void **st)
 static void test_pack_refuses_longrope(void **st)
 {
     (void)st;
-    const variant v = { "llama-longrope", "models/stories260K/stories260K.gguf", NULL, "longrope", 2.0f, 0, 0, 0,
-                        { 0 }, 0 };
+    const variant v = { .name = "llama-longrope", .src = STORIES, .tokens = STORIES_TOKENS, .type = "longrope", .factor = 2.0f };
     SKIP_UNLESS_SHARED(v.src);
     fixture fx;
     fixture_make(&fx, &v);
@@ -367,6 +383,7 @@ static int write_all(const char *dir)
 {
     for (int i = 0; i < N_VARIANTS; i++) {
         const variant *v = &variants[i];
+        if (v->ref) continue;
         char path[600], err[256];
         snprintf(path, sizeof path, "%s/%s.gguf", dir, v->name);
         if (write_variant(v, path, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
