@@ -384,7 +384,9 @@ static void moe_block(model *m, int l, int B)
             float g = 1.0f;
             if (weight_present(&L->sh_router)) {
                 mm_mul(&m->mm, &L->sh_router, m->h + (size_t)b * D, 1, &g);
-                g = 1.0f / (1.0f + expf(-g));
+                /* llama.cpp's sigmoid here is silu(g) / g, rounded twice */
+                const float silu = g / (1.0f + expf(-g));
+                g = silu / g;
             }
             for (int i = 0; i < D; i++) {
                 float t = g * m->gd[(size_t)b * D + i];

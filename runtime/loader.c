@@ -293,7 +293,9 @@ static int attach_kfactor(loaded_pack *p, weight *w, const char *name)
     return 0;
 }
 
-static int mat(loaded_pack *p, weight *w, const char *fmt, int layer)
+/* row_vector: a 1-D tensor is taken as a one-row matrix (the shared
+ * expert's gate row, which GGUF stores as [n_embd]). */
+static int mat_x(loaded_pack *p, weight *w, const char *fmt, int layer, int row_vector)
 {
     char name[96];
     snprintf(name, sizeof name, fmt, layer);
@@ -301,11 +303,14 @@ static int mat(loaded_pack *p, weight *w, const char *fmt, int layer)
     int i = find_row(p, name);
     if (i < 0) return 0;
     const pi_tensor *t = &p->x.t[i];
-    if (t->n_dims != 2) return fail(p, "%s: a matrix with %d dimensions", name, t->n_dims);
+    if (t->n_dims != 2 && !(row_vector && t->n_dims == 1))
+        return fail(p, "%s: a matrix with %d dimensions", name, t->n_dims);
     p->used_t[i] = 1;
     row_weight(p, t, w);
     return attach_kfactor(p, w, name);
 }
+
+static int mat(loaded_pack *p, weight *w, const char *fmt, int layer) { return mat_x(p, w, fmt, layer, 0); }
 
 /* Norms and biases as f32, decoded through the scalar kernels when the pool
  * holds them in another form. */
@@ -451,7 +456,7 @@ static int load_weights(loaded_pack *p)
             mat(p, &L->sh_gate, "blk.%d.ffn_gate_shexp.weight", l) ||
             mat(p, &L->sh_up, "blk.%d.ffn_up_shexp.weight", l) ||
             mat(p, &L->sh_down, "blk.%d.ffn_down_shexp.weight", l) ||
-            mat(p, &L->sh_router, "blk.%d.ffn_gate_inp_shexp.weight", l))
+            mat_x(p, &L->sh_router, "blk.%d.ffn_gate_inp_shexp.weight", l, 1))
             return -1;
         if (hp->n_expert > 0) {
             size_t ne = (size_t)hp->n_expert;

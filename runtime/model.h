@@ -3,7 +3,7 @@
  *
  * Contract:
  *  - Architectures are rows of one table (arch.c): llama (dense and
- *    Mixtral-style MoE), qwen2, qwen3, qwen3moe, olmoe. A row says only how
+ *    Mixtral-style MoE), qwen2, qwen2moe, qwen3, qwen3moe, olmoe. A row says only how
  *    the shared forward pass is configured (RoPE layout, q/k norm kind,
  *    attention biases, top-k renormalisation); nothing is copied per model.
  *  - hparams_load() fills model_hparams from "<arch>.<key>" values read

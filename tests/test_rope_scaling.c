@@ -7,7 +7,7 @@
  * sums are a newer version's), and our RoPE applied to llama.cpp's own
  * layer-0 K (before its rope) must give llama.cpp's rotated K bit for bit.
  * tests/fixtures/rope/ holds what llama.cpp wrote (Debian's 0.7.0 build;
- * tests/diag_rope_llamacpp.sh makes it again). The same variant built into
+ * tests/diag_fixtures_llamacpp.sh makes it again). The same variant built into
  * a pack and run through the loader must give the adapter's bits: the pack
  * carries the keys and the factors. Also: how the scaling type resolves (no
  * key: linear; none ignores the factor), refusals.
@@ -16,16 +16,10 @@
  *                                   (for the diagnostic), then exits. */
 #include "test_util.h"
 
-#include "gguf_weights.h"
-#include "pack/pack_cli.h"
-#include "ref_seq.h"
-#include "runtime/loader.h"
-#include "runtime/model.h"
-#include "runtime/model_impl.h"
 #include "formats/fp16.h"
-
-#include <math.h>
-#include <unistd.h>
+#include "gguf_weights.h"
+#include "llamacpp_fixture.h"
+#include "runtime/model_impl.h"
 
 typedef struct variant {
     const char *name;
@@ -118,79 +112,13 @@ static int write_variant(const variant *v, const char *path, char *err, size_t e
     return rc;
 }
 
-typedef struct fixture { char *dir; char gguf[600], pack[600]; } fixture;
+static const char *fixture_name(const variant *v) { return v->ref ? v->ref : v->name; }
 
-static void fixture_make(fixture *fx, const variant *v)
+static void scratch_variant(scratch *sc, const variant *v)
 {
-    fx->dir = make_scratch_dir();
-    assert_non_null(fx->dir);
-    snprintf(fx->gguf, sizeof fx->gguf, "%s/%s.gguf", fx->dir, v->name);
-    snprintf(fx->pack, sizeof fx->pack, "%s/pack", fx->dir);
+    scratch_make(sc, v->name);
     char err[256];
-    if (write_variant(v, fx->gguf, err, sizeof err)) { printf("%s\n", err); fail(); }
-}
-
-static void fixture_rm(fixture *fx)
-{
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx->dir);
-    assert_int_equal(system(cmd), 0);
-    free(fx->dir);
-}
-
-/* A fixture file that llama.cpp wrote, of exactly n floats. */
-static float *fixture_floats(const variant *v, const char *what, size_t n)
-{
-    char p[256];
-    size_t bytes = 0;
-    snprintf(p, sizeof p, "tests/fixtures/rope/%s.%s.f32", v->ref ? v->ref : v->name, what);
-    float *f = slurp(p, &bytes);
-    if (!f) printf("%s: missing (run from the project root)\n", p);
-    assert_non_null(f);
-    assert_int_equal(bytes, n * sizeof *f);
-    return f;
-}
-
-/* The variant's sequence, with llama.cpp's logits from the fixture. */
-static void seq_of(seq *s, const variant *v)
-{
-    size_t nt = 0, nl = 0;
-    s->tok = slurp_shared(v->tokens, &nt);
-    assert_non_null(s->tok);
-    assert_true(nt >= N_TOK * sizeof(int32_t));
-    char p[256];
-    snprintf(p, sizeof p, "tests/fixtures/rope/%s.logits.f32", v->ref ? v->ref : v->name);
-    s->ref = slurp(p, &nl);
-    if (!s->ref) printf("%s: missing (run from the project root)\n", p);
-    assert_non_null(s->ref);
-    s->n_rows = N_TOK;
-    s->n_prompt = N_PROMPT;
-    s->n_vocab = (int)(nl / sizeof(float) / N_TOK);
-    assert_int_equal(nl, (size_t)s->n_rows * s->n_vocab * sizeof(float));
-}
-
-static model_options f32_opts(void)
-{
-    model_options o = model_default_options();
-    o.kv = KV_F32;
-    o.n_threads = 2;
-    return o;
-}
-
-/* Largest |ours - llama.cpp| over a row, relative to the row's max |logit|. */
-static double worst_rel(const seq *s, const float *out)
-{
-    double worst = 0;
-    for (int r = 0; r < s->n_rows; r++) {
-        const float *a = out + (size_t)r * s->n_vocab, *b = s->ref + (size_t)r * s->n_vocab;
-        double mx = 0, d = 0;
-        for (int i = 0; i < s->n_vocab; i++) {
-            if (fabs(b[i]) > mx) mx = fabs(b[i]);
-            if (fabs(a[i] - b[i]) > d) d = fabs(a[i] - b[i]);
-        }
-        if (d / mx > worst) worst = d / mx;
-    }
-    return worst;
+    if (write_variant(v, sc->gguf, err, sizeof err)) { printf("%s\n", err); fail(); }
 }
 
 /* Against the unscaled source: the scaling must have changed the logits
@@ -212,30 +140,17 @@ static double moved_from_plain(const variant *v, const seq *s)
     return d;
 }
 
-static void build_pack(const fixture *fx)
-{
-    char *argv[] = { "build", (char *)fx->gguf, "-o", (char *)fx->pack, "--experts", "keep", "--threads", "2", NULL };
-    fflush(stdout);
-    int saved = dup(1);
-    assert_non_null(freopen("/dev/null", "w", stdout));
-    const int rc = iq3pack_cmd_build(8, argv);
-    fflush(stdout);
-    dup2(saved, 1);
-    close(saved);
-    assert_int_equal(rc, 0);
-}
-
 static void check_variant(const variant *v)
 {
     SKIP_UNLESS_SHARED(v->src);
-    fixture fx;
-    fixture_make(&fx, v);
+    scratch sc;
+    scratch_variant(&sc, v);
     seq s;
-    seq_of(&s, v);
+    fixture_seq(&s, v->tokens, N_TOK, N_PROMPT, "rope", fixture_name(v));
     char err[512];
 
     gguf_model gm;
-    if (gguf_model_load(&gm, fx.gguf, 0, err, sizeof err)) { printf("%s\n", err); fail(); }
+    if (gguf_model_load(&gm, sc.gguf, 0, err, sizeof err)) { printf("%s\n", err); fail(); }
     model_options o = f32_opts();
     model *m = model_create(&gm.hp, &gm.w, &o, err, sizeof err);
     if (!m) printf("%s\n", err);
@@ -251,7 +166,8 @@ static void check_variant(const variant *v)
      * before and after its rope, against ours on the same input. */
     const model_hparams *hp = model_hp(m);
     const size_t nk = (size_t)N_TOK * hp->n_head_kv * hp->head_dim;
-    float *k_pre = fixture_floats(v, "k_pre", nk), *k_post = fixture_floats(v, "k_post", nk);
+    float *k_pre = fixture_floats("rope", fixture_name(v), "k_pre", nk, NULL);
+    float *k_post = fixture_floats("rope", fixture_name(v), "k_post", nk, NULL);
     model_options wide = o;
     wide.n_batch = N_TOK;
     model *mw = model_create(&gm.hp, &gm.w, &wide, err, sizeof err);
@@ -264,21 +180,14 @@ static void check_variant(const variant *v)
     model_free(m);
     gguf_model_free(&gm);
 
-    build_pack(&fx);
-    loaded_pack *lp = loader_open(fx.pack, err, sizeof err);
-    if (!lp) printf("%s\n", err);
-    assert_non_null(lp);
-    m = model_create(loader_hparams(lp), loader_weights(lp), &o, err, sizeof err);
-    assert_non_null(m);
-    float *packed = run_seq(m, &s);
+    /* The pack carries the keys and the factors: the same bits. */
+    build_pack(sc.gguf, sc.pack);
+    float *packed = run_pack(sc.pack, &s);
     assert_memory_equal(packed, out, (size_t)s.n_rows * s.n_vocab * sizeof *out);
     free(packed);
-    model_free(m);
-    loader_close(lp);
-
     free(out);
     seq_free(&s);
-    fixture_rm(&fx);
+    scratch_rm(&sc);
 }
 
 static void test_llama_freqs(void **st) { (void)st; check_variant(&variants[0]); }
@@ -346,11 +255,11 @@ static void test_freqs_refused(void **st)
     const char *why[] = { "3 factors, the 8 RoPE dimensions need 4", "architecture qwen2 does not use" };
     for (int i = 0; i < 2; i++) {
         SKIP_UNLESS_SHARED(bad[i].src);
-        fixture fx;
-        fixture_make(&fx, &bad[i]);
+        scratch sc;
+        scratch_variant(&sc, &bad[i]);
         gguf_model gm;
         char err[256];
-        assert_int_equal(gguf_model_load(&gm, fx.gguf, 0, err, sizeof err), 0);
+        assert_int_equal(gguf_model_load(&gm, sc.gguf, 0, err, sizeof err), 0);
         model_options o = f32_opts();
         model *m = model_create(&gm.hp, &gm.w, &o, err, sizeof err);
         assert_null(m);
@@ -358,7 +267,7 @@ static void test_freqs_refused(void **st)
         assert_non_null(strstr(err, "rope_freqs.weight"));
         assert_non_null(strstr(err, why[i]));
         gguf_model_free(&gm);
-        fixture_rm(&fx);
+        scratch_rm(&sc);
     }
 }
 
@@ -368,14 +277,14 @@ static void test_pack_refuses_longrope(void **st)
     (void)st;
     const variant v = { .name = "llama-longrope", .src = STORIES, .tokens = STORIES_TOKENS, .type = "longrope", .factor = 2.0f };
     SKIP_UNLESS_SHARED(v.src);
-    fixture fx;
-    fixture_make(&fx, &v);
-    build_pack(&fx);
+    scratch sc;
+    scratch_variant(&sc, &v);
+    build_pack(sc.gguf, sc.pack);
     char err[512];
-    assert_null(loader_open(fx.pack, err, sizeof err));
+    assert_null(loader_open(sc.pack, err, sizeof err));
     printf("%s\n", err);
     assert_non_null(strstr(err, "RoPE scaling 'longrope' is not supported"));
-    fixture_rm(&fx);
+    scratch_rm(&sc);
 }
 
 /* --write DIR: each variant's GGUF and its token sequence, for llama.cpp. */
@@ -399,7 +308,7 @@ static int write_all(const char *dir)
         }
         fclose(fp);
         free(tok);
-        printf("%s %d %d\n", v->name, N_PROMPT, N_TOK);
+        printf("%s %d %d k\n", v->name, N_PROMPT, N_TOK);
     }
     return 0;
 }
