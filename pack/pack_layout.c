@@ -23,6 +23,7 @@ const pk_hparam_key PK_HPARAM_KEYS[] = {
     { "heads", "attention.head_count", PKH_UINT }, { "kv_heads", "attention.head_count_kv", PKH_UINT },
     { "head_dim", "attention.key_length", PKH_UINT }, { "experts", "expert_count", PKH_UINT },
     { "experts_used", "expert_used_count", PKH_UINT }, { "shared_experts", "expert_shared_count", PKH_UINT },
+    { "dense_lead_layers", "leading_dense_block_count", PKH_UINT },
     { "context", "context_length", PKH_UINT }, { "vocab", "vocab_size", PKH_UINT },
     { "rope_dim", "rope.dimension_count", PKH_UINT },
     { "rope_base", "rope.freq_base", PKH_FLOAT }, { "rope_scaling_factor", "rope.scaling.factor", PKH_FLOAT },

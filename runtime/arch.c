@@ -15,6 +15,8 @@ static const arch_info arch_table[] = {
     { .name = "qwen3moe", .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true },
     /* Qwen1.5/Qwen2-MoE: qwen2 attention, raw top-k weights, a shared expert behind a sigmoid gate row. */
     { .name = "qwen2moe", .rope = ROPE_NEOX, .qk_norm = QK_NORM_NONE, .attn_bias = true,  .norm_topk = false },
+    /* DeepSeek-MoE (v1): llama attention, the first layers dense, shared experts without a gate, raw top-k weights. */
+    { .name = "deepseek", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false },
     /* OLMoE normalises q and k over the whole projected width, and keeps the raw top-k probabilities. */
     { .name = "olmoe",    .rope = ROPE_NEOX, .qk_norm = QK_NORM_FULL, .attn_bias = false, .norm_topk = false },
 };
@@ -51,6 +53,8 @@ static const struct hkey {
     { "expert_used_count",                  offsetof(model_hparams, n_expert_used), I, OPT, 0 },
     { "expert_feed_forward_length",         offsetof(model_hparams, n_ff_exp),      I, OPT, -1 },
     { "expert_shared_feed_forward_length",  offsetof(model_hparams, n_ff_shexp),    I, OPT, 0 },
+    { "expert_shared_count",                offsetof(model_hparams, n_expert_shared), I, OPT, 0 },
+    { "leading_dense_block_count",          offsetof(model_hparams, n_layer_dense_lead), I, OPT, 0 },
     { "rope.scaling.factor",                offsetof(model_hparams, rope_factor),   F, OPT, 0 },
     { "rope.scaling.attn_factor",           offsetof(model_hparams, rope_attn_factor), F, OPT, 1.0 },
     { "rope.scaling.original_context_length", offsetof(model_hparams, n_ctx_orig), I, OPT, 0 },
@@ -62,7 +66,7 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
     memset(hp, 0, sizeof *hp);
     const arch_info *a = arch_find(arch);
     if (!a) {
-        snprintf(err, errlen, "architecture '%s' is not supported (llama, qwen2, qwen2moe, qwen3, qwen3moe, olmoe)",
+        snprintf(err, errlen, "architecture '%s' is not supported (llama, qwen2, qwen2moe, qwen3, qwen3moe, olmoe, deepseek)",
                  arch ? arch : "(none)");
         return -1;
     }
@@ -109,6 +113,8 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
     if (hp->head_dim < 0) hp->head_dim = hp->n_embd / hp->n_head;
     if (hp->n_rot < 0) hp->n_rot = hp->head_dim;
     if (hp->n_ff_exp < 0) hp->n_ff_exp = hp->n_ff;
+    /* DeepSeek's shared experts: expert_shared_count of them, side by side */
+    if (hp->n_ff_shexp == 0 && hp->n_expert_shared > 0) hp->n_ff_shexp = hp->n_expert_shared * hp->n_ff_exp;
     if (hp->n_ctx_orig == 0) hp->n_ctx_orig = hp->n_ctx_train;
     hp->yarn_beta_fast = 32.0f;
     hp->yarn_beta_slow = 1.0f;
@@ -128,7 +134,12 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
                  hp->n_expert_used, hp->n_ff_exp);
         return -1;
     }
-    if (hp->n_expert == 0 && hp->n_ff < 1) {
+    if (hp->n_layer_dense_lead > hp->n_layer || (hp->n_layer_dense_lead > 0 && hp->n_expert == 0)) {
+        snprintf(err, errlen, "hyperparameters: %d leading dense layers of %d, %d experts do not fit",
+                 hp->n_layer_dense_lead, hp->n_layer, hp->n_expert);
+        return -1;
+    }
+    if ((hp->n_expert == 0 || hp->n_layer_dense_lead > 0) && hp->n_ff < 1) {
         snprintf(err, errlen, "hyperparameter %s.feed_forward_length is missing", arch);
         return -1;
     }

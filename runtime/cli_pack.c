@@ -39,9 +39,12 @@ int cmd_info(int argc, char **argv)
     printf("%s\n  arch %s, %d layers, embd %d, heads %d (kv %d, dim %d), ff %d, context %d, vocab %d\n", argv[1],
            hp->arch.name, hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv, hp->head_dim, hp->n_ff,
            hp->n_ctx_train, hp->n_vocab);
-    if (hp->n_expert)
-        printf("  MoE: %d experts, %d used, expert ff %d, shared ff %d\n", hp->n_expert, hp->n_expert_used,
+    if (hp->n_expert) {
+        printf("  MoE: %d experts, %d used, expert ff %d, shared ff %d", hp->n_expert, hp->n_expert_used,
                hp->n_ff_exp, hp->n_ff_shexp);
+        if (hp->n_layer_dense_lead) printf(", the first %d layers dense", hp->n_layer_dense_lead);
+        putchar('\n');
+    }
     static const char *const SCALING[] = { "none", "linear", "yarn" };
     printf("  RoPE %s, %d dims, base %g, scaling %s", hp->arch.rope == ROPE_NEOX ? "neox" : "norm", hp->n_rot,
            hp->rope_base, SCALING[hp->rope_scaling]);

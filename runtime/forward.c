@@ -246,7 +246,7 @@ static void attention_block(model *m, int l, int B, int pos0)
     if (B == 1) {
         /* The FFN's first mat-vec job after o: the router, or gate and up. */
         mm_next next = { 1, { &L->router } };
-        if (hp->n_expert == 0) next = (mm_next){ 2, { &L->ffn_gate, &L->ffn_up } };
+        if (!hparams_layer_moe(hp, l)) next = (mm_next){ 2, { &L->ffn_gate, &L->ffn_up } };
         const mm_vec v = { &L->wo, m->att, m->o };
         mm_mulv_next(&m->mm, &v, 1, &next);
     } else {
@@ -410,7 +410,7 @@ static void forward_ubatch(model *m, const int32_t *tokens, int B, float *logits
     rope_tables(m, B, pos0);
     for (int l = 0; l < hp->n_layer; l++) {
         attention_block(m, l, B, pos0);
-        if (hp->n_expert > 0) moe_block(m, l, B);
+        if (hparams_layer_moe(hp, l)) moe_block(m, l, B);
         else ffn_block(m, l, B);
     }
     const weight *out = weight_present(&m->w.output) ? &m->w.output : &m->w.tok_embd;

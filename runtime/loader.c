@@ -416,6 +416,9 @@ static int load_experts(loaded_pack *p)
         if (x->blob_off % 64 || x->blob_off + x->part_bytes > l->blob_bytes)
             return fail(p, "%s: part at %lld+%lld does not fit its %lld-byte blob", x->name, (long long)x->blob_off,
                         (long long)x->part_bytes, (long long)l->blob_bytes);
+        if (!hparams_layer_moe(hp, x->layer))
+            return fail(p, "%s: experts in layer %d, which leading_dense_block_count %d makes dense", x->name,
+                        x->layer, hp->n_layer_dense_lead);
         layer_weights *L = &p->w.layers[x->layer];
         weight *arr = x->part == 0 ? L->exp_gate : x->part == 1 ? L->exp_up : x->part == 3 ? L->exp_down : NULL;
         if (!arr) return fail(p, "%s: fused gate_up experts are not supported by the runtime yet", x->name);
@@ -458,7 +461,7 @@ static int load_weights(loaded_pack *p)
             mat(p, &L->sh_down, "blk.%d.ffn_down_shexp.weight", l) ||
             mat_x(p, &L->sh_router, "blk.%d.ffn_gate_inp_shexp.weight", l, 1))
             return -1;
-        if (hp->n_expert > 0) {
+        if (hparams_layer_moe(hp, l)) {
             size_t ne = (size_t)hp->n_expert;
             if (!(L->exp_gate = calloc(ne, sizeof(weight))) || !(L->exp_up = calloc(ne, sizeof(weight))) ||
                 !(L->exp_down = calloc(ne, sizeof(weight))))

@@ -60,7 +60,7 @@ static int check_layer(checker *c, const model_hparams *hp, layer_weights *L, in
     if (hp->arch.qk_norm != QK_NORM_NONE &&
         (check_vec(c, L->q_norm, "blk.%d.attn_q_norm", l) || check_vec(c, L->k_norm, "blk.%d.attn_k_norm", l)))
         return -1;
-    if (hp->n_expert == 0)
+    if (!hparams_layer_moe(hp, l))
         return check_w(c, &L->ffn_gate, hp->n_ff, D, "blk.%d.ffn_gate", l) ||
                check_w(c, &L->ffn_up, hp->n_ff, D, "blk.%d.ffn_up", l) ||
                check_w(c, &L->ffn_down, D, hp->n_ff, "blk.%d.ffn_down", l) ? -1 : 0;
@@ -101,7 +101,7 @@ static int copy_weights(model *m, const model_weights *src)
         layer_weights *L = &m->w.layers[l];
         *L = src->layers[l];
         L->exp_gate = L->exp_up = L->exp_down = NULL;
-        if (hp->n_expert == 0 || !src->layers[l].exp_gate || !src->layers[l].exp_up || !src->layers[l].exp_down)
+        if (!hparams_layer_moe(hp, l) || !src->layers[l].exp_gate || !src->layers[l].exp_up || !src->layers[l].exp_down)
             continue;
         size_t n = (size_t)hp->n_expert;
         L->exp_gate = malloc(n * sizeof(weight));
@@ -240,7 +240,7 @@ size_t model_active_bytes(const model *m)
     for (int l = 0; l < h->n_layer; l++) {
         const layer_weights *L = &m->w.layers[l];
         b += weight_bytes(&L->wq) + weight_bytes(&L->wk) + weight_bytes(&L->wv) + weight_bytes(&L->wo);
-        if (h->n_expert == 0) {
+        if (!hparams_layer_moe(h, l)) {
             b += weight_bytes(&L->ffn_gate) + weight_bytes(&L->ffn_up) + weight_bytes(&L->ffn_down);
             continue;
         }

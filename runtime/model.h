@@ -3,7 +3,7 @@
  *
  * Contract:
  *  - Architectures are rows of one table (arch.c): llama (dense and
- *    Mixtral-style MoE), qwen2, qwen2moe, qwen3, qwen3moe, olmoe. A row says only how
+ *    Mixtral-style MoE), qwen2, qwen2moe, qwen3, qwen3moe, olmoe, deepseek. A row says only how
  *    the shared forward pass is configured (RoPE layout, q/k norm kind,
  *    attention biases, top-k renormalisation); nothing is copied per model.
  *  - hparams_load() fills model_hparams from "<arch>.<key>" values read
@@ -52,6 +52,8 @@ typedef struct model_hparams {
     arch_info arch;
     int n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_rot, n_ff, n_ctx_train;
     int n_expert, n_expert_used, n_ff_exp, n_ff_shexp;   /* 0 experts: dense */
+    int n_layer_dense_lead;     /* MoE models: the first layers keep a dense FFN (DeepSeek) */
+    int n_expert_shared;        /* shared experts (their width: n_ff_shexp, by default n_ff_exp each) */
     float rms_eps, rope_base;
     /* RoPE scaling, as llama.cpp's context resolves it from the GGUF keys:
      * theta_i = freq_scale * pos * base^(-2i/n_rot) (divided by the
@@ -67,6 +69,12 @@ typedef struct model_hparams {
     float yarn_beta_fast, yarn_beta_slow; /* llama.cpp's defaults, 32 and 1 */
     int n_ctx_orig;             /* rope.scaling.original_context_length, default context_length */
 } model_hparams;
+
+/* Layer l routes to experts (else its FFN is dense). */
+static inline bool hparams_layer_moe(const model_hparams *hp, int l)
+{
+    return hp->n_expert > 0 && l >= hp->n_layer_dense_lead;
+}
 
 /* Returns 0 and sets *out when "<key>" exists as a number, else -1. */
 typedef int (*hparam_get_fn)(void *ctx, const char *key, double *out);

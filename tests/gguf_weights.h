@@ -155,7 +155,7 @@ static int gguf_model_load(gguf_model *gm, const char *path, int keep_native, ch
                gw_mat(gm, &L->sh_up, 1, "blk.%d.ffn_up_shexp.weight", l) |
                gw_mat(gm, &L->sh_down, 1, "blk.%d.ffn_down_shexp.weight", l) |
                gw_mat(gm, &L->sh_router, 1, "blk.%d.ffn_gate_inp_shexp.weight", l);
-        if (hp->n_expert > 0) {
+        if (hparams_layer_moe(hp, l)) {
             size_t n = (size_t)hp->n_expert;
             L->exp_gate = calloc(n, sizeof(weight));
             L->exp_up = calloc(n, sizeof(weight));

@@ -585,7 +585,7 @@ static int forward_ubatch(struct device_model *d, model *m, const int32_t *token
     if (d->ec) ec_begin_token(d->ec);
     for (int l = 0; l < hp->n_layer; l++) {
         TRY(attention_block(d, m, l, B, pos0, err, errlen));
-        TRY(hp->n_expert > 0 ? moe_block(d, m, l, B, err, errlen) : ffn_block(d, m, l, B, err, errlen));
+        TRY(hparams_layer_moe(hp, l) ? moe_block(d, m, l, B, err, errlen) : ffn_block(d, m, l, B, err, errlen));
     }
     if (want == 2) {
         TRY(scuda_rmsnorm(d->c, d->x, d->output_norm, d->h, B, D, hp->rms_eps, err, errlen));
@@ -637,6 +637,11 @@ static int build(struct device_model *d, model *m, const device_opts *o, char *e
 {
     if (m->opt.kv != KV_F16) {
         snprintf(err, errlen, "the CUDA backend keeps an f16 KV cache (--kv-type f32 runs on the CPU: --device cpu)");
+        return -1;
+    }
+    if (m->hp.n_layer_dense_lead > 0) {
+        snprintf(err, errlen, "the CUDA backend runs all-MoE or all-dense models (this one starts with %d dense "
+                 "layers: --device cpu)", m->hp.n_layer_dense_lead);
         return -1;
     }
     if (hparams_rope_scaled(&m->hp) || m->w.rope_freqs) {

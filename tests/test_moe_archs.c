@@ -1,0 +1,220 @@
+/* test_moe_archs.c: MoE architectures the shared models do not cover,
+ * against llama.cpp. Each model is ours: small random weights written by
+ * our GGUF writer with stories260K's tokenizer keys, llama.cpp's outputs for
+ * it in tests/fixtures/moe_archs/ (made by
+ * `sh tests/diag_fixtures_llamacpp.sh test_moe_archs tests/fixtures/moe_archs`).
+ *  - qwen2moe (Qwen1.5-MoE, Qwen2-57B-A14B): q/k/v biases, raw top-k
+ *    weights, a shared expert behind a sigmoid gate row stored as a 1-D
+ *    [n_embd] tensor.
+ *  - deepseek (DeepSeek-MoE 16B): the first layer dense, two shared experts
+ *    side by side without a gate, raw top-k weights.
+ * Our logits on 20 positions (8 as one batch, then one at a time) must
+ * agree within 1e-5 of each row's largest |logit|; the pack built from the
+ * model must give the adapter's bits; and each architecture's own part must
+ * matter (a control model without it is far off).
+ *
+ *   test_moe_archs --write DIR   writes the GGUFs and the tokens, then exits. */
+#include "test_util.h"
+
+#include "gguf_weights.h"
+#include "llamacpp_fixture.h"
+
+enum { N_TOK = 20, N_PROMPT = 8 };
+enum { VOCAB = 512, EMBD = 64, HEADS = 4, KV_HEADS = 2, EXPERTS = 4, USED = 2, FF_EXP = 32, FF = 96 };
+#define TOKENS "models/stories260K/v3.tokens.i32"
+#define TOKENIZER_SRC "models/stories260K/stories260K.gguf"
+
+typedef struct arch_spec {
+    const char *arch;
+    int layers, bias, shared_gate, dense_lead, n_shared, ff_sh; /* ff_sh 0: n_shared x FF_EXP, no width key */
+    float rope_base;
+} arch_spec;
+
+static const arch_spec specs[] = {
+    { .arch = "qwen2moe", .layers = 2, .bias = 1, .shared_gate = 1, .ff_sh = 48, .rope_base = 1e6f },
+    { .arch = "deepseek", .layers = 3, .dense_lead = 1, .n_shared = 2, .rope_base = 1e4f },
+};
+#define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
+
+/* splitmix64: the weights are the same on every machine. */
+static float uniform(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (float)((double)(z >> 40) / (double)(1ull << 24) * 2.0 - 1.0); /* [-1, 1), 24 bits */
+}
+
+static int add_tensor(gguf_writer *w, uint64_t *s, const char *name, int n_dims, int64_t ne0, int64_t ne1, int64_t ne2,
+                      float scale, float offset)
+{
+    const int64_t ne[3] = { ne0, ne1, ne2 };
+    const size_t n = (size_t)(ne0 * ne1 * ne2);
+    float *x = malloc(n * sizeof *x);
+    if (!x) return -1;
+    for (size_t i = 0; i < n; i++) x[i] = offset + scale * uniform(s);
+    const int rc = gguf_writer_add_tensor(w, name, GGML_TYPE_F32, (uint32_t)n_dims, ne, x, n * sizeof *x) < 0 ? -1 : 0;
+    free(x);
+    return rc;
+}
+
+/* control 1 leaves out the architecture's own part: qwen2moe's gate row,
+ * deepseek's dense lead (every layer MoE). */
+static int write_model(const arch_spec *a, const char *path, int control, char *err, size_t errlen)
+{
+    char src[512];
+    shared_path(src, sizeof src, TOKENIZER_SRC);
+    gguf_file *tf = gguf_open(src, err, errlen);
+    if (!tf) return -1;
+    gguf_writer *w = gguf_writer_new();
+    int rc = w ? 0 : -1;
+    char key[128];
+    const int lead = control ? 0 : a->dense_lead, ff_sh = a->ff_sh ? a->ff_sh : a->n_shared * FF_EXP;
+    rc |= gguf_writer_add_str(w, "general.architecture", a->arch);
+    rc |= gguf_writer_add_str(w, "general.name", "strata MoE test model");
+    const struct { const char *key; uint32_t v; } u32[] = {
+        { "context_length", 512 }, { "embedding_length", EMBD }, { "block_count", (uint32_t)a->layers },
+        { "feed_forward_length", FF }, { "attention.head_count", HEADS }, { "attention.head_count_kv", KV_HEADS },
+        { "expert_count", EXPERTS }, { "expert_used_count", USED }, { "expert_feed_forward_length", FF_EXP },
+        { "expert_shared_feed_forward_length", (uint32_t)a->ff_sh }, { "expert_shared_count", (uint32_t)a->n_shared },
+        { "leading_dense_block_count", (uint32_t)lead },
+    };
+    for (size_t i = 0; rc == 0 && i < sizeof u32 / sizeof u32[0]; i++) {
+        if (!u32[i].v && i >= 9) continue; /* the optional keys only where the architecture has them */
+        snprintf(key, sizeof key, "%s.%s", a->arch, u32[i].key);
+        rc = gguf_writer_add_u32(w, key, u32[i].v);
+    }
+    const float eps = 1e-6f, scale = 1.0f;
+    snprintf(key, sizeof key, "%s.rope.freq_base", a->arch);
+    rc |= gguf_writer_add_kv(w, key, GGUF_TYPE_FLOAT32, &a->rope_base);
+    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", a->arch);
+    rc |= gguf_writer_add_kv(w, key, GGUF_TYPE_FLOAT32, &eps);
+    if (a->n_shared) {
+        snprintf(key, sizeof key, "%s.expert_weights_scale", a->arch);
+        rc |= gguf_writer_add_kv(w, key, GGUF_TYPE_FLOAT32, &scale);
+    }
+    for (int64_t i = 0; rc == 0 && i < gguf_n_kv(tf); i++)
+        if (!strncmp(gguf_kv_key(tf, i), "tokenizer.", 10)) rc = gguf_writer_copy_kv(w, tf, i);
+
+    uint64_t s = 20261202;
+    const int hd = EMBD / HEADS, kvd = KV_HEADS * hd;
+    const float in_d = 1.0f / sqrtf((float)EMBD), in_ff = 1.0f / sqrtf((float)FF_EXP);
+    rc |= add_tensor(w, &s, "token_embd.weight", 2, EMBD, VOCAB, 1, 1.0f, 0);
+    rc |= add_tensor(w, &s, "output_norm.weight", 1, EMBD, 1, 1, 0.1f, 1.0f);
+    rc |= add_tensor(w, &s, "output.weight", 2, EMBD, VOCAB, 1, 2 * in_d, 0);
+    char n[96];
+#define T(fmt, ...) (snprintf(n, sizeof n, fmt, l), add_tensor(w, &s, n, __VA_ARGS__))
+    for (int l = 0; rc == 0 && l < a->layers; l++) {
+        rc |= T("blk.%d.attn_norm.weight", 1, EMBD, 1, 1, 0.1f, 1.0f);
+        rc |= T("blk.%d.attn_q.weight", 2, EMBD, EMBD, 1, in_d, 0);
+        rc |= T("blk.%d.attn_k.weight", 2, EMBD, kvd, 1, in_d, 0);
+        rc |= T("blk.%d.attn_v.weight", 2, EMBD, kvd, 1, in_d, 0);
+        if (a->bias) {
+            rc |= T("blk.%d.attn_q.bias", 1, EMBD, 1, 1, 0.1f, 0);
+            rc |= T("blk.%d.attn_k.bias", 1, kvd, 1, 1, 0.1f, 0);
+            rc |= T("blk.%d.attn_v.bias", 1, kvd, 1, 1, 0.1f, 0);
+        }
+        rc |= T("blk.%d.attn_output.weight", 2, EMBD, EMBD, 1, in_d, 0);
+        rc |= T("blk.%d.ffn_norm.weight", 1, EMBD, 1, 1, 0.1f, 1.0f);
+        if (l < lead) {
+            rc |= T("blk.%d.ffn_gate.weight", 2, EMBD, FF, 1, in_d, 0);
+            rc |= T("blk.%d.ffn_up.weight", 2, EMBD, FF, 1, in_d, 0);
+            rc |= T("blk.%d.ffn_down.weight", 2, FF, EMBD, 1, 1.0f / sqrtf((float)FF), 0);
+            continue;
+        }
+        rc |= T("blk.%d.ffn_gate_inp.weight", 2, EMBD, EXPERTS, 1, 4 * in_d, 0);
+        rc |= T("blk.%d.ffn_gate_exps.weight", 3, EMBD, FF_EXP, EXPERTS, in_d, 0);
+        rc |= T("blk.%d.ffn_up_exps.weight", 3, EMBD, FF_EXP, EXPERTS, in_d, 0);
+        rc |= T("blk.%d.ffn_down_exps.weight", 3, FF_EXP, EMBD, EXPERTS, in_ff, 0);
+        if (a->shared_gate && !control) rc |= T("blk.%d.ffn_gate_inp_shexp.weight", 1, EMBD, 1, 1, 2 * in_d, 0);
+        rc |= T("blk.%d.ffn_gate_shexp.weight", 2, EMBD, ff_sh, 1, in_d, 0);
+        rc |= T("blk.%d.ffn_up_shexp.weight", 2, EMBD, ff_sh, 1, in_d, 0);
+        rc |= T("blk.%d.ffn_down_shexp.weight", 2, ff_sh, EMBD, 1, 1.0f / sqrtf((float)ff_sh), 0);
+    }
+#undef T
+    if (rc) snprintf(err, errlen, "%s: cannot write the %s model", path, a->arch);
+    else rc = gguf_writer_write(w, path, err, errlen);
+    gguf_writer_free(w);
+    gguf_close(tf);
+    return rc;
+}
+
+static float *run_gguf(const char *path, const seq *s)
+{
+    char err[256];
+    gguf_model gm;
+    if (gguf_model_load(&gm, path, 0, err, sizeof err)) { printf("%s\n", err); fail(); }
+    model_options o = f32_opts();
+    model *m = model_create(&gm.hp, &gm.w, &o, err, sizeof err);
+    if (!m) printf("%s\n", err);
+    assert_non_null(m);
+    float *out = run_seq(m, s);
+    model_free(m);
+    gguf_model_free(&gm);
+    return out;
+}
+
+static void check_arch(const arch_spec *a)
+{
+    SKIP_UNLESS_SHARED(TOKENIZER_SRC);
+    scratch sc;
+    scratch_make(&sc, a->arch);
+    char err[256];
+    if (write_model(a, sc.gguf, 0, err, sizeof err)) { printf("%s\n", err); fail(); }
+    seq s;
+    fixture_seq(&s, TOKENS, N_TOK, N_PROMPT, "moe_archs", a->arch);
+    assert_int_equal(s.n_vocab, VOCAB);
+    float *out = run_gguf(sc.gguf, &s);
+    const double rel = worst_rel(&s, out);
+
+    char ctl[700];
+    snprintf(ctl, sizeof ctl, "%s/control.gguf", sc.dir);
+    if (write_model(a, ctl, 1, err, sizeof err)) { printf("%s\n", err); fail(); }
+    float *control = run_gguf(ctl, &s);
+    const double moved = worst_rel(&s, control);
+    free(control);
+    printf("%s: %d rows, max |ours - llama.cpp| / max|logit| = %.3g (the control model: %.3g)\n", a->arch,
+           s.n_rows, rel, moved);
+    assert_true(moved > 1e-2);
+    assert_true(rel < 1e-5);
+
+    build_pack(sc.gguf, sc.pack);
+    float *packed = run_pack(sc.pack, &s);
+    assert_memory_equal(packed, out, (size_t)s.n_rows * s.n_vocab * sizeof *out);
+    free(packed);
+    free(out);
+    seq_free(&s);
+    scratch_rm(&sc);
+}
+
+static void test_qwen2moe(void **st) { (void)st; check_arch(&specs[0]); }
+static void test_deepseek(void **st) { (void)st; check_arch(&specs[1]); }
+
+/* --write DIR: the models and their token sequence, for llama.cpp. */
+static int write_all(const char *dir)
+{
+    size_t nt = 0;
+    int32_t *tok = slurp_shared(TOKENS, &nt);
+    int rc = tok && nt >= N_TOK * sizeof *tok ? 0 : 1;
+    for (int i = 0; rc == 0 && i < N_SPECS; i++) {
+        char path[600], err[256];
+        snprintf(path, sizeof path, "%s/%s.gguf", dir, specs[i].arch);
+        if (write_model(&specs[i], path, 0, err, sizeof err)) { fprintf(stderr, "%s\n", err); rc = 1; break; }
+        snprintf(path, sizeof path, "%s/%s.tokens.i32", dir, specs[i].arch);
+        FILE *fp = fopen(path, "wb");
+        const int ok = fp && fwrite(tok, sizeof *tok, N_TOK, fp) == N_TOK;
+        if (fp) fclose(fp);
+        if (!ok) { fprintf(stderr, "%s: cannot write\n", path); rc = 1; break; }
+        printf("%s %d %d\n", specs[i].arch, N_PROMPT, N_TOK);
+    }
+    free(tok);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && !strcmp(argv[1], "--write")) return write_all(argv[2]);
+    const struct CMUnitTest tests[] = { cmocka_unit_test(test_qwen2moe), cmocka_unit_test(test_deepseek) };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
