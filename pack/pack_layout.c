@@ -32,6 +32,8 @@ const pk_hparam_key PK_HPARAM_KEYS[] = {
     { "norm_eps", "attention.layer_norm_rms_epsilon", PKH_FLOAT },
     { "norm_eps_ln", "attention.layer_norm_epsilon", PKH_FLOAT },
     { "expert_weights_norm", "expert_weights_norm", PKH_BOOL },
+    { "embedding_scale", "embedding_scale", PKH_FLOAT }, { "residual_scale", "residual_scale", PKH_FLOAT },
+    { "attention_scale", "attention.scale", PKH_FLOAT }, { "logit_scale", "logit_scale", PKH_FLOAT },
 };
 const size_t PK_N_HPARAM_KEYS = sizeof PK_HPARAM_KEYS / sizeof PK_HPARAM_KEYS[0];
 

@@ -17,6 +17,11 @@ static const arch_info arch_table[] = {
     { .name = "qwen2moe", .rope = ROPE_NEOX, .qk_norm = QK_NORM_NONE, .attn_bias = true,  .norm_topk = false },
     /* DeepSeek-MoE (v1): llama attention, the first layers dense, shared experts without a gate, raw top-k weights. */
     { .name = "deepseek", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false },
+    /* IBM Granite 3.x, dense and MoE (with or without a shared expert): llama plus four multipliers. */
+    { .name = "granite",  .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true,
+      .rope_freqs = true, .granite_scales = true },
+    { .name = "granitemoe", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true,
+      .rope_freqs = true, .granite_scales = true },
     /* OLMoE normalises q and k over the whole projected width, and keeps the raw top-k probabilities. */
     { .name = "olmoe",    .rope = ROPE_NEOX, .qk_norm = QK_NORM_FULL, .attn_bias = false, .norm_topk = false },
 };
@@ -66,7 +71,7 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
     memset(hp, 0, sizeof *hp);
     const arch_info *a = arch_find(arch);
     if (!a) {
-        snprintf(err, errlen, "architecture '%s' is not supported (llama, qwen2, qwen2moe, qwen3, qwen3moe, olmoe, deepseek)",
+        snprintf(err, errlen, "architecture '%s' is not supported (llama, qwen2, qwen2moe, qwen3, qwen3moe, olmoe, deepseek, granite, granitemoe)",
                  arch ? arch : "(none)");
         return -1;
     }
@@ -98,6 +103,23 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
             }
             hp->rope_factor = (float)old_factor;
         }
+    }
+    /* Granite's multipliers: read only where llama.cpp's graph applies them. */
+    static const struct { const char *key; size_t off; } granite[] = {
+        { "embedding_scale", offsetof(model_hparams, embd_scale) },
+        { "residual_scale", offsetof(model_hparams, residual_scale) },
+        { "attention.scale", offsetof(model_hparams, attn_scale) },
+        { "logit_scale", offsetof(model_hparams, logit_scale) },
+    };
+    for (size_t i = 0; a->granite_scales && i < sizeof granite / sizeof granite[0]; i++) {
+        double v;
+        snprintf(key, sizeof key, "%s.%s", arch, granite[i].key);
+        if (get(ctx, key, &v) != 0) continue;
+        if (!isfinite(v) || v < 0) {
+            snprintf(err, errlen, "hyperparameter %s = %g is not a valid value", key, v);
+            return -1;
+        }
+        *(float *)((char *)hp + granite[i].off) = (float)v;
     }
     /* An explicit key beats the arch default for top-k renormalisation. */
     double norm;

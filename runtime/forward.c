@@ -46,8 +46,13 @@ static void add_bias(float *y, const float *bias, int B, int n)
         for (int i = 0; i < n; i++) y[(size_t)b * n + i] += bias[i];
 }
 
-static void add_rows(float *x, const float *y, size_t n)
+/* Granite's residual multiplier on a block's output (ggml_scale: one
+ * product each), then the residual add. */
+static void add_residual(const model *m, float *x, float *y, size_t n)
 {
+    const float s = m->hp.residual_scale;
+    if (s != 0.0f)
+        for (size_t i = 0; i < n; i++) y[i] *= s;
     for (size_t i = 0; i < n; i++) x[i] += y[i];
 }
 
@@ -161,7 +166,7 @@ static void attn_task(void *arg, int task, int thread)
     const float *q = m->q + (size_t)b * m->q_dim + (size_t)h * hd;
     float *out = m->att + (size_t)b * m->q_dim + (size_t)h * hd;
     float *sc = m->att_scores + (size_t)thread * m->att_stride;
-    const float scale = 1.0f / sqrtf((float)hd);
+    const float scale = m->hp.attn_scale != 0.0f ? m->hp.attn_scale : 1.0f / sqrtf((float)hd);
     const bool f16 = m->opt.kv == KV_F16;
 
     for (int p = 0; p < n_pos; p++) {
@@ -252,7 +257,7 @@ static void attention_block(model *m, int l, int B, int pos0)
     } else {
         mm_mul(&m->mm, &L->wo, m->att, B, m->o);
     }
-    add_rows(m->x, m->o, (size_t)B * hp->n_embd);
+    add_residual(m, m->x, m->o, (size_t)B * hp->n_embd);
 }
 
 /* -------------------------------------------------------------------- FFN */
@@ -282,7 +287,7 @@ static void ffn_block(model *m, int l, int B)
     const layer_weights *L = &m->w.layers[l];
     rmsnorm_rows(m->h, m->x, L->ffn_norm, B, m->hp.n_embd, m->hp.rms_eps);
     swiglu(m, &L->ffn_gate, &L->ffn_up, &L->ffn_down, m->h, B, m->o, 0);
-    add_rows(m->x, m->o, (size_t)B * m->hp.n_embd);
+    add_residual(m, m->x, m->o, (size_t)B * m->hp.n_embd);
 }
 
 /* -------------------------------------------------------------------- MoE */
@@ -394,7 +399,7 @@ static void moe_block(model *m, int l, int B)
             }
         }
     }
-    add_rows(m->x, m->o, (size_t)B * D);
+    add_residual(m, m->x, m->o, (size_t)B * D);
 }
 
 /* ---------------------------------------------------------------- forward */
@@ -407,6 +412,8 @@ static void forward_ubatch(model *m, const int32_t *tokens, int B, float *logits
     const int pos0 = m->n_past;
     for (int b = 0; b < B; b++)
         m->k->row_f32[m->w.tok_embd.form](&m->w.tok_embd, tokens[b], m->x + (size_t)b * hp->n_embd);
+    if (hp->embd_scale != 0.0f)
+        for (size_t i = 0; i < (size_t)B * hp->n_embd; i++) m->x[i] *= hp->embd_scale;
     rope_tables(m, B, pos0);
     for (int l = 0; l < hp->n_layer; l++) {
         attention_block(m, l, B, pos0);
@@ -420,6 +427,11 @@ static void forward_ubatch(model *m, const int32_t *tokens, int B, float *logits
     } else if (want == WANT_LAST) {
         rmsnorm(m->h, m->x + (size_t)(B - 1) * hp->n_embd, m->w.output_norm, hp->n_embd, hp->rms_eps);
         mm_mul(&m->mm, out, m->h, 1, logits);
+    }
+    if (hp->logit_scale != 0.0f && want != WANT_NONE) {
+        const float s = 1.0f / hp->logit_scale; /* llama.cpp scales by the float reciprocal */
+        const size_t n = (want == WANT_ALL ? (size_t)B : 1) * (size_t)hp->n_vocab;
+        for (size_t i = 0; i < n; i++) logits[i] *= s;
     }
     m->n_past += B;
 }

@@ -3,7 +3,8 @@
  *
  * Contract:
  *  - Architectures are rows of one table (arch.c): llama (dense and
- *    Mixtral-style MoE), qwen2, qwen2moe, qwen3, qwen3moe, olmoe, deepseek. A row says only how
+ *    Mixtral-style MoE), qwen2, qwen2moe, qwen3, qwen3moe, olmoe, deepseek, granite,
+ *    granitemoe. A row says only how
  *    the shared forward pass is configured (RoPE layout, q/k norm kind,
  *    attention biases, top-k renormalisation); nothing is copied per model.
  *  - hparams_load() fills model_hparams from "<arch>.<key>" values read
@@ -44,6 +45,7 @@ typedef struct arch_info {
     bool attn_bias;             /* q/k/v biases (qwen2) */
     bool norm_topk;             /* renormalise the top-k router weights */
     bool rope_freqs;            /* the graph divides RoPE angles by rope_freqs.weight when present (Llama 3) */
+    bool granite_scales;        /* the graph reads Granite's four multipliers (model_hparams) */
 } arch_info;
 
 const arch_info *arch_find(const char *name);  /* NULL if unknown */
@@ -68,6 +70,11 @@ typedef struct model_hparams {
     float yarn_ext_factor;      /* 1 for yarn, else 0 */
     float yarn_beta_fast, yarn_beta_slow; /* llama.cpp's defaults, 32 and 1 */
     int n_ctx_orig;             /* rope.scaling.original_context_length, default context_length */
+    /* Granite's multipliers, 0 when absent (then not applied): embeddings
+     * times embd_scale, each attention and FFN output times residual_scale
+     * before its residual add, attention scores times attn_scale instead of
+     * 1/sqrt(head_dim), logits times 1/logit_scale. */
+    float embd_scale, residual_scale, attn_scale, logit_scale;
 } model_hparams;
 
 /* Layer l routes to experts (else its FFN is dense). */

@@ -10,7 +10,7 @@
 # sequence as one batch (NAME.k_pre.f32, NAME.k_post.f32).
 #
 #   sh tests/diag_fixtures_llamacpp.sh test_rope_scaling tests/fixtures/rope [CPU_VARIANT]
-#   sh tests/diag_fixtures_llamacpp.sh test_moe_archs tests/fixtures/moe_archs
+#   sh tests/diag_fixtures_llamacpp.sh test_archs_llamacpp tests/fixtures/archs
 set -eu
 [ $# -ge 2 ] || { sed -n '2,14p' "$0"; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)

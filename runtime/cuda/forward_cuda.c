@@ -639,6 +639,10 @@ static int build(struct device_model *d, model *m, const device_opts *o, char *e
         snprintf(err, errlen, "the CUDA backend keeps an f16 KV cache (--kv-type f32 runs on the CPU: --device cpu)");
         return -1;
     }
+    if (m->hp.embd_scale != 0 || m->hp.residual_scale != 0 || m->hp.attn_scale != 0 || m->hp.logit_scale != 0) {
+        snprintf(err, errlen, "the CUDA backend does not apply Granite's multipliers yet (--device cpu)");
+        return -1;
+    }
     if (m->hp.n_layer_dense_lead > 0) {
         snprintf(err, errlen, "the CUDA backend runs all-MoE or all-dense models (this one starts with %d dense "
                  "layers: --device cpu)", m->hp.n_layer_dense_lead);

@@ -1,19 +1,22 @@
-/* test_moe_archs.c: MoE architectures the shared models do not cover,
+/* test_archs_llamacpp.c: architectures the shared models do not cover,
  * against llama.cpp. Each model is ours: small random weights written by
  * our GGUF writer with stories260K's tokenizer keys, llama.cpp's outputs for
- * it in tests/fixtures/moe_archs/ (made by
- * `sh tests/diag_fixtures_llamacpp.sh test_moe_archs tests/fixtures/moe_archs`).
+ * it in tests/fixtures/archs/ (made by
+ * `sh tests/diag_fixtures_llamacpp.sh test_archs_llamacpp tests/fixtures/archs`).
  *  - qwen2moe (Qwen1.5-MoE, Qwen2-57B-A14B): q/k/v biases, raw top-k
  *    weights, a shared expert behind a sigmoid gate row stored as a 1-D
  *    [n_embd] tensor.
  *  - deepseek (DeepSeek-MoE 16B): the first layer dense, two shared experts
  *    side by side without a gate, raw top-k weights.
+ *  - granite, granitemoe (IBM Granite 3.x): llama with four multipliers
+ *    (embeddings, residual branches, attention scores, logits); dense, MoE,
+ *    and MoE with a shared expert.
  * Our logits on 20 positions (8 as one batch, then one at a time) must
  * agree within 1e-5 of each row's largest |logit|; the pack built from the
  * model must give the adapter's bits; and each architecture's own part must
  * matter (a control model without it is far off).
  *
- *   test_moe_archs --write DIR   writes the GGUFs and the tokens, then exits. */
+ *   test_archs_llamacpp --write DIR   writes the GGUFs and the tokens, then exits. */
 #include "test_util.h"
 
 #include "gguf_weights.h"
@@ -25,14 +28,19 @@ enum { VOCAB = 512, EMBD = 64, HEADS = 4, KV_HEADS = 2, EXPERTS = 4, USED = 2, F
 #define TOKENIZER_SRC "models/stories260K/stories260K.gguf"
 
 typedef struct arch_spec {
-    const char *arch;
-    int layers, bias, shared_gate, dense_lead, n_shared, ff_sh; /* ff_sh 0: n_shared x FF_EXP, no width key */
+    const char *name, *arch;    /* name: the fixture's */
+    int layers, dense, bias, shared_gate, dense_lead, n_shared, ff_sh; /* ff_sh 0: n_shared x FF_EXP, no width key */
+    int granite;                /* the four multipliers */
+    int experts_at_ff;          /* llama-style: the experts' width is feed_forward_length (no expert key) */
     float rope_base;
 } arch_spec;
 
 static const arch_spec specs[] = {
-    { .arch = "qwen2moe", .layers = 2, .bias = 1, .shared_gate = 1, .ff_sh = 48, .rope_base = 1e6f },
-    { .arch = "deepseek", .layers = 3, .dense_lead = 1, .n_shared = 2, .rope_base = 1e4f },
+    { .name = "qwen2moe", .arch = "qwen2moe", .layers = 2, .bias = 1, .shared_gate = 1, .ff_sh = 48, .rope_base = 1e6f },
+    { .name = "deepseek", .arch = "deepseek", .layers = 3, .dense_lead = 1, .n_shared = 2, .rope_base = 1e4f },
+    { .name = "granite", .arch = "granite", .layers = 2, .dense = 1, .granite = 1, .rope_base = 1e4f },
+    { .name = "granitemoe", .arch = "granitemoe", .layers = 2, .granite = 1, .experts_at_ff = 1, .rope_base = 1e4f },
+    { .name = "granitemoe-shared", .arch = "granitemoe", .layers = 2, .granite = 1, .experts_at_ff = 1, .ff_sh = 48, .rope_base = 1e4f },
 };
 #define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
 
@@ -60,7 +68,7 @@ static int add_tensor(gguf_writer *w, uint64_t *s, const char *name, int n_dims,
 }
 
 /* control 1 leaves out the architecture's own part: qwen2moe's gate row,
- * deepseek's dense lead (every layer MoE). */
+ * deepseek's dense lead (every layer MoE), Granite's multipliers. */
 static int write_model(const arch_spec *a, const char *path, int control, char *err, size_t errlen)
 {
     char src[512];
@@ -75,13 +83,15 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
     rc |= gguf_writer_add_str(w, "general.name", "strata MoE test model");
     const struct { const char *key; uint32_t v; } u32[] = {
         { "context_length", 512 }, { "embedding_length", EMBD }, { "block_count", (uint32_t)a->layers },
-        { "feed_forward_length", FF }, { "attention.head_count", HEADS }, { "attention.head_count_kv", KV_HEADS },
-        { "expert_count", EXPERTS }, { "expert_used_count", USED }, { "expert_feed_forward_length", FF_EXP },
+        { "feed_forward_length", a->experts_at_ff ? FF_EXP : FF }, { "attention.head_count", HEADS },
+        { "attention.head_count_kv", KV_HEADS }, { "expert_count", a->dense ? 0 : EXPERTS },
+        { "expert_used_count", a->dense ? 0 : USED },
+        { "expert_feed_forward_length", a->dense || a->experts_at_ff ? 0 : FF_EXP },
         { "expert_shared_feed_forward_length", (uint32_t)a->ff_sh }, { "expert_shared_count", (uint32_t)a->n_shared },
         { "leading_dense_block_count", (uint32_t)lead },
     };
     for (size_t i = 0; rc == 0 && i < sizeof u32 / sizeof u32[0]; i++) {
-        if (!u32[i].v && i >= 9) continue; /* the optional keys only where the architecture has them */
+        if (!u32[i].v && i >= 6) continue; /* the optional keys only where the architecture has them */
         snprintf(key, sizeof key, "%s.%s", a->arch, u32[i].key);
         rc = gguf_writer_add_u32(w, key, u32[i].v);
     }
@@ -93,6 +103,14 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
     if (a->n_shared) {
         snprintf(key, sizeof key, "%s.expert_weights_scale", a->arch);
         rc |= gguf_writer_add_kv(w, key, GGUF_TYPE_FLOAT32, &scale);
+    }
+    /* Granite's multipliers, each far from 1 (the attention scale from 1/sqrt(16)) */
+    static const struct { const char *key; float v; } gs[] = {
+        { "embedding_scale", 12.0f }, { "residual_scale", 0.22f }, { "attention.scale", 0.125f }, { "logit_scale", 8.0f },
+    };
+    for (size_t i = 0; rc == 0 && a->granite && !control && i < sizeof gs / sizeof gs[0]; i++) {
+        snprintf(key, sizeof key, "%s.%s", a->arch, gs[i].key);
+        rc = gguf_writer_add_kv(w, key, GGUF_TYPE_FLOAT32, &gs[i].v);
     }
     for (int64_t i = 0; rc == 0 && i < gguf_n_kv(tf); i++)
         if (!strncmp(gguf_kv_key(tf, i), "tokenizer.", 10)) rc = gguf_writer_copy_kv(w, tf, i);
@@ -117,7 +135,7 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
         }
         rc |= T("blk.%d.attn_output.weight", 2, EMBD, EMBD, 1, in_d, 0);
         rc |= T("blk.%d.ffn_norm.weight", 1, EMBD, 1, 1, 0.1f, 1.0f);
-        if (l < lead) {
+        if (l < lead || a->dense) {
             rc |= T("blk.%d.ffn_gate.weight", 2, EMBD, FF, 1, in_d, 0);
             rc |= T("blk.%d.ffn_up.weight", 2, EMBD, FF, 1, in_d, 0);
             rc |= T("blk.%d.ffn_down.weight", 2, FF, EMBD, 1, 1.0f / sqrtf((float)FF), 0);
@@ -127,6 +145,7 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
         rc |= T("blk.%d.ffn_gate_exps.weight", 3, EMBD, FF_EXP, EXPERTS, in_d, 0);
         rc |= T("blk.%d.ffn_up_exps.weight", 3, EMBD, FF_EXP, EXPERTS, in_d, 0);
         rc |= T("blk.%d.ffn_down_exps.weight", 3, FF_EXP, EMBD, EXPERTS, in_ff, 0);
+        if (!ff_sh) continue;
         if (a->shared_gate && !control) rc |= T("blk.%d.ffn_gate_inp_shexp.weight", 1, EMBD, 1, 1, 2 * in_d, 0);
         rc |= T("blk.%d.ffn_gate_shexp.weight", 2, EMBD, ff_sh, 1, in_d, 0);
         rc |= T("blk.%d.ffn_up_shexp.weight", 2, EMBD, ff_sh, 1, in_d, 0);
@@ -159,11 +178,11 @@ static void check_arch(const arch_spec *a)
 {
     SKIP_UNLESS_SHARED(TOKENIZER_SRC);
     scratch sc;
-    scratch_make(&sc, a->arch);
+    scratch_make(&sc, a->name);
     char err[256];
     if (write_model(a, sc.gguf, 0, err, sizeof err)) { printf("%s\n", err); fail(); }
     seq s;
-    fixture_seq(&s, TOKENS, N_TOK, N_PROMPT, "moe_archs", a->arch);
+    fixture_seq(&s, TOKENS, N_TOK, N_PROMPT, "archs", a->name);
     assert_int_equal(s.n_vocab, VOCAB);
     float *out = run_gguf(sc.gguf, &s);
     const double rel = worst_rel(&s, out);
@@ -174,7 +193,7 @@ static void check_arch(const arch_spec *a)
     float *control = run_gguf(ctl, &s);
     const double moved = worst_rel(&s, control);
     free(control);
-    printf("%s: %d rows, max |ours - llama.cpp| / max|logit| = %.3g (the control model: %.3g)\n", a->arch,
+    printf("%s: %d rows, max |ours - llama.cpp| / max|logit| = %.3g (the control model: %.3g)\n", a->name,
            s.n_rows, rel, moved);
     assert_true(moved > 1e-2);
     assert_true(rel < 1e-5);
@@ -190,6 +209,9 @@ static void check_arch(const arch_spec *a)
 
 static void test_qwen2moe(void **st) { (void)st; check_arch(&specs[0]); }
 static void test_deepseek(void **st) { (void)st; check_arch(&specs[1]); }
+static void test_granite(void **st) { (void)st; check_arch(&specs[2]); }
+static void test_granitemoe(void **st) { (void)st; check_arch(&specs[3]); }
+static void test_granitemoe_shared(void **st) { (void)st; check_arch(&specs[4]); }
 
 /* --write DIR: the models and their token sequence, for llama.cpp. */
 static int write_all(const char *dir)
@@ -199,14 +221,14 @@ static int write_all(const char *dir)
     int rc = tok && nt >= N_TOK * sizeof *tok ? 0 : 1;
     for (int i = 0; rc == 0 && i < N_SPECS; i++) {
         char path[600], err[256];
-        snprintf(path, sizeof path, "%s/%s.gguf", dir, specs[i].arch);
+        snprintf(path, sizeof path, "%s/%s.gguf", dir, specs[i].name);
         if (write_model(&specs[i], path, 0, err, sizeof err)) { fprintf(stderr, "%s\n", err); rc = 1; break; }
-        snprintf(path, sizeof path, "%s/%s.tokens.i32", dir, specs[i].arch);
+        snprintf(path, sizeof path, "%s/%s.tokens.i32", dir, specs[i].name);
         FILE *fp = fopen(path, "wb");
         const int ok = fp && fwrite(tok, sizeof *tok, N_TOK, fp) == N_TOK;
         if (fp) fclose(fp);
         if (!ok) { fprintf(stderr, "%s: cannot write\n", path); rc = 1; break; }
-        printf("%s %d %d\n", specs[i].arch, N_PROMPT, N_TOK);
+        printf("%s %d %d\n", specs[i].name, N_PROMPT, N_TOK);
     }
     free(tok);
     return rc;
@@ -215,6 +237,10 @@ static int write_all(const char *dir)
 int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "--write")) return write_all(argv[2]);
-    const struct CMUnitTest tests[] = { cmocka_unit_test(test_qwen2moe), cmocka_unit_test(test_deepseek) };
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_qwen2moe),    cmocka_unit_test(test_deepseek),
+        cmocka_unit_test(test_granite),     cmocka_unit_test(test_granitemoe),
+        cmocka_unit_test(test_granitemoe_shared),
+    };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
