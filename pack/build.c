@@ -17,6 +17,7 @@
 #include "formats/fileio.h"
 #include "formats/ggml_types.h"
 #include "formats/imatrix.h"
+#include "pack/expert_src.h"
 #include "pack/packdir.h"
 #include "pack/packindex.h"
 
@@ -98,7 +99,7 @@ static int plan_dense(pack_layout *L, const source *s, uint64_t fbytes[2], char 
 {
     for (int64_t i = 0; i < source_n_tensors(s); i++) {
         const gguf_tensor *g = source_tensor_at(s, i);
-        if (g->n_dims == 3 && strstr(g->name, "_exps.weight") && !strncmp(g->name, "blk.", 4)) continue;
+        if (expert_src_is_part(g)) continue; /* build_experts.c's */
         pk_tensor *t = pack_layout_add(L);
         if (!t) { snprintf(err, errlen, "out of memory"); return -1; }
         snprintf(t->name, sizeof t->name, "%s", g->name);
@@ -252,8 +253,12 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
     }
     if (o->imatrix && !(im = imatrix_load(o->imatrix, e, sizeof e))) goto out;
     uint64_t fb[2] = { 0, 0 }, eb = 0;
-    if (plan_dense(&L, &s, fb, e, sizeof e) || build_plan_experts(&L, &s, im, o->experts_keep, &eb, e, sizeof e))
+    if (plan_dense(&L, &s, fb, e, sizeof e) || build_plan_experts(&L, &s, im, o->experts_keep, &eb, e, sizeof e)) {
+        char what[sizeof e];
+        snprintf(what, sizeof what, "%s", e);
+        snprintf(e, sizeof e, "%.200s: %.300s", o->src, what); /* the tensor, in this file */
         goto out;
+    }
     L.files[PK_DENSE].bytes = fb[0];
     L.files[PK_EMBD].bytes = fb[1];
     L.files[PK_EXPERTS].bytes = eb;

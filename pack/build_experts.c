@@ -13,22 +13,8 @@
 #include "formats/ggml_types.h"
 #include "formats/imatrix.h"
 #include "formats/iq3.h"
+#include "pack/expert_src.h"
 
-static const char *const PART_KEYS[PACK_MAX_PARTS] = { "gate", "up", "gate_up", "down" };
-
-/* "blk.L.ffn_X_exps.weight" -> layer and part kind, else -1. */
-static int parse_expert_name(const char *name, int *layer)
-{
-    int l, n = 0;
-    char kind[16];
-    if (sscanf(name, "blk.%d.ffn_%15[a-z_]%n", &l, kind, &n) != 2 || l < 0) return -1;
-    const size_t kl = strlen(kind);
-    if (kl < 5 || strcmp(kind + kl - 5, "_exps") || strcmp(name + n, ".weight")) return -1;
-    kind[kl - 5] = 0;
-    for (int p = 0; p < PACK_MAX_PARTS; p++)
-        if (!strcmp(kind, PART_KEYS[p])) { *layer = l; return p; }
-    return -1;
-}
 
 /* The importance row for expert e of t, and which kind it is. */
 static const float *importance_for(const imatrix *im, const pk_tensor *t, int e, int *kind)
@@ -36,7 +22,7 @@ static const float *importance_for(const imatrix *im, const pk_tensor *t, int e,
     *kind = IMP_NONE;
     if (!im) return NULL;
     char key[80];
-    snprintf(key, sizeof key, "blk.%d.ffn_%s_exps", t->layer, PART_KEYS[t->part]);
+    snprintf(key, sizeof key, "blk.%d.ffn_%s_exps", t->layer, EXPERT_PART_KEYS[t->part]);
     const imatrix_entry *en = imatrix_find(im, key);
     if (!en) return NULL;
     /* llama.cpp's .dat stores an expert tensor's columns expert after expert */
@@ -54,7 +40,7 @@ static int check_importance(const imatrix *im, const pk_tensor *t, char *err, si
 {
     if (!im) return 0;
     char key[80];
-    snprintf(key, sizeof key, "blk.%d.ffn_%s_exps", t->layer, PART_KEYS[t->part]);
+    snprintf(key, sizeof key, "blk.%d.ffn_%s_exps", t->layer, EXPERT_PART_KEYS[t->part]);
     const imatrix_entry *en = imatrix_find(im, key);
     if (!en) return 0;
     if (en->n_expert == 1 && en->n_cols == t->ne[0] * t->n_expert) return 0;
@@ -71,48 +57,47 @@ int build_plan_experts(pack_layout *L, const source *s, const imatrix *im, int k
                        char *err, size_t errlen)
 {
     uint64_t pos = 0;
-    int max_layer = -1;
-    for (int64_t i = 0; i < source_n_tensors(s); i++) {
-        int l;
-        const gguf_tensor *g = source_tensor_at(s, i);
-        if (g->n_dims == 3 && parse_expert_name(g->name, &l) >= 0 && l > max_layer) max_layer = l;
-    }
+    const int max_layer = expert_src_max_layer(s);
     L->layers = calloc((size_t)max_layer + 2, sizeof *L->layers);
     if (!L->layers) { snprintf(err, errlen, "out of memory"); return -1; }
     for (int layer = 0; layer <= max_layer; layer++) {
         pk_layer *y = &L->layers[L->n_layers];
         uint64_t off = 0;
         for (int kind = 0; kind < PACK_MAX_PARTS; kind++) {
-            char name[80];
-            snprintf(name, sizeof name, "blk.%d.ffn_%s_exps.weight", layer, PART_KEYS[kind]);
-            const gguf_tensor *g = source_find(s, name);
-            if (!g || g->n_dims != 3) continue;
+            expert_src x;
+            const int found = expert_src_find(s, layer, kind, &x, err, errlen);
+            if (found < 0) return -1;
+            if (!found) continue;
             pk_tensor *t = pack_layout_add(L);
             if (!t) { snprintf(err, errlen, "out of memory"); return -1; }
-            snprintf(t->name, sizeof t->name, "%s", g->name);
+            /* one name for both layouts: the merged tensor's */
+            snprintf(t->name, sizeof t->name, "blk.%d.ffn_%s_exps.weight", layer, EXPERT_PART_KEYS[kind]);
             t->file = PK_EXPERTS;
             t->n_dims = 3;
-            memcpy(t->ne, g->ne, sizeof t->ne);
-            t->elements = g->n_elements;
-            t->src_type = g->type;
+            const int64_t K = x.K, N = x.N;
+            t->ne[0] = K;
+            t->ne[1] = N;
+            t->ne[2] = x.n_expert;
+            t->ne[3] = 1;
+            t->elements = K * N * x.n_expert;
+            t->src_type = x.type;
             t->layer = layer;
             t->part = kind;
-            t->n_expert = (int)g->ne[2];
-            const int64_t K = g->ne[0], N = g->ne[1];
+            t->n_expert = x.n_expert;
             if (!keep && K % IQ3_QK == 0) {
                 t->d.form = FORM_IQ3;
-                t->how = g->type == GGML_TYPE_IQ3_XXS ? EXP_TRANSCODED : EXP_ENCODED;
+                t->how = x.type == GGML_TYPE_IQ3_XXS ? EXP_TRANSCODED : EXP_ENCODED;
             } else {
-                if (transcode_form_for(g->type, &t->d) != 0) {
-                    snprintf(err, errlen, "%s: type %s has no decoder; refused rather than approximated", g->name,
-                             ggml_type_info(g->type) ? ggml_type_info(g->type)->name : "?");
+                if (transcode_form_for(x.type, &t->d) != 0) {
+                    snprintf(err, errlen, "%s: type %s has no decoder; refused rather than approximated", t->name,
+                             ggml_type_info(x.type) ? ggml_type_info(x.type)->name : "?");
                     return -1;
                 }
                 t->how = EXP_CANONICAL;
             }
             size_t b[PLANE_COUNT];
             if (planes_sizes(&t->d, K, N, b) != 0) {
-                snprintf(err, errlen, "%s: form %s does not fit [%lld, %lld]", g->name, pack_form_name(t->d.form),
+                snprintf(err, errlen, "%s: form %s does not fit [%lld, %lld]", t->name, pack_form_name(t->d.form),
                          (long long)K, (long long)N);
                 return -1;
             }
@@ -129,7 +114,7 @@ int build_plan_experts(pack_layout *L, const source *s, const imatrix *im, int k
                 if (t->how == EXP_ENCODED) importance_for(im, t, 0, &t->importance);
             }
             if (y->n_parts && y->n_expert != t->n_expert) {
-                snprintf(err, errlen, "%s: %d experts where layer %d's other parts have %d", g->name, t->n_expert,
+                snprintf(err, errlen, "%s: %d experts where layer %d's other parts have %d", t->name, t->n_expert,
                          layer, y->n_expert);
                 return -1;
             }
@@ -184,18 +169,16 @@ static int write_all(int fd, const void *buf, size_t n, uint64_t off, char *err,
     return 0;
 }
 
-/* One expert's part into buf (t->part_bytes). */
-static int encode_part(const pk_tensor *t, const gguf_tensor *g, const imatrix *im, int e, int threads,
+/* One expert's part (src: its slice of the source) into buf (t->part_bytes). */
+static int encode_part(const pk_tensor *t, const uint8_t *src, const imatrix *im, int e, int threads,
                        uint8_t *buf, float *tmp, int *n_reencoded, char *err, size_t errlen)
 {
     const int64_t K = t->ne[0], N = t->ne[1];
-    const size_t slice = ggml_row_bytes(g->type, K) * (size_t)N;
-    const uint8_t *src = g->data + slice * (size_t)e;
     if (t->how == EXP_CANONICAL) {
         uint8_t *plane[PLANE_COUNT] = { 0 };
         for (int k = 0; k < PLANE_COUNT; k++)
             if (t->plane_bytes[k]) plane[k] = buf + t->plane_off[k];
-        if (transcode(&t->d, g->type, src, K, N, plane) != 0) {
+        if (transcode(&t->d, t->src_type, src, K, N, plane) != 0) {
             snprintf(err, errlen, "%s: transcode failed for expert %d", t->name, e);
             return -1;
         }
@@ -203,7 +186,7 @@ static int encode_part(const pk_tensor *t, const gguf_tensor *g, const imatrix *
     }
     if (t->how == EXP_TRANSCODED && iq3xxs_to_container(src, N * K / IQ3_QK, buf) == 0) return 0;
     if (t->how == EXP_TRANSCODED) (*n_reencoded)++;
-    if (ggml_dequantize(g->type, src, tmp, N * K) != 0) {
+    if (ggml_dequantize(t->src_type, src, tmp, N * K) != 0) {
         snprintf(err, errlen, "%s: type has no decoder", t->name);
         return -1;
     }
@@ -226,20 +209,21 @@ int build_write_experts(const pack_layout *L, const source *s, const imatrix *im
         const pk_layer *y = &L->layers[l];
         for (int p = 0; p < y->n_parts && !rc; p++) {
             const pk_tensor *t = &L->tensors[y->part_tensor[p]];
-            const gguf_tensor *g = source_find(s, t->name);
+            expert_src x;
+            if (expert_src_find(s, t->layer, t->part, &x, err, errlen) != 1) return -1;
             const size_t n = (size_t)t->ne[0] * (size_t)t->ne[1];
             uint8_t *buf = calloc(1, t->part_bytes);
             float *tmp = malloc(n * sizeof(float));
             if (!buf || !tmp) { snprintf(err, errlen, "out of memory"); rc = -1; }
             for (int e = 0; e < y->n_expert && !rc; e++) {
-                rc = encode_part(t, g, im, e, threads, buf, tmp, n_reencoded, err, errlen);
+                rc = encode_part(t, expert_src_slice(s, &x, e), im, e, threads, buf, tmp, n_reencoded, err, errlen);
                 if (!rc) rc = write_all(fd, buf, t->part_bytes, y->base + (uint64_t)e * y->stride + y->part_off[p],
                                         err, errlen);
-                build_progress_step(pg, g->size / (uint64_t)y->n_expert, t->name);
+                build_progress_step(pg, x.slice_bytes, t->name);
             }
             free(buf);
             free(tmp);
-            if (g) source_release(s, g);
+            expert_src_release(s, &x);
         }
     }
     return rc;

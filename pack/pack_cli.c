@@ -15,6 +15,17 @@ static int usage(FILE *fp, const char *u, int rc)
 }
 
 static const char BUILD_USAGE[] = "build SRC.gguf -o PACKDIR [--imatrix IMAT] [--experts iq3|keep] [--threads N]";
+static const char BUILD_HELP[] =
+    "  Turns a GGUF checkpoint into a pack directory (written under a temporary name,\n"
+    "  renamed when complete; an existing PACKDIR is never overwritten).\n"
+    "  SRC.gguf         one file, or the first part of a gguf-split set (-00001-of-0000N.gguf);\n"
+    "                   routed experts merged ([K, N, E]) or one tensor per expert, as GGUFs\n"
+    "                   converted before April 2024 have them\n"
+    "  --imatrix IMAT   llama.cpp importance matrix (imatrix.dat or GGUF) weighting the IQ3 error\n"
+    "  --experts iq3    routed experts into the 3.0625-bit IQ3 container (default; IQ3_XXS moved\n"
+    "                   losslessly)\n"
+    "  --experts keep   routed experts kept in their source precision (bit-exact)\n"
+    "  --threads N      encoder threads (default 1)\n";
 
 int iq3pack_cmd_build(int argc, char **argv)
 {
@@ -22,8 +33,11 @@ int iq3pack_cmd_build(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const int has = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout, BUILD_USAGE, 0);
-        else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && has) o.out = argv[++i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout, BUILD_USAGE, 0);
+            fputs(BUILD_HELP, stdout);
+            return 0;
+        } else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && has) o.out = argv[++i];
         else if (!strcmp(a, "--imatrix") && has) o.imatrix = argv[++i];
         else if (!strcmp(a, "--experts") && has) {
             const char *m = argv[++i];

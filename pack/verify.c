@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "formats/ggml_types.h"
+#include "pack/expert_src.h"
 #include "pack/pack_layout.h"
 #include "pack/packdir.h"
 #include "pack/source.h"
@@ -43,7 +44,6 @@ static int map_file(const char *dir, const char *name, mapped *m, FILE *err)
     return (m->n && !m->p) ? -1 : 0;
 }
 
-static const char *const KIND_NAMES[PACK_MAX_PARTS] = { "gate", "up", "gate_up", "down" };
 
 typedef struct stats { double worst, sum; int n; } stats;
 
@@ -132,9 +132,13 @@ static int check_experts(const pack_layout *L, const mapped *ex, const source *s
         const pk_layer *y = &L->layers[l];
         for (int p = 0; p < y->n_parts; p++) {
             const pk_tensor *t = &L->tensors[y->part_tensor[p]];
-            const gguf_tensor *g = s ? source_find(s, t->name) : NULL;
-            if (s && (!g || g->type != t->src_type || g->n_elements != t->elements)) {
-                fprintf(err, "MISMATCH %s: the source tensor differs in type or shape\n", t->name);
+            expert_src x;
+            char why[200] = "";
+            const int found = s ? expert_src_find(s, t->layer, t->part, &x, why, sizeof why) : 0;
+            if (s && (found != 1 || x.type != t->src_type || x.K != t->ne[0] || x.N != t->ne[1] ||
+                      x.n_expert != y->n_expert)) {
+                fprintf(err, "MISMATCH %s: the source tensor differs in type or shape%s%s\n", t->name,
+                        *why ? ": " : "", why);
                 bad = 1;
                 continue;
             }
@@ -144,8 +148,7 @@ static int check_experts(const pack_layout *L, const mapped *ex, const source *s
                 const uint8_t *part = ex->p + y->base + (uint64_t)e * y->stride + y->part_off[p];
                 if (decode_at(t, part, t->ne[1], a, err)) { bad = 1; break; }
                 if (!s) continue;
-                const size_t slice = ggml_row_bytes(g->type, t->ne[0]) * (size_t)t->ne[1];
-                ggml_dequantize(g->type, g->data + slice * (size_t)e, b, (int64_t)n);
+                ggml_dequantize(x.type, expert_src_slice(s, &x, e), b, (int64_t)n);
                 int finite;
                 const double r = rel_rmse(a, b, n, &finite);
                 if (t->how != EXP_ENCODED) {
@@ -166,13 +169,13 @@ static int check_experts(const pack_layout *L, const mapped *ex, const source *s
             }
             free(a);
             free(b);
-            if (g) source_release(s, g);
+            if (s) expert_src_release(s, &x);
         }
     }
     if (s) fprintf(out, "%s %d expert slices bit-exact (transcoded or canonical)\n", bad ? "FAIL" : "ok  ", exact);
     for (int k = 0; k < PACK_MAX_PARTS; k++)
         if (st[k].n)
-            fprintf(out, "     IQ3 %-8s %4d slices  rel-RMSE mean %.6f worst %.6f\n", KIND_NAMES[k], st[k].n,
+            fprintf(out, "     IQ3 %-8s %4d slices  rel-RMSE mean %.6f worst %.6f\n", EXPERT_PART_KEYS[k], st[k].n,
                     st[k].sum / st[k].n, st[k].worst);
     return bad;
 }

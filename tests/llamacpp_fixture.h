@@ -16,7 +16,7 @@
 #include "runtime/model.h"
 
 #include <math.h>
-#include <unistd.h>
+
 
 typedef struct scratch { char *dir; char gguf[600], pack[600]; } scratch;
 
@@ -95,14 +95,7 @@ static inline double worst_rel(const seq *s, const float *out)
 static inline void build_pack(const char *gguf, const char *pack)
 {
     char *argv[] = { "build", (char *)gguf, "-o", (char *)pack, "--experts", "keep", "--threads", "2", NULL };
-    fflush(stdout);
-    int saved = dup(1);
-    assert_non_null(freopen("/dev/null", "w", stdout));
-    const int rc = iq3pack_cmd_build(8, argv);
-    fflush(stdout);
-    dup2(saved, 1);
-    close(saved);
-    assert_int_equal(rc, 0);
+    assert_int_equal(run_quiet(iq3pack_cmd_build, 8, argv), 0);
 }
 
 /* The sequence through the pack's loader (F32 KV cache, 2 threads). */

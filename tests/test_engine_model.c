@@ -24,14 +24,7 @@ static int setup(void **state)
     char src[4096];
     shared_path(src, sizeof src, "models/stories260K/stories260K.gguf");
     char *argv[] = { "build", src, "-o", f->pack, "--threads", "2", NULL };
-    fflush(stdout);
-    int saved = dup(1);
-    assert_non_null(freopen("/dev/null", "w", stdout)); /* the build's summary is not ours */
-    int rc = iq3pack_cmd_build(6, argv);
-    fflush(stdout);
-    dup2(saved, 1);
-    close(saved);
-    assert_int_equal(rc, 0);
+    assert_int_equal(run_quiet(iq3pack_cmd_build, 6, argv), 0);
     *state = f;
     return 0;
 }

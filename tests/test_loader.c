@@ -38,14 +38,7 @@ static void build(fixture *f, const char *src_rel, const char *experts)
     assert_non_null(mkdtemp(f->dir));
     snprintf(f->pack, sizeof f->pack, "%s/pack", f->dir);
     char *argv[] = { "build", src, "-o", f->pack, "--experts", (char *)experts, "--threads", "2", NULL };
-    fflush(stdout);
-    int saved = dup(1);
-    freopen("/dev/null", "w", stdout); /* the build's summary is not the test's output */
-    int rc = iq3pack_cmd_build(8, argv);
-    fflush(stdout);
-    dup2(saved, 1);
-    close(saved);
-    assert_int_equal(rc, 0);
+    assert_int_equal(run_quiet(iq3pack_cmd_build, 8, argv), 0);
 }
 
 static model *open_model(loaded_pack **lp, const char *pack)

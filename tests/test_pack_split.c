@@ -36,20 +36,6 @@ static void write_part(const gguf_file *f, const char *path, int part, int n_par
     gguf_writer_free(w);
 }
 
-static int run(int (*cmd)(int, char **), int argc, char **argv)
-{
-    /* the commands print progress and summaries: keep the test output short */
-    fflush(stdout);
-    int saved = dup(1);
-    FILE *null = freopen("/dev/null", "w", stdout);
-    (void)null;
-    int rc = cmd(argc, argv);
-    fflush(stdout);
-    dup2(saved, 1);
-    close(saved);
-    return rc;
-}
-
 static void test_split_source_is_one_source(void **state)
 {
     (void)state;
@@ -69,7 +55,7 @@ static void test_split_source_is_one_source(void **state)
     gguf_close(f);
 
     char *build[] = {"build", p1, "-o", pack};
-    assert_int_equal(run(iq3pack_cmd_build, 4, build), 0);
+    assert_int_equal(run_quiet(iq3pack_cmd_build, 4, build), 0);
     snprintf(cmd, sizeof cmd, "%s/index.txt", pack);
     assert_int_equal(access(cmd, F_OK), 0);
     FILE *null = fopen("/dev/null", "w");
@@ -79,7 +65,7 @@ static void test_split_source_is_one_source(void **state)
     char orig[4200];
     snprintf(orig, sizeof orig, "%s/orig", dir);
     char *build0[] = {"build", src, "-o", orig};
-    assert_int_equal(run(iq3pack_cmd_build, 4, build0), 0);
+    assert_int_equal(run_quiet(iq3pack_cmd_build, 4, build0), 0);
     const char *files[] = {"dense.bin", "embd.bin", "experts.bin", "tokenizer.gguf"};
     for (size_t i = 0; i < 4; i++) {
         char a[4300], b[4300];
@@ -100,7 +86,7 @@ static void test_split_source_is_one_source(void **state)
     snprintf(pack2, sizeof pack2, "%s/pack2", dir);
     assert_int_equal(unlink(p2), 0);
     char *build2[] = {"build", p1, "-o", pack2};
-    assert_int_not_equal(run(iq3pack_cmd_build, 4, build2), 0);
+    assert_int_not_equal(run_quiet(iq3pack_cmd_build, 4, build2), 0);
     assert_int_not_equal(access(pack2, F_OK), 0);
 
     fclose(null);

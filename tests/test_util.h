@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 static inline const char *shared_root(void)
@@ -63,6 +64,21 @@ static inline void *slurp_shared(const char *rel, size_t *size)
 {
     char p[4096];
     return slurp(shared_path(p, sizeof p, rel), size);
+}
+
+/* A command's entry point (argv[0] its verb, as `iq3pack build ...`) run
+ * with stdout sent to /dev/null: its summaries are not the test's output.
+ * Returns the command's exit status. */
+static inline int run_quiet(int (*cmd)(int, char **), int argc, char **argv)
+{
+    fflush(stdout);
+    const int saved = dup(1);
+    if (saved < 0 || !freopen("/dev/null", "w", stdout)) return -1;
+    const int rc = cmd(argc, argv);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    return rc;
 }
 
 /* A private scratch directory for one test program; caller frees. */
