@@ -13,6 +13,7 @@ static const struct { const char *name; chat_family f; } NAMES[] = {
     { "llama-2", CHAT_LLAMA2 },  { "llama3", CHAT_LLAMA3 },   { "llama-3", CHAT_LLAMA3 },
     { "mistral", CHAT_MISTRAL }, { "gemma", CHAT_GEMMA },     { "phi3", CHAT_PHI3 },
     { "phi-3", CHAT_PHI3 },      { "deepseek", CHAT_DEEPSEEK }, { "deepseek3", CHAT_DEEPSEEK },
+    { "granite", CHAT_GRANITE },
 };
 
 chat_family chat_family_from_name(const char *name)
@@ -32,6 +33,7 @@ const char *chat_family_name(chat_family f)
     case CHAT_GEMMA: return "gemma";
     case CHAT_PHI3: return "phi3";
     case CHAT_DEEPSEEK: return "deepseek";
+    case CHAT_GRANITE: return "granite";
     default: return "unknown";
     }
 }
@@ -46,8 +48,14 @@ chat_family chat_template_detect(const char *t)
     if (strstr(t, "<start_of_turn>")) return CHAT_GEMMA;
     if (strstr(t, "<\xef\xbd\x9cUser\xef\xbd\x9c>")) return CHAT_DEEPSEEK;
     if (strstr(t, "<|user|>") && strstr(t, "<|end|>")) return CHAT_PHI3;
+    if (strstr(t, "<|start_of_role|>")) return CHAT_GRANITE;
     if (strstr(t, "[INST]")) return strstr(t, "<<SYS>>") ? CHAT_LLAMA2 : CHAT_MISTRAL;
     return CHAT_UNKNOWN;
+}
+
+bool chat_template_has_dynamic_system(const char *t)
+{
+    return t && strstr(t, "<|start_of_role|>") && strstr(t, "system_message");
 }
 
 /* Qwen writes its default as a literal in the else branch:
@@ -179,6 +187,15 @@ static void phi3(strbuf *b, const chat_msg *m, size_t n, const char *eos, bool g
     strbuf_puts(b, gen ? "<|assistant|>\n" : eos);
 }
 
+/* IBM Granite 3.0: every turn is <|start_of_role|>ROLE<|end_of_role|>TEXT<|end_of_text|> and a
+ * newline, in order; the generation prompt comes after the last message. */
+static void granite(strbuf *b, const chat_msg *m, size_t n, bool gen)
+{
+    for (size_t i = 0; i < n; i++)
+        strbuf_printf(b, "<|start_of_role|>%s<|end_of_role|>%s<|end_of_text|>\n", m[i].role, m[i].content);
+    if (gen && n) strbuf_puts(b, "<|start_of_role|>assistant<|end_of_role|>");
+}
+
 #define DS_USER "<\xef\xbd\x9cUser\xef\xbd\x9c>"
 #define DS_ASSISTANT "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"
 #define DS_EOS "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"
@@ -223,6 +240,7 @@ char *chat_template_render(chat_family f, const chat_msg *m, size_t n, const cha
     case CHAT_GEMMA: ok = gemma(&b, m, n, bos, gen, err, errlen); break;
     case CHAT_PHI3: phi3(&b, m, n, eos, gen); break;
     case CHAT_DEEPSEEK: deepseek(&b, m, n, bos, gen); break;
+    case CHAT_GRANITE: granite(&b, m, n, gen); break;
     case CHAT_CHATML:
     default: chatml(&b, m, n, default_system, gen); break;
     }

@@ -37,6 +37,7 @@ typedef enum chat_family {
     CHAT_GEMMA,
     CHAT_PHI3,
     CHAT_DEEPSEEK,
+    CHAT_GRANITE,
 } chat_family;
 
 typedef struct chat_msg {
@@ -47,7 +48,7 @@ typedef struct chat_msg {
 /* The family a template's text belongs to, CHAT_UNKNOWN if none. */
 chat_family chat_template_detect(const char *tmpl);
 /* "chatml", "qwen" (= chatml), "llama2", "llama-2", "llama3", "llama-3",
- * "mistral", "gemma", "phi3", "phi-3", "deepseek", "deepseek3";
+ * "mistral", "gemma", "phi3", "phi-3", "deepseek", "deepseek3", "granite";
  * CHAT_UNKNOWN otherwise. */
 chat_family chat_family_from_name(const char *name);
 const char *chat_family_name(chat_family f);
@@ -55,6 +56,11 @@ const char *chat_family_name(chat_family f);
 /* The system prompt a chatml template inserts when the conversation has
  * none (malloc'd), or NULL. */
 char *chat_template_default_system(const char *tmpl);
+/* A default system prompt the template builds at render time (Granite 3.1
+ * and later: today's date, IBM's wording), which we do not insert: the
+ * server warns, and a conversation that brings its own system message is
+ * rendered exactly. */
+bool chat_template_has_dynamic_system(const char *tmpl);
 
 char *chat_template_render(chat_family f, const chat_msg *msgs, size_t n, const char *bos,
                            const char *eos, const char *default_system,

@@ -143,6 +143,32 @@ static void test_deepseek(void **st)
            FW("end" SP "of" SP "sentence") FW("User") "Bye" FW("Assistant"));
 }
 
+/* Granite 3.0's template, rendered by jinja2 (trim_blocks, lstrip_blocks). */
+static void test_granite(void **st)
+{
+    (void)st;
+    expect(CHAT_GRANITE, A, 4, "", "<|end_of_text|>", NULL,
+           "<|start_of_role|>system<|end_of_role|>You are terse.<|end_of_text|>\n"
+           "<|start_of_role|>user<|end_of_role|>Hello<|end_of_text|>\n"
+           "<|start_of_role|>assistant<|end_of_role|>Hi there.<|end_of_text|>\n"
+           "<|start_of_role|>user<|end_of_role|> How are you?\n<|end_of_text|>\n"
+           "<|start_of_role|>assistant<|end_of_role|>");
+    expect(CHAT_GRANITE, B, 3, "", "<|end_of_text|>", NULL,
+           "<|start_of_role|>user<|end_of_role|> Hello <|end_of_text|>\n"
+           "<|start_of_role|>assistant<|end_of_role|>Hi.<|end_of_text|>\n"
+           "<|start_of_role|>user<|end_of_role|>Bye<|end_of_text|>\n"
+           "<|start_of_role|>assistant<|end_of_role|>");
+    /* 3.0 writes no default system prompt; 3.1 and later build one with today's date */
+    const char *v30 = "{%- for message in messages %}{{- '<|start_of_role|>user<|end_of_role|>' + message['content'] }}";
+    const char *v31 = "{%- else %}{%- set system_message = \"Knowledge Cutoff Date: April 2024.\\nToday's Date: \" + "
+                      "strftime_now('%B %d, %Y') %}{{- '<|start_of_role|>system<|end_of_role|>' + system_message }}";
+    assert_int_equal(chat_template_detect(v30), CHAT_GRANITE);
+    assert_int_equal(chat_template_detect(v31), CHAT_GRANITE);
+    assert_false(chat_template_has_dynamic_system(v30));
+    assert_true(chat_template_has_dynamic_system(v31));
+    assert_int_equal(chat_family_from_name("granite"), CHAT_GRANITE);
+}
+
 static void test_refusals(void **st)
 {
     (void)st;
@@ -187,6 +213,7 @@ int main(void)
         cmocka_unit_test(test_llama2),   cmocka_unit_test(test_llama3),
         cmocka_unit_test(test_mistral),  cmocka_unit_test(test_gemma),
         cmocka_unit_test(test_phi3),     cmocka_unit_test(test_deepseek),
+        cmocka_unit_test(test_granite),
         cmocka_unit_test(test_refusals), cmocka_unit_test(test_detect),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
