@@ -13,7 +13,7 @@ static const struct { const char *name; chat_family f; } NAMES[] = {
     { "llama-2", CHAT_LLAMA2 },  { "llama3", CHAT_LLAMA3 },   { "llama-3", CHAT_LLAMA3 },
     { "mistral", CHAT_MISTRAL }, { "gemma", CHAT_GEMMA },     { "phi3", CHAT_PHI3 },
     { "phi-3", CHAT_PHI3 },      { "deepseek", CHAT_DEEPSEEK }, { "deepseek3", CHAT_DEEPSEEK },
-    { "granite", CHAT_GRANITE },
+    { "granite", CHAT_GRANITE }, { "deepseek2", CHAT_DEEPSEEK2 },
 };
 
 chat_family chat_family_from_name(const char *name)
@@ -34,6 +34,7 @@ const char *chat_family_name(chat_family f)
     case CHAT_PHI3: return "phi3";
     case CHAT_DEEPSEEK: return "deepseek";
     case CHAT_GRANITE: return "granite";
+    case CHAT_DEEPSEEK2: return "deepseek2";
     default: return "unknown";
     }
 }
@@ -49,6 +50,7 @@ chat_family chat_template_detect(const char *t)
     if (strstr(t, "<\xef\xbd\x9cUser\xef\xbd\x9c>")) return CHAT_DEEPSEEK;
     if (strstr(t, "<|user|>") && strstr(t, "<|end|>")) return CHAT_PHI3;
     if (strstr(t, "<|start_of_role|>")) return CHAT_GRANITE;
+    if (strstr(t, "'User: '") && strstr(t, "'Assistant: '")) return CHAT_DEEPSEEK2;
     if (strstr(t, "[INST]")) return strstr(t, "<<SYS>>") ? CHAT_LLAMA2 : CHAT_MISTRAL;
     return CHAT_UNKNOWN;
 }
@@ -196,6 +198,19 @@ static void granite(strbuf *b, const chat_msg *m, size_t n, bool gen)
     if (gen && n) strbuf_puts(b, "<|start_of_role|>assistant<|end_of_role|>");
 }
 
+/* DeepSeek LLM, MoE and V2: every message in place, system ones as bare
+ * paragraphs; an assistant turn ends with the EOS text. */
+static void deepseek2(strbuf *b, const chat_msg *m, size_t n, const char *bos, const char *eos, bool gen)
+{
+    strbuf_puts(b, bos);
+    for (size_t i = 0; i < n; i++) {
+        if (is(&m[i], "user")) strbuf_printf(b, "User: %s\n\n", m[i].content);
+        else if (is(&m[i], "assistant")) strbuf_printf(b, "Assistant: %s%s", m[i].content, eos);
+        else strbuf_printf(b, "%s\n\n", m[i].content);
+    }
+    if (gen) strbuf_puts(b, "Assistant:");
+}
+
 #define DS_USER "<\xef\xbd\x9cUser\xef\xbd\x9c>"
 #define DS_ASSISTANT "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"
 #define DS_EOS "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"
@@ -241,6 +256,7 @@ char *chat_template_render(chat_family f, const chat_msg *m, size_t n, const cha
     case CHAT_PHI3: phi3(&b, m, n, eos, gen); break;
     case CHAT_DEEPSEEK: deepseek(&b, m, n, bos, gen); break;
     case CHAT_GRANITE: granite(&b, m, n, gen); break;
+    case CHAT_DEEPSEEK2: deepseek2(&b, m, n, bos, eos, gen); break;
     case CHAT_CHATML:
     default: chatml(&b, m, n, default_system, gen); break;
     }

@@ -38,6 +38,7 @@ typedef enum chat_family {
     CHAT_PHI3,
     CHAT_DEEPSEEK,
     CHAT_GRANITE,
+    CHAT_DEEPSEEK2,
 } chat_family;
 
 typedef struct chat_msg {
@@ -48,7 +49,8 @@ typedef struct chat_msg {
 /* The family a template's text belongs to, CHAT_UNKNOWN if none. */
 chat_family chat_template_detect(const char *tmpl);
 /* "chatml", "qwen" (= chatml), "llama2", "llama-2", "llama3", "llama-3",
- * "mistral", "gemma", "phi3", "phi-3", "deepseek", "deepseek3", "granite";
+ * "mistral", "gemma", "phi3", "phi-3", "deepseek", "deepseek3" (V3's layout), "deepseek2" (DeepSeek
+ * LLM, MoE and V2's "User: ... Assistant:"), "granite";
  * CHAT_UNKNOWN otherwise. */
 chat_family chat_family_from_name(const char *name);
 const char *chat_family_name(chat_family f);

@@ -37,7 +37,7 @@ static void usage(FILE *fp)
         "  --threads       threads per slot (default: cores / parallel, at least 1)\n"
         "  --queue         requests that may wait for a slot before 429 (default 4 x parallel)\n"
         "  --ctx           context length per request (default: the model's)\n"
-        "  --chat-template chatml | llama2 | llama3 | mistral | gemma | phi3 | deepseek | granite\n"
+        "  --chat-template chatml | llama2 | llama3 | mistral | gemma | phi3 | deepseek | deepseek2 | granite\n"
         "  --cors          allow browser requests from ORIGIN\n"
         "  --max-body      largest request body in bytes (default 1048576)\n"
         "  [--device auto|cpu|cuda] [--vram-reserve SIZE] [--miss cpu|pcie|auto] [--profile FILE]\n"

@@ -169,6 +169,21 @@ static void test_granite(void **st)
     assert_int_equal(chat_family_from_name("granite"), CHAT_GRANITE);
 }
 
+/* DeepSeek LLM / MoE / V2's template, rendered by jinja2. */
+static void test_deepseek2(void **st)
+{
+    (void)st;
+    expect(CHAT_DEEPSEEK2, A, 4, "<BOS>", "<EOS>", NULL,
+           "<BOS>You are terse.\n\nUser: Hello\n\nAssistant: Hi there.<EOS>User:  How are you?\n\n\nAssistant:");
+    expect(CHAT_DEEPSEEK2, B, 3, "<BOS>", "<EOS>", NULL,
+           "<BOS>User:  Hello \n\nAssistant: Hi.<EOS>User: Bye\n\nAssistant:");
+    assert_int_equal(chat_template_detect("{% if message['role'] == 'user' %}{{ 'User: ' + message['content'] + "
+                                          "'\\n\\n' }}{% elif message['role'] == 'assistant' %}{{ 'Assistant: ' + "
+                                          "message['content'] + eos_token }}"),
+                     CHAT_DEEPSEEK2);
+    assert_int_equal(chat_family_from_name("deepseek2"), CHAT_DEEPSEEK2);
+}
+
 static void test_refusals(void **st)
 {
     (void)st;
@@ -213,7 +228,7 @@ int main(void)
         cmocka_unit_test(test_llama2),   cmocka_unit_test(test_llama3),
         cmocka_unit_test(test_mistral),  cmocka_unit_test(test_gemma),
         cmocka_unit_test(test_phi3),     cmocka_unit_test(test_deepseek),
-        cmocka_unit_test(test_granite),
+        cmocka_unit_test(test_granite),  cmocka_unit_test(test_deepseek2),
         cmocka_unit_test(test_refusals), cmocka_unit_test(test_detect),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
