@@ -58,6 +58,17 @@ int build_plan_experts(pack_layout *L, const source *s, const imatrix *im, int k
 {
     uint64_t pos = 0;
     const int max_layer = expert_src_max_layer(s);
+    /* a layer index past the model's blocks is a broken or hostile file, not a reason to plan millions of layers */
+    const char *arch = gguf_get_str(source_meta(s), "general.architecture");
+    char key[128];
+    uint64_t blocks = 0;
+    snprintf(key, sizeof key, "%s.block_count", arch ? arch : "");
+    if (gguf_get_uint(source_meta(s), key, &blocks) != 0) blocks = 65536;
+    if (max_layer >= 0 && (uint64_t)max_layer >= blocks) {
+        snprintf(err, errlen, "blk.%d: a routed-expert tensor in layer %d of a model with %llu blocks", max_layer,
+                 max_layer, (unsigned long long)blocks);
+        return -1;
+    }
     L->layers = calloc((size_t)max_layer + 2, sizeof *L->layers);
     if (!L->layers) { snprintf(err, errlen, "out of memory"); return -1; }
     for (int layer = 0; layer <= max_layer; layer++) {

@@ -5,7 +5,7 @@
  * way; the pack built from it (experts kept, and IQ3 with the imatrix) must
  * be byte-identical to the pack of the original file, and verify against
  * its source. A broken set is refused, naming the tensor: a gap, a missing
- * expert 0, a type that differs. */
+ * expert 0, a type that differs, a layer past the model's blocks. */
 #include "test_util.h"
 
 #include "formats/fp16.h"
@@ -20,8 +20,9 @@ enum { KEEP_ALL = -1 };
 
 /* The source with every merged expert tensor split per expert; `drop`
  * leaves expert `drop` of layer 0's gate out, `f16` stores that expert as
- * F16 instead (each -1 for none). */
-static void write_split(const char *path, int drop, int f16)
+ * F16 instead, `stray` adds expert 0 of a gate in layer `stray` (each -1
+ * for none). */
+static void write_split(const char *path, int drop, int f16, int stray)
 {
     char src[4096], err[512];
     shared_path(src, sizeof src, TINYMOE);
@@ -54,6 +55,10 @@ static void write_split(const char *path, int drop, int f16)
                 continue;
             }
             assert_true(gguf_writer_add_tensor(w, name, t->type, 2, ne, t->data + slice * (size_t)e, slice) >= 0);
+            if (stray >= 0 && here && e == 0) {
+                snprintf(name, sizeof name, "blk.%d.ffn_gate.0.weight", stray);
+                assert_true(gguf_writer_add_tensor(w, name, t->type, 2, ne, t->data, slice) >= 0);
+            }
         }
     }
     assert_int_equal(gguf_writer_write(w, path, err, sizeof err), 0);
@@ -108,7 +113,7 @@ static void test_split_experts_same_pack(void **state)
     char split[4200], orig[4096], err[1024];
     snprintf(split, sizeof split, "%s/split.gguf", dir);
     shared_path(orig, sizeof orig, TINYMOE);
-    write_split(split, KEEP_ALL, KEEP_ALL);
+    write_split(split, KEEP_ALL, KEEP_ALL, KEEP_ALL);
     for (int keep = 1; keep >= 0; keep--) {
         char a[4200], b[4200];
         snprintf(a, sizeof a, "%s/a%d", dir, keep);
@@ -126,13 +131,13 @@ static void test_split_experts_same_pack(void **state)
     free(dir);
 }
 
-static void refused(int drop, int f16, const char *tensor, const char *why)
+static void refused(int drop, int f16, int stray, const char *tensor, const char *why)
 {
     char *dir = make_scratch_dir();
     char split[4200], out[4200], err[1024];
     snprintf(split, sizeof split, "%s/split.gguf", dir);
     snprintf(out, sizeof out, "%s/pack", dir);
-    write_split(split, drop, f16);
+    write_split(split, drop, f16, stray);
     assert_int_not_equal(build(split, out, 1, err, sizeof err), 0);
     printf("%s", err);
     assert_non_null(strstr(err, tensor));
@@ -148,9 +153,11 @@ static void test_broken_sets_refused(void **state)
 {
     (void)state;
     SKIP_UNLESS_SHARED(TINYMOE);
-    refused(1, KEEP_ALL, "blk.0.ffn_gate.2.weight", "after a gap at expert 1");
-    refused(0, KEEP_ALL, "blk.0.ffn_gate.", "without expert 0");
-    refused(KEEP_ALL, 2, "blk.0.ffn_gate.2.weight", "where expert 0 is f32");
+    refused(1, KEEP_ALL, KEEP_ALL, "blk.0.ffn_gate.2.weight", "after a gap at expert 1");
+    refused(0, KEEP_ALL, KEEP_ALL, "blk.0.ffn_gate.", "without expert 0");
+    refused(KEEP_ALL, 2, KEEP_ALL, "blk.0.ffn_gate.2.weight", "where expert 0 is f32");
+    /* a layer index far past the blocks: refused at once, not planned */
+    refused(KEEP_ALL, KEEP_ALL, 99999999, "blk.99999999", "layer 99999999 of a model with");
 }
 
 int main(void)
