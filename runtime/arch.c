@@ -22,6 +22,11 @@ static const arch_info arch_table[] = {
       .rope_freqs = true, .granite_scales = true },
     { .name = "granitemoe", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true,
       .rope_freqs = true, .granite_scales = true },
+    /* dots.llm1: qwen3 attention, DeepSeek-V3 routing (sigmoid, selection bias, scaled weights). */
+    { .name = "dots1",    .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = false,
+      .scale_w = true },
+    /* ERNIE 4.5 MoE: llama attention, softmax routing with a selection bias, shared experts. */
+    { .name = "ernie4_5-moe", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true },
     /* OLMoE normalises q and k over the whole projected width, and keeps the raw top-k probabilities. */
     { .name = "olmoe",    .rope = ROPE_NEOX, .qk_norm = QK_NORM_FULL, .attn_bias = false, .norm_topk = false },
 };
@@ -60,6 +65,9 @@ static const struct hkey {
     { "expert_shared_feed_forward_length",  offsetof(model_hparams, n_ff_shexp),    I, OPT, 0 },
     { "expert_shared_count",                offsetof(model_hparams, n_expert_shared), I, OPT, 0 },
     { "leading_dense_block_count",          offsetof(model_hparams, n_layer_dense_lead), I, OPT, 0 },
+    { "interleave_moe_layer_step",          offsetof(model_hparams, n_moe_layer_step), I, OPT, 1 },
+    { "expert_gating_func",                 offsetof(model_hparams, gating),        I, OPT, GATING_SOFTMAX },
+    { "expert_weights_scale",               offsetof(model_hparams, expert_weights_scale), F, OPT, 0 },
     { "rope.scaling.factor",                offsetof(model_hparams, rope_factor),   F, OPT, 0 },
     { "rope.scaling.attn_factor",           offsetof(model_hparams, rope_attn_factor), F, OPT, 1.0 },
     { "rope.scaling.original_context_length", offsetof(model_hparams, n_ctx_orig), I, OPT, 0 },
@@ -71,7 +79,7 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
     memset(hp, 0, sizeof *hp);
     const arch_info *a = arch_find(arch);
     if (!a) {
-        snprintf(err, errlen, "architecture '%s' is not supported (llama, qwen2, qwen2moe, qwen3, qwen3moe, olmoe, deepseek, granite, granitemoe)",
+        snprintf(err, errlen, "architecture '%s' is not supported (llama, qwen2, qwen2moe, qwen3, qwen3moe, olmoe, deepseek, granite, granitemoe, dots1, ernie4_5-moe)",
                  arch ? arch : "(none)");
         return -1;
     }
@@ -155,6 +163,21 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
         snprintf(err, errlen, "hyperparameters: %d experts, %d used, width %d do not fit", hp->n_expert,
                  hp->n_expert_used, hp->n_ff_exp);
         return -1;
+    }
+    if (hp->gating != GATING_SOFTMAX && hp->gating != GATING_SIGMOID) {
+        snprintf(err, errlen, "hyperparameter %s.expert_gating_func = %d: only softmax (1) and sigmoid (2) are known",
+                 arch, hp->gating);
+        return -1;
+    }
+    /* DeepSeek V3's grouped routing picks experts within the best groups: not done here */
+    double groups = 0, groups_used = 0;
+    snprintf(key, sizeof key, "%s.expert_group_count", arch);
+    if (get(ctx, key, &groups) == 0 && groups > 1) {
+        snprintf(key, sizeof key, "%s.expert_group_used_count", arch);
+        if (get(ctx, key, &groups_used) != 0 || groups_used < groups) {
+            snprintf(err, errlen, "%s.expert_group_count = %g: grouped expert routing is not supported", arch, groups);
+            return -1;
+        }
     }
     if (hp->n_layer_dense_lead > hp->n_layer || (hp->n_layer_dense_lead > 0 && hp->n_expert == 0)) {
         snprintf(err, errlen, "hyperparameters: %d leading dense layers of %d, %d experts do not fit",

@@ -292,21 +292,30 @@ static void ffn_block(model *m, int l, int B)
 
 /* -------------------------------------------------------------------- MoE */
 
-/* Softmax over the router logits (ggml's, runtime/ggml_order.h), the top-k
- * by probability (ties: lower index first, as a stable sort gives),
- * optionally renormalised as llama.cpp does: a double sum, clamped, then a
- * float division. */
-static void route(const model *m, const float *logits, int *sel, float *w)
+/* Softmax (ggml's, runtime/ggml_order.h) or sigmoid over the router
+ * logits, the top-k by probability plus the layer's selection bias if any
+ * (ties: lower index first, as a stable sort gives), the weights the
+ * unbiased probabilities, optionally renormalised as llama.cpp does (a
+ * double sum, clamped, then a float division) and scaled. */
+static void route(const model *m, const float *bias, const float *logits, int *sel, float *w)
 {
     const int E = m->hp.n_expert, K = m->hp.n_expert_used;
-    float p[256];
-    m->k->softmax_f32(logits, E, p);
+    float p[256], biased[256];
+    if (m->hp.gating == GATING_SIGMOID)
+        for (int e = 0; e < E; e++) p[e] = 1.0f / (1.0f + expf(-logits[e]));
+    else
+        m->k->softmax_f32(logits, E, p);
+    const float *by = p;
+    if (bias) {
+        for (int e = 0; e < E; e++) biased[e] = p[e] + bias[e];
+        by = biased;
+    }
     for (int j = 0; j < K; j++) {
         int best = -1;
         for (int e = 0; e < E; e++) {
             bool taken = false;
             for (int i = 0; i < j; i++) taken |= sel[i] == e;
-            if (!taken && (best < 0 || p[e] > p[best])) best = e;
+            if (!taken && (best < 0 || by[e] > by[best])) best = e;
         }
         sel[j] = best;
         w[j] = p[best];
@@ -318,6 +327,8 @@ static void route(const model *m, const float *logits, int *sel, float *w)
         if (s < 6.103515625e-5f) s = 6.103515625e-5f; /* llama.cpp's clamp: no division by ~0 */
         for (int j = 0; j < K; j++) w[j] /= s;
     }
+    if (m->hp.arch.scale_w && m->hp.expert_weights_scale != 0.0f)
+        for (int j = 0; j < K; j++) w[j] *= m->hp.expert_weights_scale;
 }
 
 static void moe_block(model *m, int l, int B)
@@ -326,7 +337,7 @@ static void moe_block(model *m, int l, int B)
     const int E = m->hp.n_expert, K = m->hp.n_expert_used, D = m->hp.n_embd;
     rmsnorm_rows(m->h, m->x, L->ffn_norm, B, D, m->hp.rms_eps);
     mm_mul(&m->mm, &L->router, m->h, B, m->rlog);
-    for (int b = 0; b < B; b++) route(m, m->rlog + (size_t)b * E, m->sel + b * K, m->selw + b * K);
+    for (int b = 0; b < B; b++) route(m, L->exp_probs_b, m->rlog + (size_t)b * E, m->sel + b * K, m->selw + b * K);
     if (m->routing)
         for (int b = 0; b < B; b++) model_observe_routing(m, l, m->sel + b * K);
 

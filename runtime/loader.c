@@ -459,8 +459,13 @@ static int load_weights(loaded_pack *p)
             mat(p, &L->sh_gate, "blk.%d.ffn_gate_shexp.weight", l) ||
             mat(p, &L->sh_up, "blk.%d.ffn_up_shexp.weight", l) ||
             mat(p, &L->sh_down, "blk.%d.ffn_down_shexp.weight", l) ||
-            mat_x(p, &L->sh_router, "blk.%d.ffn_gate_inp_shexp.weight", l, 1))
+            mat_x(p, &L->sh_router, "blk.%d.ffn_gate_inp_shexp.weight", l, 1) ||
+            vec(p, &L->exp_probs_b, "blk.%d.exp_probs_b.bias", l))
             return -1;
+        char bn[64];
+        snprintf(bn, sizeof bn, "blk.%d.exp_probs_b.bias", l);
+        if (L->exp_probs_b && p->x.t[find_row(p, bn)].ne0 != hp->n_expert)
+            return fail(p, "%s: %lld values for %d experts", bn, (long long)p->x.t[find_row(p, bn)].ne0, hp->n_expert);
         if (hparams_layer_moe(hp, l)) {
             size_t ne = (size_t)hp->n_expert;
             if (!(L->exp_gate = calloc(ne, sizeof(weight))) || !(L->exp_up = calloc(ne, sizeof(weight))) ||

@@ -4,7 +4,7 @@
  * Contract:
  *  - Architectures are rows of one table (arch.c): llama (dense and
  *    Mixtral-style MoE), qwen2, qwen2moe, qwen3, qwen3moe, olmoe, deepseek, granite,
- *    granitemoe. A row says only how
+ *    granitemoe, dots1, ernie4_5-moe. A row says only how
  *    the shared forward pass is configured (RoPE layout, q/k norm kind,
  *    attention biases, top-k renormalisation); nothing is copied per model.
  *  - hparams_load() fills model_hparams from "<arch>.<key>" values read
@@ -46,7 +46,10 @@ typedef struct arch_info {
     bool norm_topk;             /* renormalise the top-k router weights */
     bool rope_freqs;            /* the graph divides RoPE angles by rope_freqs.weight when present (Llama 3) */
     bool granite_scales;        /* the graph reads Granite's four multipliers (model_hparams) */
+    bool scale_w;               /* the routed weights are multiplied by expert_weights_scale */
 } arch_info;
+
+typedef enum gating_kind { GATING_SOFTMAX = 1, GATING_SIGMOID = 2 } gating_kind; /* GGUF expert_gating_func */
 
 const arch_info *arch_find(const char *name);  /* NULL if unknown */
 
@@ -55,6 +58,9 @@ typedef struct model_hparams {
     int n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_rot, n_ff, n_ctx_train;
     int n_expert, n_expert_used, n_ff_exp, n_ff_shexp;   /* 0 experts: dense */
     int n_layer_dense_lead;     /* MoE models: the first layers keep a dense FFN (DeepSeek) */
+    int n_moe_layer_step;       /* after them, every step-th layer is MoE (1: all; interleave_moe_layer_step) */
+    int gating;                 /* gating_kind: router probabilities by softmax or sigmoid */
+    float expert_weights_scale; /* routed weights times this where arch.scale_w (0: key absent) */
     int n_expert_shared;        /* shared experts (their width: n_ff_shexp, by default n_ff_exp each) */
     float rms_eps, rope_base;
     /* RoPE scaling, as llama.cpp's context resolves it from the GGUF keys:
@@ -80,7 +86,8 @@ typedef struct model_hparams {
 /* Layer l routes to experts (else its FFN is dense). */
 static inline bool hparams_layer_moe(const model_hparams *hp, int l)
 {
-    return hp->n_expert > 0 && l >= hp->n_layer_dense_lead;
+    return hp->n_expert > 0 && l >= hp->n_layer_dense_lead &&
+           (hp->n_moe_layer_step <= 1 || (l + 1) % hp->n_moe_layer_step == 0);
 }
 
 /* Returns 0 and sets *out when "<key>" exists as a number, else -1. */
@@ -105,6 +112,8 @@ typedef struct layer_weights {
     weight *exp_gate, *exp_up, *exp_down;       /* MoE: n_expert each */
     weight sh_gate, sh_up, sh_down;             /* optional shared expert */
     weight sh_router;                           /* optional 1-row sigmoid gate of the shared expert */
+    const float *exp_probs_b;                   /* optional n_expert bias on the probabilities that select the
+                                                 * experts (not on their weights: DeepSeek V3's, ERNIE's) */
 } layer_weights;
 
 typedef struct model_weights {

@@ -144,6 +144,7 @@ static int gguf_model_load(gguf_model *gm, const char *path, int keep_native, ch
         L->bq = gw_vec(gm, "blk.%d.attn_q.bias", l);
         L->bk = gw_vec(gm, "blk.%d.attn_k.bias", l);
         L->bv = gw_vec(gm, "blk.%d.attn_v.bias", l);
+        L->exp_probs_b = gw_vec(gm, "blk.%d.exp_probs_b.bias", l);
         bad |= gw_mat(gm, &L->wq, 1, "blk.%d.attn_q.weight", l) | gw_mat(gm, &L->wk, 1, "blk.%d.attn_k.weight", l) |
                gw_mat(gm, &L->wv, 1, "blk.%d.attn_v.weight", l) |
                gw_mat(gm, &L->wo, 1, "blk.%d.attn_output.weight", l) |

@@ -11,6 +11,11 @@
  *  - granite, granitemoe (IBM Granite 3.x): llama with four multipliers
  *    (embeddings, residual branches, attention scores, logits); dense, MoE,
  *    and MoE with a shared expert.
+ *  - dots1 (dots.llm1): qwen3 attention, a dense first layer, sigmoid
+ *    routing with a selection bias, renormalised and scaled weights, two
+ *    shared experts.
+ *  - ernie4_5-moe (ERNIE 4.5): softmax routing with a selection bias, a
+ *    dense first layer, two shared experts.
  * Our logits on 20 positions (8 as one batch, then one at a time) must
  * agree within 1e-5 of each row's largest |logit|; the pack built from the
  * model must give the adapter's bits; and each architecture's own part must
@@ -32,6 +37,12 @@ typedef struct arch_spec {
     int layers, dense, bias, shared_gate, dense_lead, n_shared, ff_sh; /* ff_sh 0: n_shared x FF_EXP, no width key */
     int granite;                /* the four multipliers */
     int experts_at_ff;          /* llama-style: the experts' width is feed_forward_length (no expert key) */
+    int qk_norm;                /* per-head q/k RMSNorm weights */
+    int sigmoid, probs_b;       /* sigmoid gating; a selection bias per layer */
+    float w_scale;              /* expert_weights_scale, 0: no key */
+    int norm_w;                 /* expert_weights_norm: 0 no key, 1 false, 2 true */
+    int moe_step;               /* interleave_moe_layer_step, 0: no key */
+    int mha;                    /* as many kv heads as heads (llama.cpp's dots1 takes no other) */
     float rope_base;
 } arch_spec;
 
@@ -40,6 +51,10 @@ static const arch_spec specs[] = {
     { .name = "deepseek", .arch = "deepseek", .layers = 3, .dense_lead = 1, .n_shared = 2, .rope_base = 1e4f },
     { .name = "granite", .arch = "granite", .layers = 2, .dense = 1, .granite = 1, .rope_base = 1e4f },
     { .name = "granitemoe", .arch = "granitemoe", .layers = 2, .granite = 1, .experts_at_ff = 1, .rope_base = 1e4f },
+    { .name = "dots1", .arch = "dots1", .layers = 3, .dense_lead = 1, .n_shared = 2, .qk_norm = 1, .sigmoid = 1,
+      .probs_b = 1, .w_scale = 2.5f, .norm_w = 2, .mha = 1, .rope_base = 1e4f },
+    { .name = "ernie4_5-moe", .arch = "ernie4_5-moe", .layers = 3, .dense_lead = 1, .n_shared = 2, .ff_sh = 64, .probs_b = 1,
+      .moe_step = 1, .rope_base = 5e5f },
     { .name = "granitemoe-shared", .arch = "granitemoe", .layers = 2, .granite = 1, .experts_at_ff = 1, .ff_sh = 48, .rope_base = 1e4f },
 };
 #define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
@@ -68,7 +83,8 @@ static int add_tensor(gguf_writer *w, uint64_t *s, const char *name, int n_dims,
 }
 
 /* control 1 leaves out the architecture's own part: qwen2moe's gate row,
- * deepseek's dense lead (every layer MoE), Granite's multipliers. */
+ * deepseek's dense lead (every layer MoE), Granite's multipliers, the
+ * selection bias where there is one. */
 static int write_model(const arch_spec *a, const char *path, int control, char *err, size_t errlen)
 {
     char src[512];
@@ -84,7 +100,7 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
     const struct { const char *key; uint32_t v; } u32[] = {
         { "context_length", 512 }, { "embedding_length", EMBD }, { "block_count", (uint32_t)a->layers },
         { "feed_forward_length", a->experts_at_ff ? FF_EXP : FF }, { "attention.head_count", HEADS },
-        { "attention.head_count_kv", KV_HEADS }, { "expert_count", a->dense ? 0 : EXPERTS },
+        { "attention.head_count_kv", a->mha ? HEADS : KV_HEADS }, { "expert_count", a->dense ? 0 : EXPERTS },
         { "expert_used_count", a->dense ? 0 : USED },
         { "expert_feed_forward_length", a->dense || a->experts_at_ff ? 0 : FF_EXP },
         { "expert_shared_feed_forward_length", (uint32_t)a->ff_sh }, { "expert_shared_count", (uint32_t)a->n_shared },
@@ -100,9 +116,26 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
     rc |= gguf_writer_add_kv(w, key, GGUF_TYPE_FLOAT32, &a->rope_base);
     snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", a->arch);
     rc |= gguf_writer_add_kv(w, key, GGUF_TYPE_FLOAT32, &eps);
-    if (a->n_shared) {
+    if (a->n_shared && !a->w_scale) {
         snprintf(key, sizeof key, "%s.expert_weights_scale", a->arch);
         rc |= gguf_writer_add_kv(w, key, GGUF_TYPE_FLOAT32, &scale);
+    }
+    if (a->w_scale) {
+        snprintf(key, sizeof key, "%s.expert_weights_scale", a->arch);
+        rc |= gguf_writer_add_kv(w, key, GGUF_TYPE_FLOAT32, &a->w_scale);
+    }
+    if (a->sigmoid) {
+        snprintf(key, sizeof key, "%s.expert_gating_func", a->arch);
+        rc |= gguf_writer_add_u32(w, key, 2);
+    }
+    if (a->norm_w) {
+        const bool v = a->norm_w == 2;
+        snprintf(key, sizeof key, "%s.expert_weights_norm", a->arch);
+        rc |= gguf_writer_add_kv(w, key, GGUF_TYPE_BOOL, &v);
+    }
+    if (a->moe_step) {
+        snprintf(key, sizeof key, "%s.interleave_moe_layer_step", a->arch);
+        rc |= gguf_writer_add_u32(w, key, (uint32_t)a->moe_step);
     }
     /* Granite's multipliers, each far from 1 (the attention scale from 1/sqrt(16)) */
     static const struct { const char *key; float v; } gs[] = {
@@ -116,7 +149,7 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
         if (!strncmp(gguf_kv_key(tf, i), "tokenizer.", 10)) rc = gguf_writer_copy_kv(w, tf, i);
 
     uint64_t s = 20261202;
-    const int hd = EMBD / HEADS, kvd = KV_HEADS * hd;
+    const int hd = EMBD / HEADS, kvd = (a->mha ? HEADS : KV_HEADS) * hd;
     const float in_d = 1.0f / sqrtf((float)EMBD), in_ff = 1.0f / sqrtf((float)FF_EXP);
     rc |= add_tensor(w, &s, "token_embd.weight", 2, EMBD, VOCAB, 1, 1.0f, 0);
     rc |= add_tensor(w, &s, "output_norm.weight", 1, EMBD, 1, 1, 0.1f, 1.0f);
@@ -133,6 +166,10 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
             rc |= T("blk.%d.attn_k.bias", 1, kvd, 1, 1, 0.1f, 0);
             rc |= T("blk.%d.attn_v.bias", 1, kvd, 1, 1, 0.1f, 0);
         }
+        if (a->qk_norm) {
+            rc |= T("blk.%d.attn_q_norm.weight", 1, hd, 1, 1, 0.1f, 1.0f);
+            rc |= T("blk.%d.attn_k_norm.weight", 1, hd, 1, 1, 0.1f, 1.0f);
+        }
         rc |= T("blk.%d.attn_output.weight", 2, EMBD, EMBD, 1, in_d, 0);
         rc |= T("blk.%d.ffn_norm.weight", 1, EMBD, 1, 1, 0.1f, 1.0f);
         if (l < lead || a->dense) {
@@ -142,6 +179,7 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
             continue;
         }
         rc |= T("blk.%d.ffn_gate_inp.weight", 2, EMBD, EXPERTS, 1, 4 * in_d, 0);
+        if (a->probs_b && !control) rc |= T("blk.%d.exp_probs_b.bias", 1, EXPERTS, 1, 1, 0.2f, 0);
         rc |= T("blk.%d.ffn_gate_exps.weight", 3, EMBD, FF_EXP, EXPERTS, in_d, 0);
         rc |= T("blk.%d.ffn_up_exps.weight", 3, EMBD, FF_EXP, EXPERTS, in_d, 0);
         rc |= T("blk.%d.ffn_down_exps.weight", 3, FF_EXP, EMBD, EXPERTS, in_ff, 0);
@@ -211,7 +249,9 @@ static void test_qwen2moe(void **st) { (void)st; check_arch(&specs[0]); }
 static void test_deepseek(void **st) { (void)st; check_arch(&specs[1]); }
 static void test_granite(void **st) { (void)st; check_arch(&specs[2]); }
 static void test_granitemoe(void **st) { (void)st; check_arch(&specs[3]); }
-static void test_granitemoe_shared(void **st) { (void)st; check_arch(&specs[4]); }
+static void test_dots1(void **st) { (void)st; check_arch(&specs[4]); }
+static void test_ernie4_5_moe(void **st) { (void)st; check_arch(&specs[5]); }
+static void test_granitemoe_shared(void **st) { (void)st; check_arch(&specs[6]); }
 
 /* --write DIR: the models and their token sequence, for llama.cpp. */
 static int write_all(const char *dir)
@@ -240,7 +280,8 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen2moe),    cmocka_unit_test(test_deepseek),
         cmocka_unit_test(test_granite),     cmocka_unit_test(test_granitemoe),
-        cmocka_unit_test(test_granitemoe_shared),
+        cmocka_unit_test(test_granitemoe_shared), cmocka_unit_test(test_dots1),
+        cmocka_unit_test(test_ernie4_5_moe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
