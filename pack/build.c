@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -93,13 +94,33 @@ static json_t *hparams_json(const gguf_file *g)
     return h;
 }
 
+int build_first_dropped_layer(const source *s)
+{
+    const char *arch = gguf_get_str(source_meta(s), "general.architecture");
+    char key[128];
+    uint64_t blocks, nextn;
+    snprintf(key, sizeof key, "%s.block_count", arch ? arch : "");
+    if (gguf_get_uint(source_meta(s), key, &blocks) != 0) return INT_MAX;
+    snprintf(key, sizeof key, "%s.nextn_predict_layers", arch ? arch : "");
+    if (gguf_get_uint(source_meta(s), key, &nextn) != 0 || nextn == 0 || nextn >= blocks) return INT_MAX;
+    return (int)(blocks - nextn);
+}
+
+int build_tensor_dropped(const char *name, int first)
+{
+    int l;
+    return sscanf(name, "blk.%d.", &l) == 1 && l >= first;
+}
+
 /* Dense tensors: every plane of a tensor contiguous (codes, scales,
  * offsets), the tensor's span starting 64-aligned in its file. */
 static int plan_dense(pack_layout *L, const source *s, uint64_t fbytes[2], char *err, size_t errlen)
 {
+    const int dropped = build_first_dropped_layer(s);
     for (int64_t i = 0; i < source_n_tensors(s); i++) {
         const gguf_tensor *g = source_tensor_at(s, i);
         if (expert_src_is_part(g)) continue; /* build_experts.c's */
+        if (build_tensor_dropped(g->name, dropped)) continue;
         pk_tensor *t = pack_layout_add(L);
         if (!t) { snprintf(err, errlen, "out of memory"); return -1; }
         snprintf(t->name, sizeof t->name, "%s", g->name);
@@ -269,7 +290,9 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
     L.hparams = hparams_json(source_meta(&s));
     source_sha256(&s, L.source_sha256);
     build_progress pg = { 0, 0, build_now(), o->progress };
-    for (int64_t i = 0; i < source_n_tensors(&s); i++) pg.total += source_tensor_at(&s, i)->size;
+    const int dropped = build_first_dropped_layer(&s);
+    for (int64_t i = 0; i < source_n_tensors(&s); i++)
+        if (!build_tensor_dropped(source_tensor_at(&s, i)->name, dropped)) pg.total += source_tensor_at(&s, i)->size;
     for (int f = 0; f < 3; f++) {
         char *p = path_join(tmp, PK_FILE_NAMES[f]);
         fds[f] = p ? open(p, O_WRONLY | O_CREAT | O_EXCL, 0644) : -1;
@@ -332,6 +355,8 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
     if (irc != 0)
         fprintf(err, "warning: the index step refused this pack (above); it has no index.txt yet: run "
                      "`packindex --pack %s` once packindex knows every form in it\n", o->out);
+    if (dropped != INT_MAX)
+        fprintf(out, "  left out: layer %d on (next-token prediction, which the runtime does not run)\n", dropped);
     summary(&L, o, n_reencoded, build_now() - t0, out);
     rc = 0;
 out:

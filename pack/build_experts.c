@@ -57,7 +57,8 @@ int build_plan_experts(pack_layout *L, const source *s, const imatrix *im, int k
                        char *err, size_t errlen)
 {
     uint64_t pos = 0;
-    const int max_layer = expert_src_max_layer(s);
+    const int dropped = build_first_dropped_layer(s);
+    int max_layer = expert_src_max_layer(s);
     /* a layer index past the model's blocks is a broken or hostile file, not a reason to plan millions of layers */
     const char *arch = gguf_get_str(source_meta(s), "general.architecture");
     char key[128];
@@ -69,6 +70,7 @@ int build_plan_experts(pack_layout *L, const source *s, const imatrix *im, int k
                  max_layer, (unsigned long long)blocks);
         return -1;
     }
+    if (max_layer >= dropped) max_layer = dropped - 1; /* llama.cpp's next-token-prediction layers */
     L->layers = calloc((size_t)max_layer + 2, sizeof *L->layers);
     if (!L->layers) { snprintf(err, errlen, "out of memory"); return -1; }
     for (int layer = 0; layer <= max_layer; layer++) {

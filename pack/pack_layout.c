@@ -24,7 +24,7 @@ const pk_hparam_key PK_HPARAM_KEYS[] = {
     { "head_dim", "attention.key_length", PKH_UINT }, { "experts", "expert_count", PKH_UINT },
     { "experts_used", "expert_used_count", PKH_UINT }, { "shared_experts", "expert_shared_count", PKH_UINT },
     { "dense_lead_layers", "leading_dense_block_count", PKH_UINT },
-    { "moe_layer_step", "interleave_moe_layer_step", PKH_UINT }, { "gating", "expert_gating_func", PKH_UINT },
+    { "moe_layer_step", "interleave_moe_layer_step", PKH_UINT }, { "nextn_layers", "nextn_predict_layers", PKH_UINT }, { "gating", "expert_gating_func", PKH_UINT },
     { "expert_weights_scale", "expert_weights_scale", PKH_FLOAT },
     { "expert_groups", "expert_group_count", PKH_UINT }, { "expert_groups_used", "expert_group_used_count", PKH_UINT },
     { "context", "context_length", PKH_UINT }, { "vocab", "vocab_size", PKH_UINT },

@@ -27,6 +27,10 @@ static const arch_info arch_table[] = {
       .scale_w = true },
     /* ERNIE 4.5 MoE: llama attention, softmax routing with a selection bias, shared experts. */
     { .name = "ernie4_5-moe", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true },
+    /* GLM-4.5 / 4.6 / 4.5-Air: q/k/v biases, partial NEOX rotary, optional q/k norms, DeepSeek-V3 routing,
+     * the FFN norm named post_attention_norm; its next-token-prediction block is not run. */
+    { .name = "glm4moe",  .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = true, .norm_topk = false,
+      .scale_w = true, .qk_norm_optional = true, .ffn_norm_name = "post_attention_norm" },
     /* OLMoE normalises q and k over the whole projected width, and keeps the raw top-k probabilities. */
     { .name = "olmoe",    .rope = ROPE_NEOX, .qk_norm = QK_NORM_FULL, .attn_bias = false, .norm_topk = false },
 };
@@ -68,6 +72,7 @@ static const struct hkey {
     { "interleave_moe_layer_step",          offsetof(model_hparams, n_moe_layer_step), I, OPT, 1 },
     { "expert_gating_func",                 offsetof(model_hparams, gating),        I, OPT, GATING_SOFTMAX },
     { "expert_weights_scale",               offsetof(model_hparams, expert_weights_scale), F, OPT, 0 },
+    { "nextn_predict_layers",               offsetof(model_hparams, n_nextn),       I, OPT, 0 },
     { "rope.scaling.factor",                offsetof(model_hparams, rope_factor),   F, OPT, 0 },
     { "rope.scaling.attn_factor",           offsetof(model_hparams, rope_attn_factor), F, OPT, 1.0 },
     { "rope.scaling.original_context_length", offsetof(model_hparams, n_ctx_orig), I, OPT, 0 },
@@ -79,7 +84,7 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
     memset(hp, 0, sizeof *hp);
     const arch_info *a = arch_find(arch);
     if (!a) {
-        snprintf(err, errlen, "architecture '%s' is not supported (llama, qwen2, qwen2moe, qwen3, qwen3moe, olmoe, deepseek, granite, granitemoe, dots1, ernie4_5-moe)",
+        snprintf(err, errlen, "architecture '%s' is not supported (llama, qwen2, qwen2moe, qwen3, qwen3moe, olmoe, deepseek, granite, granitemoe, dots1, ernie4_5-moe, glm4moe)",
                  arch ? arch : "(none)");
         return -1;
     }
@@ -134,6 +139,11 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
     snprintf(key, sizeof key, "%s.expert_weights_norm", arch);
     if (get(ctx, key, &norm) == 0) hp->arch.norm_topk = norm != 0;
 
+    if (hp->n_nextn >= hp->n_layer && hp->n_nextn > 0) {
+        snprintf(err, errlen, "hyperparameters: %d next-token-prediction layers of %d blocks", hp->n_nextn, hp->n_layer);
+        return -1;
+    }
+    hp->n_layer -= hp->n_nextn; /* the blocks the forward pass runs */
     if (hp->n_head < 1 || hp->n_embd < 1 || hp->n_layer < 1 || hp->n_ctx_train < 1) {
         snprintf(err, errlen, "hyperparameters: n_embd %d, n_layer %d, n_head %d, context %d must be >= 1",
                  hp->n_embd, hp->n_layer, hp->n_head, hp->n_ctx_train);

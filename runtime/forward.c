@@ -223,7 +223,7 @@ static void attention_block(model *m, int l, int B, int pos0)
     add_bias(m->q, L->bq, B, m->q_dim);
     add_bias(m->kx, L->bk, B, m->kv_dim);
     add_bias(m->vx, L->bv, B, m->kv_dim);
-    if (hp->arch.qk_norm != QK_NORM_NONE) {
+    if (hp->arch.qk_norm != QK_NORM_NONE && L->q_norm) {
         qk_norm(m, m->q, hp->n_head, L->q_norm, B);
         qk_norm(m, m->kx, hp->n_head_kv, L->k_norm, B);
     }

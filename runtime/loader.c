@@ -448,7 +448,9 @@ static int load_weights(loaded_pack *p)
     if (p->w.rope_freqs) p->w.n_rope_freqs = (int)p->x.t[find_row(p, "rope_freqs.weight")].ne0;
     for (int l = 0; l < hp->n_layer; l++) {
         layer_weights *L = &p->w.layers[l];
-        if (vec(p, &L->attn_norm, "blk.%d.attn_norm.weight", l) || vec(p, &L->ffn_norm, "blk.%d.ffn_norm.weight", l) ||
+        char ffn_norm[64];
+        snprintf(ffn_norm, sizeof ffn_norm, "blk.%%d.%s.weight", hp->arch.ffn_norm_name ? hp->arch.ffn_norm_name : "ffn_norm");
+        if (vec(p, &L->attn_norm, "blk.%d.attn_norm.weight", l) || vec(p, &L->ffn_norm, ffn_norm, l) ||
             vec(p, &L->q_norm, "blk.%d.attn_q_norm.weight", l) || vec(p, &L->k_norm, "blk.%d.attn_k_norm.weight", l) ||
             vec(p, &L->bq, "blk.%d.attn_q.bias", l) || vec(p, &L->bk, "blk.%d.attn_k.bias", l) ||
             vec(p, &L->bv, "blk.%d.attn_v.bias", l) || mat(p, &L->wq, "blk.%d.attn_q.weight", l) ||

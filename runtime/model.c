@@ -57,7 +57,9 @@ static int check_layer(checker *c, const model_hparams *hp, layer_weights *L, in
                                check_vec(c, L->bk, "blk.%d.attn_k.bias", l) ||
                                check_vec(c, L->bv, "blk.%d.attn_v.bias", l)))
         return -1;
-    if (hp->arch.qk_norm != QK_NORM_NONE &&
+    /* optional norms come in pairs: both or neither */
+    const bool need_qk = hp->arch.qk_norm != QK_NORM_NONE && (!hp->arch.qk_norm_optional || L->q_norm || L->k_norm);
+    if (need_qk &&
         (check_vec(c, L->q_norm, "blk.%d.attn_q_norm", l) || check_vec(c, L->k_norm, "blk.%d.attn_k_norm", l)))
         return -1;
     if (!hparams_layer_moe(hp, l))

@@ -4,7 +4,7 @@
  * Contract:
  *  - Architectures are rows of one table (arch.c): llama (dense and
  *    Mixtral-style MoE), qwen2, qwen2moe, qwen3, qwen3moe, olmoe, deepseek, granite,
- *    granitemoe, dots1, ernie4_5-moe. A row says only how
+ *    granitemoe, dots1, ernie4_5-moe, glm4moe. A row says only how
  *    the shared forward pass is configured (RoPE layout, q/k norm kind,
  *    attention biases, top-k renormalisation); nothing is copied per model.
  *  - hparams_load() fills model_hparams from "<arch>.<key>" values read
@@ -47,6 +47,8 @@ typedef struct arch_info {
     bool rope_freqs;            /* the graph divides RoPE angles by rope_freqs.weight when present (Llama 3) */
     bool granite_scales;        /* the graph reads Granite's four multipliers (model_hparams) */
     bool scale_w;               /* the routed weights are multiplied by expert_weights_scale */
+    bool qk_norm_optional;      /* q/k norms applied where the layer has them (GLM-4.5 has, GLM-4.5-Air not) */
+    const char *ffn_norm_name;  /* the FFN's norm tensor, "blk.N.<name>.weight" (NULL: ffn_norm) */
 } arch_info;
 
 typedef enum gating_kind { GATING_SOFTMAX = 1, GATING_SIGMOID = 2 } gating_kind; /* GGUF expert_gating_func */
@@ -59,6 +61,8 @@ typedef struct model_hparams {
     int n_expert, n_expert_used, n_ff_exp, n_ff_shexp;   /* 0 experts: dense */
     int n_layer_dense_lead;     /* MoE models: the first layers keep a dense FFN (DeepSeek) */
     int n_moe_layer_step;       /* after them, every step-th layer is MoE (1: all; interleave_moe_layer_step) */
+    int n_nextn;                /* nextn_predict_layers: blocks after n_layer that only predict further tokens
+                                 * (GLM-4.5's MTP); not run, and not in a pack */
     int gating;                 /* gating_kind: router probabilities by softmax or sigmoid */
     float expert_weights_scale; /* routed weights times this where arch.scale_w (0: key absent) */
     int n_expert_shared;        /* shared experts (their width: n_ff_shexp, by default n_ff_exp each) */

@@ -138,7 +138,9 @@ static int gguf_model_load(gguf_model *gm, const char *path, int keep_native, ch
     for (int l = 0; l < hp->n_layer; l++) {
         layer_weights *L = &gm->w.layers[l];
         L->attn_norm = gw_vec(gm, "blk.%d.attn_norm.weight", l);
-        L->ffn_norm = gw_vec(gm, "blk.%d.ffn_norm.weight", l);
+        char ffn_norm[64];
+        snprintf(ffn_norm, sizeof ffn_norm, "blk.%%d.%s.weight", hp->arch.ffn_norm_name ? hp->arch.ffn_norm_name : "ffn_norm");
+        L->ffn_norm = gw_vec(gm, ffn_norm, l);
         L->q_norm = gw_vec(gm, "blk.%d.attn_q_norm.weight", l);
         L->k_norm = gw_vec(gm, "blk.%d.attn_k_norm.weight", l);
         L->bq = gw_vec(gm, "blk.%d.attn_q.bias", l);

@@ -16,6 +16,9 @@
  *    shared experts.
  *  - ernie4_5-moe (ERNIE 4.5): softmax routing with a selection bias, a
  *    dense first layer, two shared experts.
+ *  - glm4moe (GLM-4.5, 4.5-Air): q/k/v biases, half the head rotated,
+ *    q/k norms or none, dots1's routing, a next-token-prediction block at
+ *    the end that is not run (and not packed).
  * Our logits on 20 positions (8 as one batch, then one at a time) must
  * agree within 1e-5 of each row's largest |logit|; the pack built from the
  * model must give the adapter's bits; and each architecture's own part must
@@ -43,6 +46,9 @@ typedef struct arch_spec {
     int norm_w;                 /* expert_weights_norm: 0 no key, 1 false, 2 true */
     int moe_step;               /* interleave_moe_layer_step, 0: no key */
     int mha;                    /* as many kv heads as heads (llama.cpp's dots1 takes no other) */
+    int rot;                    /* rope.dimension_count, 0: no key (all of head_dim) */
+    int nextn;                  /* next-token-prediction blocks after the run ones (GLM-4.5's MTP) */
+    const char *ffn_norm;       /* the FFN norm's name, NULL: ffn_norm */
     float rope_base;
 } arch_spec;
 
@@ -55,6 +61,12 @@ static const arch_spec specs[] = {
       .probs_b = 1, .w_scale = 2.5f, .norm_w = 2, .mha = 1, .rope_base = 1e4f },
     { .name = "ernie4_5-moe", .arch = "ernie4_5-moe", .layers = 3, .dense_lead = 1, .n_shared = 2, .ff_sh = 64, .probs_b = 1,
       .moe_step = 1, .rope_base = 5e5f },
+    { .name = "glm4moe", .arch = "glm4moe", .layers = 3, .dense_lead = 1, .n_shared = 1, .ff_sh = FF_EXP, .bias = 1,
+      .sigmoid = 1, .probs_b = 1, .w_scale = 1.5f, .norm_w = 2, .rot = 8, .nextn = 1,
+      .ffn_norm = "post_attention_norm", .rope_base = 1e6f },
+    { .name = "glm4moe-qknorm", .arch = "glm4moe", .layers = 3, .dense_lead = 1, .n_shared = 1, .ff_sh = FF_EXP,
+      .bias = 1, .qk_norm = 1, .sigmoid = 1, .probs_b = 1, .w_scale = 2.5f, .norm_w = 2, .rot = 8, .nextn = 1,
+      .ffn_norm = "post_attention_norm", .rope_base = 1e6f },
     { .name = "granitemoe-shared", .arch = "granitemoe", .layers = 2, .granite = 1, .experts_at_ff = 1, .ff_sh = 48, .rope_base = 1e4f },
 };
 #define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
@@ -98,7 +110,7 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
     rc |= gguf_writer_add_str(w, "general.architecture", a->arch);
     rc |= gguf_writer_add_str(w, "general.name", "strata MoE test model");
     const struct { const char *key; uint32_t v; } u32[] = {
-        { "context_length", 512 }, { "embedding_length", EMBD }, { "block_count", (uint32_t)a->layers },
+        { "context_length", 512 }, { "embedding_length", EMBD }, { "block_count", (uint32_t)(a->layers + a->nextn) },
         { "feed_forward_length", a->experts_at_ff ? FF_EXP : FF }, { "attention.head_count", HEADS },
         { "attention.head_count_kv", a->mha ? HEADS : KV_HEADS }, { "expert_count", a->dense ? 0 : EXPERTS },
         { "expert_used_count", a->dense ? 0 : USED },
@@ -133,6 +145,14 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
         snprintf(key, sizeof key, "%s.expert_weights_norm", a->arch);
         rc |= gguf_writer_add_kv(w, key, GGUF_TYPE_BOOL, &v);
     }
+    if (a->rot) {
+        snprintf(key, sizeof key, "%s.rope.dimension_count", a->arch);
+        rc |= gguf_writer_add_u32(w, key, (uint32_t)a->rot);
+    }
+    if (a->nextn) {
+        snprintf(key, sizeof key, "%s.nextn_predict_layers", a->arch);
+        rc |= gguf_writer_add_u32(w, key, (uint32_t)a->nextn);
+    }
     if (a->moe_step) {
         snprintf(key, sizeof key, "%s.interleave_moe_layer_step", a->arch);
         rc |= gguf_writer_add_u32(w, key, (uint32_t)a->moe_step);
@@ -156,7 +176,13 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
     rc |= add_tensor(w, &s, "output.weight", 2, EMBD, VOCAB, 1, 2 * in_d, 0);
     char n[96];
 #define T(fmt, ...) (snprintf(n, sizeof n, fmt, l), add_tensor(w, &s, n, __VA_ARGS__))
-    for (int l = 0; rc == 0 && l < a->layers; l++) {
+    for (int l = 0; rc == 0 && l < a->layers + a->nextn; l++) {
+        if (l >= a->layers) { /* a next-token-prediction block: its own tensors, then a MoE layer's */
+            rc |= T("blk.%d.nextn.eh_proj.weight", 2, 2 * EMBD, EMBD, 1, in_d, 0);
+            rc |= T("blk.%d.nextn.enorm.weight", 1, EMBD, 1, 1, 0.1f, 1.0f);
+            rc |= T("blk.%d.nextn.hnorm.weight", 1, EMBD, 1, 1, 0.1f, 1.0f);
+            rc |= T("blk.%d.nextn.shared_head_norm.weight", 1, EMBD, 1, 1, 0.1f, 1.0f);
+        }
         rc |= T("blk.%d.attn_norm.weight", 1, EMBD, 1, 1, 0.1f, 1.0f);
         rc |= T("blk.%d.attn_q.weight", 2, EMBD, EMBD, 1, in_d, 0);
         rc |= T("blk.%d.attn_k.weight", 2, EMBD, kvd, 1, in_d, 0);
@@ -171,7 +197,9 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
             rc |= T("blk.%d.attn_k_norm.weight", 1, hd, 1, 1, 0.1f, 1.0f);
         }
         rc |= T("blk.%d.attn_output.weight", 2, EMBD, EMBD, 1, in_d, 0);
-        rc |= T("blk.%d.ffn_norm.weight", 1, EMBD, 1, 1, 0.1f, 1.0f);
+        char norm[64];
+        snprintf(norm, sizeof norm, "blk.%%d.%s.weight", a->ffn_norm ? a->ffn_norm : "ffn_norm");
+        rc |= T(norm, 1, EMBD, 1, 1, 0.1f, 1.0f);
         if (l < lead || a->dense) {
             rc |= T("blk.%d.ffn_gate.weight", 2, EMBD, FF, 1, in_d, 0);
             rc |= T("blk.%d.ffn_up.weight", 2, EMBD, FF, 1, in_d, 0);
@@ -251,7 +279,9 @@ static void test_granite(void **st) { (void)st; check_arch(&specs[2]); }
 static void test_granitemoe(void **st) { (void)st; check_arch(&specs[3]); }
 static void test_dots1(void **st) { (void)st; check_arch(&specs[4]); }
 static void test_ernie4_5_moe(void **st) { (void)st; check_arch(&specs[5]); }
-static void test_granitemoe_shared(void **st) { (void)st; check_arch(&specs[6]); }
+static void test_glm4moe(void **st) { (void)st; check_arch(&specs[6]); }
+static void test_glm4moe_qknorm(void **st) { (void)st; check_arch(&specs[7]); }
+static void test_granitemoe_shared(void **st) { (void)st; check_arch(&specs[8]); }
 
 /* --write DIR: the models and their token sequence, for llama.cpp. */
 static int write_all(const char *dir)
@@ -281,7 +311,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_qwen2moe),    cmocka_unit_test(test_deepseek),
         cmocka_unit_test(test_granite),     cmocka_unit_test(test_granitemoe),
         cmocka_unit_test(test_granitemoe_shared), cmocka_unit_test(test_dots1),
-        cmocka_unit_test(test_ernie4_5_moe),
+        cmocka_unit_test(test_ernie4_5_moe), cmocka_unit_test(test_glm4moe),
+        cmocka_unit_test(test_glm4moe_qknorm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
