@@ -31,6 +31,10 @@ static const arch_info arch_table[] = {
      * the FFN norm named post_attention_norm; its next-token-prediction block is not run. */
     { .name = "glm4moe",  .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = true, .norm_topk = false,
       .scale_w = true, .qk_norm_optional = true, .ffn_norm_name = "post_attention_norm" },
+    /* Llama 4 (Scout, Maverick): llama attention with no-RoPE layers, chunked attention, L2 q/k norms,
+     * top-k sigmoid routing whose weight scales the expert's input, a shared expert. */
+    { .name = "llama4",   .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false,
+      .rope_freqs = true, .no_rope_step = 4, .attn_chunk = 8192, .l2_qk_norm = true, .weight_before_ffn = true },
     /* OLMoE normalises q and k over the whole projected width, and keeps the raw top-k probabilities. */
     { .name = "olmoe",    .rope = ROPE_NEOX, .qk_norm = QK_NORM_FULL, .attn_bias = false, .norm_topk = false },
 };
@@ -84,7 +88,7 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
     memset(hp, 0, sizeof *hp);
     const arch_info *a = arch_find(arch);
     if (!a) {
-        snprintf(err, errlen, "architecture '%s' is not supported (llama, qwen2, qwen2moe, qwen3, qwen3moe, olmoe, deepseek, granite, granitemoe, dots1, ernie4_5-moe, glm4moe)",
+        snprintf(err, errlen, "architecture '%s' is not supported (llama, qwen2, qwen2moe, qwen3, qwen3moe, olmoe, deepseek, granite, granitemoe, dots1, ernie4_5-moe, glm4moe, llama4)",
                  arch ? arch : "(none)");
         return -1;
     }
@@ -103,6 +107,16 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
         }
         if (k->kind == I) *(int *)((char *)hp + k->off) = (int)v;
         else *(float *)((char *)hp + k->off) = (float)v;
+    }
+    /* Llama 4: the router is a sigmoid whatever the key says; the shared expert is an expert wide;
+     * attention.sliding_window = 0 turns the no-RoPE layers and the chunks off (llama.cpp). */
+    hp->no_rope_step = a->no_rope_step;
+    hp->attn_chunk = a->attn_chunk;
+    if (a->weight_before_ffn) {
+        hp->gating = GATING_SIGMOID;
+        double swa;
+        snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
+        if (get(ctx, key, &swa) == 0 && swa == 0) hp->no_rope_step = hp->attn_chunk = 0;
     }
     /* llama.cpp's older name for the factor, read when the new one is absent. */
     double old_factor;
@@ -153,6 +167,7 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
     if (hp->head_dim < 0) hp->head_dim = hp->n_embd / hp->n_head;
     if (hp->n_rot < 0) hp->n_rot = hp->head_dim;
     if (hp->n_ff_exp < 0) hp->n_ff_exp = hp->n_ff;
+    if (hp->arch.weight_before_ffn && hp->n_ff_shexp == 0) hp->n_ff_shexp = hp->n_ff_exp;
     /* DeepSeek's shared experts: expert_shared_count of them, side by side */
     if (hp->n_ff_shexp == 0 && hp->n_expert_shared > 0) hp->n_ff_shexp = hp->n_expert_shared * hp->n_ff_exp;
     if (hp->n_ctx_orig == 0) hp->n_ctx_orig = hp->n_ctx_train;

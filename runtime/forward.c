@@ -23,7 +23,7 @@ static void rmsnorm(float *out, const float *x, const float *w, int n, float eps
     const float scale = 1.0f / sqrtf((float)(ss / n) + eps);
     for (int i = 0; i < n; i++) {
         float v = x[i] * scale;
-        out[i] = v * w[i];
+        out[i] = w ? v * w[i] : v; /* no weight: ggml_rms_norm alone */
     }
 }
 
@@ -168,8 +168,14 @@ static void attn_task(void *arg, int task, int thread)
     float *sc = m->att_scores + (size_t)thread * m->att_stride;
     const float scale = m->hp.attn_scale != 0.0f ? m->hp.attn_scale : 1.0f / sqrtf((float)hd);
     const bool f16 = m->opt.kv == KV_F16;
+    /* Llama 4's chunked layers see only their own chunk: the positions
+     * before it are masked (-inf, exact zeros after the softmax), as
+     * llama.cpp masks them, so the sums keep their order */
+    const int chunk = m->hp.attn_chunk, pos = j->pos0 + b;
+    const int p_lo = chunk > 0 && hparams_layer_rope(&m->hp, j->layer) ? pos / chunk * chunk : 0;
 
-    for (int p = 0; p < n_pos; p++) {
+    for (int p = 0; p < p_lo; p++) sc[p] = -INFINITY;
+    for (int p = p_lo; p < n_pos; p++) {
         const void *kr = (const char *)kv_row(m, m->kcache, j->layer, p) + (size_t)kvh * hd * m->kv_elt;
         float s = f16 ? m->k->dot_f16(kr, q, hd) : m->k->dot_f32(kr, q, hd);
         sc[p] = s * scale;
@@ -181,7 +187,7 @@ static void attn_task(void *arg, int task, int thread)
         for (int p = 0; p < n_pos; p++) { sc[p] = expf(sc[p] - mx); sum += sc[p]; }
         const float inv = (float)(1.0 / sum);
         memset(out, 0, (size_t)hd * sizeof *out);
-        for (int p = 0; p < n_pos; p++) {
+        for (int p = p_lo; p < n_pos; p++) {
             const void *vr = (const char *)kv_row(m, m->vcache, j->layer, p) + (size_t)kvh * hd * m->kv_elt;
             m->k->axpy_f16(out, sc[p] * inv, vr, hd);
         }
@@ -193,7 +199,7 @@ static void attn_task(void *arg, int task, int thread)
     const int lanes = j->B == 1 ? 32 : 8;
     float *acc = sc + m->n_ctx + 8; /* lanes x hd */
     memset(acc, 0, (size_t)lanes * hd * sizeof *acc);
-    for (int p = 0; p < n_pos; p++) {
+    for (int p = p_lo; p < n_pos; p++) { /* the masked ones would add exact zeros */
         const float *vr = (const float *)kv_row(m, m->vcache, j->layer, p) + (size_t)kvh * hd;
         m->k->axpy_f32(acc + (size_t)(p % lanes) * hd, sc[p], vr, hd); /* fused: one rounding per element */
     }
@@ -227,12 +233,26 @@ static void attention_block(model *m, int l, int B, int pos0)
         qk_norm(m, m->q, hp->n_head, L->q_norm, B);
         qk_norm(m, m->kx, hp->n_head_kv, L->k_norm, B);
     }
+    const bool rope = hparams_layer_rope(hp, l);
+    /* Llama4TextL2Norm: per head, no weight, after RoPE (not with 128 experts: Maverick) */
+    const bool l2 = rope && hp->arch.l2_qk_norm && hp->n_expert != 128;
     for (int b = 0; b < B; b++) {
         const float *cs = m->rope_cs + (size_t)b * hp->n_rot;
-        for (int h = 0; h < hp->n_head; h++)
-            rope_head(m->q + (size_t)b * m->q_dim + h * hp->head_dim, cs, hp->n_rot, hp->arch.rope);
-        for (int h = 0; h < hp->n_head_kv; h++)
-            rope_head(m->kx + (size_t)b * m->kv_dim + h * hp->head_dim, cs, hp->n_rot, hp->arch.rope);
+        float *qb = m->q + (size_t)b * m->q_dim, *kb = m->kx + (size_t)b * m->kv_dim;
+        if (rope) {
+            for (int h = 0; h < hp->n_head; h++) rope_head(qb + h * hp->head_dim, cs, hp->n_rot, hp->arch.rope);
+            for (int h = 0; h < hp->n_head_kv; h++) rope_head(kb + h * hp->head_dim, cs, hp->n_rot, hp->arch.rope);
+        } else if (hp->attn_chunk > 0) {
+            /* Llama 4's temperature on the no-RoPE layers: 1 below the first chunk */
+            const float fl = floorf(((float)(pos0 + b) + 1.0f) / (float)hp->attn_chunk);
+            const float t = (float)(log((double)fl + 1.0) * (double)0.1f + 1.0);
+            for (int i = 0; i < m->q_dim; i++) qb[i] *= t;
+        }
+        if (l2) {
+            const int hd = hp->head_dim;
+            for (int h = 0; h < hp->n_head; h++) rmsnorm(qb + h * hd, qb + h * hd, NULL, hd, hp->rms_eps);
+            for (int h = 0; h < hp->n_head_kv; h++) rmsnorm(kb + h * hd, kb + h * hd, NULL, hd, hp->rms_eps);
+        }
         void *kr = kv_row(m, m->kcache, l, pos0 + b), *vr = kv_row(m, m->vcache, l, pos0 + b);
         if (m->opt.kv == KV_F16) {
             m->k->f32_to_f16(m->kx + (size_t)b * m->kv_dim, kr, m->kv_dim);
@@ -340,6 +360,9 @@ static void moe_block(model *m, int l, int B)
     for (int b = 0; b < B; b++) route(m, L->exp_probs_b, m->rlog + (size_t)b * E, m->sel + b * K, m->selw + b * K);
     if (m->routing)
         for (int b = 0; b < B; b++) model_observe_routing(m, l, m->sel + b * K);
+    /* Llama 4: the weight scales each expert's input (a float product, as
+     * ggml_mul), and the outputs are summed unweighted */
+    const bool wb = m->hp.arch.weight_before_ffn;
 
     if (B == 1 && 2 * K <= MM_VEC_MAX) {
         /* Decode: the gates and ups of the K chosen experts as one pool job,
@@ -350,8 +373,14 @@ static void moe_block(model *m, int l, int B)
         mm_vec v[MM_VEC_MAX];
         for (int j = 0; j < K; j++) {
             const int e = m->sel[j];
-            v[2 * j] = (mm_vec){ &L->exp_gate[e], m->h, m->ffa + j * ff };
-            v[2 * j + 1] = (mm_vec){ &L->exp_up[e], m->h, m->ffb + j * ff };
+            const float *in = m->h;
+            if (wb) {
+                float *row = m->hg + (size_t)j * D;
+                for (int i = 0; i < D; i++) row[i] = m->h[i] * m->selw[j];
+                in = row;
+            }
+            v[2 * j] = (mm_vec){ &L->exp_gate[e], in, m->ffa + j * ff };
+            v[2 * j + 1] = (mm_vec){ &L->exp_up[e], in, m->ffb + j * ff };
         }
         mm_next next = { K, { NULL } };
         for (int j = 0; j < K; j++) next.w[j] = &L->exp_down[m->sel[j]];
@@ -373,7 +402,10 @@ static void moe_block(model *m, int l, int B)
             for (int j = 0; j < K; j++)
                 if (m->sel[b * K + j] == e) {
                     m->grp[n] = b * K + j;
-                    memcpy(m->hg + (size_t)n * D, m->h + (size_t)b * D, (size_t)D * sizeof(float));
+                    float *row = m->hg + (size_t)n * D;
+                    memcpy(row, m->h + (size_t)b * D, (size_t)D * sizeof(float));
+                    if (wb)
+                        for (int i = 0; i < D; i++) row[i] *= m->selw[b * K + j];
                     n++;
                 }
         if (n == 0) continue;
@@ -382,6 +414,8 @@ static void moe_block(model *m, int l, int B)
             memcpy(m->eo + (size_t)m->grp[i] * D, m->gd + (size_t)i * D, (size_t)D * sizeof(float));
     }
     }
+    if (wb)
+        for (int i = 0; i < B * K; i++) m->selw[i] = 1.0f; /* 1 * y is y: the plain sum */
     /* Weighted sum in top-k order, each product rounded before the add. */
     for (int b = 0; b < B; b++) {
         float *out = m->o + (size_t)b * D;

@@ -207,7 +207,7 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
         m->rlog = alloc_f(nb * E, &fail);
         m->selw = alloc_f(nb * K, &fail);
         m->eo = alloc_f(nb * K * D, &fail);
-        m->hg = alloc_f(nb * D, &fail);
+        m->hg = alloc_f(nbk * D, &fail); /* decode: Llama 4's K weighted inputs */
         m->gd = alloc_f(nb * D, &fail);
         m->sel = calloc(nb * K, sizeof(int));
         m->grp = calloc(nb * K, sizeof(int));

@@ -4,7 +4,7 @@
  * Contract:
  *  - Architectures are rows of one table (arch.c): llama (dense and
  *    Mixtral-style MoE), qwen2, qwen2moe, qwen3, qwen3moe, olmoe, deepseek, granite,
- *    granitemoe, dots1, ernie4_5-moe, glm4moe. A row says only how
+ *    granitemoe, dots1, ernie4_5-moe, glm4moe, llama4. A row says only how
  *    the shared forward pass is configured (RoPE layout, q/k norm kind,
  *    attention biases, top-k renormalisation); nothing is copied per model.
  *  - hparams_load() fills model_hparams from "<arch>.<key>" values read
@@ -49,6 +49,14 @@ typedef struct arch_info {
     bool scale_w;               /* the routed weights are multiplied by expert_weights_scale */
     bool qk_norm_optional;      /* q/k norms applied where the layer has them (GLM-4.5 has, GLM-4.5-Air not) */
     const char *ffn_norm_name;  /* the FFN's norm tensor, "blk.N.<name>.weight" (NULL: ffn_norm) */
+    /* Llama 4: every no_rope_step-th layer has no RoPE and full attention
+     * (its queries scaled by the temperature log(floor((pos+1)/chunk)+1)*0.1+1),
+     * the others attend within chunks of attn_chunk positions and, unless
+     * the model has 128 experts, normalise q and k per head (no weight)
+     * after RoPE; the router's sigmoid weight multiplies an expert's input,
+     * not its output. */
+    int no_rope_step, attn_chunk;
+    bool l2_qk_norm, weight_before_ffn;
 } arch_info;
 
 typedef enum gating_kind { GATING_SOFTMAX = 1, GATING_SIGMOID = 2 } gating_kind; /* GGUF expert_gating_func */
@@ -63,6 +71,7 @@ typedef struct model_hparams {
     int n_moe_layer_step;       /* after them, every step-th layer is MoE (1: all; interleave_moe_layer_step) */
     int n_nextn;                /* nextn_predict_layers: blocks after n_layer that only predict further tokens
                                  * (GLM-4.5's MTP); not run, and not in a pack */
+    int no_rope_step, attn_chunk; /* from the arch row; 0 when attention.sliding_window is 0 (Llama 4) */
     int gating;                 /* gating_kind: router probabilities by softmax or sigmoid */
     float expert_weights_scale; /* routed weights times this where arch.scale_w (0: key absent) */
     int n_expert_shared;        /* shared experts (their width: n_ff_shexp, by default n_ff_exp each) */
@@ -88,6 +97,12 @@ typedef struct model_hparams {
 } model_hparams;
 
 /* Layer l routes to experts (else its FFN is dense). */
+/* Layer l rotates q and k (Llama 4's every 4th layer does not). */
+static inline bool hparams_layer_rope(const model_hparams *hp, int l)
+{
+    return hp->no_rope_step <= 0 || (l + 1) % hp->no_rope_step != 0;
+}
+
 static inline bool hparams_layer_moe(const model_hparams *hp, int l)
 {
     return hp->n_expert > 0 && l >= hp->n_layer_dense_lead &&

@@ -2,7 +2,8 @@
  * runs llama.cpp itself on a token sequence the way the shared reference
  * logits were made (n_ctx 512, F32 KV cache, no flash attention, 2 threads,
  * the first N_PROMPT tokens as one batch, then one token at a time) and
- * writes every row's logits, f32, to OUT. With DUMP=K in the environment it
+ * writes every row's logits, f32, to OUT (DIAG_LAST_ROWS=R: only the last
+ * R; DIAG_N_CTX: another context size). With DUMP=K in the environment it
  * also writes every contiguous f32 intermediate tensor of decode call K
  * (0 = the prompt batch) to DUMPDIR/<name>__<ne0>_<ne1>_<ne2>.f32.
  * BACKEND is one ggml-cpu library (haswell, skylakex, x64, ...), so the
@@ -43,8 +44,8 @@ int main(int argc, char **argv)
     llama_backend_init();
     FILE *f = fopen(argv[3], "rb");
     if (!f) { fprintf(stderr, "%s: cannot open\n", argv[3]); return 1; }
-    int32_t tok[4096];
-    const int n = (int)fread(tok, 4, 4096, f);
+    static int32_t tok[1 << 16];
+    const int n = (int)fread(tok, 4, sizeof tok / 4, f);
     fclose(f);
     int n_prompt = atoi(argv[4]);
     if (n_prompt < 1 || n_prompt > n) { fprintf(stderr, "N_PROMPT must be 1..%d\n", n); return 2; }
@@ -56,7 +57,10 @@ int main(int argc, char **argv)
     struct llama_model *m = llama_model_load_from_file(argv[2], mp);
     if (!m) { fprintf(stderr, "%s: cannot load model\n", argv[2]); return 1; }
     struct llama_context_params cp = llama_context_default_params();
-    cp.n_ctx = 512; cp.n_batch = 512; cp.n_ubatch = 512; cp.n_threads = 2; cp.n_threads_batch = 2;
+    /* DIAG_N_CTX: a longer context than the reference runs' 512 */
+    cp.n_ctx = getenv("DIAG_N_CTX") ? (uint32_t)atoi(getenv("DIAG_N_CTX")) : 512;
+    cp.n_batch = n_prompt > 512 ? (uint32_t)n_prompt : 512; /* the prompt is one llama_decode */
+    cp.n_ubatch = 512; cp.n_threads = 2; cp.n_threads_batch = 2;
     cp.type_k = GGML_TYPE_F32; cp.type_v = GGML_TYPE_F32;
     cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
     cp.cb_eval = dump_tensor;
@@ -67,6 +71,8 @@ int main(int argc, char **argv)
     FILE *o = fopen(argv[5], "wb");
     if (!o) { fprintf(stderr, "%s: cannot write\n", argv[5]); return 1; }
 
+    /* DIAG_LAST_ROWS: write only the last rows (a long sequence's end) */
+    const int last = getenv("DIAG_LAST_ROWS") ? atoi(getenv("DIAG_LAST_ROWS")) : n;
     struct llama_batch b = llama_batch_init(n_prompt, 0, 1);
     for (int r = 0; r < n;) {
         const int k = r == 0 ? n_prompt : 1;
@@ -77,7 +83,8 @@ int main(int argc, char **argv)
         ds.on = dump_call == (r == 0 ? 0 : r - n_prompt + 1);
         if (llama_decode(c, b)) { fprintf(stderr, "decode failed at token %d\n", r); return 1; }
         ds.on = 0;
-        for (int i = 0; i < k; i++) fwrite(llama_get_logits_ith(c, i), 4, (size_t)nv, o);
+        for (int i = 0; i < k; i++)
+            if (r + i >= n - last) fwrite(llama_get_logits_ith(c, i), 4, (size_t)nv, o);
         r += k;
     }
     fclose(o);

@@ -19,6 +19,9 @@
  *  - glm4moe (GLM-4.5, 4.5-Air): q/k/v biases, half the head rotated,
  *    q/k norms or none, dots1's routing, a next-token-prediction block at
  *    the end that is not run (and not packed).
+ *  - llama4 (Llama 4): the 4th layer without RoPE, L2 q/k norms on the
+ *    others, sigmoid top-1 (or top-2 on every 2nd layer) whose weight
+ *    scales the expert's input, a shared expert.
  * Our logits on 20 positions (8 as one batch, then one at a time) must
  * agree within 1e-5 of each row's largest |logit|; the pack built from the
  * model must give the adapter's bits; and each architecture's own part must
@@ -49,6 +52,9 @@ typedef struct arch_spec {
     int rot;                    /* rope.dimension_count, 0: no key (all of head_dim) */
     int nextn;                  /* next-token-prediction blocks after the run ones (GLM-4.5's MTP) */
     const char *ffn_norm;       /* the FFN norm's name, NULL: ffn_norm */
+    int used;                   /* experts per token, 0: USED */
+    int swa_off_control;        /* the control writes attention.sliding_window 0 (Llama 4: RoPE everywhere) */
+    uint32_t ctx;               /* context_length, 0: 512 */
     float rope_base;
 } arch_spec;
 
@@ -67,6 +73,14 @@ static const arch_spec specs[] = {
     { .name = "glm4moe-qknorm", .arch = "glm4moe", .layers = 3, .dense_lead = 1, .n_shared = 1, .ff_sh = FF_EXP,
       .bias = 1, .qk_norm = 1, .sigmoid = 1, .probs_b = 1, .w_scale = 2.5f, .norm_w = 2, .rot = 8, .nextn = 1,
       .ffn_norm = "post_attention_norm", .rope_base = 1e6f },
+    /* Llama 4: layer 3 without RoPE; Scout-like top-1 in every layer, Maverick-like top-2 every 2nd */
+    { .name = "llama4", .arch = "llama4", .layers = 4, .ff_sh = FF_EXP, .moe_step = 1, .used = 1,
+      .swa_off_control = 1, .rope_base = 5e5f },
+    { .name = "llama4-interleaved", .arch = "llama4", .layers = 4, .ff_sh = FF_EXP, .moe_step = 2,
+      .swa_off_control = 1, .rope_base = 5e5f },
+    /* the same past its first 8192-position chunk (the last entry: test_llama4_long's) */
+    { .name = "llama4-long", .arch = "llama4", .layers = 4, .ff_sh = FF_EXP, .moe_step = 1, .used = 1,
+      .swa_off_control = 1, .ctx = 16384, .rope_base = 5e5f },
     { .name = "granitemoe-shared", .arch = "granitemoe", .layers = 2, .granite = 1, .experts_at_ff = 1, .ff_sh = 48, .rope_base = 1e4f },
 };
 #define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
@@ -96,7 +110,7 @@ static int add_tensor(gguf_writer *w, uint64_t *s, const char *name, int n_dims,
 
 /* control 1 leaves out the architecture's own part: qwen2moe's gate row,
  * deepseek's dense lead (every layer MoE), Granite's multipliers, the
- * selection bias where there is one. */
+ * selection bias where there is one, Llama 4's no-RoPE layers. */
 static int write_model(const arch_spec *a, const char *path, int control, char *err, size_t errlen)
 {
     char src[512];
@@ -110,10 +124,10 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
     rc |= gguf_writer_add_str(w, "general.architecture", a->arch);
     rc |= gguf_writer_add_str(w, "general.name", "strata MoE test model");
     const struct { const char *key; uint32_t v; } u32[] = {
-        { "context_length", 512 }, { "embedding_length", EMBD }, { "block_count", (uint32_t)(a->layers + a->nextn) },
+        { "context_length", a->ctx ? a->ctx : 512 }, { "embedding_length", EMBD }, { "block_count", (uint32_t)(a->layers + a->nextn) },
         { "feed_forward_length", a->experts_at_ff ? FF_EXP : FF }, { "attention.head_count", HEADS },
         { "attention.head_count_kv", a->mha ? HEADS : KV_HEADS }, { "expert_count", a->dense ? 0 : EXPERTS },
-        { "expert_used_count", a->dense ? 0 : USED },
+        { "expert_used_count", a->dense ? 0 : a->used ? (uint32_t)a->used : USED },
         { "expert_feed_forward_length", a->dense || a->experts_at_ff ? 0 : FF_EXP },
         { "expert_shared_feed_forward_length", (uint32_t)a->ff_sh }, { "expert_shared_count", (uint32_t)a->n_shared },
         { "leading_dense_block_count", (uint32_t)lead },
@@ -144,6 +158,10 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
         const bool v = a->norm_w == 2;
         snprintf(key, sizeof key, "%s.expert_weights_norm", a->arch);
         rc |= gguf_writer_add_kv(w, key, GGUF_TYPE_BOOL, &v);
+    }
+    if (a->swa_off_control && control) {
+        snprintf(key, sizeof key, "%s.attention.sliding_window", a->arch);
+        rc |= gguf_writer_add_u32(w, key, 0);
     }
     if (a->rot) {
         snprintf(key, sizeof key, "%s.rope.dimension_count", a->arch);
@@ -200,7 +218,7 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
         char norm[64];
         snprintf(norm, sizeof norm, "blk.%%d.%s.weight", a->ffn_norm ? a->ffn_norm : "ffn_norm");
         rc |= T(norm, 1, EMBD, 1, 1, 0.1f, 1.0f);
-        if (l < lead || a->dense) {
+        if (l < lead || a->dense || (a->moe_step > 1 && (l + 1) % a->moe_step)) {
             rc |= T("blk.%d.ffn_gate.weight", 2, EMBD, FF, 1, in_d, 0);
             rc |= T("blk.%d.ffn_up.weight", 2, EMBD, FF, 1, in_d, 0);
             rc |= T("blk.%d.ffn_down.weight", 2, FF, EMBD, 1, 1.0f / sqrtf((float)FF), 0);
@@ -281,7 +299,62 @@ static void test_dots1(void **st) { (void)st; check_arch(&specs[4]); }
 static void test_ernie4_5_moe(void **st) { (void)st; check_arch(&specs[5]); }
 static void test_glm4moe(void **st) { (void)st; check_arch(&specs[6]); }
 static void test_glm4moe_qknorm(void **st) { (void)st; check_arch(&specs[7]); }
-static void test_granitemoe_shared(void **st) { (void)st; check_arch(&specs[8]); }
+static void test_llama4(void **st) { (void)st; check_arch(&specs[8]); }
+static void test_llama4_interleaved(void **st) { (void)st; check_arch(&specs[9]); }
+static void test_granitemoe_shared(void **st) { (void)st; check_arch(&specs[11]); }
+
+/* Llama 4 past 8192 positions: the RoPE layers attend within their chunk
+ * (positions 8192.. start a new one), the no-RoPE layer everything, its
+ * queries 1.069 times warmer from position 8191. A random sequence of
+ * LONG_TOK tokens, LONG_PROMPT as one batch; llama.cpp's last LONG_LAST rows
+ * are the fixture (the chunk border among them). */
+enum { LONG_TOK = 8200, LONG_PROMPT = 8194, LONG_LAST = 12 };
+
+static int32_t *long_tokens(void)
+{
+    int32_t *t = malloc(LONG_TOK * sizeof *t);
+    uint64_t s = 8192;
+    for (int i = 0; t && i < LONG_TOK; i++) t[i] = (int32_t)((uniform(&s) + 1.0f) * 0.5f * (VOCAB - 1));
+    return t;
+}
+
+static void test_llama4_long(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(TOKENIZER_SRC);
+    const arch_spec *a = &specs[10];
+    scratch sc;
+    scratch_make(&sc, a->name);
+    char err[256];
+    if (write_model(a, sc.gguf, 0, err, sizeof err)) { printf("%s\n", err); fail(); }
+    seq s = { 0 };
+    s.tok = long_tokens();
+    assert_non_null(s.tok);
+    s.n_rows = LONG_TOK;
+    s.n_prompt = LONG_PROMPT;
+    s.n_vocab = VOCAB;
+    float *out = run_gguf(sc.gguf, &s);
+    /* the last rows against llama.cpp's, as a sequence of their own */
+    seq tail = { .n_rows = LONG_LAST, .n_vocab = VOCAB };
+    tail.ref = fixture_floats("archs", a->name, "logits", (size_t)LONG_LAST * VOCAB, NULL);
+    const float *mine = out + (size_t)(LONG_TOK - LONG_LAST) * VOCAB;
+    const double rel = worst_rel(&tail, mine);
+    /* without the chunks and the temperature (sliding_window 0) */
+    char ctl[700];
+    snprintf(ctl, sizeof ctl, "%s/control.gguf", sc.dir);
+    if (write_model(a, ctl, 1, err, sizeof err)) { printf("%s\n", err); fail(); }
+    float *control = run_gguf(ctl, &s);
+    const double moved = worst_rel(&tail, control + (size_t)(LONG_TOK - LONG_LAST) * VOCAB);
+    printf("%s: last %d of %d rows, max |ours - llama.cpp| / max|logit| = %.3g (without chunks: %.3g)\n", a->name,
+           LONG_LAST, LONG_TOK, rel, moved);
+    assert_true(moved > 1e-2);
+    assert_true(rel < 1e-5);
+    free(control);
+    free(out);
+    free(tail.ref);
+    free(s.tok);
+    scratch_rm(&sc);
+}
 
 /* --write DIR: the models and their token sequence, for llama.cpp. */
 static int write_all(const char *dir)
@@ -289,17 +362,22 @@ static int write_all(const char *dir)
     size_t nt = 0;
     int32_t *tok = slurp_shared(TOKENS, &nt);
     int rc = tok && nt >= N_TOK * sizeof *tok ? 0 : 1;
+    int32_t *ltok = long_tokens();
     for (int i = 0; rc == 0 && i < N_SPECS; i++) {
+        const int is_long = !strcmp(specs[i].name, "llama4-long");
         char path[600], err[256];
         snprintf(path, sizeof path, "%s/%s.gguf", dir, specs[i].name);
         if (write_model(&specs[i], path, 0, err, sizeof err)) { fprintf(stderr, "%s\n", err); rc = 1; break; }
         snprintf(path, sizeof path, "%s/%s.tokens.i32", dir, specs[i].name);
         FILE *fp = fopen(path, "wb");
-        const int ok = fp && fwrite(tok, sizeof *tok, N_TOK, fp) == N_TOK;
+        const size_t n = is_long ? LONG_TOK : N_TOK;
+        const int ok = fp && ltok && fwrite(is_long ? ltok : tok, sizeof *tok, n, fp) == n;
         if (fp) fclose(fp);
         if (!ok) { fprintf(stderr, "%s: cannot write\n", path); rc = 1; break; }
-        printf("%s %d %d\n", specs[i].name, N_PROMPT, N_TOK);
+        if (is_long) printf("%s %d %d ctx=8448 last=%d\n", specs[i].name, LONG_PROMPT, LONG_TOK, LONG_LAST);
+        else printf("%s %d %d\n", specs[i].name, N_PROMPT, N_TOK);
     }
+    free(ltok);
     free(tok);
     return rc;
 }
@@ -312,7 +390,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_granite),     cmocka_unit_test(test_granitemoe),
         cmocka_unit_test(test_granitemoe_shared), cmocka_unit_test(test_dots1),
         cmocka_unit_test(test_ernie4_5_moe), cmocka_unit_test(test_glm4moe),
-        cmocka_unit_test(test_glm4moe_qknorm),
+        cmocka_unit_test(test_glm4moe_qknorm), cmocka_unit_test(test_llama4),
+        cmocka_unit_test(test_llama4_interleaved), cmocka_unit_test(test_llama4_long),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
