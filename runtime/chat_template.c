@@ -13,7 +13,7 @@ static const struct { const char *name; chat_family f; } NAMES[] = {
     { "llama-2", CHAT_LLAMA2 },  { "llama3", CHAT_LLAMA3 },   { "llama-3", CHAT_LLAMA3 },
     { "mistral", CHAT_MISTRAL }, { "gemma", CHAT_GEMMA },     { "phi3", CHAT_PHI3 },
     { "phi-3", CHAT_PHI3 },      { "deepseek", CHAT_DEEPSEEK }, { "deepseek3", CHAT_DEEPSEEK },
-    { "granite", CHAT_GRANITE }, { "deepseek2", CHAT_DEEPSEEK2 },
+    { "granite", CHAT_GRANITE }, { "deepseek2", CHAT_DEEPSEEK2 }, { "llama4", CHAT_LLAMA4 },
 };
 
 chat_family chat_family_from_name(const char *name)
@@ -35,6 +35,7 @@ const char *chat_family_name(chat_family f)
     case CHAT_DEEPSEEK: return "deepseek";
     case CHAT_GRANITE: return "granite";
     case CHAT_DEEPSEEK2: return "deepseek2";
+    case CHAT_LLAMA4: return "llama4";
     default: return "unknown";
     }
 }
@@ -46,6 +47,7 @@ chat_family chat_template_detect(const char *t)
     if (!t) return CHAT_UNKNOWN;
     if (strstr(t, "<|im_start|>")) return CHAT_CHATML;
     if (strstr(t, "<|start_header_id|>")) return CHAT_LLAMA3;
+    if (strstr(t, "<|header_start|>")) return CHAT_LLAMA4;
     if (strstr(t, "<start_of_turn>")) return CHAT_GEMMA;
     if (strstr(t, "<\xef\xbd\x9cUser\xef\xbd\x9c>")) return CHAT_DEEPSEEK;
     if (strstr(t, "<|user|>") && strstr(t, "<|end|>")) return CHAT_PHI3;
@@ -165,6 +167,21 @@ static void llama3(strbuf *b, const chat_msg *m, size_t n, const char *bos, bool
     if (gen) strbuf_puts(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
+/* Llama 4: only a leading system message is trimmed; every turn ends <|eot|>. */
+static void llama4(strbuf *b, const chat_msg *m, size_t n, const char *bos, bool gen)
+{
+    strbuf_puts(b, bos);
+    size_t i = 0;
+    if (n && is(&m[0], "system")) {
+        strbuf_puts(b, "<|header_start|>system<|header_end|>\n\n");
+        add_trimmed(b, m[0].content);
+        strbuf_puts(b, "<|eot|>");
+        i = 1;
+    }
+    for (; i < n; i++) strbuf_printf(b, "<|header_start|>%s<|header_end|>\n\n%s<|eot|>", m[i].role, m[i].content);
+    if (gen) strbuf_puts(b, "<|header_start|>assistant<|header_end|>\n\n");
+}
+
 static bool gemma(strbuf *b, const chat_msg *m, size_t n, const char *bos, bool gen,
                   char *err, size_t errlen)
 {
@@ -257,6 +274,7 @@ char *chat_template_render(chat_family f, const chat_msg *m, size_t n, const cha
     case CHAT_DEEPSEEK: deepseek(&b, m, n, bos, gen); break;
     case CHAT_GRANITE: granite(&b, m, n, gen); break;
     case CHAT_DEEPSEEK2: deepseek2(&b, m, n, bos, eos, gen); break;
+    case CHAT_LLAMA4: llama4(&b, m, n, bos, gen); break;
     case CHAT_CHATML:
     default: chatml(&b, m, n, default_system, gen); break;
     }

@@ -39,6 +39,7 @@ typedef enum chat_family {
     CHAT_DEEPSEEK,
     CHAT_GRANITE,
     CHAT_DEEPSEEK2,
+    CHAT_LLAMA4,
 } chat_family;
 
 typedef struct chat_msg {
@@ -50,7 +51,7 @@ typedef struct chat_msg {
 chat_family chat_template_detect(const char *tmpl);
 /* "chatml", "qwen" (= chatml), "llama2", "llama-2", "llama3", "llama-3",
  * "mistral", "gemma", "phi3", "phi-3", "deepseek", "deepseek3" (V3's layout), "deepseek2" (DeepSeek
- * LLM, MoE and V2's "User: ... Assistant:"), "granite";
+ * LLM, MoE and V2's "User: ... Assistant:"), "granite", "llama4";
  * CHAT_UNKNOWN otherwise. */
 chat_family chat_family_from_name(const char *name);
 const char *chat_family_name(chat_family f);

@@ -81,7 +81,7 @@ static void add_eog(model_engine *me, int64_t id)
  * on past its turn (llama.cpp keeps the same list for the same reason). */
 static const char *const TURN_ENDS[] = {
     "<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-    "<|end_of_text|>", "<EOT>",
+    "<|end_of_text|>", "<EOT>", "<|eot|>", /* Llama 4 */
     "<\357\275\234end\342\226\201of\342\226\201sentence\357\275\234>", /* deepseek, fullwidth bars */
 };
 

@@ -184,6 +184,25 @@ static void test_deepseek2(void **st)
     assert_int_equal(chat_family_from_name("deepseek2"), CHAT_DEEPSEEK2);
 }
 
+/* Llama 4's template (text only), rendered by jinja2: the leading system
+ * message trimmed, the others as they are. */
+static void test_llama4(void **st)
+{
+    (void)st;
+    const char *bos = "<|begin_of_text|>";
+    expect(CHAT_LLAMA4, A, 4, bos, "<|eot|>", NULL,
+           "<|begin_of_text|><|header_start|>system<|header_end|>\n\nYou are terse.<|eot|>"
+           "<|header_start|>user<|header_end|>\n\nHello<|eot|><|header_start|>assistant<|header_end|>\n\nHi there.<|eot|>"
+           "<|header_start|>user<|header_end|>\n\n How are you?\n<|eot|><|header_start|>assistant<|header_end|>\n\n");
+    expect(CHAT_LLAMA4, B, 3, bos, "<|eot|>", NULL,
+           "<|begin_of_text|><|header_start|>user<|header_end|>\n\n Hello <|eot|>"
+           "<|header_start|>assistant<|header_end|>\n\nHi.<|eot|><|header_start|>user<|header_end|>\n\nBye<|eot|>"
+           "<|header_start|>assistant<|header_end|>\n\n");
+    assert_int_equal(chat_template_detect("{{- '<|header_start|>' + message['role'] + '<|header_end|>\\n\\n' }}"),
+                     CHAT_LLAMA4);
+    assert_int_equal(chat_family_from_name("llama4"), CHAT_LLAMA4);
+}
+
 static void test_refusals(void **st)
 {
     (void)st;
@@ -228,7 +247,7 @@ int main(void)
         cmocka_unit_test(test_llama2),   cmocka_unit_test(test_llama3),
         cmocka_unit_test(test_mistral),  cmocka_unit_test(test_gemma),
         cmocka_unit_test(test_phi3),     cmocka_unit_test(test_deepseek),
-        cmocka_unit_test(test_granite),  cmocka_unit_test(test_deepseek2),
+        cmocka_unit_test(test_granite),  cmocka_unit_test(test_deepseek2), cmocka_unit_test(test_llama4),
         cmocka_unit_test(test_refusals), cmocka_unit_test(test_detect),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
