@@ -81,12 +81,12 @@ static const pre_def k_pre[] = {
     {"starcoder|refact|command-r|smollm|codeshell|exaone|minerva-7b", false, false, {"\\p{N}", RE_GPT2}},
     {"poro-chat|bloom|gpt3-finnish", false, false, {" ?[^(\\s|.,!?\\x{2026}\\x{3002}\\x{FF0C}\\x{3001}\\x{964}\\x{6D4}\\x{60C})]+"}},
     {"viking", false, false, {" ?[^(\\s|.,!?\\x{2026}\\x{3002}\\x{FF0C}\\x{3001}\\x{964}\\x{6D4}\\x{60C})]+", "\\p{N}"}},
-    {"chatglm-bpe", false, false, {RE_LLAMA3}},
+    {"chatglm-bpe|glm4", false, false, {RE_LLAMA3}},
     {"tekken", true, true,
      {"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
       "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*"
       "|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)"}},
-    {"gpt-4o", false, false, {RE_GPT4O}},
+    {"gpt-4o|llama4", false, false, {RE_GPT4O}},
     {"chameleon", false, true,
      {"<sentinel:[0-9]+>", "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z", "([\\t\\n]|    |  )", "\\p{N}",
       "[\\p{P}!-/:-@\\[-`{-~]", RE_GPT2}},
