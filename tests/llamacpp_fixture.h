@@ -115,4 +115,13 @@ static inline float *run_pack(const char *pack, const seq *s)
     return out;
 }
 
+/* The model at sc->gguf built into a pack: its logits must be `out`'s bits. */
+static inline void pack_gives_same_bits(const scratch *sc, const seq *s, const float *out)
+{
+    build_pack(sc->gguf, sc->pack);
+    float *packed = run_pack(sc->pack, s);
+    assert_memory_equal(packed, out, (size_t)s->n_rows * s->n_vocab * sizeof *out);
+    free(packed);
+}
+
 #endif

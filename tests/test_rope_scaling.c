@@ -181,10 +181,7 @@ static void check_variant(const variant *v)
     gguf_model_free(&gm);
 
     /* The pack carries the keys and the factors: the same bits. */
-    build_pack(sc.gguf, sc.pack);
-    float *packed = run_pack(sc.pack, &s);
-    assert_memory_equal(packed, out, (size_t)s.n_rows * s.n_vocab * sizeof *out);
-    free(packed);
+    pack_gives_same_bits(&sc, &s, out);
     free(out);
     seq_free(&s);
     scratch_rm(&sc);
