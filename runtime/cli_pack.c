@@ -52,6 +52,8 @@ int cmd_info(int argc, char **argv)
     if (hp->rope_scaling == ROPE_SCALING_YARN) printf(" (original context %d)", hp->n_ctx_orig);
     if (hp->rope_attn_factor != 1.0f) printf(", attn factor %g", hp->rope_attn_factor);
     if (loader_weights(p)->rope_freqs) printf(", %d frequency factors", loader_weights(p)->n_rope_freqs);
+    if (hp->no_rope_step > 0) printf("; none on every %dth layer", hp->no_rope_step);
+    if (hp->attn_chunk > 0) printf("; attention in %d-position chunks", hp->attn_chunk);
     putchar('\n');
     printf("  %d tensors; dense engine pool %zu B; experts.bin mapped %zu B\n", loader_n_tensors(p),
            loader_pool_bytes(p), loader_expert_bytes(p));
