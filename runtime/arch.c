@@ -88,8 +88,11 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
     memset(hp, 0, sizeof *hp);
     const arch_info *a = arch_find(arch);
     if (!a) {
-        snprintf(err, errlen, "architecture '%s' is not supported (llama, qwen2, qwen2moe, qwen3, qwen3moe, olmoe, deepseek, granite, granitemoe, dots1, ernie4_5-moe, glm4moe, llama4)",
-                 arch ? arch : "(none)");
+        /* the list is the table's, so it cannot go stale */
+        int n = snprintf(err, errlen, "architecture '%s' is not supported (", arch ? arch : "(none)");
+        for (size_t i = 0; i < sizeof arch_table / sizeof arch_table[0] && n > 0 && (size_t)n < errlen; i++)
+            n += snprintf(err + n, errlen - (size_t)n, "%s%s", i ? ", " : "", arch_table[i].name);
+        if (n > 0 && (size_t)n < errlen) snprintf(err + n, errlen - (size_t)n, ")");
         return -1;
     }
     hp->arch = *a;
