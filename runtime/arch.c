@@ -212,7 +212,9 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
                  hp->n_layer_dense_lead, hp->n_layer, hp->n_expert);
         return -1;
     }
-    if ((hp->n_expert == 0 || hp->n_layer_dense_lead > 0) && hp->n_ff < 1) {
+    bool any_dense = false; /* a dense layer needs its width: all of a dense model, DeepSeek's lead, Llama 4's steps */
+    for (int l = 0; l < hp->n_layer; l++) any_dense |= !hparams_layer_moe(hp, l);
+    if (any_dense && hp->n_ff < 1) {
         snprintf(err, errlen, "hyperparameter %s.feed_forward_length is missing", arch);
         return -1;
     }

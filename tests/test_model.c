@@ -345,6 +345,18 @@ static void test_hparams(void **st)
     kv[10] = NULL; /* no eps */
     assert_int_equal(hparams_load(&hp, "llama", hp_get, kv, err, sizeof err), -1);
     assert_non_null(strstr(err, "layer_norm_rms_epsilon"));
+    /* Llama 4 with every 2nd layer MoE and no feed_forward_length: its dense layers have no width
+     * (fuzz_hparams found it accepted) */
+    const char *l4[] = { "llama4.context_length", "512", "llama4.embedding_length", "64", "llama4.block_count", "4",
+                         "llama4.attention.head_count", "4", "llama4.attention.layer_norm_rms_epsilon", "1e-5",
+                         "llama4.expert_count", "4", "llama4.expert_used_count", "1",
+                         "llama4.expert_feed_forward_length", "32", "llama4.interleave_moe_layer_step", "2", NULL };
+    assert_int_equal(hparams_load(&hp, "llama4", hp_get, l4, err, sizeof err), -1);
+    assert_non_null(strstr(err, "feed_forward_length is missing"));
+    l4[16] = "llama4.interleave_moe_layer_step"; /* and with every layer MoE it is not needed */
+    l4[17] = "1";
+    assert_int_equal(hparams_load(&hp, "llama4", hp_get, l4, err, sizeof err), 0);
+    assert_true(hparams_layer_moe(&hp, 0) && !hparams_layer_rope(&hp, 3) && hp.gating == GATING_SIGMOID);
     assert_int_equal(arch_find("olmoe")->qk_norm, QK_NORM_FULL);
     assert_false(arch_find("olmoe")->norm_topk);
     assert_int_equal(arch_find("qwen3")->qk_norm, QK_NORM_HEAD);

@@ -54,6 +54,12 @@ fuzz_api_request)
     printf '\002{"model":"m","max_tokens":9,"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"yo"}]}],"stop_sequences":["z"],"top_k":4}' >"$corpus/messages"
     printf '\003{"model":"m","messages":[{"role":"user","content":"hi"}]}' >"$corpus/count"
     ;;
+fuzz_hparams)
+    # a llama MoE, a Llama 4 with YaRN and a glm4moe with its MTP block
+    printf 'llama\ncontext_length 4096\nembedding_length 64\nblock_count 4\nattention.head_count 8\nattention.layer_norm_rms_epsilon 1e-5\nexpert_count 8\nexpert_used_count 2\nfeed_forward_length 128\n' > "$corpus/llama-moe"
+    printf 'llama4\ncontext_length 8192\nembedding_length 64\nblock_count 4\nattention.head_count 4\nattention.head_count_kv 2\nattention.layer_norm_rms_epsilon 1e-5\nexpert_count 4\nexpert_used_count 1\nexpert_feed_forward_length 32\ninterleave_moe_layer_step 2\nfeed_forward_length 96\nrope.scaling.type yarn\nrope.scaling.factor 8\nrope.scaling.original_context_length 64\n' > "$corpus/llama4-yarn"
+    printf 'glm4moe\ncontext_length 512\nembedding_length 64\nblock_count 4\nnextn_predict_layers 1\nattention.head_count 4\nattention.layer_norm_rms_epsilon 1e-6\nrope.dimension_count 8\nexpert_count 4\nexpert_used_count 2\nexpert_feed_forward_length 32\nleading_dense_block_count 1\nfeed_forward_length 96\nexpert_gating_func 2\nexpert_weights_scale 1.5\n' > "$corpus/glm4moe"
+    ;;
 fuzz_pack_index)
     # real indexes: packindex's vectors, and a pack built from stories260K if
     # the tools are built
