@@ -60,7 +60,7 @@ void mm_mul2(mm_ctx *c, const weight *w0, const weight *w1, const float *X, int 
  * bit-identical to n mm_mul calls, which is what it does when n >
  * MM_VEC_MAX, when any W_i is off the integer kernels, or when the rounded
  * rows do not fit qbuf (one row of cols needs at most cols * 6 bytes). */
-#define MM_VEC_MAX 8
+#define MM_VEC_MAX 16 /* decode's gates and ups of 8 routed experts in one job */
 typedef struct mm_vec {
     const weight *w;
     const float *x;

@@ -55,6 +55,7 @@ typedef struct arch_spec {
     int used;                   /* experts per token, 0: USED */
     int swa_off_control;        /* the control writes attention.sliding_window 0 (Llama 4: RoPE everywhere) */
     uint32_t ctx;               /* context_length, 0: 512 */
+    int experts;                /* routed experts, 0: EXPERTS */
     float rope_base;
 } arch_spec;
 
@@ -81,6 +82,10 @@ static const arch_spec specs[] = {
     /* the same past its first 8192-position chunk (the last entry: test_llama4_long's) */
     { .name = "llama4-long", .arch = "llama4", .layers = 4, .ff_sh = FF_EXP, .moe_step = 1, .used = 1,
       .swa_off_control = 1, .ctx = 16384, .rope_base = 5e5f },
+    /* eight of sixteen experts a token, as Qwen3-MoE, OLMoE and GLM-4.5 route: decode's one-job path
+     * then takes 16 mat-vecs (gates and ups) at once */
+    { .name = "deepseek-top8", .arch = "deepseek", .layers = 3, .dense_lead = 1, .n_shared = 2, .experts = 16,
+      .used = 8, .rope_base = 1e4f },
     { .name = "granitemoe-shared", .arch = "granitemoe", .layers = 2, .granite = 1, .experts_at_ff = 1, .ff_sh = 48, .rope_base = 1e4f },
 };
 #define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
@@ -126,7 +131,7 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
     const struct { const char *key; uint32_t v; } u32[] = {
         { "context_length", a->ctx ? a->ctx : 512 }, { "embedding_length", EMBD }, { "block_count", (uint32_t)(a->layers + a->nextn) },
         { "feed_forward_length", a->experts_at_ff ? FF_EXP : FF }, { "attention.head_count", HEADS },
-        { "attention.head_count_kv", a->mha ? HEADS : KV_HEADS }, { "expert_count", a->dense ? 0 : EXPERTS },
+        { "attention.head_count_kv", a->mha ? HEADS : KV_HEADS }, { "expert_count", a->dense ? 0 : a->experts ? (uint32_t)a->experts : EXPERTS },
         { "expert_used_count", a->dense ? 0 : a->used ? (uint32_t)a->used : USED },
         { "expert_feed_forward_length", a->dense || a->experts_at_ff ? 0 : FF_EXP },
         { "expert_shared_feed_forward_length", (uint32_t)a->ff_sh }, { "expert_shared_count", (uint32_t)a->n_shared },
@@ -187,6 +192,7 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
         if (!strncmp(gguf_kv_key(tf, i), "tokenizer.", 10)) rc = gguf_writer_copy_kv(w, tf, i);
 
     uint64_t s = 20261202;
+    const int n_exp = a->experts ? a->experts : EXPERTS;
     const int hd = EMBD / HEADS, kvd = (a->mha ? HEADS : KV_HEADS) * hd;
     const float in_d = 1.0f / sqrtf((float)EMBD), in_ff = 1.0f / sqrtf((float)FF_EXP);
     rc |= add_tensor(w, &s, "token_embd.weight", 2, EMBD, VOCAB, 1, 1.0f, 0);
@@ -224,11 +230,11 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
             rc |= T("blk.%d.ffn_down.weight", 2, FF, EMBD, 1, 1.0f / sqrtf((float)FF), 0);
             continue;
         }
-        rc |= T("blk.%d.ffn_gate_inp.weight", 2, EMBD, EXPERTS, 1, 4 * in_d, 0);
-        if (a->probs_b && !control) rc |= T("blk.%d.exp_probs_b.bias", 1, EXPERTS, 1, 1, 0.2f, 0);
-        rc |= T("blk.%d.ffn_gate_exps.weight", 3, EMBD, FF_EXP, EXPERTS, in_d, 0);
-        rc |= T("blk.%d.ffn_up_exps.weight", 3, EMBD, FF_EXP, EXPERTS, in_d, 0);
-        rc |= T("blk.%d.ffn_down_exps.weight", 3, FF_EXP, EMBD, EXPERTS, in_ff, 0);
+        rc |= T("blk.%d.ffn_gate_inp.weight", 2, EMBD, n_exp, 1, 4 * in_d, 0);
+        if (a->probs_b && !control) rc |= T("blk.%d.exp_probs_b.bias", 1, n_exp, 1, 1, 0.2f, 0);
+        rc |= T("blk.%d.ffn_gate_exps.weight", 3, EMBD, FF_EXP, n_exp, in_d, 0);
+        rc |= T("blk.%d.ffn_up_exps.weight", 3, EMBD, FF_EXP, n_exp, in_d, 0);
+        rc |= T("blk.%d.ffn_down_exps.weight", 3, FF_EXP, EMBD, n_exp, in_ff, 0);
         if (!ff_sh) continue;
         if (a->shared_gate && !control) rc |= T("blk.%d.ffn_gate_inp_shexp.weight", 1, EMBD, 1, 1, 2 * in_d, 0);
         rc |= T("blk.%d.ffn_gate_shexp.weight", 2, EMBD, ff_sh, 1, in_d, 0);
@@ -298,7 +304,8 @@ static void test_glm4moe(void **st) { (void)st; check_arch(&specs[6]); }
 static void test_glm4moe_qknorm(void **st) { (void)st; check_arch(&specs[7]); }
 static void test_llama4(void **st) { (void)st; check_arch(&specs[8]); }
 static void test_llama4_interleaved(void **st) { (void)st; check_arch(&specs[9]); }
-static void test_granitemoe_shared(void **st) { (void)st; check_arch(&specs[11]); }
+static void test_deepseek_top8(void **st) { (void)st; check_arch(&specs[11]); }
+static void test_granitemoe_shared(void **st) { (void)st; check_arch(&specs[12]); }
 
 /* Llama 4 past 8192 positions: the RoPE layers attend within their chunk
  * (positions 8192.. start a new one), the no-RoPE layer everything, its
@@ -389,6 +396,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_ernie4_5_moe), cmocka_unit_test(test_glm4moe),
         cmocka_unit_test(test_glm4moe_qknorm), cmocka_unit_test(test_llama4),
         cmocka_unit_test(test_llama4_interleaved), cmocka_unit_test(test_llama4_long),
+        cmocka_unit_test(test_deepseek_top8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
