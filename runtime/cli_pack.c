@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "formats/gguf.h"
+#include "runtime/chat_template.h"
+
 static int want_help(int argc, char **argv, const char *usage)
 {
     for (int i = 1; i < argc; i++)
@@ -60,6 +63,16 @@ int cmd_info(int argc, char **argv)
     printf("  tokenizer: %d tokens, pre '%s', bos %d eos %d\n", tokenizer_n_vocab(loader_tokenizer(p)),
            tokenizer_pre_name(loader_tokenizer(p)), tokenizer_bos(loader_tokenizer(p)),
            tokenizer_eos(loader_tokenizer(p)));
+    /* the chat template strata serve will render (the loader keeps only the tokenizer) */
+    char tpath[4096];
+    snprintf(tpath, sizeof tpath, "%s/tokenizer.gguf", argv[1]);
+    gguf_file *g = gguf_open(tpath, err, sizeof err);
+    const char *tmpl = g ? gguf_get_str(g, "tokenizer.chat_template") : NULL;
+    const chat_family fam = chat_template_detect(tmpl);
+    printf("  chat template: %s\n", fam != CHAT_UNKNOWN ? chat_family_name(fam)
+                                   : tmpl ? "not one strata renders (serve falls back to chatml)"
+                                          : "none (serve falls back to chatml)");
+    if (g) gguf_close(g);
     loader_close(p);
     return 0;
 }
