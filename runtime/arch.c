@@ -35,6 +35,9 @@ static const arch_info arch_table[] = {
      * top-k sigmoid routing whose weight scales the expert's input, a shared expert. */
     { .name = "llama4",   .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false,
       .rope_freqs = true, .no_rope_step = 4, .attn_chunk = 8192, .l2_qk_norm = true, .weight_before_ffn = true },
+    /* Hunyuan-A13B: llama-like attention with per-head q/k norms after RoPE, softmax top-k, a shared expert. */
+    { .name = "hunyuan-moe", .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true,
+      .qk_norm_after_rope = true },
     /* OLMoE normalises q and k over the whole projected width, and keeps the raw top-k probabilities. */
     { .name = "olmoe",    .rope = ROPE_NEOX, .qk_norm = QK_NORM_FULL, .attn_bias = false, .norm_topk = false },
 };

@@ -229,7 +229,8 @@ static void attention_block(model *m, int l, int B, int pos0)
     add_bias(m->q, L->bq, B, m->q_dim);
     add_bias(m->kx, L->bk, B, m->kv_dim);
     add_bias(m->vx, L->bv, B, m->kv_dim);
-    if (hp->arch.qk_norm != QK_NORM_NONE && L->q_norm) {
+    const bool qk_normed = hp->arch.qk_norm != QK_NORM_NONE && L->q_norm;
+    if (qk_normed && !hp->arch.qk_norm_after_rope) {
         qk_norm(m, m->q, hp->n_head, L->q_norm, B);
         qk_norm(m, m->kx, hp->n_head_kv, L->k_norm, B);
     }
@@ -247,6 +248,10 @@ static void attention_block(model *m, int l, int B, int pos0)
             const float fl = floorf(((float)(pos0 + b) + 1.0f) / (float)hp->attn_chunk);
             const float t = (float)(log((double)fl + 1.0) * (double)0.1f + 1.0);
             for (int i = 0; i < m->q_dim; i++) qb[i] *= t;
+        }
+        if (qk_normed && hp->arch.qk_norm_after_rope) {
+            qk_norm(m, qb, hp->n_head, L->q_norm, 1);
+            qk_norm(m, kb, hp->n_head_kv, L->k_norm, 1);
         }
         if (l2) {
             const int hd = hp->head_dim;

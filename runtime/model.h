@@ -4,7 +4,7 @@
  * Contract:
  *  - Architectures are rows of one table (arch.c): llama (dense and
  *    Mixtral-style MoE), qwen2, qwen2moe, qwen3, qwen3moe, olmoe, deepseek, granite,
- *    granitemoe, dots1, ernie4_5-moe, glm4moe, llama4. A row says only how
+ *    granitemoe, dots1, ernie4_5-moe, glm4moe, llama4, hunyuan-moe. A row says only how
  *    the shared forward pass is configured (RoPE layout, q/k norm kind,
  *    attention biases, top-k renormalisation); nothing is copied per model.
  *  - hparams_load() fills model_hparams from "<arch>.<key>" values read
@@ -48,6 +48,7 @@ typedef struct arch_info {
     bool granite_scales;        /* the graph reads Granite's four multipliers (model_hparams) */
     bool scale_w;               /* the routed weights are multiplied by expert_weights_scale */
     bool qk_norm_optional;      /* q/k norms applied where the layer has them (GLM-4.5 has, GLM-4.5-Air not) */
+    bool qk_norm_after_rope;    /* the q/k norms follow RoPE instead of preceding it (Hunyuan) */
     const char *ffn_norm_name;  /* the FFN's norm tensor, "blk.N.<name>.weight" (NULL: ffn_norm) */
     /* Llama 4: every no_rope_step-th layer has no RoPE and full attention
      * (its queries scaled by the temperature log(floor((pos+1)/chunk)+1)*0.1+1),

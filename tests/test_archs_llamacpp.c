@@ -22,6 +22,8 @@
  *  - llama4 (Llama 4): the 4th layer without RoPE, L2 q/k norms on the
  *    others, sigmoid top-1 (or top-2 on every 2nd layer) whose weight
  *    scales the expert's input, a shared expert.
+ *  - hunyuan-moe (Hunyuan-A13B): per-head q/k norms after RoPE, a shared
+ *    expert.
  * Our logits on 20 positions (8 as one batch, then one at a time) must
  * agree within 1e-5 of each row's largest |logit|; the pack built from the
  * model must give the adapter's bits; and each architecture's own part must
@@ -43,6 +45,8 @@ typedef struct arch_spec {
     int layers, dense, bias, shared_gate, dense_lead, n_shared, ff_sh; /* ff_sh 0: n_shared x FF_EXP, no width key */
     int granite;                /* the four multipliers */
     int experts_at_ff;          /* llama-style: the experts' width is feed_forward_length (no expert key) */
+    int expert_key_too;         /* ... and expert_feed_forward_length written anyway (Hunyuan reads it) */
+    const char *control_arch;   /* the control: these weights under this architecture instead */
     int qk_norm;                /* per-head q/k RMSNorm weights */
     int sigmoid, probs_b;       /* sigmoid gating; a selection bias per layer */
     float w_scale;              /* expert_weights_scale, 0: no key */
@@ -86,6 +90,10 @@ static const arch_spec specs[] = {
      * then takes 16 mat-vecs (gates and ups) at once */
     { .name = "deepseek-top8", .arch = "deepseek", .layers = 3, .dense_lead = 1, .n_shared = 2, .experts = 16,
       .used = 8, .rope_base = 1e4f },
+    /* Hunyuan: q/k norms after RoPE, a shared expert; the control is qwen3moe (the norms before RoPE) */
+    { .name = "hunyuan-moe", .arch = "hunyuan-moe", .layers = 2, .qk_norm = 1, .ff_sh = FF_EXP, .experts_at_ff = 1,
+      .expert_key_too = 1, .control_arch = "qwen3moe",
+      .rope_base = 1e4f },
     { .name = "granitemoe-shared", .arch = "granitemoe", .layers = 2, .granite = 1, .experts_at_ff = 1, .ff_sh = 48, .rope_base = 1e4f },
 };
 #define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
@@ -115,7 +123,8 @@ static int add_tensor(gguf_writer *w, uint64_t *s, const char *name, int n_dims,
 
 /* control 1 leaves out the architecture's own part: qwen2moe's gate row,
  * deepseek's dense lead (every layer MoE), Granite's multipliers, the
- * selection bias where there is one, Llama 4's no-RoPE layers. */
+ * selection bias where there is one, Llama 4's no-RoPE layers, Hunyuan's
+ * norm order (the same weights as qwen3moe). */
 static int write_model(const arch_spec *a, const char *path, int control, char *err, size_t errlen)
 {
     char src[512];
@@ -125,59 +134,61 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
     gguf_writer *w = gguf_writer_new();
     int rc = w ? 0 : -1;
     char key[128];
+    /* the control may be the same weights under another architecture */
+    const char *arch = control && a->control_arch ? a->control_arch : a->arch;
     const int lead = control ? 0 : a->dense_lead, ff_sh = a->ff_sh ? a->ff_sh : a->n_shared * FF_EXP;
-    rc |= gguf_writer_add_str(w, "general.architecture", a->arch);
+    rc |= gguf_writer_add_str(w, "general.architecture", arch);
     rc |= gguf_writer_add_str(w, "general.name", "strata MoE test model");
     const struct { const char *key; uint32_t v; } u32[] = {
         { "context_length", a->ctx ? a->ctx : 512 }, { "embedding_length", EMBD }, { "block_count", (uint32_t)(a->layers + a->nextn) },
         { "feed_forward_length", a->experts_at_ff ? FF_EXP : FF }, { "attention.head_count", HEADS },
         { "attention.head_count_kv", a->mha ? HEADS : KV_HEADS }, { "expert_count", a->dense ? 0 : a->experts ? (uint32_t)a->experts : EXPERTS },
         { "expert_used_count", a->dense ? 0 : a->used ? (uint32_t)a->used : USED },
-        { "expert_feed_forward_length", a->dense || a->experts_at_ff ? 0 : FF_EXP },
+        { "expert_feed_forward_length", a->dense || (a->experts_at_ff && !a->expert_key_too) ? 0 : FF_EXP },
         { "expert_shared_feed_forward_length", (uint32_t)a->ff_sh }, { "expert_shared_count", (uint32_t)a->n_shared },
         { "leading_dense_block_count", (uint32_t)lead },
     };
     for (size_t i = 0; rc == 0 && i < sizeof u32 / sizeof u32[0]; i++) {
         if (!u32[i].v && i >= 6) continue; /* the optional keys only where the architecture has them */
-        snprintf(key, sizeof key, "%s.%s", a->arch, u32[i].key);
+        snprintf(key, sizeof key, "%s.%s", arch, u32[i].key);
         rc = gguf_writer_add_u32(w, key, u32[i].v);
     }
     const float eps = 1e-6f, scale = 1.0f;
-    snprintf(key, sizeof key, "%s.rope.freq_base", a->arch);
+    snprintf(key, sizeof key, "%s.rope.freq_base", arch);
     rc |= gguf_writer_add_kv(w, key, GGUF_TYPE_FLOAT32, &a->rope_base);
-    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", a->arch);
+    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", arch);
     rc |= gguf_writer_add_kv(w, key, GGUF_TYPE_FLOAT32, &eps);
     if (a->n_shared && !a->w_scale) {
-        snprintf(key, sizeof key, "%s.expert_weights_scale", a->arch);
+        snprintf(key, sizeof key, "%s.expert_weights_scale", arch);
         rc |= gguf_writer_add_kv(w, key, GGUF_TYPE_FLOAT32, &scale);
     }
     if (a->w_scale) {
-        snprintf(key, sizeof key, "%s.expert_weights_scale", a->arch);
+        snprintf(key, sizeof key, "%s.expert_weights_scale", arch);
         rc |= gguf_writer_add_kv(w, key, GGUF_TYPE_FLOAT32, &a->w_scale);
     }
     if (a->sigmoid) {
-        snprintf(key, sizeof key, "%s.expert_gating_func", a->arch);
+        snprintf(key, sizeof key, "%s.expert_gating_func", arch);
         rc |= gguf_writer_add_u32(w, key, 2);
     }
     if (a->norm_w) {
         const bool v = a->norm_w == 2;
-        snprintf(key, sizeof key, "%s.expert_weights_norm", a->arch);
+        snprintf(key, sizeof key, "%s.expert_weights_norm", arch);
         rc |= gguf_writer_add_kv(w, key, GGUF_TYPE_BOOL, &v);
     }
     if (a->swa_off_control && control) {
-        snprintf(key, sizeof key, "%s.attention.sliding_window", a->arch);
+        snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
         rc |= gguf_writer_add_u32(w, key, 0);
     }
     if (a->rot) {
-        snprintf(key, sizeof key, "%s.rope.dimension_count", a->arch);
+        snprintf(key, sizeof key, "%s.rope.dimension_count", arch);
         rc |= gguf_writer_add_u32(w, key, (uint32_t)a->rot);
     }
     if (a->nextn) {
-        snprintf(key, sizeof key, "%s.nextn_predict_layers", a->arch);
+        snprintf(key, sizeof key, "%s.nextn_predict_layers", arch);
         rc |= gguf_writer_add_u32(w, key, (uint32_t)a->nextn);
     }
     if (a->moe_step) {
-        snprintf(key, sizeof key, "%s.interleave_moe_layer_step", a->arch);
+        snprintf(key, sizeof key, "%s.interleave_moe_layer_step", arch);
         rc |= gguf_writer_add_u32(w, key, (uint32_t)a->moe_step);
     }
     /* Granite's multipliers, each far from 1 (the attention scale from 1/sqrt(16)) */
@@ -185,7 +196,7 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
         { "embedding_scale", 12.0f }, { "residual_scale", 0.22f }, { "attention.scale", 0.125f }, { "logit_scale", 8.0f },
     };
     for (size_t i = 0; rc == 0 && a->granite && !control && i < sizeof gs / sizeof gs[0]; i++) {
-        snprintf(key, sizeof key, "%s.%s", a->arch, gs[i].key);
+        snprintf(key, sizeof key, "%s.%s", arch, gs[i].key);
         rc = gguf_writer_add_kv(w, key, GGUF_TYPE_FLOAT32, &gs[i].v);
     }
     for (int64_t i = 0; rc == 0 && i < gguf_n_kv(tf); i++)
@@ -242,7 +253,7 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
         rc |= T("blk.%d.ffn_down_shexp.weight", 2, ff_sh, EMBD, 1, 1.0f / sqrtf((float)ff_sh), 0);
     }
 #undef T
-    if (rc) snprintf(err, errlen, "%s: cannot write the %s model", path, a->arch);
+    if (rc) snprintf(err, errlen, "%s: cannot write the %s model", path, arch);
     else rc = gguf_writer_write(w, path, err, errlen);
     gguf_writer_free(w);
     gguf_close(tf);
@@ -305,7 +316,8 @@ static void test_glm4moe_qknorm(void **st) { (void)st; check_arch(&specs[7]); }
 static void test_llama4(void **st) { (void)st; check_arch(&specs[8]); }
 static void test_llama4_interleaved(void **st) { (void)st; check_arch(&specs[9]); }
 static void test_deepseek_top8(void **st) { (void)st; check_arch(&specs[11]); }
-static void test_granitemoe_shared(void **st) { (void)st; check_arch(&specs[12]); }
+static void test_hunyuan_moe(void **st) { (void)st; check_arch(&specs[12]); }
+static void test_granitemoe_shared(void **st) { (void)st; check_arch(&specs[13]); }
 
 /* Llama 4 past 8192 positions: the RoPE layers attend within their chunk
  * (positions 8192.. start a new one), the no-RoPE layer everything, its
@@ -396,7 +408,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_ernie4_5_moe), cmocka_unit_test(test_glm4moe),
         cmocka_unit_test(test_glm4moe_qknorm), cmocka_unit_test(test_llama4),
         cmocka_unit_test(test_llama4_interleaved), cmocka_unit_test(test_llama4_long),
-        cmocka_unit_test(test_deepseek_top8),
+        cmocka_unit_test(test_deepseek_top8), cmocka_unit_test(test_hunyuan_moe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -338,7 +338,8 @@ static void test_hparams(void **st)
     assert_int_equal(hparams_load(&hp, "gpt2", hp_get, kv, err, sizeof err), -1);
     assert_non_null(strstr(err, "gpt2"));
     assert_non_null(strstr(err, "(llama, qwen2,")); /* the table's names, in order */
-    assert_non_null(strstr(err, ", llama4, olmoe)"));
+    assert_non_null(strstr(err, ", llama4, "));
+    assert_non_null(strstr(err, ", olmoe)"));
     kv[9] = "3"; /* head_count 3 does not divide into head_count_kv 8 */
     assert_int_equal(hparams_load(&hp, "llama", hp_get, kv, err, sizeof err), -1);
     kv[9] = "8";
