@@ -38,6 +38,9 @@ static const arch_info arch_table[] = {
     /* Hunyuan-A13B: llama-like attention with per-head q/k norms after RoPE, softmax top-k, a shared expert. */
     { .name = "hunyuan-moe", .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true,
       .qk_norm_after_rope = true },
+    /* MiniMax-M2: q/k norms over the whole projected width, partial NEOX rotary, sigmoid routing with a
+     * selection bias, no shared expert. */
+    { .name = "minimax-m2", .rope = ROPE_NEOX, .qk_norm = QK_NORM_FULL, .attn_bias = false, .norm_topk = true },
     /* OLMoE normalises q and k over the whole projected width, and keeps the raw top-k probabilities. */
     { .name = "olmoe",    .rope = ROPE_NEOX, .qk_norm = QK_NORM_FULL, .attn_bias = false, .norm_topk = false },
 };

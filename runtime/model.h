@@ -4,8 +4,8 @@
  * Contract:
  *  - Architectures are rows of one table (arch.c): llama (dense and
  *    Mixtral-style MoE), qwen2, qwen2moe, qwen3, qwen3moe, olmoe, deepseek, granite,
- *    granitemoe, dots1, ernie4_5-moe, glm4moe, llama4, hunyuan-moe. A row says only how
- *    the shared forward pass is configured (RoPE layout, q/k norm kind,
+ *    granitemoe, dots1, ernie4_5-moe, glm4moe, llama4, hunyuan-moe, minimax-m2. A row
+ *    says only how the shared forward pass is configured (RoPE layout, q/k norm kind,
  *    attention biases, top-k renormalisation); nothing is copied per model.
  *  - hparams_load() fills model_hparams from "<arch>.<key>" values read
  *    through a caller's getter (the pack loader, or the tests' GGUF adapter),

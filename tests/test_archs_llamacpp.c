@@ -47,7 +47,7 @@ typedef struct arch_spec {
     int experts_at_ff;          /* llama-style: the experts' width is feed_forward_length (no expert key) */
     int expert_key_too;         /* ... and expert_feed_forward_length written anyway (Hunyuan reads it) */
     const char *control_arch;   /* the control: these weights under this architecture instead */
-    int qk_norm;                /* per-head q/k RMSNorm weights */
+    int qk_norm;                /* q/k RMSNorm weights: 1 per head, 2 over the whole projection */
     int sigmoid, probs_b;       /* sigmoid gating; a selection bias per layer */
     float w_scale;              /* expert_weights_scale, 0: no key */
     int norm_w;                 /* expert_weights_norm: 0 no key, 1 false, 2 true */
@@ -94,6 +94,11 @@ static const arch_spec specs[] = {
     { .name = "hunyuan-moe", .arch = "hunyuan-moe", .layers = 2, .qk_norm = 1, .ff_sh = FF_EXP, .experts_at_ff = 1,
       .expert_key_too = 1, .control_arch = "qwen3moe",
       .rope_base = 1e4f },
+    /* MiniMax-M2: q/k norms over the whole projection, half the head rotated, sigmoid routing with a
+     * selection bias */
+    { .name = "minimax-m2", .arch = "minimax-m2", .layers = 2, .qk_norm = 2, .rot = 8, .sigmoid = 1, .probs_b = 1,
+      .experts_at_ff = 1, .expert_key_too = 1,
+      .rope_base = 5e6f },
     { .name = "granitemoe-shared", .arch = "granitemoe", .layers = 2, .granite = 1, .experts_at_ff = 1, .ff_sh = 48, .rope_base = 1e4f },
 };
 #define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
@@ -228,8 +233,8 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
             rc |= T("blk.%d.attn_v.bias", 1, kvd, 1, 1, 0.1f, 0);
         }
         if (a->qk_norm) {
-            rc |= T("blk.%d.attn_q_norm.weight", 1, hd, 1, 1, 0.1f, 1.0f);
-            rc |= T("blk.%d.attn_k_norm.weight", 1, hd, 1, 1, 0.1f, 1.0f);
+            rc |= T("blk.%d.attn_q_norm.weight", 1, a->qk_norm == 2 ? EMBD : hd, 1, 1, 0.1f, 1.0f);
+            rc |= T("blk.%d.attn_k_norm.weight", 1, a->qk_norm == 2 ? kvd : hd, 1, 1, 0.1f, 1.0f);
         }
         rc |= T("blk.%d.attn_output.weight", 2, EMBD, EMBD, 1, in_d, 0);
         char norm[64];
@@ -317,7 +322,8 @@ static void test_llama4(void **st) { (void)st; check_arch(&specs[8]); }
 static void test_llama4_interleaved(void **st) { (void)st; check_arch(&specs[9]); }
 static void test_deepseek_top8(void **st) { (void)st; check_arch(&specs[11]); }
 static void test_hunyuan_moe(void **st) { (void)st; check_arch(&specs[12]); }
-static void test_granitemoe_shared(void **st) { (void)st; check_arch(&specs[13]); }
+static void test_minimax_m2(void **st) { (void)st; check_arch(&specs[13]); }
+static void test_granitemoe_shared(void **st) { (void)st; check_arch(&specs[14]); }
 
 /* Llama 4 past 8192 positions: the RoPE layers attend within their chunk
  * (positions 8192.. start a new one), the no-RoPE layer everything, its
@@ -408,7 +414,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_ernie4_5_moe), cmocka_unit_test(test_glm4moe),
         cmocka_unit_test(test_glm4moe_qknorm), cmocka_unit_test(test_llama4),
         cmocka_unit_test(test_llama4_interleaved), cmocka_unit_test(test_llama4_long),
-        cmocka_unit_test(test_deepseek_top8), cmocka_unit_test(test_hunyuan_moe),
+        cmocka_unit_test(test_deepseek_top8), cmocka_unit_test(test_hunyuan_moe), cmocka_unit_test(test_minimax_m2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
