@@ -60,20 +60,25 @@ typedef struct pre_def {
 
 /* One row per pre-tokenizer; adding a model is adding a row. */
 static const pre_def k_pre[] = {
-    {"gpt-2|phi-2|mpt|olmo|jais|roberta-bpe|jina-es|jina-de|jina-v1-en|jina-v2-es|jina-v2-de|jina-v2-code|gigachat|trillion",
+    {"gpt-2|phi-2|mpt|olmo|jais|roberta-bpe|jina-es|jina-de|jina-v1-en|jina-v2-es|jina-v2-de|jina-v2-code|gigachat|trillion|exaone4",
      false, false, {RE_GPT2}},
     /* no tokenizer.ggml.pre, or "default" (older GGUFs, gpt-neox's vocab):
      * llama.cpp's default split, not GPT-2's: punctuation runs first, and
      * digits in groups of three */
     {"default", false, false, {"[\\p{P}\\$\\+<=>\\^~\\|]+", RE_GPT2, "\\p{N}+", "[0-9][0-9][0-9]"}},
-    {"llama3|llama-v3|llama-bpe|falcon3|falcon-h1|pixtral|midm-2.0|lfm2|dbrx|smaug-bpe", true, true, {RE_LLAMA3}},
-    {"qwen2|deepseek-r1-qwen|stablelm2|megrez|hunyuan", false, false, {RE_QWEN2}},
+    {"llama3|llama-v3|llama-bpe|falcon3|falcon-h1|pixtral|midm-2.0|lfm2", true, true, {RE_LLAMA3}},
+    /* Llama 3's split without BOS: GLM-4.5 looks whole chunks up first, the
+     * others do not (llama.cpp 0.7.0's flags, checked on relabelled Llama 3
+     * vocabularies: e2e_vocab_npm.sh) */
+    {"glm4", true, false, {RE_LLAMA3}},
+    {"chatglm-bpe|dbrx|smaug-bpe", false, false, {RE_LLAMA3}},
+    {"qwen2|deepseek-r1-qwen|stablelm2|megrez|hunyuan|bailingmoe|bailingmoe2|grok-2", false, false, {RE_QWEN2}},
     {"deepseek-llm", false, false,
      {"[\r\n]", RE_DEEPSEEK_LETTERS,
       "\\s?[!-/:-~\\x{FF01}-\\x{FF0F}\\x{FF1A}-\\x{FF5E}\\x{2018}-\\x{201F}\\x{3001}-\\x{3002}]+" /* not U+3000: see RE_CJK */,
       "\\s+$", RE_CJK, "\\p{N}+"}},
     {"deepseek-coder", false, false, {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", RE_CJK, "\\p{N}"}},
-    {"deepseek-v3", false, false,
+    {"deepseek-v3|hunyuan-dense", false, false,
      {"\\p{N}{1,3}", "[\\x{4E00}-\\x{9FA5}\\x{3040}-\\x{309F}\\x{30A0}-\\x{30FF}]+",
       "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"
       "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"}},
@@ -81,12 +86,11 @@ static const pre_def k_pre[] = {
     {"starcoder|refact|command-r|smollm|codeshell|exaone|minerva-7b", false, false, {"\\p{N}", RE_GPT2}},
     {"poro-chat|bloom|gpt3-finnish", false, false, {" ?[^(\\s|.,!?\\x{2026}\\x{3002}\\x{FF0C}\\x{3001}\\x{964}\\x{6D4}\\x{60C})]+"}},
     {"viking", false, false, {" ?[^(\\s|.,!?\\x{2026}\\x{3002}\\x{FF0C}\\x{3001}\\x{964}\\x{6D4}\\x{60C})]+", "\\p{N}"}},
-    {"chatglm-bpe|glm4", false, false, {RE_LLAMA3}},
     {"tekken", true, true,
      {"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
       "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*"
       "|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)"}},
-    {"gpt-4o|llama4", false, false, {RE_GPT4O}},
+    {"gpt-4o|llama4|minimax-m2", false, false, {RE_GPT4O}},
     {"chameleon", false, true,
      {"<sentinel:[0-9]+>", "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z", "([\\t\\n]|    |  )", "\\p{N}",
       "[\\p{P}!-/:-@\\[-`{-~]", RE_GPT2}},

@@ -102,3 +102,26 @@ for row in $VOCABS; do
     total=$((total + pass))
 done
 echo "$total/184 pairs exact on 4 vocabularies in $(($(date +%s) - start)) s after the download"
+
+# The flags a pre-tokenizer name brings with Llama 3's split: whether whole
+# chunks are looked up before merging (" việc" is one Llama 3 token that
+# its merges never build) and whether BOS is added when the GGUF does not say.
+# Llama 3's tokenizer.json relabelled, no tokenizer_config (so no add_bos key);
+# the ids are llama.cpp 0.7.0's llama_tokenize(add_special = true) on the
+# same files (tests/diag_tokenizer_llamacpp.sh compares whole vocabularies).
+FLAGS='llama-bpe| 11 100769 100937| 11 101673
+glm4| 100769 100937| 101673
+chatglm-bpe| 3355 26298 66 308 6151 41038 84| 1247 6702 404
+dbrx| 3355 26298 66 308 6151 41038 84| 1247 6702 404
+smaug-bpe| 3355 26298 66 308 6151 41038 84| 1247 6702 404'
+printf ' vi\341\273\207c nhi\341\273\201u\n__ggml_vocab_test__\nektedir\n__ggml_vocab_test__\n' >"$tmp/flags.inp"
+echo "$FLAGS" | while IFS='|' read -r pre want1 want2; do
+    g=$tmp/flags-$pre.gguf
+    python3 "$here/fixtures/hf_vocab_gguf.py" "$cache/llama3/tokenizer.json" --pre "$pre" -o "$g" >"$tmp/conv.log" 2>&1 ||
+        fail "convert llama3 as $pre: $(cat "$tmp/conv.log")"
+    "$bin/strata" tokenize "$g" --separator "$SEP" <"$tmp/flags.inp" >"$tmp/flags.got" 2>"$tmp/err" ||
+        fail "strata tokenize (pre $pre): $(cat "$tmp/err")"
+    printf '%s\n%s\n' "$want1" "$want2" | cmp -s - "$tmp/flags.got" ||
+        fail "pre $pre on Llama 3's vocabulary: got $(tr '\n' '|' <"$tmp/flags.got"), llama.cpp gives$want1|$want2|"
+    echo "pre $pre: llama.cpp's ids (whole-word lookup and BOS as llama.cpp sets them)"
+done || exit 1

@@ -254,6 +254,92 @@ static void test_vocab_roberta_bpe_segmentation(void **state)
     assert_true(pairs > 100); /* the cases reach far enough to mean something */
 }
 
+/* Every tokenizer.ggml.pre name the table knows, on GPT-2's vocabulary
+ * relabelled with it, against llama.cpp 0.7.0's ids for the same texts with
+ * add_special = true (tests/fixtures/tokenizer/pre_names.txt, written by
+ * tests/diag_pre_names_llamacpp.sh): a name on the wrong row, or with the
+ * wrong BOS default, changes some text's ids. */
+static void test_pre_names_llamacpp(void **state)
+{
+    (void)state;
+    SKIP_UNLESS_SHARED("vocab/ggml-vocab-gpt-2.gguf");
+    size_t sz;
+    char *fx = slurp("tests/fixtures/tokenizer/pre_names.txt", &sz);
+    assert_non_null(fx);
+    enum { MAX_TEXTS = 128, MAX_GROUPS = 32 };
+    char *texts[MAX_TEXTS];
+    size_t text_len[MAX_TEXTS];
+    char **group_ids[MAX_GROUPS];
+    int n_texts = 0, n_groups = 0, n_names = 0, pass = 0;
+    char pth[4096], err[512] = "";
+    gguf_file *f = gguf_open(shared_path(pth, sizeof pth, "vocab/ggml-vocab-gpt-2.gguf"), err, sizeof err);
+    assert_non_null(f);
+    for (char *line = strtok(fx, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] == '#') continue;
+        if (strncmp(line, "text ", 5) == 0) {
+            assert_true(n_texts < MAX_TEXTS);
+            size_t hl = strlen(line + 5);
+            char *t = malloc(hl / 2 + 1);
+            assert_non_null(t);
+            for (size_t i = 0; i < hl / 2; i++) {
+                unsigned v;
+                assert_int_equal(sscanf(line + 5 + 2 * i, "%2x", &v), 1);
+                t[i] = (char)v;
+            }
+            texts[n_texts] = t;
+            text_len[n_texts++] = hl / 2;
+        } else if (strncmp(line, "group ", 6) == 0) {
+            assert_true(n_groups < MAX_GROUPS);
+            group_ids[n_groups] = calloc((size_t)n_texts, sizeof(char *));
+            assert_non_null(group_ids[n_groups]);
+            for (int i = 0; i < n_texts; i++) {
+                char *l = strtok(NULL, "\n");
+                assert_non_null(l);
+                assert_memory_equal(l, "ids", 3);
+                group_ids[n_groups][i] = l + 3;
+            }
+            n_groups++;
+        } else {
+            char name[64];
+            int g;
+            assert_int_equal(sscanf(line, "name %63s %d", name, &g), 2);
+            assert_true(g >= 0 && g < n_groups);
+            uint8_t *buf;
+            gguf_file *r = gguf_with_str(f, "tokenizer.ggml.pre", name, &buf);
+            tokenizer *t = tokenizer_load(r, err, sizeof err);
+            if (!t) print_error("pre %s: %s\n", name, err);
+            assert_non_null(t);
+            gguf_close(r);
+            free(buf);
+            int ok = 0;
+            for (int i = 0; i < n_texts; i++) {
+                int32_t *ids, want[512];
+                size_t n;
+                assert_int_equal(tokenizer_encode(t, texts[i], text_len[i], true, false, &ids, &n), 0);
+                const char *w = group_ids[g][i];
+                long nw = parse_ids(w, w + strlen(w), want, 512);
+                assert_true(nw >= 0);
+                if ((size_t)nw == n && memcmp(ids, want, n * sizeof *ids) == 0) ok++;
+                else if (ok == i) printf("  pre %s: \"%.*s\" gives other ids than llama.cpp's%s\n", name,
+                                         (int)(text_len[i] > 50 ? 50 : text_len[i]), texts[i], w);
+                free(ids);
+            }
+            tokenizer_free(t);
+            if (ok == n_texts) pass++;
+            n_names++;
+        }
+    }
+    printf("pre-tokenizer names: %d/%d give llama.cpp's ids on %d texts (%d distinct tokenizations)\n", pass,
+           n_names, n_texts, n_groups);
+    gguf_close(f);
+    for (int i = 0; i < n_texts; i++) free(texts[i]);
+    for (int g = 0; g < n_groups; g++) free(group_ids[g]);
+    free(fx);
+    assert_true(n_texts >= 64);
+    assert_true(n_names >= 57);
+    assert_int_equal(pass, n_names);
+}
+
 /* ------------------------------------------------------------------ */
 /* reference models: prompt tokens (BOS included) and generated text    */
 
@@ -683,6 +769,7 @@ int main(void)
         cmocka_unit_test(test_vocab_chameleon),
         cmocka_unit_test(test_vocab_roberta_bpe),
         cmocka_unit_test(test_vocab_roberta_bpe_segmentation),
+        cmocka_unit_test(test_pre_names_llamacpp),
         cmocka_unit_test(test_vocab_default_pre),
         cmocka_unit_test(test_spm_truncated_utf8),
         cmocka_unit_test(test_bpe_invalid_utf8),
