@@ -14,6 +14,7 @@ static const struct { const char *name; chat_family f; } NAMES[] = {
     { "mistral", CHAT_MISTRAL }, { "gemma", CHAT_GEMMA },     { "phi3", CHAT_PHI3 },
     { "phi-3", CHAT_PHI3 },      { "deepseek", CHAT_DEEPSEEK }, { "deepseek3", CHAT_DEEPSEEK },
     { "granite", CHAT_GRANITE }, { "deepseek2", CHAT_DEEPSEEK2 }, { "llama4", CHAT_LLAMA4 },
+    { "chatglm4", CHAT_GLM4 },   { "glm4", CHAT_GLM4 },       { "hunyuan-moe", CHAT_HUNYUAN },
 };
 
 chat_family chat_family_from_name(const char *name)
@@ -36,6 +37,8 @@ const char *chat_family_name(chat_family f)
     case CHAT_GRANITE: return "granite";
     case CHAT_DEEPSEEK2: return "deepseek2";
     case CHAT_LLAMA4: return "llama4";
+    case CHAT_GLM4: return "chatglm4";
+    case CHAT_HUNYUAN: return "hunyuan-moe";
     default: return "unknown";
     }
 }
@@ -46,6 +49,8 @@ chat_family chat_template_detect(const char *t)
 {
     if (!t) return CHAT_UNKNOWN;
     if (strstr(t, "<|im_start|>")) return CHAT_CHATML;
+    if (strstr(t, "[gMASK]<sop>")) return CHAT_GLM4;
+    if (strstr(t, "<|startoftext|>") && strstr(t, "<|extra_4|>")) return CHAT_HUNYUAN;
     if (strstr(t, "<|start_header_id|>")) return CHAT_LLAMA3;
     if (strstr(t, "<|header_start|>")) return CHAT_LLAMA4;
     if (strstr(t, "<start_of_turn>")) return CHAT_GEMMA;
@@ -250,6 +255,28 @@ static void deepseek(strbuf *b, const chat_msg *m, size_t n, const char *bos, bo
     if (gen) strbuf_puts(b, DS_ASSISTANT);
 }
 
+/* GLM-4 (llama.cpp's chatglm4, which it also uses for GLM-4.5 without
+ * --jinja): every message in place after its role tag and a newline. */
+static void glm4(strbuf *b, const chat_msg *m, size_t n, bool gen)
+{
+    strbuf_puts(b, "[gMASK]<sop>");
+    for (size_t i = 0; i < n; i++) strbuf_printf(b, "<|%s|>\n%s", m[i].role, m[i].content);
+    if (gen) strbuf_puts(b, "<|assistant|>\n");
+}
+
+/* Hunyuan-A13B (llama.cpp's hunyuan-moe): a system or user turn opens with
+ * <|startoftext|> and closes with its role's marker; an assistant turn is
+ * its text and <|eos|>. The closing <|extra_0|> already asks for the
+ * answer, so there is no generation prompt. */
+static void hunyuan(strbuf *b, const chat_msg *m, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (is(&m[i], "system")) strbuf_printf(b, "<|startoftext|>%s<|extra_4|>", m[i].content);
+        else if (is(&m[i], "assistant")) strbuf_printf(b, "%s<|eos|>", m[i].content);
+        else strbuf_printf(b, "<|startoftext|>%s<|extra_0|>", m[i].content);
+    }
+}
+
 char *chat_template_render(chat_family f, const chat_msg *m, size_t n, const char *bos,
                            const char *eos, const char *default_system,
                            bool gen, char *err, size_t errlen)
@@ -275,6 +302,8 @@ char *chat_template_render(chat_family f, const chat_msg *m, size_t n, const cha
     case CHAT_GRANITE: granite(&b, m, n, gen); break;
     case CHAT_DEEPSEEK2: deepseek2(&b, m, n, bos, eos, gen); break;
     case CHAT_LLAMA4: llama4(&b, m, n, bos, gen); break;
+    case CHAT_GLM4: glm4(&b, m, n, gen); break;
+    case CHAT_HUNYUAN: hunyuan(&b, m, n); break;
     case CHAT_CHATML:
     default: chatml(&b, m, n, default_system, gen); break;
     }

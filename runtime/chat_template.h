@@ -40,6 +40,8 @@ typedef enum chat_family {
     CHAT_GRANITE,
     CHAT_DEEPSEEK2,
     CHAT_LLAMA4,
+    CHAT_GLM4,
+    CHAT_HUNYUAN,
 } chat_family;
 
 typedef struct chat_msg {

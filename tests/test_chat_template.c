@@ -203,6 +203,34 @@ static void test_llama4(void **st)
     assert_int_equal(chat_family_from_name("llama4"), CHAT_LLAMA4);
 }
 
+/* GLM-4 and Hunyuan-A13B as llama.cpp renders them (its built-in chatglm4
+ * and hunyuan-moe templates; these strings are llama_chat_apply_template's
+ * output in llama.cpp 0.7.0). */
+static void test_glm4(void **st)
+{
+    (void)st;
+    expect(CHAT_GLM4, A, 4, "", "", NULL,
+           "[gMASK]<sop><|system|>\nYou are terse.<|user|>\nHello<|assistant|>\nHi there.<|user|>\n How are you?\n"
+           "<|assistant|>\n");
+    expect(CHAT_GLM4, B, 3, "", "", NULL, "[gMASK]<sop><|user|>\n Hello <|assistant|>\nHi.<|user|>\nBye<|assistant|>\n");
+    assert_int_equal(chat_template_detect("[gMASK]<sop>{%- for m in messages %}{%- if m.role == 'user' -%}<|user|>"),
+                     CHAT_GLM4);
+    assert_int_equal(chat_family_from_name("chatglm4"), CHAT_GLM4);
+    assert_string_equal(chat_family_name(CHAT_GLM4), "chatglm4");
+}
+
+static void test_hunyuan(void **st)
+{
+    (void)st;
+    expect(CHAT_HUNYUAN, A, 4, "", "", NULL,
+           "<|startoftext|>You are terse.<|extra_4|><|startoftext|>Hello<|extra_0|>Hi there.<|eos|>"
+           "<|startoftext|> How are you?\n<|extra_0|>");
+    expect(CHAT_HUNYUAN, B, 3, "", "", NULL, "<|startoftext|> Hello <|extra_0|>Hi.<|eos|><|startoftext|>Bye<|extra_0|>");
+    assert_int_equal(chat_template_detect("{{ '<|startoftext|>' + content + '<|extra_4|>' }}"), CHAT_HUNYUAN);
+    assert_int_equal(chat_template_detect("{{ '<|startoftext|>' + content }}"), CHAT_UNKNOWN);
+    assert_int_equal(chat_family_from_name("hunyuan-moe"), CHAT_HUNYUAN);
+}
+
 static void test_refusals(void **st)
 {
     (void)st;
@@ -247,7 +275,7 @@ int main(void)
         cmocka_unit_test(test_llama2),   cmocka_unit_test(test_llama3),
         cmocka_unit_test(test_mistral),  cmocka_unit_test(test_gemma),
         cmocka_unit_test(test_phi3),     cmocka_unit_test(test_deepseek),
-        cmocka_unit_test(test_granite),  cmocka_unit_test(test_deepseek2), cmocka_unit_test(test_llama4),
+        cmocka_unit_test(test_granite),  cmocka_unit_test(test_deepseek2), cmocka_unit_test(test_llama4), cmocka_unit_test(test_glm4), cmocka_unit_test(test_hunyuan),
         cmocka_unit_test(test_refusals), cmocka_unit_test(test_detect),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
