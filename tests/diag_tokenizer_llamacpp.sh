@@ -12,8 +12,15 @@
 # and --parse-special. Prints per vocabulary and flag set how many texts
 # give the same ids, and the first few that differ.
 #
+# PRES="NAME ..." runs each GGUF under each of these tokenizer.ggml.pre names
+# instead of its own (relabelled by tests/fixtures/gguf_relabel.py), which is
+# how a name's row is checked on a vocabulary that shows its flags (Llama 3's
+# for whole-chunk lookup: tests/fixtures/hf_vocab_gguf.py makes one from the
+# npm tokenizer.json of tests/e2e_vocab_npm.sh).
+#
 #   sh tests/diag_tokenizer_llamacpp.sh [VOCAB.gguf ...]
 #   N=10000 S=7 BAD=1 sh tests/diag_tokenizer_llamacpp.sh
+#   PRES="glm4 dbrx minimax-m2" sh tests/diag_tokenizer_llamacpp.sh llama3.gguf
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 shared=${STRATA_SHARED:-$root/../shared}
@@ -56,6 +63,15 @@ with open(out, "wb") as f:
             t = t[:p] + bytes([r.choice([0x80, 0xbf, 0xc3, 0xe2, 0xf0, 0xff, 0xc0])]) + t[p:]
         f.write(t + b"\n__ggml_vocab_test__\n")
 PY
+
+if [ -n "${PRES:-}" ]; then
+    for v in "$@"; do
+        for p in $PRES; do
+            python3 "$root/tests/fixtures/gguf_relabel.py" "$v" "$tmp/$(basename "$v" .gguf)-as-$p.gguf" tokenizer.ggml.pre "$p"
+        done
+    done
+    set -- "$tmp"/*-as-*.gguf
+fi
 
 total_bad=0
 for v in "$@"; do
