@@ -655,6 +655,19 @@ static int build(struct device_model *d, model *m, const device_opts *o, char *e
                  "layers: --device cpu)", m->hp.n_layer_dense_lead);
         return -1;
     }
+    /* The attention here is llama's order (norms, then RoPE, on every layer);
+     * Hunyuan's, GLM-4.5-Air's and Llama 4's differ. Most of these models are
+     * also refused for their routing above; this says what the GPU lacks even
+     * where the routing would pass (Hunyuan routes by softmax). */
+    const arch_info *a = &m->hp.arch;
+    if (a->qk_norm_after_rope || a->qk_norm_optional || a->l2_qk_norm || a->weight_before_ffn ||
+        m->hp.no_rope_step > 0 || m->hp.attn_chunk > 0) {
+        snprintf(err, errlen, "the CUDA backend does not run %s's attention yet (%s: --device cpu)", a->name,
+                 a->qk_norm_after_rope ? "q/k norms after RoPE"
+                 : a->qk_norm_optional ? "q/k norms on some layers only"
+                 : "no-RoPE layers, chunked attention and L2 q/k norms");
+        return -1;
+    }
     if (hparams_rope_scaled(&m->hp) || m->w.rope_freqs) {
         snprintf(err, errlen, "the CUDA backend has plain RoPE only (this model scales its angles: --device cpu)");
         return -1;
