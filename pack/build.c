@@ -74,7 +74,8 @@ static json_t *hparams_json(const gguf_file *g)
     json_object_set_new(h, "rope_scaling", json_string(rs));
     /* llama.cpp decides the rope layout by architecture, not by a key. */
     static const char *const NEOX[] = { "qwen2", "qwen2moe", "qwen3", "qwen3moe", "olmoe", "phi3", "gemma", "gemma2",
-                                        "gemma3", "falcon", "gptneox", "stablelm", "deepseek2" };
+                                        "gemma3", "falcon", "gptneox", "stablelm", "dots1", "glm4moe",
+                                        "hunyuan-moe", "minimax-m2" };
     const char *rope = "norm";
     for (size_t i = 0; i < sizeof NEOX / sizeof NEOX[0]; i++)
         if (arch && !strcmp(arch, NEOX[i])) rope = "neox";

@@ -41,6 +41,10 @@ static const arch_info arch_table[] = {
     /* MiniMax-M2: q/k norms over the whole projected width, partial NEOX rotary, sigmoid routing with a
      * selection bias, no shared expert. */
     { .name = "minimax-m2", .rope = ROPE_NEOX, .qk_norm = QK_NORM_FULL, .attn_bias = false, .norm_topk = true },
+    /* DeepSeek V2/V3, Kimi K2: multi-head latent attention, DeepSeek-MoE's FFN (dense lead, shared
+     * experts), routed weights times expert_weights_scale, raw top-k unless expert_weights_norm. */
+    { .name = "deepseek2", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false,
+      .scale_w = true, .mla = true },
     /* OLMoE normalises q and k over the whole projected width, and keeps the raw top-k probabilities. */
     { .name = "olmoe",    .rope = ROPE_NEOX, .qk_norm = QK_NORM_FULL, .attn_bias = false, .norm_topk = false },
 };
@@ -70,6 +74,12 @@ static const struct hkey {
     { "attention.head_count",               offsetof(model_hparams, n_head),        I, REQ, 0 },
     { "attention.head_count_kv",            offsetof(model_hparams, n_head_kv),     I, OPT, -1 },
     { "attention.key_length",               offsetof(model_hparams, head_dim),      I, OPT, -1 },
+    { "attention.value_length",             offsetof(model_hparams, head_dim_v),    I, OPT, -1 },
+    { "attention.q_lora_rank",              offsetof(model_hparams, n_lora_q),      I, OPT, 0 },
+    { "attention.kv_lora_rank",             offsetof(model_hparams, n_lora_kv),     I, OPT, 0 },
+    { "attention.key_length_mla",           offsetof(model_hparams, head_k_mla),    I, OPT, 0 },
+    { "attention.value_length_mla",         offsetof(model_hparams, head_v_mla),    I, OPT, 0 },
+    { "rope.scaling.yarn_log_multiplier",   offsetof(model_hparams, yarn_log_mul),  F, OPT, 0 },
     { "rope.dimension_count",               offsetof(model_hparams, n_rot),         I, OPT, -1 },
     { "rope.freq_base",                     offsetof(model_hparams, rope_base),     F, OPT, 10000.0 },
     { "attention.layer_norm_rms_epsilon",   offsetof(model_hparams, rms_eps),       F, REQ, 0 },
@@ -175,6 +185,26 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
     if (hp->n_head_kv < 0) hp->n_head_kv = hp->n_head;
     if (hp->head_dim < 0) hp->head_dim = hp->n_embd / hp->n_head;
     if (hp->n_rot < 0) hp->n_rot = hp->head_dim;
+    if (hp->head_dim_v < 0) hp->head_dim_v = hp->head_dim;
+    if (hp->arch.mla) {
+        /* llama.cpp's MLA layout: one KV head, K = [kv_lora_rank | n_rot], V = kv_lora_rank */
+        if (hp->head_k_mla == 0 || hp->head_v_mla == 0) {
+            snprintf(err, errlen, "%s: no attention.key_length_mla (a GGUF from before llama.cpp's MLA layout, with "
+                     "attn_kv_b): convert the model again with a current llama.cpp", arch);
+            return -1;
+        }
+        if (hp->n_lora_kv < 1 || hp->n_head_kv != 1 || hp->head_dim != hp->n_lora_kv + hp->n_rot ||
+            hp->head_dim_v != hp->n_lora_kv || hp->head_k_mla <= hp->n_rot) {
+            snprintf(err, errlen, "hyperparameters: MLA with kv_lora_rank %d, rope dims %d, key/value length %d/%d, "
+                     "%d KV heads, q/k head %d do not fit", hp->n_lora_kv, hp->n_rot, hp->head_dim, hp->head_dim_v,
+                     hp->n_head_kv, hp->head_k_mla);
+            return -1;
+        }
+    } else if (hp->head_dim_v != hp->head_dim) {
+        snprintf(err, errlen, "hyperparameters: value_length %d differs from key_length %d", hp->head_dim_v,
+                 hp->head_dim);
+        return -1;
+    }
     if (hp->n_ff_exp < 0) hp->n_ff_exp = hp->n_ff;
     if (hp->arch.weight_before_ffn && hp->n_ff_shexp == 0) hp->n_ff_shexp = hp->n_ff_exp;
     /* DeepSeek's shared experts: expert_shared_count of them, side by side */

@@ -86,7 +86,8 @@ int budget_compute(const char *dir, const budget_opts *o, budget_report *r, char
     r->n_expert_used = hp.n_expert_used;
     r->n_ctx = o->n_ctx > 0 ? o->n_ctx : (hp.n_ctx_train < 4096 ? hp.n_ctx_train : 4096);
     r->dense = (uint64_t)x.pool;
-    r->kv = (uint64_t)hp.n_layer * (uint64_t)r->n_ctx * (uint64_t)hp.n_head_kv * (uint64_t)hp.head_dim * 2 * 2;
+    r->kv = (uint64_t)hp.n_layer * (uint64_t)r->n_ctx * (uint64_t)hp.n_head_kv *
+            (uint64_t)(hp.head_dim + hp.head_dim_v) * 2;
     uint64_t ub = r->n_ctx < 512 ? (uint64_t)r->n_ctx : 512;
     uint64_t ff = (uint64_t)hp.n_ff;
     if ((uint64_t)hp.n_ff_exp * (uint64_t)hp.n_expert_used > ff) ff = (uint64_t)hp.n_ff_exp * (uint64_t)hp.n_expert_used;

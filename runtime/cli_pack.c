@@ -42,6 +42,11 @@ int cmd_info(int argc, char **argv)
     printf("%s\n  arch %s, %d layers, embd %d, heads %d (kv %d, dim %d), ff %d, context %d, vocab %d\n", argv[1],
            hp->arch.name, hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv, hp->head_dim, hp->n_ff,
            hp->n_ctx_train, hp->n_vocab);
+    if (hp->arch.mla) {
+        printf("  latent attention: kv rank %d", hp->n_lora_kv);
+        if (hp->n_lora_q) printf(", q rank %d", hp->n_lora_q);
+        printf(", q/k heads %d (%d rotated), v heads %d\n", hp->head_k_mla, hp->n_rot, hp->head_v_mla);
+    }
     if (hp->n_expert) {
         printf("  MoE: %d experts, %d used, expert ff %d, shared ff %d", hp->n_expert, hp->n_expert_used,
                hp->n_ff_exp, hp->n_ff_shexp);

@@ -81,7 +81,9 @@ static void rope_tables(model *m, int B, int pos0)
     lo = lo > 0 ? lo : 0;
     hi = hi < (float)(hp->n_rot - 1) ? hi : (float)(hp->n_rot - 1);
     const float span = hi - lo > 0.001f ? hi - lo : 0.001f;
-    float mscale = hp->rope_attn_factor;
+    /* MLA: llama.cpp's deepseek2 graph hands RoPE 1 / (1 + 0.1 ln(1/freq_scale)) instead of the
+     * attention factor, which it puts into the q·k scale (attn_scale) */
+    float mscale = hp->arch.mla ? 1.0f / (1.0f + 0.1f * logf(1.0f / fs)) : hp->rope_attn_factor;
     if (ext != 0.0f) mscale *= fmaf(0.1f, logf(1.0f / fs), 1.0f);
     for (int b = 0; b < B; b++) {
         float *cs = m->rope_cs + (size_t)b * hp->n_rot;
@@ -136,9 +138,28 @@ static void qk_norm(const model *m, float *v, int n_heads, const float *w, int B
     }
 }
 
-static void *kv_row(const model *m, void *cache, int layer, int pos)
+static void *k_row(const model *m, int layer, int pos)
 {
-    return (char *)cache + (((size_t)layer * m->n_ctx + pos) * m->kv_dim) * m->kv_elt;
+    return (char *)m->kcache + (((size_t)layer * m->n_ctx + pos) * m->kv_dim) * m->kv_elt;
+}
+
+static void *v_row(const model *m, int layer, int pos)
+{
+    return (char *)m->vcache + (((size_t)layer * m->n_ctx + pos) * m->kv_dim_v) * m->kv_elt;
+}
+
+/* The factor on q·k: Granite's attention.scale when given; MLA's
+ * mscale^2 / sqrt(q/k head width before absorption), mscale = attn_factor
+ * (1 + yarn_log_multiplier ln(1/freq_scale)) as llama.cpp's deepseek2 graph
+ * pre-scales it; else 1/sqrt(head_dim). */
+static float attn_scale(const model_hparams *hp)
+{
+    if (hp->attn_scale != 0.0f) return hp->attn_scale;
+    if (hp->arch.mla) {
+        const float ms = hp->rope_attn_factor * (1.0f + hp->yarn_log_mul * logf(1.0f / hp->rope_freq_scale));
+        return ms * ms / sqrtf((float)hp->head_k_mla);
+    }
+    return 1.0f / sqrtf((float)hp->head_dim);
 }
 
 /* -------------------------------------------------------------- attention */
@@ -160,13 +181,13 @@ static void attn_task(void *arg, int task, int thread)
 {
     attn_job *j = arg;
     model *m = j->m;
-    const int hd = m->hp.head_dim, nh = m->hp.n_head;
+    const int hd = m->hp.head_dim, hv = m->hp.head_dim_v, nh = m->hp.n_head;
     const int b = task / nh, h = task % nh, kvh = h / (nh / m->hp.n_head_kv);
     const int n_pos = j->pos0 + b + 1;
     const float *q = m->q + (size_t)b * m->q_dim + (size_t)h * hd;
-    float *out = m->att + (size_t)b * m->q_dim + (size_t)h * hd;
+    float *out = m->att + (size_t)b * m->att_dim + (size_t)h * hv;
     float *sc = m->att_scores + (size_t)thread * m->att_stride;
-    const float scale = m->hp.attn_scale != 0.0f ? m->hp.attn_scale : 1.0f / sqrtf((float)hd);
+    const float scale = attn_scale(&m->hp);
     const bool f16 = m->opt.kv == KV_F16;
     /* Llama 4's chunked layers see only their own chunk: the positions
      * before it are masked (-inf, exact zeros after the softmax), as
@@ -176,7 +197,7 @@ static void attn_task(void *arg, int task, int thread)
 
     for (int p = 0; p < p_lo; p++) sc[p] = -INFINITY;
     for (int p = p_lo; p < n_pos; p++) {
-        const void *kr = (const char *)kv_row(m, m->kcache, j->layer, p) + (size_t)kvh * hd * m->kv_elt;
+        const void *kr = (const char *)k_row(m, j->layer, p) + (size_t)kvh * hd * m->kv_elt;
         float s = f16 ? m->k->dot_f16(kr, q, hd) : m->k->dot_f32(kr, q, hd);
         sc[p] = s * scale;
     }
@@ -186,10 +207,10 @@ static void attn_task(void *arg, int task, int thread)
         double sum = 0.0;
         for (int p = 0; p < n_pos; p++) { sc[p] = expf(sc[p] - mx); sum += sc[p]; }
         const float inv = (float)(1.0 / sum);
-        memset(out, 0, (size_t)hd * sizeof *out);
+        memset(out, 0, (size_t)hv * sizeof *out);
         for (int p = p_lo; p < n_pos; p++) {
-            const void *vr = (const char *)kv_row(m, m->vcache, j->layer, p) + (size_t)kvh * hd * m->kv_elt;
-            m->k->axpy_f16(out, sc[p] * inv, vr, hd);
+            const void *vr = (const char *)v_row(m, j->layer, p) + (size_t)kvh * hv * m->kv_elt;
+            m->k->axpy_f16(out, sc[p] * inv, vr, hv);
         }
         return;
     }
@@ -197,17 +218,110 @@ static void attn_task(void *arg, int task, int thread)
     for (int p = n_pos; p < n8; p++) sc[p] = -INFINITY;
     m->k->softmax_f32(sc, n8, sc);
     const int lanes = j->B == 1 ? 32 : 8;
-    float *acc = sc + m->n_ctx + 8; /* lanes x hd */
-    memset(acc, 0, (size_t)lanes * hd * sizeof *acc);
+    float *acc = sc + m->n_ctx + 8; /* lanes x hv */
+    memset(acc, 0, (size_t)lanes * hv * sizeof *acc);
     for (int p = p_lo; p < n_pos; p++) { /* the masked ones would add exact zeros */
-        const float *vr = (const float *)kv_row(m, m->vcache, j->layer, p) + (size_t)kvh * hd;
-        m->k->axpy_f32(acc + (size_t)(p % lanes) * hd, sc[p], vr, hd); /* fused: one rounding per element */
+        const float *vr = (const float *)v_row(m, j->layer, p) + (size_t)kvh * hv;
+        m->k->axpy_f32(acc + (size_t)(p % lanes) * hv, sc[p], vr, hv); /* fused: one rounding per element */
     }
-    for (int d = 0; d < hd; d++) {
+    for (int d = 0; d < hv; d++) {
         float l[32];
-        for (int k = 0; k < lanes; k++) l[k] = acc[(size_t)k * hd + d];
+        for (int k = 0; k < lanes; k++) l[k] = acc[(size_t)k * hv + d];
         out[d] = lanes == 8 ? ggml_order_hsum8(l) : ggml_order_fold32(l);
     }
+}
+
+/* Stores the ubatch's k and v rows (m->kx, m->vx) in layer l's cache, then
+ * runs every (row, head) of attention into m->att. */
+static void attend(model *m, int l, int B, int pos0, const mm_next *next_o)
+{
+    const model_hparams *hp = &m->hp;
+    for (int b = 0; b < B; b++) {
+        void *kr = k_row(m, l, pos0 + b), *vr = v_row(m, l, pos0 + b);
+        if (m->opt.kv == KV_F16) {
+            m->k->f32_to_f16(m->kx + (size_t)b * m->kv_dim, kr, m->kv_dim);
+            m->k->f32_to_f16(m->vx + (size_t)b * m->kv_dim_v, vr, m->kv_dim_v);
+        } else {
+            memcpy(kr, m->kx + (size_t)b * m->kv_dim, (size_t)m->kv_dim * sizeof(float));
+            memcpy(vr, m->vx + (size_t)b * m->kv_dim_v, (size_t)m->kv_dim_v * sizeof(float));
+        }
+    }
+    attn_job j = { m, l, B, pos0 };
+    /* A short context is cheaper on one thread than a pool wake-up. */
+    if ((int64_t)B * hp->n_head * (pos0 + B) * hp->head_dim < 32 * 1024)
+        for (int t = 0; t < B * hp->n_head; t++) attn_task(&j, t, 0);
+    else
+        pool_run_then(m->pool, B * hp->n_head, attn_task, &j, B == 1 ? mm_warm_next : NULL, (void *)next_o);
+}
+
+/* y_h = W_h x_h for every head h of B rows: x_h at x + b * x_stride + h * x_step (x_w wide), y_h
+ * written at y + b * y_stride + h * y_step (rows of W_h wide). Decode takes the heads as one
+ * mat-vec job; a batch gathers each head's rows into m->mla_in. */
+static void per_head(model *m, const weight *W, int H, int B, const float *x, size_t x_stride, size_t x_step,
+                     int x_w, float *y, size_t y_stride, size_t y_step)
+{
+    if (B == 1) {
+        for (int h0 = 0; h0 < H; h0 += MM_VEC_MAX) {
+            mm_vec v[MM_VEC_MAX];
+            const int n = H - h0 < MM_VEC_MAX ? H - h0 : MM_VEC_MAX;
+            for (int i = 0; i < n; i++)
+                v[i] = (mm_vec){ &W[h0 + i], x + (size_t)(h0 + i) * x_step, y + (size_t)(h0 + i) * y_step };
+            mm_mulv(&m->mm, v, n);
+        }
+        return;
+    }
+    for (int h = 0; h < H; h++) {
+        const int rows = (int)W[h].rows;
+        for (int b = 0; b < B; b++)
+            memcpy(m->mla_in + (size_t)b * x_w, x + (size_t)b * x_stride + (size_t)h * x_step,
+                   (size_t)x_w * sizeof(float));
+        mm_mul(&m->mm, &W[h], m->mla_in, B, m->mla_out);
+        for (int b = 0; b < B; b++)
+            memcpy(y + (size_t)b * y_stride + (size_t)h * y_step, m->mla_out + (size_t)b * rows,
+                   (size_t)rows * sizeof(float));
+    }
+}
+
+/* MLA (arch_info.mla), as llama.cpp's deepseek2 graph with absorbed
+ * weights: each head's query is [k_b q_nope | rope(q_pe)], the one KV head
+ * [norm(compressed) | rope(k_pe)] with the normed compressed row as V, and
+ * each head's attention output goes back through v_b before o. */
+static void mla_attention_block(model *m, int l, int B, int pos0)
+{
+    const layer_weights *L = &m->w.layers[l];
+    const model_hparams *hp = &m->hp;
+    const int H = hp->n_head, r = hp->n_lora_kv, rot = hp->n_rot, qk = hp->head_k_mla, nope = qk - rot;
+    const int vd = hp->head_v_mla, kva_w = r + rot;
+    rmsnorm_rows(m->h, m->x, L->attn_norm, B, hp->n_embd, hp->rms_eps);
+    if (weight_present(&L->wq_a)) {
+        mm_mul(&m->mm, &L->wq_a, m->h, B, m->mla_qa);
+        rmsnorm_rows(m->mla_qa, m->mla_qa, L->q_a_norm, B, hp->n_lora_q, hp->rms_eps);
+        mm_mul(&m->mm, &L->wq_b, m->mla_qa, B, m->mla_q);
+    } else {
+        mm_mul(&m->mm, &L->wq, m->h, B, m->mla_q);
+    }
+    mm_mul(&m->mm, &L->wkv_a, m->h, B, m->mla_kva);
+    for (int b = 0; b < B; b++) {
+        const float *cs = m->rope_cs + (size_t)b * rot;
+        float *qb = m->mla_q + (size_t)b * H * qk, *kva = m->mla_kva + (size_t)b * kva_w;
+        for (int h = 0; h < H; h++) rope_head(qb + (size_t)h * qk + nope, cs, rot, hp->arch.rope);
+        rope_head(kva + r, cs, rot, hp->arch.rope);
+        rmsnorm(kva, kva, L->kv_a_norm, r, hp->rms_eps);
+        memcpy(m->kx + (size_t)b * m->kv_dim, kva, (size_t)kva_w * sizeof(float));
+        memcpy(m->vx + (size_t)b * m->kv_dim_v, kva, (size_t)r * sizeof(float));
+        float *qa = m->q + (size_t)b * m->q_dim;
+        for (int h = 0; h < H; h++)
+            memcpy(qa + (size_t)h * kva_w + r, qb + (size_t)h * qk + nope, (size_t)rot * sizeof(float));
+    }
+    /* the absorbed queries: q_nope through each head's k_b block */
+    per_head(m, m->mla_kb + (size_t)l * H, H, B, m->mla_q, (size_t)H * qk, (size_t)qk, nope, m->q,
+             (size_t)m->q_dim, (size_t)kva_w);
+    const mm_next next_o = { 0, { NULL } };
+    attend(m, l, B, pos0, &next_o);
+    per_head(m, m->mla_vb + (size_t)l * H, H, B, m->att, (size_t)m->att_dim, (size_t)r, r, m->mla_o,
+             (size_t)H * vd, (size_t)vd);
+    mm_mul(&m->mm, &L->wo, m->mla_o, B, m->o);
+    add_residual(m, m->x, m->o, (size_t)B * hp->n_embd);
 }
 
 static void attention_block(model *m, int l, int B, int pos0)
@@ -258,21 +372,8 @@ static void attention_block(model *m, int l, int B, int pos0)
             for (int h = 0; h < hp->n_head; h++) rmsnorm(qb + h * hd, qb + h * hd, NULL, hd, hp->rms_eps);
             for (int h = 0; h < hp->n_head_kv; h++) rmsnorm(kb + h * hd, kb + h * hd, NULL, hd, hp->rms_eps);
         }
-        void *kr = kv_row(m, m->kcache, l, pos0 + b), *vr = kv_row(m, m->vcache, l, pos0 + b);
-        if (m->opt.kv == KV_F16) {
-            m->k->f32_to_f16(m->kx + (size_t)b * m->kv_dim, kr, m->kv_dim);
-            m->k->f32_to_f16(m->vx + (size_t)b * m->kv_dim, vr, m->kv_dim);
-        } else {
-            memcpy(kr, m->kx + (size_t)b * m->kv_dim, (size_t)m->kv_dim * sizeof(float));
-            memcpy(vr, m->vx + (size_t)b * m->kv_dim, (size_t)m->kv_dim * sizeof(float));
-        }
     }
-    attn_job j = { m, l, B, pos0 };
-    /* A short context is cheaper on one thread than a pool wake-up. */
-    if ((int64_t)B * hp->n_head * (pos0 + B) * hp->head_dim < 32 * 1024)
-        for (int t = 0; t < B * hp->n_head; t++) attn_task(&j, t, 0);
-    else
-        pool_run_then(m->pool, B * hp->n_head, attn_task, &j, B == 1 ? mm_warm_next : NULL, (void *)&next_o);
+    attend(m, l, B, pos0, &next_o);
     if (B == 1) {
         /* The FFN's first mat-vec job after o: the router, or gate and up. */
         mm_next next = { 1, { &L->router } };
@@ -466,7 +567,8 @@ static void forward_ubatch(model *m, const int32_t *tokens, int B, float *logits
         for (size_t i = 0; i < (size_t)B * hp->n_embd; i++) m->x[i] *= hp->embd_scale;
     rope_tables(m, B, pos0);
     for (int l = 0; l < hp->n_layer; l++) {
-        attention_block(m, l, B, pos0);
+        if (hp->arch.mla) mla_attention_block(m, l, B, pos0);
+        else attention_block(m, l, B, pos0);
         if (hparams_layer_moe(hp, l)) moe_block(m, l, B);
         else ffn_block(m, l, B);
     }

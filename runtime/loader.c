@@ -293,8 +293,9 @@ static int attach_kfactor(loaded_pack *p, weight *w, const char *name)
     return 0;
 }
 
-/* row_vector: a 1-D tensor is taken as a one-row matrix (the shared
- * expert's gate row, which GGUF stores as [n_embd]). */
+/* row_vector 1: a 1-D tensor is taken as a one-row matrix (the shared
+ * expert's gate row, which GGUF stores as [n_embd]); 2: a 3-D tensor as
+ * one matrix of all its ne1 x ne2 rows (MLA's per-head blocks). */
 static int mat_x(loaded_pack *p, weight *w, const char *fmt, int layer, int row_vector)
 {
     char name[96];
@@ -303,7 +304,7 @@ static int mat_x(loaded_pack *p, weight *w, const char *fmt, int layer, int row_
     int i = find_row(p, name);
     if (i < 0) return 0;
     const pi_tensor *t = &p->x.t[i];
-    if (t->n_dims != 2 && !(row_vector && t->n_dims == 1))
+    if (t->n_dims != 2 && !(row_vector == 1 && t->n_dims == 1) && !(row_vector == 2 && t->n_dims == 3))
         return fail(p, "%s: a matrix with %d dimensions", name, t->n_dims);
     p->used_t[i] = 1;
     row_weight(p, t, w);
@@ -462,7 +463,11 @@ static int load_weights(loaded_pack *p)
             mat(p, &L->sh_up, "blk.%d.ffn_up_shexp.weight", l) ||
             mat(p, &L->sh_down, "blk.%d.ffn_down_shexp.weight", l) ||
             mat_x(p, &L->sh_router, "blk.%d.ffn_gate_inp_shexp.weight", l, 1) ||
-            vec(p, &L->exp_probs_b, "blk.%d.exp_probs_b.bias", l))
+            vec(p, &L->exp_probs_b, "blk.%d.exp_probs_b.bias", l) ||
+            vec(p, &L->q_a_norm, "blk.%d.attn_q_a_norm.weight", l) ||
+            vec(p, &L->kv_a_norm, "blk.%d.attn_kv_a_norm.weight", l) || mat(p, &L->wq_a, "blk.%d.attn_q_a.weight", l) ||
+            mat(p, &L->wq_b, "blk.%d.attn_q_b.weight", l) || mat(p, &L->wkv_a, "blk.%d.attn_kv_a_mqa.weight", l) ||
+            mat_x(p, &L->wk_b, "blk.%d.attn_k_b.weight", l, 2) || mat_x(p, &L->wv_b, "blk.%d.attn_v_b.weight", l, 2))
             return -1;
         char bn[64];
         snprintf(bn, sizeof bn, "blk.%d.exp_probs_b.bias", l);

@@ -46,13 +46,40 @@ static int check_vec(checker *c, const float *v, const char *fmt, int layer)
     return -1;
 }
 
+/* MLA's attention weights (model.h): q through a low-rank pair or one
+ * matrix, the compressed kv row and its rotated part, the per-head k_b and
+ * v_b blocks, o from n_head x head_v_mla. */
+static int check_mla(checker *c, const model_hparams *hp, layer_weights *L, int l)
+{
+    const int D = hp->n_embd, H = hp->n_head, qk = hp->head_k_mla, r = hp->n_lora_kv;
+    if (weight_present(&L->wq_a) || hp->n_lora_q > 0) {
+        if (check_w(c, &L->wq_a, hp->n_lora_q, D, "blk.%d.attn_q_a", l) ||
+            check_vec(c, L->q_a_norm, "blk.%d.attn_q_a_norm", l) ||
+            check_w(c, &L->wq_b, H * qk, hp->n_lora_q, "blk.%d.attn_q_b", l))
+            return -1;
+    } else if (check_w(c, &L->wq, H * qk, D, "blk.%d.attn_q", l)) {
+        return -1;
+    }
+    return check_w(c, &L->wkv_a, r + hp->n_rot, D, "blk.%d.attn_kv_a_mqa", l) ||
+                   check_vec(c, L->kv_a_norm, "blk.%d.attn_kv_a_norm", l) ||
+                   check_w(c, &L->wk_b, H * r, qk - hp->n_rot, "blk.%d.attn_k_b", l) ||
+                   check_w(c, &L->wv_b, H * hp->head_v_mla, r, "blk.%d.attn_v_b", l) ||
+                   check_w(c, &L->wo, D, H * hp->head_v_mla, "blk.%d.attn_output", l)
+               ? -1
+               : 0;
+}
+
 static int check_layer(checker *c, const model_hparams *hp, layer_weights *L, int l)
 {
     const int D = hp->n_embd, qd = hp->n_head * hp->head_dim, kvd = hp->n_head_kv * hp->head_dim;
-    if (check_vec(c, L->attn_norm, "blk.%d.attn_norm", l) || check_vec(c, L->ffn_norm, "blk.%d.ffn_norm", l) ||
-        check_w(c, &L->wq, qd, D, "blk.%d.attn_q", l) || check_w(c, &L->wk, kvd, D, "blk.%d.attn_k", l) ||
-        check_w(c, &L->wv, kvd, D, "blk.%d.attn_v", l) || check_w(c, &L->wo, D, qd, "blk.%d.attn_output", l))
+    if (check_vec(c, L->attn_norm, "blk.%d.attn_norm", l) || check_vec(c, L->ffn_norm, "blk.%d.ffn_norm", l))
         return -1;
+    if (hp->arch.mla) {
+        if (check_mla(c, hp, L, l)) return -1;
+    } else if (check_w(c, &L->wq, qd, D, "blk.%d.attn_q", l) || check_w(c, &L->wk, kvd, D, "blk.%d.attn_k", l) ||
+               check_w(c, &L->wv, kvd, D, "blk.%d.attn_v", l) || check_w(c, &L->wo, D, qd, "blk.%d.attn_output", l)) {
+        return -1;
+    }
     if (hp->arch.attn_bias && (check_vec(c, L->bq, "blk.%d.attn_q.bias", l) ||
                                check_vec(c, L->bk, "blk.%d.attn_k.bias", l) ||
                                check_vec(c, L->bv, "blk.%d.attn_v.bias", l)))
@@ -173,6 +200,8 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
 
     m->q_dim = h->n_head * h->head_dim;
     m->kv_dim = h->n_head_kv * h->head_dim;
+    m->att_dim = h->n_head * h->head_dim_v;
+    m->kv_dim_v = h->n_head_kv * h->head_dim_v;
     m->kv_elt = m->opt.kv == KV_F32 ? 4 : 2;
     const size_t nb = (size_t)m->opt.n_batch, D = (size_t)h->n_embd, T = (size_t)m->opt.n_threads;
     size_t ff = (size_t)h->n_ff;
@@ -181,9 +210,9 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
     const size_t E = (size_t)h->n_expert, K = (size_t)h->n_expert_used;
     const size_t nbk = nb > K ? nb : K; /* decode runs the K experts' rows side by side */
     int fail = 0;
-    size_t cache_bytes = (size_t)h->n_layer * (size_t)m->n_ctx * (size_t)m->kv_dim * m->kv_elt;
-    m->kcache = calloc(1, cache_bytes);
-    m->vcache = calloc(1, cache_bytes);
+    const size_t cache_rows = (size_t)h->n_layer * (size_t)m->n_ctx * m->kv_elt;
+    m->kcache = calloc(1, cache_rows * (size_t)m->kv_dim);
+    m->vcache = calloc(1, cache_rows * (size_t)m->kv_dim_v);
     if (!m->kcache || !m->vcache) fail = 1;
     m->mm.k = m->k;
     m->mm.pool = m->pool;
@@ -195,13 +224,38 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
     m->h = alloc_f(nb * D, &fail);
     m->o = alloc_f(nb * D, &fail);
     m->q = alloc_f(nb * (size_t)m->q_dim, &fail);
-    m->att = alloc_f(nb * (size_t)m->q_dim, &fail);
+    m->att = alloc_f(nb * (size_t)m->att_dim, &fail);
     m->kx = alloc_f(nb * (size_t)m->kv_dim, &fail);
-    m->vx = alloc_f(nb * (size_t)m->kv_dim, &fail);
+    m->vx = alloc_f(nb * (size_t)m->kv_dim_v, &fail);
+    if (h->arch.mla) {
+        const size_t H = (size_t)h->n_head, L = (size_t)h->n_layer, r = (size_t)h->n_lora_kv;
+        m->mla_qa = alloc_f(nb * (size_t)h->n_lora_q, &fail);
+        m->mla_q = alloc_f(nb * H * (size_t)h->head_k_mla, &fail);
+        m->mla_kva = alloc_f(nb * (r + (size_t)h->n_rot), &fail);
+        m->mla_o = alloc_f(nb * H * (size_t)h->head_v_mla, &fail);
+        size_t wmax = r; /* the gathers: nope or r in, r or head_v_mla out */
+        if ((size_t)h->head_k_mla > wmax) wmax = (size_t)h->head_k_mla;
+        if ((size_t)h->head_v_mla > wmax) wmax = (size_t)h->head_v_mla;
+        m->mla_in = alloc_f(nb * wmax, &fail);
+        m->mla_out = alloc_f(nb * wmax, &fail);
+        m->mla_kb = calloc(L * H, sizeof(weight));
+        m->mla_vb = calloc(L * H, sizeof(weight));
+        m->mla_kf = calloc(2 * L * H, sizeof(kfactor));
+        if (!m->mla_kb || !m->mla_vb || !m->mla_kf) fail = 1;
+        for (size_t l = 0; !fail && l < L; l++) {
+            const layer_weights *LW = &m->w.layers[l];
+            for (size_t hh = 0; hh < H; hh++) {
+                weight_rows_view(&LW->wk_b, (int64_t)(hh * r), (int64_t)r, &m->mla_kb[l * H + hh],
+                                 &m->mla_kf[2 * (l * H + hh)]);
+                weight_rows_view(&LW->wv_b, (int64_t)(hh * (size_t)h->head_v_mla), h->head_v_mla,
+                                 &m->mla_vb[l * H + hh], &m->mla_kf[2 * (l * H + hh) + 1]);
+            }
+        }
+    }
     m->ffa = alloc_f(nbk * ff, &fail);
     m->ffb = alloc_f(nbk * ff, &fail);
     m->rope_cs = alloc_f(nb * (size_t)h->n_rot, &fail);
-    m->att_stride = (size_t)m->n_ctx + 8 + 32 * (size_t)m->hp.head_dim;
+    m->att_stride = (size_t)m->n_ctx + 8 + 32 * (size_t)(h->head_dim > h->head_dim_v ? h->head_dim : h->head_dim_v);
     m->att_scores = alloc_f(T * m->att_stride, &fail);
     if (E > 0) {
         m->rlog = alloc_f(nb * E, &fail);
@@ -216,7 +270,8 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
         m->gd = alloc_f(nb * D, &fail);
     }
     if (fail) {
-        snprintf(err, errlen, "out of memory (KV cache %zu bytes for n_ctx %d)", 2 * cache_bytes, m->n_ctx);
+        snprintf(err, errlen, "out of memory (KV cache %zu bytes for n_ctx %d)",
+                 cache_rows * (size_t)(m->kv_dim + m->kv_dim_v), m->n_ctx);
         model_free(m);
         return NULL;
     }
@@ -242,6 +297,8 @@ size_t model_active_bytes(const model *m)
     for (int l = 0; l < h->n_layer; l++) {
         const layer_weights *L = &m->w.layers[l];
         b += weight_bytes(&L->wq) + weight_bytes(&L->wk) + weight_bytes(&L->wv) + weight_bytes(&L->wo);
+        b += weight_bytes(&L->wq_a) + weight_bytes(&L->wq_b) + weight_bytes(&L->wkv_a) + weight_bytes(&L->wk_b) +
+             weight_bytes(&L->wv_b); /* MLA's (absent elsewhere: 0) */
         if (!hparams_layer_moe(h, l)) {
             b += weight_bytes(&L->ffn_gate) + weight_bytes(&L->ffn_up) + weight_bytes(&L->ffn_down);
             continue;
@@ -305,6 +362,8 @@ void model_free(model *m)
     free(m->kcache); free(m->vcache); free(m->mm.scratch); free(m->mm.qbuf);
     free(m->x); free(m->h); free(m->o); free(m->q); free(m->att); free(m->kx); free(m->vx);
     free(m->ffa); free(m->ffb); free(m->rope_cs); free(m->att_scores);
+    free(m->mla_qa); free(m->mla_q); free(m->mla_kva); free(m->mla_o); free(m->mla_in); free(m->mla_out);
+    free(m->mla_kb); free(m->mla_vb); free(m->mla_kf);
     free(m->rlog); free(m->selw); free(m->eo); free(m->hg); free(m->gd); free(m->sel); free(m->grp);
     free(m);
 }

@@ -4,7 +4,8 @@
  * Contract:
  *  - Architectures are rows of one table (arch.c): llama (dense and
  *    Mixtral-style MoE), qwen2, qwen2moe, qwen3, qwen3moe, olmoe, deepseek, granite,
- *    granitemoe, dots1, ernie4_5-moe, glm4moe, llama4, hunyuan-moe, minimax-m2. A row
+ *    granitemoe, dots1, ernie4_5-moe, glm4moe, llama4, hunyuan-moe, minimax-m2,
+ *    deepseek2 (multi-head latent attention: a graph of its own). A row
  *    says only how the shared forward pass is configured (RoPE layout, q/k norm kind,
  *    attention biases, top-k renormalisation); nothing is copied per model.
  *  - hparams_load() fills model_hparams from "<arch>.<key>" values read
@@ -58,6 +59,13 @@ typedef struct arch_info {
      * not its output. */
     int no_rope_step, attn_chunk;
     bool l2_qk_norm, weight_before_ffn;
+    /* DeepSeek V2/V3's multi-head latent attention, as llama.cpp runs it
+     * (absorbed): q from a low-rank pair (or one matrix), k and v share one
+     * compressed row per position (kv_lora_rank, normed) plus a rotated
+     * part n_rot wide; each head's q_nope goes through attn_k_b into that
+     * row's space, its attention output back through attn_v_b. One KV
+     * "head": K = [compressed, rotated], V = compressed. */
+    bool mla;
 } arch_info;
 
 typedef enum gating_kind { GATING_SOFTMAX = 1, GATING_SIGMOID = 2 } gating_kind; /* GGUF expert_gating_func */
@@ -67,6 +75,11 @@ const arch_info *arch_find(const char *name);  /* NULL if unknown */
 typedef struct model_hparams {
     arch_info arch;
     int n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_rot, n_ff, n_ctx_train;
+    int head_dim_v;             /* attention.value_length: V's width per KV head (head_dim unless MLA) */
+    /* MLA (arch.mla): q_lora_rank (0: one q matrix), kv_lora_rank, and the
+     * per-head widths before absorption: q/k (nope + n_rot) and v */
+    int n_lora_q, n_lora_kv, head_k_mla, head_v_mla;
+    float yarn_log_mul;         /* rope.scaling.yarn_log_multiplier (MLA's attention scale under YaRN) */
     int n_expert, n_expert_used, n_ff_exp, n_ff_shexp;   /* 0 experts: dense */
     int n_layer_dense_lead;     /* MoE models: the first layers keep a dense FFN (DeepSeek) */
     int n_moe_layer_step;       /* after them, every step-th layer is MoE (1: all; interleave_moe_layer_step) */
@@ -134,6 +147,10 @@ typedef struct layer_weights {
     weight sh_router;                           /* optional 1-row sigmoid gate of the shared expert */
     const float *exp_probs_b;                   /* optional n_expert bias on the probabilities that select the
                                                  * experts (not on their weights: DeepSeek V3's, ERNIE's) */
+    /* MLA: q = wq_b(norm(wq_a x)) (or wq x); [compressed | rotated] = wkv_a x;
+     * wk_b: n_head x (kv_lora_rank rows x nope cols), wv_b: n_head x (v rows x kv_lora_rank cols) */
+    weight wq_a, wq_b, wkv_a, wk_b, wv_b;
+    const float *q_a_norm, *kv_a_norm;
 } layer_weights;
 
 typedef struct model_weights {

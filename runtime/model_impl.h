@@ -16,10 +16,17 @@ struct model {
     mm_ctx mm;
     int n_ctx, n_past;
     int q_dim, kv_dim;          /* n_head * head_dim, n_head_kv * head_dim */
+    int att_dim, kv_dim_v;      /* n_head * head_dim_v, n_head_kv * head_dim_v (V's widths) */
     size_t kv_elt;              /* 2 (f16) or 4 (f32) */
-    void *kcache, *vcache;      /* n_layer x n_ctx x kv_dim */
+    void *kcache, *vcache;      /* n_layer x n_ctx x kv_dim (kv_dim_v) */
     /* activations of one ubatch (n_batch rows each) */
     float *x, *h, *q, *kx, *vx, *att, *o, *ffa, *ffb;
+    /* MLA (arch.mla): per row q_lora_rank, n_head x head_k_mla, kv_lora_rank + n_rot and
+     * n_head x head_v_mla floats; two gather buffers for the per-head products; the
+     * per-head row blocks of each layer's wk_b and wv_b (n_layer x n_head each) */
+    float *mla_qa, *mla_q, *mla_kva, *mla_o, *mla_in, *mla_out;
+    weight *mla_kb, *mla_vb;
+    kfactor *mla_kf;
     float *rope_cs;             /* per row: n_rot/2 cos, then n_rot/2 sin */
     float *att_scores;          /* per thread, att_stride floats: n_ctx + 8 scores, then 32 x head_dim lane sums */
     size_t att_stride;

@@ -68,3 +68,22 @@ size_t weight_bytes(const weight *w)
     }
     return b;
 }
+
+void weight_rows_view(const weight *w, int64_t r0, int64_t n, weight *out, kfactor *kf_out)
+{
+    *out = *w;
+    out->rows = n;
+    out->data = (const char *)w->data + (size_t)r0 * w->row_bytes;
+    if (w->form != WF_SCODE) return;
+    const size_t g0 = (size_t)(r0 * w->cols / w->group);
+    out->scales = w->scales + g0;
+    if (w->offsets) out->offsets = w->offsets + g0;
+    if (!w->kf) return;
+    const size_t s0 = (size_t)(r0 * w->cols / 256);
+    *kf_out = *w->kf;
+    kf_out->d = w->kf->d + s0;
+    if (w->kf->dmin) kf_out->dmin = w->kf->dmin + s0;
+    kf_out->sc = w->kf->sc + g0;
+    if (w->kf->m) kf_out->m = w->kf->m + g0;
+    out->kf = kf_out;
+}

@@ -58,6 +58,12 @@ static inline int weight_present(const weight *w) { return w->data != NULL; }
  * returns 0, or -1 with "<name>: <problem>" in err. */
 int weight_check(weight *w, const char *name, char *err, size_t errlen);
 
+/* Rows [r0, r0 + n) of a checked weight as a weight of their own (MLA's
+ * per-head blocks of a 3-D tensor). K-quant factors are offset into
+ * *kf_out, which must live as long as *out. r0 * cols must be a multiple of
+ * the group (and of 256 with K-quant factors). */
+void weight_rows_view(const weight *w, int64_t r0, int64_t n, weight *out, kfactor *kf_out);
+
 /* Bytes of weight data one full pass over W reads (codes, scales, offsets). */
 size_t weight_bytes(const weight *w);
 

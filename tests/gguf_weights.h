@@ -68,16 +68,22 @@ static const float *gw_vec(gguf_model *gm, const char *name, int layer)
     return t ? gw_f32(gm, t) : NULL;
 }
 
-/* Fills n_slices weights from a 2-D (n_slices 1) or 3-D tensor. Absent: data NULL. */
+/* Fills n_slices weights from a 2-D (n_slices 1) or 3-D tensor, or (n_slices 0) one weight of
+ * all its rows. Absent: data NULL. */
 static int gw_mat(gguf_model *gm, weight *w, int n_slices, const char *name, int layer)
 {
     char n[96];
     snprintf(n, sizeof n, name, layer);
     const gguf_tensor *t = gguf_find_tensor(gm->f, n);
-    memset(w, 0, sizeof *w * (size_t)n_slices);
+    memset(w, 0, sizeof *w * (size_t)(n_slices ? n_slices : 1));
     if (!t) return 0;
     int64_t cols = t->ne[0], rows = t->ne[1];
-    if (t->ne[2] != n_slices) return -1;
+    if (n_slices == 0) { /* one weight of all ne1 x ne2 rows (MLA's per-head blocks) */
+        rows *= t->ne[2];
+        n_slices = 1;
+    } else if (t->ne[2] != n_slices) {
+        return -1;
+    }
     const uint8_t *base = t->data;
     int form = WF_GGML;
     size_t rb = ggml_row_bytes(t->type, cols);
@@ -147,6 +153,11 @@ static int gguf_model_load(gguf_model *gm, const char *path, int keep_native, ch
         L->bk = gw_vec(gm, "blk.%d.attn_k.bias", l);
         L->bv = gw_vec(gm, "blk.%d.attn_v.bias", l);
         L->exp_probs_b = gw_vec(gm, "blk.%d.exp_probs_b.bias", l);
+        L->q_a_norm = gw_vec(gm, "blk.%d.attn_q_a_norm.weight", l);
+        L->kv_a_norm = gw_vec(gm, "blk.%d.attn_kv_a_norm.weight", l);
+        bad |= gw_mat(gm, &L->wq_a, 1, "blk.%d.attn_q_a.weight", l) | gw_mat(gm, &L->wq_b, 1, "blk.%d.attn_q_b.weight", l) |
+               gw_mat(gm, &L->wkv_a, 1, "blk.%d.attn_kv_a_mqa.weight", l) |
+               gw_mat(gm, &L->wk_b, 0, "blk.%d.attn_k_b.weight", l) | gw_mat(gm, &L->wv_b, 0, "blk.%d.attn_v_b.weight", l);
         bad |= gw_mat(gm, &L->wq, 1, "blk.%d.attn_q.weight", l) | gw_mat(gm, &L->wk, 1, "blk.%d.attn_k.weight", l) |
                gw_mat(gm, &L->wv, 1, "blk.%d.attn_v.weight", l) |
                gw_mat(gm, &L->wo, 1, "blk.%d.attn_output.weight", l) |

@@ -24,6 +24,12 @@
  *    scales the expert's input, a shared expert.
  *  - hunyuan-moe (Hunyuan-A13B): per-head q/k norms after RoPE, a shared
  *    expert.
+ *  - minimax-m2 (MiniMax-M2): q/k norms over the whole projection, half the
+ *    head rotated, sigmoid routing with a selection bias.
+ *  - deepseek2 (DeepSeek V2/V3, Kimi K2): multi-head latent attention in
+ *    llama.cpp's absorbed layout (q through a low-rank pair, or one matrix
+ *    in V2-Lite's 27-layer form; with and without YaRN and its attention
+ *    scale), a dense first layer, two shared experts.
  * Our logits on 20 positions (8 as one batch, then one at a time) must
  * agree within 1e-5 of each row's largest |logit|; the pack built from the
  * model must give the adapter's bits; and each architecture's own part must
@@ -60,8 +66,13 @@ typedef struct arch_spec {
     int swa_off_control;        /* the control writes attention.sliding_window 0 (Llama 4: RoPE everywhere) */
     uint32_t ctx;               /* context_length, 0: 512 */
     int experts;                /* routed experts, 0: EXPERTS */
+    int mla, q_lora;            /* DeepSeek V2/V3's latent attention; q_lora_rank (0: one q matrix) */
+    float yarn;                 /* YaRN factor (original context 64, DeepSeek's yarn_log_multiplier), 0: none */
     float rope_base;
 } arch_spec;
+
+/* MLA widths: compressed kv row, q/k head before absorption (nope + rot), v head */
+enum { MLA_R = 32, MLA_NOPE = 16, MLA_V = 16 };
 
 static const arch_spec specs[] = {
     { .name = "qwen2moe", .arch = "qwen2moe", .layers = 2, .bias = 1, .shared_gate = 1, .ff_sh = 48, .rope_base = 1e6f },
@@ -99,6 +110,15 @@ static const arch_spec specs[] = {
     { .name = "minimax-m2", .arch = "minimax-m2", .layers = 2, .qk_norm = 2, .rot = 8, .sigmoid = 1, .probs_b = 1,
       .experts_at_ff = 1, .expert_key_too = 1,
       .rope_base = 5e6f },
+    /* DeepSeek V2/V3: latent attention (q through a rank-32 pair), a dense first layer, two shared experts */
+    { .name = "deepseek2", .arch = "deepseek2", .layers = 3, .dense_lead = 1, .n_shared = 2, .mla = 1, .q_lora = 32,
+      .rot = 8, .rope_base = 1e4f },
+    /* V2-Lite: one q matrix (llama.cpp takes it from a 27-layer model); the same with YaRN, as DeepSeek
+     * ships it (factor 40 there, 4 here over an original context of 64) */
+    { .name = "deepseek2-lite", .arch = "deepseek2", .layers = 27, .dense_lead = 1, .n_shared = 2, .mla = 1,
+      .rot = 8, .rope_base = 1e4f },
+    { .name = "deepseek2-yarn", .arch = "deepseek2", .layers = 3, .dense_lead = 1, .n_shared = 2, .mla = 1, .q_lora = 32,
+      .rot = 8, .yarn = 4.0f, .rope_base = 1e4f },
     { .name = "granitemoe-shared", .arch = "granitemoe", .layers = 2, .granite = 1, .experts_at_ff = 1, .ff_sh = 48, .rope_base = 1e4f },
 };
 #define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
@@ -147,7 +167,7 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
     const struct { const char *key; uint32_t v; } u32[] = {
         { "context_length", a->ctx ? a->ctx : 512 }, { "embedding_length", EMBD }, { "block_count", (uint32_t)(a->layers + a->nextn) },
         { "feed_forward_length", a->experts_at_ff ? FF_EXP : FF }, { "attention.head_count", HEADS },
-        { "attention.head_count_kv", a->mha ? HEADS : KV_HEADS }, { "expert_count", a->dense ? 0 : a->experts ? (uint32_t)a->experts : EXPERTS },
+        { "attention.head_count_kv", a->mla ? 1 : a->mha ? HEADS : KV_HEADS }, { "expert_count", a->dense ? 0 : a->experts ? (uint32_t)a->experts : EXPERTS },
         { "expert_used_count", a->dense ? 0 : a->used ? (uint32_t)a->used : USED },
         { "expert_feed_forward_length", a->dense || (a->experts_at_ff && !a->expert_key_too) ? 0 : FF_EXP },
         { "expert_shared_feed_forward_length", (uint32_t)a->ff_sh }, { "expert_shared_count", (uint32_t)a->n_shared },
@@ -188,6 +208,29 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
         snprintf(key, sizeof key, "%s.rope.dimension_count", arch);
         rc |= gguf_writer_add_u32(w, key, (uint32_t)a->rot);
     }
+    if (a->mla) { /* llama.cpp's MLA layout: one KV head of [compressed | rotated], V the compressed row */
+        const struct { const char *key; int v; } mk[] = {
+            { "attention.key_length", MLA_R + a->rot }, { "attention.value_length", MLA_R },
+            { "attention.key_length_mla", MLA_NOPE + a->rot }, { "attention.value_length_mla", MLA_V },
+            { "attention.kv_lora_rank", MLA_R }, { "attention.q_lora_rank", a->q_lora },
+        };
+        for (size_t i = 0; rc == 0 && i < sizeof mk / sizeof mk[0]; i++) {
+            if (!mk[i].v) continue;
+            snprintf(key, sizeof key, "%s.%s", arch, mk[i].key);
+            rc = gguf_writer_add_u32(w, key, (uint32_t)mk[i].v);
+        }
+    }
+    if (a->yarn) {
+        const float log_mul = 0.0707f, factor = a->yarn;
+        snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+        rc |= gguf_writer_add_str(w, key, "yarn");
+        snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
+        rc |= gguf_writer_add_kv(w, key, GGUF_TYPE_FLOAT32, &factor);
+        snprintf(key, sizeof key, "%s.rope.scaling.yarn_log_multiplier", arch);
+        rc |= gguf_writer_add_kv(w, key, GGUF_TYPE_FLOAT32, &log_mul);
+        snprintf(key, sizeof key, "%s.rope.scaling.original_context_length", arch);
+        rc |= gguf_writer_add_u32(w, key, 64);
+    }
     if (a->nextn) {
         snprintf(key, sizeof key, "%s.nextn_predict_layers", arch);
         rc |= gguf_writer_add_u32(w, key, (uint32_t)a->nextn);
@@ -224,19 +267,35 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
             rc |= T("blk.%d.nextn.shared_head_norm.weight", 1, EMBD, 1, 1, 0.1f, 1.0f);
         }
         rc |= T("blk.%d.attn_norm.weight", 1, EMBD, 1, 1, 0.1f, 1.0f);
-        rc |= T("blk.%d.attn_q.weight", 2, EMBD, EMBD, 1, in_d, 0);
-        rc |= T("blk.%d.attn_k.weight", 2, EMBD, kvd, 1, in_d, 0);
-        rc |= T("blk.%d.attn_v.weight", 2, EMBD, kvd, 1, in_d, 0);
-        if (a->bias) {
-            rc |= T("blk.%d.attn_q.bias", 1, EMBD, 1, 1, 0.1f, 0);
-            rc |= T("blk.%d.attn_k.bias", 1, kvd, 1, 1, 0.1f, 0);
-            rc |= T("blk.%d.attn_v.bias", 1, kvd, 1, 1, 0.1f, 0);
+        if (a->mla) {
+            const int qk = MLA_NOPE + a->rot;
+            if (a->q_lora) {
+                rc |= T("blk.%d.attn_q_a.weight", 2, EMBD, a->q_lora, 1, in_d, 0);
+                rc |= T("blk.%d.attn_q_a_norm.weight", 1, a->q_lora, 1, 1, 0.1f, 1.0f);
+                rc |= T("blk.%d.attn_q_b.weight", 2, a->q_lora, HEADS * qk, 1, 1.0f / sqrtf((float)a->q_lora), 0);
+            } else {
+                rc |= T("blk.%d.attn_q.weight", 2, EMBD, HEADS * qk, 1, in_d, 0);
+            }
+            rc |= T("blk.%d.attn_kv_a_mqa.weight", 2, EMBD, MLA_R + a->rot, 1, in_d, 0);
+            rc |= T("blk.%d.attn_kv_a_norm.weight", 1, MLA_R, 1, 1, 0.1f, 1.0f);
+            rc |= T("blk.%d.attn_k_b.weight", 3, MLA_NOPE, MLA_R, HEADS, 1.0f / sqrtf((float)MLA_NOPE), 0);
+            rc |= T("blk.%d.attn_v_b.weight", 3, MLA_R, MLA_V, HEADS, 1.0f / sqrtf((float)MLA_R), 0);
+            rc |= T("blk.%d.attn_output.weight", 2, HEADS * MLA_V, EMBD, 1, 1.0f / sqrtf((float)(HEADS * MLA_V)), 0);
+        } else {
+            rc |= T("blk.%d.attn_q.weight", 2, EMBD, EMBD, 1, in_d, 0);
+            rc |= T("blk.%d.attn_k.weight", 2, EMBD, kvd, 1, in_d, 0);
+            rc |= T("blk.%d.attn_v.weight", 2, EMBD, kvd, 1, in_d, 0);
+            if (a->bias) {
+                rc |= T("blk.%d.attn_q.bias", 1, EMBD, 1, 1, 0.1f, 0);
+                rc |= T("blk.%d.attn_k.bias", 1, kvd, 1, 1, 0.1f, 0);
+                rc |= T("blk.%d.attn_v.bias", 1, kvd, 1, 1, 0.1f, 0);
+            }
+            if (a->qk_norm) {
+                rc |= T("blk.%d.attn_q_norm.weight", 1, a->qk_norm == 2 ? EMBD : hd, 1, 1, 0.1f, 1.0f);
+                rc |= T("blk.%d.attn_k_norm.weight", 1, a->qk_norm == 2 ? kvd : hd, 1, 1, 0.1f, 1.0f);
+            }
+            rc |= T("blk.%d.attn_output.weight", 2, EMBD, EMBD, 1, in_d, 0);
         }
-        if (a->qk_norm) {
-            rc |= T("blk.%d.attn_q_norm.weight", 1, a->qk_norm == 2 ? EMBD : hd, 1, 1, 0.1f, 1.0f);
-            rc |= T("blk.%d.attn_k_norm.weight", 1, a->qk_norm == 2 ? kvd : hd, 1, 1, 0.1f, 1.0f);
-        }
-        rc |= T("blk.%d.attn_output.weight", 2, EMBD, EMBD, 1, in_d, 0);
         char norm[64];
         snprintf(norm, sizeof norm, "blk.%%d.%s.weight", a->ffn_norm ? a->ffn_norm : "ffn_norm");
         rc |= T(norm, 1, EMBD, 1, 1, 0.1f, 1.0f);
@@ -323,7 +382,10 @@ static void test_llama4_interleaved(void **st) { (void)st; check_arch(&specs[9])
 static void test_deepseek_top8(void **st) { (void)st; check_arch(&specs[11]); }
 static void test_hunyuan_moe(void **st) { (void)st; check_arch(&specs[12]); }
 static void test_minimax_m2(void **st) { (void)st; check_arch(&specs[13]); }
-static void test_granitemoe_shared(void **st) { (void)st; check_arch(&specs[14]); }
+static void test_deepseek2(void **st) { (void)st; check_arch(&specs[14]); }
+static void test_deepseek2_lite(void **st) { (void)st; check_arch(&specs[15]); }
+static void test_deepseek2_yarn(void **st) { (void)st; check_arch(&specs[16]); }
+static void test_granitemoe_shared(void **st) { (void)st; check_arch(&specs[17]); }
 
 /* Llama 4 past 8192 positions: the RoPE layers attend within their chunk
  * (positions 8192.. start a new one), the no-RoPE layer everything, its
@@ -415,6 +477,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_glm4moe_qknorm), cmocka_unit_test(test_llama4),
         cmocka_unit_test(test_llama4_interleaved), cmocka_unit_test(test_llama4_long),
         cmocka_unit_test(test_deepseek_top8), cmocka_unit_test(test_hunyuan_moe), cmocka_unit_test(test_minimax_m2),
+        cmocka_unit_test(test_deepseek2), cmocka_unit_test(test_deepseek2_lite), cmocka_unit_test(test_deepseek2_yarn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -660,10 +660,11 @@ static int build(struct device_model *d, model *m, const device_opts *o, char *e
      * also refused for their routing above; this says what the GPU lacks even
      * where the routing would pass (Hunyuan routes by softmax). */
     const arch_info *a = &m->hp.arch;
-    if (a->qk_norm_after_rope || a->qk_norm_optional || a->l2_qk_norm || a->weight_before_ffn ||
+    if (a->mla || a->qk_norm_after_rope || a->qk_norm_optional || a->l2_qk_norm || a->weight_before_ffn ||
         m->hp.no_rope_step > 0 || m->hp.attn_chunk > 0) {
         snprintf(err, errlen, "the CUDA backend does not run %s's attention yet (%s: --device cpu)", a->name,
-                 a->qk_norm_after_rope ? "q/k norms after RoPE"
+                 a->mla ? "multi-head latent attention"
+                 : a->qk_norm_after_rope ? "q/k norms after RoPE"
                  : a->qk_norm_optional ? "q/k norms on some layers only"
                  : "no-RoPE layers, chunked attention and L2 q/k norms");
         return -1;
