@@ -91,6 +91,8 @@ static const struct hkey {
     { "leading_dense_block_count",          offsetof(model_hparams, n_layer_dense_lead), I, OPT, 0 },
     { "interleave_moe_layer_step",          offsetof(model_hparams, n_moe_layer_step), I, OPT, 1 },
     { "expert_gating_func",                 offsetof(model_hparams, gating),        I, OPT, GATING_SOFTMAX },
+    { "expert_group_count",                 offsetof(model_hparams, n_group),       I, OPT, 0 },
+    { "expert_group_used_count",            offsetof(model_hparams, n_group_used),  I, OPT, 0 },
     { "expert_weights_scale",               offsetof(model_hparams, expert_weights_scale), F, OPT, 0 },
     { "nextn_predict_layers",               offsetof(model_hparams, n_nextn),       I, OPT, 0 },
     { "rope.scaling.factor",                offsetof(model_hparams, rope_factor),   F, OPT, 0 },
@@ -233,15 +235,14 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
                  arch, hp->gating);
         return -1;
     }
-    /* DeepSeek V3's grouped routing picks experts within the best groups: not done here */
-    double groups = 0, groups_used = 0;
-    snprintf(key, sizeof key, "%s.expert_group_count", arch);
-    if (get(ctx, key, &groups) == 0 && groups > 1) {
-        snprintf(key, sizeof key, "%s.expert_group_used_count", arch);
-        if (get(ctx, key, &groups_used) != 0 || groups_used < groups) {
-            snprintf(err, errlen, "%s.expert_group_count = %g: grouped expert routing is not supported", arch, groups);
-            return -1;
-        }
+    /* Grouped routing (DeepSeek V3): one group, or all of them used, is plain top-k */
+    if (hp->n_group <= 1 || hp->n_group_used >= hp->n_group) hp->n_group = hp->n_group_used = 0;
+    if (hp->n_group > 0 &&
+        (hp->n_expert % hp->n_group || hp->n_group_used < 1 ||
+         hp->n_group_used * (hp->n_expert / hp->n_group) < hp->n_expert_used)) {
+        snprintf(err, errlen, "hyperparameters: %d experts in %d groups, %d groups used, %d experts used do not fit",
+                 hp->n_expert, hp->n_group, hp->n_group_used, hp->n_expert_used);
+        return -1;
     }
     if (hp->n_layer_dense_lead > hp->n_layer || (hp->n_layer_dense_lead > 0 && hp->n_expert == 0)) {
         snprintf(err, errlen, "hyperparameters: %d leading dense layers of %d, %d experts do not fit",

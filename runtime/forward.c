@@ -432,9 +432,32 @@ static void route(const model *m, const float *bias, const float *logits, int *s
     else
         m->k->softmax_f32(logits, E, p);
     const float *by = p;
-    if (bias) {
-        for (int e = 0; e < E; e++) biased[e] = p[e] + bias[e];
+    if (bias || m->hp.n_group) {
+        for (int e = 0; e < E; e++) biased[e] = bias ? p[e] + bias[e] : p[e];
         by = biased;
+    }
+    if (m->hp.n_group) {
+        /* llama.cpp's build_moe_ffn: a group scores the sum of its two best selection scores; the
+         * n_group_used best groups stay, the other experts are masked out (-inf) */
+        const int G = m->hp.n_group, per = E / G;
+        float score[256];
+        bool keep[256] = { false };
+        for (int g = 0; g < G; g++) {
+            float a = -INFINITY, b = -INFINITY;
+            for (int e = g * per; e < (g + 1) * per; e++) {
+                if (biased[e] > a) { b = a; a = biased[e]; }
+                else if (biased[e] > b) b = biased[e];
+            }
+            score[g] = per > 1 ? a + b : a;
+        }
+        for (int j = 0; j < m->hp.n_group_used; j++) {
+            int best = -1;
+            for (int g = 0; g < G; g++)
+                if (!keep[g] && (best < 0 || score[g] > score[best])) best = g;
+            keep[best] = true;
+        }
+        for (int e = 0; e < E; e++)
+            if (!keep[e / per]) biased[e] = -INFINITY;
     }
     for (int j = 0; j < K; j++) {
         int best = -1;

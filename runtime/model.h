@@ -87,6 +87,8 @@ typedef struct model_hparams {
                                  * (GLM-4.5's MTP); not run, and not in a pack */
     int no_rope_step, attn_chunk; /* from the arch row; 0 when attention.sliding_window is 0 (Llama 4) */
     int gating;                 /* gating_kind: router probabilities by softmax or sigmoid */
+    int n_group, n_group_used;  /* grouped routing (DeepSeek V3): experts only from the n_group_used groups of
+                                 * n_expert / n_group whose two best selection scores sum highest; 0: none */
     float expert_weights_scale; /* routed weights times this where arch.scale_w (0: key absent) */
     int n_expert_shared;        /* shared experts (their width: n_ff_shexp, by default n_ff_exp each) */
     float rms_eps, rope_base;

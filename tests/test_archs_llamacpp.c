@@ -29,7 +29,8 @@
  *  - deepseek2 (DeepSeek V2/V3, Kimi K2): multi-head latent attention in
  *    llama.cpp's absorbed layout (q through a low-rank pair, or one matrix
  *    in V2-Lite's 27-layer form; with and without YaRN and its attention
- *    scale), a dense first layer, two shared experts.
+ *    scale), a dense first layer, two shared experts; and V3's routing:
+ *    sigmoid with a selection bias, experts chosen within the best groups.
  * Our logits on 20 positions (8 as one batch, then one at a time) must
  * agree within 1e-5 of each row's largest |logit|; the pack built from the
  * model must give the adapter's bits; and each architecture's own part must
@@ -67,6 +68,7 @@ typedef struct arch_spec {
     uint32_t ctx;               /* context_length, 0: 512 */
     int experts;                /* routed experts, 0: EXPERTS */
     int mla, q_lora;            /* DeepSeek V2/V3's latent attention; q_lora_rank (0: one q matrix) */
+    int groups, groups_used;    /* grouped routing (DeepSeek V3), written only for the model, not the control */
     float yarn;                 /* YaRN factor (original context 64, DeepSeek's yarn_log_multiplier), 0: none */
     float rope_base;
 } arch_spec;
@@ -119,6 +121,11 @@ static const arch_spec specs[] = {
       .rot = 8, .rope_base = 1e4f },
     { .name = "deepseek2-yarn", .arch = "deepseek2", .layers = 3, .dense_lead = 1, .n_shared = 2, .mla = 1, .q_lora = 32,
       .rot = 8, .yarn = 4.0f, .rope_base = 1e4f },
+    /* DeepSeek V3 / R1: sigmoid routing with a selection bias, renormalised and scaled weights, experts
+     * chosen within the 2 best of 4 groups */
+    { .name = "deepseek2-v3", .arch = "deepseek2", .layers = 3, .dense_lead = 1, .n_shared = 1, .mla = 1, .q_lora = 32,
+      .rot = 8, .experts = 16, .used = 4, .groups = 4, .groups_used = 2, .sigmoid = 1, .probs_b = 1, .norm_w = 2,
+      .w_scale = 2.5f, .rope_base = 1e4f },
     { .name = "granitemoe-shared", .arch = "granitemoe", .layers = 2, .granite = 1, .experts_at_ff = 1, .ff_sh = 48, .rope_base = 1e4f },
 };
 #define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
@@ -219,6 +226,12 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
             snprintf(key, sizeof key, "%s.%s", arch, mk[i].key);
             rc = gguf_writer_add_u32(w, key, (uint32_t)mk[i].v);
         }
+    }
+    if (a->groups && !control) {
+        snprintf(key, sizeof key, "%s.expert_group_count", arch);
+        rc |= gguf_writer_add_u32(w, key, (uint32_t)a->groups);
+        snprintf(key, sizeof key, "%s.expert_group_used_count", arch);
+        rc |= gguf_writer_add_u32(w, key, (uint32_t)a->groups_used);
     }
     if (a->yarn) {
         const float log_mul = 0.0707f, factor = a->yarn;
@@ -385,7 +398,8 @@ static void test_minimax_m2(void **st) { (void)st; check_arch(&specs[13]); }
 static void test_deepseek2(void **st) { (void)st; check_arch(&specs[14]); }
 static void test_deepseek2_lite(void **st) { (void)st; check_arch(&specs[15]); }
 static void test_deepseek2_yarn(void **st) { (void)st; check_arch(&specs[16]); }
-static void test_granitemoe_shared(void **st) { (void)st; check_arch(&specs[17]); }
+static void test_deepseek2_v3(void **st) { (void)st; check_arch(&specs[17]); }
+static void test_granitemoe_shared(void **st) { (void)st; check_arch(&specs[18]); }
 
 /* Llama 4 past 8192 positions: the RoPE layers attend within their chunk
  * (positions 8192.. start a new one), the no-RoPE layer everything, its
@@ -478,6 +492,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_llama4_interleaved), cmocka_unit_test(test_llama4_long),
         cmocka_unit_test(test_deepseek_top8), cmocka_unit_test(test_hunyuan_moe), cmocka_unit_test(test_minimax_m2),
         cmocka_unit_test(test_deepseek2), cmocka_unit_test(test_deepseek2_lite), cmocka_unit_test(test_deepseek2_yarn),
+        cmocka_unit_test(test_deepseek2_v3),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

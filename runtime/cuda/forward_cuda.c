@@ -645,9 +645,10 @@ static int build(struct device_model *d, model *m, const device_opts *o, char *e
     }
     bool probs_b = false;
     for (int l = 0; l < m->hp.n_layer; l++) probs_b |= m->w.layers[l].exp_probs_b != NULL;
-    if (m->hp.gating != GATING_SOFTMAX || probs_b || (m->hp.arch.scale_w && m->hp.expert_weights_scale != 0)) {
-        snprintf(err, errlen, "the CUDA router does softmax top-k only (sigmoid gating, a selection bias or a weight "
-                 "scale: --device cpu)");
+    if (m->hp.gating != GATING_SOFTMAX || probs_b || (m->hp.arch.scale_w && m->hp.expert_weights_scale != 0) ||
+        m->hp.n_group) {
+        snprintf(err, errlen, "the CUDA router does softmax top-k only (sigmoid gating, a selection bias, a weight "
+                 "scale or grouped routing: --device cpu)");
         return -1;
     }
     if (m->hp.n_layer_dense_lead > 0 || m->hp.n_moe_layer_step > 1) {
