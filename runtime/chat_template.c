@@ -15,6 +15,7 @@ static const struct { const char *name; chat_family f; } NAMES[] = {
     { "phi-3", CHAT_PHI3 },      { "deepseek", CHAT_DEEPSEEK }, { "deepseek3", CHAT_DEEPSEEK },
     { "granite", CHAT_GRANITE }, { "deepseek2", CHAT_DEEPSEEK2 }, { "llama4", CHAT_LLAMA4 },
     { "chatglm4", CHAT_GLM4 },   { "glm4", CHAT_GLM4 },       { "hunyuan-moe", CHAT_HUNYUAN },
+    { "kimi-k2", CHAT_KIMI_K2 },
 };
 
 chat_family chat_family_from_name(const char *name)
@@ -39,6 +40,7 @@ const char *chat_family_name(chat_family f)
     case CHAT_LLAMA4: return "llama4";
     case CHAT_GLM4: return "chatglm4";
     case CHAT_HUNYUAN: return "hunyuan-moe";
+    case CHAT_KIMI_K2: return "kimi-k2";
     default: return "unknown";
     }
 }
@@ -48,6 +50,7 @@ const char *chat_family_name(chat_family f)
 chat_family chat_template_detect(const char *t)
 {
     if (!t) return CHAT_UNKNOWN;
+    if (strstr(t, "<|im_middle|>")) return CHAT_KIMI_K2; /* before chatml: <|im_end|> is both's */
     if (strstr(t, "<|im_start|>")) return CHAT_CHATML;
     if (strstr(t, "[gMASK]<sop>")) return CHAT_GLM4;
     if (strstr(t, "<|startoftext|>") && strstr(t, "<|extra_4|>")) return CHAT_HUNYUAN;
@@ -277,6 +280,16 @@ static void hunyuan(strbuf *b, const chat_msg *m, size_t n)
     }
 }
 
+/* Kimi K2 (llama.cpp's kimi-k2): <|im_ROLE|>ROLE<|im_middle|>TEXT<|im_end|>
+ * per message. Moonshot's own template adds a default system prompt when a
+ * request has none; llama.cpp's layout, which this is, does not. */
+static void kimi_k2(strbuf *b, const chat_msg *m, size_t n, bool gen)
+{
+    for (size_t i = 0; i < n; i++)
+        strbuf_printf(b, "<|im_%s|>%s<|im_middle|>%s<|im_end|>", m[i].role, m[i].role, m[i].content);
+    if (gen) strbuf_puts(b, "<|im_assistant|>assistant<|im_middle|>");
+}
+
 char *chat_template_render(chat_family f, const chat_msg *m, size_t n, const char *bos,
                            const char *eos, const char *default_system,
                            bool gen, char *err, size_t errlen)
@@ -304,6 +317,7 @@ char *chat_template_render(chat_family f, const chat_msg *m, size_t n, const cha
     case CHAT_LLAMA4: llama4(&b, m, n, bos, gen); break;
     case CHAT_GLM4: glm4(&b, m, n, gen); break;
     case CHAT_HUNYUAN: hunyuan(&b, m, n); break;
+    case CHAT_KIMI_K2: kimi_k2(&b, m, n, gen); break;
     case CHAT_CHATML:
     default: chatml(&b, m, n, default_system, gen); break;
     }

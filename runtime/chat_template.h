@@ -42,6 +42,7 @@ typedef enum chat_family {
     CHAT_LLAMA4,
     CHAT_GLM4,
     CHAT_HUNYUAN,
+    CHAT_KIMI_K2,
 } chat_family;
 
 typedef struct chat_msg {

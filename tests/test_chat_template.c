@@ -231,6 +231,22 @@ static void test_hunyuan(void **st)
     assert_int_equal(chat_family_from_name("hunyuan-moe"), CHAT_HUNYUAN);
 }
 
+/* Kimi K2 as llama.cpp renders it (its built-in kimi-k2; llama_chat_apply_template's output in 0.7.0). */
+static void test_kimi_k2(void **st)
+{
+    (void)st;
+    expect(CHAT_KIMI_K2, A, 4, "", "", NULL,
+           "<|im_system|>system<|im_middle|>You are terse.<|im_end|><|im_user|>user<|im_middle|>Hello<|im_end|>"
+           "<|im_assistant|>assistant<|im_middle|>Hi there.<|im_end|><|im_user|>user<|im_middle|> How are you?\n"
+           "<|im_end|><|im_assistant|>assistant<|im_middle|>");
+    expect(CHAT_KIMI_K2, B, 3, "", "", NULL,
+           "<|im_user|>user<|im_middle|> Hello <|im_end|><|im_assistant|>assistant<|im_middle|>Hi.<|im_end|>"
+           "<|im_user|>user<|im_middle|>Bye<|im_end|><|im_assistant|>assistant<|im_middle|>");
+    assert_int_equal(chat_template_detect("{{'<|im_' + role + '|>' + role + '<|im_middle|>'}}{{'<|im_end|>'}}"),
+                     CHAT_KIMI_K2);
+    assert_int_equal(chat_family_from_name("kimi-k2"), CHAT_KIMI_K2);
+}
+
 static void test_refusals(void **st)
 {
     (void)st;
@@ -275,7 +291,7 @@ int main(void)
         cmocka_unit_test(test_llama2),   cmocka_unit_test(test_llama3),
         cmocka_unit_test(test_mistral),  cmocka_unit_test(test_gemma),
         cmocka_unit_test(test_phi3),     cmocka_unit_test(test_deepseek),
-        cmocka_unit_test(test_granite),  cmocka_unit_test(test_deepseek2), cmocka_unit_test(test_llama4), cmocka_unit_test(test_glm4), cmocka_unit_test(test_hunyuan),
+        cmocka_unit_test(test_granite),  cmocka_unit_test(test_deepseek2), cmocka_unit_test(test_llama4), cmocka_unit_test(test_glm4), cmocka_unit_test(test_hunyuan), cmocka_unit_test(test_kimi_k2),
         cmocka_unit_test(test_refusals), cmocka_unit_test(test_detect),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
