@@ -52,6 +52,17 @@
     "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?" \
     "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 
+/* Kimi K2's tiktoken split: gpt-4o's, with Han runs a piece of their own
+ * and kept out of the letter classes (tiktoken's [...&&[^\p{Han}]]) */
+#define KIMI_NOT_HAN "(?!\\p{Han})"
+#define KIMI_UPPER "(?:" KIMI_NOT_HAN "[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}])"
+#define KIMI_LOWER "(?:" KIMI_NOT_HAN "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}])"
+#define KIMI_CONTR "(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+#define RE_KIMI_K2 \
+    "\\p{Han}+|[^\\r\\n\\p{L}\\p{N}]?" KIMI_UPPER "*" KIMI_LOWER "+" KIMI_CONTR \
+    "|[^\\r\\n\\p{L}\\p{N}]?" KIMI_UPPER "+" KIMI_LOWER "*" KIMI_CONTR \
+    "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+
 typedef struct pre_def {
     const char *names; /* '|'-separated tokenizer.ggml.pre values */
     bool        ignore_merges, add_bos;
@@ -91,6 +102,7 @@ static const pre_def k_pre[] = {
       "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*"
       "|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)"}},
     {"gpt-4o|llama4|minimax-m2", false, false, {RE_GPT4O}},
+    {"kimi-k2", false, false, {RE_KIMI_K2}},
     {"chameleon", false, true,
      {"<sentinel:[0-9]+>", "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z", "([\\t\\n]|    |  )", "\\p{N}",
       "[\\p{P}!-/:-@\\[-`{-~]", RE_GPT2}},

@@ -336,7 +336,7 @@ static void test_pre_names_llamacpp(void **state)
     for (int g = 0; g < n_groups; g++) free(group_ids[g]);
     free(fx);
     assert_true(n_texts >= 64);
-    assert_true(n_names >= 57);
+    assert_true(n_names >= 58);
     assert_int_equal(pass, n_names);
 }
 
