@@ -293,14 +293,19 @@ static void mla_attention_block(model *m, int l, int B, int pos0)
     const int H = hp->n_head, r = hp->n_lora_kv, rot = hp->n_rot, qk = hp->head_k_mla, nope = qk - rot;
     const int vd = hp->head_v_mla, kva_w = r + rot;
     rmsnorm_rows(m->h, m->x, L->attn_norm, B, hp->n_embd, hp->rms_eps);
-    if (weight_present(&L->wq_a)) {
-        mm_mul(&m->mm, &L->wq_a, m->h, B, m->mla_qa);
+    const bool lora = weight_present(&L->wq_a);
+    if (B == 1) { /* decode: both products of h as one pool job */
+        const mm_vec v[2] = { { lora ? &L->wq_a : &L->wq, m->h, lora ? m->mla_qa : m->mla_q },
+                              { &L->wkv_a, m->h, m->mla_kva } };
+        mm_mulv(&m->mm, v, 2);
+    } else {
+        mm_mul(&m->mm, lora ? &L->wq_a : &L->wq, m->h, B, lora ? m->mla_qa : m->mla_q);
+        mm_mul(&m->mm, &L->wkv_a, m->h, B, m->mla_kva);
+    }
+    if (lora) {
         rmsnorm_rows(m->mla_qa, m->mla_qa, L->q_a_norm, B, hp->n_lora_q, hp->rms_eps);
         mm_mul(&m->mm, &L->wq_b, m->mla_qa, B, m->mla_q);
-    } else {
-        mm_mul(&m->mm, &L->wq, m->h, B, m->mla_q);
     }
-    mm_mul(&m->mm, &L->wkv_a, m->h, B, m->mla_kva);
     for (int b = 0; b < B; b++) {
         const float *cs = m->rope_cs + (size_t)b * rot;
         float *qb = m->mla_q + (size_t)b * H * qk, *kva = m->mla_kva + (size_t)b * kva_w;

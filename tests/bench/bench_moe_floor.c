@@ -22,7 +22,11 @@
  * STRATA_MOE_FLOOR_BUILD_ONLY=1 with it only builds (tests/cuda/device_check.sh
  * makes its several-GB pack this way: STRATA_MOE_FLOOR_LAYERS sizes it, about
  * 0.11 GB per layer). STRATA_MOE_FLOOR_GGUF=FILE writes only the source
- * GGUF, to FILE (for llama-bench to measure the same model). */
+ * GGUF, to FILE (for llama-bench to measure the same model).
+ * STRATA_MOE_FLOOR_ARCH=deepseek2 writes DeepSeek V3's attention instead
+ * (multi-head latent attention: q rank 768, kv rank 512, heads of 128 + 64
+ * rotated, v heads of 128, llama.cpp's absorbed layout) and one shared
+ * expert of the same width; the routed experts are the same. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -212,27 +216,49 @@ static int add_tokenizer(gguf_writer *w)
     return rc ? -1 : 0;
 }
 
+/* DeepSeek V3's latent attention at this width (write_gguf with mla) */
+enum { MLA_QR = 768, MLA_KVR = 512, MLA_NOPE = 128, MLA_ROT = 64, MLA_V = 128 };
+
 static int write_gguf(const char *path, int n_layer, char *err, size_t errlen)
 {
     gguf_writer *w = gguf_writer_new();
     if (!w) { snprintf(err, errlen, "out of memory"); return -1; }
     uint64_t rng = 0x9e3779b97f4a7c15ull;
     float eps = 1e-5f, base = 10000.0f;
+    const char *arch_env = getenv("STRATA_MOE_FLOOR_ARCH");
+    const int mla = arch_env && !strcmp(arch_env, "deepseek2");
+    const char *arch = mla ? "deepseek2" : "llama";
     int rc = 0;
-    rc |= gguf_writer_add_str(w, "general.architecture", "llama");
+    char key[96];
+#define KEY(s) (snprintf(key, sizeof key, "%s." s, arch), key)
+    rc |= gguf_writer_add_str(w, "general.architecture", arch);
     rc |= gguf_writer_add_str(w, "general.name", "moe-floor-synthetic");
-    rc |= gguf_writer_add_u32(w, "llama.vocab_size", N_VOCAB);
-    rc |= gguf_writer_add_u32(w, "llama.context_length", N_CTX);
-    rc |= gguf_writer_add_u32(w, "llama.embedding_length", N_EMBD);
-    rc |= gguf_writer_add_u32(w, "llama.feed_forward_length", N_FF);
-    rc |= gguf_writer_add_u32(w, "llama.block_count", (uint32_t)n_layer);
-    rc |= gguf_writer_add_u32(w, "llama.attention.head_count", N_HEAD);
-    rc |= gguf_writer_add_u32(w, "llama.attention.head_count_kv", N_HEAD_KV);
-    rc |= gguf_writer_add_u32(w, "llama.rope.dimension_count", N_EMBD / N_HEAD);
-    rc |= gguf_writer_add_kv(w, "llama.rope.freq_base", GGUF_TYPE_FLOAT32, &base);
-    rc |= gguf_writer_add_kv(w, "llama.attention.layer_norm_rms_epsilon", GGUF_TYPE_FLOAT32, &eps);
-    rc |= gguf_writer_add_u32(w, "llama.expert_count", N_EXPERT);
-    rc |= gguf_writer_add_u32(w, "llama.expert_used_count", N_USED);
+    rc |= gguf_writer_add_u32(w, KEY("vocab_size"), N_VOCAB);
+    rc |= gguf_writer_add_u32(w, KEY("context_length"), N_CTX);
+    rc |= gguf_writer_add_u32(w, KEY("embedding_length"), N_EMBD);
+    rc |= gguf_writer_add_u32(w, KEY("feed_forward_length"), N_FF);
+    rc |= gguf_writer_add_u32(w, KEY("block_count"), (uint32_t)n_layer);
+    rc |= gguf_writer_add_u32(w, KEY("attention.head_count"), N_HEAD);
+    rc |= gguf_writer_add_u32(w, KEY("attention.head_count_kv"), mla ? 1 : N_HEAD_KV);
+    rc |= gguf_writer_add_u32(w, KEY("rope.dimension_count"), mla ? MLA_ROT : N_EMBD / N_HEAD);
+    rc |= gguf_writer_add_kv(w, KEY("rope.freq_base"), GGUF_TYPE_FLOAT32, &base);
+    rc |= gguf_writer_add_kv(w, KEY("attention.layer_norm_rms_epsilon"), GGUF_TYPE_FLOAT32, &eps);
+    rc |= gguf_writer_add_u32(w, KEY("expert_count"), N_EXPERT);
+    rc |= gguf_writer_add_u32(w, KEY("expert_used_count"), N_USED);
+    if (mla) {
+        const float one = 1.0f;
+        rc |= gguf_writer_add_u32(w, KEY("attention.key_length"), MLA_KVR + MLA_ROT);
+        rc |= gguf_writer_add_u32(w, KEY("attention.value_length"), MLA_KVR);
+        rc |= gguf_writer_add_u32(w, KEY("attention.key_length_mla"), MLA_NOPE + MLA_ROT);
+        rc |= gguf_writer_add_u32(w, KEY("attention.value_length_mla"), MLA_V);
+        rc |= gguf_writer_add_u32(w, KEY("attention.q_lora_rank"), MLA_QR);
+        rc |= gguf_writer_add_u32(w, KEY("attention.kv_lora_rank"), MLA_KVR);
+        rc |= gguf_writer_add_u32(w, KEY("expert_feed_forward_length"), N_FF);
+        rc |= gguf_writer_add_u32(w, KEY("expert_shared_count"), 1);
+        rc |= gguf_writer_add_u32(w, KEY("leading_dense_block_count"), 0);
+        rc |= gguf_writer_add_kv(w, KEY("expert_weights_scale"), GGUF_TYPE_FLOAT32, &one);
+    }
+#undef KEY
     rc |= add_tokenizer(w);
     /* weights of std ~ 1/sqrt(fan-in): activations keep their size through the layers */
     const float d = 1.0f / (73.0f * 45.25f);
@@ -244,10 +270,24 @@ static int write_gguf(const char *path, int n_layer, char *err, size_t errlen)
         char nm[64];
 #define NAME(s) (snprintf(nm, sizeof nm, "blk.%d." s, l), nm)
         rc |= add_f32(w, NAME("attn_norm.weight"), N_EMBD, 1, 1.0f, 0.2f, &rng);
-        rc |= add_q8(w, NAME("attn_q.weight"), N_EMBD, N_EMBD, 1, d, &rng);
-        rc |= add_q8(w, NAME("attn_k.weight"), N_EMBD, kv, 1, d, &rng);
-        rc |= add_q8(w, NAME("attn_v.weight"), N_EMBD, kv, 1, d, &rng);
-        rc |= add_q8(w, NAME("attn_output.weight"), N_EMBD, N_EMBD, 1, d, &rng);
+        if (mla) {
+            rc |= add_q8(w, NAME("attn_q_a.weight"), N_EMBD, MLA_QR, 1, d, &rng);
+            rc |= add_f32(w, NAME("attn_q_a_norm.weight"), MLA_QR, 1, 1.0f, 0.2f, &rng);
+            rc |= add_q8(w, NAME("attn_q_b.weight"), MLA_QR, N_HEAD * (MLA_NOPE + MLA_ROT), 1, 1.0f / (73.0f * 27.7f), &rng);
+            rc |= add_q8(w, NAME("attn_kv_a_mqa.weight"), N_EMBD, MLA_KVR + MLA_ROT, 1, d, &rng);
+            rc |= add_f32(w, NAME("attn_kv_a_norm.weight"), MLA_KVR, 1, 1.0f, 0.2f, &rng);
+            rc |= add_q8(w, NAME("attn_k_b.weight"), MLA_NOPE, MLA_KVR, N_HEAD, 1.0f / (73.0f * 11.3f), &rng);
+            rc |= add_q8(w, NAME("attn_v_b.weight"), MLA_KVR, MLA_V, N_HEAD, 1.0f / (73.0f * 22.6f), &rng);
+            rc |= add_q8(w, NAME("attn_output.weight"), N_HEAD * MLA_V, N_EMBD, 1, d, &rng);
+            rc |= add_q8(w, NAME("ffn_gate_shexp.weight"), N_EMBD, N_FF, 1, d, &rng);
+            rc |= add_q8(w, NAME("ffn_up_shexp.weight"), N_EMBD, N_FF, 1, d, &rng);
+            rc |= add_q8(w, NAME("ffn_down_shexp.weight"), N_FF, N_EMBD, 1, d, &rng);
+        } else {
+            rc |= add_q8(w, NAME("attn_q.weight"), N_EMBD, N_EMBD, 1, d, &rng);
+            rc |= add_q8(w, NAME("attn_k.weight"), N_EMBD, kv, 1, d, &rng);
+            rc |= add_q8(w, NAME("attn_v.weight"), N_EMBD, kv, 1, d, &rng);
+            rc |= add_q8(w, NAME("attn_output.weight"), N_EMBD, N_EMBD, 1, d, &rng);
+        }
         rc |= add_f32(w, NAME("ffn_norm.weight"), N_EMBD, 1, 1.0f, 0.2f, &rng);
         rc |= add_f32(w, NAME("ffn_gate_inp.weight"), N_EMBD, N_EXPERT, 0.0f, 0.1f, &rng);
         rc |= add_q8(w, NAME("ffn_gate_exps.weight"), N_EMBD, N_FF, N_EXPERT, d, &rng);
