@@ -14,7 +14,7 @@
 /* E8M0 (a bare biased exponent) halved: 2^(e-128). e = 0 and 1 give f32
  * subnormals, built from bits; 255 (the MX NaN) is not special-cased, as in
  * ggml. */
-static float e8m0_half(uint8_t e)
+float ggml_e8m0_half(uint8_t e)
 {
     const uint32_t bits = (e < 2) ? (0x00200000u << e) : ((uint32_t)(e - 1) << 23);
     float f;
@@ -37,7 +37,7 @@ void dequantize_row_mxfp4(const void *src, float *dst, int64_t n)
 {
     const block_mxfp4 *x = src;
     for (int64_t i = 0; i < n / QK_MXFP4; i++, dst += QK_MXFP4) {
-        const float d = e8m0_half(x[i].e);
+        const float d = ggml_e8m0_half(x[i].e);
         for (int j = 0; j < QK_MXFP4 / 2; j++) {
             dst[j] = ggml_kvalues_fp4[x[i].qs[j] & 0xF] * d;
             dst[j + QK_MXFP4 / 2] = ggml_kvalues_fp4[x[i].qs[j] >> 4] * d;

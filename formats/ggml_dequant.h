@@ -51,6 +51,9 @@ GGML_DEQUANT_DECL(iq3_s);
 GGML_DEQUANT_DECL(iq1_s);
 GGML_DEQUANT_DECL(iq1_m);
 GGML_DEQUANT_DECL(mxfp4);
+/* MXFP4's E8M0 block scale halved, 2^(e-128), as ggml's E8M0_TO_FP32_HALF
+ * (the kernels that multiply its doubled E2M1 codes need it too). */
+float ggml_e8m0_half(uint8_t e);
 GGML_DEQUANT_DECL(nvfp4);
 
 #endif

@@ -45,6 +45,11 @@ static const arch_info arch_table[] = {
      * experts), routed weights times expert_weights_scale, raw top-k unless expert_weights_norm. */
     { .name = "deepseek2", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false,
       .scale_w = true, .mla = true },
+    /* gpt-oss: q/k/v/o biases, attention sinks, sliding-window attention on every other layer, the FFN
+     * norm named post_attention_norm, softmax over the chosen router logits, biased experts with a
+     * clamped SwiGLU. */
+    { .name = "gpt-oss",  .rope = ROPE_NEOX, .qk_norm = QK_NORM_NONE, .attn_bias = true, .norm_topk = false,
+      .ffn_norm_name = "post_attention_norm", .attn_sinks = true, .swa_pattern = 2, .oai_moe = true },
     /* OLMoE normalises q and k over the whole projected width, and keeps the raw top-k probabilities. */
     { .name = "olmoe",    .rope = ROPE_NEOX, .qk_norm = QK_NORM_FULL, .attn_bias = false, .norm_topk = false },
 };
@@ -139,6 +144,19 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
         snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
         if (get(ctx, key, &swa) == 0 && swa == 0) hp->no_rope_step = hp->attn_chunk = 0;
     }
+    /* gpt-oss: the window of its sliding layers; its routing is fixed by the graph, not a key */
+    if (a->swa_pattern > 0) {
+        double swa;
+        snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
+        if (get(ctx, key, &swa) == 0) {
+            if (!isfinite(swa) || swa < 0 || swa != floor(swa) || swa > 1e9) {
+                snprintf(err, errlen, "hyperparameter %s = %g is not a valid value", key, swa);
+                return -1;
+            }
+            hp->n_swa = (int)swa;
+        }
+    }
+    if (a->oai_moe) hp->gating = GATING_SOFTMAX_WEIGHT;
     /* llama.cpp's older name for the factor, read when the new one is absent. */
     double old_factor;
     snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
@@ -230,8 +248,9 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
                  hp->n_expert_used, hp->n_ff_exp);
         return -1;
     }
-    if (hp->gating != GATING_SOFTMAX && hp->gating != GATING_SIGMOID) {
-        snprintf(err, errlen, "hyperparameter %s.expert_gating_func = %d: only softmax (1) and sigmoid (2) are known",
+    if (hp->gating != GATING_SOFTMAX && hp->gating != GATING_SIGMOID && hp->gating != GATING_SOFTMAX_WEIGHT) {
+        snprintf(err, errlen, "hyperparameter %s.expert_gating_func = %d: only softmax (1), sigmoid (2) and softmax "
+                 "over the chosen (3) are known",
                  arch, hp->gating);
         return -1;
     }

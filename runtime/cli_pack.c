@@ -47,6 +47,13 @@ int cmd_info(int argc, char **argv)
         if (hp->n_lora_q) printf(", q rank %d", hp->n_lora_q);
         printf(", q/k heads %d (%d rotated), v heads %d\n", hp->head_k_mla, hp->n_rot, hp->head_v_mla);
     }
+    if (hp->arch.attn_sinks || hp->n_swa > 0) {
+        printf("  attention:%s", hp->arch.attn_sinks ? " a sink per head" : "");
+        if (hp->n_swa > 0)
+            printf("%s the last %d positions on %d of every %d layers", hp->arch.attn_sinks ? "," : "", hp->n_swa,
+                   hp->arch.swa_pattern - 1, hp->arch.swa_pattern);
+        putchar('\n');
+    }
     if (hp->n_expert) {
         printf("  MoE: %d experts, %d used, expert ff %d, shared ff %d", hp->n_expert, hp->n_expert_used,
                hp->n_ff_exp, hp->n_ff_shexp);

@@ -193,7 +193,10 @@ static void attn_task(void *arg, int task, int thread)
      * before it are masked (-inf, exact zeros after the softmax), as
      * llama.cpp masks them, so the sums keep their order */
     const int chunk = m->hp.attn_chunk, pos = j->pos0 + b;
-    const int p_lo = chunk > 0 && hparams_layer_rope(&m->hp, j->layer) ? pos / chunk * chunk : 0;
+    int p_lo = chunk > 0 && hparams_layer_rope(&m->hp, j->layer) ? pos / chunk * chunk : 0;
+    /* gpt-oss's sliding layers: the last n_swa positions, the older ones masked the same way */
+    if (hparams_layer_swa(&m->hp, j->layer) && pos - m->hp.n_swa + 1 > p_lo) p_lo = pos - m->hp.n_swa + 1;
+    const float *sinks = m->w.layers[j->layer].sinks, sink = sinks ? sinks[h] : -INFINITY;
 
     for (int p = 0; p < p_lo; p++) sc[p] = -INFINITY;
     for (int p = p_lo; p < n_pos; p++) {
@@ -202,10 +205,11 @@ static void attn_task(void *arg, int task, int thread)
         sc[p] = s * scale;
     }
     if (f16) {
-        float mx = -INFINITY;
+        float mx = sink;
         for (int p = 0; p < n_pos; p++) mx = sc[p] > mx ? sc[p] : mx;
         double sum = 0.0;
         for (int p = 0; p < n_pos; p++) { sc[p] = expf(sc[p] - mx); sum += sc[p]; }
+        if (sinks) sum += expf(sink - mx);
         const float inv = (float)(1.0 / sum);
         memset(out, 0, (size_t)hv * sizeof *out);
         for (int p = p_lo; p < n_pos; p++) {
@@ -216,7 +220,7 @@ static void attn_task(void *arg, int task, int thread)
     }
     const int n8 = (n_pos + 7) & ~7;
     for (int p = n_pos; p < n8; p++) sc[p] = -INFINITY;
-    m->k->softmax_f32(sc, n8, sc);
+    m->k->softmax_f32(sc, n8, sc, sink);
     const int lanes = j->B == 1 ? 32 : 8;
     float *acc = sc + m->n_ctx + 8; /* lanes x hv */
     memset(acc, 0, (size_t)lanes * hv * sizeof *acc);
@@ -388,36 +392,78 @@ static void attention_block(model *m, int l, int B, int pos0)
     } else {
         mm_mul(&m->mm, &L->wo, m->att, B, m->o);
     }
+    add_bias(m->o, L->bo, B, hp->n_embd);
     add_residual(m, m->x, m->o, (size_t)B * hp->n_embd);
 }
 
 /* -------------------------------------------------------------------- FFN */
 
-/* out = down(silu(gate(h)) * up(h)) for B rows of h. A routed expert's f32
- * batch products are summed row by row (mm_ctx.rowwise), as llama.cpp's
- * mul_mat_id does; a dense or shared FFN's as its mul_mat does. */
+/* out = down(silu(gate(h)) * up(h)) for B rows of h: a dense or shared
+ * FFN, its f32 batch products summed as llama.cpp's mul_mat does (a routed
+ * expert's: expert_ffn). */
 static void swiglu(model *m, const weight *gate, const weight *up, const weight *down, const float *h,
-                   int B, float *out, int routed)
+                   int B, float *out)
 {
     const int64_t ff = gate->rows;
-    m->mm.rowwise = routed;
     mm_mul2(&m->mm, gate, up, h, B, m->ffa, m->ffb);
     swiglu_rows(m, m->ffa, m->ffb, B, ff);
     mm_mul(&m->mm, down, m->ffa, B, out);
+}
+
+/* gpt-oss's GLU (arch.oai_moe) over `rows` rows of ff, as ggml's
+ * swiglu_oai: x = min(a, 7), y = clamp(b, -7, 7), a = x sigmoid(1.702 x)
+ * (y + 1), with std::min's and std::clamp's comparisons (NaN passes) and
+ * libm's expf. */
+static void oai_glu_rows(float *a, const float *b, int64_t rows, int64_t ff)
+{
+    const float alpha = 1.702f, limit = 7.0f;
+    for (int64_t i = 0; i < rows * ff; i++) {
+        const float x = limit < a[i] ? limit : a[i];
+        const float y = b[i] < -limit ? -limit : limit < b[i] ? limit : b[i];
+        const float g = x / (1.0f + expf(alpha * (-x)));
+        a[i] = g * (y + 1.0f);
+    }
+}
+
+/* A routed expert's GLU: SwiGLU, or gpt-oss's */
+static void expert_glu_rows(const model *m, float *a, const float *b, int64_t rows, int64_t ff)
+{
+    if (m->hp.arch.oai_moe) oai_glu_rows(a, b, rows, ff);
+    else swiglu_rows(m, a, b, rows, ff);
+}
+
+/* Expert e's bias row of one part (n_expert x n rows), added to `rows` rows of y (gpt-oss). */
+static void add_expert_bias(float *y, const float *bias, int e, int rows, int64_t n)
+{
+    if (bias) add_bias(y, bias + (size_t)e * (size_t)n, rows, (int)n);
+}
+
+/* Routed expert e over B rows of h: the FFN of swiglu(), its f32 batch
+ * products summed row by row (mm_ctx.rowwise) as llama.cpp's mul_mat_id
+ * does, plus gpt-oss's bias rows after each product and its own GLU. */
+static void expert_ffn(model *m, const layer_weights *L, int e, const float *h, int B, float *out)
+{
+    const int64_t ff = L->exp_gate[e].rows, D = L->exp_down[e].rows;
+    m->mm.rowwise = 1;
+    mm_mul2(&m->mm, &L->exp_gate[e], &L->exp_up[e], h, B, m->ffa, m->ffb);
+    add_expert_bias(m->ffa, L->exp_gate_b, e, B, ff);
+    add_expert_bias(m->ffb, L->exp_up_b, e, B, ff);
+    expert_glu_rows(m, m->ffa, m->ffb, B, ff);
+    mm_mul(&m->mm, &L->exp_down[e], m->ffa, B, out);
+    add_expert_bias(out, L->exp_down_b, e, B, D);
     m->mm.rowwise = 0;
 }
 
 void model_expert_cpu(model *m, int layer, int expert, const float *x, int n, float *out)
 {
-    const layer_weights *L = &m->w.layers[layer];
-    swiglu(m, &L->exp_gate[expert], &L->exp_up[expert], &L->exp_down[expert], x, n, out, 1);
+    expert_ffn(m, &m->w.layers[layer], expert, x, n, out);
 }
 
 static void ffn_block(model *m, int l, int B)
 {
     const layer_weights *L = &m->w.layers[l];
     rmsnorm_rows(m->h, m->x, L->ffn_norm, B, m->hp.n_embd, m->hp.rms_eps);
-    swiglu(m, &L->ffn_gate, &L->ffn_up, &L->ffn_down, m->h, B, m->o, 0);
+    swiglu(m, &L->ffn_gate, &L->ffn_up, &L->ffn_down, m->h, B, m->o);
     add_residual(m, m->x, m->o, (size_t)B * m->hp.n_embd);
 }
 
@@ -427,15 +473,19 @@ static void ffn_block(model *m, int l, int B)
  * logits, the top-k by probability plus the layer's selection bias if any
  * (ties: lower index first, as a stable sort gives), the weights the
  * unbiased probabilities, optionally renormalised as llama.cpp does (a
- * double sum, clamped, then a float division) and scaled. */
+ * double sum, clamped, then a float division) and scaled. gpt-oss's
+ * SOFTMAX_WEIGHT selects by the logits themselves and takes the softmax
+ * of the K chosen as their weights. */
 static void route(const model *m, const float *bias, const float *logits, int *sel, float *w)
 {
     const int E = m->hp.n_expert, K = m->hp.n_expert_used;
     float p[256], biased[256];
     if (m->hp.gating == GATING_SIGMOID)
         for (int e = 0; e < E; e++) p[e] = 1.0f / (1.0f + expf(-logits[e]));
+    else if (m->hp.gating == GATING_SOFTMAX_WEIGHT)
+        memcpy(p, logits, (size_t)E * sizeof *p);
     else
-        m->k->softmax_f32(logits, E, p);
+        m->k->softmax_f32(logits, E, p, -INFINITY);
     const float *by = p;
     if (bias || m->hp.n_group) {
         for (int e = 0; e < E; e++) biased[e] = bias ? p[e] + bias[e] : p[e];
@@ -474,6 +524,7 @@ static void route(const model *m, const float *bias, const float *logits, int *s
         sel[j] = best;
         w[j] = p[best];
     }
+    if (m->hp.gating == GATING_SOFTMAX_WEIGHT) m->k->softmax_f32(w, K, w, -INFINITY);
     if (m->hp.arch.norm_topk) { /* ggml_sum_rows (a double sum), clamp, divide */
         double sd = 0.0;
         for (int j = 0; j < K; j++) sd += (double)w[j];
@@ -491,6 +542,7 @@ static void moe_block(model *m, int l, int B)
     const int E = m->hp.n_expert, K = m->hp.n_expert_used, D = m->hp.n_embd;
     rmsnorm_rows(m->h, m->x, L->ffn_norm, B, D, m->hp.rms_eps);
     mm_mul(&m->mm, &L->router, m->h, B, m->rlog);
+    add_bias(m->rlog, L->router_b, B, E);
     for (int b = 0; b < B; b++) route(m, L->exp_probs_b, m->rlog + (size_t)b * E, m->sel + b * K, m->selw + b * K);
     if (m->routing)
         for (int b = 0; b < B; b++) model_observe_routing(m, l, m->sel + b * K);
@@ -519,7 +571,11 @@ static void moe_block(model *m, int l, int B)
         mm_next next = { K, { NULL } };
         for (int j = 0; j < K; j++) next.w[j] = &L->exp_down[m->sel[j]];
         mm_mulv_next(&m->mm, v, 2 * K, &next);
-        swiglu_rows(m, m->ffa, m->ffb, K, ff);
+        for (int j = 0; j < K; j++) {
+            add_expert_bias(m->ffa + j * ff, L->exp_gate_b, m->sel[j], 1, ff);
+            add_expert_bias(m->ffb + j * ff, L->exp_up_b, m->sel[j], 1, ff);
+        }
+        expert_glu_rows(m, m->ffa, m->ffb, K, ff);
         for (int j = 0; j < K; j++) v[j] = (mm_vec){ &L->exp_down[m->sel[j]], m->ffa + j * ff, m->eo + (size_t)j * D };
         /* Then the next layer's q, k and v (a shared expert comes first). */
         next.n = 0;
@@ -528,6 +584,7 @@ static void moe_block(model *m, int l, int B)
             next = (mm_next){ 3, { &N->wq, &N->wk, &N->wv } };
         }
         mm_mulv_next(&m->mm, v, K, &next);
+        for (int j = 0; j < K; j++) add_expert_bias(m->eo + (size_t)j * D, L->exp_down_b, m->sel[j], 1, D);
     } else {
     /* Each expert runs once over every row routed to it (a gathered batch). */
     for (int e = 0; e < E; e++) {
@@ -543,7 +600,7 @@ static void moe_block(model *m, int l, int B)
                     n++;
                 }
         if (n == 0) continue;
-        swiglu(m, &L->exp_gate[e], &L->exp_up[e], &L->exp_down[e], m->hg, n, m->gd, 1);
+        expert_ffn(m, L, e, m->hg, n, m->gd);
         for (int i = 0; i < n; i++)
             memcpy(m->eo + (size_t)m->grp[i] * D, m->gd + (size_t)i * D, (size_t)D * sizeof(float));
     }
@@ -563,7 +620,7 @@ static void moe_block(model *m, int l, int B)
         }
     }
     if (weight_present(&L->sh_gate)) {
-        swiglu(m, &L->sh_gate, &L->sh_up, &L->sh_down, m->h, B, m->gd, 0);
+        swiglu(m, &L->sh_gate, &L->sh_up, &L->sh_down, m->h, B, m->gd);
         for (int b = 0; b < B; b++) {
             float g = 1.0f;
             if (weight_present(&L->sh_router)) {

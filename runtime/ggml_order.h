@@ -24,7 +24,9 @@
  *    of ggml_compute_forward_soft_max_f32: max, e_i = expf(x_i - max) (this
  *    expf for every whole group of 8 from the start, libm's for a tail),
  *    each group's sum by hsum8 added into a double, y_i = e_i * (float)(1 /
- *    sum). -INFINITY entries give 0. Returns nothing; n >= 1.
+ *    sum). -INFINITY entries give 0. A sink (gpt-oss; -INFINITY: none) as
+ *    ggml_soft_max_add_sinks: the max taken over it too, expf(sink - max)
+ *    added to the sum last. Returns nothing; n >= 1.
  * Everything is pure; no state. */
 #ifndef STRATA_GGML_ORDER_H
 #define STRATA_GGML_ORDER_H
@@ -86,10 +88,11 @@ static inline float ggml_order_kmins_total(int style, const float accm[4], float
     return style == 4 ? (accm[0] + accm[2]) + (accm[1] + accm[3]) : summs;
 }
 
-static inline void ggml_order_softmax(const float *x, int n, float *y)
+static inline void ggml_order_softmax(const float *x, int n, float *y, float sink)
 {
     float mx = -INFINITY;
     for (int i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    mx = sink > mx ? sink : mx;
     double sum = 0.0;
     int i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -100,6 +103,7 @@ static inline void ggml_order_softmax(const float *x, int n, float *y)
         y[i] = expf(x[i] - mx);
         sum += (double)y[i];
     }
+    if (sink != -INFINITY) sum += (double)expf(sink - mx);
     const float inv = (float)(1.0 / sum);
     for (i = 0; i < n; i++) y[i] *= inv;
 }

@@ -62,7 +62,7 @@ static void swiglu_f32(float *x, const float *g, int64_t n)
     for (int64_t i = nv; i < n; i++) x[i] = x[i] / (1.0f + expf(-x[i])) * g[i];
 }
 
-static void softmax_f32(const float *x, int64_t n, float *y) { ggml_order_softmax(x, (int)n, y); }
+static void softmax_f32(const float *x, int64_t n, float *y, float sink) { ggml_order_softmax(x, (int)n, y, sink); }
 
 static void axpy_f32(float *y, float a, const float *x, int64_t n)
 {

@@ -84,8 +84,10 @@ typedef struct kernels {
      * whole groups of 8, libm's on the tail): the same bits in every table */
     void (*swiglu_f32)(float *x, const float *g, int64_t n);
     /* y = softmax(x), n >= 1, as ggml_order_softmax (ggml_soft_max's order,
-     * -INFINITY entries giving 0); y may be x: the same bits in every table */
-    void (*softmax_f32)(const float *x, int64_t n, float *y);
+     * -INFINITY entries giving 0), with a sink logit in the denominator
+     * (-INFINITY: none, the same bits as without); y may be x: the same
+     * bits in every table */
+    void (*softmax_f32)(const float *x, int64_t n, float *y, float sink);
     void (*axpy_f32)(float *y, float a, const float *x, int64_t n);
     void (*axpy_f16)(float *y, float a, const uint16_t *x, int64_t n);
     void (*f16_to_f32)(const uint16_t *src, float *dst, int64_t n);

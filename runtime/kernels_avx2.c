@@ -145,10 +145,11 @@ AVX2 static void swiglu_f32(float *x, const float *g, int64_t n)
 }
 
 /* ggml_order_softmax with the groups of 8 in vectors: the same bits. */
-AVX2 static void softmax_f32(const float *x, int64_t n, float *y)
+AVX2 static void softmax_f32(const float *x, int64_t n, float *y, float sink)
 {
     float mx = -INFINITY;
     for (int64_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    mx = sink > mx ? sink : mx;
     double sum = 0.0;
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -160,6 +161,7 @@ AVX2 static void softmax_f32(const float *x, int64_t n, float *y)
         y[i] = expf(x[i] - mx);
         sum += (double)y[i];
     }
+    if (sink != -INFINITY) sum += (double)expf(sink - mx);
     const __m256 inv = _mm256_set1_ps((float)(1.0 / sum));
     for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), inv));
     for (; i < n; i++) y[i] *= _mm256_cvtss_f32(inv);

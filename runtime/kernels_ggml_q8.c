@@ -12,6 +12,7 @@
 #include "runtime/kernels_impl.h"
 
 #include "formats/fp16.h"
+#include "formats/ggml_dequant.h"
 #include "formats/ggml_tables.h"
 #include "formats/ggml_types.h"
 #include "runtime/ggml_order.h"
@@ -177,11 +178,44 @@ static float dot_iq2_s(const uint8_t *row, int64_t cols, const qrow *a)
     return 0.125f * ggml_order_hsum8(acc);
 }
 
+/* MXFP4 (gpt-oss's experts) as ggml's AVX2 vec_dot_mxfp4_q8_0: blocks in
+ * pairs, the even one fused-multiply-added into one set of 8 lanes and the
+ * odd one into another (lane l: elements 4l..4l+3, the low nibbles being
+ * elements 0..15, the high ones 16..31), the two sets added lane by lane
+ * and summed; a last odd block after that, d x its integer sum. */
+static float dot_mxfp4(const uint8_t *row, int64_t cols, const qrow *a)
+{
+    float acc[2][8] = { { 0 } };
+    const int64_t nb = cols / 32;
+    int64_t b = 0;
+    for (; b < nb; b++) {
+        const uint8_t *blk = row + b * 17;
+        const int8_t *q = a->q + b * 32;
+        int32_t lane[8] = { 0 };
+        for (int j = 0; j < 16; j++) {
+            lane[j / 4] += (int32_t)ggml_kvalues_fp4[blk[1 + j] & 15] * q[j];
+            lane[4 + j / 4] += (int32_t)ggml_kvalues_fp4[blk[1 + j] >> 4] * q[16 + j];
+        }
+        const float d = a->d[b] * ggml_e8m0_half(blk[0]);
+        if (b + 1 == nb && nb % 2) { /* the tail, after the pairs' sum */
+            float s8[8];
+            for (int l = 0; l < 8; l++) s8[l] = acc[0][l] + acc[1][l];
+            int32_t sumi = 0;
+            for (int l = 0; l < 8; l++) sumi += lane[l];
+            return fmaf(d, (float)sumi, ggml_order_hsum8(s8));
+        }
+        for (int l = 0; l < 8; l++) acc[b % 2][l] = fmaf(d, (float)lane[l], acc[b % 2][l]);
+    }
+    float s8[8];
+    for (int l = 0; l < 8; l++) s8[l] = acc[0][l] + acc[1][l];
+    return ggml_order_hsum8(s8);
+}
+
 int kq8_ggml_qdot_ok(int ggml_type)
 {
     switch (ggml_type) {
     case GGML_TYPE_Q8_0: case GGML_TYPE_Q4_K: case GGML_TYPE_Q5_K: case GGML_TYPE_Q6_K:
-    case GGML_TYPE_IQ3_XXS: case GGML_TYPE_IQ2_S:
+    case GGML_TYPE_IQ3_XXS: case GGML_TYPE_IQ2_S: case GGML_TYPE_MXFP4:
         return 1;
     default:
         return 0;
@@ -198,6 +232,7 @@ float kscalar_qdot_ggml(const weight *w, int64_t r, const qrow *a)
     case GGML_TYPE_Q6_K: return dot_q6_k(row, w->cols, a);
     case GGML_TYPE_IQ3_XXS: return dot_iq3_xxs(row, w->cols, a);
     case GGML_TYPE_IQ2_S: return dot_iq2_s(row, w->cols, a);
+    case GGML_TYPE_MXFP4: return dot_mxfp4(row, w->cols, a);
     default: return 0.0f; /* kernels_qdot_ok() keeps other types away */
     }
 }

@@ -8,6 +8,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include "formats/fp16.h"
+#include "formats/ggml_dequant.h"
 #include "formats/ggml_tables.h"
 #include "formats/ggml_types.h"
 #include "formats/iq3.h"
@@ -1122,14 +1123,50 @@ AVX512VNNI void kavx512v_qdot4_scode(const weight *w, int64_t r, int64_t stride,
 
 #endif
 
+/* Native MXFP4 on AVX2, the scalar dot_mxfp4's order (kernels_ggml_q8.c,
+ * ggml's vec_dot_mxfp4_q8_0): the codes' table values by a byte shuffle,
+ * low nibbles in the low half, maddubs with the signs moved onto the
+ * activation, madd into the 8 integer lanes; even and odd blocks into two
+ * float accumulators, their sum's hsum, a last odd block's integer total
+ * fused-multiply-added after it. */
+AVX2 static float mxfp4_dot(const weight *w, int64_t r, const qrow *a)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    const __m128i values = _mm_loadu_si128((const __m128i *)ggml_kvalues_fp4), m4 = _mm_set1_epi8(0x0f);
+    const __m256i one16 = _mm256_set1_epi16(1);
+    __m256 acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
+    const int64_t nb = w->cols / 32;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *blk = row + b * 17;
+        const __m128i bits = _mm_loadu_si128((const __m128i *)(blk + 1));
+        const __m256i w8 = _mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_shuffle_epi8(values, _mm_and_si128(bits, m4))),
+            _mm_shuffle_epi8(values, _mm_and_si128(_mm_srli_epi16(bits, 4), m4)), 1);
+        const __m256i q8 = _mm256_loadu_si256((const __m256i *)(a->q + b * 32));
+        const __m256i lanes =
+            _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w8, w8), _mm256_sign_epi8(q8, w8)), one16);
+        const float d = a->d[b] * ggml_e8m0_half(blk[0]);
+        if (b + 1 == nb && nb % 2) {
+            __m128i s = _mm_add_epi32(_mm256_castsi256_si128(lanes), _mm256_extracti128_si256(lanes, 1));
+            s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+            s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+            return fmaf(d, (float)_mm_cvtsi128_si32(s), hsum_ps(_mm256_add_ps(acc[0], acc[1])));
+        }
+        acc[b % 2] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), acc[b % 2]);
+    }
+    return hsum_ps(_mm256_add_ps(acc[0], acc[1]));
+}
+
 /* Native IQ2_S blocks on AVX2 (kernels_ggml_q8.c has the scalar spelling):
  * per 32 elements the four 8-byte grid entries, the 32 sign bits applied
  * to the activation codes, maddubs, and madd by the two 16-element scales
  * give the same 8 integer lanes; summed over the block, converted, one
  * fused multiply-add by d x (activation scale), 0.125 x hsum: the same
- * bits as the scalar kernel. Other native types take the scalar kernels. */
+ * bits as the scalar kernel. MXFP4: mxfp4_dot. Other native types take
+ * the scalar kernels. */
 AVX2 float kavx2_qdot_ggml(const weight *w, int64_t r, const qrow *a)
 {
+    if (w->ggml_type == GGML_TYPE_MXFP4) return mxfp4_dot(w, r, a);
     if (w->ggml_type != GGML_TYPE_IQ2_S) return kscalar_qdot_ggml(w, r, a);
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     __m256 acc = _mm256_setzero_ps();

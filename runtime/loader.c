@@ -314,8 +314,10 @@ static int mat_x(loaded_pack *p, weight *w, const char *fmt, int layer, int row_
 static int mat(loaded_pack *p, weight *w, const char *fmt, int layer) { return mat_x(p, w, fmt, layer, 0); }
 
 /* Norms and biases as f32, decoded through the scalar kernels when the pool
- * holds them in another form. */
-static int vec(loaded_pack *p, const float **out, const char *fmt, int layer)
+ * holds them in another form. want: the length it must have (0: any); a
+ * 2-D tensor (want_rows > 0, gpt-oss's expert biases) is read whole, its
+ * rows one after another. */
+static int vec_x(loaded_pack *p, const float **out, const char *fmt, int layer, int64_t want, int64_t want_rows)
 {
     char name[96], e[160];
     snprintf(name, sizeof name, fmt, layer);
@@ -323,18 +325,24 @@ static int vec(loaded_pack *p, const float **out, const char *fmt, int layer)
     int i = find_row(p, name);
     if (i < 0) return 0;
     const pi_tensor *t = &p->x.t[i];
-    if (t->n_dims != 1) return fail(p, "%s: a vector with %d dimensions", name, t->n_dims);
+    if (t->n_dims != (want_rows > 0 ? 2 : 1))
+        return fail(p, "%s: a %s with %d dimensions", name, want_rows > 0 ? "bias per expert" : "vector", t->n_dims);
+    if ((want && t->ne0 != want) || (want_rows > 0 && t->rows != want_rows))
+        return fail(p, "%s: %lld x %lld values, the hyperparameters say %lld x %lld", name, (long long)t->ne0,
+                    (long long)t->rows, (long long)want, (long long)(want_rows > 0 ? want_rows : 1));
     p->used_t[i] = 1;
     weight w;
     row_weight(p, t, &w);
     if (w.form == WF_P32) { *out = w.data; return 0; }
-    float *f = own(p, (size_t)t->ne0 * sizeof *f);
+    float *f = own(p, (size_t)(t->ne0 * t->rows) * sizeof *f);
     if (!f) return fail(p, "%s: out of memory", name);
     if (weight_check(&w, name, e, sizeof e)) return fail(p, "%s", e);
-    kernels_scalar()->row_f32[w.form](&w, 0, f);
+    for (int64_t r = 0; r < t->rows; r++) kernels_scalar()->row_f32[w.form](&w, r, f + r * t->ne0);
     *out = f;
     return 0;
 }
+
+static int vec(loaded_pack *p, const float **out, const char *fmt, int layer) { return vec_x(p, out, fmt, layer, 0, 0); }
 
 /* ------------------------------------------------------------------ experts */
 
@@ -467,7 +475,13 @@ static int load_weights(loaded_pack *p)
             vec(p, &L->q_a_norm, "blk.%d.attn_q_a_norm.weight", l) ||
             vec(p, &L->kv_a_norm, "blk.%d.attn_kv_a_norm.weight", l) || mat(p, &L->wq_a, "blk.%d.attn_q_a.weight", l) ||
             mat(p, &L->wq_b, "blk.%d.attn_q_b.weight", l) || mat(p, &L->wkv_a, "blk.%d.attn_kv_a_mqa.weight", l) ||
-            mat_x(p, &L->wk_b, "blk.%d.attn_k_b.weight", l, 2) || mat_x(p, &L->wv_b, "blk.%d.attn_v_b.weight", l, 2))
+            mat_x(p, &L->wk_b, "blk.%d.attn_k_b.weight", l, 2) || mat_x(p, &L->wv_b, "blk.%d.attn_v_b.weight", l, 2) ||
+            vec_x(p, &L->bo, "blk.%d.attn_output.bias", l, hp->n_embd, 0) ||
+            vec_x(p, &L->sinks, "blk.%d.attn_sinks.weight", l, hp->n_head, 0) ||
+            vec_x(p, &L->router_b, "blk.%d.ffn_gate_inp.bias", l, hp->n_expert, 0) ||
+            vec_x(p, &L->exp_gate_b, "blk.%d.ffn_gate_exps.bias", l, hp->n_ff_exp, hp->n_expert) ||
+            vec_x(p, &L->exp_up_b, "blk.%d.ffn_up_exps.bias", l, hp->n_ff_exp, hp->n_expert) ||
+            vec_x(p, &L->exp_down_b, "blk.%d.ffn_down_exps.bias", l, hp->n_embd, hp->n_expert))
             return -1;
         char bn[64];
         snprintf(bn, sizeof bn, "blk.%d.exp_probs_b.bias", l);

@@ -84,6 +84,9 @@ static int check_layer(checker *c, const model_hparams *hp, layer_weights *L, in
                                check_vec(c, L->bk, "blk.%d.attn_k.bias", l) ||
                                check_vec(c, L->bv, "blk.%d.attn_v.bias", l)))
         return -1;
+    if (hp->arch.attn_sinks && (check_vec(c, L->sinks, "blk.%d.attn_sinks", l) ||
+                                check_vec(c, L->bo, "blk.%d.attn_output.bias", l)))
+        return -1;
     /* optional norms come in pairs: both or neither */
     const bool need_qk = hp->arch.qk_norm != QK_NORM_NONE && (!hp->arch.qk_norm_optional || L->q_norm || L->k_norm);
     if (need_qk &&
@@ -94,6 +97,11 @@ static int check_layer(checker *c, const model_hparams *hp, layer_weights *L, in
                check_w(c, &L->ffn_up, hp->n_ff, D, "blk.%d.ffn_up", l) ||
                check_w(c, &L->ffn_down, D, hp->n_ff, "blk.%d.ffn_down", l) ? -1 : 0;
     if (check_w(c, &L->router, hp->n_expert, D, "blk.%d.ffn_gate_inp", l)) return -1;
+    if (hp->arch.oai_moe && (check_vec(c, L->router_b, "blk.%d.ffn_gate_inp.bias", l) ||
+                             check_vec(c, L->exp_gate_b, "blk.%d.ffn_gate_exps.bias", l) ||
+                             check_vec(c, L->exp_up_b, "blk.%d.ffn_up_exps.bias", l) ||
+                             check_vec(c, L->exp_down_b, "blk.%d.ffn_down_exps.bias", l)))
+        return -1;
     if (!L->exp_gate || !L->exp_up || !L->exp_down) {
         snprintf(c->err, c->errlen, "blk.%d.ffn_*_exps: missing", l);
         return -1;

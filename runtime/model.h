@@ -5,7 +5,7 @@
  *  - Architectures are rows of one table (arch.c): llama (dense and
  *    Mixtral-style MoE), qwen2, qwen2moe, qwen3, qwen3moe, olmoe, deepseek, granite,
  *    granitemoe, dots1, ernie4_5-moe, glm4moe, llama4, hunyuan-moe, minimax-m2,
- *    deepseek2 (multi-head latent attention: a graph of its own). A row
+ *    deepseek2 (multi-head latent attention: a graph of its own), gpt-oss. A row
  *    says only how the shared forward pass is configured (RoPE layout, q/k norm kind,
  *    attention biases, top-k renormalisation); nothing is copied per model.
  *  - hparams_load() fills model_hparams from "<arch>.<key>" values read
@@ -66,9 +66,21 @@ typedef struct arch_info {
      * row's space, its attention output back through attn_v_b. One KV
      * "head": K = [compressed, rotated], V = compressed. */
     bool mla;
+    /* gpt-oss: a learned sink logit per head in each softmax's denominator
+     * (attn_sinks) and a bias on o; every swa_pattern-th layer attends to
+     * all positions, the others only to the last attention.sliding_window
+     * (llama.cpp's pattern: layer l slides when l % swa_pattern <
+     * swa_pattern - 1); routed by the router's biased logits, the chosen
+     * ones' weights a softmax over those K logits; every expert product
+     * plus its bias row, the activation clamped:
+     * min(g, 7) sigmoid(1.702 min(g, 7)) (clamp(u, -7, 7) + 1). */
+    bool attn_sinks;
+    int swa_pattern;
+    bool oai_moe;
 } arch_info;
 
-typedef enum gating_kind { GATING_SOFTMAX = 1, GATING_SIGMOID = 2 } gating_kind; /* GGUF expert_gating_func */
+/* GGUF expert_gating_func; SOFTMAX_WEIGHT: select by raw logits, softmax over the chosen (gpt-oss) */
+typedef enum gating_kind { GATING_SOFTMAX = 1, GATING_SIGMOID = 2, GATING_SOFTMAX_WEIGHT = 3 } gating_kind;
 
 const arch_info *arch_find(const char *name);  /* NULL if unknown */
 
@@ -86,6 +98,7 @@ typedef struct model_hparams {
     int n_nextn;                /* nextn_predict_layers: blocks after n_layer that only predict further tokens
                                  * (GLM-4.5's MTP); not run, and not in a pack */
     int no_rope_step, attn_chunk; /* from the arch row; 0 when attention.sliding_window is 0 (Llama 4) */
+    int n_swa;                  /* arch.swa_pattern: the sliding layers' window (attention.sliding_window) */
     int gating;                 /* gating_kind: router probabilities by softmax or sigmoid */
     int n_group, n_group_used;  /* grouped routing (DeepSeek V3): experts only from the n_group_used groups of
                                  * n_expert / n_group whose two best selection scores sum highest; 0: none */
@@ -112,13 +125,19 @@ typedef struct model_hparams {
     float embd_scale, residual_scale, attn_scale, logit_scale;
 } model_hparams;
 
-/* Layer l routes to experts (else its FFN is dense). */
 /* Layer l rotates q and k (Llama 4's every 4th layer does not). */
 static inline bool hparams_layer_rope(const model_hparams *hp, int l)
 {
     return hp->no_rope_step <= 0 || (l + 1) % hp->no_rope_step != 0;
 }
 
+/* Layer l attends only to its last n_swa positions (gpt-oss's even layers). */
+static inline bool hparams_layer_swa(const model_hparams *hp, int l)
+{
+    return hp->n_swa > 0 && hp->arch.swa_pattern > 0 && l % hp->arch.swa_pattern < hp->arch.swa_pattern - 1;
+}
+
+/* Layer l routes to experts (else its FFN is dense). */
 static inline bool hparams_layer_moe(const model_hparams *hp, int l)
 {
     return hp->n_expert > 0 && l >= hp->n_layer_dense_lead &&
@@ -141,12 +160,16 @@ typedef struct layer_weights {
     const float *attn_norm, *ffn_norm;          /* n_embd */
     const float *q_norm, *k_norm;               /* head_dim or full width, per arch */
     const float *bq, *bk, *bv;                  /* attention biases, when the arch has them */
+    const float *bo;                            /* attn_output.bias (gpt-oss) */
+    const float *sinks;                         /* n_head sink logits (arch.attn_sinks) */
     weight wq, wk, wv, wo;
     weight ffn_gate, ffn_up, ffn_down;          /* dense FFN */
     weight router;                              /* MoE: n_expert x n_embd */
     weight *exp_gate, *exp_up, *exp_down;       /* MoE: n_expert each */
     weight sh_gate, sh_up, sh_down;             /* optional shared expert */
     weight sh_router;                           /* optional 1-row sigmoid gate of the shared expert */
+    /* arch.oai_moe: the router's n_expert bias; each expert's bias rows, n_expert x rows of its part */
+    const float *router_b, *exp_gate_b, *exp_up_b, *exp_down_b;
     const float *exp_probs_b;                   /* optional n_expert bias on the probabilities that select the
                                                  * experts (not on their weights: DeepSeek V3's, ERNIE's) */
     /* MLA: q = wq_b(norm(wq_a x)) (or wq x); [compressed | rotated] = wkv_a x;

@@ -153,6 +153,12 @@ static int gguf_model_load(gguf_model *gm, const char *path, int keep_native, ch
         L->bk = gw_vec(gm, "blk.%d.attn_k.bias", l);
         L->bv = gw_vec(gm, "blk.%d.attn_v.bias", l);
         L->exp_probs_b = gw_vec(gm, "blk.%d.exp_probs_b.bias", l);
+        L->bo = gw_vec(gm, "blk.%d.attn_output.bias", l);
+        L->sinks = gw_vec(gm, "blk.%d.attn_sinks.weight", l);
+        L->router_b = gw_vec(gm, "blk.%d.ffn_gate_inp.bias", l);
+        L->exp_gate_b = gw_vec(gm, "blk.%d.ffn_gate_exps.bias", l);
+        L->exp_up_b = gw_vec(gm, "blk.%d.ffn_up_exps.bias", l);
+        L->exp_down_b = gw_vec(gm, "blk.%d.ffn_down_exps.bias", l);
         L->q_a_norm = gw_vec(gm, "blk.%d.attn_q_a_norm.weight", l);
         L->kv_a_norm = gw_vec(gm, "blk.%d.attn_kv_a_norm.weight", l);
         bad |= gw_mat(gm, &L->wq_a, 1, "blk.%d.attn_q_a.weight", l) | gw_mat(gm, &L->wq_b, 1, "blk.%d.attn_q_b.weight", l) |

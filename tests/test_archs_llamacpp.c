@@ -31,6 +31,11 @@
  *    in V2-Lite's 27-layer form; with and without YaRN and its attention
  *    scale), a dense first layer, two shared experts; and V3's routing:
  *    sigmoid with a selection bias, experts chosen within the best groups.
+ *  - gpt-oss: attention sinks, a sliding window on every other layer, q/k/v/o
+ *    biases, experts chosen by the router's biased logits and weighted by a
+ *    softmax over the chosen, bias rows on every expert product, the clamped
+ *    GLU; with F32 experts and with MXFP4 ones (run as llama.cpp runs them,
+ *    Q8_0 activations), YaRN.
  * Our logits on 20 positions (8 as one batch, then one at a time) must
  * agree within 1e-5 of each row's largest |logit|; the pack built from the
  * model must give the adapter's bits; and each architecture's own part must
@@ -70,6 +75,10 @@ typedef struct arch_spec {
     int mla, q_lora;            /* DeepSeek V2/V3's latent attention; q_lora_rank (0: one q matrix) */
     int groups, groups_used;    /* grouped routing (DeepSeek V3), written only for the model, not the control */
     float yarn;                 /* YaRN factor (original context 64, DeepSeek's yarn_log_multiplier), 0: none */
+    int oai;                    /* gpt-oss: sinks, o bias, router and expert biases, a window of `oai` on the
+                                 * even layers; the control drops the window and sinks the sinks (-100) */
+    int mxfp4;                  /* the routed experts in random MXFP4 blocks (as gpt-oss ships them), run with
+                                 * llama.cpp's Q8_0 activations */
     float rope_base;
 } arch_spec;
 
@@ -127,6 +136,13 @@ static const arch_spec specs[] = {
       .rot = 8, .experts = 16, .used = 4, .groups = 4, .groups_used = 2, .sigmoid = 1, .probs_b = 1, .norm_w = 2,
       .w_scale = 2.5f, .rope_base = 1e4f },
     { .name = "granitemoe-shared", .arch = "granitemoe", .layers = 2, .granite = 1, .experts_at_ff = 1, .ff_sh = 48, .rope_base = 1e4f },
+    /* gpt-oss: sinks, a 4-position window on layers 0 and 2, 4 of 8 experts by their biased logits, the
+     * experts' products large enough that the GLU's clamp at 7 bites, YaRN as gpt-oss ships it (factor 32
+     * there, 4 here over an original context of 64) */
+    { .name = "gpt-oss", .arch = "gpt-oss", .layers = 3, .bias = 1, .oai = 4, .experts = 8, .used = 4, .yarn = 4.0f,
+      .ffn_norm = "post_attention_norm", .rope_base = 1.5e5f },
+    { .name = "gpt-oss-mxfp4", .arch = "gpt-oss", .layers = 3, .bias = 1, .oai = 4, .experts = 8, .used = 4,
+      .yarn = 4.0f, .mxfp4 = 1, .ffn_norm = "post_attention_norm", .rope_base = 1.5e5f },
 };
 #define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
 
@@ -150,6 +166,23 @@ static int add_tensor(gguf_writer *w, uint64_t *s, const char *name, int n_dims,
     for (size_t i = 0; i < n; i++) x[i] = offset + scale * uniform(s);
     const int rc = gguf_writer_add_tensor(w, name, GGML_TYPE_F32, (uint32_t)n_dims, ne, x, n * sizeof *x) < 0 ? -1 : 0;
     free(x);
+    return rc;
+}
+
+/* Random MXFP4 blocks for an ne0 x ne1 x ne2 tensor: E2M1 codes, block
+ * scales 2^(e-128) for e in e_lo..e_lo+2. */
+static int add_mxfp4(gguf_writer *w, uint64_t *s, const char *name, int64_t ne0, int64_t ne1, int64_t ne2, int e_lo)
+{
+    const int64_t ne[3] = { ne0, ne1, ne2 };
+    const size_t nb = (size_t)(ne0 / 32 * ne1 * ne2), bytes = nb * 17;
+    uint8_t *b = malloc(bytes);
+    if (!b) return -1;
+    for (size_t i = 0; i < nb; i++) {
+        b[i * 17] = (uint8_t)(e_lo + (int)((uniform(s) + 1.0f) * 1.5f));
+        for (int j = 1; j < 17; j++) b[i * 17 + j] = (uint8_t)((uniform(s) + 1.0f) * 128.0f);
+    }
+    const int rc = gguf_writer_add_tensor(w, name, GGML_TYPE_MXFP4, 3, ne, b, bytes) < 0 ? -1 : 0;
+    free(b);
     return rc;
 }
 
@@ -240,9 +273,13 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
         snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
         rc |= gguf_writer_add_kv(w, key, GGUF_TYPE_FLOAT32, &factor);
         snprintf(key, sizeof key, "%s.rope.scaling.yarn_log_multiplier", arch);
-        rc |= gguf_writer_add_kv(w, key, GGUF_TYPE_FLOAT32, &log_mul);
+        if (a->mla) rc |= gguf_writer_add_kv(w, key, GGUF_TYPE_FLOAT32, &log_mul);
         snprintf(key, sizeof key, "%s.rope.scaling.original_context_length", arch);
         rc |= gguf_writer_add_u32(w, key, 64);
+    }
+    if (a->oai) {
+        snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
+        rc |= gguf_writer_add_u32(w, key, control ? 0 : (uint32_t)a->oai);
     }
     if (a->nextn) {
         snprintf(key, sizeof key, "%s.nextn_predict_layers", arch);
@@ -308,6 +345,10 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
                 rc |= T("blk.%d.attn_k_norm.weight", 1, a->qk_norm == 2 ? kvd : hd, 1, 1, 0.1f, 1.0f);
             }
             rc |= T("blk.%d.attn_output.weight", 2, EMBD, EMBD, 1, in_d, 0);
+            if (a->oai) {
+                rc |= T("blk.%d.attn_output.bias", 1, EMBD, 1, 1, 0.1f, 0);
+                rc |= T("blk.%d.attn_sinks.weight", 1, HEADS, 1, 1, 1.0f, control ? -100.0f : 0.5f);
+            }
         }
         char norm[64];
         snprintf(norm, sizeof norm, "blk.%%d.%s.weight", a->ffn_norm ? a->ffn_norm : "ffn_norm");
@@ -320,9 +361,24 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
         }
         rc |= T("blk.%d.ffn_gate_inp.weight", 2, EMBD, n_exp, 1, 4 * in_d, 0);
         if (a->probs_b && !control) rc |= T("blk.%d.exp_probs_b.bias", 1, n_exp, 1, 1, 0.2f, 0);
-        rc |= T("blk.%d.ffn_gate_exps.weight", 3, EMBD, FF_EXP, n_exp, in_d, 0);
-        rc |= T("blk.%d.ffn_up_exps.weight", 3, EMBD, FF_EXP, n_exp, in_d, 0);
-        rc |= T("blk.%d.ffn_down_exps.weight", 3, FF_EXP, EMBD, n_exp, in_ff, 0);
+        const float big = a->oai ? 6.0f : 1.0f; /* gpt-oss: past the GLU's clamp */
+        if (a->mxfp4) { /* the same magnitudes: up to 12 x 2^-4 and 12 x 2^-9 */
+            const char *const part[3] = { "gate", "up", "down" };
+            for (int k = 0; k < 3 && rc == 0; k++) {
+                snprintf(n, sizeof n, "blk.%d.ffn_%s_exps.weight", l, part[k]);
+                rc = add_mxfp4(w, &s, n, k < 2 ? EMBD : FF_EXP, k < 2 ? FF_EXP : EMBD, n_exp, k < 2 ? 122 : 117);
+            }
+        } else {
+            rc |= T("blk.%d.ffn_gate_exps.weight", 3, EMBD, FF_EXP, n_exp, big * in_d, 0);
+            rc |= T("blk.%d.ffn_up_exps.weight", 3, EMBD, FF_EXP, n_exp, big * in_d, 0);
+            rc |= T("blk.%d.ffn_down_exps.weight", 3, FF_EXP, EMBD, n_exp, in_ff / big, 0);
+        }
+        if (a->oai) {
+            rc |= T("blk.%d.ffn_gate_inp.bias", 1, n_exp, 1, 1, 0.5f, 0);
+            rc |= T("blk.%d.ffn_gate_exps.bias", 2, FF_EXP, n_exp, 1, 0.5f, 0);
+            rc |= T("blk.%d.ffn_up_exps.bias", 2, FF_EXP, n_exp, 1, 0.5f, 0);
+            rc |= T("blk.%d.ffn_down_exps.bias", 2, EMBD, n_exp, 1, 0.1f, 0);
+        }
         if (!ff_sh) continue;
         if (a->shared_gate && !control) rc |= T("blk.%d.ffn_gate_inp_shexp.weight", 1, EMBD, 1, 1, 2 * in_d, 0);
         rc |= T("blk.%d.ffn_gate_shexp.weight", 2, EMBD, ff_sh, 1, in_d, 0);
@@ -337,11 +393,12 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
     return rc;
 }
 
-static float *run_gguf(const char *path, const seq *s)
+/* keep_native 2: quantized weights as llama.cpp runs them (gguf_weights.h) */
+static float *run_gguf(const char *path, const seq *s, int keep_native)
 {
     char err[256];
     gguf_model gm;
-    if (gguf_model_load(&gm, path, 0, err, sizeof err)) { printf("%s\n", err); fail(); }
+    if (gguf_model_load(&gm, path, keep_native, err, sizeof err)) { printf("%s\n", err); fail(); }
     model_options o = f32_opts();
     model *m = model_create(&gm.hp, &gm.w, &o, err, sizeof err);
     if (!m) printf("%s\n", err);
@@ -362,13 +419,13 @@ static void check_arch(const arch_spec *a)
     seq s;
     fixture_seq(&s, TOKENS, N_TOK, N_PROMPT, "archs", a->name);
     assert_int_equal(s.n_vocab, VOCAB);
-    float *out = run_gguf(sc.gguf, &s);
+    float *out = run_gguf(sc.gguf, &s, a->mxfp4 ? 2 : 0);
     const double rel = worst_rel(&s, out);
 
     char ctl[700];
     snprintf(ctl, sizeof ctl, "%s/control.gguf", sc.dir);
     if (write_model(a, ctl, 1, err, sizeof err)) { printf("%s\n", err); fail(); }
-    float *control = run_gguf(ctl, &s);
+    float *control = run_gguf(ctl, &s, a->mxfp4 ? 2 : 0);
     const double moved = worst_rel(&s, control);
     free(control);
     printf("%s: %d rows, max |ours - llama.cpp| / max|logit| = %.3g (the control model: %.3g)\n", a->name,
@@ -400,6 +457,8 @@ static void test_deepseek2_lite(void **st) { (void)st; check_arch(&specs[15]); }
 static void test_deepseek2_yarn(void **st) { (void)st; check_arch(&specs[16]); }
 static void test_deepseek2_v3(void **st) { (void)st; check_arch(&specs[17]); }
 static void test_granitemoe_shared(void **st) { (void)st; check_arch(&specs[18]); }
+static void test_gpt_oss(void **st) { (void)st; check_arch(&specs[19]); }
+static void test_gpt_oss_mxfp4(void **st) { (void)st; check_arch(&specs[20]); }
 
 /* Llama 4 past 8192 positions: the RoPE layers attend within their chunk
  * (positions 8192.. start a new one), the no-RoPE layer everything, its
@@ -431,7 +490,7 @@ static void test_llama4_long(void **st)
     s.n_rows = LONG_TOK;
     s.n_prompt = LONG_PROMPT;
     s.n_vocab = VOCAB;
-    float *out = run_gguf(sc.gguf, &s);
+    float *out = run_gguf(sc.gguf, &s, 0);
     /* the last rows against llama.cpp's, as a sequence of their own */
     seq tail = { .n_rows = LONG_LAST, .n_vocab = VOCAB };
     tail.ref = fixture_floats("archs", a->name, "logits", (size_t)LONG_LAST * VOCAB, NULL);
@@ -441,7 +500,7 @@ static void test_llama4_long(void **st)
     char ctl[700];
     snprintf(ctl, sizeof ctl, "%s/control.gguf", sc.dir);
     if (write_model(a, ctl, 1, err, sizeof err)) { printf("%s\n", err); fail(); }
-    float *control = run_gguf(ctl, &s);
+    float *control = run_gguf(ctl, &s, 0);
     const double moved = worst_rel(&tail, control + (size_t)(LONG_TOK - LONG_LAST) * VOCAB);
     printf("%s: last %d of %d rows, max |ours - llama.cpp| / max|logit| = %.3g (without chunks: %.3g)\n", a->name,
            LONG_LAST, LONG_TOK, rel, moved);
@@ -492,7 +551,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_llama4_interleaved), cmocka_unit_test(test_llama4_long),
         cmocka_unit_test(test_deepseek_top8), cmocka_unit_test(test_hunyuan_moe), cmocka_unit_test(test_minimax_m2),
         cmocka_unit_test(test_deepseek2), cmocka_unit_test(test_deepseek2_lite), cmocka_unit_test(test_deepseek2_yarn),
-        cmocka_unit_test(test_deepseek2_v3),
+        cmocka_unit_test(test_deepseek2_v3), cmocka_unit_test(test_gpt_oss),
+        cmocka_unit_test(test_gpt_oss_mxfp4),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -87,8 +87,8 @@ static void test_vector_ops(void **st)
         /* softmax: the same bits in every table, -INFINITY entries give 0, sums to 1 */
         for (int i = 0; i < n; i++) xin[i] = (i % 11 == 7) ? -INFINITY : rndf_(&rs) * 30.0f;
         xin[0] = rndf_(&rs);
-        v->softmax_f32(xin, n, y1);
-        s->softmax_f32(xin, n, y2);
+        v->softmax_f32(xin, n, y1, -INFINITY);
+        s->softmax_f32(xin, n, y2, -INFINITY);
         assert_memory_equal(y1, y2, n * sizeof *y1);
         double tot = 0.0;
         for (int i = 0; i < n; i++) {
@@ -96,6 +96,16 @@ static void test_vector_ops(void **st)
             if (i % 11 == 7 && i) assert_true(y2[i] == 0.0f);
         }
         assert_true(fabs(tot - 1.0) < 1e-5);
+        /* with a sink (gpt-oss): the same bits in every table, the rows sum to 1 - its share */
+        const float sink = 25.0f;
+        v->softmax_f32(xin, n, y1, sink);
+        s->softmax_f32(xin, n, y2, sink);
+        assert_memory_equal(y1, y2, n * sizeof *y1);
+        double mx = sink, den = 0.0, got = 0.0;
+        for (int i = 0; i < n; i++) mx = xin[i] > mx ? xin[i] : mx;
+        for (int i = 0; i < n; i++) { den += exp((double)xin[i] - mx); got += y2[i]; }
+        den += exp((double)sink - mx);
+        assert_true(fabs(got - (1.0 - exp((double)sink - mx) / den)) < 1e-5);
         free(xin);
         for (int i = 0; i < n; i++) y1[i] = y2[i] = b[i];
         v->axpy_f16(y1, -1.5f, h, n);
@@ -782,22 +792,24 @@ static void test_native_equals_sform(void **st)
         if (t > 0) assert_true(check_qdotn(tabs, &sf, WF_SCODE, &rs, x, names[t]) > 0);
         free(mem); free(codes); free(sc); free(off); free(blocks);
     }
-    /* IQ2_S (AVX2 kernel) and IQ3_XXS natively: every table the same bits,
-     * near the decoded row times the rounded activation */
-    const char *iq[2] = { "vectors/quant/iq2_s.bin", "vectors/quant/iq3_xxs.bin" };
-    const int iqt[2] = { GGML_TYPE_IQ2_S, GGML_TYPE_IQ3_XXS };
+    /* IQ2_S (AVX2 kernel), IQ3_XXS and MXFP4 (gpt-oss's experts, with Q8_0
+     * activations) natively: every table the same bits, near the decoded
+     * row times the rounded activation */
+    const char *iq[3] = { "vectors/quant/iq2_s.bin", "vectors/quant/iq3_xxs.bin", "vectors/quant/mxfp4.bin" };
+    const int iqt[3] = { GGML_TYPE_IQ2_S, GGML_TYPE_IQ3_XXS, GGML_TYPE_MXFP4 };
+    const int iqa[3] = { WA_Q8_K, WA_Q8_K, WA_Q8_0 };
     float row[512];
-    for (int t = 0; t < 2; t++) {
+    for (int t = 0; t < 3; t++) {
         size_t nb = 0;
         uint8_t *blocks = slurp_shared(iq[t], &nb);
         assert_non_null(blocks);
-        weight nat = { .form = WF_GGML, .rows = R, .cols = C, .data = blocks, .ggml_type = iqt[t], .act = WA_Q8_K };
+        weight nat = { .form = WF_GGML, .rows = R, .cols = C, .data = blocks, .ggml_type = iqt[t], .act = iqa[t] };
         char err[128];
         assert_int_equal(weight_check(&nat, "native", err, sizeof err), 0);
         assert_int_equal(nb, nat.row_bytes * R);
         for (int kind = 0; kind < 4; kind++) {
             fill_act(x, C, &rs, kind);
-            qrow a = { WA_Q8_K, C, q, d, s16, deq };
+            qrow a = { iqa[t], C, q, d, s16, deq };
             qrow_fill(tabs[0], &a, x);
             for (int64_t r = 0; r < R; r++) {
                 const float ref = tabs[0]->qdot[WF_GGML](&nat, r, &a);
@@ -811,6 +823,21 @@ static void test_native_equals_sform(void **st)
                     assert_memory_equal(&y, &ref, 4);
                 }
             }
+        }
+        /* one block fewer a row (an odd count: the last block after the pairs), the same bits */
+        weight odd = nat;
+        odd.cols = C - (iqa[t] == WA_Q8_0 ? 32 : 256);
+        odd.row_bytes = 0;
+        assert_int_equal(weight_check(&odd, "native", err, sizeof err), 0);
+        for (int64_t r = 0; r < R; r++) {
+            qrow a = { iqa[t], odd.cols, q, d, s16, deq };
+            qrow_fill(tabs[0], &a, x);
+            const float ref = tabs[0]->qdot[WF_GGML](&odd, r, &a);
+            for (int k = 1; k < 4; k++)
+                if (tabs[k]) {
+                    const float y = tabs[k]->qdot[WF_GGML](&odd, r, &a);
+                    assert_memory_equal(&y, &ref, 4);
+                }
         }
         /* a batch shares IQ2_S's grid and signs across tokens (qdotn), the same bits */
         for (int k = 0; k < 4; k++)

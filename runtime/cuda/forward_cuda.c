@@ -647,8 +647,8 @@ static int build(struct device_model *d, model *m, const device_opts *o, char *e
     for (int l = 0; l < m->hp.n_layer; l++) probs_b |= m->w.layers[l].exp_probs_b != NULL;
     if (m->hp.gating != GATING_SOFTMAX || probs_b || (m->hp.arch.scale_w && m->hp.expert_weights_scale != 0) ||
         m->hp.n_group) {
-        snprintf(err, errlen, "the CUDA router does softmax top-k only (sigmoid gating, a selection bias, a weight "
-                 "scale or grouped routing: --device cpu)");
+        snprintf(err, errlen, "the CUDA router does softmax top-k only (sigmoid or gpt-oss gating, a selection bias, "
+                 "a weight scale or grouped routing: --device cpu)");
         return -1;
     }
     if (m->hp.n_layer_dense_lead > 0 || m->hp.n_moe_layer_step > 1) {
@@ -662,9 +662,10 @@ static int build(struct device_model *d, model *m, const device_opts *o, char *e
      * where the routing would pass (Hunyuan routes by softmax). */
     const arch_info *a = &m->hp.arch;
     if (a->mla || a->qk_norm_after_rope || a->qk_norm_optional || a->l2_qk_norm || a->weight_before_ffn ||
-        m->hp.no_rope_step > 0 || m->hp.attn_chunk > 0) {
+        a->attn_sinks || a->swa_pattern > 0 || m->hp.no_rope_step > 0 || m->hp.attn_chunk > 0) {
         snprintf(err, errlen, "the CUDA backend does not run %s's attention yet (%s: --device cpu)", a->name,
                  a->mla ? "multi-head latent attention"
+                 : a->attn_sinks || a->swa_pattern > 0 ? "attention sinks and sliding-window layers"
                  : a->qk_norm_after_rope ? "q/k norms after RoPE"
                  : a->qk_norm_optional ? "q/k norms on some layers only"
                  : "no-RoPE layers, chunked attention and L2 q/k norms");
