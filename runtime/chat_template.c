@@ -15,7 +15,7 @@ static const struct { const char *name; chat_family f; } NAMES[] = {
     { "phi-3", CHAT_PHI3 },      { "deepseek", CHAT_DEEPSEEK }, { "deepseek3", CHAT_DEEPSEEK },
     { "granite", CHAT_GRANITE }, { "deepseek2", CHAT_DEEPSEEK2 }, { "llama4", CHAT_LLAMA4 },
     { "chatglm4", CHAT_GLM4 },   { "glm4", CHAT_GLM4 },       { "hunyuan-moe", CHAT_HUNYUAN },
-    { "kimi-k2", CHAT_KIMI_K2 },
+    { "kimi-k2", CHAT_KIMI_K2 },  { "gpt-oss", CHAT_GPT_OSS },
 };
 
 chat_family chat_family_from_name(const char *name)
@@ -41,6 +41,7 @@ const char *chat_family_name(chat_family f)
     case CHAT_GLM4: return "chatglm4";
     case CHAT_HUNYUAN: return "hunyuan-moe";
     case CHAT_KIMI_K2: return "kimi-k2";
+    case CHAT_GPT_OSS: return "gpt-oss";
     default: return "unknown";
     }
 }
@@ -50,6 +51,7 @@ const char *chat_family_name(chat_family f)
 chat_family chat_template_detect(const char *t)
 {
     if (!t) return CHAT_UNKNOWN;
+    if (strstr(t, "<|channel|>")) return CHAT_GPT_OSS; /* harmony: before phi3, whose <|end|> it shares */
     if (strstr(t, "<|im_middle|>")) return CHAT_KIMI_K2; /* before chatml: <|im_end|> is both's */
     if (strstr(t, "<|im_start|>")) return CHAT_CHATML;
     if (strstr(t, "[gMASK]<sop>")) return CHAT_GLM4;
@@ -290,6 +292,21 @@ static void kimi_k2(strbuf *b, const chat_msg *m, size_t n, bool gen)
     if (gen) strbuf_puts(b, "<|im_assistant|>assistant<|im_middle|>");
 }
 
+/* gpt-oss (llama.cpp's gpt-oss layout, harmony without its preamble):
+ * <|start|>ROLE<|message|>TEXT, closed by <|return|> after an assistant
+ * turn and <|end|> after any other; the answer opens with
+ * <|start|>assistant and the model names its channel itself. OpenAI's own
+ * template also writes a system preamble (date, reasoning level, the valid
+ * channels) and turns a system message into a developer one; llama.cpp's
+ * layout, which this is, does not. */
+static void gpt_oss(strbuf *b, const chat_msg *m, size_t n, bool gen)
+{
+    for (size_t i = 0; i < n; i++)
+        strbuf_printf(b, "<|start|>%s<|message|>%s%s", m[i].role, m[i].content,
+                      strcmp(m[i].role, "assistant") ? "<|end|>" : "<|return|>");
+    if (gen) strbuf_puts(b, "<|start|>assistant");
+}
+
 char *chat_template_render(chat_family f, const chat_msg *m, size_t n, const char *bos,
                            const char *eos, const char *default_system,
                            bool gen, char *err, size_t errlen)
@@ -318,6 +335,7 @@ char *chat_template_render(chat_family f, const chat_msg *m, size_t n, const cha
     case CHAT_GLM4: glm4(&b, m, n, gen); break;
     case CHAT_HUNYUAN: hunyuan(&b, m, n); break;
     case CHAT_KIMI_K2: kimi_k2(&b, m, n, gen); break;
+    case CHAT_GPT_OSS: gpt_oss(&b, m, n, gen); break;
     case CHAT_CHATML:
     default: chatml(&b, m, n, default_system, gen); break;
     }

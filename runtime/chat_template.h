@@ -43,6 +43,7 @@ typedef enum chat_family {
     CHAT_GLM4,
     CHAT_HUNYUAN,
     CHAT_KIMI_K2,
+    CHAT_GPT_OSS,
 } chat_family;
 
 typedef struct chat_msg {

@@ -82,8 +82,18 @@ static void add_eog(model_engine *me, int64_t id)
 static const char *const TURN_ENDS[] = {
     "<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
     "<|end_of_text|>", "<EOT>", "<|eot|>", /* Llama 4 */
+    "<|return|>", "<|call|>",              /* gpt-oss (harmony) */
     "<\357\275\234end\342\226\201of\342\226\201sentence\357\275\234>", /* deepseek, fullwidth bars */
 };
+
+/* A vocabulary's control (or user-defined) token spelled s, or -1. */
+static int32_t control_id(const model_engine *me, const char *s)
+{
+    int32_t id = tokenizer_find(me->tok, s, strlen(s));
+    if (id < 0) return -1;
+    int type = tokenizer_token_type(me->tok, id);
+    return type == TOKEN_TYPE_CONTROL || type == TOKEN_TYPE_USER_DEFINED ? id : -1;
+}
 
 static void find_eog(model_engine *me, const gguf_file *g)
 {
@@ -93,10 +103,16 @@ static void find_eog(model_engine *me, const gguf_file *g)
         int64_t id;
         if (g && gguf_get_int(g, keys[i], &id) == 0) add_eog(me, id);
     }
-    for (size_t i = 0; i < sizeof TURN_ENDS / sizeof TURN_ENDS[0]; i++) {
-        int32_t id = tokenizer_find(me->tok, TURN_ENDS[i], strlen(TURN_ENDS[i]));
-        int type = tokenizer_token_type(me->tok, id);
-        if (type == TOKEN_TYPE_CONTROL || type == TOKEN_TYPE_USER_DEFINED) add_eog(me, id);
+    for (size_t i = 0; i < sizeof TURN_ENDS / sizeof TURN_ENDS[0]; i++) add_eog(me, control_id(me, TURN_ENDS[i]));
+    /* harmony (gpt-oss): <|end|> closes the analysis message and the final
+     * answer follows in the same turn, which <|return|> (or a tool's
+     * <|call|>) ends; as llama.cpp, <|end|> is no end where both exist */
+    const int32_t end = control_id(me, "<|end|>");
+    if (end >= 0 && control_id(me, "<|return|>") >= 0 && control_id(me, "<|call|>") >= 0) {
+        int k = 0;
+        for (int i = 0; i < me->n_eog; i++)
+            if (me->eog[i] != end) me->eog[k++] = me->eog[i];
+        me->n_eog = k;
     }
 }
 

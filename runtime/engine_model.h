@@ -11,7 +11,9 @@
  *    sampler with min_p and penalties off), whatever the thread count.
  *  - is_eog(): the tokenizer's EOS, the metadata's EOT/EOM ids, and the
  *    control tokens that end a turn in the template families we render
- *    (<|im_end|>, <|eot_id|>, <|end|>, <end_of_turn>, ...).
+ *    (<|im_end|>, <|eot_id|>, <|end|>, <end_of_turn>, <|return|>, ...);
+ *    where <|return|> and <|call|> both exist (gpt-oss's harmony), <|end|>
+ *    is not one: it closes the analysis message inside the turn.
  *  - Logprobs are the log-softmax of the raw logits (the model's own
  *    distribution, before temperature and filters), alternatives best
  *    first, lower id first on ties.

@@ -22,6 +22,10 @@ struct gen {
     gen_finish      fin;
     int             stop_idx;
     double          t_prev;
+    size_t          n_sampled; /* every token counted, released or not (harmony) */
+    gen_harmony     h;
+    bool            h_on, h_body, h_visible, h_in_channel;
+    strbuf          h_channel; /* the channel name being read in a header */
 };
 
 static double now_s(void)
@@ -40,6 +44,7 @@ gen *gen_begin(const engine *e, const int32_t *prompt, size_t n_prompt, const ge
     g->p = *p;
     g->stop_idx = -1;
     g->t_prev = now_s();
+    if (p->harmony) { g->h = *p->harmony; g->h_on = true; }
     g->s = e->begin(e->self, prompt, n_prompt, &p->sampling, err, errlen);
     if (!g->s) { free(g); return NULL; }
     return g;
@@ -72,17 +77,53 @@ static int push_token(gen *g, const engine_token *t, size_t offset)
     return 0;
 }
 
+/* Harmony: moves the framing state on by token id; true when the token's
+ * text is not to be released (a marker, a header, a hidden channel). A
+ * header's text after <|channel|> is the channel's name: "final" (up to a
+ * space or the end) is shown, as is a message with no channel. */
+static bool harmony_hides(gen *g, int32_t id)
+{
+    const gen_harmony *h = &g->h;
+    if (id == h->start || id == h->end) {
+        g->h_body = g->h_visible = g->h_in_channel = false;
+        return true;
+    }
+    if (id == h->channel) {
+        g->h_in_channel = true;
+        g->h_channel.len = 0;
+        return true;
+    }
+    if (id == h->constrain) { g->h_in_channel = false; return true; }
+    if (id == h->message) {
+        const char *c = g->h_channel.data ? g->h_channel.data : "";
+        const size_t n = g->h_channel.len;
+        g->h_visible = g->h_channel.len == 0 || (n >= 5 && !strncmp(c, "final", 5) && (n == 5 || c[5] == ' '));
+        g->h_body = true;
+        g->h_channel.len = 0;
+        return true;
+    }
+    if (g->h_body) return !g->h_visible;
+    if (g->h_in_channel && g->h_channel.len < 64) { /* a header: read the name, show nothing */
+        char buf[64];
+        int n = g->e->piece(g->e->self, id, buf, sizeof buf);
+        if (n > 0 && (size_t)n < sizeof buf) strbuf_add(&g->h_channel, buf, (size_t)n);
+    }
+    return true;
+}
+
 /* Samples one token; returns a finish state or GEN_RUNNING. */
 static gen_finish step(gen *g)
 {
-    if ((int)g->n_toks >= g->p.max_tokens) return GEN_LENGTH;
+    if ((int)g->n_sampled >= g->p.max_tokens) return GEN_LENGTH;
     if (g->p.cancel && atomic_load(g->p.cancel)) return GEN_CANCELLED;
     engine_token t;
     if (g->e->step(g->s, &t) != 0) return GEN_ERROR;
     double now = now_s();
-    if (g->p.on_token) g->p.on_token(g->p.ud, now - g->t_prev, g->n_toks == 0);
+    if (g->p.on_token) g->p.on_token(g->p.ud, now - g->t_prev, g->n_sampled == 0);
     g->t_prev = now;
     if (g->e->is_eog(g->e->self, t.id)) return GEN_EOS;
+    g->n_sampled++;
+    if (g->h_on && harmony_hides(g, t.id)) return g->h_channel.oom ? GEN_ERROR : GEN_RUNNING;
     size_t offset = g->text.len;
     if (append_piece(g, t.id) != 0 || push_token(g, &t, offset) != 0 || g->text.oom)
         return GEN_ERROR;
@@ -130,7 +171,7 @@ const gen_token *gen_take_tokens(gen *g, size_t *n)
     return g->toks ? g->toks + from : NULL;
 }
 
-size_t gen_n_tokens(const gen *g) { return g->n_toks; }
+size_t gen_n_tokens(const gen *g) { return g->n_sampled; }
 int gen_stop_index(const gen *g) { return g->stop_idx; }
 
 void gen_end(gen *g)
@@ -138,6 +179,7 @@ void gen_end(gen *g)
     if (!g) return;
     g->e->end(g->s);
     strbuf_free(&g->text);
+    strbuf_free(&g->h_channel);
     free(g->out);
     free(g->toks);
     free(g);

@@ -15,6 +15,11 @@
  *  - gen_take_tokens() hands out the per-token records (id, logprob,
  *    alternatives, byte offset in the generated text) of tokens whose text
  *    has been released, each once.
+ *  - With harmony (gpt-oss's framing: <|start|>ROLE<|channel|>NAME
+ *    <|message|>TEXT<|end|>...), only the text of messages on the final
+ *    channel (or on none) is released; headers, the analysis and commentary
+ *    channels and the markers themselves are not, but count as tokens.
+ *    Generation starts in a header (the prompt ends <|start|>assistant).
  *  - A non-NULL cancel flag that becomes true ends generation at the next
  *    token with GEN_CANCELLED (server shutdown).
  *  - gen_end() ends the engine session and frees everything. */
@@ -35,12 +40,18 @@ typedef enum gen_finish {
     GEN_CANCELLED, /* the server is stopping */
 } gen_finish;
 
+/* Harmony's marker ids (start, channel, message, end required; constrain -1 if absent). */
+typedef struct gen_harmony {
+    int32_t start, channel, message, end, constrain;
+} gen_harmony;
+
 typedef struct gen_params {
     int                max_tokens;
     engine_sampling    sampling;
     const char *const *stops;
     size_t             n_stops;
     const atomic_bool *cancel;
+    const gen_harmony *harmony; /* NULL: every token's text is released */
     /* Called after each sampled token with the seconds since the previous
      * one (since gen_begin for the first). */
     void (*on_token)(void *ud, double seconds, int first);

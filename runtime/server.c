@@ -353,6 +353,22 @@ int server_set_engine(server *s, engine *e, char *err, size_t errlen)
             fprintf(stderr, "strata serve: warning: the pack's chat template builds a default system prompt at "
                             "render time (today's date); requests without a system message get none\n");
     }
+    /* gpt-oss: its markers' ids, so that chat answers carry the final channel only */
+    if (s->family == CHAT_GPT_OSS) {
+        static const char *const MARK[5] = { "<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|constrain|>" };
+        int32_t id[5];
+        for (int k = 0; k < 5; k++) {
+            int32_t *ids = NULL;
+            size_t n = 0;
+            id[k] = e->tokenize(e->self, MARK[k], strlen(MARK[k]), false, &ids, &n) == 0 && n == 1 ? ids[0] : -1;
+            free(ids);
+        }
+        s->harmony = (gen_harmony){ id[0], id[1], id[2], id[3], id[4] };
+        s->has_harmony = id[0] >= 0 && id[1] >= 0 && id[2] >= 0 && id[3] >= 0;
+        if (!s->has_harmony)
+            fprintf(stderr, "strata serve: warning: a gpt-oss template without harmony's markers in the vocabulary; "
+                            "answers carry every channel\n");
+    }
     atomic_store(&s->ready, true);
     return 0;
 }

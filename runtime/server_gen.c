@@ -87,6 +87,7 @@ gen *server_gen_begin(server *s, const api_request *r, const prepared *p, char *
         .stops = (const char *const *)r->stops,
         .n_stops = r->n_stops,
         .cancel = &s->stopping,
+        .harmony = s->has_harmony && r->kind != API_COMPLETION ? &s->harmony : NULL,
         .on_token = on_token,
         .ud = s,
     };

@@ -38,6 +38,8 @@ struct server {
     int                n_ctx;
     chat_family        family;
     char              *default_system;
+    gen_harmony        harmony;    /* gpt-oss chats: only the final channel is answered */
+    bool               has_harmony;
 
     pthread_mutex_t    mu;         /* slots and queue */
     pthread_cond_t     cv;

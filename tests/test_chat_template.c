@@ -247,6 +247,22 @@ static void test_kimi_k2(void **st)
     assert_int_equal(chat_family_from_name("kimi-k2"), CHAT_KIMI_K2);
 }
 
+/* gpt-oss as llama.cpp renders it (its built-in gpt-oss; llama_chat_apply_template's output in 0.7.0). */
+static void test_gpt_oss(void **st)
+{
+    (void)st;
+    expect(CHAT_GPT_OSS, A, 4, "", "", NULL,
+           "<|start|>system<|message|>You are terse.<|end|><|start|>user<|message|>Hello<|end|><|start|>assistant"
+           "<|message|>Hi there.<|return|><|start|>user<|message|> How are you?\n<|end|><|start|>assistant");
+    expect(CHAT_GPT_OSS, B, 3, "", "", NULL,
+           "<|start|>user<|message|> Hello <|end|><|start|>assistant<|message|>Hi.<|return|><|start|>user<|message|>Bye"
+           "<|end|><|start|>assistant");
+    /* harmony's markers win over phi3's <|user|> ... <|end|> */
+    assert_int_equal(chat_template_detect("{{'<|start|>' + role + '<|channel|>'}}{{'<|user|>'}}{{'<|end|>'}}"),
+                     CHAT_GPT_OSS);
+    assert_int_equal(chat_family_from_name("gpt-oss"), CHAT_GPT_OSS);
+}
+
 static void test_refusals(void **st)
 {
     (void)st;
@@ -291,7 +307,7 @@ int main(void)
         cmocka_unit_test(test_llama2),   cmocka_unit_test(test_llama3),
         cmocka_unit_test(test_mistral),  cmocka_unit_test(test_gemma),
         cmocka_unit_test(test_phi3),     cmocka_unit_test(test_deepseek),
-        cmocka_unit_test(test_granite),  cmocka_unit_test(test_deepseek2), cmocka_unit_test(test_llama4), cmocka_unit_test(test_glm4), cmocka_unit_test(test_hunyuan), cmocka_unit_test(test_kimi_k2),
+        cmocka_unit_test(test_granite),  cmocka_unit_test(test_deepseek2), cmocka_unit_test(test_llama4), cmocka_unit_test(test_glm4), cmocka_unit_test(test_hunyuan), cmocka_unit_test(test_kimi_k2), cmocka_unit_test(test_gpt_oss),
         cmocka_unit_test(test_refusals), cmocka_unit_test(test_detect),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

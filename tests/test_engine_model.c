@@ -2,7 +2,7 @@
  * stories260K pack built by iq3pack: llama.cpp's greedy tokens, sessions on
  * different contexts that interleave without disturbing each other,
  * logprobs against a log-softmax computed here from model_forward's logits,
- * the turn-end set, and the refusals. */
+ * the turn-end set (gpt-oss's harmony rule too), and the refusals. */
 #include "test_util.h"
 #include "pack/pack_cli.h"
 #include "runtime/engine_model.h"
@@ -194,6 +194,75 @@ static void logprobs_are_log_softmax(void **state)
     engine_model_free(e);
 }
 
+/* stories260K with tokens 3.. renamed to the given control tokens (byte
+ * tokens it can spare), built into a pack at dir/NAME. */
+static void relabelled_pack(const fixture *f, const char *name, const char *const *names, int n, char *pack,
+                            size_t packsz)
+{
+    char src[4096], gg[4300], err[256];
+    shared_path(src, sizeof src, "models/stories260K/stories260K.gguf");
+    gguf_file *g = gguf_open(src, err, sizeof err);
+    assert_non_null(g);
+    gguf_writer *w = gguf_writer_new();
+    assert_non_null(w);
+    for (int64_t i = 0; i < gguf_n_kv(g); i++) {
+        const char *k = gguf_kv_key(g, i);
+        if (strcmp(k, "tokenizer.ggml.tokens") && strcmp(k, "tokenizer.ggml.token_type"))
+            assert_int_equal(gguf_writer_copy_kv(w, g, i), 0);
+    }
+    const int64_t it = gguf_find_key(g, "tokenizer.ggml.tokens"), ity = gguf_find_key(g, "tokenizer.ggml.token_type");
+    const uint64_t nv = gguf_kv_arr_n(g, it);
+    const char **tok = calloc(nv, sizeof *tok);
+    int32_t *type = calloc(nv, sizeof *type);
+    assert_non_null(tok);
+    assert_non_null(type);
+    memcpy(type, gguf_kv_arr_data(g, ity), nv * sizeof *type);
+    for (uint64_t j = 0; j < nv; j++) tok[j] = gguf_kv_arr_str(g, it, j);
+    for (int j = 0; j < n; j++) { tok[3 + j] = names[j]; type[3 + j] = 3; /* control */ }
+    assert_int_equal(gguf_writer_add_arr_str(w, "tokenizer.ggml.tokens", tok, nv), 0);
+    assert_int_equal(gguf_writer_add_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, type, nv), 0);
+    for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
+        const gguf_tensor *t = gguf_tensor_at(g, i);
+        assert_true(gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->size) >= 0);
+    }
+    snprintf(gg, sizeof gg, "%s/%s.gguf", f->dir, name);
+    assert_int_equal(gguf_writer_write(w, gg, err, sizeof err), 0);
+    gguf_writer_free(w);
+    gguf_close(g);
+    free(tok);
+    free(type);
+    snprintf(pack, packsz, "%s/%s", f->dir, name);
+    char *argv[] = { "build", gg, "-o", pack, "--threads", "2", NULL };
+    assert_int_equal(run_quiet(iq3pack_cmd_build, 6, argv), 0);
+}
+
+/* gpt-oss's harmony: <|return|> and <|call|> end a turn and <|end|>, which
+ * closes its analysis message, does not (llama.cpp's rule); elsewhere
+ * <|end|> does (phi-3). */
+static void harmony_turn_ends(void **state)
+{
+    NEED_PACK(state);
+    const fixture *f = *state;
+    char pack[4400], err[512] = "";
+    engine_model_opts o = { .parallel = 1, .n_ctx = 64, .n_threads = 1, .kv = KV_F32 };
+    static const char *const harmony[] = { "<|end|>", "<|return|>", "<|call|>" };
+    relabelled_pack(f, "harmony", harmony, 3, pack, sizeof pack);
+    engine *e = engine_model_open(pack, &o, err, sizeof err);
+    if (!e) printf("%s\n", err);
+    assert_non_null(e);
+    assert_false(e->is_eog(e->self, 3));
+    assert_true(e->is_eog(e->self, 4));
+    assert_true(e->is_eog(e->self, 5));
+    assert_true(e->is_eog(e->self, 2)); /* </s> still */
+    engine_model_free(e);
+    static const char *const phi[] = { "<|end|>" };
+    relabelled_pack(f, "phi", phi, 1, pack, sizeof pack);
+    e = engine_model_open(pack, &o, err, sizeof err);
+    assert_non_null(e);
+    assert_true(e->is_eog(e->self, 3));
+    engine_model_free(e);
+}
+
 static void turn_ends_and_refusals(void **state)
 {
     NEED_PACK(state);
@@ -221,6 +290,7 @@ int main(void)
         cmocka_unit_test(sessions_interleave),
         cmocka_unit_test(logprobs_are_log_softmax),
         cmocka_unit_test(turn_ends_and_refusals),
+        cmocka_unit_test(harmony_turn_ends),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -164,6 +164,105 @@ static void test_fake_engine_context(void **st)
     fake_engine_free(e);
 }
 
+/* A scripted engine speaking gpt-oss's harmony: ids 0-4 the markers, 14
+ * the end of generation, the rest words. */
+static const char *const HV[] = { "<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|constrain|>", "assistant",
+                                  "analysis", "final", "Think", " hard", "Hello", " world", "commentary to=f", "json",
+                                  "<|return|>" };
+typedef struct script { const int32_t *ids; size_t n, at; } script;
+
+static int h_piece(void *self, int32_t id, char *buf, size_t bufsz)
+{
+    (void)self;
+    const int n = (int)strlen(HV[id]);
+    if ((size_t)n < bufsz) memcpy(buf, HV[id], (size_t)n + 1);
+    return n;
+}
+static bool h_eog(void *self, int32_t id) { (void)self; return id == 14; }
+static engine_session *h_begin(void *self, const int32_t *prompt, size_t n_prompt, const engine_sampling *s,
+                               char *err, size_t errlen)
+{
+    (void)prompt; (void)n_prompt; (void)s; (void)err; (void)errlen;
+    script *sc = self;
+    sc->at = 0;
+    return (engine_session *)sc;
+}
+static int h_step(engine_session *s, engine_token *out)
+{
+    script *sc = (script *)s;
+    memset(out, 0, sizeof *out);
+    out->id = sc->at < sc->n ? sc->ids[sc->at++] : 14;
+    return 0;
+}
+static void h_end(engine_session *s) { (void)s; }
+
+static char *run_script(script *sc, const gen_harmony *h, int max_tokens, size_t *n_tok, size_t *n_records)
+{
+    engine e = { .self = sc, .name = "script", .n_ctx = 64, .bos_text = "", .eos_text = "",
+                 .piece = h_piece, .is_eog = h_eog, .begin = h_begin, .step = h_step, .end = h_end };
+    gen_params p = { .max_tokens = max_tokens, .harmony = h };
+    int32_t prompt[1] = { 0 };
+    char err[256] = "";
+    gen *g = gen_begin(&e, prompt, 1, &p, err, sizeof err);
+    assert_non_null(g);
+    strbuf b = { 0 };
+    size_t records = 0;
+    gen_finish f;
+    do {
+        const char *d;
+        size_t n, k;
+        f = gen_next(g, &d, &n);
+        strbuf_add(&b, d, n);
+        gen_take_tokens(g, &k);
+        records += k;
+    } while (f == GEN_RUNNING);
+    *n_tok = gen_n_tokens(g);
+    *n_records = records;
+    gen_end(g);
+    char *t = strbuf_take(&b);
+    return t ? t : strdup("");
+}
+
+/* harmony: the analysis channel, headers and markers are not released but
+ * count as tokens; the final channel's text is, with its token records */
+static void test_generate_harmony(void **st)
+{
+    (void)st;
+    const gen_harmony h = { 0, 1, 2, 3, 4 };
+    /* <|channel|>analysis<|message|>Think hard<|end|><|start|>assistant<|channel|>final<|message|>Hello world */
+    static const int32_t turn[] = { 1, 6, 2, 8, 9, 3, 0, 5, 1, 7, 2, 10, 11 };
+    script sc = { turn, sizeof turn / sizeof turn[0], 0 };
+    size_t nt, nr;
+    char *text = run_script(&sc, &h, 100, &nt, &nr);
+    assert_string_equal(text, "Hello world");
+    assert_int_equal(nt, 13);
+    assert_int_equal(nr, 2);
+    free(text);
+    /* max_tokens counts the hidden ones: 11 tokens end before the answer's second word */
+    text = run_script(&sc, &h, 12, &nt, &nr);
+    assert_string_equal(text, "Hello");
+    assert_int_equal(nt, 12);
+    free(text);
+    /* a tool call's channel (with <|constrain|>) is hidden, and "finalThink" is no "final" */
+    static const int32_t tool[] = { 1, 12, 4, 13, 2, 8, 3, 0, 5, 1, 7, 8, 2, 10 };
+    script st2 = { tool, sizeof tool / sizeof tool[0], 0 };
+    text = run_script(&st2, &h, 100, &nt, &nr);
+    assert_string_equal(text, "");
+    free(text);
+    /* a message with no channel is shown */
+    static const int32_t plain[] = { 2, 10, 11 };
+    script st3 = { plain, 3, 0 };
+    text = run_script(&st3, &h, 100, &nt, &nr);
+    assert_string_equal(text, "Hello world");
+    free(text);
+    /* without harmony every piece is text */
+    text = run_script(&sc, NULL, 100, &nt, &nr);
+    assert_string_equal(text, "<|channel|>analysis<|message|>Think hard<|end|><|start|>assistant<|channel|>final<|message|>"
+                              "Hello world");
+    assert_int_equal(nr, 13);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -172,6 +271,7 @@ int main(void)
         cmocka_unit_test(test_generate_story),
         cmocka_unit_test(test_generate_stops),
         cmocka_unit_test(test_fake_engine_context),
+        cmocka_unit_test(test_generate_harmony),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
