@@ -256,7 +256,7 @@ static const kernels avx2_table = {
     AVX2_COMMON_ENTRIES
     .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx2_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
     .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_GGML] = kavx2_qdotn_ggml, [WF_IQ3] = kavx2_qdotn_iq3 },
-    .qdot4 = { [WF_SCODE] = kavx2_qdot4_scode },
+    .qdot4 = { [WF_SCODE] = kavx2_qdot4_scode, [WF_GGML] = kavx2_qdot4_ggml },
 };
 
 /* The AVX2 table with the Q8_0-shaped S-form dots on AVX-VNNI
@@ -266,7 +266,7 @@ static const kernels avx2_vnni_table = {
     AVX2_COMMON_ENTRIES
     .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kvnni_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
     .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_GGML] = kavx2_qdotn_ggml, [WF_IQ3] = kavx2_qdotn_iq3 },
-    .qdot4 = { [WF_SCODE] = kvnni_qdot4_scode },
+    .qdot4 = { [WF_SCODE] = kvnni_qdot4_scode, [WF_GGML] = kavx2_qdot4_ggml },
 };
 
 /* The AVX2 table, or the AVX-VNNI one, with the IQ3 dot on AVX-512
@@ -278,7 +278,7 @@ static const kernels avx512_table = {
     AVX2_COMMON_ENTRIES
     .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
     .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_GGML] = kavx2_qdotn_ggml, [WF_IQ3] = kavx512_qdotn_iq3 },
-    .qdot4 = { [WF_SCODE] = kavx2_qdot4_scode },
+    .qdot4 = { [WF_SCODE] = kavx2_qdot4_scode, [WF_GGML] = kavx2_qdot4_ggml },
 };
 
 static const kernels avx512_vnni_table = {
@@ -286,7 +286,7 @@ static const kernels avx512_vnni_table = {
     AVX2_COMMON_ENTRIES
     .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
     .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_GGML] = kavx2_qdotn_ggml, [WF_IQ3] = kavx512_qdotn_iq3 },
-    .qdot4 = { [WF_SCODE] = kvnni_qdot4_scode },
+    .qdot4 = { [WF_SCODE] = kvnni_qdot4_scode, [WF_GGML] = kavx2_qdot4_ggml },
 };
 
 /* The same two with AVX-512 VNNI too: the four-row S8 (Q8_0-shaped) dot
@@ -297,7 +297,7 @@ static const kernels avx512_z_table = {
     AVX2_COMMON_ENTRIES
     .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
     .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_GGML] = kavx2_qdotn_ggml, [WF_IQ3] = kavx512_qdotn_iq3 },
-    .qdot4 = { [WF_SCODE] = kavx512_qdot4_scode },
+    .qdot4 = { [WF_SCODE] = kavx512_qdot4_scode, [WF_GGML] = kavx512_qdot4_ggml },
 };
 
 static const kernels avx512_vnni_z_table = {
@@ -305,7 +305,7 @@ static const kernels avx512_vnni_z_table = {
     AVX2_COMMON_ENTRIES
     .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
     .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_GGML] = kavx2_qdotn_ggml, [WF_IQ3] = kavx512_qdotn_iq3 },
-    .qdot4 = { [WF_SCODE] = kavx512v_qdot4_scode },
+    .qdot4 = { [WF_SCODE] = kavx512v_qdot4_scode, [WF_GGML] = kavx512_qdot4_ggml },
 };
 
 /* F16C is read from CPUID leaf 1 (ECX bit 29): not every clang knows the

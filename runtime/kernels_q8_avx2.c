@@ -1121,7 +1121,6 @@ AVX512VNNI void kavx512v_qdot4_scode(const weight *w, int64_t r, int64_t stride,
           stride);
 }
 
-#endif
 
 /* Native MXFP4 on AVX2, the scalar dot_mxfp4's order (kernels_ggml_q8.c,
  * ggml's vec_dot_mxfp4_q8_0): the codes' table values by a byte shuffle,
@@ -1129,6 +1128,29 @@ AVX512VNNI void kavx512v_qdot4_scode(const weight *w, int64_t r, int64_t stride,
  * activation, madd into the 8 integer lanes; even and odd blocks into two
  * float accumulators, their sum's hsum, a last odd block's integer total
  * fused-multiply-added after it. */
+/* MXFP4's E8M0 scale halved (formats' ggml_e8m0_half), inline. */
+static inline float e8m0_half(uint8_t e)
+{
+    const uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* ggml's doubled E2M1 values plus 12: 0..24, unsigned bytes. */
+AVX2 static inline __m128i mxfp4_biased_values(void)
+{
+    return _mm_add_epi8(_mm_loadu_si128((const __m128i *)ggml_kvalues_fp4), _mm_set1_epi8(12));
+}
+
+AVX2 static inline int32_t hsum_epi32(__m256i v)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
 AVX2 static float mxfp4_dot(const weight *w, int64_t r, const qrow *a)
 {
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
@@ -1145,16 +1167,58 @@ AVX2 static float mxfp4_dot(const weight *w, int64_t r, const qrow *a)
         const __m256i q8 = _mm256_loadu_si256((const __m256i *)(a->q + b * 32));
         const __m256i lanes =
             _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w8, w8), _mm256_sign_epi8(q8, w8)), one16);
-        const float d = a->d[b] * ggml_e8m0_half(blk[0]);
-        if (b + 1 == nb && nb % 2) {
-            __m128i s = _mm_add_epi32(_mm256_castsi256_si128(lanes), _mm256_extracti128_si256(lanes, 1));
-            s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-            s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-            return fmaf(d, (float)_mm_cvtsi128_si32(s), hsum_ps(_mm256_add_ps(acc[0], acc[1])));
-        }
+        const float d = a->d[b] * e8m0_half(blk[0]);
+        if (b + 1 == nb && nb % 2)
+            return fmaf(d, (float)hsum_epi32(lanes), hsum_ps(_mm256_add_ps(acc[0], acc[1])));
         acc[b % 2] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), acc[b % 2]);
     }
     return hsum_ps(_mm256_add_ps(acc[0], acc[1]));
+}
+
+/* Four MXFP4 rows (r, r + stride, ...) against one activation, each y
+ * mxfp4_dot's bits: the activation block is loaded once, and the codes'
+ * table values are taken biased by 12 (unsigned, for maddubs without the
+ * sign moves), the bias's 12 x (the activation's 4-element sums) taken off
+ * the integer lanes again: the same integers. */
+AVX2 static void mxfp4_dot4(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
+{
+    const uint8_t *row[4];
+    for (int k = 0; k < 4; k++) row[k] = (const uint8_t *)w->data + (size_t)(r + k * stride) * w->row_bytes;
+    const __m128i values = mxfp4_biased_values(), m4 = _mm_set1_epi8(0x0f);
+    const __m256i one8 = _mm256_set1_epi8(1), one16 = _mm256_set1_epi16(1);
+    __m256 acc[4][2];
+    QD_UNROLL
+    for (int k = 0; k < 4; k++) acc[k][0] = acc[k][1] = _mm256_setzero_ps();
+    const int64_t nb = w->cols / 32;
+    for (int64_t b = 0; b < nb; b++) {
+        const __m256i q8 = _mm256_loadu_si256((const __m256i *)(a->q + b * 32));
+        const __m256i s4 = _mm256_madd_epi16(_mm256_maddubs_epi16(one8, q8), one16);
+        const __m256i bias = _mm256_add_epi32(_mm256_slli_epi32(s4, 3), _mm256_slli_epi32(s4, 2)); /* 12 s4 */
+        QD_UNROLL /* the accumulators stay in registers */
+        for (int k = 0; k < 4; k++) {
+            const uint8_t *blk = row[k] + b * 17;
+            const __m128i bits = _mm_loadu_si128((const __m128i *)(blk + 1));
+            const __m256i wu = _mm256_inserti128_si256(
+                _mm256_castsi128_si256(_mm_shuffle_epi8(values, _mm_and_si128(bits, m4))),
+                _mm_shuffle_epi8(values, _mm_and_si128(_mm_srli_epi16(bits, 4), m4)), 1);
+            const __m256i lanes = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(wu, q8), one16), bias);
+            const float d = a->d[b] * e8m0_half(blk[0]);
+            if (b + 1 == nb && nb % 2)
+                y[k * stride] = fmaf(d, (float)hsum_epi32(lanes), hsum_ps(_mm256_add_ps(acc[k][0], acc[k][1])));
+            else
+                acc[k][b % 2] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), acc[k][b % 2]);
+        }
+    }
+    if (nb % 2 == 0)
+        for (int k = 0; k < 4; k++) y[k * stride] = hsum_ps(_mm256_add_ps(acc[k][0], acc[k][1]));
+}
+
+/* qdot4 for native blocks: MXFP4's four-row kernel, the table's single dot
+ * four times for the other types (the same bits either way). */
+AVX2 void kavx2_qdot4_ggml(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
+{
+    if (w->ggml_type == GGML_TYPE_MXFP4) { mxfp4_dot4(w, r, stride, a, y); return; }
+    for (int k = 0; k < 4; k++) y[k * stride] = kavx2_qdot_ggml(w, r + k * stride, a);
 }
 
 /* Native IQ2_S blocks on AVX2 (kernels_ggml_q8.c has the scalar spelling):
@@ -1240,3 +1304,76 @@ AVX2 void kavx2_qdotn_ggml(const weight *w, int64_t r, const qrow *a, int nt, fl
     }
     for (int t = 0; t < nt; t++) y[t * ystride] = 0.125f * hsum_ps(acc[t]);
 }
+
+/* Four MXFP4 rows with AVX-512 VNNI: one zmm holds a row's even block
+ * (lanes 0..7) and the odd one after it (lanes 8..15), mxfp4_dot's two
+ * accumulators side by side; vpdpbusd of the biased codes against both
+ * blocks' activations, 12 x their 4-element sums taken off (the same
+ * integers), the two scale products, one fused multiply-add; a last odd
+ * block as mxfp4_dot4 takes it. y equals mxfp4_dot's bits (tested). */
+AVX512VNNI static void mxfp4_dot4_z(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
+{
+    const uint8_t *row[4];
+    for (int k = 0; k < 4; k++) row[k] = (const uint8_t *)w->data + (size_t)(r + k * stride) * w->row_bytes;
+    const __m512i values = _mm512_broadcast_i32x4(mxfp4_biased_values()), m4 = _mm512_set1_epi8(0x0f);
+    const __m512i one8 = _mm512_set1_epi8(1), minus12 = _mm512_set1_epi32(-12);
+    const size_t ahead = qd4_ahead(w->row_bytes, stride);
+    __m512 acc[4];
+    QD_UNROLL
+    for (int k = 0; k < 4; k++) acc[k] = _mm512_setzero_ps();
+    const int64_t nb = w->cols / 32;
+    int64_t b = 0;
+    for (; b + 1 < nb; b += 2) {
+        const __m512i q2 = _mm512_loadu_si512((const void *)(a->q + b * 32));
+        /* the bias's part, -12 x the 4-element sums, starts each row's integer sum */
+        const __m512i nbias = _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), one8, q2), minus12);
+        /* the activation scales of both blocks, each times 2^(e - 128) below: scalef multiplies by an
+         * exact power of two, the same rounding as the product with e8m0_half(e) */
+        const __m512 ad = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(a->d[b]), _mm512_set1_ps(a->d[b + 1]));
+        QD_UNROLL /* the accumulators stay in registers */
+        for (int k = 0; k < 4; k++) {
+            const uint8_t *b0 = row[k] + b * 17, *b1 = b0 + 17;
+            _mm_prefetch((const char *)b0 + ahead, _MM_HINT_T0);
+            /* 128-bit lanes: block b's bytes twice, then block b+1's twice; low nibbles in lanes 0 and 2 */
+            const __m512i x = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(b0 + 1)))),
+                _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(b1 + 1))), 1);
+            const __m512i idx = _mm512_mask_blend_epi64(0xCC, _mm512_and_si512(x, m4),
+                                                        _mm512_and_si512(_mm512_srli_epi16(x, 4), m4));
+            const __m512i wu = _mm512_shuffle_epi8(values, idx);
+            const __m512i lanes = _mm512_dpbusd_epi32(nbias, wu, q2);
+            const __m512 ev = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps((float)(b0[0] - 128)),
+                                                   _mm512_set1_ps((float)(b1[0] - 128)));
+            const __m512 dv = _mm512_scalef_ps(ad, ev);
+            acc[k] = _mm512_fmadd_ps(dv, _mm512_cvtepi32_ps(lanes), acc[k]);
+        }
+    }
+    for (int k = 0; k < 4; k++) {
+        const __m256 lo = _mm512_castps512_ps256(acc[k]);
+        const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[k]), 1));
+        float s = hsum_ps(_mm256_add_ps(lo, hi));
+        if (b < nb) { /* the last odd block */
+            const uint8_t *blk = row[k] + b * 17;
+            const __m128i bits = _mm_loadu_si128((const __m128i *)(blk + 1)), m4s = _mm_set1_epi8(0x0f);
+            const __m128i v = mxfp4_biased_values();
+            const __m256i wu = _mm256_inserti128_si256(
+                _mm256_castsi128_si256(_mm_shuffle_epi8(v, _mm_and_si128(bits, m4s))),
+                _mm_shuffle_epi8(v, _mm_and_si128(_mm_srli_epi16(bits, 4), m4s)), 1);
+            const __m256i q8 = _mm256_loadu_si256((const __m256i *)(a->q + b * 32));
+            const __m256i one16 = _mm256_set1_epi16(1);
+            const __m256i s4 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q8), one16);
+            const __m256i lanes = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(wu, q8), one16),
+                                                   _mm256_mullo_epi32(s4, _mm256_set1_epi32(12)));
+            s = fmaf(a->d[b] * e8m0_half(blk[0]), (float)hsum_epi32(lanes), s);
+        }
+        y[k * stride] = s;
+    }
+}
+
+AVX512VNNI void kavx512_qdot4_ggml(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
+{
+    if (w->ggml_type == GGML_TYPE_MXFP4) { mxfp4_dot4_z(w, r, stride, a, y); return; }
+    kavx2_qdot4_ggml(w, r, stride, a, y);
+}
+
+#endif

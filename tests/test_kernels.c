@@ -671,6 +671,26 @@ static void k4_scale_min(int j, const uint8_t *s, int *sc, int *m)
  * factors back through kfactor_build): every table, bit for bit equal. The
  * S-form without factors sums per group and may differ in the last bits;
  * that it is a different order is what the factors are for. */
+/* Every table's qdot4 of native blocks (where it has one: MXFP4's four-row
+ * kernels) gives the scalar qdot's bits for rows r + k * stride, with
+ * stride 1 and 2 over the weight's rows (a multiple of 8). */
+static void check_qdot4_native(const kernels *const tabs[4], const weight *w, const qrow *a)
+{
+    for (int k = 1; k < 4; k++) {
+        if (!tabs[k] || !tabs[k]->qdot4[WF_GGML]) continue;
+        for (int stride = 1; stride <= 2; stride++)
+            for (int64_t r0 = 0; r0 + 3 * stride < w->rows; r0 += stride == 1 ? 4 : 1) {
+                if (stride == 2 && r0 % 4 > 1) continue;
+                float y[8];
+                tabs[k]->qdot4[WF_GGML](w, r0, stride, a, y);
+                for (int i = 0; i < 4; i++) {
+                    const float ref = tabs[0]->qdot[WF_GGML](w, r0 + i * stride, a);
+                    assert_memory_equal(&y[i * stride], &ref, 4);
+                }
+            }
+    }
+}
+
 static void test_native_equals_sform(void **st)
 {
     (void)st;
@@ -823,6 +843,7 @@ static void test_native_equals_sform(void **st)
                     assert_memory_equal(&y, &ref, 4);
                 }
             }
+            check_qdot4_native(tabs, &nat, &a);
         }
         /* one block fewer a row (an odd count: the last block after the pairs), the same bits */
         weight odd = nat;
@@ -838,6 +859,7 @@ static void test_native_equals_sform(void **st)
                     const float y = tabs[k]->qdot[WF_GGML](&odd, r, &a);
                     assert_memory_equal(&y, &ref, 4);
                 }
+            if (r == 0) check_qdot4_native(tabs, &odd, &a);
         }
         /* a batch shares IQ2_S's grid and signs across tokens (qdotn), the same bits */
         for (int k = 0; k < 4; k++)

@@ -26,7 +26,11 @@
  * STRATA_MOE_FLOOR_ARCH=deepseek2 writes DeepSeek V3's attention instead
  * (multi-head latent attention: q rank 768, kv rank 512, heads of 128 + 64
  * rotated, v heads of 128, llama.cpp's absorbed layout) and one shared
- * expert of the same width; the routed experts are the same. */
+ * expert of the same width; the routed experts are the same.
+ * STRATA_MOE_FLOOR_ARCH=gpt-oss writes gpt-oss's layers instead: q/k/v/o
+ * biases, sinks, a 128-position window on every other layer, a router
+ * bias, and the experts (the same shapes) in MXFP4 with bias rows, as
+ * gpt-oss ships them; --experts keep keeps the MXFP4 blocks. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -177,6 +181,24 @@ static int add_q8(gguf_writer *w, const char *name, int64_t ne0, int64_t ne1, in
     return r < 0 ? -1 : 0;
 }
 
+/* MXFP4 blocks of random E2M1 codes, scale 2^(e-128): values of std ~ 5 x 2^(e-128). */
+static int add_mxfp4(gguf_writer *w, const char *name, int64_t ne0, int64_t ne1, int64_t ne2, int e, uint64_t *rng)
+{
+    const size_t blocks = (size_t)(ne0 / 32) * (size_t)ne1 * (size_t)ne2;
+    uint8_t *buf = malloc(blocks * 17);
+    if (!buf) return -1;
+    for (size_t b = 0; b < blocks; b++) {
+        buf[b * 17] = (uint8_t)e;
+        uint64_t r0 = rng_next(rng), r1 = rng_next(rng);
+        memcpy(buf + b * 17 + 1, &r0, 8);
+        memcpy(buf + b * 17 + 9, &r1, 8);
+    }
+    const int64_t ne[3] = { ne0, ne1, ne2 };
+    int64_t r = gguf_writer_add_tensor(w, name, GGML_TYPE_MXFP4, 3, ne, buf, blocks * 17);
+    free(buf);
+    return r < 0 ? -1 : 0;
+}
+
 static int add_f32(gguf_writer *w, const char *name, int64_t ne0, int64_t ne1, float base, float spread,
                    uint64_t *rng)
 {
@@ -226,8 +248,8 @@ static int write_gguf(const char *path, int n_layer, char *err, size_t errlen)
     uint64_t rng = 0x9e3779b97f4a7c15ull;
     float eps = 1e-5f, base = 10000.0f;
     const char *arch_env = getenv("STRATA_MOE_FLOOR_ARCH");
-    const int mla = arch_env && !strcmp(arch_env, "deepseek2");
-    const char *arch = mla ? "deepseek2" : "llama";
+    const int mla = arch_env && !strcmp(arch_env, "deepseek2"), oss = arch_env && !strcmp(arch_env, "gpt-oss");
+    const char *arch = mla ? "deepseek2" : oss ? "gpt-oss" : "llama";
     int rc = 0;
     char key[96];
 #define KEY(s) (snprintf(key, sizeof key, "%s." s, arch), key)
@@ -258,6 +280,10 @@ static int write_gguf(const char *path, int n_layer, char *err, size_t errlen)
         rc |= gguf_writer_add_u32(w, KEY("leading_dense_block_count"), 0);
         rc |= gguf_writer_add_kv(w, KEY("expert_weights_scale"), GGUF_TYPE_FLOAT32, &one);
     }
+    if (oss) {
+        rc |= gguf_writer_add_u32(w, KEY("expert_feed_forward_length"), N_FF);
+        rc |= gguf_writer_add_u32(w, KEY("attention.sliding_window"), 128);
+    }
 #undef KEY
     rc |= add_tokenizer(w);
     /* weights of std ~ 1/sqrt(fan-in): activations keep their size through the layers */
@@ -287,6 +313,23 @@ static int write_gguf(const char *path, int n_layer, char *err, size_t errlen)
             rc |= add_q8(w, NAME("attn_k.weight"), N_EMBD, kv, 1, d, &rng);
             rc |= add_q8(w, NAME("attn_v.weight"), N_EMBD, kv, 1, d, &rng);
             rc |= add_q8(w, NAME("attn_output.weight"), N_EMBD, N_EMBD, 1, d, &rng);
+        }
+        if (oss) {
+            rc |= add_f32(w, NAME("attn_q.bias"), N_EMBD, 1, 0.0f, 0.1f, &rng);
+            rc |= add_f32(w, NAME("attn_k.bias"), kv, 1, 0.0f, 0.1f, &rng);
+            rc |= add_f32(w, NAME("attn_v.bias"), kv, 1, 0.0f, 0.1f, &rng);
+            rc |= add_f32(w, NAME("attn_output.bias"), N_EMBD, 1, 0.0f, 0.1f, &rng);
+            rc |= add_f32(w, NAME("attn_sinks.weight"), N_HEAD, 1, 0.0f, 1.0f, &rng);
+            rc |= add_f32(w, NAME("post_attention_norm.weight"), N_EMBD, 1, 1.0f, 0.2f, &rng);
+            rc |= add_f32(w, NAME("ffn_gate_inp.weight"), N_EMBD, N_EXPERT, 0.0f, 0.1f, &rng);
+            rc |= add_f32(w, NAME("ffn_gate_inp.bias"), N_EXPERT, 1, 0.0f, 0.1f, &rng);
+            rc |= add_mxfp4(w, NAME("ffn_gate_exps.weight"), N_EMBD, N_FF, N_EXPERT, 120, &rng);
+            rc |= add_mxfp4(w, NAME("ffn_down_exps.weight"), N_FF, N_EMBD, N_EXPERT, 120, &rng);
+            rc |= add_mxfp4(w, NAME("ffn_up_exps.weight"), N_EMBD, N_FF, N_EXPERT, 120, &rng);
+            rc |= add_f32(w, NAME("ffn_gate_exps.bias"), N_FF, N_EXPERT, 0.0f, 0.1f, &rng);
+            rc |= add_f32(w, NAME("ffn_down_exps.bias"), N_EMBD, N_EXPERT, 0.0f, 0.1f, &rng);
+            rc |= add_f32(w, NAME("ffn_up_exps.bias"), N_FF, N_EXPERT, 0.0f, 0.1f, &rng);
+            continue;
         }
         rc |= add_f32(w, NAME("ffn_norm.weight"), N_EMBD, 1, 1.0f, 0.2f, &rng);
         rc |= add_f32(w, NAME("ffn_gate_inp.weight"), N_EMBD, N_EXPERT, 0.0f, 0.1f, &rng);
@@ -434,19 +477,22 @@ int main(void)
         rm_rf(dir);
         const char *only = getenv("STRATA_MOE_FLOOR_BUILD_ONLY");
         if (!rc && only && *only == '1') { printf("built %s\n", keep); free(bw.buf); return 0; }
-        rc = rc || bench_pack(iq3 && *iq3 == '1' ? "experts IQ3, kept pack" : "experts keep (S8), kept pack", keep,
+        rc = rc || bench_pack(iq3 && *iq3 == '1' ? "experts IQ3, kept pack" : "experts keep, kept pack", keep,
                               &bw, 0) ? 1 : 0;
         free(bw.buf);
         return rc;
     }
     double t0 = bench_now();
     if (write_gguf(src, n_layer, err, sizeof err)) { printf("%s\n", err); rm_rf(dir); return 1; }
-    printf("synthetic llama MoE: %d layers, n_embd %d, %d experts of %d x %d (top %d), Q8_0, vocab %d; GGUF written in %.1f s\n",
-           n_layer, N_EMBD, N_EXPERT, N_FF, N_EMBD, N_USED, N_VOCAB, bench_now() - t0);
+    const char *arch = getenv("STRATA_MOE_FLOOR_ARCH");
+    const int oss = arch && !strcmp(arch, "gpt-oss");
+    printf("synthetic %s MoE: %d layers, n_embd %d, %d experts of %d x %d (top %d), %s, vocab %d; GGUF written in "
+           "%.1f s\n", arch && *arch ? arch : "llama", n_layer, N_EMBD, N_EXPERT, N_FF, N_EMBD, N_USED,
+           oss ? "Q8_0 attention, MXFP4 experts" : "Q8_0", N_VOCAB, bench_now() - t0);
     int rc = 0;
     t0 = bench_now();
     if (build_pack(src, pack, "keep")) { printf("iq3pack build --experts keep failed\n"); rc = 1; }
-    else rc |= bench_pack("experts keep (S8)", pack, &bw, bench_now() - t0) ? 1 : 0;
+    else rc |= bench_pack(oss ? "experts keep (MXFP4 blocks)" : "experts keep (S8)", pack, &bw, bench_now() - t0) ? 1 : 0;
     rm_rf(pack);
     if (iq3 && *iq3 == '1') {
         t0 = bench_now();
