@@ -138,14 +138,19 @@ static void qk_norm(const model *m, float *v, int n_heads, const float *w, int B
     }
 }
 
+static size_t kv_index(const model *m, int layer, int pos)
+{
+    return m->kv_off[layer] + (size_t)(pos % m->kv_rows[layer]);
+}
+
 static void *k_row(const model *m, int layer, int pos)
 {
-    return (char *)m->kcache + (((size_t)layer * m->n_ctx + pos) * m->kv_dim) * m->kv_elt;
+    return (char *)m->kcache + kv_index(m, layer, pos) * m->kv_dim * m->kv_elt;
 }
 
 static void *v_row(const model *m, int layer, int pos)
 {
-    return (char *)m->vcache + (((size_t)layer * m->n_ctx + pos) * m->kv_dim_v) * m->kv_elt;
+    return (char *)m->vcache + kv_index(m, layer, pos) * m->kv_dim_v * m->kv_elt;
 }
 
 /* The factor on q·k: Granite's attention.scale when given; MLA's

@@ -218,10 +218,25 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
     const size_t E = (size_t)h->n_expert, K = (size_t)h->n_expert_used;
     const size_t nbk = nb > K ? nb : K; /* decode runs the K experts' rows side by side */
     int fail = 0;
-    const size_t cache_rows = (size_t)h->n_layer * (size_t)m->n_ctx * m->kv_elt;
+    /* A sliding-window layer keeps its window plus a ubatch: a ubatch's rows are stored before its
+     * first row attends, and must not overwrite what that row still sees. */
+    m->kv_off = calloc((size_t)h->n_layer, sizeof *m->kv_off);
+    m->kv_rows = calloc((size_t)h->n_layer, sizeof *m->kv_rows);
+    size_t rows_total = 0;
+    for (int l = 0; m->kv_off && m->kv_rows && l < h->n_layer; l++) {
+        int rows = m->n_ctx;
+        if (hparams_layer_swa(h, l) && (int64_t)h->n_swa + (int64_t)nb < (int64_t)m->n_ctx) {
+            rows = h->n_swa + (int)nb;
+            m->kv_ring = true;
+        }
+        m->kv_off[l] = rows_total;
+        m->kv_rows[l] = rows;
+        rows_total += (size_t)rows;
+    }
+    const size_t cache_rows = rows_total * m->kv_elt;
     m->kcache = calloc(1, cache_rows * (size_t)m->kv_dim);
     m->vcache = calloc(1, cache_rows * (size_t)m->kv_dim_v);
-    if (!m->kcache || !m->vcache) fail = 1;
+    if (!m->kcache || !m->vcache || !m->kv_off || !m->kv_rows) fail = 1;
     m->mm.k = m->k;
     m->mm.pool = m->pool;
     m->mm.scratch_stride = MM_TILE * c.max_cols;
@@ -294,6 +309,9 @@ int model_n_threads(const model *m) { return m->opt.n_threads; }
 
 void model_rewind(model *m, int n_past)
 {
+    /* a sliding layer's ring holds n_batch positions more than its window: further back, what the
+     * next position would see is gone, so the context starts over */
+    if (m->kv_ring && n_past > 0 && m->n_past - n_past > m->opt.n_batch) n_past = 0;
     if (n_past >= 0 && n_past < m->n_past) m->n_past = n_past;
 }
 
@@ -367,7 +385,7 @@ void model_free(model *m)
         free(m->w.layers);
     }
     pool_free(m->pool);
-    free(m->kcache); free(m->vcache); free(m->mm.scratch); free(m->mm.qbuf);
+    free(m->kcache); free(m->vcache); free(m->kv_off); free(m->kv_rows); free(m->mm.scratch); free(m->mm.qbuf);
     free(m->x); free(m->h); free(m->o); free(m->q); free(m->att); free(m->kx); free(m->vx);
     free(m->ffa); free(m->ffb); free(m->rope_cs); free(m->att_scores);
     free(m->mla_qa); free(m->mla_q); free(m->mla_kva); free(m->mla_o); free(m->mla_in); free(m->mla_out);

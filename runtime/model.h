@@ -205,7 +205,9 @@ int model_forward(model *m, const int32_t *tokens, int n, float *logits, bool al
                   size_t errlen);
 int model_n_past(const model *m);
 int model_n_ctx(const model *m);
-/* Forget positions >= n_past (0: start over). */
+/* Forget positions >= n_past (0: start over). With sliding-window layers
+ * (their cache a ring of window + n_batch positions) a rewind further back
+ * than n_batch positions starts over instead. */
 void model_rewind(model *m, int n_past);
 const model_hparams *model_hp(const model *m);
 /* Bytes of weights one decode step reads (routed experts: n_expert_used of them). */

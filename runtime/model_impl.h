@@ -18,7 +18,12 @@ struct model {
     int q_dim, kv_dim;          /* n_head * head_dim, n_head_kv * head_dim */
     int att_dim, kv_dim_v;      /* n_head * head_dim_v, n_head_kv * head_dim_v (V's widths) */
     size_t kv_elt;              /* 2 (f16) or 4 (f32) */
-    void *kcache, *vcache;      /* n_layer x n_ctx x kv_dim (kv_dim_v) */
+    void *kcache, *vcache;      /* per layer kv_rows[l] rows of kv_dim (kv_dim_v), from row kv_off[l] */
+    /* n_ctx rows a layer, or for a sliding-window layer (gpt-oss) a ring of
+     * n_swa + n_batch: position p in row p % kv_rows[l] */
+    size_t *kv_off;
+    int *kv_rows;
+    bool kv_ring;               /* some layer's rows are a ring */
     /* activations of one ubatch (n_batch rows each) */
     float *x, *h, *q, *kx, *vx, *att, *o, *ffa, *ffb;
     /* MLA (arch.mla): per row q_lora_rank, n_head x head_k_mla, kv_lora_rank + n_rot and

@@ -393,13 +393,14 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
     return rc;
 }
 
-/* keep_native 2: quantized weights as llama.cpp runs them (gguf_weights.h) */
-static float *run_gguf(const char *path, const seq *s, int keep_native)
+/* keep_native 2: quantized weights as llama.cpp runs them (gguf_weights.h); n_batch 0: the default */
+static float *run_gguf_batch(const char *path, const seq *s, int keep_native, int n_batch)
 {
     char err[256];
     gguf_model gm;
     if (gguf_model_load(&gm, path, keep_native, err, sizeof err)) { printf("%s\n", err); fail(); }
     model_options o = f32_opts();
+    if (n_batch) o.n_batch = n_batch;
     model *m = model_create(&gm.hp, &gm.w, &o, err, sizeof err);
     if (!m) printf("%s\n", err);
     assert_non_null(m);
@@ -407,6 +408,11 @@ static float *run_gguf(const char *path, const seq *s, int keep_native)
     model_free(m);
     gguf_model_free(&gm);
     return out;
+}
+
+static float *run_gguf(const char *path, const seq *s, int keep_native)
+{
+    return run_gguf_batch(path, s, keep_native, 0);
 }
 
 static void check_arch(const arch_spec *a)
@@ -459,6 +465,29 @@ static void test_deepseek2_v3(void **st) { (void)st; check_arch(&specs[17]); }
 static void test_granitemoe_shared(void **st) { (void)st; check_arch(&specs[18]); }
 static void test_gpt_oss(void **st) { (void)st; check_arch(&specs[19]); }
 static void test_gpt_oss_mxfp4(void **st) { (void)st; check_arch(&specs[20]); }
+
+/* gpt-oss's sliding layers keep a ring of window + n_batch positions: in
+ * ubatches of 2 it is 6 rows, wrapped three times over the 20 positions,
+ * and the logits are still llama.cpp's (a ring 2 rows short: 0.51 off). */
+static void test_gpt_oss_ring(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(TOKENIZER_SRC);
+    const arch_spec *a = &specs[19];
+    scratch sc;
+    scratch_make(&sc, "gpt-oss-ring");
+    char err[256];
+    if (write_model(a, sc.gguf, 0, err, sizeof err)) { printf("%s\n", err); fail(); }
+    seq s;
+    fixture_seq(&s, TOKENS, N_TOK, N_PROMPT, "archs", a->name);
+    float *out = run_gguf_batch(sc.gguf, &s, 0, 2);
+    const double rel = worst_rel(&s, out);
+    printf("%s in ubatches of 2 (rings of 6 rows): max |ours - llama.cpp| / max|logit| = %.3g\n", a->name, rel);
+    assert_true(rel < 1e-5);
+    free(out);
+    seq_free(&s);
+    scratch_rm(&sc);
+}
 
 /* Llama 4 past 8192 positions: the RoPE layers attend within their chunk
  * (positions 8192.. start a new one), the no-RoPE layer everything, its
@@ -552,7 +581,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_deepseek_top8), cmocka_unit_test(test_hunyuan_moe), cmocka_unit_test(test_minimax_m2),
         cmocka_unit_test(test_deepseek2), cmocka_unit_test(test_deepseek2_lite), cmocka_unit_test(test_deepseek2_yarn),
         cmocka_unit_test(test_deepseek2_v3), cmocka_unit_test(test_gpt_oss),
-        cmocka_unit_test(test_gpt_oss_mxfp4),
+        cmocka_unit_test(test_gpt_oss_mxfp4), cmocka_unit_test(test_gpt_oss_ring),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
