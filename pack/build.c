@@ -75,7 +75,7 @@ static json_t *hparams_json(const gguf_file *g)
     /* llama.cpp decides the rope layout by architecture, not by a key. */
     static const char *const NEOX[] = { "qwen2", "qwen2moe", "qwen3", "qwen3moe", "olmoe", "phi3", "gemma", "gemma2",
                                         "gemma3", "falcon", "gptneox", "stablelm", "dots1", "glm4moe",
-                                        "hunyuan-moe", "minimax-m2" };
+                                        "hunyuan-moe", "minimax-m2", "gpt-oss", "bailingmoe2" };
     const char *rope = "norm";
     for (size_t i = 0; i < sizeof NEOX / sizeof NEOX[0]; i++)
         if (arch && !strcmp(arch, NEOX[i])) rope = "neox";

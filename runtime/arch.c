@@ -50,6 +50,12 @@ static const arch_info arch_table[] = {
      * clamped SwiGLU. */
     { .name = "gpt-oss",  .rope = ROPE_NEOX, .qk_norm = QK_NORM_NONE, .attn_bias = true, .norm_topk = false,
       .ffn_norm_name = "post_attention_norm", .attn_sinks = true, .swa_pattern = 2, .oai_moe = true },
+    /* Ling 2.0 (bailingmoe2): fused qkv, per-head q/k norms, partial NEOX rotary, DeepSeek V3's routing
+     * (sigmoid, selection bias, groups, scaled weights), dense lead, shared experts, an MTP block not run. */
+    { .name = "bailingmoe2", .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true,
+      .scale_w = true },
+    /* Ling v1 (bailingmoe): fused qkv, llama's rotation, softmax top-k, shared experts. */
+    { .name = "bailingmoe", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false },
     /* OLMoE normalises q and k over the whole projected width, and keeps the raw top-k probabilities. */
     { .name = "olmoe",    .rope = ROPE_NEOX, .qk_norm = QK_NORM_FULL, .attn_bias = false, .norm_topk = false },
 };

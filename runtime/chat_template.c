@@ -15,7 +15,8 @@ static const struct { const char *name; chat_family f; } NAMES[] = {
     { "phi-3", CHAT_PHI3 },      { "deepseek", CHAT_DEEPSEEK }, { "deepseek3", CHAT_DEEPSEEK },
     { "granite", CHAT_GRANITE }, { "deepseek2", CHAT_DEEPSEEK2 }, { "llama4", CHAT_LLAMA4 },
     { "chatglm4", CHAT_GLM4 },   { "glm4", CHAT_GLM4 },       { "hunyuan-moe", CHAT_HUNYUAN },
-    { "kimi-k2", CHAT_KIMI_K2 },  { "gpt-oss", CHAT_GPT_OSS },
+    { "kimi-k2", CHAT_KIMI_K2 },  { "gpt-oss", CHAT_GPT_OSS },  { "bailing", CHAT_BAILING },
+    { "bailing2", CHAT_BAILING2 },
 };
 
 chat_family chat_family_from_name(const char *name)
@@ -42,6 +43,8 @@ const char *chat_family_name(chat_family f)
     case CHAT_HUNYUAN: return "hunyuan-moe";
     case CHAT_KIMI_K2: return "kimi-k2";
     case CHAT_GPT_OSS: return "gpt-oss";
+    case CHAT_BAILING: return "bailing";
+    case CHAT_BAILING2: return "bailing2";
     default: return "unknown";
     }
 }
@@ -52,6 +55,7 @@ chat_family chat_template_detect(const char *t)
 {
     if (!t) return CHAT_UNKNOWN;
     if (strstr(t, "<|channel|>")) return CHAT_GPT_OSS; /* harmony: before phi3, whose <|end|> it shares */
+    if (strstr(t, "<role>HUMAN</role>")) return strstr(t, "<|role_end|>") ? CHAT_BAILING2 : CHAT_BAILING;
     if (strstr(t, "<|im_middle|>")) return CHAT_KIMI_K2; /* before chatml: <|im_end|> is both's */
     if (strstr(t, "<|im_start|>")) return CHAT_CHATML;
     if (strstr(t, "[gMASK]<sop>")) return CHAT_GLM4;
@@ -307,6 +311,23 @@ static void gpt_oss(strbuf *b, const chat_msg *m, size_t n, bool gen)
     if (gen) strbuf_puts(b, "<|start|>assistant");
 }
 
+/* Ling (llama.cpp's bailing and bailing2): <role>ROLE</role>TEXT with the
+ * roles SYSTEM, HUMAN and ASSISTANT; Ling 2.0 closes each message with
+ * <|role_end|> and, as its template does, writes the system message
+ * "detailed thinking off" when a conversation brings none. */
+static void bailing(strbuf *b, const chat_msg *m, size_t n, bool gen, bool v2)
+{
+    const char *end = v2 ? "<|role_end|>" : "";
+    if (v2 && (n == 0 || strcmp(m[0].role, "system")))
+        strbuf_printf(b, "<role>SYSTEM</role>detailed thinking off%s", end);
+    for (size_t i = 0; i < n; i++) {
+        const char *r = m[i].role;
+        const char *role = !strcmp(r, "system") ? "SYSTEM" : !strcmp(r, "user") ? "HUMAN" : "ASSISTANT";
+        strbuf_printf(b, "<role>%s</role>%s%s", role, m[i].content, end);
+    }
+    if (gen) strbuf_puts(b, "<role>ASSISTANT</role>");
+}
+
 char *chat_template_render(chat_family f, const chat_msg *m, size_t n, const char *bos,
                            const char *eos, const char *default_system,
                            bool gen, char *err, size_t errlen)
@@ -336,6 +357,8 @@ char *chat_template_render(chat_family f, const chat_msg *m, size_t n, const cha
     case CHAT_HUNYUAN: hunyuan(&b, m, n); break;
     case CHAT_KIMI_K2: kimi_k2(&b, m, n, gen); break;
     case CHAT_GPT_OSS: gpt_oss(&b, m, n, gen); break;
+    case CHAT_BAILING: bailing(&b, m, n, gen, false); break;
+    case CHAT_BAILING2: bailing(&b, m, n, gen, true); break;
     case CHAT_CHATML:
     default: chatml(&b, m, n, default_system, gen); break;
     }

@@ -44,6 +44,8 @@ typedef enum chat_family {
     CHAT_HUNYUAN,
     CHAT_KIMI_K2,
     CHAT_GPT_OSS,
+    CHAT_BAILING,
+    CHAT_BAILING2,
 } chat_family;
 
 typedef struct chat_msg {

@@ -83,6 +83,7 @@ static const char *const TURN_ENDS[] = {
     "<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
     "<|end_of_text|>", "<EOT>", "<|eot|>", /* Llama 4 */
     "<|return|>", "<|call|>",              /* gpt-oss (harmony) */
+    "<|role_end|>",                        /* Ling 2.0 */
     "<\357\275\234end\342\226\201of\342\226\201sentence\357\275\234>", /* deepseek, fullwidth bars */
 };
 

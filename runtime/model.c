@@ -69,6 +69,23 @@ static int check_mla(checker *c, const model_hparams *hp, layer_weights *L, int 
                : 0;
 }
 
+/* A fused attn_qkv (Bailing) as wq, wk and wv: row views of its q_dim,
+ * kv_dim and kv_dim rows (each product the fused one's rows, as llama.cpp
+ * views its output). kf: 3 factors that outlive the views. */
+static int split_qkv(checker *c, const model_hparams *hp, layer_weights *L, int l, kfactor *kf)
+{
+    const int D = hp->n_embd, qd = hp->n_head * hp->head_dim, kvd = hp->n_head_kv * hp->head_dim;
+    if (weight_present(&L->wq) || weight_present(&L->wk) || weight_present(&L->wv)) {
+        snprintf(c->err, c->errlen, "blk.%d: both attn_qkv and separate q/k/v weights", l);
+        return -1;
+    }
+    if (check_w(c, &L->wqkv, qd + 2 * kvd, D, "blk.%d.attn_qkv", l)) return -1;
+    weight_rows_view(&L->wqkv, 0, qd, &L->wq, &kf[0]);
+    weight_rows_view(&L->wqkv, qd, kvd, &L->wk, &kf[1]);
+    weight_rows_view(&L->wqkv, qd + kvd, kvd, &L->wv, &kf[2]);
+    return 0;
+}
+
 static int check_layer(checker *c, const model_hparams *hp, layer_weights *L, int l)
 {
     const int D = hp->n_embd, qd = hp->n_head * hp->head_dim, kvd = hp->n_head_kv * hp->head_dim;
@@ -188,8 +205,13 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
         model_free(m);
         return NULL;
     }
-    for (int l = 0; l < h->n_layer; l++)
-        if (check_layer(&c, h, &m->w.layers[l], l)) { model_free(m); return NULL; }
+    m->qkv_kf = calloc(3 * (size_t)h->n_layer, sizeof *m->qkv_kf);
+    if (!m->qkv_kf) { snprintf(err, errlen, "out of memory"); model_free(m); return NULL; }
+    for (int l = 0; l < h->n_layer; l++) {
+        layer_weights *L = &m->w.layers[l];
+        if (weight_present(&L->wqkv) && split_qkv(&c, h, L, l, m->qkv_kf + 3 * l)) { model_free(m); return NULL; }
+        if (check_layer(&c, h, L, l)) { model_free(m); return NULL; }
+    }
     if (m->w.rope_freqs && (!h->arch.rope_freqs || m->w.n_rope_freqs != h->n_rot / 2)) {
         if (!h->arch.rope_freqs)
             snprintf(err, errlen, "rope_freqs.weight: architecture %s does not use RoPE frequency factors",
@@ -389,7 +411,7 @@ void model_free(model *m)
     free(m->x); free(m->h); free(m->o); free(m->q); free(m->att); free(m->kx); free(m->vx);
     free(m->ffa); free(m->ffb); free(m->rope_cs); free(m->att_scores);
     free(m->mla_qa); free(m->mla_q); free(m->mla_kva); free(m->mla_o); free(m->mla_in); free(m->mla_out);
-    free(m->mla_kb); free(m->mla_vb); free(m->mla_kf);
+    free(m->mla_kb); free(m->mla_vb); free(m->mla_kf); free(m->qkv_kf);
     free(m->rlog); free(m->selw); free(m->eo); free(m->hg); free(m->gd); free(m->sel); free(m->grp);
     free(m);
 }

@@ -5,7 +5,8 @@
  *  - Architectures are rows of one table (arch.c): llama (dense and
  *    Mixtral-style MoE), qwen2, qwen2moe, qwen3, qwen3moe, olmoe, deepseek, granite,
  *    granitemoe, dots1, ernie4_5-moe, glm4moe, llama4, hunyuan-moe, minimax-m2,
- *    deepseek2 (multi-head latent attention: a graph of its own), gpt-oss. A row
+ *    deepseek2 (multi-head latent attention: a graph of its own), gpt-oss,
+ *    bailingmoe, bailingmoe2. A row
  *    says only how the shared forward pass is configured (RoPE layout, q/k norm kind,
  *    attention biases, top-k renormalisation); nothing is copied per model.
  *  - hparams_load() fills model_hparams from "<arch>.<key>" values read
@@ -163,6 +164,8 @@ typedef struct layer_weights {
     const float *bo;                            /* attn_output.bias (gpt-oss) */
     const float *sinks;                         /* n_head sink logits (arch.attn_sinks) */
     weight wq, wk, wv, wo;
+    weight wqkv;                                /* q, k and v as one matrix (Bailing's attn_qkv): model_create
+                                                 * makes wq, wk and wv row views of it */
     weight ffn_gate, ffn_up, ffn_down;          /* dense FFN */
     weight router;                              /* MoE: n_expert x n_embd */
     weight *exp_gate, *exp_up, *exp_down;       /* MoE: n_expert each */

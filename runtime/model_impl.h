@@ -32,6 +32,7 @@ struct model {
     float *mla_qa, *mla_q, *mla_kva, *mla_o, *mla_in, *mla_out;
     weight *mla_kb, *mla_vb;
     kfactor *mla_kf;
+    kfactor *qkv_kf;            /* fused qkv: the q, k and v views' K-quant factors, 3 a layer */
     float *rope_cs;             /* per row: n_rot/2 cos, then n_rot/2 sin */
     float *att_scores;          /* per thread, att_stride floats: n_ctx + 8 scores, then 32 x head_dim lane sums */
     size_t att_stride;

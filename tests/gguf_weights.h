@@ -167,6 +167,7 @@ static int gguf_model_load(gguf_model *gm, const char *path, int keep_native, ch
         bad |= gw_mat(gm, &L->wq, 1, "blk.%d.attn_q.weight", l) | gw_mat(gm, &L->wk, 1, "blk.%d.attn_k.weight", l) |
                gw_mat(gm, &L->wv, 1, "blk.%d.attn_v.weight", l) |
                gw_mat(gm, &L->wo, 1, "blk.%d.attn_output.weight", l) |
+               gw_mat(gm, &L->wqkv, 1, "blk.%d.attn_qkv.weight", l) |
                gw_mat(gm, &L->ffn_gate, 1, "blk.%d.ffn_gate.weight", l) |
                gw_mat(gm, &L->ffn_up, 1, "blk.%d.ffn_up.weight", l) |
                gw_mat(gm, &L->ffn_down, 1, "blk.%d.ffn_down.weight", l) |

@@ -36,6 +36,9 @@
  *    softmax over the chosen, bias rows on every expert product, the clamped
  *    GLU; with F32 experts and with MXFP4 ones (run as llama.cpp runs them,
  *    Q8_0 activations), YaRN.
+ *  - bailingmoe2 (Ling 2.0) and bailingmoe (Ling v1): q, k and v as one
+ *    attn_qkv matrix; 2.0 with per-head q/k norms, partial rotary and
+ *    DeepSeek V3's grouped sigmoid routing, an MTP block not run.
  * Our logits on 20 positions (8 as one batch, then one at a time) must
  * agree within 1e-5 of each row's largest |logit|; the pack built from the
  * model must give the adapter's bits; and each architecture's own part must
@@ -63,6 +66,7 @@ typedef struct arch_spec {
     int sigmoid, probs_b;       /* sigmoid gating; a selection bias per layer */
     float w_scale;              /* expert_weights_scale, 0: no key */
     int norm_w;                 /* expert_weights_norm: 0 no key, 1 false, 2 true */
+    int norm_w_control;         /* the control's expert_weights_norm instead, 0: the same */
     int moe_step;               /* interleave_moe_layer_step, 0: no key */
     int mha;                    /* as many kv heads as heads (llama.cpp's dots1 takes no other) */
     int rot;                    /* rope.dimension_count, 0: no key (all of head_dim) */
@@ -77,6 +81,7 @@ typedef struct arch_spec {
     float yarn;                 /* YaRN factor (original context 64, DeepSeek's yarn_log_multiplier), 0: none */
     int oai;                    /* gpt-oss: sinks, o bias, router and expert biases, a window of `oai` on the
                                  * even layers; the control drops the window and sinks the sinks (-100) */
+    int fused;                  /* q, k and v as one attn_qkv matrix (Bailing) */
     int mxfp4;                  /* the routed experts in random MXFP4 blocks (as gpt-oss ships them), run with
                                  * llama.cpp's Q8_0 activations */
     float rope_base;
@@ -143,6 +148,16 @@ static const arch_spec specs[] = {
       .ffn_norm = "post_attention_norm", .rope_base = 1.5e5f },
     { .name = "gpt-oss-mxfp4", .arch = "gpt-oss", .layers = 3, .bias = 1, .oai = 4, .experts = 8, .used = 4,
       .yarn = 4.0f, .mxfp4 = 1, .ffn_norm = "post_attention_norm", .rope_base = 1.5e5f },
+    /* Ling 2.0 (bailingmoe2): fused qkv, per-head q/k norms, half the head rotated, DeepSeek V3's routing
+     * (sigmoid, selection bias, 2 of 4 groups, renormalised and scaled), a dense first layer, a shared
+     * expert, a next-token-prediction block that is not run */
+    { .name = "bailingmoe2", .arch = "bailingmoe2", .layers = 3, .dense_lead = 1, .n_shared = 1, .ff_sh = FF_EXP,
+      .fused = 1, .qk_norm = 1, .rot = 8, .experts = 16, .used = 4, .groups = 4, .groups_used = 2, .sigmoid = 1,
+      .probs_b = 1, .norm_w = 2, .w_scale = 2.5f, .nextn = 1, .rope_base = 6e5f },
+    /* Ling v1 (bailingmoe): fused qkv, softmax routing renormalised by its key, two shared experts; it is
+     * llama's MoE layer otherwise, so the control is the key saying not to renormalise */
+    { .name = "bailingmoe", .arch = "bailingmoe", .layers = 2, .n_shared = 2, .fused = 1, .norm_w = 2,
+      .norm_w_control = 1, .rope_base = 6e5f },
 };
 #define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
 
@@ -236,7 +251,7 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
         rc |= gguf_writer_add_u32(w, key, 2);
     }
     if (a->norm_w) {
-        const bool v = a->norm_w == 2;
+        const bool v = (control && a->norm_w_control ? a->norm_w_control : a->norm_w) == 2;
         snprintf(key, sizeof key, "%s.expert_weights_norm", arch);
         rc |= gguf_writer_add_kv(w, key, GGUF_TYPE_BOOL, &v);
     }
@@ -315,6 +330,7 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
             rc |= T("blk.%d.nextn.enorm.weight", 1, EMBD, 1, 1, 0.1f, 1.0f);
             rc |= T("blk.%d.nextn.hnorm.weight", 1, EMBD, 1, 1, 0.1f, 1.0f);
             rc |= T("blk.%d.nextn.shared_head_norm.weight", 1, EMBD, 1, 1, 0.1f, 1.0f);
+            if (a->fused) rc |= T("blk.%d.layer_output_norm.weight", 1, EMBD, 1, 1, 0.1f, 1.0f); /* Ling 2.0's */
         }
         rc |= T("blk.%d.attn_norm.weight", 1, EMBD, 1, 1, 0.1f, 1.0f);
         if (a->mla) {
@@ -332,9 +348,13 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
             rc |= T("blk.%d.attn_v_b.weight", 3, MLA_R, MLA_V, HEADS, 1.0f / sqrtf((float)MLA_R), 0);
             rc |= T("blk.%d.attn_output.weight", 2, HEADS * MLA_V, EMBD, 1, 1.0f / sqrtf((float)(HEADS * MLA_V)), 0);
         } else {
-            rc |= T("blk.%d.attn_q.weight", 2, EMBD, EMBD, 1, in_d, 0);
-            rc |= T("blk.%d.attn_k.weight", 2, EMBD, kvd, 1, in_d, 0);
-            rc |= T("blk.%d.attn_v.weight", 2, EMBD, kvd, 1, in_d, 0);
+            if (a->fused) {
+                rc |= T("blk.%d.attn_qkv.weight", 2, EMBD, EMBD + 2 * kvd, 1, in_d, 0);
+            } else {
+                rc |= T("blk.%d.attn_q.weight", 2, EMBD, EMBD, 1, in_d, 0);
+                rc |= T("blk.%d.attn_k.weight", 2, EMBD, kvd, 1, in_d, 0);
+                rc |= T("blk.%d.attn_v.weight", 2, EMBD, kvd, 1, in_d, 0);
+            }
             if (a->bias) {
                 rc |= T("blk.%d.attn_q.bias", 1, EMBD, 1, 1, 0.1f, 0);
                 rc |= T("blk.%d.attn_k.bias", 1, kvd, 1, 1, 0.1f, 0);
@@ -465,6 +485,8 @@ static void test_deepseek2_v3(void **st) { (void)st; check_arch(&specs[17]); }
 static void test_granitemoe_shared(void **st) { (void)st; check_arch(&specs[18]); }
 static void test_gpt_oss(void **st) { (void)st; check_arch(&specs[19]); }
 static void test_gpt_oss_mxfp4(void **st) { (void)st; check_arch(&specs[20]); }
+static void test_bailingmoe2(void **st) { (void)st; check_arch(&specs[21]); }
+static void test_bailingmoe(void **st) { (void)st; check_arch(&specs[22]); }
 
 /* gpt-oss's sliding layers keep a ring of window + n_batch positions: in
  * ubatches of 2 it is 6 rows, wrapped three times over the 20 positions,
@@ -582,6 +604,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_deepseek2), cmocka_unit_test(test_deepseek2_lite), cmocka_unit_test(test_deepseek2_yarn),
         cmocka_unit_test(test_deepseek2_v3), cmocka_unit_test(test_gpt_oss),
         cmocka_unit_test(test_gpt_oss_mxfp4), cmocka_unit_test(test_gpt_oss_ring),
+        cmocka_unit_test(test_bailingmoe2), cmocka_unit_test(test_bailingmoe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

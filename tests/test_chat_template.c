@@ -263,6 +263,26 @@ static void test_gpt_oss(void **st)
     assert_int_equal(chat_family_from_name("gpt-oss"), CHAT_GPT_OSS);
 }
 
+/* Ling v1 and 2.0 as llama.cpp renders them (its built-in bailing and bailing2; 0.7.0's output). */
+static void test_bailing(void **st)
+{
+    (void)st;
+    expect(CHAT_BAILING, A, 4, "", "", NULL,
+           "<role>SYSTEM</role>You are terse.<role>HUMAN</role>Hello<role>ASSISTANT</role>Hi there.<role>HUMAN</role>"
+           " How are you?\n<role>ASSISTANT</role>");
+    expect(CHAT_BAILING, B, 3, "", "", NULL,
+           "<role>HUMAN</role> Hello <role>ASSISTANT</role>Hi.<role>HUMAN</role>Bye<role>ASSISTANT</role>");
+    expect(CHAT_BAILING2, A, 4, "", "", NULL,
+           "<role>SYSTEM</role>You are terse.<|role_end|><role>HUMAN</role>Hello<|role_end|><role>ASSISTANT</role>"
+           "Hi there.<|role_end|><role>HUMAN</role> How are you?\n<|role_end|><role>ASSISTANT</role>");
+    expect(CHAT_BAILING2, B, 3, "", "", NULL,
+           "<role>SYSTEM</role>detailed thinking off<|role_end|><role>HUMAN</role> Hello <|role_end|>"
+           "<role>ASSISTANT</role>Hi.<|role_end|><role>HUMAN</role>Bye<|role_end|><role>ASSISTANT</role>");
+    assert_int_equal(chat_template_detect("{{'<role>HUMAN</role>' + m.content}}"), CHAT_BAILING);
+    assert_int_equal(chat_template_detect("{{'<role>HUMAN</role>' + m.content + '<|role_end|>'}}"), CHAT_BAILING2);
+    assert_int_equal(chat_family_from_name("bailing2"), CHAT_BAILING2);
+}
+
 static void test_refusals(void **st)
 {
     (void)st;
@@ -307,7 +327,7 @@ int main(void)
         cmocka_unit_test(test_llama2),   cmocka_unit_test(test_llama3),
         cmocka_unit_test(test_mistral),  cmocka_unit_test(test_gemma),
         cmocka_unit_test(test_phi3),     cmocka_unit_test(test_deepseek),
-        cmocka_unit_test(test_granite),  cmocka_unit_test(test_deepseek2), cmocka_unit_test(test_llama4), cmocka_unit_test(test_glm4), cmocka_unit_test(test_hunyuan), cmocka_unit_test(test_kimi_k2), cmocka_unit_test(test_gpt_oss),
+        cmocka_unit_test(test_granite),  cmocka_unit_test(test_deepseek2), cmocka_unit_test(test_llama4), cmocka_unit_test(test_glm4), cmocka_unit_test(test_hunyuan), cmocka_unit_test(test_kimi_k2), cmocka_unit_test(test_gpt_oss), cmocka_unit_test(test_bailing),
         cmocka_unit_test(test_refusals), cmocka_unit_test(test_detect),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
