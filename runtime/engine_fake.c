@@ -147,9 +147,11 @@ engine *fake_engine_new(const char *gguf_path, const fake_engine_opts *o, char *
     fe->eos = piece_dup(tok, tokenizer_eos(tok));
     fe->tmpl = (o && o->chat_template) ? strdup(o->chat_template) : NULL;
     bool ok = fe->bos && fe->eos && (!o || !o->chat_template || fe->tmpl);
-    for (int i = 0; ok && i < FAKE_ENGINE_N_STORIES; i++)
-        ok = tokenizer_encode(tok, STORIES[i], strlen(STORIES[i]), false, false,
-                              &fe->script[i], &fe->n_script[i]) == 0;
+    for (int i = 0; ok && i < FAKE_ENGINE_N_STORIES; i++) {
+        const bool own = i == 0 && o && o->script;
+        const char *text = own ? o->script : STORIES[i];
+        ok = tokenizer_encode(tok, text, strlen(text), false, own, &fe->script[i], &fe->n_script[i]) == 0;
+    }
     fe->e = (engine){
         .self = fe, .name = "strata-fake", .n_ctx = (o && o->n_ctx > 0) ? o->n_ctx : 512,
         .chat_template = fe->tmpl, .bos_text = fe->bos, .eos_text = fe->eos,

@@ -22,6 +22,8 @@ typedef struct fake_engine_opts {
     int         n_ctx;         /* 0: 512 */
     int         delay_ms;      /* sleep before each token */
     const char *chat_template; /* reported as the pack's template; NULL: none */
+    const char *script;        /* replayed instead of story 0, special tokens written as text
+                                * becoming theirs (a gpt-oss turn); NULL: the story */
 } fake_engine_opts;
 
 /* The texts the fake engine replays; index = story chosen for a request. */

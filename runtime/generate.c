@@ -79,8 +79,9 @@ static int push_token(gen *g, const engine_token *t, size_t offset)
 
 /* Harmony: moves the framing state on by token id; true when the token's
  * text is not to be released (a marker, a header, a hidden channel). A
- * header's text after <|channel|> is the channel's name: "final" (up to a
- * space or the end) is shown, as is a message with no channel. */
+ * header's text after <|channel|> is the channel's name: "final" (after
+ * any spaces, up to a space or the end) is shown, as is a message with no
+ * channel. */
 static bool harmony_hides(gen *g, int32_t id)
 {
     const gen_harmony *h = &g->h;
@@ -96,8 +97,9 @@ static bool harmony_hides(gen *g, int32_t id)
     if (id == h->constrain) { g->h_in_channel = false; return true; }
     if (id == h->message) {
         const char *c = g->h_channel.data ? g->h_channel.data : "";
-        const size_t n = g->h_channel.len;
-        g->h_visible = g->h_channel.len == 0 || (n >= 5 && !strncmp(c, "final", 5) && (n == 5 || c[5] == ' '));
+        size_t n = g->h_channel.len;
+        while (n > 0 && *c == ' ') { c++; n--; } /* a vocabulary that spells the name with a space */
+        g->h_visible = n == 0 || (n >= 5 && !strncmp(c, "final", 5) && (n == 5 || c[5] == ' '));
         g->h_body = true;
         g->h_channel.len = 0;
         return true;

@@ -4,6 +4,7 @@
  * logprobs against a log-softmax computed here from model_forward's logits,
  * the turn-end set (gpt-oss's harmony rule too), and the refusals. */
 #include "test_util.h"
+#include "vocab_relabel.h"
 #include "pack/pack_cli.h"
 #include "runtime/engine_model.h"
 #include "runtime/loader.h"
@@ -201,36 +202,8 @@ static void relabelled_pack(const fixture *f, const char *name, const char *cons
 {
     char src[4096], gg[4300], err[256];
     shared_path(src, sizeof src, "models/stories260K/stories260K.gguf");
-    gguf_file *g = gguf_open(src, err, sizeof err);
-    assert_non_null(g);
-    gguf_writer *w = gguf_writer_new();
-    assert_non_null(w);
-    for (int64_t i = 0; i < gguf_n_kv(g); i++) {
-        const char *k = gguf_kv_key(g, i);
-        if (strcmp(k, "tokenizer.ggml.tokens") && strcmp(k, "tokenizer.ggml.token_type"))
-            assert_int_equal(gguf_writer_copy_kv(w, g, i), 0);
-    }
-    const int64_t it = gguf_find_key(g, "tokenizer.ggml.tokens"), ity = gguf_find_key(g, "tokenizer.ggml.token_type");
-    const uint64_t nv = gguf_kv_arr_n(g, it);
-    const char **tok = calloc(nv, sizeof *tok);
-    int32_t *type = calloc(nv, sizeof *type);
-    assert_non_null(tok);
-    assert_non_null(type);
-    memcpy(type, gguf_kv_arr_data(g, ity), nv * sizeof *type);
-    for (uint64_t j = 0; j < nv; j++) tok[j] = gguf_kv_arr_str(g, it, j);
-    for (int j = 0; j < n; j++) { tok[3 + j] = names[j]; type[3 + j] = 3; /* control */ }
-    assert_int_equal(gguf_writer_add_arr_str(w, "tokenizer.ggml.tokens", tok, nv), 0);
-    assert_int_equal(gguf_writer_add_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, type, nv), 0);
-    for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
-        const gguf_tensor *t = gguf_tensor_at(g, i);
-        assert_true(gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->size) >= 0);
-    }
     snprintf(gg, sizeof gg, "%s/%s.gguf", f->dir, name);
-    assert_int_equal(gguf_writer_write(w, gg, err, sizeof err), 0);
-    gguf_writer_free(w);
-    gguf_close(g);
-    free(tok);
-    free(type);
+    if (vocab_relabel(src, gg, 3, names, n, err, sizeof err)) fail_msg("%s", err);
     snprintf(pack, packsz, "%s/%s", f->dir, name);
     char *argv[] = { "build", gg, "-o", pack, "--threads", "2", NULL };
     assert_int_equal(run_quiet(iq3pack_cmd_build, 6, argv), 0);

@@ -6,6 +6,7 @@
  * route errors, 429 with Retry-After, 8 concurrent streams, a client that
  * disconnects mid-stream freeing its slot, and /metrics. */
 #include "test_util.h"
+#include "vocab_relabel.h"
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -39,6 +40,19 @@ static void start(fixture *f, const server_config *cfg, int delay_ms, bool with_
     f->port = server_port(f->s);
     assert_true(f->port > 0);
     if (with_engine) assert_int_equal(server_set_engine(f->s, f->e, err, sizeof err), 0);
+}
+
+/* start() with its own engine options and tokenizer GGUF */
+static void start_with(fixture *f, const char *gguf, const fake_engine_opts *o)
+{
+    char err[256] = "";
+    f->e = fake_engine_new(gguf, o, err, sizeof err);
+    if (!f->e) fail_msg("%s", err);
+    server_config c = { .host = "127.0.0.1", .port = 0 };
+    f->s = server_start(&c, err, sizeof err);
+    if (!f->s) fail_msg("%s", err);
+    f->port = server_port(f->s);
+    assert_int_equal(server_set_engine(f->s, f->e, err, sizeof err), 0);
 }
 
 static void stop(fixture *f)
@@ -333,6 +347,72 @@ static void test_openai_stream_equals_plain(void **st)
     stop(&f);
 }
 
+/* gpt-oss through the server: a vocabulary with harmony's markers (on
+ * stories260K's spare byte tokens), the template detected by <|channel|>,
+ * a turn of analysis then the final answer. Chat answers (both APIs,
+ * streamed or not) are the final channel's text, the whole turn counted;
+ * /v1/completions keeps the raw text. Greedy throughout: the fake engine
+ * replays the script only as its greedy story. */
+static void test_gpt_oss_harmony(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(GGUF);
+    char src[4096], err[256];
+    char *dir = make_scratch_dir();
+    assert_non_null(dir);
+    char gg[4200];
+    snprintf(gg, sizeof gg, "%s/harmony.gguf", dir);
+    static const char *const MARK[] = { "<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|return|>", "<|call|>" };
+    if (vocab_relabel(shared_path(src, sizeof src, GGUF), gg, 3, MARK, 6, err, sizeof err)) fail_msg("%s", err);
+    fake_engine_opts o = {
+        .n_ctx = 512, .chat_template = "{{ '<|start|>' + role + '<|channel|>' }}",
+        .script = "<|channel|>analysis<|message|>The dog wants a ball.<|end|><|start|>assistant<|channel|>final"
+                  "<|message|>Spot found the ball.",
+    };
+    fixture f;
+    start_with(&f, gg, &o);
+    reply r = { 0 };
+    http(f.port, "/v1/chat/completions", CHAT ",\"temperature\":0}", NULL, &r);
+    assert_int_equal(r.status, 200);
+    json_t *j = json_of(&r);
+    char *plain = strdup(jstr(j, "choices.0.message.content"));
+    assert_non_null(strstr(plain, "Spot found the ball."));
+    assert_null(strstr(plain, "dog"));
+    assert_null(strstr(plain, "final"));
+    const json_int_t completion =
+        json_integer_value(json_object_get(json_object_get(j, "usage"), "completion_tokens"));
+    assert_true(completion > 20); /* the analysis and the markers count */
+    json_decref(j);
+    reply_free(&r);
+    r = (reply){ 0 };
+    http(f.port, "/v1/chat/completions", CHAT ",\"temperature\":0,\"stream\":true}", NULL, &r);
+    char fin[32];
+    char *streamed = openai_stream_text(r.body.data, false, fin);
+    assert_string_equal(streamed, plain);
+    free(streamed);
+    reply_free(&r);
+    r = (reply){ 0 };
+    http(f.port, "/v1/messages", "{\"model\":\"m\",\"max_tokens\":100,\"temperature\":0,\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}",
+         NULL, &r);
+    assert_int_equal(r.status, 200);
+    j = json_of(&r);
+    assert_string_equal(jstr(j, "content.0.text"), plain);
+    json_decref(j);
+    reply_free(&r);
+    r = (reply){ 0 };
+    http(f.port, "/v1/completions", "{\"prompt\":\"Once\",\"max_tokens\":100,\"temperature\":0}", NULL, &r);
+    j = json_of(&r);
+    assert_non_null(strstr(jstr(j, "choices.0.text"), "The dog wants a ball."));
+    json_decref(j);
+    reply_free(&r);
+    free(plain);
+    stop(&f);
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    free(dir);
+}
+
 static void test_anthropic_stream(void **st)
 {
     (void)st;
@@ -578,6 +658,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_eight_streams),
         cmocka_unit_test(test_queue_full_and_disconnect),
+        cmocka_unit_test(test_gpt_oss_harmony),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

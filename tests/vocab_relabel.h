@@ -1,0 +1,49 @@
+/* vocab_relabel.h: TEST-ONLY. A copy of a GGUF (every key and tensor) whose
+ * tokens first..first+n-1 are renamed to names[] and typed CONTROL, so a
+ * test can give a small real vocabulary the special tokens of another
+ * family (gpt-oss's harmony markers on stories260K's byte tokens, which
+ * its texts do not need). Returns 0, or -1 with one line in err. */
+#ifndef STRATA_TEST_VOCAB_RELABEL_H
+#define STRATA_TEST_VOCAB_RELABEL_H
+
+#include "formats/gguf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static inline int vocab_relabel(const char *src, const char *dst, int first, const char *const *names, int n,
+                                char *err, size_t errlen)
+{
+    gguf_file *g = gguf_open(src, err, errlen);
+    if (!g) return -1;
+    gguf_writer *w = gguf_writer_new();
+    const int64_t it = gguf_find_key(g, "tokenizer.ggml.tokens"), ity = gguf_find_key(g, "tokenizer.ggml.token_type");
+    const uint64_t nv = it >= 0 ? gguf_kv_arr_n(g, it) : 0;
+    const char **tok = calloc(nv + 1, sizeof *tok);
+    int32_t *type = calloc(nv + 1, sizeof *type);
+    int rc = w && tok && type && it >= 0 && ity >= 0 && gguf_kv_arr_n(g, ity) == nv && (uint64_t)(first + n) <= nv ? 0 : -1;
+    for (int64_t i = 0; rc == 0 && i < gguf_n_kv(g); i++) {
+        const char *k = gguf_kv_key(g, i);
+        if (strcmp(k, "tokenizer.ggml.tokens") && strcmp(k, "tokenizer.ggml.token_type")) rc = gguf_writer_copy_kv(w, g, i);
+    }
+    if (rc == 0) {
+        memcpy(type, gguf_kv_arr_data(g, ity), nv * sizeof *type);
+        for (uint64_t j = 0; j < nv; j++) tok[j] = gguf_kv_arr_str(g, it, j);
+        for (int j = 0; j < n; j++) { tok[first + j] = names[j]; type[first + j] = 3; /* control */ }
+        rc = gguf_writer_add_arr_str(w, "tokenizer.ggml.tokens", tok, nv) ||
+             gguf_writer_add_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, type, nv) ? -1 : 0;
+    }
+    for (int64_t i = 0; rc == 0 && i < gguf_n_tensors(g); i++) {
+        const gguf_tensor *t = gguf_tensor_at(g, i);
+        if (gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->size) < 0) rc = -1;
+    }
+    if (rc) snprintf(err, errlen, "%.200s: cannot relabel its vocabulary", src);
+    else rc = gguf_writer_write(w, dst, err, errlen);
+    gguf_writer_free(w);
+    gguf_close(g);
+    free(tok);
+    free(type);
+    return rc;
+}
+
+#endif
