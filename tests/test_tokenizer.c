@@ -748,6 +748,27 @@ static void test_spm_truncated_utf8(void **state)
                      (int32_t[]){29871, 243, 229, 153, 132, 243, 229, 153, 132, 243, 229, 153, 132}, 13);
 }
 
+/* A BPE vocabulary is not always lossless: starcoder's merges join the
+ * bytes of U+5F999 into a symbol it has no token for, which llama.cpp
+ * drops (its byte fallback looks up the symbol's UTF-8 bytes, none of them
+ * a token); llama.cpp 0.7.0 gives these ids, three bytes of four, and so
+ * must we (fuzz_tokenizer found the text). */
+static void test_starcoder_drops_as_llamacpp(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED("vocab/ggml-vocab-starcoder.gguf");
+    tokenizer *t = load_tok("vocab/ggml-vocab-starcoder.gguf");
+    assert_non_null(t);
+    expect_ids(t, "\xf1\x9f\xa6\x99", false, false, (int32_t[]){ 277, 137, 271 }, 3);
+    char *out;
+    size_t n;
+    assert_int_equal(tokenizer_decode(t, (int32_t[]){ 277, 137, 271 }, 3, false, &out, &n), 0);
+    assert_int_equal(n, 3);
+    assert_memory_equal(out, "\x9f\xa6\x99", 3);
+    free(out);
+    tokenizer_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -761,6 +782,7 @@ int main(void)
         cmocka_unit_test(test_vocab_gpt2),
         cmocka_unit_test(test_vocab_mpt),
         cmocka_unit_test(test_vocab_starcoder),
+        cmocka_unit_test(test_starcoder_drops_as_llamacpp),
         cmocka_unit_test(test_vocab_refact),
         cmocka_unit_test(test_vocab_falcon),
         cmocka_unit_test(test_vocab_deepseek_coder),

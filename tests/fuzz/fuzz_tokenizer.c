@@ -54,10 +54,13 @@ static tokenizer *g_tok[N_VOCABS];
 static bool g_lossless[N_VOCABS];
 static int g_loaded;
 
-/* Every byte alone encodes to one token, and WordPiece is not lossless. */
-static bool lossless(const tokenizer *t)
+/* Every byte alone encodes to one token, and WordPiece is not lossless;
+ * nor is starcoder, whose merges make symbols it has no token for, which
+ * llama.cpp drops and we with it (test_tokenizer's
+ * test_starcoder_drops_as_llamacpp: a text this target found). */
+static bool lossless(const tokenizer *t, const char *name)
 {
-    if (tokenizer_get_kind(t) == TOKENIZER_WPM) return false;
+    if (tokenizer_get_kind(t) == TOKENIZER_WPM || !strcmp(name, "starcoder")) return false;
     for (int b = 0; b < 256; b++) {
         const char c = (char)b;
         int32_t *ids = NULL;
@@ -82,7 +85,7 @@ static void load_all(void)
         g_tok[i] = tokenizer_load(f, err, sizeof err);
         gguf_close(f);
         if (!g_tok[i]) { fprintf(stderr, "fuzz_tokenizer: %s\n", err); abort(); }
-        g_lossless[i] = lossless(g_tok[i]);
+        g_lossless[i] = lossless(g_tok[i], k_vocabs[i]);
         n++;
     }
     fprintf(stderr, "fuzz_tokenizer: %d of %zu vocabularies from %s/vocab%s\n", n, N_VOCABS, shared,
