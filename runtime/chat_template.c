@@ -2,6 +2,7 @@
  * each reads like the Jinja template it replaces, in the same order. */
 #include "runtime/chat_template.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,7 @@ static const struct { const char *name; chat_family f; } NAMES[] = {
     { "granite", CHAT_GRANITE }, { "deepseek2", CHAT_DEEPSEEK2 }, { "llama4", CHAT_LLAMA4 },
     { "chatglm4", CHAT_GLM4 },   { "glm4", CHAT_GLM4 },       { "hunyuan-moe", CHAT_HUNYUAN },
     { "kimi-k2", CHAT_KIMI_K2 },  { "gpt-oss", CHAT_GPT_OSS },  { "bailing", CHAT_BAILING },
-    { "bailing2", CHAT_BAILING2 },
+    { "bailing2", CHAT_BAILING2 },  { "minimax-m2", CHAT_MINIMAX_M2 },
 };
 
 chat_family chat_family_from_name(const char *name)
@@ -45,6 +46,7 @@ const char *chat_family_name(chat_family f)
     case CHAT_GPT_OSS: return "gpt-oss";
     case CHAT_BAILING: return "bailing";
     case CHAT_BAILING2: return "bailing2";
+    case CHAT_MINIMAX_M2: return "minimax-m2";
     default: return "unknown";
     }
 }
@@ -55,6 +57,7 @@ chat_family chat_template_detect(const char *t)
 {
     if (!t) return CHAT_UNKNOWN;
     if (strstr(t, "<|channel|>")) return CHAT_GPT_OSS; /* harmony: before phi3, whose <|end|> it shares */
+    if (strstr(t, "]~b]ai")) return CHAT_MINIMAX_M2;
     if (strstr(t, "<role>HUMAN</role>")) return strstr(t, "<|role_end|>") ? CHAT_BAILING2 : CHAT_BAILING;
     if (strstr(t, "<|im_middle|>")) return CHAT_KIMI_K2; /* before chatml: <|im_end|> is both's */
     if (strstr(t, "<|im_start|>")) return CHAT_CHATML;
@@ -93,6 +96,19 @@ char *chat_template_default_system(const char *t)
         return strbuf_take(&b);
     }
     return NULL;
+}
+
+char *chat_template_minimax_identity(const char *t)
+{
+    static const char key[] = "model_identity = \"";
+    const char *p = t ? strstr(t, key) : NULL;
+    if (!p) return NULL;
+    p += sizeof key - 1;
+    const char *e = strchr(p, '"');
+    if (!e || memchr(p, '\\', (size_t)(e - p))) return NULL; /* a plain string literal only */
+    strbuf b = { 0 };
+    strbuf_add(&b, p, (size_t)(e - p));
+    return strbuf_take(&b);
 }
 
 /* Jinja's trim / Python's str.strip() on ASCII whitespace. */
@@ -328,6 +344,62 @@ static void bailing(strbuf *b, const chat_msg *m, size_t n, bool gen, bool v2)
     if (gen) strbuf_puts(b, "<role>ASSISTANT</role>");
 }
 
+/* s without leading and trailing newlines (Python's str.strip('\n')), into b */
+static void add_strip_nl(strbuf *b, const char *s, size_t n)
+{
+    while (n && *s == '\n') { s++; n--; }
+    while (n && s[n - 1] == '\n') n--;
+    strbuf_add(b, s, n);
+}
+
+/* MiniMax-M2 (its template without tools, checked against jinja2):
+ * ]~!b[]~b]system\nSYSTEM[e~[\n (SYSTEM the first message's, else the
+ * template's model_identity), then ]~b]user\nTEXT[e~[\n and
+ * ]~b]ai\nTEXT[e~[\n; an assistant text holding </think> keeps only what
+ * follows it, its reasoning re-rendered as <think>\nR\n</think>\n\n only
+ * after the last user turn; later system messages are dropped, as the
+ * template drops them; the answer opens ]~b]ai\n<think>\n. */
+static void minimax_m2(strbuf *b, const chat_msg *m, size_t n, const char *identity, bool gen)
+{
+    size_t first = 0;
+    strbuf_puts(b, "]~!b[]~b]system\n");
+    if (n && is(&m[0], "system") && *m[0].content) strbuf_puts(b, m[0].content);
+    else strbuf_puts(b, identity ? identity : "You are a helpful assistant. Your name is MiniMax-M2 and is built by MiniMax.");
+    if (n && is(&m[0], "system")) first = 1;
+    strbuf_puts(b, "[e~[\n");
+    size_t last_user = SIZE_MAX;
+    for (size_t i = first; i < n; i++)
+        if (is(&m[i], "user")) last_user = i;
+    for (size_t i = first; i < n; i++) {
+        if (is(&m[i], "user")) {
+            strbuf_printf(b, "]~b]user\n%s[e~[\n", m[i].content);
+        } else if (is(&m[i], "assistant")) {
+            const char *c = m[i].content, *close = strstr(c, "</think>");
+            strbuf_puts(b, "]~b]ai\n");
+            if (close) {
+                const char *last = close, *q;
+                while ((q = strstr(last + 1, "</think>"))) last = q;
+                /* reasoning: before the first </think>, after its last <think> */
+                const char *r = c, *o;
+                for (const char *p = c; (o = strstr(p, "<think>")) && o < close; p = o + 1) r = o + 7;
+                strbuf rs = { 0 };
+                add_strip_nl(&rs, r, (size_t)(close - r));
+                if (rs.len && (last_user == SIZE_MAX || i > last_user)) {
+                    strbuf_puts(b, "<think>\n");
+                    strbuf_add(b, rs.data, rs.len);
+                    strbuf_puts(b, "\n</think>\n\n");
+                }
+                strbuf_free(&rs);
+                add_strip_nl(b, last + 8, strlen(last + 8));
+            } else {
+                strbuf_puts(b, c);
+            }
+            strbuf_puts(b, "[e~[\n");
+        }
+    }
+    if (gen) strbuf_puts(b, "]~b]ai\n<think>\n");
+}
+
 char *chat_template_render(chat_family f, const chat_msg *m, size_t n, const char *bos,
                            const char *eos, const char *default_system,
                            bool gen, char *err, size_t errlen)
@@ -359,6 +431,7 @@ char *chat_template_render(chat_family f, const chat_msg *m, size_t n, const cha
     case CHAT_GPT_OSS: gpt_oss(&b, m, n, gen); break;
     case CHAT_BAILING: bailing(&b, m, n, gen, false); break;
     case CHAT_BAILING2: bailing(&b, m, n, gen, true); break;
+    case CHAT_MINIMAX_M2: minimax_m2(&b, m, n, default_system, gen); break;
     case CHAT_CHATML:
     default: chatml(&b, m, n, default_system, gen); break;
     }

@@ -46,6 +46,7 @@ typedef enum chat_family {
     CHAT_GPT_OSS,
     CHAT_BAILING,
     CHAT_BAILING2,
+    CHAT_MINIMAX_M2,
 } chat_family;
 
 typedef struct chat_msg {
@@ -65,6 +66,9 @@ const char *chat_family_name(chat_family f);
 /* The system prompt a chatml template inserts when the conversation has
  * none (malloc'd), or NULL. */
 char *chat_template_default_system(const char *tmpl);
+/* MiniMax-M2's default system message, its template's model_identity
+ * string (the model's name differs by release), or NULL. malloc'd. */
+char *chat_template_minimax_identity(const char *tmpl);
 /* A default system prompt the template builds at render time (Granite 3.1
  * and later: today's date, IBM's wording), which we do not insert: the
  * server warns, and a conversation that brings its own system message is

@@ -38,7 +38,7 @@ static void usage(FILE *fp)
         "  --queue         requests that may wait for a slot before 429 (default 4 x parallel)\n"
         "  --ctx           context length per request (default: the model's)\n"
         "  --chat-template chatml | llama2 | llama3 | llama4 | mistral | gemma | phi3 | deepseek | deepseek2 |\n"
-        "                  granite | chatglm4 | hunyuan-moe | kimi-k2 | gpt-oss | bailing | bailing2\n"
+        "                  granite | chatglm4 | hunyuan-moe | kimi-k2 | gpt-oss | bailing | bailing2 | minimax-m2\n"
         "  --cors          allow browser requests from ORIGIN\n"
         "  --max-body      largest request body in bytes (default 1048576)\n"
         "  [--device auto|cpu|cuda] [--vram-reserve SIZE] [--miss cpu|pcie|auto] [--profile FILE]\n"

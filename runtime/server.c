@@ -349,6 +349,7 @@ int server_set_engine(server *s, engine *e, char *err, size_t errlen)
             s->family = CHAT_CHATML;
         }
         if (s->family == CHAT_CHATML) s->default_system = chat_template_default_system(e->chat_template);
+        if (s->family == CHAT_MINIMAX_M2) s->default_system = chat_template_minimax_identity(e->chat_template);
         if (chat_template_has_dynamic_system(e->chat_template))
             fprintf(stderr, "strata serve: warning: the pack's chat template builds a default system prompt at "
                             "render time (today's date); requests without a system message get none\n");

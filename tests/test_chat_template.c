@@ -283,6 +283,31 @@ static void test_bailing(void **st)
     assert_int_equal(chat_family_from_name("bailing2"), CHAT_BAILING2);
 }
 
+/* MiniMax-M2: expected strings are jinja2's (trim_blocks, lstrip_blocks, as
+ * transformers renders) on MiniMax's template without its tool parts. */
+static void test_minimax_m2(void **st)
+{
+    (void)st;
+    expect(CHAT_MINIMAX_M2, A, 4, "", "", NULL,
+           "]~!b[]~b]system\nYou are terse.[e~[\n]~b]user\nHello[e~[\n]~b]ai\nHi there.[e~[\n]~b]user\n How are you?\n"
+           "[e~[\n]~b]ai\n<think>\n");
+    expect(CHAT_MINIMAX_M2, B, 3, "", "", NULL,
+           "]~!b[]~b]system\nYou are a helpful assistant. Your name is MiniMax-M2 and is built by MiniMax.[e~[\n]~b]user\n"
+           " Hello [e~[\n]~b]ai\nHi.[e~[\n]~b]user\nBye[e~[\n]~b]ai\n<think>\n");
+    /* reasoning in the history: dropped before the last user turn, kept after it */
+    static const chat_msg C[] = { { "user", "Q1" }, { "assistant", "<think>\nplan\n</think>\n\nA1" }, { "user", "Q2" },
+                                  { "assistant", "<think>\nmore\n</think>\n\nA2" } };
+    expect(CHAT_MINIMAX_M2, C, 4, "", "", "You are MiniMax-M2.7.",
+           "]~!b[]~b]system\nYou are MiniMax-M2.7.[e~[\n]~b]user\nQ1[e~[\n]~b]ai\nA1[e~[\n]~b]user\nQ2[e~[\n]~b]ai\n"
+           "<think>\nmore\n</think>\n\nA2[e~[\n]~b]ai\n<think>\n");
+    assert_int_equal(chat_template_detect("{{- ']~b]ai' ~ '\\n' }}"), CHAT_MINIMAX_M2);
+    char *id = chat_template_minimax_identity("{%- set model_identity = \"You are X.\" -%}");
+    assert_non_null(id);
+    assert_string_equal(id, "You are X.");
+    free(id);
+    assert_null(chat_template_minimax_identity("{{ messages }}"));
+}
+
 static void test_refusals(void **st)
 {
     (void)st;
@@ -327,7 +352,7 @@ int main(void)
         cmocka_unit_test(test_llama2),   cmocka_unit_test(test_llama3),
         cmocka_unit_test(test_mistral),  cmocka_unit_test(test_gemma),
         cmocka_unit_test(test_phi3),     cmocka_unit_test(test_deepseek),
-        cmocka_unit_test(test_granite),  cmocka_unit_test(test_deepseek2), cmocka_unit_test(test_llama4), cmocka_unit_test(test_glm4), cmocka_unit_test(test_hunyuan), cmocka_unit_test(test_kimi_k2), cmocka_unit_test(test_gpt_oss), cmocka_unit_test(test_bailing),
+        cmocka_unit_test(test_granite),  cmocka_unit_test(test_deepseek2), cmocka_unit_test(test_llama4), cmocka_unit_test(test_glm4), cmocka_unit_test(test_hunyuan), cmocka_unit_test(test_kimi_k2), cmocka_unit_test(test_gpt_oss), cmocka_unit_test(test_bailing), cmocka_unit_test(test_minimax_m2),
         cmocka_unit_test(test_refusals), cmocka_unit_test(test_detect),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
