@@ -17,7 +17,8 @@ static const struct { const char *name; chat_family f; } NAMES[] = {
     { "granite", CHAT_GRANITE }, { "deepseek2", CHAT_DEEPSEEK2 }, { "llama4", CHAT_LLAMA4 },
     { "chatglm4", CHAT_GLM4 },   { "glm4", CHAT_GLM4 },       { "hunyuan-moe", CHAT_HUNYUAN },
     { "kimi-k2", CHAT_KIMI_K2 },  { "gpt-oss", CHAT_GPT_OSS },  { "bailing", CHAT_BAILING },
-    { "bailing2", CHAT_BAILING2 },  { "minimax-m2", CHAT_MINIMAX_M2 },
+    { "bailing2", CHAT_BAILING2 },  { "minimax-m2", CHAT_MINIMAX_M2 }, { "bailing-think", CHAT_BAILING_THINK },
+    { "dots1", CHAT_DOTS1 },
 };
 
 chat_family chat_family_from_name(const char *name)
@@ -47,6 +48,8 @@ const char *chat_family_name(chat_family f)
     case CHAT_BAILING: return "bailing";
     case CHAT_BAILING2: return "bailing2";
     case CHAT_MINIMAX_M2: return "minimax-m2";
+    case CHAT_BAILING_THINK: return "bailing-think";
+    case CHAT_DOTS1: return "dots1";
     default: return "unknown";
     }
 }
@@ -58,7 +61,13 @@ chat_family chat_template_detect(const char *t)
     if (!t) return CHAT_UNKNOWN;
     if (strstr(t, "<|channel|>")) return CHAT_GPT_OSS; /* harmony: before phi3, whose <|end|> it shares */
     if (strstr(t, "]~b]ai")) return CHAT_MINIMAX_M2;
-    if (strstr(t, "<role>HUMAN</role>")) return strstr(t, "<|role_end|>") ? CHAT_BAILING2 : CHAT_BAILING;
+    /* Ling, by llama.cpp's markers: v1's role table quotes 'HUMAN', the thinking v1 "HUMAN" */
+    if (strstr(t, "<role>ASSISTANT</role>")) {
+        if (strstr(t, "'HUMAN'")) return CHAT_BAILING;
+        if (strstr(t, "\"HUMAN\"") && strstr(t, "<think>")) return CHAT_BAILING_THINK;
+        if (strstr(t, "<role>HUMAN</role>") && strstr(t, "<|role_end|>")) return CHAT_BAILING2;
+    }
+    if (strstr(t, "<|endofuserprompt|>")) return CHAT_DOTS1;
     if (strstr(t, "<|im_middle|>")) return CHAT_KIMI_K2; /* before chatml: <|im_end|> is both's */
     if (strstr(t, "<|im_start|>")) return CHAT_CHATML;
     if (strstr(t, "[gMASK]<sop>")) return CHAT_GLM4;
@@ -327,11 +336,24 @@ static void gpt_oss(strbuf *b, const chat_msg *m, size_t n, bool gen)
     if (gen) strbuf_puts(b, "<|start|>assistant");
 }
 
-/* Ling (llama.cpp's bailing and bailing2): <role>ROLE</role>TEXT with the
- * roles SYSTEM, HUMAN and ASSISTANT; Ling 2.0 closes each message with
- * <|role_end|> and, as its template does, writes the system message
- * "detailed thinking off" when a conversation brings none. */
-static void bailing(strbuf *b, const chat_msg *m, size_t n, bool gen, bool v2)
+/* dots.llm1 (llama.cpp's dots1): <|system|>S<|endofsystem|>,
+ * <|userprompt|>U<|endofuserprompt|>, <|response|>A<|endofresponse|>. */
+static void dots1(strbuf *b, const chat_msg *m, size_t n, bool gen)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (is(&m[i], "system")) strbuf_printf(b, "<|system|>%s<|endofsystem|>", m[i].content);
+        else if (is(&m[i], "user")) strbuf_printf(b, "<|userprompt|>%s<|endofuserprompt|>", m[i].content);
+        else strbuf_printf(b, "<|response|>%s<|endofresponse|>", m[i].content);
+    }
+    if (gen) strbuf_puts(b, "<|response|>");
+}
+
+/* Ling (llama.cpp's bailing, bailing-think and bailing2): <role>ROLE</role>TEXT
+ * with the roles SYSTEM, HUMAN and ASSISTANT; the thinking v1 opens the
+ * answer with <think>; Ling 2.0 closes each message with <|role_end|> and,
+ * as its template does, writes the system message "detailed thinking off"
+ * when a conversation brings none. */
+static void bailing(strbuf *b, const chat_msg *m, size_t n, bool gen, bool v2, bool think)
 {
     const char *end = v2 ? "<|role_end|>" : "";
     if (v2 && (n == 0 || strcmp(m[0].role, "system")))
@@ -341,7 +363,7 @@ static void bailing(strbuf *b, const chat_msg *m, size_t n, bool gen, bool v2)
         const char *role = !strcmp(r, "system") ? "SYSTEM" : !strcmp(r, "user") ? "HUMAN" : "ASSISTANT";
         strbuf_printf(b, "<role>%s</role>%s%s", role, m[i].content, end);
     }
-    if (gen) strbuf_puts(b, "<role>ASSISTANT</role>");
+    if (gen) strbuf_puts(b, think ? "<role>ASSISTANT</role><think>" : "<role>ASSISTANT</role>");
 }
 
 /* s without leading and trailing newlines (Python's str.strip('\n')), into b */
@@ -429,8 +451,10 @@ char *chat_template_render(chat_family f, const chat_msg *m, size_t n, const cha
     case CHAT_HUNYUAN: hunyuan(&b, m, n); break;
     case CHAT_KIMI_K2: kimi_k2(&b, m, n, gen); break;
     case CHAT_GPT_OSS: gpt_oss(&b, m, n, gen); break;
-    case CHAT_BAILING: bailing(&b, m, n, gen, false); break;
-    case CHAT_BAILING2: bailing(&b, m, n, gen, true); break;
+    case CHAT_BAILING: bailing(&b, m, n, gen, false, false); break;
+    case CHAT_BAILING_THINK: bailing(&b, m, n, gen, false, true); break;
+    case CHAT_BAILING2: bailing(&b, m, n, gen, true, false); break;
+    case CHAT_DOTS1: dots1(&b, m, n, gen); break;
     case CHAT_MINIMAX_M2: minimax_m2(&b, m, n, default_system, gen); break;
     case CHAT_CHATML:
     default: chatml(&b, m, n, default_system, gen); break;

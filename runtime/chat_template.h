@@ -47,6 +47,8 @@ typedef enum chat_family {
     CHAT_BAILING,
     CHAT_BAILING2,
     CHAT_MINIMAX_M2,
+    CHAT_BAILING_THINK,
+    CHAT_DOTS1,
 } chat_family;
 
 typedef struct chat_msg {

@@ -85,6 +85,7 @@ static const char *const TURN_ENDS[] = {
     "<|return|>", "<|call|>",              /* gpt-oss (harmony) */
     "<|role_end|>",                        /* Ling 2.0 */
     "[e~[",                                /* MiniMax-M2 */
+    "<|endofresponse|>",                   /* dots.llm1 */
     "<\357\275\234end\342\226\201of\342\226\201sentence\357\275\234>", /* deepseek, fullwidth bars */
 };
 

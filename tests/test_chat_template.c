@@ -278,9 +278,26 @@ static void test_bailing(void **st)
     expect(CHAT_BAILING2, B, 3, "", "", NULL,
            "<role>SYSTEM</role>detailed thinking off<|role_end|><role>HUMAN</role> Hello <|role_end|>"
            "<role>ASSISTANT</role>Hi.<|role_end|><role>HUMAN</role>Bye<|role_end|><role>ASSISTANT</role>");
-    assert_int_equal(chat_template_detect("{{'<role>HUMAN</role>' + m.content}}"), CHAT_BAILING);
-    assert_int_equal(chat_template_detect("{{'<role>HUMAN</role>' + m.content + '<|role_end|>'}}"), CHAT_BAILING2);
+    expect(CHAT_BAILING_THINK, B, 3, "", "", NULL,
+           "<role>HUMAN</role> Hello <role>ASSISTANT</role>Hi.<role>HUMAN</role>Bye<role>ASSISTANT</role><think>");
+    /* llama.cpp's markers */
+    assert_int_equal(chat_template_detect("{{'<role>ASSISTANT</role>'}}{% set r = {'user': 'HUMAN'} %}"), CHAT_BAILING);
+    assert_int_equal(chat_template_detect("<role>ASSISTANT</role> {\"user\": \"HUMAN\"} <think>"), CHAT_BAILING_THINK);
+    assert_int_equal(chat_template_detect("<role>ASSISTANT</role><role>HUMAN</role><|role_end|>"), CHAT_BAILING2);
     assert_int_equal(chat_family_from_name("bailing2"), CHAT_BAILING2);
+}
+
+/* dots.llm1 as llama.cpp renders it (its built-in dots1; 0.7.0's output). */
+static void test_dots1(void **st)
+{
+    (void)st;
+    expect(CHAT_DOTS1, A, 4, "", "", NULL,
+           "<|system|>You are terse.<|endofsystem|><|userprompt|>Hello<|endofuserprompt|><|response|>Hi there."
+           "<|endofresponse|><|userprompt|> How are you?\n<|endofuserprompt|><|response|>");
+    expect(CHAT_DOTS1, B, 3, "", "", NULL,
+           "<|userprompt|> Hello <|endofuserprompt|><|response|>Hi.<|endofresponse|><|userprompt|>Bye<|endofuserprompt|>"
+           "<|response|>");
+    assert_int_equal(chat_template_detect("{{'<|userprompt|>' + m + '<|endofuserprompt|>'}}"), CHAT_DOTS1);
 }
 
 /* MiniMax-M2: expected strings are jinja2's (trim_blocks, lstrip_blocks, as
@@ -352,7 +369,7 @@ int main(void)
         cmocka_unit_test(test_llama2),   cmocka_unit_test(test_llama3),
         cmocka_unit_test(test_mistral),  cmocka_unit_test(test_gemma),
         cmocka_unit_test(test_phi3),     cmocka_unit_test(test_deepseek),
-        cmocka_unit_test(test_granite),  cmocka_unit_test(test_deepseek2), cmocka_unit_test(test_llama4), cmocka_unit_test(test_glm4), cmocka_unit_test(test_hunyuan), cmocka_unit_test(test_kimi_k2), cmocka_unit_test(test_gpt_oss), cmocka_unit_test(test_bailing), cmocka_unit_test(test_minimax_m2),
+        cmocka_unit_test(test_granite),  cmocka_unit_test(test_deepseek2), cmocka_unit_test(test_llama4), cmocka_unit_test(test_glm4), cmocka_unit_test(test_hunyuan), cmocka_unit_test(test_kimi_k2), cmocka_unit_test(test_gpt_oss), cmocka_unit_test(test_bailing), cmocka_unit_test(test_minimax_m2), cmocka_unit_test(test_dots1),
         cmocka_unit_test(test_refusals), cmocka_unit_test(test_detect),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
