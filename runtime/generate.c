@@ -24,8 +24,11 @@ struct gen {
     double          t_prev;
     size_t          n_sampled; /* every token counted, released or not (harmony) */
     gen_harmony     h;
-    bool            h_on, h_body, h_visible, h_in_channel;
+    bool            h_on, h_body, h_visible, h_in_channel, h_reasoning;
     strbuf          h_channel; /* the channel name being read in a header */
+    strbuf          reasoning; /* the analysis channel's text */
+    size_t          r_taken;   /* bytes of it handed out */
+    char           *r_out;     /* the last reasoning delta, sanitised */
 };
 
 static double now_s(void)
@@ -50,16 +53,16 @@ gen *gen_begin(const engine *e, const int32_t *prompt, size_t n_prompt, const ge
     return g;
 }
 
-static int append_piece(gen *g, int32_t id)
+static int append_piece(gen *g, int32_t id, strbuf *to)
 {
     char small[128];
     int n = g->e->piece(g->e->self, id, small, sizeof small);
     if (n < 0) return -1;
-    if ((size_t)n < sizeof small) { strbuf_add(&g->text, small, (size_t)n); return 0; }
+    if ((size_t)n < sizeof small) { strbuf_add(to, small, (size_t)n); return 0; }
     char *big = malloc((size_t)n + 1);
     if (!big) return -1;
     int m = g->e->piece(g->e->self, id, big, (size_t)n + 1);
-    if (m == n) strbuf_add(&g->text, big, (size_t)n);
+    if (m == n) strbuf_add(to, big, (size_t)n);
     free(big);
     return m == n ? 0 : -1;
 }
@@ -86,7 +89,7 @@ static bool harmony_hides(gen *g, int32_t id)
 {
     const gen_harmony *h = &g->h;
     if (id == h->start || id == h->end) {
-        g->h_body = g->h_visible = g->h_in_channel = false;
+        g->h_body = g->h_visible = g->h_in_channel = g->h_reasoning = false;
         return true;
     }
     if (id == h->channel) {
@@ -100,11 +103,15 @@ static bool harmony_hides(gen *g, int32_t id)
         size_t n = g->h_channel.len;
         while (n > 0 && *c == ' ') { c++; n--; } /* a vocabulary that spells the name with a space */
         g->h_visible = n == 0 || (n >= 5 && !strncmp(c, "final", 5) && (n == 5 || c[5] == ' '));
+        g->h_reasoning = n >= 8 && !strncmp(c, "analysis", 8) && (n == 8 || c[8] == ' ');
         g->h_body = true;
         g->h_channel.len = 0;
         return true;
     }
-    if (g->h_body) return !g->h_visible;
+    if (g->h_body) {
+        if (g->h_reasoning) append_piece(g, id, &g->reasoning);
+        return !g->h_visible;
+    }
     if (g->h_in_channel && g->h_channel.len < 64) { /* a header: read the name, show nothing */
         char buf[64];
         int n = g->e->piece(g->e->self, id, buf, sizeof buf);
@@ -125,11 +132,33 @@ static gen_finish step(gen *g)
     g->t_prev = now;
     if (g->e->is_eog(g->e->self, t.id)) return GEN_EOS;
     g->n_sampled++;
-    if (g->h_on && harmony_hides(g, t.id)) return g->h_channel.oom ? GEN_ERROR : GEN_RUNNING;
+    if (g->h_on && harmony_hides(g, t.id)) return g->h_channel.oom || g->reasoning.oom ? GEN_ERROR : GEN_RUNNING;
     size_t offset = g->text.len;
-    if (append_piece(g, t.id) != 0 || push_token(g, &t, offset) != 0 || g->text.oom)
+    if (append_piece(g, t.id, &g->text) != 0 || push_token(g, &t, offset) != 0 || g->text.oom)
         return GEN_ERROR;
     return GEN_RUNNING;
+}
+
+/* Reasoning bytes that can be handed out: all of it once generation has
+ * ended, else up to an incomplete UTF-8 character at the end. */
+static size_t reasoning_ready(const gen *g)
+{
+    const size_t len = g->reasoning.len;
+    const size_t hold = g->fin == GEN_RUNNING && len ? utf8_incomplete_tail(g->reasoning.data, len) : 0;
+    return len - hold;
+}
+
+const char *gen_take_reasoning(gen *g, size_t *n)
+{
+    free(g->r_out);
+    g->r_out = NULL;
+    *n = 0;
+    const size_t ready = reasoning_ready(g);
+    if (ready <= g->r_taken) return "";
+    g->r_out = utf8_sanitize(g->reasoning.data + g->r_taken, ready - g->r_taken, n);
+    if (!g->r_out) { *n = 0; return ""; }
+    g->r_taken = ready;
+    return g->r_out;
 }
 
 gen_finish gen_next(gen *g, const char **delta, size_t *n)
@@ -148,7 +177,7 @@ gen_finish gen_next(gen *g, const char **delta, size_t *n)
         rel = stop_match(pending, plen, g->p.stops, g->p.n_stops, f != GEN_RUNNING, &matched);
         if (matched >= 0) { g->stop_idx = matched; f = GEN_STOP; }
         g->fin = f;
-        if (f != GEN_RUNNING || rel > 0) break;
+        if (f != GEN_RUNNING || rel > 0 || reasoning_ready(g) > g->r_taken) break;
     }
     if (rel > 0) {
         g->out = utf8_sanitize(g->text.data + g->released, rel, n);
@@ -182,6 +211,8 @@ void gen_end(gen *g)
     g->e->end(g->s);
     strbuf_free(&g->text);
     strbuf_free(&g->h_channel);
+    strbuf_free(&g->reasoning);
+    free(g->r_out);
     free(g->out);
     free(g->toks);
     free(g);

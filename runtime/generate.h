@@ -20,6 +20,11 @@
  *    channel (or on none) is released; headers, the analysis and commentary
  *    channels and the markers themselves are not, but count as tokens.
  *    Generation starts in a header (the prompt ends <|start|>assistant).
+ *    The analysis channel's text is the reasoning: gen_take_reasoning()
+ *    hands out what has come since the last call (valid UTF-8, a
+ *    possibly incomplete character held back while generation runs), and
+ *    gen_next() also returns (with an empty delta) when some is waiting,
+ *    so a stream can carry it as it comes.
  *  - A non-NULL cancel flag that becomes true ends generation at the next
  *    token with GEN_CANCELLED (server shutdown).
  *  - gen_end() ends the engine session and frees everything. */
@@ -68,6 +73,9 @@ typedef struct gen gen;
 gen *gen_begin(const engine *e, const int32_t *prompt, size_t n_prompt, const gen_params *p,
                char *err, size_t errlen);
 gen_finish gen_next(gen *g, const char **delta, size_t *n);
+/* Reasoning text since the last call ("" when none; harmony only); valid
+ * until the next call. */
+const char *gen_take_reasoning(gen *g, size_t *n);
 const gen_token *gen_take_tokens(gen *g, size_t *n);
 size_t gen_n_tokens(const gen *g);
 /* The index of the stop string that matched, -1 if none. */

@@ -144,6 +144,10 @@ static bool produce(void *ctx, strbuf *out)
     const char *d;
     size_t n;
     gen_finish f = gen_next(o->g, &d, &n);
+    size_t rn;
+    const char *r = gen_take_reasoning(o->g, &rn); /* gpt-oss's analysis, ahead of the text */
+    if (rn > 0 && o->chat)
+        sse_event(out, NULL, chunk(o, json_pack("{s:s%}", "reasoning_content", r, rn), json_null(), json_null()));
     if (n > 0) sse_event(out, NULL, chunk(o, content(o, d, n), json_null(), logprobs_of(o)));
     if (f == GEN_RUNNING) return true;
     if (f == GEN_ERROR || f == GEN_CANCELLED) {
@@ -197,14 +201,16 @@ static enum MHD_Result complete(server *s, struct MHD_Connection *c, request *rq
     }
     if (o->r.stream) return sse_reply(c, rq, o, produce, done);
 
-    strbuf text = { 0 };
+    strbuf text = { 0 }, reasoning = { 0 };
     json_t *lp = NULL;
     gen_finish f;
     do {
-        const char *d;
-        size_t n;
+        const char *d, *r;
+        size_t n, rn;
         f = gen_next(o->g, &d, &n);
         strbuf_add(&text, d, n);
+        r = gen_take_reasoning(o->g, &rn);
+        strbuf_add(&reasoning, r, rn);
         if (o->r.logprobs) {
             size_t nt;
             const gen_token *t = gen_take_tokens(o->g, &nt);
@@ -219,8 +225,9 @@ static enum MHD_Result complete(server *s, struct MHD_Connection *c, request *rq
             }
         }
     } while (f == GEN_RUNNING);
-    if (f == GEN_ERROR || f == GEN_CANCELLED || text.oom) {
+    if (f == GEN_ERROR || f == GEN_CANCELLED || text.oom || reasoning.oom) {
         strbuf_free(&text);
+        strbuf_free(&reasoning);
         json_decref(lp);
         release(o);
         return f == GEN_CANCELLED ? server_reply_error(c, rq, 503, NULL, "the server is stopping")
@@ -233,6 +240,10 @@ static enum MHD_Result complete(server *s, struct MHD_Connection *c, request *rq
                     "content", t, "logprobs", lp ? lp : json_null(), "finish_reason", finish_reason(f))
         : json_pack("{s:i, s:o, s:o, s:s}", "index", 0, "text", t, "logprobs",
                     lp ? lp : json_null(), "finish_reason", finish_reason(f));
+    if (chat && reasoning.len) /* gpt-oss's analysis channel, as llama.cpp's server names it */
+        json_object_set_new(json_object_get(choice, "message"), "reasoning_content",
+                            json_stringn(reasoning.data, reasoning.len));
+    strbuf_free(&reasoning);
     json_t *body = json_pack("{s:s, s:s, s:I, s:s, s:[o], s:o}", "id", o->id, "object",
                              chat ? "chat.completion" : "text_completion", "created", o->created,
                              "model", s->eng->name, "choices", choice, "usage", usage(o));

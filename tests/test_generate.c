@@ -196,7 +196,8 @@ static int h_step(engine_session *s, engine_token *out)
 }
 static void h_end(engine_session *s) { (void)s; }
 
-static char *run_script(script *sc, const gen_harmony *h, int max_tokens, size_t *n_tok, size_t *n_records)
+static char *run_script(script *sc, const gen_harmony *h, int max_tokens, size_t *n_tok, size_t *n_records,
+                        char **reasoning)
 {
     engine e = { .self = sc, .name = "script", .n_ctx = 64, .bos_text = "", .eos_text = "",
                  .piece = h_piece, .is_eog = h_eog, .begin = h_begin, .step = h_step, .end = h_end };
@@ -205,19 +206,26 @@ static char *run_script(script *sc, const gen_harmony *h, int max_tokens, size_t
     char err[256] = "";
     gen *g = gen_begin(&e, prompt, 1, &p, err, sizeof err);
     assert_non_null(g);
-    strbuf b = { 0 };
+    strbuf b = { 0 }, rs = { 0 };
     size_t records = 0;
     gen_finish f;
     do {
-        const char *d;
-        size_t n, k;
+        const char *d, *r;
+        size_t n, k, rn;
         f = gen_next(g, &d, &n);
         strbuf_add(&b, d, n);
+        r = gen_take_reasoning(g, &rn);
+        strbuf_add(&rs, r, rn);
         gen_take_tokens(g, &k);
         records += k;
     } while (f == GEN_RUNNING);
     *n_tok = gen_n_tokens(g);
     *n_records = records;
+    if (reasoning) {
+        *reasoning = strbuf_take(&rs);
+        if (!*reasoning) *reasoning = strdup("");
+    }
+    strbuf_free(&rs);
     gen_end(g);
     char *t = strbuf_take(&b);
     return t ? t : strdup("");
@@ -233,30 +241,33 @@ static void test_generate_harmony(void **st)
     static const int32_t turn[] = { 1, 6, 2, 8, 9, 3, 0, 5, 1, 7, 2, 10, 11 };
     script sc = { turn, sizeof turn / sizeof turn[0], 0 };
     size_t nt, nr;
-    char *text = run_script(&sc, &h, 100, &nt, &nr);
+    char *reason;
+    char *text = run_script(&sc, &h, 100, &nt, &nr, &reason);
     assert_string_equal(text, "Hello world");
+    assert_string_equal(reason, "Think hard"); /* the analysis channel */
+    free(reason);
     assert_int_equal(nt, 13);
     assert_int_equal(nr, 2);
     free(text);
     /* max_tokens counts the hidden ones: 11 tokens end before the answer's second word */
-    text = run_script(&sc, &h, 12, &nt, &nr);
+    text = run_script(&sc, &h, 12, &nt, &nr, NULL);
     assert_string_equal(text, "Hello");
     assert_int_equal(nt, 12);
     free(text);
     /* a tool call's channel (with <|constrain|>) is hidden, and "finalThink" is no "final" */
     static const int32_t tool[] = { 1, 12, 4, 13, 2, 8, 3, 0, 5, 1, 7, 8, 2, 10 };
     script st2 = { tool, sizeof tool / sizeof tool[0], 0 };
-    text = run_script(&st2, &h, 100, &nt, &nr);
+    text = run_script(&st2, &h, 100, &nt, &nr, NULL);
     assert_string_equal(text, "");
     free(text);
     /* a message with no channel is shown */
     static const int32_t plain[] = { 2, 10, 11 };
     script st3 = { plain, 3, 0 };
-    text = run_script(&st3, &h, 100, &nt, &nr);
+    text = run_script(&st3, &h, 100, &nt, &nr, NULL);
     assert_string_equal(text, "Hello world");
     free(text);
     /* without harmony every piece is text */
-    text = run_script(&sc, NULL, 100, &nt, &nr);
+    text = run_script(&sc, NULL, 100, &nt, &nr, NULL);
     assert_string_equal(text, "<|channel|>analysis<|message|>Think hard<|end|><|start|>assistant<|channel|>final<|message|>"
                               "Hello world");
     assert_int_equal(nr, 13);

@@ -172,14 +172,23 @@ static void free_sse(sse_ev *ev, size_t n)
 }
 
 /* Concatenates the OpenAI chat deltas, checking the chunk sequence. */
+/* The stream's content deltas concatenated; with reasoning, its
+ * reasoning_content deltas too (NULL: not wanted). */
+static char *openai_stream_text2(const char *body, bool usage, char fin[32], char **reasoning);
+
 static char *openai_stream_text(const char *body, bool usage, char fin[32])
+{
+    return openai_stream_text2(body, usage, fin, NULL);
+}
+
+static char *openai_stream_text2(const char *body, bool usage, char fin[32], char **reasoning)
 {
     sse_ev *ev = calloc(512, sizeof *ev); /* per call: clients run on several threads */
     assert_non_null(ev);
     size_t n = parse_sse(body, ev, 512);
     assert_true(n >= 3);
     assert_string_equal(ev[n - 1].data, "[DONE]");
-    strbuf text = { 0 };
+    strbuf text = { 0 }, rs = { 0 };
     fin[0] = 0;
     size_t last = n - 1 - (usage ? 1 : 0);
     for (size_t i = 0; i < last; i++) {
@@ -192,8 +201,14 @@ static char *openai_stream_text(const char *body, bool usage, char fin[32])
         if (i == last - 1) { assert_non_null(fr); snprintf(fin, 32, "%s", fr); }
         else assert_null(fr);
         if (jstr(d, "content")) strbuf_puts(&text, jstr(d, "content"));
+        if (jstr(d, "reasoning_content")) strbuf_puts(&rs, jstr(d, "reasoning_content"));
         json_decref(j);
     }
+    if (reasoning) {
+        *reasoning = strbuf_take(&rs);
+        if (!*reasoning) *reasoning = strdup("");
+    }
+    strbuf_free(&rs);
     if (usage) {
         json_t *j = json_loads(ev[n - 2].data, 0, NULL);
         assert_non_null(j);
@@ -382,14 +397,21 @@ static void test_gpt_oss_harmony(void **st)
     const json_int_t completion =
         json_integer_value(json_object_get(json_object_get(j, "usage"), "completion_tokens"));
     assert_true(completion > 20); /* the analysis and the markers count */
+    /* the analysis channel is the reasoning_content */
+    char *reason = strdup(jstr(j, "choices.0.message.reasoning_content"));
+    assert_non_null(strstr(reason, "The dog wants a ball."));
+    assert_null(strstr(reason, "Spot"));
     json_decref(j);
     reply_free(&r);
     r = (reply){ 0 };
     http(f.port, "/v1/chat/completions", CHAT ",\"temperature\":0,\"stream\":true}", NULL, &r);
-    char fin[32];
-    char *streamed = openai_stream_text(r.body.data, false, fin);
+    char fin[32], *sreason;
+    char *streamed = openai_stream_text2(r.body.data, false, fin, &sreason);
     assert_string_equal(streamed, plain);
+    assert_string_equal(sreason, reason);
     free(streamed);
+    free(sreason);
+    free(reason);
     reply_free(&r);
     r = (reply){ 0 };
     http(f.port, "/v1/messages", "{\"model\":\"m\",\"max_tokens\":100,\"temperature\":0,\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}",
