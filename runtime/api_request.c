@@ -306,9 +306,17 @@ static int parse_anthropic(json_t *o, api_request *r, int limit, api_error *e)
     if (field(o, "model") && !json_is_string(field(o, "model")))
         return fail(e, "model", "model must be a string");
     if (refuse_unless(o, "tools", is_empty, "no tool use", e) ||
-        refuse_unless(o, "tool_choice", is_none, "no tool use", e) ||
-        refuse_unless(o, "thinking", is_thinking_off, "no extended thinking", e))
+        refuse_unless(o, "tool_choice", is_none, "no tool use", e))
         return -1;
+    json_t *th = field(o, "thinking");
+    if (th && !is_thinking_off(th)) {
+        json_t *t = json_object_get(th, "type"), *bt = json_object_get(th, "budget_tokens");
+        if (!json_is_object(th) || !json_is_string(t) || strcmp(json_string_value(t), "enabled"))
+            return fail(e, "thinking", "thinking.type must be \"enabled\" or \"disabled\"");
+        if (bt && !json_is_null(bt) && (!json_is_integer(bt) || json_integer_value(bt) < 1))
+            return fail(e, "thinking.budget_tokens", "thinking.budget_tokens must be a positive integer");
+        r->thinking = true;
+    }
     json_t *sys = field(o, "system");
     if (sys) {
         char *s;

@@ -14,11 +14,15 @@
  *    all refused. null counts as "absent" (clients send "stop": null).
  *  - Fields that would change the answer and that we do not implement
  *    (n != 1, tools, logit_bias, penalties, response_format other than
- *    text, echo, suffix, thinking...) are refused by name; harmless unknown
+ *    text, echo, suffix...) are refused by name; harmless unknown
  *    fields are ignored, as the upstream APIs do.
  *  - Anthropic's system (string or text blocks) becomes a leading "system"
  *    message; OpenAI's "developer" role becomes "system". Text parts and
  *    text blocks of one message are joined with '\n'.
+ *  - Anthropic's thinking is {"type": "disabled"} or {"type": "enabled"}
+ *    (budget_tokens, when given, an integer >= 1; it does not cut the
+ *    reasoning short); the server refuses enabled for a model without a
+ *    separate reasoning channel.
  *  - max_tokens is 0 when the request did not give one (Anthropic's
  *    /v1/messages requires it, so it is never 0 there). */
 #ifndef STRATA_API_REQUEST_H
@@ -58,6 +62,7 @@ typedef struct api_request {
     char       **stops;
     size_t       n_stops;
     bool         stream;
+    bool         thinking;     /* Anthropic's thinking {"type": "enabled"}: the reasoning as a thinking block */
     bool         include_usage;
     bool         logprobs;
     int          top_logprobs;

@@ -3,7 +3,9 @@
  * streams as the named event sequence message_start, content_block_start,
  * ping, content_block_delta..., content_block_stop, message_delta,
  * message_stop. The anthropic-version header and ?beta=true are accepted
- * and need nothing from us. */
+ * and need nothing from us. With thinking enabled (gpt-oss: its analysis
+ * channel) a thinking block comes first, index 0, its text block after it
+ * at index 1, opened when the first text comes (or at the end). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +19,29 @@ typedef struct ant {
     prepared    p;
     gen        *g;
     bool        started, slot;
+    bool        text_open;   /* thinking: the text block has been started (the thinking one closed) */
     char        id[64];
 } ant;
+
+static void block_start(strbuf *out, int index, json_t *block)
+{
+    sse_event(out, "content_block_start",
+              json_pack("{s:s, s:i, s:o}", "type", "content_block_start", "index", index, "content_block", block));
+}
+
+static void block_stop(strbuf *out, int index)
+{
+    sse_event(out, "content_block_stop", json_pack("{s:s, s:i}", "type", "content_block_stop", "index", index));
+}
+
+/* thinking: ends the thinking block and starts the text one, once */
+static void open_text(ant *a, strbuf *out)
+{
+    if (!a->r.thinking || a->text_open) return;
+    a->text_open = true;
+    block_stop(out, 0);
+    block_start(out, 1, json_pack("{s:s, s:s}", "type", "text", "text", ""));
+}
 
 static const char *stop_reason(gen_finish f)
 {
@@ -51,21 +74,28 @@ static bool produce(void *ctx, strbuf *out)
                             "assistant", "model", a->s->eng->name, "content", "stop_reason",
                             "stop_sequence", "usage", "input_tokens", (json_int_t)a->p.n_ids,
                             "output_tokens", 0));
-        sse_event(out, "content_block_start",
-                  json_pack("{s:s, s:i, s:{s:s, s:s}}", "type", "content_block_start", "index", 0,
-                            "content_block", "type", "text", "text", ""));
+        block_start(out, 0, a->r.thinking ? json_pack("{s:s, s:s, s:s}", "type", "thinking", "thinking", "",
+                                                      "signature", "")
+                                          : json_pack("{s:s, s:s}", "type", "text", "text", ""));
         sse_event(out, "ping", json_pack("{s:s}", "type", "ping"));
         return true;
     }
-    const char *d;
-    size_t n;
+    const char *d, *r;
+    size_t n, rn;
     gen_finish f = gen_next(a->g, &d, &n);
     size_t ignored;
     gen_take_tokens(a->g, &ignored);
-    if (n > 0)
+    r = gen_take_reasoning(a->g, &rn);
+    if (rn > 0 && a->r.thinking && !a->text_open)
         sse_event(out, "content_block_delta",
                   json_pack("{s:s, s:i, s:{s:s, s:s%}}", "type", "content_block_delta", "index", 0,
-                            "delta", "type", "text_delta", "text", d, n));
+                            "delta", "type", "thinking_delta", "thinking", r, rn));
+    if (n > 0) {
+        open_text(a, out);
+        sse_event(out, "content_block_delta",
+                  json_pack("{s:s, s:i, s:{s:s, s:s%}}", "type", "content_block_delta", "index",
+                            a->r.thinking ? 1 : 0, "delta", "type", "text_delta", "text", d, n));
+    }
     if (f == GEN_RUNNING) return true;
     if (f == GEN_ERROR || f == GEN_CANCELLED) {
         sse_event(out, "error", json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type",
@@ -73,8 +103,8 @@ static bool produce(void *ctx, strbuf *out)
                                           f == GEN_ERROR ? "generation failed" : "the server is stopping"));
         return false;
     }
-    sse_event(out, "content_block_stop",
-              json_pack("{s:s, s:i}", "type", "content_block_stop", "index", 0));
+    open_text(a, out);
+    block_stop(out, a->r.thinking ? 1 : 0);
     sse_event(out, "message_delta",
               json_pack("{s:s, s:{s:s, s:o}, s:{s:I}}", "type", "message_delta", "delta",
                         "stop_reason", stop_reason(f), "stop_sequence", stop_sequence(a, f), "usage",
@@ -122,16 +152,19 @@ enum MHD_Result anthropic_messages(server *s, struct MHD_Connection *c, request 
     }
     if (a->r.stream) return sse_reply(c, rq, a, produce, done);
 
-    strbuf text = { 0 };
+    strbuf text = { 0 }, thinking = { 0 };
     gen_finish f;
     do {
-        const char *d;
-        size_t n;
+        const char *d, *r;
+        size_t n, rn;
         f = gen_next(a->g, &d, &n);
         strbuf_add(&text, d, n);
+        r = gen_take_reasoning(a->g, &rn);
+        strbuf_add(&thinking, r, rn);
     } while (f == GEN_RUNNING);
-    if (f == GEN_ERROR || f == GEN_CANCELLED || text.oom) {
+    if (f == GEN_ERROR || f == GEN_CANCELLED || text.oom || thinking.oom) {
         strbuf_free(&text);
+        strbuf_free(&thinking);
         release(a);
         return f == GEN_CANCELLED ? server_reply_error(c, rq, 503, NULL, "the server is stopping")
                                   : server_reply_error(c, rq, 500, NULL, "generation failed");
@@ -142,7 +175,12 @@ enum MHD_Result anthropic_messages(server *s, struct MHD_Connection *c, request 
                              text.data ? text.data : "", text.len, "stop_reason", stop_reason(f),
                              "stop_sequence", stop_sequence(a, f), "usage", "input_tokens",
                              (json_int_t)a->p.n_ids, "output_tokens", (json_int_t)gen_n_tokens(a->g));
+    if (body && a->r.thinking) /* the reasoning first, as a thinking block (no signature: not Anthropic's) */
+        json_array_insert_new(json_object_get(body, "content"), 0,
+                              json_pack("{s:s, s:s%, s:s}", "type", "thinking", "thinking",
+                                        thinking.data ? thinking.data : "", thinking.len, "signature", ""));
     strbuf_free(&text);
+    strbuf_free(&thinking);
     release(a);
     return server_reply_json(c, rq, 200, body);
 }

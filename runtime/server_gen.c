@@ -20,6 +20,8 @@ int server_prepare(server *s, const api_request *r, prepared *p, api_error *e)
 {
     memset(p, 0, sizeof *p);
     memset(e, 0, sizeof *e);
+    if (r->thinking && !s->has_harmony)
+        return fail(e, 400, "thinking", "this model has no separate reasoning channel (thinking: gpt-oss only)");
     const engine *eng = s->eng;
     char *text;
     const char *what = r->kind == API_COMPLETION ? "prompt" : "messages";

@@ -136,7 +136,14 @@ static void test_anthropic(void **st)
     REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":5,\"system\":5}", "system");
     REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":5,\"temperature\":1.5}", "temperature");
     REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":5,\"stop_sequences\":\"x\"}", "stop_sequences");
-    REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":5,\"thinking\":{\"type\":\"enabled\"}}", "thinking");
+    REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":5,\"thinking\":{\"type\":\"on\"}}", "thinking");
+    REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":5,\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":0}}",
+           "thinking.budget_tokens");
+    /* enabled is the server's to refuse or honour (a model with a reasoning channel) */
+    static const char th[] = "{" AMSG ",\"max_tokens\":5,\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024}}";
+    assert_int_equal(api_request_parse(API_MESSAGES, th, sizeof th - 1, 256, &r, &e), 0);
+    assert_true(r.thinking);
+    api_request_free(&r);
     /* count_tokens does not need max_tokens */
     static const char ct[] = "{\"model\":\"m\"," AMSG "}";
     assert_int_equal(api_request_parse(API_COUNT_TOKENS, ct, sizeof ct - 1, 256, &r, &e), 0);

@@ -421,6 +421,54 @@ static void test_gpt_oss_harmony(void **st)
     assert_string_equal(jstr(j, "content.0.text"), plain);
     json_decref(j);
     reply_free(&r);
+    /* Anthropic with thinking enabled: the analysis as a thinking block ahead of the text */
+    r = (reply){ 0 };
+    http(f.port, "/v1/messages", "{\"model\":\"m\",\"max_tokens\":100,\"temperature\":0,\"thinking\":{\"type\":"
+         "\"enabled\",\"budget_tokens\":1024},\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}", NULL, &r);
+    assert_int_equal(r.status, 200);
+    j = json_of(&r);
+    assert_string_equal(jstr(j, "content.0.type"), "thinking");
+    assert_non_null(strstr(jstr(j, "content.0.thinking"), "The dog wants a ball."));
+    assert_string_equal(jstr(j, "content.1.type"), "text");
+    assert_string_equal(jstr(j, "content.1.text"), plain);
+    json_decref(j);
+    reply_free(&r);
+    /* ... streamed: thinking_delta events at index 0, its stop, then the text block at index 1 */
+    r = (reply){ 0 };
+    http(f.port, "/v1/messages", "{\"model\":\"m\",\"max_tokens\":100,\"temperature\":0,\"stream\":true,"
+         "\"thinking\":{\"type\":\"enabled\"},\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}", NULL, &r);
+    assert_int_equal(r.status, 200);
+    {
+        sse_ev *ev = calloc(512, sizeof *ev);
+        assert_non_null(ev);
+        const size_t ne = parse_sse(r.body.data, ev, 512);
+        strbuf th = { 0 }, tx = { 0 };
+        int phase = 0; /* 0 thinking open, 1 thinking closed, 2 text open, 3 text closed */
+        for (size_t i = 0; i < ne; i++) {
+            json_t *e = json_loads(ev[i].data, 0, NULL);
+            assert_non_null(e);
+            const char *type = jstr(e, "type");
+            const json_int_t idx = json_integer_value(json_object_get(e, "index"));
+            if (!strcmp(type, "content_block_start")) {
+                assert_string_equal(jstr(e, "content_block.type"), idx == 0 ? "thinking" : "text");
+                if (idx == 1) { assert_int_equal(phase, 1); phase = 2; }
+            } else if (!strcmp(type, "content_block_delta")) {
+                if (idx == 0) { assert_int_equal(phase, 0); strbuf_puts(&th, jstr(e, "delta.thinking")); }
+                else { assert_int_equal(phase, 2); strbuf_puts(&tx, jstr(e, "delta.text")); }
+            } else if (!strcmp(type, "content_block_stop")) {
+                phase = idx == 0 ? 1 : 3;
+            }
+            json_decref(e);
+        }
+        assert_int_equal(phase, 3);
+        assert_non_null(strstr(th.data, "The dog wants a ball."));
+        assert_string_equal(tx.data, plain);
+        strbuf_free(&th);
+        strbuf_free(&tx);
+        free_sse(ev, ne);
+        free(ev);
+    }
+    reply_free(&r);
     r = (reply){ 0 };
     http(f.port, "/v1/completions", "{\"prompt\":\"Once\",\"max_tokens\":100,\"temperature\":0}", NULL, &r);
     j = json_of(&r);
@@ -526,6 +574,9 @@ static void test_errors(void **st)
         { "/v1/chat/completions", CHAT ",\"max_tokens\":65}", 400, "max_tokens" },
         { "/v1/chat/completions", CHAT ",\"max_tokens\":60}", 400, "max_tokens" }, /* prompt + 60 > 64 */
         { "/v1/chat/completions", CHAT ",\"n\":3}", 400, "n" },
+        /* extended thinking needs a reasoning channel (gpt-oss's); this model has none */
+        { "/v1/messages", "{\"max_tokens\":5,\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024},"
+                          "\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}", 400, NULL },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         reply r = { 0 };
