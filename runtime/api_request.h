@@ -21,8 +21,7 @@
  *    text blocks of one message are joined with '\n'.
  *  - Anthropic's thinking is {"type": "disabled"} or {"type": "enabled"}
  *    (budget_tokens, when given, an integer >= 1; it does not cut the
- *    reasoning short); the server refuses enabled for a model without a
- *    separate reasoning channel.
+ *    reasoning short).
  *  - max_tokens is 0 when the request did not give one (Anthropic's
  *    /v1/messages requires it, so it is never 0 there). */
 #ifndef STRATA_API_REQUEST_H

@@ -26,7 +26,11 @@ struct gen {
     gen_harmony     h;
     bool            h_on, h_body, h_visible, h_in_channel, h_reasoning;
     strbuf          h_channel; /* the channel name being read in a header */
-    strbuf          reasoning; /* the analysis channel's text */
+    strbuf          reasoning; /* the analysis channel's text, or what came before </think> */
+    int             th_state;  /* think: 0 undecided, 1 reasoning, 2 content */
+    bool            th_trim;   /* think: after </think>, blanks dropped until the content's first byte */
+    strbuf          th_head;   /* think, undecided: the answer's first bytes */
+    strbuf          piece;     /* think: one token's text */
     size_t          r_taken;   /* bytes of it handed out */
     char           *r_out;     /* the last reasoning delta, sanitised */
 };
@@ -48,6 +52,7 @@ gen *gen_begin(const engine *e, const int32_t *prompt, size_t n_prompt, const ge
     g->stop_idx = -1;
     g->t_prev = now_s();
     if (p->harmony) { g->h = *p->harmony; g->h_on = true; }
+    g->th_state = p->harmony || p->think == GEN_THINK_OFF ? 2 : p->think == GEN_THINK_OPEN ? 1 : 0;
     g->s = e->begin(e->self, prompt, n_prompt, &p->sampling, err, errlen);
     if (!g->s) { free(g); return NULL; }
     return g;
@@ -120,6 +125,76 @@ static bool harmony_hides(gen *g, int32_t id)
     return true;
 }
 
+static const char THINK_OPEN[] = "<think>", THINK_CLOSE[] = "</think>";
+
+static size_t skip_ws(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t')) i++;
+    return i;
+}
+
+/* Content from think's reasoning or undecided head: leading whitespace
+ * dropped until the first other byte. */
+static void think_content(gen *g, const char *s, size_t n)
+{
+    if (g->text.len == 0) { size_t k = skip_ws(s, n); s += k; n -= k; }
+    strbuf_add(&g->text, s, n);
+}
+
+/* Reasoning text: appended, and at </think> the rest becomes content. */
+static void think_reason(gen *g, const char *s, size_t n)
+{
+    const size_t from = g->reasoning.len > 7 ? g->reasoning.len - 7 : 0;
+    if (g->reasoning.len == 0) { size_t k = skip_ws(s, n); s += k; n -= k; }
+    strbuf_add(&g->reasoning, s, n);
+    if (g->reasoning.oom || !g->reasoning.len) return;
+    const char *r = g->reasoning.data, *end = strstr(r + from, THINK_CLOSE);
+    if (!end) return;
+    const size_t at = (size_t)(end - r), after = at + sizeof THINK_CLOSE - 1;
+    g->th_state = 2;
+    g->th_trim = true;
+    think_content(g, r + after, g->reasoning.len - after);
+    if (g->text.len) g->th_trim = false;
+    g->reasoning.len = at;
+    if (g->reasoning.data) g->reasoning.data[at] = 0;
+}
+
+/* The undecided head: reasoning if it opens with <think>, else content. */
+static void think_head(gen *g, bool final)
+{
+    const char *h = g->th_head.data ? g->th_head.data : "";
+    const size_t n = g->th_head.len, k = skip_ws(h, n), open = sizeof THINK_OPEN - 1;
+    if (n - k >= open && !memcmp(h + k, THINK_OPEN, open)) {
+        g->th_state = 1;
+        think_reason(g, h + k + open, n - k - open);
+    } else if (final || n - k >= open || memcmp(h + k, THINK_OPEN, n - k)) {
+        g->th_state = 2;
+        strbuf_add(&g->text, h, n);
+    } else {
+        return; /* still a prefix of <think> */
+    }
+    g->th_head.len = 0;
+}
+
+/* One token's text through think's states; its content goes to g->text. */
+static int think_route(gen *g, int32_t id)
+{
+    g->piece.len = 0;
+    if (append_piece(g, id, &g->piece) != 0) return -1;
+    const char *s = g->piece.data ? g->piece.data : "";
+    if (g->th_state == 0) {
+        strbuf_add(&g->th_head, s, g->piece.len);
+        think_head(g, false);
+    } else if (g->th_state == 1) {
+        think_reason(g, s, g->piece.len);
+    } else { /* content, its leading blanks still being dropped */
+        think_content(g, s, g->piece.len);
+        if (g->text.len) g->th_trim = false;
+    }
+    return g->piece.oom || g->th_head.oom || g->reasoning.oom ? -1 : 0;
+}
+
 /* Samples one token; returns a finish state or GEN_RUNNING. */
 static gen_finish step(gen *g)
 {
@@ -134,17 +209,28 @@ static gen_finish step(gen *g)
     g->n_sampled++;
     if (g->h_on && harmony_hides(g, t.id)) return g->h_channel.oom || g->reasoning.oom ? GEN_ERROR : GEN_RUNNING;
     size_t offset = g->text.len;
+    if (g->th_state != 2 || g->th_trim) {
+        /* think: the token's record only when some of its text is content */
+        if (think_route(g, t.id) != 0 || g->text.oom) return GEN_ERROR;
+        if (g->text.len > offset && push_token(g, &t, offset) != 0) return GEN_ERROR;
+        return GEN_RUNNING;
+    }
     if (append_piece(g, t.id, &g->text) != 0 || push_token(g, &t, offset) != 0 || g->text.oom)
         return GEN_ERROR;
     return GEN_RUNNING;
 }
 
 /* Reasoning bytes that can be handed out: all of it once generation has
- * ended, else up to an incomplete UTF-8 character at the end. */
+ * ended, else up to an incomplete UTF-8 character at the end, or (think)
+ * up to what may be the start of </think>. */
 static size_t reasoning_ready(const gen *g)
 {
     const size_t len = g->reasoning.len;
-    const size_t hold = g->fin == GEN_RUNNING && len ? utf8_incomplete_tail(g->reasoning.data, len) : 0;
+    if (g->fin != GEN_RUNNING || !len) return len;
+    size_t hold = utf8_incomplete_tail(g->reasoning.data, len);
+    if (g->th_state == 1)
+        for (size_t k = sizeof THINK_CLOSE - 2; k > hold; k--)
+            if (k <= len && !memcmp(g->reasoning.data + len - k, THINK_CLOSE, k)) { hold = k; break; }
     return len - hold;
 }
 
@@ -171,6 +257,7 @@ gen_finish gen_next(gen *g, const char **delta, size_t *n)
     size_t rel;
     for (;;) {
         gen_finish f = step(g);
+        if (f != GEN_RUNNING && g->th_state == 0) think_head(g, true); /* ended undecided: it was content */
         const char *pending = g->text.data ? g->text.data + g->released : "";
         size_t plen = g->text.len - g->released;
         int matched;
@@ -212,6 +299,8 @@ void gen_end(gen *g)
     strbuf_free(&g->text);
     strbuf_free(&g->h_channel);
     strbuf_free(&g->reasoning);
+    strbuf_free(&g->th_head);
+    strbuf_free(&g->piece);
     free(g->r_out);
     free(g->out);
     free(g->toks);

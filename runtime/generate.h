@@ -25,6 +25,12 @@
  *    possibly incomplete character held back while generation runs), and
  *    gen_next() also returns (with an empty delta) when some is waiting,
  *    so a stream can carry it as it comes.
+ *  - With think (models that reason inside <think>...</think>: DeepSeek-R1,
+ *    Qwen3, MiniMax-M2), the text up to </think> is the reasoning instead
+ *    of content: from the start (GEN_THINK_OPEN, the prompt ended with
+ *    <think>), or when the answer opens with <think> after any whitespace
+ *    (GEN_THINK_MAYBE: a few bytes are held back at the start until that
+ *    is decided). Whitespace after </think> is dropped.
  *  - A non-NULL cancel flag that becomes true ends generation at the next
  *    token with GEN_CANCELLED (server shutdown).
  *  - gen_end() ends the engine session and frees everything. */
@@ -50,6 +56,8 @@ typedef struct gen_harmony {
     int32_t start, channel, message, end, constrain;
 } gen_harmony;
 
+typedef enum gen_think { GEN_THINK_OFF, GEN_THINK_MAYBE, GEN_THINK_OPEN } gen_think;
+
 typedef struct gen_params {
     int                max_tokens;
     engine_sampling    sampling;
@@ -57,6 +65,7 @@ typedef struct gen_params {
     size_t             n_stops;
     const atomic_bool *cancel;
     const gen_harmony *harmony; /* NULL: every token's text is released */
+    gen_think          think;   /* <think> reasoning (not with harmony) */
     /* Called after each sampled token with the seconds since the previous
      * one (since gen_begin for the first). */
     void (*on_token)(void *ud, double seconds, int first);

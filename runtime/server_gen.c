@@ -20,8 +20,6 @@ int server_prepare(server *s, const api_request *r, prepared *p, api_error *e)
 {
     memset(p, 0, sizeof *p);
     memset(e, 0, sizeof *e);
-    if (r->thinking && !s->has_harmony)
-        return fail(e, 400, "thinking", "this model has no separate reasoning channel (thinking: gpt-oss only)");
     const engine *eng = s->eng;
     char *text;
     const char *what = r->kind == API_COMPLETION ? "prompt" : "messages";
@@ -38,6 +36,11 @@ int server_prepare(server *s, const api_request *r, prepared *p, api_error *e)
                                     s->default_system, true, err, sizeof err);
         free(m);
         if (!text) return fail(e, 400, what, err);
+        /* a prompt that ends inside <think> (MiniMax-M2, newer DeepSeek-R1 templates) starts the answer
+         * in its reasoning; otherwise the answer may open one itself (Qwen3, R1) */
+        size_t tl = strlen(text);
+        while (tl && (text[tl - 1] == '\n' || text[tl - 1] == ' ')) tl--;
+        p->think = tl >= 7 && !memcmp(text + tl - 7, "<think>", 7) ? GEN_THINK_OPEN : GEN_THINK_MAYBE;
         /* the template wrote BOS already; a second one would shift the model */
         size_t bl = strlen(eng->bos_text);
         if (bl && !strncmp(text, eng->bos_text, bl)) add_special = false;
@@ -90,6 +93,7 @@ gen *server_gen_begin(server *s, const api_request *r, const prepared *p, char *
         .n_stops = r->n_stops,
         .cancel = &s->stopping,
         .harmony = s->has_harmony && r->kind != API_COMPLETION ? &s->harmony : NULL,
+        .think = p->think,
         .on_token = on_token,
         .ud = s,
     };

@@ -78,9 +78,10 @@ void server_slot_release(server *s);
 
 /* generation plumbing (server_gen.c) */
 typedef struct prepared {
-    int32_t *ids;
-    size_t   n_ids;
-    int      max_tokens;
+    int32_t  *ids;
+    size_t    n_ids;
+    int       max_tokens;
+    gen_think think;    /* chats: <think> reasoning opened by the prompt, or maybe by the answer */
 } prepared;
 /* Renders (chat) or takes (completion) the prompt, tokenizes it and checks
  * the context; on failure fills e (400 with the limit that was hit). */

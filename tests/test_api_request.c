@@ -139,7 +139,7 @@ static void test_anthropic(void **st)
     REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":5,\"thinking\":{\"type\":\"on\"}}", "thinking");
     REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":5,\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":0}}",
            "thinking.budget_tokens");
-    /* enabled is the server's to refuse or honour (a model with a reasoning channel) */
+    /* enabled: the reasoning as a thinking block */
     static const char th[] = "{" AMSG ",\"max_tokens\":5,\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024}}";
     assert_int_equal(api_request_parse(API_MESSAGES, th, sizeof th - 1, 256, &r, &e), 0);
     assert_true(r.thinking);

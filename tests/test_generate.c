@@ -168,7 +168,8 @@ static void test_fake_engine_context(void **st)
  * the end of generation, the rest words. */
 static const char *const HV[] = { "<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|constrain|>", "assistant",
                                   "analysis", "final", "Think", " hard", "Hello", " world", "commentary to=f", "json",
-                                  "<|return|>" };
+                                  "<|return|>", "<think>", "\n", "plan", "</think>", "\n\n", "Answer", " here", "</th",
+                                  "ink>" };
 typedef struct script { const int32_t *ids; size_t n, at; } script;
 
 static int h_piece(void *self, int32_t id, char *buf, size_t bufsz)
@@ -196,12 +197,21 @@ static int h_step(engine_session *s, engine_token *out)
 }
 static void h_end(engine_session *s) { (void)s; }
 
+static char *run_script_think(script *sc, const gen_harmony *h, gen_think think, int max_tokens, size_t *n_tok,
+                              size_t *n_records, char **reasoning);
+
 static char *run_script(script *sc, const gen_harmony *h, int max_tokens, size_t *n_tok, size_t *n_records,
                         char **reasoning)
 {
+    return run_script_think(sc, h, GEN_THINK_OFF, max_tokens, n_tok, n_records, reasoning);
+}
+
+static char *run_script_think(script *sc, const gen_harmony *h, gen_think think, int max_tokens, size_t *n_tok,
+                              size_t *n_records, char **reasoning)
+{
     engine e = { .self = sc, .name = "script", .n_ctx = 64, .bos_text = "", .eos_text = "",
                  .piece = h_piece, .is_eog = h_eog, .begin = h_begin, .step = h_step, .end = h_end };
-    gen_params p = { .max_tokens = max_tokens, .harmony = h };
+    gen_params p = { .max_tokens = max_tokens, .harmony = h, .think = think };
     int32_t prompt[1] = { 0 };
     char err[256] = "";
     gen *g = gen_begin(&e, prompt, 1, &p, err, sizeof err);
@@ -274,6 +284,51 @@ static void test_generate_harmony(void **st)
     free(text);
 }
 
+/* <think> reasoning (DeepSeek-R1, Qwen3, MiniMax-M2): opened by the answer
+ * or by the prompt, the closing tag split across tokens, no tag at all,
+ * and think off. Content after </think> starts at its first non-blank. */
+static void test_generate_think(void **st)
+{
+    (void)st;
+    size_t nt, nr;
+    char *reason;
+    static const int32_t opens[] = { 15, 16, 17, 18, 19, 20, 21 }; /* <think>\nplan</think>\n\nAnswer here */
+    script a = { opens, 7, 0 };
+    char *text = run_script_think(&a, NULL, GEN_THINK_MAYBE, 100, &nt, &nr, &reason);
+    assert_string_equal(text, "Answer here");
+    assert_string_equal(reason, "plan");
+    assert_int_equal(nt, 7);
+    assert_int_equal(nr, 2); /* the records: the content's tokens */
+    free(text);
+    free(reason);
+    static const int32_t split[] = { 17, 22, 23, 19, 20 }; /* plan</th ink>\n\nAnswer, the prompt ended <think> */
+    script b = { split, 5, 0 };
+    text = run_script_think(&b, NULL, GEN_THINK_OPEN, 100, &nt, &nr, &reason);
+    assert_string_equal(text, "Answer");
+    assert_string_equal(reason, "plan");
+    free(text);
+    free(reason);
+    static const int32_t none[] = { 20, 21 };
+    script c = { none, 2, 0 };
+    text = run_script_think(&c, NULL, GEN_THINK_MAYBE, 100, &nt, &nr, &reason);
+    assert_string_equal(text, "Answer here");
+    assert_string_equal(reason, "");
+    assert_int_equal(nr, 2);
+    free(text);
+    free(reason);
+    /* still thinking at max_tokens: all of it reasoning, no content */
+    text = run_script_think(&a, NULL, GEN_THINK_MAYBE, 3, &nt, &nr, &reason);
+    assert_string_equal(text, "");
+    assert_string_equal(reason, "plan");
+    free(text);
+    free(reason);
+    text = run_script_think(&a, NULL, GEN_THINK_OFF, 100, &nt, &nr, &reason);
+    assert_string_equal(text, "<think>\nplan</think>\n\nAnswer here");
+    assert_string_equal(reason, "");
+    free(text);
+    free(reason);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -283,6 +338,7 @@ int main(void)
         cmocka_unit_test(test_generate_stops),
         cmocka_unit_test(test_fake_engine_context),
         cmocka_unit_test(test_generate_harmony),
+        cmocka_unit_test(test_generate_think),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

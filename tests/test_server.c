@@ -483,6 +483,68 @@ static void test_gpt_oss_harmony(void **st)
     free(dir);
 }
 
+/* A model that reasons in <think>...</think> (DeepSeek-R1, Qwen3): OpenAI
+ * chats answer the text after </think> and return the rest as
+ * reasoning_content, streamed or not; /v1/completions keeps it all. */
+static void test_think_reasoning(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(GGUF);
+    char src[4096];
+    fake_engine_opts o = { .n_ctx = 512, .script = "<think>\nThe dog wants a ball.\n</think>\n\nSpot found the ball." };
+    fixture f;
+    start_with(&f, shared_path(src, sizeof src, GGUF), &o);
+    reply r = { 0 };
+    http(f.port, "/v1/chat/completions", CHAT ",\"temperature\":0}", NULL, &r);
+    assert_int_equal(r.status, 200);
+    json_t *j = json_of(&r);
+    char *plain = strdup(jstr(j, "choices.0.message.content"));
+    char *reason = strdup(jstr(j, "choices.0.message.reasoning_content"));
+    assert_string_equal(plain, "Spot found the ball.");
+    assert_non_null(strstr(reason, "The dog wants a ball."));
+    assert_null(strstr(reason, "think"));
+    json_decref(j);
+    reply_free(&r);
+    r = (reply){ 0 };
+    http(f.port, "/v1/chat/completions", CHAT ",\"temperature\":0,\"stream\":true}", NULL, &r);
+    char fin[32], *sreason;
+    char *streamed = openai_stream_text2(r.body.data, false, fin, &sreason);
+    assert_string_equal(streamed, plain);
+    assert_string_equal(sreason, reason);
+    free(streamed);
+    free(sreason);
+    reply_free(&r);
+    /* Anthropic: without thinking the text only; with it, a thinking block first */
+    static const char MSG[] = "{\"model\":\"m\",\"max_tokens\":100,\"temperature\":0,%s\"messages\":[{\"role\":"
+                              "\"user\",\"content\":\"Hi\"}]}";
+    char body[512];
+    snprintf(body, sizeof body, MSG, "");
+    r = (reply){ 0 };
+    http(f.port, "/v1/messages", body, NULL, &r);
+    j = json_of(&r);
+    assert_string_equal(jstr(j, "content.0.text"), plain);
+    assert_int_equal(json_array_size(json_object_get(j, "content")), 1);
+    json_decref(j);
+    reply_free(&r);
+    snprintf(body, sizeof body, MSG, "\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":2048},");
+    r = (reply){ 0 };
+    http(f.port, "/v1/messages", body, NULL, &r);
+    j = json_of(&r);
+    assert_string_equal(jstr(j, "content.0.thinking"), reason);
+    assert_string_equal(jstr(j, "content.1.text"), plain);
+    json_decref(j);
+    reply_free(&r);
+    r = (reply){ 0 };
+    http(f.port, "/v1/completions", "{\"prompt\":\"Once\",\"max_tokens\":100,\"temperature\":0}", NULL, &r);
+    j = json_of(&r);
+    assert_non_null(strstr(jstr(j, "choices.0.text"), "</think>"));
+    json_decref(j);
+    reply_free(&r);
+    free(plain);
+    free(reason);
+    stop(&f);
+}
+
 static void test_anthropic_stream(void **st)
 {
     (void)st;
@@ -574,9 +636,6 @@ static void test_errors(void **st)
         { "/v1/chat/completions", CHAT ",\"max_tokens\":65}", 400, "max_tokens" },
         { "/v1/chat/completions", CHAT ",\"max_tokens\":60}", 400, "max_tokens" }, /* prompt + 60 > 64 */
         { "/v1/chat/completions", CHAT ",\"n\":3}", 400, "n" },
-        /* extended thinking needs a reasoning channel (gpt-oss's); this model has none */
-        { "/v1/messages", "{\"max_tokens\":5,\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024},"
-                          "\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}", 400, NULL },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         reply r = { 0 };
@@ -732,6 +791,7 @@ int main(void)
         cmocka_unit_test(test_eight_streams),
         cmocka_unit_test(test_queue_full_and_disconnect),
         cmocka_unit_test(test_gpt_oss_harmony),
+        cmocka_unit_test(test_think_reasoning),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();
