@@ -11,17 +11,6 @@
 #include "ggml_blocks.h"
 #include "ggml_tables.h"
 
-/* E8M0 (a bare biased exponent) halved: 2^(e-128). e = 0 and 1 give f32
- * subnormals, built from bits; 255 (the MX NaN) is not special-cased, as in
- * ggml. */
-float ggml_e8m0_half(uint8_t e)
-{
-    const uint32_t bits = (e < 2) ? (0x00200000u << e) : ((uint32_t)(e - 1) << 23);
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
 /* UE4M3 halved: 4-bit exponent (bias 7), 3-bit mantissa, bit 7 ignored;
  * 0x7F (the E4M3 NaN) reads as 0 as in ggml. Normal: (1 + m/8) 2^(e-7) / 2,
  * subnormal: m 2^-9 / 2; ldexpf is exact on these small integers. */

@@ -16,6 +16,7 @@
 #define STRATA_GGML_DEQUANT_H
 
 #include <stdint.h>
+#include <string.h>
 
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
@@ -52,8 +53,16 @@ GGML_DEQUANT_DECL(iq1_s);
 GGML_DEQUANT_DECL(iq1_m);
 GGML_DEQUANT_DECL(mxfp4);
 /* MXFP4's E8M0 block scale halved, 2^(e-128), as ggml's E8M0_TO_FP32_HALF
- * (the kernels that multiply its doubled E2M1 codes need it too). */
-float ggml_e8m0_half(uint8_t e);
+ * (inline: the kernels that multiply its doubled E2M1 codes take it per
+ * block). e = 0 and 1 give f32 subnormals, built from bits; 255 (the MX
+ * NaN) is not special-cased, as in ggml. */
+static inline float ggml_e8m0_half(uint8_t e)
+{
+    const uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
 GGML_DEQUANT_DECL(nvfp4);
 
 #endif

@@ -138,9 +138,12 @@ static void qk_norm(const model *m, float *v, int n_heads, const float *w, int B
     }
 }
 
+/* A position's cache row: a full layer's is the position itself (no
+ * division in attention's inner loop), a sliding layer's ring wraps. */
 static size_t kv_index(const model *m, int layer, int pos)
 {
-    return m->kv_off[layer] + (size_t)(pos % m->kv_rows[layer]);
+    const int rows = m->kv_rows[layer];
+    return m->kv_off[layer] + (size_t)(pos < rows ? pos : pos % rows);
 }
 
 static void *k_row(const model *m, int layer, int pos)

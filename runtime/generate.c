@@ -22,17 +22,17 @@ struct gen {
     gen_finish      fin;
     int             stop_idx;
     double          t_prev;
-    size_t          n_sampled; /* every token counted, released or not (harmony) */
+    size_t          n_sampled; /* every token counted, released or not (reasoning, harmony's markers) */
+    strbuf          reasoning; /* the analysis channel's text, or what came before </think> */
+    size_t          r_taken;   /* bytes of it handed out */
+    char           *r_out;     /* the last reasoning delta, sanitised */
     gen_harmony     h;
     bool            h_on, h_body, h_visible, h_in_channel, h_reasoning;
     strbuf          h_channel; /* the channel name being read in a header */
-    strbuf          reasoning; /* the analysis channel's text, or what came before </think> */
     int             th_state;  /* think: 0 undecided, 1 reasoning, 2 content */
     bool            th_trim;   /* think: after </think>, blanks dropped until the content's first byte */
     strbuf          th_head;   /* think, undecided: the answer's first bytes */
     strbuf          piece;     /* think: one token's text */
-    size_t          r_taken;   /* bytes of it handed out */
-    char           *r_out;     /* the last reasoning delta, sanitised */
 };
 
 static double now_s(void)
@@ -117,11 +117,7 @@ static bool harmony_hides(gen *g, int32_t id)
         if (g->h_reasoning) append_piece(g, id, &g->reasoning);
         return !g->h_visible;
     }
-    if (g->h_in_channel && g->h_channel.len < 64) { /* a header: read the name, show nothing */
-        char buf[64];
-        int n = g->e->piece(g->e->self, id, buf, sizeof buf);
-        if (n > 0 && (size_t)n < sizeof buf) strbuf_add(&g->h_channel, buf, (size_t)n);
-    }
+    if (g->h_in_channel && g->h_channel.len < 64) append_piece(g, id, &g->h_channel); /* a header: its name */
     return true;
 }
 

@@ -1122,25 +1122,34 @@ AVX512VNNI void kavx512v_qdot4_scode(const weight *w, int64_t r, int64_t stride,
 }
 
 
-/* Native MXFP4 on AVX2, the scalar dot_mxfp4's order (kernels_ggml_q8.c,
- * ggml's vec_dot_mxfp4_q8_0): the codes' table values by a byte shuffle,
- * low nibbles in the low half, maddubs with the signs moved onto the
- * activation, madd into the 8 integer lanes; even and odd blocks into two
- * float accumulators, their sum's hsum, a last odd block's integer total
- * fused-multiply-added after it. */
-/* MXFP4's E8M0 scale halved (formats' ggml_e8m0_half), inline. */
-static inline float e8m0_half(uint8_t e)
+/* Native MXFP4 on AVX2, in the scalar dot_mxfp4's order (kernels_ggml_q8.c,
+ * ggml's vec_dot_mxfp4_q8_0). A block's integer lanes come from its codes'
+ * table values biased by 12 (0..24, unsigned, so maddubs needs no sign
+ * moves) against the activation, minus 12 x the activation's 4-element
+ * sums: the same integers as the signed products. Even and odd blocks go
+ * into two float accumulators, their sum's hsum, a last odd block's
+ * integer total fused-multiply-added after it. */
+
+/* The 32 biased code values of an MXFP4 block at blk (low nibbles first). */
+AVX2 static inline __m256i mxfp4_codes(const uint8_t *blk)
 {
-    const uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
+    const __m128i values = _mm_add_epi8(_mm_loadu_si128((const __m128i *)ggml_kvalues_fp4), _mm_set1_epi8(12));
+    const __m128i m4 = _mm_set1_epi8(0x0f), bits = _mm_loadu_si128((const __m128i *)(blk + 1));
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_shuffle_epi8(values, _mm_and_si128(bits, m4))),
+                                   _mm_shuffle_epi8(values, _mm_and_si128(_mm_srli_epi16(bits, 4), m4)), 1);
 }
 
-/* ggml's doubled E2M1 values plus 12: 0..24, unsigned bytes. */
-AVX2 static inline __m128i mxfp4_biased_values(void)
+/* 12 x the 4-element sums of an activation block: the bias to take off. */
+AVX2 static inline __m256i mxfp4_qbias(__m256i q8)
 {
-    return _mm_add_epi8(_mm_loadu_si128((const __m128i *)ggml_kvalues_fp4), _mm_set1_epi8(12));
+    const __m256i s4 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q8), _mm256_set1_epi16(1));
+    return _mm256_add_epi32(_mm256_slli_epi32(s4, 3), _mm256_slli_epi32(s4, 2));
+}
+
+/* The 8 integer lanes (lane l: elements 4l..4l+3) of one block. */
+AVX2 static inline __m256i mxfp4_lanes(__m256i codes, __m256i q8, __m256i qbias)
+{
+    return _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(codes, q8), _mm256_set1_epi16(1)), qbias);
 }
 
 AVX2 static inline int32_t hsum_epi32(__m256i v)
@@ -1154,20 +1163,13 @@ AVX2 static inline int32_t hsum_epi32(__m256i v)
 AVX2 static float mxfp4_dot(const weight *w, int64_t r, const qrow *a)
 {
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    const __m128i values = _mm_loadu_si128((const __m128i *)ggml_kvalues_fp4), m4 = _mm_set1_epi8(0x0f);
-    const __m256i one16 = _mm256_set1_epi16(1);
     __m256 acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
     const int64_t nb = w->cols / 32;
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = row + b * 17;
-        const __m128i bits = _mm_loadu_si128((const __m128i *)(blk + 1));
-        const __m256i w8 = _mm256_inserti128_si256(
-            _mm256_castsi128_si256(_mm_shuffle_epi8(values, _mm_and_si128(bits, m4))),
-            _mm_shuffle_epi8(values, _mm_and_si128(_mm_srli_epi16(bits, 4), m4)), 1);
         const __m256i q8 = _mm256_loadu_si256((const __m256i *)(a->q + b * 32));
-        const __m256i lanes =
-            _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w8, w8), _mm256_sign_epi8(q8, w8)), one16);
-        const float d = a->d[b] * e8m0_half(blk[0]);
+        const __m256i lanes = mxfp4_lanes(mxfp4_codes(blk), q8, mxfp4_qbias(q8));
+        const float d = a->d[b] * ggml_e8m0_half(blk[0]);
         if (b + 1 == nb && nb % 2)
             return fmaf(d, (float)hsum_epi32(lanes), hsum_ps(_mm256_add_ps(acc[0], acc[1])));
         acc[b % 2] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), acc[b % 2]);
@@ -1176,33 +1178,22 @@ AVX2 static float mxfp4_dot(const weight *w, int64_t r, const qrow *a)
 }
 
 /* Four MXFP4 rows (r, r + stride, ...) against one activation, each y
- * mxfp4_dot's bits: the activation block is loaded once, and the codes'
- * table values are taken biased by 12 (unsigned, for maddubs without the
- * sign moves), the bias's 12 x (the activation's 4-element sums) taken off
- * the integer lanes again: the same integers. */
+ * mxfp4_dot's bits: the activation block and its bias are made once. */
 AVX2 static void mxfp4_dot4(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
 {
     const uint8_t *row[4];
     for (int k = 0; k < 4; k++) row[k] = (const uint8_t *)w->data + (size_t)(r + k * stride) * w->row_bytes;
-    const __m128i values = mxfp4_biased_values(), m4 = _mm_set1_epi8(0x0f);
-    const __m256i one8 = _mm256_set1_epi8(1), one16 = _mm256_set1_epi16(1);
     __m256 acc[4][2];
     QD_UNROLL
     for (int k = 0; k < 4; k++) acc[k][0] = acc[k][1] = _mm256_setzero_ps();
     const int64_t nb = w->cols / 32;
     for (int64_t b = 0; b < nb; b++) {
-        const __m256i q8 = _mm256_loadu_si256((const __m256i *)(a->q + b * 32));
-        const __m256i s4 = _mm256_madd_epi16(_mm256_maddubs_epi16(one8, q8), one16);
-        const __m256i bias = _mm256_add_epi32(_mm256_slli_epi32(s4, 3), _mm256_slli_epi32(s4, 2)); /* 12 s4 */
+        const __m256i q8 = _mm256_loadu_si256((const __m256i *)(a->q + b * 32)), qbias = mxfp4_qbias(q8);
         QD_UNROLL /* the accumulators stay in registers */
         for (int k = 0; k < 4; k++) {
             const uint8_t *blk = row[k] + b * 17;
-            const __m128i bits = _mm_loadu_si128((const __m128i *)(blk + 1));
-            const __m256i wu = _mm256_inserti128_si256(
-                _mm256_castsi128_si256(_mm_shuffle_epi8(values, _mm_and_si128(bits, m4))),
-                _mm_shuffle_epi8(values, _mm_and_si128(_mm_srli_epi16(bits, 4), m4)), 1);
-            const __m256i lanes = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(wu, q8), one16), bias);
-            const float d = a->d[b] * e8m0_half(blk[0]);
+            const __m256i lanes = mxfp4_lanes(mxfp4_codes(blk), q8, qbias);
+            const float d = a->d[b] * ggml_e8m0_half(blk[0]);
             if (b + 1 == nb && nb % 2)
                 y[k * stride] = fmaf(d, (float)hsum_epi32(lanes), hsum_ps(_mm256_add_ps(acc[k][0], acc[k][1])));
             else
@@ -1315,7 +1306,9 @@ AVX512VNNI static void mxfp4_dot4_z(const weight *w, int64_t r, int64_t stride, 
 {
     const uint8_t *row[4];
     for (int k = 0; k < 4; k++) row[k] = (const uint8_t *)w->data + (size_t)(r + k * stride) * w->row_bytes;
-    const __m512i values = _mm512_broadcast_i32x4(mxfp4_biased_values()), m4 = _mm512_set1_epi8(0x0f);
+    const __m512i values = _mm512_broadcast_i32x4(
+                      _mm_add_epi8(_mm_loadu_si128((const __m128i *)ggml_kvalues_fp4), _mm_set1_epi8(12))),
+                  m4 = _mm512_set1_epi8(0x0f);
     const __m512i one8 = _mm512_set1_epi8(1), minus12 = _mm512_set1_epi32(-12);
     const size_t ahead = qd4_ahead(w->row_bytes, stride);
     __m512 acc[4];
@@ -1328,7 +1321,7 @@ AVX512VNNI static void mxfp4_dot4_z(const weight *w, int64_t r, int64_t stride, 
         /* the bias's part, -12 x the 4-element sums, starts each row's integer sum */
         const __m512i nbias = _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), one8, q2), minus12);
         /* the activation scales of both blocks, each times 2^(e - 128) below: scalef multiplies by an
-         * exact power of two, the same rounding as the product with e8m0_half(e) */
+         * exact power of two, the same rounding as the product with ggml_e8m0_half(e) */
         const __m512 ad = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(a->d[b]), _mm512_set1_ps(a->d[b + 1]));
         QD_UNROLL /* the accumulators stay in registers */
         for (int k = 0; k < 4; k++) {
@@ -1354,17 +1347,9 @@ AVX512VNNI static void mxfp4_dot4_z(const weight *w, int64_t r, int64_t stride, 
         float s = hsum_ps(_mm256_add_ps(lo, hi));
         if (b < nb) { /* the last odd block */
             const uint8_t *blk = row[k] + b * 17;
-            const __m128i bits = _mm_loadu_si128((const __m128i *)(blk + 1)), m4s = _mm_set1_epi8(0x0f);
-            const __m128i v = mxfp4_biased_values();
-            const __m256i wu = _mm256_inserti128_si256(
-                _mm256_castsi128_si256(_mm_shuffle_epi8(v, _mm_and_si128(bits, m4s))),
-                _mm_shuffle_epi8(v, _mm_and_si128(_mm_srli_epi16(bits, 4), m4s)), 1);
             const __m256i q8 = _mm256_loadu_si256((const __m256i *)(a->q + b * 32));
-            const __m256i one16 = _mm256_set1_epi16(1);
-            const __m256i s4 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q8), one16);
-            const __m256i lanes = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(wu, q8), one16),
-                                                   _mm256_mullo_epi32(s4, _mm256_set1_epi32(12)));
-            s = fmaf(a->d[b] * e8m0_half(blk[0]), (float)hsum_epi32(lanes), s);
+            const __m256i lanes = mxfp4_lanes(mxfp4_codes(blk), q8, mxfp4_qbias(q8));
+            s = fmaf(a->d[b] * ggml_e8m0_half(blk[0]), (float)hsum_epi32(lanes), s);
         }
         y[k * stride] = s;
     }

@@ -464,7 +464,8 @@ static int load_weights(loaded_pack *p)
             vec(p, &L->bq, "blk.%d.attn_q.bias", l) || vec(p, &L->bk, "blk.%d.attn_k.bias", l) ||
             vec(p, &L->bv, "blk.%d.attn_v.bias", l) || mat(p, &L->wq, "blk.%d.attn_q.weight", l) ||
             mat(p, &L->wk, "blk.%d.attn_k.weight", l) || mat(p, &L->wv, "blk.%d.attn_v.weight", l) ||
-            mat(p, &L->wo, "blk.%d.attn_output.weight", l) || mat(p, &L->wqkv, "blk.%d.attn_qkv.weight", l) || mat(p, &L->ffn_gate, "blk.%d.ffn_gate.weight", l) ||
+            mat(p, &L->wo, "blk.%d.attn_output.weight", l) || mat(p, &L->wqkv, "blk.%d.attn_qkv.weight", l) ||
+            mat(p, &L->ffn_gate, "blk.%d.ffn_gate.weight", l) ||
             mat(p, &L->ffn_up, "blk.%d.ffn_up.weight", l) || mat(p, &L->ffn_down, "blk.%d.ffn_down.weight", l) ||
             mat(p, &L->router, "blk.%d.ffn_gate_inp.weight", l) ||
             mat(p, &L->sh_gate, "blk.%d.ffn_gate_shexp.weight", l) ||

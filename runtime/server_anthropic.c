@@ -3,9 +3,10 @@
  * streams as the named event sequence message_start, content_block_start,
  * ping, content_block_delta..., content_block_stop, message_delta,
  * message_stop. The anthropic-version header and ?beta=true are accepted
- * and need nothing from us. With thinking enabled (gpt-oss: its analysis
- * channel) a thinking block comes first, index 0, its text block after it
- * at index 1, opened when the first text comes (or at the end). */
+ * and need nothing from us. With thinking enabled the model's reasoning
+ * (generate.h: gpt-oss's analysis channel, <think> text) is a thinking
+ * block first, index 0, the text block after it at index 1, opened when
+ * the first text comes (or at the end). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -145,7 +145,7 @@ static bool produce(void *ctx, strbuf *out)
     size_t n;
     gen_finish f = gen_next(o->g, &d, &n);
     size_t rn;
-    const char *r = gen_take_reasoning(o->g, &rn); /* gpt-oss's analysis, ahead of the text */
+    const char *r = gen_take_reasoning(o->g, &rn); /* the reasoning (generate.h), ahead of the text */
     if (rn > 0 && o->chat)
         sse_event(out, NULL, chunk(o, json_pack("{s:s%}", "reasoning_content", r, rn), json_null(), json_null()));
     if (n > 0) sse_event(out, NULL, chunk(o, content(o, d, n), json_null(), logprobs_of(o)));
@@ -240,7 +240,7 @@ static enum MHD_Result complete(server *s, struct MHD_Connection *c, request *rq
                     "content", t, "logprobs", lp ? lp : json_null(), "finish_reason", finish_reason(f))
         : json_pack("{s:i, s:o, s:o, s:s}", "index", 0, "text", t, "logprobs",
                     lp ? lp : json_null(), "finish_reason", finish_reason(f));
-    if (chat && reasoning.len) /* gpt-oss's analysis channel, as llama.cpp's server names it */
+    if (chat && reasoning.len) /* the reasoning, under llama.cpp server's name */
         json_object_set_new(json_object_get(choice, "message"), "reasoning_content",
                             json_stringn(reasoning.data, reasoning.len));
     strbuf_free(&reasoning);

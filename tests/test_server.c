@@ -362,12 +362,114 @@ static void test_openai_stream_equals_plain(void **st)
     stop(&f);
 }
 
+/* A greedy chat through the OpenAI API, plain then streamed (the same
+ * text and reasoning both ways): its content, reasoning_content ("" when
+ * none) and completion tokens. */
+static void openai_chat_both(int port, char **content, char **reasoning, json_int_t *completion)
+{
+    reply r = { 0 };
+    http(port, "/v1/chat/completions", CHAT ",\"temperature\":0}", NULL, &r);
+    assert_int_equal(r.status, 200);
+    json_t *j = json_of(&r);
+    const char *rc = jstr(j, "choices.0.message.reasoning_content");
+    *content = strdup(jstr(j, "choices.0.message.content"));
+    *reasoning = strdup(rc ? rc : "");
+    *completion = json_integer_value(json_object_get(json_object_get(j, "usage"), "completion_tokens"));
+    json_decref(j);
+    reply_free(&r);
+    r = (reply){ 0 };
+    http(port, "/v1/chat/completions", CHAT ",\"temperature\":0,\"stream\":true}", NULL, &r);
+    char fin[32], *sreason;
+    char *streamed = openai_stream_text2(r.body.data, false, fin, &sreason);
+    assert_string_equal(streamed, *content);
+    assert_string_equal(sreason, *reasoning);
+    free(streamed);
+    free(sreason);
+    reply_free(&r);
+}
+
+/* The same greedy chat through the Anthropic API: without thinking the
+ * content alone; with thinking enabled a thinking block (the reasoning)
+ * then the text, plain, and streamed as thinking_delta events at index 0,
+ * its stop, then the text block at index 1. */
+static void anthropic_chat_both(int port, const char *content, const char *reasoning)
+{
+    static const char MSG[] = "{\"model\":\"m\",\"max_tokens\":100,\"temperature\":0,%s\"messages\":[{\"role\":"
+                              "\"user\",\"content\":\"Hi\"}]}";
+    char body[512];
+    snprintf(body, sizeof body, MSG, "");
+    reply r = { 0 };
+    http(port, "/v1/messages", body, NULL, &r);
+    assert_int_equal(r.status, 200);
+    json_t *j = json_of(&r);
+    assert_string_equal(jstr(j, "content.0.text"), content);
+    assert_int_equal(json_array_size(json_object_get(j, "content")), 1);
+    json_decref(j);
+    reply_free(&r);
+    snprintf(body, sizeof body, MSG, "\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":2048},");
+    r = (reply){ 0 };
+    http(port, "/v1/messages", body, NULL, &r);
+    assert_int_equal(r.status, 200);
+    j = json_of(&r);
+    assert_string_equal(jstr(j, "content.0.type"), "thinking");
+    assert_string_equal(jstr(j, "content.0.thinking"), reasoning);
+    assert_string_equal(jstr(j, "content.1.type"), "text");
+    assert_string_equal(jstr(j, "content.1.text"), content);
+    json_decref(j);
+    reply_free(&r);
+    snprintf(body, sizeof body, MSG, "\"stream\":true,\"thinking\":{\"type\":\"enabled\"},");
+    r = (reply){ 0 };
+    http(port, "/v1/messages", body, NULL, &r);
+    assert_int_equal(r.status, 200);
+    sse_ev *ev = calloc(512, sizeof *ev);
+    assert_non_null(ev);
+    const size_t ne = parse_sse(r.body.data, ev, 512);
+    strbuf th = { 0 }, tx = { 0 };
+    int phase = 0; /* 0 thinking open, 1 thinking closed, 2 text open, 3 text closed */
+    for (size_t i = 0; i < ne; i++) {
+        json_t *e = json_loads(ev[i].data, 0, NULL);
+        assert_non_null(e);
+        const char *type = jstr(e, "type");
+        const json_int_t idx = json_integer_value(json_object_get(e, "index"));
+        if (!strcmp(type, "content_block_start")) {
+            assert_string_equal(jstr(e, "content_block.type"), idx == 0 ? "thinking" : "text");
+            if (idx == 1) { assert_int_equal(phase, 1); phase = 2; }
+        } else if (!strcmp(type, "content_block_delta")) {
+            if (idx == 0) { assert_int_equal(phase, 0); strbuf_puts(&th, jstr(e, "delta.thinking")); }
+            else { assert_int_equal(phase, 2); strbuf_puts(&tx, jstr(e, "delta.text")); }
+        } else if (!strcmp(type, "content_block_stop")) {
+            phase = idx == 0 ? 1 : 3;
+        }
+        json_decref(e);
+    }
+    assert_int_equal(phase, 3);
+    assert_string_equal(th.data ? th.data : "", reasoning);
+    assert_string_equal(tx.data ? tx.data : "", content);
+    strbuf_free(&th);
+    strbuf_free(&tx);
+    free_sse(ev, ne);
+    free(ev);
+    reply_free(&r);
+}
+
+/* /v1/completions keeps the raw text: it must hold `what`. */
+static void raw_completion_holds(int port, const char *what)
+{
+    reply r = { 0 };
+    http(port, "/v1/completions", "{\"prompt\":\"Once\",\"max_tokens\":100,\"temperature\":0}", NULL, &r);
+    json_t *j = json_of(&r);
+    assert_non_null(strstr(jstr(j, "choices.0.text"), what));
+    json_decref(j);
+    reply_free(&r);
+}
+
 /* gpt-oss through the server: a vocabulary with harmony's markers (on
  * stories260K's spare byte tokens), the template detected by <|channel|>,
  * a turn of analysis then the final answer. Chat answers (both APIs,
- * streamed or not) are the final channel's text, the whole turn counted;
- * /v1/completions keeps the raw text. Greedy throughout: the fake engine
- * replays the script only as its greedy story. */
+ * streamed or not) are the final channel's text, the analysis their
+ * reasoning, the whole turn counted; /v1/completions keeps the raw text.
+ * Greedy throughout: the fake engine replays the script only as its greedy
+ * story. */
 static void test_gpt_oss_harmony(void **st)
 {
     (void)st;
@@ -386,96 +488,19 @@ static void test_gpt_oss_harmony(void **st)
     };
     fixture f;
     start_with(&f, gg, &o);
-    reply r = { 0 };
-    http(f.port, "/v1/chat/completions", CHAT ",\"temperature\":0}", NULL, &r);
-    assert_int_equal(r.status, 200);
-    json_t *j = json_of(&r);
-    char *plain = strdup(jstr(j, "choices.0.message.content"));
+    char *plain, *reason;
+    json_int_t completion;
+    openai_chat_both(f.port, &plain, &reason, &completion);
     assert_non_null(strstr(plain, "Spot found the ball."));
     assert_null(strstr(plain, "dog"));
     assert_null(strstr(plain, "final"));
-    const json_int_t completion =
-        json_integer_value(json_object_get(json_object_get(j, "usage"), "completion_tokens"));
     assert_true(completion > 20); /* the analysis and the markers count */
-    /* the analysis channel is the reasoning_content */
-    char *reason = strdup(jstr(j, "choices.0.message.reasoning_content"));
     assert_non_null(strstr(reason, "The dog wants a ball."));
     assert_null(strstr(reason, "Spot"));
-    json_decref(j);
-    reply_free(&r);
-    r = (reply){ 0 };
-    http(f.port, "/v1/chat/completions", CHAT ",\"temperature\":0,\"stream\":true}", NULL, &r);
-    char fin[32], *sreason;
-    char *streamed = openai_stream_text2(r.body.data, false, fin, &sreason);
-    assert_string_equal(streamed, plain);
-    assert_string_equal(sreason, reason);
-    free(streamed);
-    free(sreason);
-    free(reason);
-    reply_free(&r);
-    r = (reply){ 0 };
-    http(f.port, "/v1/messages", "{\"model\":\"m\",\"max_tokens\":100,\"temperature\":0,\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}",
-         NULL, &r);
-    assert_int_equal(r.status, 200);
-    j = json_of(&r);
-    assert_string_equal(jstr(j, "content.0.text"), plain);
-    json_decref(j);
-    reply_free(&r);
-    /* Anthropic with thinking enabled: the analysis as a thinking block ahead of the text */
-    r = (reply){ 0 };
-    http(f.port, "/v1/messages", "{\"model\":\"m\",\"max_tokens\":100,\"temperature\":0,\"thinking\":{\"type\":"
-         "\"enabled\",\"budget_tokens\":1024},\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}", NULL, &r);
-    assert_int_equal(r.status, 200);
-    j = json_of(&r);
-    assert_string_equal(jstr(j, "content.0.type"), "thinking");
-    assert_non_null(strstr(jstr(j, "content.0.thinking"), "The dog wants a ball."));
-    assert_string_equal(jstr(j, "content.1.type"), "text");
-    assert_string_equal(jstr(j, "content.1.text"), plain);
-    json_decref(j);
-    reply_free(&r);
-    /* ... streamed: thinking_delta events at index 0, its stop, then the text block at index 1 */
-    r = (reply){ 0 };
-    http(f.port, "/v1/messages", "{\"model\":\"m\",\"max_tokens\":100,\"temperature\":0,\"stream\":true,"
-         "\"thinking\":{\"type\":\"enabled\"},\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}", NULL, &r);
-    assert_int_equal(r.status, 200);
-    {
-        sse_ev *ev = calloc(512, sizeof *ev);
-        assert_non_null(ev);
-        const size_t ne = parse_sse(r.body.data, ev, 512);
-        strbuf th = { 0 }, tx = { 0 };
-        int phase = 0; /* 0 thinking open, 1 thinking closed, 2 text open, 3 text closed */
-        for (size_t i = 0; i < ne; i++) {
-            json_t *e = json_loads(ev[i].data, 0, NULL);
-            assert_non_null(e);
-            const char *type = jstr(e, "type");
-            const json_int_t idx = json_integer_value(json_object_get(e, "index"));
-            if (!strcmp(type, "content_block_start")) {
-                assert_string_equal(jstr(e, "content_block.type"), idx == 0 ? "thinking" : "text");
-                if (idx == 1) { assert_int_equal(phase, 1); phase = 2; }
-            } else if (!strcmp(type, "content_block_delta")) {
-                if (idx == 0) { assert_int_equal(phase, 0); strbuf_puts(&th, jstr(e, "delta.thinking")); }
-                else { assert_int_equal(phase, 2); strbuf_puts(&tx, jstr(e, "delta.text")); }
-            } else if (!strcmp(type, "content_block_stop")) {
-                phase = idx == 0 ? 1 : 3;
-            }
-            json_decref(e);
-        }
-        assert_int_equal(phase, 3);
-        assert_non_null(strstr(th.data, "The dog wants a ball."));
-        assert_string_equal(tx.data, plain);
-        strbuf_free(&th);
-        strbuf_free(&tx);
-        free_sse(ev, ne);
-        free(ev);
-    }
-    reply_free(&r);
-    r = (reply){ 0 };
-    http(f.port, "/v1/completions", "{\"prompt\":\"Once\",\"max_tokens\":100,\"temperature\":0}", NULL, &r);
-    j = json_of(&r);
-    assert_non_null(strstr(jstr(j, "choices.0.text"), "The dog wants a ball."));
-    json_decref(j);
-    reply_free(&r);
+    anthropic_chat_both(f.port, plain, reason);
+    raw_completion_holds(f.port, "The dog wants a ball.");
     free(plain);
+    free(reason);
     stop(&f);
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
@@ -483,9 +508,9 @@ static void test_gpt_oss_harmony(void **st)
     free(dir);
 }
 
-/* A model that reasons in <think>...</think> (DeepSeek-R1, Qwen3): OpenAI
- * chats answer the text after </think> and return the rest as
- * reasoning_content, streamed or not; /v1/completions keeps it all. */
+/* A model that reasons in <think>...</think> (DeepSeek-R1, Qwen3): chats
+ * answer the text after </think> and return the rest as the reasoning
+ * (both APIs, streamed or not); /v1/completions keeps it all. */
 static void test_think_reasoning(void **st)
 {
     (void)st;
@@ -494,52 +519,14 @@ static void test_think_reasoning(void **st)
     fake_engine_opts o = { .n_ctx = 512, .script = "<think>\nThe dog wants a ball.\n</think>\n\nSpot found the ball." };
     fixture f;
     start_with(&f, shared_path(src, sizeof src, GGUF), &o);
-    reply r = { 0 };
-    http(f.port, "/v1/chat/completions", CHAT ",\"temperature\":0}", NULL, &r);
-    assert_int_equal(r.status, 200);
-    json_t *j = json_of(&r);
-    char *plain = strdup(jstr(j, "choices.0.message.content"));
-    char *reason = strdup(jstr(j, "choices.0.message.reasoning_content"));
+    char *plain, *reason;
+    json_int_t completion;
+    openai_chat_both(f.port, &plain, &reason, &completion);
     assert_string_equal(plain, "Spot found the ball.");
     assert_non_null(strstr(reason, "The dog wants a ball."));
     assert_null(strstr(reason, "think"));
-    json_decref(j);
-    reply_free(&r);
-    r = (reply){ 0 };
-    http(f.port, "/v1/chat/completions", CHAT ",\"temperature\":0,\"stream\":true}", NULL, &r);
-    char fin[32], *sreason;
-    char *streamed = openai_stream_text2(r.body.data, false, fin, &sreason);
-    assert_string_equal(streamed, plain);
-    assert_string_equal(sreason, reason);
-    free(streamed);
-    free(sreason);
-    reply_free(&r);
-    /* Anthropic: without thinking the text only; with it, a thinking block first */
-    static const char MSG[] = "{\"model\":\"m\",\"max_tokens\":100,\"temperature\":0,%s\"messages\":[{\"role\":"
-                              "\"user\",\"content\":\"Hi\"}]}";
-    char body[512];
-    snprintf(body, sizeof body, MSG, "");
-    r = (reply){ 0 };
-    http(f.port, "/v1/messages", body, NULL, &r);
-    j = json_of(&r);
-    assert_string_equal(jstr(j, "content.0.text"), plain);
-    assert_int_equal(json_array_size(json_object_get(j, "content")), 1);
-    json_decref(j);
-    reply_free(&r);
-    snprintf(body, sizeof body, MSG, "\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":2048},");
-    r = (reply){ 0 };
-    http(f.port, "/v1/messages", body, NULL, &r);
-    j = json_of(&r);
-    assert_string_equal(jstr(j, "content.0.thinking"), reason);
-    assert_string_equal(jstr(j, "content.1.text"), plain);
-    json_decref(j);
-    reply_free(&r);
-    r = (reply){ 0 };
-    http(f.port, "/v1/completions", "{\"prompt\":\"Once\",\"max_tokens\":100,\"temperature\":0}", NULL, &r);
-    j = json_of(&r);
-    assert_non_null(strstr(jstr(j, "choices.0.text"), "</think>"));
-    json_decref(j);
-    reply_free(&r);
+    anthropic_chat_both(f.port, plain, reason);
+    raw_completion_holds(f.port, "</think>");
     free(plain);
     free(reason);
     stop(&f);
