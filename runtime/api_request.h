@@ -1,8 +1,9 @@
 /* api_request.h: request bodies of the OpenAI and Anthropic APIs, parsed
  * and checked into one plain struct the handlers can trust.
  *
- * This file depends on jansson and libc only, so the fuzz target can build
- * it alone; it knows nothing about HTTP, engines or templates.
+ * This file depends on jansson, libc, pyjson.c and strbuf.c only, so the
+ * fuzz target can build it alone; it knows nothing about HTTP, engines or
+ * templates.
  *
  * Contract:
  *  - api_request_parse() returns 0 and fills *r, or -1 and fills *e with an
@@ -13,9 +14,22 @@
  *    that overflow, wrong types, values out of range and unknown roles are
  *    all refused. null counts as "absent" (clients send "stop": null).
  *  - Fields that would change the answer and that we do not implement
- *    (n != 1, tools, logit_bias, penalties, response_format other than
- *    text, echo, suffix...) are refused by name; harmless unknown
- *    fields are ignored, as the upstream APIs do.
+ *    (n != 1, logit_bias, penalties, response_format other than text,
+ *    echo, suffix, tool_choice that forces a call...) are refused by name;
+ *    harmless unknown fields are ignored, as the upstream APIs do.
+ *  - Tools: OpenAI's tools ({"type": "function", "function": {name,
+ *    description, parameters}}) are kept as Python's json.dumps writes them
+ *    (pyjson.h), the text a chat template's tojson puts in the prompt;
+ *    Anthropic's {name, description, input_schema} become that same OpenAI
+ *    shape (input_schema as parameters), as llama.cpp's server does.
+ *    tool_choice "auto" (Anthropic {"type": "auto"}) keeps them, "none"
+ *    drops them; forcing a call ("required", a named function, "any") is
+ *    refused: nothing here constrains the model's output.
+ *  - Tool turns: an OpenAI assistant message's tool_calls (arguments a JSON
+ *    text, or an object) and role "tool" messages; an Anthropic assistant's
+ *    tool_use blocks and a user message's tool_result blocks (each one a
+ *    "tool" message, in order, before the user's text if any). Arguments
+ *    are kept as text: OpenAI's string as sent, an object as pyjson.
  *  - Anthropic's system (string or text blocks) becomes a leading "system"
  *    message; OpenAI's "developer" role becomes "system". Text parts and
  *    text blocks of one message are joined with '\n'.
@@ -42,9 +56,18 @@ typedef enum api_kind {
 #define API_MAX_STOP_LEN 256
 #define API_MAX_TOP_LOGPROBS 20
 
+typedef struct api_tool_call {
+    char *id;        /* the client's id ("" when it sent none) */
+    char *name;
+    char *arguments; /* JSON text of the arguments object */
+} api_tool_call;
+
 typedef struct api_message {
-    char *role;    /* "system" | "user" | "assistant" */
-    char *content;
+    char          *role;    /* "system" | "user" | "assistant" | "tool" */
+    char          *content; /* never NULL */
+    api_tool_call *calls;   /* assistant: the tool calls it made */
+    size_t         n_calls;
+    char          *tool_call_id; /* tool: the call it answers (NULL if not given) */
 } api_message;
 
 typedef struct api_request {
@@ -52,6 +75,8 @@ typedef struct api_request {
     api_message *msgs;
     size_t       n_msgs;
     char        *prompt;      /* API_COMPLETION */
+    char       **tools;       /* each tool in OpenAI's shape, as pyjson text; none after tool_choice "none" */
+    size_t       n_tools;
     int          max_tokens;  /* 0 = not given */
     double       temperature; /* default 1 */
     double       top_p;       /* default 1 */

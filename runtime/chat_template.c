@@ -18,7 +18,7 @@ static const struct { const char *name; chat_family f; } NAMES[] = {
     { "chatglm4", CHAT_GLM4 },   { "glm4", CHAT_GLM4 },       { "hunyuan-moe", CHAT_HUNYUAN },
     { "kimi-k2", CHAT_KIMI_K2 },  { "gpt-oss", CHAT_GPT_OSS },  { "bailing", CHAT_BAILING },
     { "bailing2", CHAT_BAILING2 },  { "minimax-m2", CHAT_MINIMAX_M2 }, { "bailing-think", CHAT_BAILING_THINK },
-    { "dots1", CHAT_DOTS1 },
+    { "dots1", CHAT_DOTS1 },      { "qwen3", CHAT_CHATML },
 };
 
 chat_family chat_family_from_name(const char *name)
@@ -434,6 +434,10 @@ char *chat_template_render(chat_family f, const chat_msg *m, size_t n, const cha
                      i, m[i].role);
             return NULL;
         }
+        if (m[i].n_calls) {
+            snprintf(err, errlen, "messages[%zu]: tool calls need a template with a tool format", i);
+            return NULL;
+        }
     }
     strbuf b = { 0 };
     bool ok = true;
@@ -460,6 +464,118 @@ char *chat_template_render(chat_family f, const chat_msg *m, size_t n, const cha
     default: chatml(&b, m, n, default_system, gen); break;
     }
     if (!ok) { strbuf_free(&b); return NULL; }
+    char *out = strbuf_take(&b);
+    if (!out) snprintf(err, errlen, "out of memory rendering the chat template");
+    return out;
+}
+
+chat_tools chat_template_tools(const char *t)
+{
+    if (t && strstr(t, "<|im_start|>") && strstr(t, "'<tool_call>\\n{\"name\": \"'") &&
+        strstr(t, "tool_call.arguments is string") && strstr(t, "ns.last_query_index") &&
+        strstr(t, "<tool_response>"))
+        return CHAT_TOOLS_QWEN3;
+    return CHAT_TOOLS_NONE;
+}
+
+chat_tools chat_tools_from_name(const char *name)
+{
+    return name && !strcmp(name, "qwen3") ? CHAT_TOOLS_QWEN3 : CHAT_TOOLS_NONE;
+}
+
+static bool starts_with(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
+static bool ends_with(const char *s, const char *p)
+{
+    size_t n = strlen(s), k = strlen(p);
+    return n >= k && !memcmp(s + n - k, p, k);
+}
+
+/* Qwen3's template, statement by statement. */
+static void qwen3(strbuf *b, const chat_msg *m, size_t n, const char *const *tools, size_t n_tools, bool gen)
+{
+    bool sys0 = n && is(&m[0], "system");
+    if (n_tools) {
+        strbuf_puts(b, "<|im_start|>system\n");
+        if (sys0) strbuf_printf(b, "%s\n\n", m[0].content);
+        strbuf_puts(b, "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+                       "You are provided with function signatures within <tools></tools> XML tags:\n<tools>");
+        for (size_t i = 0; i < n_tools; i++) strbuf_printf(b, "\n%s", tools[i]);
+        strbuf_puts(b, "\n</tools>\n\nFor each function call, return a json object with function name and "
+                       "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": "
+                       "<function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n");
+    } else if (sys0) {
+        strbuf_printf(b, "<|im_start|>system\n%s<|im_end|>\n", m[0].content);
+    }
+    /* the last user message that is not a tool response wrapped by hand */
+    size_t last_query = n ? n - 1 : 0;
+    for (size_t k = n; k-- > 0;) {
+        if (is(&m[k], "user") &&
+            !(starts_with(m[k].content, "<tool_response>") && ends_with(m[k].content, "</tool_response>"))) {
+            last_query = k;
+            break;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        const chat_msg *x = &m[i];
+        if (is(x, "user") || (is(x, "system") && i > 0)) {
+            strbuf_printf(b, "<|im_start|>%s\n%s<|im_end|>\n", x->role, x->content);
+        } else if (is(x, "assistant")) {
+            const char *content = x->content;
+            strbuf reasoning = { 0 };
+            const char *close = strstr(content, "</think>");
+            if (close) {
+                /* reasoning: before the first </think>, rstrip '\n', after the last <think>, lstrip '\n' */
+                size_t rn = (size_t)(close - content);
+                while (rn && content[rn - 1] == '\n') rn--;
+                const char *r = content, *o;
+                for (const char *p = content; (o = strstr(p, "<think>")) && o + 7 <= content + rn; p = o + 1) r = o + 7;
+                while (r < content + rn && *r == '\n') r++;
+                strbuf_add(&reasoning, r, (size_t)(content + rn - r));
+                const char *last = close, *q;
+                while ((q = strstr(last + 1, "</think>"))) last = q;
+                content = last + 8;
+                while (*content == '\n') content++;
+            }
+            if (i > last_query && (i == n - 1 || reasoning.len)) {
+                strbuf_puts(b, "<|im_start|>assistant\n<think>\n");
+                add_strip_nl(b, reasoning.data ? reasoning.data : "", reasoning.len);
+                strbuf_puts(b, "\n</think>\n\n");
+                while (*content == '\n') content++;
+                strbuf_puts(b, content);
+            } else {
+                strbuf_printf(b, "<|im_start|>assistant\n%s", content);
+            }
+            strbuf_free(&reasoning);
+            for (size_t j = 0; j < x->n_calls; j++) {
+                if (j > 0 || *content) strbuf_puts(b, "\n");
+                strbuf_printf(b, "<tool_call>\n{\"name\": \"%s\", \"arguments\": %s}\n</tool_call>",
+                              x->calls[j].name, x->calls[j].arguments);
+            }
+            strbuf_puts(b, "<|im_end|>\n");
+        } else if (is(x, "tool")) {
+            if (i == 0 || !is(&m[i - 1], "tool")) strbuf_puts(b, "<|im_start|>user");
+            strbuf_printf(b, "\n<tool_response>\n%s\n</tool_response>", x->content);
+            if (i == n - 1 || !is(&m[i + 1], "tool")) strbuf_puts(b, "<|im_end|>\n");
+        }
+    }
+    if (gen) strbuf_puts(b, "<|im_start|>assistant\n");
+}
+
+char *chat_template_render_tools(chat_tools style, const chat_msg *m, size_t n, const char *const *tools,
+                                 size_t n_tools, bool gen, char *err, size_t errlen)
+{
+    if (style != CHAT_TOOLS_QWEN3) {
+        snprintf(err, errlen, "this chat template has no tool format strata renders");
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!is(&m[i], "system") && !is(&m[i], "user") && !is(&m[i], "assistant") && !is(&m[i], "tool")) {
+            snprintf(err, errlen, "messages[%zu].role: '%s' is not system, user, assistant or tool", i, m[i].role);
+            return NULL;
+        }
+    }
+    strbuf b = { 0 };
+    qwen3(&b, m, n, tools, n_tools, gen);
     char *out = strbuf_take(&b);
     if (!out) snprintf(err, errlen, "out of memory rendering the chat template");
     return out;

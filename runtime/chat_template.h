@@ -11,7 +11,8 @@
  *
  * Contract:
  *  - Roles are "system", "user", "assistant" (the caller maps OpenAI's
- *    "developer" to system).
+ *    "developer" to system); "tool" and assistants' calls only in
+ *    chat_template_render_tools().
  *  - Where the original template raises (roles not alternating, a system
  *    message it cannot place), chat_template_render() returns NULL and says
  *    why in err, so the server answers 400 instead of inventing a layout.
@@ -51,16 +52,31 @@ typedef enum chat_family {
     CHAT_DOTS1,
 } chat_family;
 
+/* A tool call an assistant made: its name and the JSON text of its arguments. */
+typedef struct chat_call {
+    const char *name;
+    const char *arguments;
+} chat_call;
+
 typedef struct chat_msg {
-    const char *role;
-    const char *content;
+    const char      *role;
+    const char      *content;
+    const chat_call *calls; /* an assistant's tool calls; only tool formats render them */
+    size_t           n_calls;
 } chat_msg;
+
+/* The tool-call formats rendered here (and parsed by tool_calls.h). */
+typedef enum chat_tools {
+    CHAT_TOOLS_NONE = 0,
+    CHAT_TOOLS_QWEN3, /* Qwen3's template: Hermes-style <tools> / <tool_call> JSON / <tool_response> */
+} chat_tools;
 
 /* The family a template's text belongs to, CHAT_UNKNOWN if none. */
 chat_family chat_template_detect(const char *tmpl);
 /* "chatml", "qwen" (= chatml), "llama2", "llama-2", "llama3", "llama-3",
  * "mistral", "gemma", "phi3", "phi-3", "deepseek", "deepseek3" (V3's layout), "deepseek2" (DeepSeek
- * LLM, MoE and V2's "User: ... Assistant:"), "granite", "llama4";
+ * LLM, MoE and V2's "User: ... Assistant:"), "granite", "llama4", "qwen3" (chatml, with Qwen3's
+ * tool format);
  * CHAT_UNKNOWN otherwise. */
 chat_family chat_family_from_name(const char *name);
 const char *chat_family_name(chat_family f);
@@ -80,5 +96,21 @@ bool chat_template_has_dynamic_system(const char *tmpl);
 char *chat_template_render(chat_family f, const chat_msg *msgs, size_t n, const char *bos,
                            const char *eos, const char *default_system,
                            bool add_generation_prompt, char *err, size_t errlen);
+
+/* The tool format of a template's text: Qwen3's is recognised by its
+ * <tool_call> JSON literal, its string-or-tojson arguments test and its
+ * last_query_index (Qwen2.5's and Qwen3-Coder's differ and are not). */
+chat_tools chat_template_tools(const char *tmpl);
+/* "qwen3": the tool format a --chat-template name brings, NONE otherwise. */
+chat_tools chat_tools_from_name(const char *name);
+
+/* A conversation with tools (each one JSON text, tojson's form) or tool
+ * turns (role "tool", assistants' calls), in the style's whole template,
+ * byte for byte as Jinja renders it (Qwen3: the tools in the system turn,
+ * past reasoning split off assistant texts at </think> and re-rendered only
+ * after the last user query, consecutive tool results in one user turn). */
+char *chat_template_render_tools(chat_tools style, const chat_msg *msgs, size_t n,
+                                 const char *const *tools, size_t n_tools,
+                                 bool add_generation_prompt, char *err, size_t errlen);
 
 #endif

@@ -20,6 +20,7 @@ int cmd_check(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv); /* cli_tokenize.c */
+int cmd_template(int argc, char **argv); /* cli_template.c */
 
 typedef struct cli_model {
     loaded_pack *pack;

@@ -147,7 +147,10 @@ static void think_reason(gen *g, const char *s, size_t n)
     if (g->reasoning.oom || !g->reasoning.len) return;
     const char *r = g->reasoning.data, *end = strstr(r + from, THINK_CLOSE);
     if (!end) return;
-    const size_t at = (size_t)(end - r), after = at + sizeof THINK_CLOSE - 1;
+    const size_t after = (size_t)(end - r) + sizeof THINK_CLOSE - 1;
+    size_t at = (size_t)(end - r);
+    /* blanks before </think> end neither part (reasoning_ready held them back) */
+    while (at > g->r_taken && skip_ws(r + at - 1, 1)) at--;
     g->th_state = 2;
     g->th_trim = true;
     think_content(g, r + after, g->reasoning.len - after);
@@ -224,9 +227,12 @@ static size_t reasoning_ready(const gen *g)
     const size_t len = g->reasoning.len;
     if (g->fin != GEN_RUNNING || !len) return len;
     size_t hold = utf8_incomplete_tail(g->reasoning.data, len);
-    if (g->th_state == 1)
+    if (g->th_state == 1) {
         for (size_t k = sizeof THINK_CLOSE - 2; k > hold; k--)
             if (k <= len && !memcmp(g->reasoning.data + len - k, THINK_CLOSE, k)) { hold = k; break; }
+        /* and the blanks before it: they go if </think> follows */
+        while (hold < len && skip_ws(g->reasoning.data + len - hold - 1, 1)) hold++;
+    }
     return len - hold;
 }
 

@@ -30,7 +30,9 @@
  *    of content: from the start (GEN_THINK_OPEN, the prompt ended with
  *    <think>), or when the answer opens with <think> after any whitespace
  *    (GEN_THINK_MAYBE: a few bytes are held back at the start until that
- *    is decided). Whitespace after </think> is dropped.
+ *    is decided). Whitespace around </think> is dropped: the reasoning
+ *    ends at its last non-blank (blanks that may precede </think> are
+ *    held back), the content starts at its first.
  *  - A non-NULL cancel flag that becomes true ends generation at the next
  *    token with GEN_CANCELLED (server shutdown).
  *  - gen_end() ends the engine session and frees everything. */

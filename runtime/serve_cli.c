@@ -39,7 +39,7 @@ static void usage(FILE *fp)
         "  --ctx           context length per request (default: the model's)\n"
         "  --chat-template chatml | llama2 | llama3 | llama4 | mistral | gemma | phi3 | deepseek | deepseek2 |\n"
         "                  granite | chatglm4 | hunyuan-moe | kimi-k2 | gpt-oss | bailing | bailing-think |\n"
-        "                  bailing2 | minimax-m2 | dots1\n"
+        "                  bailing2 | minimax-m2 | dots1 | qwen3 (chatml with Qwen3's tool calls)\n"
         "  --cors          allow browser requests from ORIGIN\n"
         "  --max-body      largest request body in bytes (default 1048576)\n"
         "  [--device auto|cpu|cuda] [--vram-reserve SIZE] [--miss cpu|pcie|auto] [--profile FILE]\n"
@@ -182,7 +182,9 @@ int strata_cmd_serve(int argc, char **argv)
         free_engine(&o, e);
         return 1;
     }
-    printf("strata serve: ready: model %s, %d-token context\n", e->name, e->n_ctx);
+    char chat[96];
+    printf("strata serve: ready: model %s, %d-token context, chat template %s\n", e->name, e->n_ctx,
+           server_chat_summary(s, chat, sizeof chat));
     fflush(stdout);
 
     int sig = 0;

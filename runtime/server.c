@@ -300,7 +300,7 @@ server *server_start(const server_config *cfg, char *err, size_t errlen)
         return NULL;
     }
     if (s->template_name && chat_family_from_name(s->template_name) == CHAT_UNKNOWN) {
-        snprintf(err, errlen, "--chat-template %s: unknown (chatml, llama2, llama3, mistral, gemma, phi3, deepseek)",
+        snprintf(err, errlen, "--chat-template %s: unknown (strata serve --help lists the names)",
                  s->template_name);
         free_server(s);
         return NULL;
@@ -333,23 +333,28 @@ server *server_start(const server_config *cfg, char *err, size_t errlen)
 
 int server_port(const server *s) { return s->port; }
 
+const char *server_chat_summary(const server *s, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s; tool calls: %s", chat_family_name(s->family),
+             s->tools == CHAT_TOOLS_QWEN3 ? "qwen3" : "none");
+    return buf;
+}
+
 int server_set_engine(server *s, engine *e, char *err, size_t errlen)
 {
     if (atomic_load(&s->ready)) { snprintf(err, errlen, "the server already has a model"); return -1; }
     s->eng = e;
     s->n_ctx = s->n_ctx_cfg > 0 && s->n_ctx_cfg < e->n_ctx ? s->n_ctx_cfg : e->n_ctx;
-    if (s->template_name) {
-        s->family = chat_family_from_name(s->template_name);
-    } else {
-        s->family = chat_template_detect(e->chat_template);
-        if (s->family == CHAT_UNKNOWN) {
+    chat_setup cs;
+    bool fell_back;
+    chat_setup_detect(&cs, e->chat_template, s->template_name, &s->default_system, &fell_back);
+    s->family = cs.family;
+    s->tools = cs.tools;
+    if (!s->template_name) {
+        if (fell_back)
             fprintf(stderr, "strata serve: warning: %s; using chatml\n",
                     e->chat_template ? "the pack's chat template is not one we recognise"
                                      : "the pack has no chat template");
-            s->family = CHAT_CHATML;
-        }
-        if (s->family == CHAT_CHATML) s->default_system = chat_template_default_system(e->chat_template);
-        if (s->family == CHAT_MINIMAX_M2) s->default_system = chat_template_minimax_identity(e->chat_template);
         if (chat_template_has_dynamic_system(e->chat_template))
             fprintf(stderr, "strata serve: warning: the pack's chat template builds a default system prompt at "
                             "render time (today's date); requests without a system message get none\n");

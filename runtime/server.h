@@ -39,6 +39,9 @@ typedef struct server server;
 server *server_start(const server_config *cfg, char *err, size_t errlen);
 int server_port(const server *s);
 int server_set_engine(server *s, engine *e, char *err, size_t errlen);
+/* After server_set_engine: the chat layout in words ("chatml; tool calls:
+ * qwen3" or "...; tool calls: none"), for the start-up line. */
+const char *server_chat_summary(const server *s, char *buf, size_t n);
 void server_stop(server *s);
 
 #endif

@@ -6,13 +6,16 @@
  * and need nothing from us. With thinking enabled the model's reasoning
  * (generate.h: gpt-oss's analysis channel, <think> text) is a thinking
  * block first, index 0, the text block after it at index 1, opened when
- * the first text comes (or at the end). */
+ * the first text comes (or at the end). Tool calls the model makes (when
+ * the request offers tools) follow as tool_use blocks, their input streamed
+ * as one input_json_delta each, and stop_reason is "tool_use". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/server_internal.h"
 #include "runtime/sse.h"
+#include "runtime/tool_calls.h"
 
 typedef struct ant {
     server     *s;
@@ -22,7 +25,18 @@ typedef struct ant {
     bool        started, slot;
     bool        text_open;   /* thinking: the text block has been started (the thinking one closed) */
     char        id[64];
+    tool_scan   ts;
 } ant;
+
+/* {"type": "tool_use", "id", "name", "input"}; input {} when streamed (it follows as a delta) */
+static json_t *tool_use_block(ant *a, const tool_call *c, bool streamed)
+{
+    char id[64];
+    server_new_id(a->s, "toolu_", id, sizeof id);
+    json_t *in = streamed ? json_object() : json_loads(c->arguments, 0, NULL);
+    return json_pack("{s:s, s:s, s:s, s:o}", "type", "tool_use", "id", id, "name", c->name, "input",
+                     in ? in : json_object());
+}
 
 static void block_start(strbuf *out, int index, json_t *block)
 {
@@ -44,9 +58,9 @@ static void open_text(ant *a, strbuf *out)
     block_start(out, 1, json_pack("{s:s, s:s}", "type", "text", "text", ""));
 }
 
-static const char *stop_reason(gen_finish f)
+static const char *stop_reason(gen_finish f, size_t n_calls)
 {
-    return f == GEN_LENGTH ? "max_tokens" : f == GEN_STOP ? "stop_sequence" : "end_turn";
+    return n_calls ? "tool_use" : f == GEN_LENGTH ? "max_tokens" : f == GEN_STOP ? "stop_sequence" : "end_turn";
 }
 
 static json_t *stop_sequence(const ant *a, gen_finish f)
@@ -61,6 +75,7 @@ static void release(ant *a)
     if (a->slot) server_slot_release(a->s);
     free(a->p.ids);
     api_request_free(&a->r);
+    tool_scan_free(&a->ts);
     free(a);
 }
 
@@ -91,12 +106,24 @@ static bool produce(void *ctx, strbuf *out)
         sse_event(out, "content_block_delta",
                   json_pack("{s:s, s:i, s:{s:s, s:s%}}", "type", "content_block_delta", "index", 0,
                             "delta", "type", "thinking_delta", "thinking", r, rn));
+    strbuf shown = { 0 };
+    tool_call *calls = NULL;
+    size_t n_calls = 0;
+    bool ended = f != GEN_RUNNING && f != GEN_ERROR && f != GEN_CANCELLED;
+    if (a->p.tools) { /* the text before any tool call, as it becomes sure */
+        tool_scan_feed(&a->ts, d, n, &shown);
+        if (ended) n_calls = tool_scan_finish(&a->ts, &calls, &shown);
+        d = shown.data;
+        n = shown.len;
+    }
+    int text_index = a->r.thinking ? 1 : 0;
     if (n > 0) {
         open_text(a, out);
         sse_event(out, "content_block_delta",
                   json_pack("{s:s, s:i, s:{s:s, s:s%}}", "type", "content_block_delta", "index",
-                            a->r.thinking ? 1 : 0, "delta", "type", "text_delta", "text", d, n));
+                            text_index, "delta", "type", "text_delta", "text", d, n));
     }
+    strbuf_free(&shown);
     if (f == GEN_RUNNING) return true;
     if (f == GEN_ERROR || f == GEN_CANCELLED) {
         sse_event(out, "error", json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type",
@@ -105,10 +132,19 @@ static bool produce(void *ctx, strbuf *out)
         return false;
     }
     open_text(a, out);
-    block_stop(out, a->r.thinking ? 1 : 0);
+    block_stop(out, text_index);
+    for (size_t i = 0; i < n_calls; i++) {
+        int index = text_index + 1 + (int)i;
+        block_start(out, index, tool_use_block(a, &calls[i], true));
+        sse_event(out, "content_block_delta",
+                  json_pack("{s:s, s:i, s:{s:s, s:s}}", "type", "content_block_delta", "index", index, "delta",
+                            "type", "input_json_delta", "partial_json", calls[i].arguments));
+        block_stop(out, index);
+    }
+    tool_calls_free(calls, n_calls);
     sse_event(out, "message_delta",
               json_pack("{s:s, s:{s:s, s:o}, s:{s:I}}", "type", "message_delta", "delta",
-                        "stop_reason", stop_reason(f), "stop_sequence", stop_sequence(a, f), "usage",
+                        "stop_reason", stop_reason(f, n_calls), "stop_sequence", stop_sequence(a, f), "usage",
                         "output_tokens", (json_int_t)gen_n_tokens(a->g)));
     sse_event(out, "message_stop", json_pack("{s:s}", "type", "message_stop"));
     return false;
@@ -159,7 +195,8 @@ enum MHD_Result anthropic_messages(server *s, struct MHD_Connection *c, request 
         const char *d, *r;
         size_t n, rn;
         f = gen_next(a->g, &d, &n);
-        strbuf_add(&text, d, n);
+        if (a->p.tools) tool_scan_feed(&a->ts, d, n, &text);
+        else strbuf_add(&text, d, n);
         r = gen_take_reasoning(a->g, &rn);
         strbuf_add(&thinking, r, rn);
     } while (f == GEN_RUNNING);
@@ -170,12 +207,20 @@ enum MHD_Result anthropic_messages(server *s, struct MHD_Connection *c, request 
         return f == GEN_CANCELLED ? server_reply_error(c, rq, 503, NULL, "the server is stopping")
                                   : server_reply_error(c, rq, 500, NULL, "generation failed");
     }
+    tool_call *calls = NULL;
+    size_t n_calls = a->p.tools ? tool_scan_finish(&a->ts, &calls, &text) : 0;
     json_t *body = json_pack("{s:s, s:s, s:s, s:s, s:[{s:s, s:s%}], s:s, s:o, s:{s:I, s:I}}",
                              "id", a->id, "type", "message", "role", "assistant", "model",
                              s->eng->name, "content", "type", "text", "text",
-                             text.data ? text.data : "", text.len, "stop_reason", stop_reason(f),
+                             text.data ? text.data : "", text.len, "stop_reason", stop_reason(f, n_calls),
                              "stop_sequence", stop_sequence(a, f), "usage", "input_tokens",
                              (json_int_t)a->p.n_ids, "output_tokens", (json_int_t)gen_n_tokens(a->g));
+    if (body && n_calls) { /* the calls after the text; no empty text block before them */
+        json_t *content = json_object_get(body, "content");
+        if (!text.len) json_array_clear(content);
+        for (size_t i = 0; i < n_calls; i++) json_array_append_new(content, tool_use_block(a, &calls[i], false));
+    }
+    tool_calls_free(calls, n_calls);
     if (body && a->r.thinking) /* the reasoning first, as a thinking block (no signature: not Anthropic's) */
         json_array_insert_new(json_object_get(body, "content"), 0,
                               json_pack("{s:s, s:s%, s:s}", "type", "thinking", "thinking",

@@ -28,14 +28,11 @@ int server_prepare(server *s, const api_request *r, prepared *p, api_error *e)
         text = strdup(r->prompt);
         if (!text) return fail(e, 500, what, "out of memory");
     } else {
-        chat_msg *m = calloc(r->n_msgs + 1, sizeof *m);
-        if (!m) return fail(e, 500, what, "out of memory");
-        for (size_t i = 0; i < r->n_msgs; i++) m[i] = (chat_msg){ r->msgs[i].role, r->msgs[i].content };
-        char err[256] = "";
-        text = chat_template_render(s->family, m, r->n_msgs, eng->bos_text, eng->eos_text,
-                                    s->default_system, true, err, sizeof err);
-        free(m);
-        if (!text) return fail(e, 400, what, err);
+        const chat_setup cs = { .family = s->family, .tools = s->tools, .bos = eng->bos_text,
+                                .eos = eng->eos_text, .default_system = s->default_system };
+        text = chat_request_render(&cs, r, e);
+        if (!text) return -1;
+        p->tools = r->n_tools > 0;
         /* a prompt that ends inside <think> (MiniMax-M2, newer DeepSeek-R1 templates) starts the answer
          * in its reasoning; otherwise the answer may open one itself (Qwen3, R1) */
         size_t tl = strlen(text);

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 
 #include "runtime/api_request.h"
+#include "runtime/chat_request.h"
 #include "runtime/chat_template.h"
 #include "runtime/engine.h"
 #include "runtime/generate.h"
@@ -37,6 +38,7 @@ struct server {
     atomic_bool        ready, stopping;
     int                n_ctx;
     chat_family        family;
+    chat_tools         tools;      /* the template's tool-call format */
     char              *default_system;
     gen_harmony        harmony;    /* gpt-oss chats: only the final channel is answered */
     bool               has_harmony;
@@ -82,6 +84,7 @@ typedef struct prepared {
     size_t    n_ids;
     int       max_tokens;
     gen_think think;    /* chats: <think> reasoning opened by the prompt, or maybe by the answer */
+    bool      tools;    /* the prompt offers tools: the answer's tool calls are parsed out (tool_calls.h) */
 } prepared;
 /* Renders (chat) or takes (completion) the prompt, tokenizes it and checks
  * the context; on failure fills e (400 with the limit that was hit). */

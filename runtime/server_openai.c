@@ -8,6 +8,7 @@
 
 #include "runtime/server_internal.h"
 #include "runtime/sse.h"
+#include "runtime/tool_calls.h"
 #include "runtime/utf8.h"
 
 typedef struct oai {
@@ -19,11 +20,27 @@ typedef struct oai {
     char        id[64];
     json_int_t  created;
     size_t      text_len; /* completions' text_offset */
+    tool_scan   ts;       /* p.tools: the answer's tool calls are taken out of its text */
 } oai;
 
-static const char *finish_reason(gen_finish f)
+static const char *finish_reason(gen_finish f, size_t n_calls)
 {
-    return f == GEN_LENGTH ? "length" : "stop";
+    return n_calls ? "tool_calls" : f == GEN_LENGTH ? "length" : "stop";
+}
+
+/* [{"id", "type": "function", "function": {"name", "arguments"}}], with "index" when streamed */
+static json_t *tool_calls_json(oai *o, const tool_call *c, size_t n, bool indexed)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++) {
+        char id[64];
+        server_new_id(o->s, "call_", id, sizeof id);
+        json_t *t = json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id, "type", "function", "function", "name",
+                              c[i].name, "arguments", c[i].arguments);
+        if (t && indexed) json_object_set_new(t, "index", json_integer((json_int_t)i));
+        json_array_append_new(a, t);
+    }
+    return a;
 }
 
 /* A token's text for JSON: a byte-fallback token alone is not valid UTF-8. */
@@ -107,6 +124,7 @@ static void release(oai *o)
     o->slot = false;
     free(o->p.ids);
     api_request_free(&o->r);
+    tool_scan_free(&o->ts);
     free(o);
 }
 
@@ -148,7 +166,21 @@ static bool produce(void *ctx, strbuf *out)
     const char *r = gen_take_reasoning(o->g, &rn); /* the reasoning (generate.h), ahead of the text */
     if (rn > 0 && o->chat)
         sse_event(out, NULL, chunk(o, json_pack("{s:s%}", "reasoning_content", r, rn), json_null(), json_null()));
+    strbuf shown = { 0 };
+    tool_call *calls = NULL;
+    size_t n_calls = 0;
+    if (o->p.tools) { /* the text before any tool call, as it becomes sure */
+        tool_scan_feed(&o->ts, d, n, &shown);
+        if (f != GEN_RUNNING && f != GEN_ERROR && f != GEN_CANCELLED) n_calls = tool_scan_finish(&o->ts, &calls, &shown);
+        d = shown.data;
+        n = shown.len;
+    }
     if (n > 0) sse_event(out, NULL, chunk(o, content(o, d, n), json_null(), logprobs_of(o)));
+    strbuf_free(&shown);
+    if (n_calls)
+        sse_event(out, NULL, chunk(o, json_pack("{s:o}", "tool_calls", tool_calls_json(o, calls, n_calls, true)),
+                                   json_null(), json_null()));
+    tool_calls_free(calls, n_calls);
     if (f == GEN_RUNNING) return true;
     if (f == GEN_ERROR || f == GEN_CANCELLED) {
         sse_event(out, NULL, json_pack("{s:{s:s, s:s}}", "error", "message",
@@ -156,7 +188,7 @@ static bool produce(void *ctx, strbuf *out)
                                        "type", "server_error"));
     } else {
         sse_event(out, NULL, chunk(o, o->chat ? json_object() : json_string(""),
-                                   json_string(finish_reason(f)), json_null()));
+                                   json_string(finish_reason(f, n_calls)), json_null()));
         if (o->r.include_usage)
             sse_event(out, NULL, json_pack("{s:s, s:s, s:I, s:s, s:[], s:o}", "id", o->id, "object",
                                            o->chat ? "chat.completion.chunk" : "text_completion",
@@ -208,7 +240,8 @@ static enum MHD_Result complete(server *s, struct MHD_Connection *c, request *rq
         const char *d, *r;
         size_t n, rn;
         f = gen_next(o->g, &d, &n);
-        strbuf_add(&text, d, n);
+        if (o->p.tools) tool_scan_feed(&o->ts, d, n, &text);
+        else strbuf_add(&text, d, n);
         r = gen_take_reasoning(o->g, &rn);
         strbuf_add(&reasoning, r, rn);
         if (o->r.logprobs) {
@@ -233,13 +266,20 @@ static enum MHD_Result complete(server *s, struct MHD_Connection *c, request *rq
         return f == GEN_CANCELLED ? server_reply_error(c, rq, 503, NULL, "the server is stopping")
                                   : server_reply_error(c, rq, 500, NULL, "generation failed");
     }
-    json_t *t = json_stringn(text.data ? text.data : "", text.len);
+    tool_call *calls = NULL;
+    size_t n_calls = o->p.tools ? tool_scan_finish(&o->ts, &calls, &text) : 0;
+    /* OpenAI's content is null beside tool calls when there is no text */
+    json_t *t = n_calls && !text.len ? json_null() : json_stringn(text.data ? text.data : "", text.len);
     strbuf_free(&text);
     json_t *choice = chat
         ? json_pack("{s:i, s:{s:s, s:o}, s:o, s:s}", "index", 0, "message", "role", "assistant",
-                    "content", t, "logprobs", lp ? lp : json_null(), "finish_reason", finish_reason(f))
+                    "content", t, "logprobs", lp ? lp : json_null(), "finish_reason", finish_reason(f, n_calls))
         : json_pack("{s:i, s:o, s:o, s:s}", "index", 0, "text", t, "logprobs",
-                    lp ? lp : json_null(), "finish_reason", finish_reason(f));
+                    lp ? lp : json_null(), "finish_reason", finish_reason(f, 0));
+    if (n_calls)
+        json_object_set_new(json_object_get(choice, "message"), "tool_calls",
+                            tool_calls_json(o, calls, n_calls, false));
+    tool_calls_free(calls, n_calls);
     if (chat && reasoning.len) /* the reasoning, under llama.cpp server's name */
         json_object_set_new(json_object_get(choice, "message"), "reasoning_content",
                             json_stringn(reasoning.data, reasoning.len));

@@ -24,6 +24,7 @@ static const strata_command COMMANDS[] = {
     { "perplexity", cmd_perplexity, "perplexity of a text; KL divergence against base logits" },
     { "bench", cmd_bench, "prefill/decode tokens/s and decode against the bandwidth floor" },
     { "tokenize", cmd_tokenize, "text -> token ids with a GGUF's or a pack's tokenizer, and back" },
+    { "template", cmd_template, "the prompt strata serve renders for a chat request (tools included)" },
     { "budget", cmd_budget, "what fits where: dense pool, KV cache and expert slots per device" },
     { "pull", strata_cmd_pull, "download model files from Hugging Face, resumable and sha256-verified" },
     { NULL, NULL, NULL }, /* rows are added above this sentinel */

@@ -58,7 +58,7 @@ static void test_openai_refusals(void **st)
     REFUSE(API_CHAT, "{\"messages\":[]}", "messages");
     REFUSE(API_CHAT, "{\"messages\":{}}", "messages");
     REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"wizard\",\"content\":\"a\"}]}", "messages[0].role");
-    REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"tool\",\"content\":\"a\"}]}", "messages[0].role");
+    REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"function\",\"content\":\"a\"}]}", "messages[0].role");
     REFUSE(API_CHAT, "{\"messages\":[{\"role\":5,\"content\":\"a\"}]}", "messages[0].role");
     REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":5}]}", "messages[0].content");
     REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"user\"}]}", "messages[0].content");
@@ -80,7 +80,24 @@ static void test_openai_refusals(void **st)
     REFUSE(API_CHAT, "{" MSG ",\"stop\":5}", "stop");
     REFUSE(API_CHAT, "{" MSG ",\"stop\":[\"a\",5]}", "stop");
     REFUSE(API_CHAT, "{" MSG ",\"n\":2}", "n");
-    REFUSE(API_CHAT, "{" MSG ",\"tools\":[{\"type\":\"function\"}]}", "tools");
+    REFUSE(API_CHAT, "{" MSG ",\"tools\":[{\"type\":\"function\"}]}", "tools[0]");
+    REFUSE(API_CHAT, "{" MSG ",\"tools\":{}}", "tools");
+    REFUSE(API_CHAT, "{" MSG ",\"tools\":[{\"type\":\"retrieval\",\"function\":{\"name\":\"f\"}}]}", "tools[0]");
+    REFUSE(API_CHAT, "{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"\"}}]}",
+           "tools[0].function.name");
+    REFUSE(API_CHAT, "{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":[]}}]}",
+           "tools[0].function");
+    REFUSE(API_CHAT, "{" MSG ",\"tool_choice\":\"required\"}", "tool_choice");
+    REFUSE(API_CHAT, "{" MSG ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}}", "tool_choice");
+    REFUSE(API_CHAT, "{" MSG ",\"functions\":[{\"name\":\"f\"}]}", "functions");
+    REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"assistant\",\"content\":null,\"function_call\":{\"name\":\"f\"}}]}",
+           "messages[0].function_call");
+    REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"a\",\"tool_calls\":[]}]}", "messages[0].tool_calls");
+    REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"function\":{\"name\":\"f\",\"arguments\":5}}]}]}",
+           "messages[0].tool_calls[0].function.arguments");
+    REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"type\":\"function\"}]}]}",
+           "messages[0].tool_calls[0]");
+    REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"tool\",\"content\":\"a\",\"tool_call_id\":7}]}", "messages[0].tool_call_id");
     REFUSE(API_CHAT, "{" MSG ",\"response_format\":{\"type\":\"json_object\"}}", "response_format");
     REFUSE(API_CHAT, "{" MSG ",\"logit_bias\":{\"5\":1}}", "logit_bias");
     REFUSE(API_CHAT, "{" MSG ",\"frequency_penalty\":0.5}", "frequency_penalty");
@@ -92,6 +109,43 @@ static void test_openai_refusals(void **st)
     REFUSE(API_COMPLETION, "{\"prompt\":[1,2,3]}", "prompt");
     REFUSE(API_COMPLETION, "{\"prompt\":\"a\",\"echo\":true}", "echo");
     REFUSE(API_COMPLETION, "{\"prompt\":\"a\",\"logprobs\":6}", "logprobs");
+}
+
+/* Tools kept as Python's json.dumps writes them; tool turns with their calls. */
+static void test_openai_tools(void **st)
+{
+    (void)st;
+    static const char body[] =
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"w?\"},"
+        "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\","
+        "\"function\":{\"name\":\"get\",\"arguments\":\"{\\\"q\\\":1}\"}},"
+        "{\"function\":{\"name\":\"put\",\"arguments\":{\"x\":[1,2.5,\"\\u00e9\\n\"]}}},{\"function\":{\"name\":\"nil\"}}]},"
+        "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":[{\"type\":\"text\",\"text\":\"ok\"}]}],"
+        "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get\",\"description\":\"G\","
+        "\"parameters\":{\"type\":\"object\",\"b\":1e-5,\"a\":true}}}],\"tool_choice\":\"auto\",\"parallel_tool_calls\":true}";
+    api_request r;
+    api_error e;
+    assert_int_equal(api_request_parse(API_CHAT, body, sizeof body - 1, 256, &r, &e), 0);
+    assert_int_equal(r.n_tools, 1);
+    assert_string_equal(r.tools[0], "{\"type\": \"function\", \"function\": {\"name\": \"get\", \"description\": \"G\", "
+                                    "\"parameters\": {\"type\": \"object\", \"b\": 1e-05, \"a\": true}}}");
+    assert_int_equal(r.n_msgs, 3);
+    assert_string_equal(r.msgs[1].content, "");
+    assert_int_equal(r.msgs[1].n_calls, 3);
+    assert_string_equal(r.msgs[1].calls[0].id, "c1");
+    assert_string_equal(r.msgs[1].calls[0].arguments, "{\"q\":1}"); /* a string: as sent */
+    assert_string_equal(r.msgs[1].calls[1].id, "");
+    assert_string_equal(r.msgs[1].calls[1].arguments, "{\"x\": [1, 2.5, \"\xc3\xa9\\n\"]}"); /* an object: pyjson */
+    assert_string_equal(r.msgs[1].calls[2].arguments, "{}");
+    assert_string_equal(r.msgs[2].role, "tool");
+    assert_string_equal(r.msgs[2].content, "ok");
+    assert_string_equal(r.msgs[2].tool_call_id, "c1");
+    api_request_free(&r);
+    /* tool_choice "none" drops the tools */
+    static const char none[] = "{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],\"tool_choice\":\"none\"}";
+    assert_int_equal(api_request_parse(API_CHAT, none, sizeof none - 1, 256, &r, &e), 0);
+    assert_int_equal(r.n_tools, 0);
+    api_request_free(&r);
 }
 
 static void test_completion_ok(void **st)
@@ -144,6 +198,47 @@ static void test_anthropic(void **st)
     assert_int_equal(api_request_parse(API_MESSAGES, th, sizeof th - 1, 256, &r, &e), 0);
     assert_true(r.thinking);
     api_request_free(&r);
+    /* tools in OpenAI's shape; tool_use and tool_result blocks as tool turns */
+    static const char tu[] =
+        "{\"max_tokens\":5,\"tools\":[{\"name\":\"rd\",\"description\":\"Read\",\"input_schema\":{\"type\":\"object\"},"
+        "\"cache_control\":{\"type\":\"ephemeral\"}},{\"type\":\"custom\",\"name\":\"ls\",\"input_schema\":{}}],"
+        "\"tool_choice\":{\"type\":\"auto\"},\"messages\":[{\"role\":\"user\",\"content\":\"go\"},"
+        "{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":\"t\",\"signature\":\"s\"},"
+        "{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"tool_use\",\"id\":\"u1\",\"name\":\"rd\",\"input\":{\"p\":\"x\"}}]},"
+        "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"u1\",\"content\":\"data\"},"
+        "{\"type\":\"tool_result\",\"tool_use_id\":\"u2\"},{\"type\":\"text\",\"text\":\"more\"}]},"
+        "{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":\"u3\",\"name\":\"ls\",\"input\":{}}]},"
+        "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"u3\",\"content\":[{\"type\":\"text\",\"text\":\"f\"}]}]}]}";
+    assert_int_equal(api_request_parse(API_MESSAGES, tu, sizeof tu - 1, 256, &r, &e), 0);
+    assert_int_equal(r.n_tools, 2);
+    assert_string_equal(r.tools[0], "{\"type\": \"function\", \"function\": {\"name\": \"rd\", \"description\": \"Read\", "
+                                    "\"parameters\": {\"type\": \"object\"}}}");
+    assert_string_equal(r.tools[1], "{\"type\": \"function\", \"function\": {\"name\": \"ls\", \"parameters\": {}}}");
+    static const char *const roles[] = { "user", "assistant", "tool", "tool", "user", "assistant", "tool" };
+    assert_int_equal(r.n_msgs, 7);
+    for (size_t i = 0; i < 7; i++) assert_string_equal(r.msgs[i].role, roles[i]);
+    assert_string_equal(r.msgs[1].content, "a");
+    assert_int_equal(r.msgs[1].n_calls, 1);
+    assert_string_equal(r.msgs[1].calls[0].name, "rd");
+    assert_string_equal(r.msgs[1].calls[0].id, "u1");
+    assert_string_equal(r.msgs[1].calls[0].arguments, "{\"p\": \"x\"}");
+    assert_string_equal(r.msgs[2].content, "data");
+    assert_string_equal(r.msgs[2].tool_call_id, "u1");
+    assert_string_equal(r.msgs[3].content, "");
+    assert_string_equal(r.msgs[4].content, "more");
+    assert_string_equal(r.msgs[5].content, "");
+    assert_int_equal(r.msgs[5].n_calls, 1);
+    assert_string_equal(r.msgs[6].content, "f");
+    api_request_free(&r);
+    REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":5,\"tools\":[{\"name\":\"f\"}]}", "tools[0]");
+    REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":5,\"tools\":[{\"type\":\"bash_20250124\",\"name\":\"bash\"}]}", "tools[0]");
+    REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":5,\"tool_choice\":{\"type\":\"any\"}}", "tool_choice");
+    REFUSE(API_MESSAGES, "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"tool_use\",\"name\":\"f\",\"input\":{}}]}]}",
+           "messages[0].content[0].type");
+    REFUSE(API_MESSAGES, "{\"max_tokens\":5,\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"name\":\"f\",\"input\":[]}]}]}",
+           "messages[0].content[0].input");
+    REFUSE(API_MESSAGES, "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"x\","
+           "\"content\":[{\"type\":\"image\"}]}]}]}", "messages[0].content[0].content[0].type");
     /* count_tokens does not need max_tokens */
     static const char ct[] = "{\"model\":\"m\"," AMSG "}";
     assert_int_equal(api_request_parse(API_COUNT_TOKENS, ct, sizeof ct - 1, 256, &r, &e), 0);
@@ -155,6 +250,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_openai_chat_ok),
         cmocka_unit_test(test_openai_refusals),
+        cmocka_unit_test(test_openai_tools),
         cmocka_unit_test(test_completion_ok),
         cmocka_unit_test(test_anthropic),
     };

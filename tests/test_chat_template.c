@@ -9,15 +9,15 @@
 /* A: system + three turns, trailing whitespace on the last user turn.
  * B: no system, padded first turn. */
 static const chat_msg A[] = {
-    { "system", "You are terse." },
-    { "user", "Hello" },
-    { "assistant", "Hi there." },
-    { "user", " How are you?\n" },
+    { .role = "system", .content = "You are terse." },
+    { .role = "user", .content = "Hello" },
+    { .role = "assistant", .content = "Hi there." },
+    { .role = "user", .content = " How are you?\n" },
 };
 static const chat_msg B[] = {
-    { "user", " Hello " },
-    { "assistant", "Hi." },
-    { "user", "Bye" },
+    { .role = "user", .content = " Hello " },
+    { .role = "assistant", .content = "Hi." },
+    { .role = "user", .content = "Bye" },
 };
 
 static void expect(chat_family f, const chat_msg *m, size_t n, const char *bos, const char *eos,
@@ -312,8 +312,8 @@ static void test_minimax_m2(void **st)
            "]~!b[]~b]system\nYou are a helpful assistant. Your name is MiniMax-M2 and is built by MiniMax.[e~[\n]~b]user\n"
            " Hello [e~[\n]~b]ai\nHi.[e~[\n]~b]user\nBye[e~[\n]~b]ai\n<think>\n");
     /* reasoning in the history: dropped before the last user turn, kept after it */
-    static const chat_msg C[] = { { "user", "Q1" }, { "assistant", "<think>\nplan\n</think>\n\nA1" }, { "user", "Q2" },
-                                  { "assistant", "<think>\nmore\n</think>\n\nA2" } };
+    static const chat_msg C[] = { { .role = "user", .content = "Q1" }, { .role = "assistant", .content = "<think>\nplan\n</think>\n\nA1" }, { .role = "user", .content = "Q2" },
+                                  { .role = "assistant", .content = "<think>\nmore\n</think>\n\nA2" } };
     expect(CHAT_MINIMAX_M2, C, 4, "", "", "You are MiniMax-M2.7.",
            "]~!b[]~b]system\nYou are MiniMax-M2.7.[e~[\n]~b]user\nQ1[e~[\n]~b]ai\nA1[e~[\n]~b]user\nQ2[e~[\n]~b]ai\n"
            "<think>\nmore\n</think>\n\nA2[e~[\n]~b]ai\n<think>\n");
@@ -329,13 +329,13 @@ static void test_refusals(void **st)
 {
     (void)st;
     char err[256] = "";
-    const chat_msg twice_user[] = { { "user", "a" }, { "user", "b" } };
+    const chat_msg twice_user[] = { { .role = "user", .content = "a" }, { .role = "user", .content = "b" } };
     assert_null(chat_template_render(CHAT_LLAMA2, twice_user, 2, "<s>", "</s>", NULL, true, err, sizeof err));
     assert_non_null(strstr(err, "alternate"));
-    const chat_msg late_sys[] = { { "user", "a" }, { "system", "b" } };
+    const chat_msg late_sys[] = { { .role = "user", .content = "a" }, { .role = "system", .content = "b" } };
     assert_null(chat_template_render(CHAT_GEMMA, late_sys, 2, "", "", NULL, true, err, sizeof err));
     assert_non_null(strstr(err, "system"));
-    const chat_msg tool[] = { { "tool", "a" } };
+    const chat_msg tool[] = { { .role = "tool", .content = "a" } };
     assert_null(chat_template_render(CHAT_CHATML, tool, 1, "", "", NULL, true, err, sizeof err));
     assert_non_null(strstr(err, "messages[0].role"));
 }
@@ -362,6 +362,49 @@ static void test_detect(void **st)
     assert_string_equal(chat_family_name(CHAT_PHI3), "phi3");
 }
 
+/* Qwen3's tool layout: jinja2's rendering of Qwen3's template (the same
+ * conversation as an OpenAI body; tests/e2e_tool_template.sh runs many more
+ * against the real template). The reasoning of an assistant turn after the
+ * last user query is re-rendered; consecutive tool results share a turn. */
+static void test_qwen3_tools(void **st)
+{
+    (void)st;
+    static const chat_call calls[] = { { "f", "{\"a\": 1}" } };
+    const chat_msg m[] = {
+        { "user", "Hi", NULL, 0 },
+        { "assistant", "<think>\nr1\n</think>\n\nOk.", calls, 1 },
+        { "tool", "one", NULL, 0 },
+        { "tool", "two", NULL, 0 },
+    };
+    const char *tools[] = { "{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": \"object\"}}}" };
+    char err[256] = "";
+    char *got = chat_template_render_tools(CHAT_TOOLS_QWEN3, m, 4, tools, 1, true, err, sizeof err);
+    assert_non_null(got);
+    assert_string_equal(got,
+        "<|im_start|>system\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+        "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{\"type\": \"function\", "
+        "\"function\": {\"name\": \"f\", \"parameters\": {\"type\": \"object\"}}}\n</tools>\n\nFor each function call, "
+        "return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+        "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n<|im_start|>user\nHi"
+        "<|im_end|>\n<|im_start|>assistant\n<think>\nr1\n</think>\n\nOk.\n<tool_call>\n{\"name\": \"f\", \"arguments\": "
+        "{\"a\": 1}}\n</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\none\n</tool_response>\n<tool_response>\n"
+        "two\n</tool_response><|im_end|>\n<|im_start|>assistant\n");
+    free(got);
+    /* the families' own layouts refuse tool turns instead of dropping them */
+    assert_null(chat_template_render(CHAT_CHATML, m, 2, "", "", NULL, true, err, sizeof err));
+    assert_non_null(strstr(err, "tool calls need a template with a tool format"));
+    assert_null(chat_template_render(CHAT_CHATML, m + 2, 1, "", "", NULL, true, err, sizeof err));
+    assert_null(chat_template_render_tools(CHAT_TOOLS_NONE, m, 1, NULL, 0, true, err, sizeof err));
+    /* detection: Qwen3's markers, not chatml alone nor Qwen2.5's tojson-only calls */
+    assert_int_equal(chat_template_tools("<|im_start|>{{- '<tool_call>\\n{\"name\": \"' }}{%- if tool_call.arguments is string %}"
+                                         "{{ ns.last_query_index }}<tool_response>"), CHAT_TOOLS_QWEN3);
+    assert_int_equal(chat_template_tools("<|im_start|>{{- '\\n<tool_call>\\n{\"name\": \"' }}{{- tool_call.arguments | tojson }}"
+                                         "<tool_response>"), CHAT_TOOLS_NONE);
+    assert_int_equal(chat_template_tools(NULL), CHAT_TOOLS_NONE);
+    assert_int_equal(chat_tools_from_name("qwen3"), CHAT_TOOLS_QWEN3);
+    assert_int_equal(chat_family_from_name("qwen3"), CHAT_CHATML);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -370,7 +413,7 @@ int main(void)
         cmocka_unit_test(test_mistral),  cmocka_unit_test(test_gemma),
         cmocka_unit_test(test_phi3),     cmocka_unit_test(test_deepseek),
         cmocka_unit_test(test_granite),  cmocka_unit_test(test_deepseek2), cmocka_unit_test(test_llama4), cmocka_unit_test(test_glm4), cmocka_unit_test(test_hunyuan), cmocka_unit_test(test_kimi_k2), cmocka_unit_test(test_gpt_oss), cmocka_unit_test(test_bailing), cmocka_unit_test(test_minimax_m2), cmocka_unit_test(test_dots1),
-        cmocka_unit_test(test_refusals), cmocka_unit_test(test_detect),
+        cmocka_unit_test(test_refusals), cmocka_unit_test(test_detect), cmocka_unit_test(test_qwen3_tools),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -286,7 +286,8 @@ static void test_generate_harmony(void **st)
 
 /* <think> reasoning (DeepSeek-R1, Qwen3, MiniMax-M2): opened by the answer
  * or by the prompt, the closing tag split across tokens, no tag at all,
- * and think off. Content after </think> starts at its first non-blank. */
+ * and think off. Content after </think> starts at its first non-blank;
+ * the reasoning ends at its last. */
 static void test_generate_think(void **st)
 {
     (void)st;
@@ -306,6 +307,14 @@ static void test_generate_think(void **st)
     text = run_script_think(&b, NULL, GEN_THINK_OPEN, 100, &nt, &nr, &reason);
     assert_string_equal(text, "Answer");
     assert_string_equal(reason, "plan");
+    free(text);
+    free(reason);
+    /* blanks before </think> belong to neither part; blanks inside the reasoning stay */
+    static const int32_t blanks[] = { 17, 16, 17, 16, 19, 18, 19, 20 }; /* plan\nplan\n\n\n</think>\n\nAnswer */
+    script d = { blanks, 8, 0 };
+    text = run_script_think(&d, NULL, GEN_THINK_OPEN, 100, &nt, &nr, &reason);
+    assert_string_equal(text, "Answer");
+    assert_string_equal(reason, "plan\nplan");
     free(text);
     free(reason);
     static const int32_t none[] = { 20, 21 };

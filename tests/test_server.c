@@ -532,6 +532,168 @@ static void test_think_reasoning(void **st)
     stop(&f);
 }
 
+/* Tool calls (Qwen3's format, tool_calls.h): the fake engine writes its
+ * reasoning, a sentence and two calls. With tools offered, both APIs answer
+ * the sentence as content and the calls as calls (OpenAI tool_calls with
+ * finish_reason "tool_calls", streamed as deltas; Anthropic tool_use blocks
+ * with stop_reason "tool_use", streamed as input_json_delta); without
+ * tools the same answer is plain text; a template with no tool format
+ * refuses tools with a 400 naming the field. */
+#define QWEN3_TOOL_MARKERS "<|im_start|>{%- if tool_call.arguments is string %}{{- '<tool_call>\\n{\"name\": \"' }}" \
+                           "{%- set ns = namespace(last_query_index=0) %}{{ ns.last_query_index }}<tool_response>"
+#define TOOL_ANSWER "<think>\nLook it up.\n</think>\n\nI will check.\n<tool_call>\n{\"name\": \"get_weather\", " \
+                    "\"arguments\": {\"city\":\"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>"
+#define TOOLS ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":{\"type\":\"object\"}}}," \
+              "{\"type\":\"function\",\"function\":{\"name\":\"now\"}}],\"temperature\":0"
+#define ATOOLS ",\"tools\":[{\"name\":\"get_weather\",\"input_schema\":{\"type\":\"object\"}},{\"name\":\"now\"," \
+               "\"input_schema\":{}}],\"temperature\":0"
+
+static void test_tool_calls(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(GGUF);
+    char src[4096];
+    fake_engine_opts o = { .n_ctx = 4096, .script = TOOL_ANSWER, .chat_template = QWEN3_TOOL_MARKERS };
+    fixture f;
+    start_with(&f, shared_path(src, sizeof src, GGUF), &o);
+    static const char *const names[2] = { "get_weather", "now" }, *const args[2] = { "{\"city\": \"Paris\"}", "{}" };
+
+    reply r = { 0 };
+    http(f.port, "/v1/chat/completions", CHAT TOOLS "}", NULL, &r);
+    assert_int_equal(r.status, 200);
+    json_t *j = json_of(&r);
+    assert_string_equal(jstr(j, "choices.0.finish_reason"), "tool_calls");
+    assert_string_equal(jstr(j, "choices.0.message.content"), "I will check.");
+    assert_string_equal(jstr(j, "choices.0.message.reasoning_content"), "Look it up.");
+    json_t *calls = json_object_get(json_object_get(json_array_get(json_object_get(j, "choices"), 0), "message"), "tool_calls");
+    assert_int_equal(json_array_size(calls), 2);
+    for (size_t i = 0; i < 2; i++) {
+        json_t *c = json_array_get(calls, i);
+        assert_string_equal(jstr(c, "type"), "function");
+        assert_string_equal(jstr(c, "function.name"), names[i]);
+        assert_string_equal(jstr(c, "function.arguments"), args[i]);
+        assert_true(!strncmp(jstr(c, "id"), "call_", 5));
+    }
+    assert_true(strcmp(jstr(json_array_get(calls, 0), "id"), jstr(json_array_get(calls, 1), "id")));
+    json_decref(j);
+    reply_free(&r);
+
+    /* streamed: the same content, the calls as indexed deltas, then the finish */
+    r = (reply){ 0 };
+    http(f.port, "/v1/chat/completions", CHAT TOOLS ",\"stream\":true}", NULL, &r);
+    char fin[32];
+    char *streamed = openai_stream_text(r.body.data, false, fin);
+    assert_string_equal(streamed, "I will check.");
+    assert_string_equal(fin, "tool_calls");
+    free(streamed);
+    sse_ev *ev = calloc(512, sizeof *ev);
+    assert_non_null(ev);
+    size_t n = parse_sse(r.body.data, ev, 512), seen = 0;
+    for (size_t i = 0; i + 1 < n; i++) {
+        json_t *c = json_loads(ev[i].data, 0, NULL);
+        json_t *tc = json_object_get(json_object_get(json_array_get(json_object_get(c, "choices"), 0), "delta"), "tool_calls");
+        for (size_t k = 0; k < json_array_size(tc); k++, seen++) {
+            json_t *t = json_array_get(tc, k);
+            assert_int_equal(json_integer_value(json_object_get(t, "index")), (json_int_t)seen);
+            assert_string_equal(jstr(t, "function.name"), names[seen]);
+            assert_string_equal(jstr(t, "function.arguments"), args[seen]);
+        }
+        json_decref(c);
+    }
+    assert_int_equal(seen, 2);
+    free_sse(ev, n);
+    reply_free(&r);
+
+    /* Anthropic: a text block, then tool_use blocks with parsed input */
+    static const char AM[] = "{\"max_tokens\":200,\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]" ATOOLS;
+    char body[1024];
+    snprintf(body, sizeof body, "%s}", AM);
+    r = (reply){ 0 };
+    http(f.port, "/v1/messages", body, NULL, &r);
+    assert_int_equal(r.status, 200);
+    j = json_of(&r);
+    assert_string_equal(jstr(j, "stop_reason"), "tool_use");
+    assert_int_equal(json_array_size(json_object_get(j, "content")), 3);
+    assert_string_equal(jstr(j, "content.0.text"), "I will check.");
+    assert_string_equal(jstr(j, "content.1.type"), "tool_use");
+    assert_string_equal(jstr(j, "content.1.name"), "get_weather");
+    assert_string_equal(jstr(j, "content.1.input.city"), "Paris");
+    assert_true(!strncmp(jstr(j, "content.1.id"), "toolu_", 6));
+    assert_string_equal(jstr(j, "content.2.name"), "now");
+    assert_int_equal(json_object_size(json_object_get(json_array_get(json_object_get(j, "content"), 2), "input")), 0);
+    json_decref(j);
+    reply_free(&r);
+
+    snprintf(body, sizeof body, "%s,\"stream\":true}", AM);
+    r = (reply){ 0 };
+    http(f.port, "/v1/messages", body, NULL, &r);
+    n = parse_sse(r.body.data, ev, 512);
+    strbuf text = { 0 }, input = { 0 };
+    int tool_blocks = 0, open_index = -1;
+    const char *stop_reason = NULL;
+    json_t *md = NULL;
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_loads(ev[i].data, 0, NULL);
+        assert_non_null(e);
+        if (!strcmp(ev[i].name, "content_block_start")) {
+            open_index = (int)json_integer_value(json_object_get(e, "index"));
+            if (!strcmp(jstr(e, "content_block.type"), "tool_use")) {
+                assert_int_equal(open_index, 1 + tool_blocks);
+                assert_string_equal(jstr(e, "content_block.name"), names[tool_blocks]);
+                tool_blocks++;
+            }
+        } else if (!strcmp(ev[i].name, "content_block_delta")) {
+            assert_int_equal(json_integer_value(json_object_get(e, "index")), open_index);
+            if (!strcmp(jstr(e, "delta.type"), "text_delta")) strbuf_puts(&text, jstr(e, "delta.text"));
+            else {
+                assert_string_equal(jstr(e, "delta.type"), "input_json_delta");
+                strbuf_puts(&input, jstr(e, "delta.partial_json"));
+            }
+        } else if (!strcmp(ev[i].name, "message_delta")) {
+            md = e;
+            stop_reason = jstr(e, "delta.stop_reason");
+            continue;
+        }
+        json_decref(e);
+    }
+    assert_int_equal(tool_blocks, 2);
+    assert_non_null(stop_reason);
+    assert_string_equal(stop_reason, "tool_use");
+    json_decref(md);
+    char *t = strbuf_take(&text), *in = strbuf_take(&input);
+    assert_string_equal(t, "I will check.");
+    assert_string_equal(in, "{\"city\": \"Paris\"}{}");
+    free(t);
+    free(in);
+    free_sse(ev, n);
+    free(ev);
+    reply_free(&r);
+
+    /* no tools offered: the answer is text, calls and all */
+    r = (reply){ 0 };
+    http(f.port, "/v1/chat/completions", CHAT ",\"temperature\":0}", NULL, &r);
+    j = json_of(&r);
+    assert_string_equal(jstr(j, "choices.0.finish_reason"), "stop");
+    assert_non_null(strstr(jstr(j, "choices.0.message.content"), "<tool_call>\n{\"name\": \"now\""));
+    assert_null(json_object_get(json_object_get(json_array_get(json_object_get(j, "choices"), 0), "message"), "tool_calls"));
+    json_decref(j);
+    reply_free(&r);
+    stop(&f);
+
+    /* a template without a tool format: tools refused, naming the field */
+    o.chat_template = "{{ '<|im_start|>' + message.role }}";
+    start_with(&f, shared_path(src, sizeof src, GGUF), &o);
+    r = (reply){ 0 };
+    http(f.port, "/v1/chat/completions", CHAT TOOLS "}", NULL, &r);
+    assert_int_equal(r.status, 400);
+    j = json_of(&r);
+    assert_string_equal(jstr(j, "error.param"), "tools");
+    assert_non_null(strstr(jstr(j, "error.message"), "no tool format"));
+    json_decref(j);
+    reply_free(&r);
+    stop(&f);
+}
+
 static void test_anthropic_stream(void **st)
 {
     (void)st;
@@ -779,6 +941,7 @@ int main(void)
         cmocka_unit_test(test_queue_full_and_disconnect),
         cmocka_unit_test(test_gpt_oss_harmony),
         cmocka_unit_test(test_think_reasoning),
+        cmocka_unit_test(test_tool_calls),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

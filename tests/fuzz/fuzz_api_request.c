@@ -3,9 +3,16 @@
  * picks the endpoint; the rest is the body. Every refusal must be a 400
  * naming a field with a one-line message, and every accepted request must
  * hold only what the contract promises (known roles, bounded stops and
- * max_tokens), read back in full so ASan sees any dangling string.
- * fuzz-link: runtime/api_request.c -ljansson */
+ * max_tokens), read back in full so ASan sees any dangling string; every
+ * tool kept must read back as JSON (pyjson.h), and the conversation must
+ * render through the server's path (chat_request.h, Qwen3's tool layout
+ * when tools are involved) or be refused with a 400.
+ * fuzz-link: runtime/api_request.c runtime/pyjson.c runtime/strbuf.c runtime/chat_request.c runtime/chat_template.c -ljansson */
 #include "runtime/api_request.h"
+#include "runtime/chat_request.h"
+
+#include <jansson.h>
+#include <stdlib.h>
 
 #include <stdint.h>
 #include <string.h>
@@ -26,9 +33,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     volatile size_t sink = 0;
     for (size_t i = 0; i < r.n_msgs; i++) {
         const char *role = r.msgs[i].role;
-        if (strcmp(role, "system") && strcmp(role, "user") && strcmp(role, "assistant"))
+        if (strcmp(role, "system") && strcmp(role, "user") && strcmp(role, "assistant") && strcmp(role, "tool"))
             __builtin_trap();
         sink += strlen(r.msgs[i].content);
+        if (r.msgs[i].tool_call_id) sink += strlen(r.msgs[i].tool_call_id);
+        for (size_t j = 0; j < r.msgs[i].n_calls; j++)
+            sink += strlen(r.msgs[i].calls[j].id) + strlen(r.msgs[i].calls[j].name) + strlen(r.msgs[i].calls[j].arguments);
+    }
+    for (size_t i = 0; i < r.n_tools; i++) {
+        json_t *t = json_loads(r.tools[i], 0, NULL);
+        if (!json_is_object(t)) __builtin_trap();
+        json_decref(t);
+    }
+    if (kind == API_CHAT || kind == API_MESSAGES) {
+        const chat_setup cs = { .family = CHAT_CHATML, .tools = CHAT_TOOLS_QWEN3, .bos = "<s>", .eos = "</s>" };
+        char *text = chat_request_render(&cs, &r, &e);
+        if (!text && e.status != 400) __builtin_trap();
+        free(text);
     }
     if (r.n_stops > API_MAX_STOPS || r.max_tokens < 0 || r.max_tokens > 4096) __builtin_trap();
     for (size_t i = 0; i < r.n_stops; i++)

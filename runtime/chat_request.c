@@ -1,0 +1,81 @@
+/* chat_request.c: see chat_request.h. */
+#include "runtime/chat_request.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *fail(api_error *e, const char *param, const char *msg)
+{
+    e->status = 400;
+    snprintf(e->param, sizeof e->param, "%s", param);
+    snprintf(e->message, sizeof e->message, "%s", msg);
+    return NULL;
+}
+
+void chat_setup_detect(chat_setup *cs, const char *tmpl, const char *name, char **owned, bool *fell_back)
+{
+    *owned = NULL;
+    *fell_back = false;
+    if (name) {
+        cs->family = chat_family_from_name(name);
+        cs->tools = chat_tools_from_name(name);
+        cs->default_system = NULL;
+        return;
+    }
+    cs->family = chat_template_detect(tmpl);
+    cs->tools = chat_template_tools(tmpl);
+    if (cs->family == CHAT_UNKNOWN) {
+        *fell_back = true;
+        cs->family = CHAT_CHATML;
+    }
+    if (cs->family == CHAT_CHATML) *owned = chat_template_default_system(tmpl);
+    if (cs->family == CHAT_MINIMAX_M2) *owned = chat_template_minimax_identity(tmpl);
+    cs->default_system = *owned;
+}
+
+bool chat_request_has_tools(const api_request *r)
+{
+    if (r->n_tools) return true;
+    for (size_t i = 0; i < r->n_msgs; i++)
+        if (r->msgs[i].n_calls || !strcmp(r->msgs[i].role, "tool")) return true;
+    return false;
+}
+
+char *chat_request_render(const chat_setup *cs, const api_request *r, api_error *e)
+{
+    memset(e, 0, sizeof *e);
+    bool tools = chat_request_has_tools(r);
+    if (tools && cs->tools == CHAT_TOOLS_NONE) {
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "this model's chat template (%s) has no tool format strata renders; tool calls work with "
+                 "Qwen3's template (or --chat-template qwen3)", chat_family_name(cs->family));
+        return fail(e, r->n_tools ? "tools" : "messages", msg);
+    }
+    size_t n_calls = 0;
+    for (size_t i = 0; i < r->n_msgs; i++) n_calls += r->msgs[i].n_calls;
+    chat_msg *m = calloc(r->n_msgs + 1, sizeof *m);
+    chat_call *calls = calloc(n_calls + 1, sizeof *calls);
+    if (!m || !calls) {
+        free(m);
+        free(calls);
+        fail(e, "messages", "out of memory");
+        e->status = 500;
+        return NULL;
+    }
+    chat_call *c = calls;
+    for (size_t i = 0; i < r->n_msgs; i++) {
+        const api_message *a = &r->msgs[i];
+        m[i] = (chat_msg){ .role = a->role, .content = a->content, .calls = c, .n_calls = a->n_calls };
+        for (size_t j = 0; j < a->n_calls; j++) *c++ = (chat_call){ a->calls[j].name, a->calls[j].arguments };
+    }
+    char err[256] = "";
+    char *text = tools ? chat_template_render_tools(cs->tools, m, r->n_msgs, (const char *const *)r->tools,
+                                                    r->n_tools, true, err, sizeof err)
+                       : chat_template_render(cs->family, m, r->n_msgs, cs->bos, cs->eos, cs->default_system,
+                                              true, err, sizeof err);
+    free(m);
+    free(calls);
+    return text ? text : fail(e, "messages", err);
+}

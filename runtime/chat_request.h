@@ -1,0 +1,34 @@
+/* chat_request.h: an API request's conversation rendered into the prompt
+ * text the model reads: the one path `strata serve` and `strata template`
+ * share, so what the command shows is what the server sends.
+ *
+ * Contract: chat_request_render() returns the malloc'd prompt, or NULL with
+ * e filled (400 and the field: tools for a template without a tool format,
+ * the message whose role or calls the template cannot place). A request
+ * with tools, a "tool" message or an assistant's tool calls is rendered by
+ * the template's tool format (chat_template_render_tools); any other by
+ * its family, exactly as before tools existed. */
+#ifndef STRATA_CHAT_REQUEST_H
+#define STRATA_CHAT_REQUEST_H
+
+#include "runtime/api_request.h"
+#include "runtime/chat_template.h"
+
+typedef struct chat_setup {
+    chat_family family;
+    chat_tools  tools;
+    const char *bos, *eos;      /* the tokenizer's BOS and EOS text */
+    const char *default_system; /* chat_template_default_system() or MiniMax's identity, or NULL */
+} chat_setup;
+
+/* From a --chat-template name (wins when given) or the template's text: the
+ * family (chatml when unknown or absent: *fell_back set), the tool format
+ * and the default system prompt (malloc'd into *owned, or NULL). bos and
+ * eos are left to the caller. */
+void chat_setup_detect(chat_setup *cs, const char *tmpl, const char *name, char **owned, bool *fell_back);
+
+/* Whether the request needs the template's tool format. */
+bool chat_request_has_tools(const api_request *r);
+char *chat_request_render(const chat_setup *cs, const api_request *r, api_error *e);
+
+#endif

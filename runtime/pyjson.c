@@ -1,0 +1,121 @@
+/* pyjson.c: see pyjson.h. */
+#include "runtime/pyjson.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void add_string(strbuf *b, const char *s, size_t n)
+{
+    strbuf_add(b, "\"", 1);
+    size_t run = 0; /* bytes copied as they are, flushed before each escape */
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        const char *esc = NULL;
+        char u[8];
+        switch (c) {
+        case '"': esc = "\\\""; break;
+        case '\\': esc = "\\\\"; break;
+        case '\n': esc = "\\n"; break;
+        case '\r': esc = "\\r"; break;
+        case '\t': esc = "\\t"; break;
+        case '\b': esc = "\\b"; break;
+        case '\f': esc = "\\f"; break;
+        default:
+            if (c < 0x20) { snprintf(u, sizeof u, "\\u%04x", c); esc = u; }
+        }
+        if (!esc) { run++; continue; }
+        strbuf_add(b, s + i - run, run);
+        run = 0;
+        strbuf_puts(b, esc);
+    }
+    strbuf_add(b, s + n - run, run);
+    strbuf_add(b, "\"", 1);
+}
+
+/* Python's float repr: the shortest round-tripping digits, positional when
+ * the decimal exponent is in [-4, 16), else d.ddde+XX; ".0" on integers. */
+static void add_real(strbuf *b, double x)
+{
+    if (isnan(x)) { strbuf_puts(b, "NaN"); return; }
+    if (isinf(x)) { strbuf_puts(b, x < 0 ? "-Infinity" : "Infinity"); return; }
+    char e[40];
+    for (int p = 1; p <= 17; p++) {
+        snprintf(e, sizeof e, "%.*e", p - 1, x);
+        if (strtod(e, NULL) == x) break;
+    }
+    /* e: [-]d[.ddd]e[+-]XX */
+    const char *s = e;
+    bool neg = *s == '-';
+    if (neg) s++;
+    char digits[24];
+    size_t nd = 0;
+    for (; *s && *s != 'e'; s++)
+        if (*s != '.') digits[nd++] = *s;
+    int exp10 = atoi(s + 1);
+    while (nd > 1 && digits[nd - 1] == '0') nd--;
+    if (neg) strbuf_add(b, "-", 1);
+    if (exp10 >= -4 && exp10 < 16) {
+        if (exp10 < 0) {
+            strbuf_puts(b, "0.");
+            for (int i = -1; i > exp10; i--) strbuf_add(b, "0", 1);
+            strbuf_add(b, digits, nd);
+        } else {
+            size_t whole = (size_t)exp10 + 1;
+            for (size_t i = 0; i < whole; i++) strbuf_add(b, i < nd ? &digits[i] : "0", 1);
+            strbuf_add(b, ".", 1);
+            if (nd > whole) strbuf_add(b, digits + whole, nd - whole);
+            else strbuf_add(b, "0", 1);
+        }
+    } else {
+        strbuf_add(b, digits, 1);
+        if (nd > 1) { strbuf_add(b, ".", 1); strbuf_add(b, digits + 1, nd - 1); }
+        strbuf_printf(b, "e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
+    }
+}
+
+void pyjson_add(strbuf *b, const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        const char *k;
+        json_t *x;
+        bool first = true;
+        strbuf_add(b, "{", 1);
+        json_object_foreach((json_t *)v, k, x) {
+            if (!first) strbuf_add(b, ", ", 2);
+            first = false;
+            add_string(b, k, strlen(k));
+            strbuf_add(b, ": ", 2);
+            pyjson_add(b, x);
+        }
+        strbuf_add(b, "}", 1);
+        break;
+    }
+    case JSON_ARRAY: {
+        size_t i;
+        json_t *x;
+        strbuf_add(b, "[", 1);
+        json_array_foreach((json_t *)v, i, x) {
+            if (i) strbuf_add(b, ", ", 2);
+            pyjson_add(b, x);
+        }
+        strbuf_add(b, "]", 1);
+        break;
+    }
+    case JSON_STRING: add_string(b, json_string_value(v), json_string_length(v)); break;
+    case JSON_INTEGER: strbuf_printf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v)); break;
+    case JSON_REAL: add_real(b, json_real_value(v)); break;
+    case JSON_TRUE: strbuf_puts(b, "true"); break;
+    case JSON_FALSE: strbuf_puts(b, "false"); break;
+    case JSON_NULL: strbuf_puts(b, "null"); break;
+    }
+}
+
+char *pyjson_dumps(const json_t *v)
+{
+    strbuf b = { 0 };
+    pyjson_add(&b, v);
+    return strbuf_take(&b);
+}

@@ -1,0 +1,23 @@
+/* pyjson.h: JSON text exactly as Python's json.dumps(x, ensure_ascii=False)
+ * writes it, the form Hugging Face chat templates' `tojson` filter puts into
+ * prompts (tool schemas, tool-call arguments). A model trained on those
+ * prompts should see the same bytes from us.
+ *
+ * Contract: pyjson_dumps() returns a malloc'd NUL-terminated string, or
+ * NULL when out of memory. Separators are ", " and ": "; object members in
+ * their order (jansson keeps insertion order); strings escape only '"',
+ * '\\' and the C0 controls (\n \r \t \b \f by name, others as \u00XX),
+ * everything else raw UTF-8; integers in decimal; reals as Python's repr
+ * (the shortest digits that read back, "1.0", "1e-05", "1e+16"). */
+#ifndef STRATA_PYJSON_H
+#define STRATA_PYJSON_H
+
+#include <jansson.h>
+
+#include "runtime/strbuf.h"
+
+char *pyjson_dumps(const json_t *v);
+/* The same text appended to b. */
+void pyjson_add(strbuf *b, const json_t *v);
+
+#endif

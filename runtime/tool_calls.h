@@ -1,0 +1,45 @@
+/* tool_calls.h: tool calls taken out of a model's answer, as it streams.
+ *
+ * Qwen3's format (chat_template.h, CHAT_TOOLS_QWEN3): after any text the
+ * model writes one or more
+ *     <tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call>
+ * and ends its turn.
+ *
+ * Contract:
+ *  - tool_scan_feed() takes released answer text and appends to out the
+ *    part that is surely content: it holds back whatever could still be
+ *    the start of "<tool_call>" and trailing whitespace (dropped before
+ *    calls, released otherwise), and from "<tool_call>" on keeps it all.
+ *  - tool_scan_finish() parses what was kept: each block a JSON object with
+ *    a non-empty string "name" and an "arguments" object (or a string
+ *    holding one, or absent: {}), blocks separated by whitespace only, the
+ *    last one's </tool_call> optional (a turn may end there). It returns the
+ *    calls (arguments as pyjson text, the form the template renders back),
+ *    or, when any of that does not hold, none and appends the kept text to
+ *    out as content: a malformed call reaches the client as text, never
+ *    half-parsed.
+ *  - A zeroed tool_scan is ready; tool_scan_free() releases it. */
+#ifndef STRATA_TOOL_CALLS_H
+#define STRATA_TOOL_CALLS_H
+
+#include <stddef.h>
+
+#include "runtime/strbuf.h"
+
+typedef struct tool_call {
+    char *name;
+    char *arguments; /* JSON object text, pyjson */
+} tool_call;
+
+typedef struct tool_scan {
+    strbuf held;      /* held-back text; from "<tool_call>" on, the calls */
+    bool   capturing; /* "<tool_call>" has been seen */
+} tool_scan;
+
+void tool_scan_feed(tool_scan *ts, const char *d, size_t n, strbuf *out);
+/* Returns the number of calls (*calls malloc'd, NULL when 0). */
+size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out);
+void tool_calls_free(tool_call *c, size_t n);
+void tool_scan_free(tool_scan *ts);
+
+#endif
