@@ -493,6 +493,20 @@ static int parse_openai(json_t *o, api_request *r, int limit, api_error *e)
             return -1;
         if (parse_messages(o, r, false, e) != 0 || openai_tools(o, r, e) != 0 || tool_choice(o, false, r, e) != 0)
             return -1;
+        json_t *re = field(o, "reasoning_effort");
+        if (re) {
+            static const char *const EFFORT[] = { "low", "medium", "high" };
+            for (size_t i = 0; i < 3 && json_is_string(re); i++)
+                if (!strcmp(json_string_value(re), EFFORT[i])) r->reasoning_effort = EFFORT[i];
+            if (!r->reasoning_effort)
+                return fail(e, "reasoning_effort", "reasoning_effort must be \"low\", \"medium\" or \"high\"");
+        }
+        json_t *kw = field(o, "chat_template_kwargs");
+        if (kw && !json_is_object(kw)) return fail(e, "chat_template_kwargs", "chat_template_kwargs must be an object");
+        json_t *et = field(kw, "enable_thinking");
+        if (et && !json_is_boolean(et))
+            return fail(e, "chat_template_kwargs.enable_thinking", "chat_template_kwargs.enable_thinking must be a boolean");
+        r->no_thinking = json_is_false(et);
         if (opt_bool(o, "logprobs", &r->logprobs, e) != 0) return -1;
         long long tl = 0;
         if (opt_int(o, "top_logprobs", 0, API_MAX_TOP_LOGPROBS, &tl, e) < 0) return -1;

@@ -36,6 +36,10 @@
  *  - Anthropic's thinking is {"type": "disabled"} or {"type": "enabled"}
  *    (budget_tokens, when given, an integer >= 1; it does not cut the
  *    reasoning short).
+ *  - OpenAI chat's reasoning_effort ("low", "medium", "high") and
+ *    chat_template_kwargs.enable_thinking (a boolean; other kwargs are
+ *    ignored) are kept for the whole templates that use them (gpt-oss's
+ *    and Qwen3's); other models ignore them.
  *  - max_tokens is 0 when the request did not give one (Anthropic's
  *    /v1/messages requires it, so it is never 0 there). */
 #ifndef STRATA_API_REQUEST_H
@@ -87,6 +91,8 @@ typedef struct api_request {
     size_t       n_stops;
     bool         stream;
     bool         thinking;     /* Anthropic's thinking {"type": "enabled"}: the reasoning as a thinking block */
+    const char  *reasoning_effort; /* OpenAI's "low" | "medium" | "high" (a static string), or NULL */
+    bool         no_thinking;  /* chat_template_kwargs {"enable_thinking": false} (vLLM's and llama.cpp's extension) */
     bool         include_usage;
     bool         logprobs;
     int          top_logprobs;

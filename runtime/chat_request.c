@@ -15,6 +15,7 @@ static char *fail(api_error *e, const char *param, const char *msg)
 
 void chat_setup_detect(chat_setup *cs, const char *tmpl, const char *name, char **owned, bool *fell_back)
 {
+    *cs = (chat_setup){ 0 };
     *owned = NULL;
     *fell_back = false;
     if (name) {
@@ -50,7 +51,7 @@ char *chat_request_render(const chat_setup *cs, const api_request *r, api_error 
         char msg[200];
         snprintf(msg, sizeof msg,
                  "this model's chat template (%s) has no tool format strata renders; tool calls work with "
-                 "Qwen3's template (or --chat-template qwen3)", chat_family_name(cs->family));
+                 "Qwen3's and gpt-oss's templates", chat_family_name(cs->family));
         return fail(e, r->n_tools ? "tools" : "messages", msg);
     }
     size_t n_calls = 0;
@@ -71,8 +72,10 @@ char *chat_request_render(const chat_setup *cs, const api_request *r, api_error 
         for (size_t j = 0; j < a->n_calls; j++) *c++ = (chat_call){ a->calls[j].name, a->calls[j].arguments };
     }
     char err[256] = "";
-    char *text = tools ? chat_template_render_tools(cs->tools, m, r->n_msgs, (const char *const *)r->tools,
-                                                    r->n_tools, true, err, sizeof err)
+    const chat_tools_opts o = { .date = cs->date, .reasoning_effort = r->reasoning_effort, .no_thinking = r->no_thinking };
+    char *text = tools || cs->tools != CHAT_TOOLS_NONE
+                     ? chat_template_render_tools(cs->tools, m, r->n_msgs, (const char *const *)r->tools, r->n_tools,
+                                                  &o, true, err, sizeof err)
                        : chat_template_render(cs->family, m, r->n_msgs, cs->bos, cs->eos, cs->default_system,
                                               true, err, sizeof err);
     free(m);

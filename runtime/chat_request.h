@@ -6,8 +6,11 @@
  * e filled (400 and the field: tools for a template without a tool format,
  * the message whose role or calls the template cannot place). A request
  * with tools, a "tool" message or an assistant's tool calls is rendered by
- * the template's tool format (chat_template_render_tools); any other by
- * its family, exactly as before tools existed. */
+ * the template's tool format (chat_template_render_tools); so is every
+ * request when the pack's template is one of those whole templates
+ * (Qwen3's, gpt-oss's), so that a conversation reads the same with tools
+ * or without; any other by its family's layout. The request's
+ * reasoning_effort (gpt-oss) and enable_thinking (Qwen3) go to them. */
 #ifndef STRATA_CHAT_REQUEST_H
 #define STRATA_CHAT_REQUEST_H
 
@@ -19,12 +22,13 @@ typedef struct chat_setup {
     chat_tools  tools;
     const char *bos, *eos;      /* the tokenizer's BOS and EOS text */
     const char *default_system; /* chat_template_default_system() or MiniMax's identity, or NULL */
+    const char *date;           /* gpt-oss's tool layout: "Current date" (YYYY-MM-DD); NULL: today */
 } chat_setup;
 
 /* From a --chat-template name (wins when given) or the template's text: the
  * family (chatml when unknown or absent: *fell_back set), the tool format
  * and the default system prompt (malloc'd into *owned, or NULL). bos and
- * eos are left to the caller. */
+ * eos (and date) are left to the caller. */
 void chat_setup_detect(chat_setup *cs, const char *tmpl, const char *name, char **owned, bool *fell_back);
 
 /* Whether the request needs the template's tool format. */

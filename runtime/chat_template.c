@@ -475,12 +475,16 @@ chat_tools chat_template_tools(const char *t)
         strstr(t, "tool_call.arguments is string") && strstr(t, "ns.last_query_index") &&
         strstr(t, "<tool_response>"))
         return CHAT_TOOLS_QWEN3;
+    if (t && strstr(t, "<|channel|>") && strstr(t, "render_tool_namespace") && strstr(t, "to=assistant"))
+        return CHAT_TOOLS_HARMONY;
     return CHAT_TOOLS_NONE;
 }
 
 chat_tools chat_tools_from_name(const char *name)
 {
-    return name && !strcmp(name, "qwen3") ? CHAT_TOOLS_QWEN3 : CHAT_TOOLS_NONE;
+    if (name && !strcmp(name, "qwen3")) return CHAT_TOOLS_QWEN3;
+    if (name && !strcmp(name, "gpt-oss")) return CHAT_TOOLS_HARMONY;
+    return CHAT_TOOLS_NONE;
 }
 
 static bool starts_with(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
@@ -491,7 +495,8 @@ static bool ends_with(const char *s, const char *p)
 }
 
 /* Qwen3's template, statement by statement. */
-static void qwen3(strbuf *b, const chat_msg *m, size_t n, const char *const *tools, size_t n_tools, bool gen)
+static void qwen3(strbuf *b, const chat_msg *m, size_t n, const char *const *tools, size_t n_tools, bool gen,
+                  bool no_thinking)
 {
     bool sys0 = n && is(&m[0], "system");
     if (n_tools) {
@@ -558,13 +563,13 @@ static void qwen3(strbuf *b, const chat_msg *m, size_t n, const char *const *too
             if (i == n - 1 || !is(&m[i + 1], "tool")) strbuf_puts(b, "<|im_end|>\n");
         }
     }
-    if (gen) strbuf_puts(b, "<|im_start|>assistant\n");
+    if (gen) strbuf_puts(b, no_thinking ? "<|im_start|>assistant\n<think>\n\n</think>\n\n" : "<|im_start|>assistant\n");
 }
 
 char *chat_template_render_tools(chat_tools style, const chat_msg *m, size_t n, const char *const *tools,
-                                 size_t n_tools, bool gen, char *err, size_t errlen)
+                                 size_t n_tools, const chat_tools_opts *o, bool gen, char *err, size_t errlen)
 {
-    if (style != CHAT_TOOLS_QWEN3) {
+    if (style != CHAT_TOOLS_QWEN3 && style != CHAT_TOOLS_HARMONY) {
         snprintf(err, errlen, "this chat template has no tool format strata renders");
         return NULL;
     }
@@ -574,8 +579,9 @@ char *chat_template_render_tools(chat_tools style, const chat_msg *m, size_t n, 
             return NULL;
         }
     }
+    if (style == CHAT_TOOLS_HARMONY) return chat_template_render_harmony_tools(m, n, tools, n_tools, o, gen, err, errlen);
     strbuf b = { 0 };
-    qwen3(&b, m, n, tools, n_tools, gen);
+    qwen3(&b, m, n, tools, n_tools, gen, o && o->no_thinking);
     char *out = strbuf_take(&b);
     if (!out) snprintf(err, errlen, "out of memory rendering the chat template");
     return out;

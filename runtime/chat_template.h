@@ -69,6 +69,7 @@ typedef struct chat_msg {
 typedef enum chat_tools {
     CHAT_TOOLS_NONE = 0,
     CHAT_TOOLS_QWEN3, /* Qwen3's template: Hermes-style <tools> / <tool_call> JSON / <tool_response> */
+    CHAT_TOOLS_HARMONY, /* gpt-oss's own template: a TypeScript namespace, commentary messages to functions.NAME */
 } chat_tools;
 
 /* The family a template's text belongs to, CHAT_UNKNOWN if none. */
@@ -76,7 +77,7 @@ chat_family chat_template_detect(const char *tmpl);
 /* "chatml", "qwen" (= chatml), "llama2", "llama-2", "llama3", "llama-3",
  * "mistral", "gemma", "phi3", "phi-3", "deepseek", "deepseek3" (V3's layout), "deepseek2" (DeepSeek
  * LLM, MoE and V2's "User: ... Assistant:"), "granite", "llama4", "qwen3" (chatml, with Qwen3's
- * tool format);
+ * tool format), "gpt-oss" (with its template's tool format);
  * CHAT_UNKNOWN otherwise. */
 chat_family chat_family_from_name(const char *name);
 const char *chat_family_name(chat_family f);
@@ -99,18 +100,39 @@ char *chat_template_render(chat_family f, const chat_msg *msgs, size_t n, const 
 
 /* The tool format of a template's text: Qwen3's is recognised by its
  * <tool_call> JSON literal, its string-or-tojson arguments test and its
- * last_query_index (Qwen2.5's and Qwen3-Coder's differ and are not). */
+ * last_query_index (Qwen2.5's and Qwen3-Coder's differ and are not);
+ * gpt-oss's by harmony's <|channel|> and its render_tool_namespace macro. */
 chat_tools chat_template_tools(const char *tmpl);
-/* "qwen3": the tool format a --chat-template name brings, NONE otherwise. */
+/* "qwen3" and "gpt-oss": the tool format a --chat-template name brings,
+ * NONE otherwise. */
 chat_tools chat_tools_from_name(const char *name);
 
-/* A conversation with tools (each one JSON text, tojson's form) or tool
- * turns (role "tool", assistants' calls), in the style's whole template,
- * byte for byte as Jinja renders it (Qwen3: the tools in the system turn,
- * past reasoning split off assistant texts at </think> and re-rendered only
- * after the last user query, consecutive tool results in one user turn). */
+/* What the whole templates take beyond the conversation (their kwargs). */
+typedef struct chat_tools_opts {
+    const char *date;             /* gpt-oss: "Current date" (YYYY-MM-DD); NULL: today, local time */
+    const char *reasoning_effort; /* gpt-oss: "low" | "medium" | "high"; NULL: "medium" */
+    bool        no_thinking;      /* Qwen3: enable_thinking false (an empty <think></think> opens the answer) */
+} chat_tools_opts;
+
+/* A conversation (with tools, each one JSON text in tojson's form, or
+ * without) in the style's whole template, byte for byte as Jinja renders
+ * it; roles "tool" and assistants' calls included. o may be NULL.
+ *  - Qwen3: the tools in the system turn, past reasoning split off
+ *    assistant texts at </think> and re-rendered only after the last user
+ *    query, consecutive tool results in one user turn.
+ *  - gpt-oss (chat_template_harmony.c): OpenAI's system message (date,
+ *    reasoning effort, channels), a leading system message as the
+ *    developer's instructions, the tools as its TypeScript namespace, the
+ *    first call of an assistant message as a commentary message to
+ *    functions.NAME (its arguments as an object), its text before it as
+ *    analysis unless a final answer follows later, tool results as JSON
+ *    strings from the last call's function. A tool without a description
+ *    gets an empty comment (Jinja would fail). */
 char *chat_template_render_tools(chat_tools style, const chat_msg *msgs, size_t n,
-                                 const char *const *tools, size_t n_tools,
+                                 const char *const *tools, size_t n_tools, const chat_tools_opts *o,
                                  bool add_generation_prompt, char *err, size_t errlen);
+char *chat_template_render_harmony_tools(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
+                                         const chat_tools_opts *o, bool add_generation_prompt, char *err,
+                                         size_t errlen);
 
 #endif

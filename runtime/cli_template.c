@@ -1,5 +1,5 @@
 /* cli_template.c: `strata template MODEL [--api openai|anthropic]
- * [--chat-template NAME] [-f BODY.json]`: the prompt text `strata serve`
+ * [--chat-template NAME] [--date YYYY-MM-DD] [-f BODY.json]`: the prompt text `strata serve`
  * would give the model for a request body (chat_request.h), to see what a
  * template does with a conversation, tools included.
  *
@@ -25,11 +25,13 @@
 
 static void usage(FILE *fp)
 {
-    fprintf(fp, "usage: strata template MODEL [--api openai|anthropic] [--chat-template NAME] [-f BODY.json]\n"
+    fprintf(fp, "usage: strata template MODEL [--api openai|anthropic] [--chat-template NAME] [--date YYYY-MM-DD]\n"
+                "                       [-f BODY.json]\n"
                 "  Prints the prompt strata serve renders for a request body (default: read from stdin).\n"
                 "  MODEL is a pack folder (its tokenizer.gguf) or a GGUF with a tokenizer.\n"
                 "  --api             openai: a /v1/chat/completions body (default); anthropic: /v1/messages\n"
                 "  --chat-template   a family name instead of the model's template (strata serve --help)\n"
+                "  --date            the date gpt-oss's tool layout writes (default: today)\n"
                 "  -f FILE           the body from FILE\n");
 }
 
@@ -60,7 +62,7 @@ static char *piece_dup(const tokenizer *t, int32_t id)
 
 int cmd_template(int argc, char **argv)
 {
-    const char *model = NULL, *api = "openai", *name = NULL, *file = NULL;
+    const char *model = NULL, *api = "openai", *name = NULL, *file = NULL, *date = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
@@ -68,6 +70,7 @@ int cmd_template(int argc, char **argv)
         else if (i + 1 < argc && !strcmp(a, "--api")) api = argv[++i];
         else if (i + 1 < argc && !strcmp(a, "--chat-template")) name = argv[++i];
         else if (i + 1 < argc && !strcmp(a, "-f")) file = argv[++i];
+        else if (i + 1 < argc && !strcmp(a, "--date")) date = argv[++i];
         else { usage(stderr); return 2; }
     }
     if (!model || (strcmp(api, "openai") && strcmp(api, "anthropic"))) { usage(stderr); return 2; }
@@ -99,10 +102,11 @@ int cmd_template(int argc, char **argv)
     chat_setup_detect(&cs, tmpl, name, &owned, &fell_back);
     cs.bos = bos;
     cs.eos = eos;
+    cs.date = date;
     if (fell_back) fprintf(stderr, "strata template: %s: %s; using chatml\n", path,
                            tmpl ? "the chat template is not one strata recognises" : "no chat template");
     fprintf(stderr, "strata template: %s; tool calls: %s\n", chat_family_name(cs.family),
-            cs.tools == CHAT_TOOLS_QWEN3 ? "qwen3" : "none");
+            cs.tools == CHAT_TOOLS_QWEN3 ? "qwen3" : cs.tools == CHAT_TOOLS_HARMONY ? "gpt-oss" : "none");
     api_request r;
     api_error e;
     if (api_request_parse(strcmp(api, "openai") ? API_MESSAGES : API_CHAT, body, len, 1 << 30, &r, &e) != 0) {

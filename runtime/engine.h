@@ -71,6 +71,9 @@ typedef struct engine {
      * (the GPU expert cache's counters), written into buf, NUL-terminated.
      * Called from any thread. */
     void (*device_metrics)(void *self, char *buf, size_t bufsz);
+    /* Optional (NULL: never any): how many of the session's prompt tokens
+     * came from an earlier session's KV cache instead of being evaluated. */
+    size_t (*cached)(const engine_session *s);
 } engine;
 
 #endif

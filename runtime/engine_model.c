@@ -33,6 +33,11 @@ typedef struct model_engine {
     bool            *busy;
     const char      *record;   /* --record-routing FILE or NULL */
     device_stats     dstats;   /* snapshot for /metrics, guarded by mu */
+    struct slot_ids {          /* per context: the ids its KV cache holds, in order */
+        int32_t *ids;
+        size_t   n, cap;
+    } *held;
+    bool             no_prompt_cache;
 } model_engine;
 
 struct engine_session {
@@ -43,6 +48,7 @@ struct engine_session {
     int32_t       pending;     /* sampled but not yet evaluated */
     bool          has_pending;
     int           n_probs;
+    size_t        reused;      /* prompt tokens the context already held */
 };
 
 /* ------------------------------------------------------------------------
@@ -122,14 +128,52 @@ static void find_eog(model_engine *me, const gguf_file *g)
 /* ------------------------------------------------------------------------
  * A session: one context taken for its whole life. */
 
-static int take_slot(model_engine *me)
+static size_t common_prefix(const struct slot_ids *h, const int32_t *p, size_t n)
+{
+    size_t k = 0;
+    while (k < h->n && k < n && h->ids[k] == p[k]) k++;
+    return k;
+}
+
+/* The free context whose cache shares the longest prefix with the prompt
+ * (the lowest index on ties, so one request at a time keeps to context 0). */
+static int take_slot(model_engine *me, const int32_t *prompt, size_t n_prompt)
 {
     int got = -1;
+    size_t best = 0;
     pthread_mutex_lock(&me->mu);
-    for (int i = 0; i < me->n_slots && got < 0; i++)
-        if (!me->busy[i]) { me->busy[i] = true; got = i; }
+    for (int i = 0; i < me->n_slots; i++) {
+        if (me->busy[i]) continue;
+        size_t k = me->no_prompt_cache ? 0 : common_prefix(&me->held[i], prompt, n_prompt);
+        if (got < 0 || k > best) { got = i; best = k; }
+    }
+    if (got >= 0) me->busy[got] = true;
     pthread_mutex_unlock(&me->mu);
     return got;
+}
+
+/* Keeps the record of what context i holds in step with its KV cache. */
+static int held_append(model_engine *me, int i, const int32_t *ids, size_t n)
+{
+    struct slot_ids *h = &me->held[i];
+    if (h->n + n > h->cap) {
+        size_t cap = h->cap ? h->cap : 256;
+        while (cap < h->n + n) cap *= 2;
+        int32_t *g = realloc(h->ids, cap * sizeof *g);
+        if (!g) return -1;
+        h->ids = g;
+        h->cap = cap;
+    }
+    memcpy(h->ids + h->n, ids, n * sizeof *ids);
+    h->n += n;
+    return 0;
+}
+
+/* A forward pass on context i failed or was not recorded: it holds nothing we know. */
+static void held_forget(model_engine *me, int i)
+{
+    model_rewind(me->slots[i], 0);
+    me->held[i].n = 0;
 }
 
 /* After a forward pass on context i: the device counters for /metrics. */
@@ -219,21 +263,36 @@ static engine_session *me_begin(void *self, const int32_t *prompt, size_t n_prom
         me_end(s);
         return NULL;
     }
-    s->slot = take_slot(me);
+    s->slot = take_slot(me, prompt, n_prompt);
     if (s->slot < 0) {
         snprintf(err, errlen, "all %d model contexts are busy", me->n_slots);
         me_end(s);
         return NULL;
     }
     model *m = me->slots[s->slot];
-    model_rewind(m, 0);
-    if (model_forward(m, prompt, (int)n_prompt, s->logits, false, err, errlen) != 0) {
+    /* the prefix this context already holds stays; the last prompt token is
+     * always evaluated, its logits give the first answer token */
+    size_t keep = me->no_prompt_cache ? 0 : common_prefix(&me->held[s->slot], prompt, n_prompt);
+    if (keep >= n_prompt) keep = n_prompt - 1;
+    model_rewind(m, (int)keep);
+    keep = (size_t)model_n_past(m) < keep ? (size_t)model_n_past(m) : keep; /* a sliding window may start over */
+    me->held[s->slot].n = keep;
+    int bad = model_forward(m, prompt + keep, (int)(n_prompt - keep), s->logits, false, err, errlen);
+    if (!bad && held_append(me, s->slot, prompt + keep, n_prompt - keep) != 0) {
+        snprintf(err, errlen, "out of memory");
+        bad = -1;
+    }
+    if (bad) {
+        held_forget(me, s->slot);
         me_end(s);
         return NULL;
     }
+    s->reused = keep;
     snapshot_stats(me, s->slot);
     return s;
 }
+
+static size_t me_cached(const engine_session *s) { return s->reused; }
 
 /* The top n of log-softmax(logits) (n <= ENGINE_MAX_PROBS) and the chosen
  * token's own logprob. */
@@ -265,7 +324,11 @@ static int me_step(engine_session *s, engine_token *out)
      * a generation that stops never pays for a forward it does not use. */
     if (s->has_pending) {
         char err[256];
-        if (model_forward(m, &s->pending, 1, s->logits, false, err, sizeof err) != 0) return -1;
+        if (model_forward(m, &s->pending, 1, s->logits, false, err, sizeof err) != 0 ||
+            held_append(me, s->slot, &s->pending, 1) != 0) {
+            held_forget(me, s->slot);
+            return -1;
+        }
         s->has_pending = false;
         snapshot_stats(me, s->slot);
     }
@@ -324,6 +387,8 @@ void engine_model_free(engine *e)
     for (int i = 0; me->slots && i < me->n_slots; i++) model_free(me->slots[i]);
     free(me->slots);
     free(me->busy);
+    for (int i = 0; me->held && i < me->n_slots; i++) free(me->held[i].ids);
+    free(me->held);
     loader_close(me->pack);
     free(me->name);
     free(me->bos);
@@ -371,10 +436,12 @@ engine *engine_model_open(const char *dir, const engine_model_opts *o, char *err
 
     me->slots = calloc((size_t)opt.parallel, sizeof *me->slots);
     me->busy = calloc((size_t)opt.parallel, sizeof *me->busy);
+    me->held = calloc((size_t)opt.parallel, sizeof *me->held);
+    me->no_prompt_cache = opt.no_prompt_cache;
     me->name = base_name(dir);
     me->bos = piece_dup(me->tok, tokenizer_bos(me->tok));
     me->eos = piece_dup(me->tok, tokenizer_eos(me->tok));
-    if (!me->slots || !me->busy || !me->name || !me->bos || !me->eos) {
+    if (!me->slots || !me->busy || !me->held || !me->name || !me->bos || !me->eos) {
         snprintf(err, errlen, "%s: out of memory", dir);
         engine_model_free(&me->e);
         return NULL;
@@ -431,6 +498,7 @@ engine *engine_model_open(const char *dir, const engine_model_opts *o, char *err
         .chat_template = me->tmpl, .bos_text = me->bos, .eos_text = me->eos,
         .tokenize = me_tokenize, .piece = me_piece, .is_eog = me_is_eog,
         .begin = me_begin, .step = me_step, .end = me_end, .device_metrics = me_device_metrics,
+        .cached = me_cached,
     };
     return &me->e;
 }

@@ -5,10 +5,19 @@
  *    `parallel` model contexts over its one set of weights: each context
  *    owns its KV cache, scratch and thread pool, the weights are shared
  *    read-only. A session takes a free context for its whole life, so
- *    sessions never wait on each other and never re-prefill.
+ *    sessions never wait on each other.
  *  - Output is what `strata run` gives for the same prompt ids and sampler
  *    parameters (batched prefill, then one token per step, the same
  *    sampler with min_p and penalties off), whatever the thread count.
+ *  - Prompt cache: each context remembers the ids its KV cache holds. A
+ *    session takes the free context sharing the longest prefix with its
+ *    prompt and evaluates only the rest (at least the last prompt token,
+ *    for its logits); cached() says how many were reused. A chat's next
+ *    turn thus costs its new tokens, not the whole conversation again.
+ *    The rest is evaluated as its own batch, so logits may differ from a
+ *    whole prefill in the last bits, as in llama.cpp's server. With
+ *    no_prompt_cache every session starts over. Sliding-window layers
+ *    keep only n_batch positions of slack: a longer rewind starts over.
  *  - is_eog(): the tokenizer's EOS, the metadata's EOT/EOM ids, and the
  *    control tokens that end a turn in the template families we render
  *    (<|im_end|>, <|eot_id|>, <|end|>, <end_of_turn>, <|return|>, ...);
@@ -29,6 +38,7 @@
 #ifndef STRATA_ENGINE_MODEL_H
 #define STRATA_ENGINE_MODEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "runtime/device.h"
@@ -45,6 +55,7 @@ typedef struct engine_model_opts {
      * --record-routing: every context records; the sum is written by
      * engine_model_free(). */
     const device_opts *dev;
+    bool no_prompt_cache; /* every session starts from an empty KV cache */
 } engine_model_opts;
 
 engine *engine_model_open(const char *pack_dir, const engine_model_opts *o, char *err,

@@ -29,6 +29,10 @@ struct gen {
     gen_harmony     h;
     bool            h_on, h_body, h_visible, h_in_channel, h_reasoning;
     strbuf          h_channel; /* the channel name being read in a header */
+    strbuf          h_head;    /* the whole header's text (its recipient: " to=functions.NAME") */
+    bool            h_call;    /* this message's body is a function call's arguments */
+    gen_call       *calls;     /* harmony: the function calls made */
+    size_t          n_calls;
     int             th_state;  /* think: 0 undecided, 1 reasoning, 2 content */
     bool            th_trim;   /* think: after </think>, blanks dropped until the content's first byte */
     strbuf          th_head;   /* think, undecided: the answer's first bytes */
@@ -85,6 +89,27 @@ static int push_token(gen *g, const engine_token *t, size_t offset)
     return 0;
 }
 
+/* Harmony: a header addressed " to=functions.NAME" (before or after its
+ * channel) makes the message's body a call of NAME. */
+static void start_call(gen *g)
+{
+    static const char TO[] = "to=functions.";
+    const char *h = g->h_head.data, *end = h ? h + g->h_head.len : NULL, *p = NULL;
+    for (const char *q = h; q && q + sizeof TO - 1 <= end; q++)
+        if (!memcmp(q, TO, sizeof TO - 1) && (q == h || q[-1] == ' ')) { p = q + sizeof TO - 1; break; }
+    if (!p) return;
+    size_t n = 0;
+    while (p + n < end && p[n] != ' ' && p[n] != '\n' && p[n] != '<') n++;
+    gen_call *c = n ? realloc(g->calls, (g->n_calls + 1) * sizeof *c) : NULL;
+    char *name = c ? malloc(n + 1) : NULL;
+    if (c) g->calls = c;
+    if (!name) return;
+    memcpy(name, p, n);
+    name[n] = 0;
+    g->calls[g->n_calls++] = (gen_call){ .name = name };
+    g->h_call = true;
+}
+
 /* Harmony: moves the framing state on by token id; true when the token's
  * text is not to be released (a marker, a header, a hidden channel). A
  * header's text after <|channel|> is the channel's name: "final" (after
@@ -94,15 +119,17 @@ static bool harmony_hides(gen *g, int32_t id)
 {
     const gen_harmony *h = &g->h;
     if (id == h->start || id == h->end) {
-        g->h_body = g->h_visible = g->h_in_channel = g->h_reasoning = false;
+        g->h_body = g->h_visible = g->h_in_channel = g->h_reasoning = g->h_call = false;
+        g->h_head.len = 0;
         return true;
     }
-    if (id == h->channel) {
-        g->h_in_channel = true;
-        g->h_channel.len = 0;
+    if (id == h->channel || id == h->constrain) {
+        /* the marker parts the header's words: "to=functions.f<|channel|>commentary" */
+        if (!g->h_body && g->h_head.len < 256) strbuf_add(&g->h_head, "\n", 1);
+        g->h_in_channel = id == h->channel;
+        if (g->h_in_channel) g->h_channel.len = 0;
         return true;
     }
-    if (id == h->constrain) { g->h_in_channel = false; return true; }
     if (id == h->message) {
         const char *c = g->h_channel.data ? g->h_channel.data : "";
         size_t n = g->h_channel.len;
@@ -111,13 +138,17 @@ static bool harmony_hides(gen *g, int32_t id)
         g->h_reasoning = n >= 8 && !strncmp(c, "analysis", 8) && (n == 8 || c[8] == ' ');
         g->h_body = true;
         g->h_channel.len = 0;
+        start_call(g);
+        g->h_head.len = 0;
         return true;
     }
     if (g->h_body) {
         if (g->h_reasoning) append_piece(g, id, &g->reasoning);
+        if (g->h_call) append_piece(g, id, &g->calls[g->n_calls - 1].args);
         return !g->h_visible;
     }
     if (g->h_in_channel && g->h_channel.len < 64) append_piece(g, id, &g->h_channel); /* a header: its name */
+    if (g->h_head.len < 256) append_piece(g, id, &g->h_head);
     return true;
 }
 
@@ -206,7 +237,9 @@ static gen_finish step(gen *g)
     g->t_prev = now;
     if (g->e->is_eog(g->e->self, t.id)) return GEN_EOS;
     g->n_sampled++;
-    if (g->h_on && harmony_hides(g, t.id)) return g->h_channel.oom || g->reasoning.oom ? GEN_ERROR : GEN_RUNNING;
+    if (g->h_on && harmony_hides(g, t.id))
+        return g->h_channel.oom || g->reasoning.oom || g->h_head.oom || (g->n_calls && g->calls[g->n_calls - 1].args.oom)
+                   ? GEN_ERROR : GEN_RUNNING;
     size_t offset = g->text.len;
     if (g->th_state != 2 || g->th_trim) {
         /* think: the token's record only when some of its text is content */
@@ -292,6 +325,13 @@ const gen_token *gen_take_tokens(gen *g, size_t *n)
 }
 
 size_t gen_n_tokens(const gen *g) { return g->n_sampled; }
+size_t gen_n_cached(const gen *g) { return g->e->cached ? g->e->cached(g->s) : 0; }
+
+const gen_call *gen_calls(const gen *g, size_t *n)
+{
+    *n = g->n_calls;
+    return g->calls;
+}
 int gen_stop_index(const gen *g) { return g->stop_idx; }
 
 void gen_end(gen *g)
@@ -300,6 +340,12 @@ void gen_end(gen *g)
     g->e->end(g->s);
     strbuf_free(&g->text);
     strbuf_free(&g->h_channel);
+    strbuf_free(&g->h_head);
+    for (size_t i = 0; i < g->n_calls; i++) {
+        free(g->calls[i].name);
+        strbuf_free(&g->calls[i].args);
+    }
+    free(g->calls);
     strbuf_free(&g->reasoning);
     strbuf_free(&g->th_head);
     strbuf_free(&g->piece);

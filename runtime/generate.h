@@ -24,7 +24,9 @@
  *    hands out what has come since the last call (valid UTF-8, a
  *    possibly incomplete character held back while generation runs), and
  *    gen_next() also returns (with an empty delta) when some is waiting,
- *    so a stream can carry it as it comes.
+ *    so a stream can carry it as it comes. A message whose header is
+ *    addressed to=functions.NAME is a function call: gen_calls() has its
+ *    name and body.
  *  - With think (models that reason inside <think>...</think>: DeepSeek-R1,
  *    Qwen3, MiniMax-M2), the text up to </think> is the reasoning instead
  *    of content: from the start (GEN_THINK_OPEN, the prompt ended with
@@ -43,6 +45,7 @@
 #include <stddef.h>
 
 #include "runtime/engine.h"
+#include "runtime/strbuf.h"
 
 typedef enum gen_finish {
     GEN_RUNNING = 0,
@@ -81,6 +84,13 @@ typedef struct gen_token {
 
 typedef struct gen gen;
 
+/* A harmony function call: a message addressed to=functions.NAME; args is
+ * its body as written (the arguments' JSON text, unchecked). */
+typedef struct gen_call {
+    char  *name;
+    strbuf args;
+} gen_call;
+
 gen *gen_begin(const engine *e, const int32_t *prompt, size_t n_prompt, const gen_params *p,
                char *err, size_t errlen);
 gen_finish gen_next(gen *g, const char **delta, size_t *n);
@@ -89,6 +99,12 @@ gen_finish gen_next(gen *g, const char **delta, size_t *n);
 const char *gen_take_reasoning(gen *g, size_t *n);
 const gen_token *gen_take_tokens(gen *g, size_t *n);
 size_t gen_n_tokens(const gen *g);
+/* Prompt tokens the engine took from its KV cache (engine.h's cached). */
+size_t gen_n_cached(const gen *g);
+/* Harmony: the function calls made so far, in order (commentary messages
+ * whose header names a recipient " to=functions.NAME", before or after its
+ * <|channel|>); valid until gen_end. */
+const gen_call *gen_calls(const gen *g, size_t *n);
 /* The index of the stop string that matched, -1 if none. */
 int gen_stop_index(const gen *g);
 void gen_end(gen *g);

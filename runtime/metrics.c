@@ -27,7 +27,7 @@ struct metrics {
     pthread_mutex_t mu;
     struct { char endpoint[48]; int status; unsigned long long n; } req[MAX_SERIES];
     size_t n_req;
-    unsigned long long prompt_tokens, generated_tokens, dropped_series;
+    unsigned long long prompt_tokens, generated_tokens, dropped_series, cached_tokens;
     histogram ttft, token;
 };
 
@@ -61,10 +61,11 @@ void metrics_request(metrics *m, const char *endpoint, int status)
     pthread_mutex_unlock(&m->mu);
 }
 
-void metrics_tokens(metrics *m, size_t prompt, size_t generated)
+void metrics_tokens(metrics *m, size_t prompt, size_t cached, size_t generated)
 {
     pthread_mutex_lock(&m->mu);
     m->prompt_tokens += prompt;
+    m->cached_tokens += cached;
     m->generated_tokens += generated;
     pthread_mutex_unlock(&m->mu);
 }
@@ -107,9 +108,11 @@ char *metrics_render(metrics *m, int queue_depth, int busy, int total)
                       m->req[i].endpoint, m->req[i].status, m->req[i].n);
     strbuf_printf(&b, "# HELP strata_prompt_tokens_total Prompt tokens processed.\n"
                       "# TYPE strata_prompt_tokens_total counter\nstrata_prompt_tokens_total %llu\n"
+                      "# HELP strata_prompt_tokens_cached_total Prompt tokens a context's KV cache already held.\n"
+                      "# TYPE strata_prompt_tokens_cached_total counter\nstrata_prompt_tokens_cached_total %llu\n"
                       "# HELP strata_generated_tokens_total Tokens generated.\n"
                       "# TYPE strata_generated_tokens_total counter\nstrata_generated_tokens_total %llu\n",
-                  m->prompt_tokens, m->generated_tokens);
+                  m->prompt_tokens, m->cached_tokens, m->generated_tokens);
     render_hist(&b, "strata_time_to_first_token_seconds",
                 "Time from generation start to the first token.", &m->ttft, TTFT_BUCKETS, N_TTFT);
     render_hist(&b, "strata_token_latency_seconds", "Time between consecutive tokens.",

@@ -17,7 +17,9 @@ metrics *metrics_new(void);
 void metrics_free(metrics *m);
 
 void metrics_request(metrics *m, const char *endpoint, int status);
-void metrics_tokens(metrics *m, size_t prompt, size_t generated);
+/* prompt: all of a request's prompt tokens; cached: how many of them a
+ * context's KV cache already held (not evaluated again). */
+void metrics_tokens(metrics *m, size_t prompt, size_t cached, size_t generated);
 void metrics_ttft(metrics *m, double seconds);
 void metrics_token_latency(metrics *m, double seconds);
 

@@ -28,7 +28,7 @@ static void usage(FILE *fp)
     fprintf(fp,
         "usage: strata serve PACK [--host 127.0.0.1] [--port 8080] [--api-key KEY]\n"
         "                         [--parallel N] [--queue N] [--ctx N] [--chat-template NAME]\n"
-        "                         [--cors ORIGIN] [--max-body BYTES]\n"
+        "                         [--cors ORIGIN] [--max-body BYTES] [--no-prompt-cache]\n"
         "  Serves PACK over OpenAI- and Anthropic-compatible HTTP APIs (docs/server.md).\n"
         "  --host          IPv4 address to bind (default 127.0.0.1: this machine only)\n"
         "  --port          TCP port (default 8080; 0 picks a free one and prints it)\n"
@@ -40,8 +40,11 @@ static void usage(FILE *fp)
         "  --chat-template chatml | llama2 | llama3 | llama4 | mistral | gemma | phi3 | deepseek | deepseek2 |\n"
         "                  granite | chatglm4 | hunyuan-moe | kimi-k2 | gpt-oss | bailing | bailing-think |\n"
         "                  bailing2 | minimax-m2 | dots1 | qwen3 (chatml with Qwen3's tool calls)\n"
+        "                  (gpt-oss brings gpt-oss's tool calls)\n"
         "  --cors          allow browser requests from ORIGIN\n"
         "  --max-body      largest request body in bytes (default 1048576)\n"
+        "  --no-prompt-cache  evaluate every prompt whole (default: a slot keeps its KV cache and a\n"
+        "                  request evaluates only what follows the prefix it shares with it)\n"
         "  [--device auto|cpu|cuda] [--vram-reserve SIZE] [--miss cpu|pcie|auto] [--profile FILE]\n"
         "  [--record-routing FILE] (written when the server stops; the GPU expert cache's counters\n"
         "  appear in /metrics):\n"
@@ -67,7 +70,7 @@ static bool parse_int(const char *opt, const char *v, long lo, long hi, long *ou
 typedef struct serve_opts {
     server_config cfg;
     const char   *pack;
-    bool          fake;
+    bool          fake, no_prompt_cache;
     long          fake_delay_ms, fake_load_ms, threads;
     device_opts   dev;
 } serve_opts;
@@ -82,6 +85,7 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         long x;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return -1; }
         if (!strcmp(a, "--fake-engine")) { o->fake = true; continue; }
+        if (!strcmp(a, "--no-prompt-cache")) { o->no_prompt_cache = true; continue; }
         if (a[0] != '-') {
             if (o->pack) { fprintf(stderr, "strata serve: more than one PACK given ('%s')\n", a); return 2; }
             o->pack = a;
@@ -127,7 +131,8 @@ static engine *load_engine(const serve_opts *o, char *err, size_t errlen)
 {
     if (!o->fake) {
         engine_model_opts mo = { .parallel = o->cfg.parallel, .n_ctx = o->cfg.n_ctx,
-                                 .n_threads = (int)o->threads, .kv = KV_F16, .dev = &o->dev };
+                                 .n_threads = (int)o->threads, .kv = KV_F16, .dev = &o->dev,
+                                 .no_prompt_cache = o->no_prompt_cache };
         /* the reason is written after the prefix, so err holds one line */
         snprintf(err, errlen, "%s: cannot load the pack: ", o->pack);
         size_t k = strlen(err);

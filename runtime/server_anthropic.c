@@ -111,8 +111,8 @@ static bool produce(void *ctx, strbuf *out)
     size_t n_calls = 0;
     bool ended = f != GEN_RUNNING && f != GEN_ERROR && f != GEN_CANCELLED;
     if (a->p.tools) { /* the text before any tool call, as it becomes sure */
-        tool_scan_feed(&a->ts, d, n, &shown);
-        if (ended) n_calls = tool_scan_finish(&a->ts, &calls, &shown);
+        server_content(a->s, &a->p, &a->ts, d, n, &shown);
+        if (ended) n_calls = server_calls(a->s, &a->p, a->g, &a->ts, &shown, &calls);
         d = shown.data;
         n = shown.len;
     }
@@ -195,8 +195,7 @@ enum MHD_Result anthropic_messages(server *s, struct MHD_Connection *c, request 
         const char *d, *r;
         size_t n, rn;
         f = gen_next(a->g, &d, &n);
-        if (a->p.tools) tool_scan_feed(&a->ts, d, n, &text);
-        else strbuf_add(&text, d, n);
+        server_content(s, &a->p, &a->ts, d, n, &text);
         r = gen_take_reasoning(a->g, &rn);
         strbuf_add(&thinking, r, rn);
     } while (f == GEN_RUNNING);
@@ -208,7 +207,7 @@ enum MHD_Result anthropic_messages(server *s, struct MHD_Connection *c, request 
                                   : server_reply_error(c, rq, 500, NULL, "generation failed");
     }
     tool_call *calls = NULL;
-    size_t n_calls = a->p.tools ? tool_scan_finish(&a->ts, &calls, &text) : 0;
+    size_t n_calls = server_calls(s, &a->p, a->g, &a->ts, &text, &calls);
     json_t *body = json_pack("{s:s, s:s, s:s, s:s, s:[{s:s, s:s%}], s:s, s:o, s:{s:I, s:I}}",
                              "id", a->id, "type", "message", "role", "assistant", "model",
                              s->eng->name, "content", "type", "text", "text",

@@ -100,6 +100,32 @@ gen *server_gen_begin(server *s, const api_request *r, const prepared *p, char *
 void server_gen_finish(server *s, gen *g, size_t n_prompt)
 {
     if (!g) return;
-    metrics_tokens(s->metrics, n_prompt, gen_n_tokens(g));
+    metrics_tokens(s->metrics, n_prompt, gen_n_cached(g), gen_n_tokens(g));
     gen_end(g);
+}
+
+void server_content(const server *s, const prepared *p, tool_scan *ts, const char *d, size_t n, strbuf *out)
+{
+    if (p->tools && s->tools != CHAT_TOOLS_HARMONY) tool_scan_feed(ts, d, n, out);
+    else strbuf_add(out, d, n);
+}
+
+size_t server_calls(const server *s, const prepared *p, gen *g, tool_scan *ts, strbuf *out, tool_call **calls)
+{
+    *calls = NULL;
+    if (!p->tools) return 0;
+    if (s->tools != CHAT_TOOLS_HARMONY) return tool_scan_finish(ts, calls, out);
+    size_t n;
+    const gen_call *c = gen_calls(g, &n);
+    const char **names = calloc(n + 1, sizeof *names), **args = calloc(n + 1, sizeof *args);
+    size_t k = 0;
+    for (size_t i = 0; names && args && i < n; i++) {
+        if (c[i].args.oom) { k = 0; break; }
+        names[k] = c[i].name;
+        args[k++] = c[i].args.data ? c[i].args.data : "";
+    }
+    k = names && args ? tool_calls_from(names, args, k, calls) : 0;
+    free(names);
+    free(args);
+    return k;
 }

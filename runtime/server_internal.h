@@ -23,6 +23,7 @@
 #include "runtime/generate.h"
 #include "runtime/metrics.h"
 #include "runtime/server.h"
+#include "runtime/tool_calls.h"
 
 typedef enum api_style { STYLE_OPENAI, STYLE_ANTHROPIC } api_style;
 
@@ -90,6 +91,14 @@ typedef struct prepared {
  * the context; on failure fills e (400 with the limit that was hit). */
 int server_prepare(server *s, const api_request *r, prepared *p, api_error *e);
 gen *server_gen_begin(server *s, const api_request *r, const prepared *p, char *err, size_t errlen);
+/* The answer's text on its way out: through the tool-call scanner when the
+ * request offered tools and the template writes calls into the text
+ * (Qwen3); as it is otherwise (harmony keeps calls apart). Into out. */
+void server_content(const server *s, const prepared *p, tool_scan *ts, const char *d, size_t n, strbuf *out);
+/* At the end: the calls the answer made (0 without tools offered, or when
+ * they do not parse), from the scanner (its held text goes to out) or from
+ * harmony's function-call messages. */
+size_t server_calls(const server *s, const prepared *p, gen *g, tool_scan *ts, strbuf *out, tool_call **calls);
 /* Counts tokens in the metrics and ends the generation. */
 void server_gen_finish(server *s, gen *g, size_t n_prompt);
 

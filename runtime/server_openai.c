@@ -112,8 +112,9 @@ static json_t *logprobs_of(oai *o)
 static json_t *usage(const oai *o)
 {
     size_t c = gen_n_tokens(o->g);
-    return json_pack("{s:I, s:I, s:I}", "prompt_tokens", (json_int_t)o->p.n_ids,
-                     "completion_tokens", (json_int_t)c, "total_tokens", (json_int_t)(o->p.n_ids + c));
+    return json_pack("{s:I, s:I, s:I, s:{s:I}}", "prompt_tokens", (json_int_t)o->p.n_ids,
+                     "completion_tokens", (json_int_t)c, "total_tokens", (json_int_t)(o->p.n_ids + c),
+                     "prompt_tokens_details", "cached_tokens", (json_int_t)gen_n_cached(o->g));
 }
 
 static void release(oai *o)
@@ -170,8 +171,9 @@ static bool produce(void *ctx, strbuf *out)
     tool_call *calls = NULL;
     size_t n_calls = 0;
     if (o->p.tools) { /* the text before any tool call, as it becomes sure */
-        tool_scan_feed(&o->ts, d, n, &shown);
-        if (f != GEN_RUNNING && f != GEN_ERROR && f != GEN_CANCELLED) n_calls = tool_scan_finish(&o->ts, &calls, &shown);
+        server_content(o->s, &o->p, &o->ts, d, n, &shown);
+        if (f != GEN_RUNNING && f != GEN_ERROR && f != GEN_CANCELLED)
+            n_calls = server_calls(o->s, &o->p, o->g, &o->ts, &shown, &calls);
         d = shown.data;
         n = shown.len;
     }
@@ -240,8 +242,7 @@ static enum MHD_Result complete(server *s, struct MHD_Connection *c, request *rq
         const char *d, *r;
         size_t n, rn;
         f = gen_next(o->g, &d, &n);
-        if (o->p.tools) tool_scan_feed(&o->ts, d, n, &text);
-        else strbuf_add(&text, d, n);
+        server_content(s, &o->p, &o->ts, d, n, &text);
         r = gen_take_reasoning(o->g, &rn);
         strbuf_add(&reasoning, r, rn);
         if (o->r.logprobs) {
@@ -267,7 +268,7 @@ static enum MHD_Result complete(server *s, struct MHD_Connection *c, request *rq
                                   : server_reply_error(c, rq, 500, NULL, "generation failed");
     }
     tool_call *calls = NULL;
-    size_t n_calls = o->p.tools ? tool_scan_finish(&o->ts, &calls, &text) : 0;
+    size_t n_calls = server_calls(s, &o->p, o->g, &o->ts, &text, &calls);
     /* OpenAI's content is null beside tool calls when there is no text */
     json_t *t = n_calls && !text.len ? json_null() : json_stringn(text.data ? text.data : "", text.len);
     strbuf_free(&text);

@@ -59,6 +59,33 @@ void tool_scan_feed(tool_scan *ts, const char *d, size_t n, strbuf *out)
     drop_front(&ts->held, rel);
 }
 
+/* The arguments object of v (itself, or a string holding one) as pyjson, or NULL. */
+static char *arguments_text(json_t *v)
+{
+    json_t *parsed = NULL;
+    if (json_is_string(v)) v = parsed = json_loads(json_string_value(v), JSON_REJECT_DUPLICATES, NULL);
+    else if (!v) v = parsed = json_object();
+    char *out = json_is_object(v) ? pyjson_dumps(v) : NULL;
+    json_decref(parsed);
+    return out;
+}
+
+size_t tool_calls_from(const char *const *names, const char *const *args, size_t n, tool_call **calls)
+{
+    *calls = NULL;
+    tool_call *c = n ? calloc(n, sizeof *c) : NULL;
+    if (!c) return 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_loads(args[i], JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
+        c[i].arguments = v ? arguments_text(v) : NULL;
+        json_decref(v);
+        c[i].name = names[i][0] ? strdup(names[i]) : NULL;
+        if (!c[i].arguments || !c[i].name) { tool_calls_free(c, i + 1); return 0; }
+    }
+    *calls = c;
+    return n;
+}
+
 /* One "<tool_call> JSON </tool_call>" at *p (after whitespace); advances *p. */
 static int parse_one(const char **p, const char *end, tool_call *c)
 {
@@ -70,24 +97,19 @@ static int parse_one(const char **p, const char *end, tool_call *c)
     if (!o) return -1;
     s += je.position;
     int rc = -1;
-    json_t *name = json_object_get(o, "name"), *args = json_object_get(o, "arguments");
-    json_t *parsed = NULL;
-    if (json_is_string(args)) {
-        parsed = json_loads(json_string_value(args), JSON_REJECT_DUPLICATES, NULL);
-        args = parsed;
-    } else if (!args) {
-        args = parsed = json_object();
-    }
-    if (json_is_string(name) && json_string_length(name) > 0 && json_is_object(args)) {
+    json_t *name = json_object_get(o, "name");
+    char *args = arguments_text(json_object_get(o, "arguments"));
+    if (json_is_string(name) && json_string_length(name) > 0 && args) {
         while (s < end && is_ws(*s)) s++;
         if ((size_t)(end - s) >= CLOSE_LEN && !memcmp(s, CLOSE, CLOSE_LEN)) s += CLOSE_LEN;
         else if (s != end) goto out; /* only the last call may lack its close */
         c->name = strdup(json_string_value(name));
-        c->arguments = pyjson_dumps(args);
-        if (c->name && c->arguments) { rc = 0; *p = s; }
+        c->arguments = args;
+        args = NULL;
+        if (c->name) { rc = 0; *p = s; }
     }
 out:
-    json_decref(parsed);
+    free(args);
     json_decref(o);
     return rc;
 }

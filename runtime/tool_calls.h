@@ -39,6 +39,10 @@ typedef struct tool_scan {
 void tool_scan_feed(tool_scan *ts, const char *d, size_t n, strbuf *out);
 /* Returns the number of calls (*calls malloc'd, NULL when 0). */
 size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out);
+/* Calls already apart from the text (gpt-oss's harmony: generate.h's
+ * gen_calls): each args a JSON object (or a string holding one); returns
+ * them as tool_scan_finish() does, or 0 when any is not one. */
+size_t tool_calls_from(const char *const *names, const char *const *args, size_t n, tool_call **calls);
 void tool_calls_free(tool_call *c, size_t n);
 void tool_scan_free(tool_scan *ts);
 

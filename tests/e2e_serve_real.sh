@@ -70,6 +70,13 @@ b=$(post /v1/chat/completions "$chat,\"stream\":true,\"stream_options\":{\"inclu
     fail "chat stream"
 [ -n "$a" ] && [ "$a" = "$b" ] || fail "chat stream '$b' != '$a'"
 
+# The prompt cache: the same chat again reuses all but its last prompt token, and says so.
+post /v1/chat/completions "$chat}" >"$tmp/chat2.json"
+[ "$(chk get choices.0.message.content <"$tmp/chat2.json")" = "$(chk get choices.0.message.content <"$tmp/chat.json")" ] ||
+    fail "the same chat from the prompt cache answered otherwise"
+pt=$(chk get usage.prompt_tokens <"$tmp/chat2.json"); ct=$(chk get usage.prompt_tokens_details.cached_tokens <"$tmp/chat2.json")
+[ "$ct" -eq $((pt - 1)) ] || fail "cached_tokens $ct for a repeated $pt-token prompt (want $((pt - 1)))"
+
 msg='{"model":"x","system":"You tell stories.","messages":[{"role":"user","content":"A story about a cat."}],"max_tokens":48,"temperature":0.9,"top_p":0.95,"seed":11'
 post /v1/messages "$msg}" -H 'anthropic-version: 2023-06-01' >"$tmp/msg.json"
 a=$(chk get content.0.text <"$tmp/msg.json") || fail "messages"
@@ -117,6 +124,8 @@ done
 grep -q '^strata_busy_slots 0' "$tmp/metrics" || fail "slots still busy: $(grep busy "$tmp/metrics")"
 
 metric() { sed -n "s|^strata_requests_total{endpoint=\"$1\",status=\"200\"} \\([0-9]*\\)|\\1|p" "$tmp/metrics"; }
+cached=$(sed -n 's/^strata_prompt_tokens_cached_total //p' "$tmp/metrics")
+[ "${cached:-0}" -ge "$ct" ] || fail "strata_prompt_tokens_cached_total ${cached:-absent}, at least $ct reused"
 for e in /v1/chat/completions /v1/completions /v1/messages /v1/messages/count_tokens; do
     made=$(grep -cx "$e" "$tmp/made")
     [ "$(metric $e)" = "$made" ] || fail "metrics count $(metric $e) requests to $e, the test made $made"

@@ -141,6 +141,16 @@ static void test_openai_tools(void **st)
     assert_string_equal(r.msgs[2].content, "ok");
     assert_string_equal(r.msgs[2].tool_call_id, "c1");
     api_request_free(&r);
+    /* the whole templates' kwargs */
+    static const char kw[] = "{" MSG ",\"reasoning_effort\":\"high\",\"chat_template_kwargs\":{\"enable_thinking\":false,\"x\":1}}";
+    assert_int_equal(api_request_parse(API_CHAT, kw, sizeof kw - 1, 256, &r, &e), 0);
+    assert_string_equal(r.reasoning_effort, "high");
+    assert_true(r.no_thinking);
+    api_request_free(&r);
+    REFUSE(API_CHAT, "{" MSG ",\"reasoning_effort\":\"max\"}", "reasoning_effort");
+    REFUSE(API_CHAT, "{" MSG ",\"reasoning_effort\":1}", "reasoning_effort");
+    REFUSE(API_CHAT, "{" MSG ",\"chat_template_kwargs\":[]}", "chat_template_kwargs");
+    REFUSE(API_CHAT, "{" MSG ",\"chat_template_kwargs\":{\"enable_thinking\":\"no\"}}", "chat_template_kwargs.enable_thinking");
     /* tool_choice "none" drops the tools */
     static const char none[] = "{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],\"tool_choice\":\"none\"}";
     assert_int_equal(api_request_parse(API_CHAT, none, sizeof none - 1, 256, &r, &e), 0);

@@ -378,7 +378,7 @@ static void test_qwen3_tools(void **st)
     };
     const char *tools[] = { "{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": \"object\"}}}" };
     char err[256] = "";
-    char *got = chat_template_render_tools(CHAT_TOOLS_QWEN3, m, 4, tools, 1, true, err, sizeof err);
+    char *got = chat_template_render_tools(CHAT_TOOLS_QWEN3, m, 4, tools, 1, NULL, true, err, sizeof err);
     assert_non_null(got);
     assert_string_equal(got,
         "<|im_start|>system\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
@@ -394,7 +394,7 @@ static void test_qwen3_tools(void **st)
     assert_null(chat_template_render(CHAT_CHATML, m, 2, "", "", NULL, true, err, sizeof err));
     assert_non_null(strstr(err, "tool calls need a template with a tool format"));
     assert_null(chat_template_render(CHAT_CHATML, m + 2, 1, "", "", NULL, true, err, sizeof err));
-    assert_null(chat_template_render_tools(CHAT_TOOLS_NONE, m, 1, NULL, 0, true, err, sizeof err));
+    assert_null(chat_template_render_tools(CHAT_TOOLS_NONE, m, 1, NULL, 0, NULL, true, err, sizeof err));
     /* detection: Qwen3's markers, not chatml alone nor Qwen2.5's tojson-only calls */
     assert_int_equal(chat_template_tools("<|im_start|>{{- '<tool_call>\\n{\"name\": \"' }}{%- if tool_call.arguments is string %}"
                                          "{{ ns.last_query_index }}<tool_response>"), CHAT_TOOLS_QWEN3);

@@ -144,6 +144,89 @@ static void sessions_interleave(void **state)
     engine_model_free(e);
 }
 
+static engine *open_engine_opts(const fixture *f, int parallel, bool no_cache)
+{
+    char err[512] = "";
+    engine_model_opts o = { .parallel = parallel, .n_ctx = 64, .n_threads = 1, .kv = KV_F32, .no_prompt_cache = no_cache };
+    engine *e = engine_model_open(f->pack, &o, err, sizeof err);
+    if (!e) printf("%s\n", err);
+    assert_non_null(e);
+    return e;
+}
+
+/* k greedy tokens after prompt p; *cached: what the session reused */
+static void greedy(engine *e, const int32_t *p, size_t n, int32_t *out, int k, size_t *cached)
+{
+    char err[256] = "";
+    engine_sampling sp = { .temperature = 0, .top_p = 1 };
+    engine_session *s = e->begin(e->self, p, n, &sp, err, sizeof err);
+    assert_non_null(s);
+    *cached = e->cached(s);
+    for (int i = 0; i < k; i++) {
+        engine_token t;
+        assert_int_equal(e->step(s, &t), 0);
+        out[i] = t.id;
+    }
+    e->end(s);
+}
+
+/* The prompt cache: a context keeps what its KV cache holds (the prompt and
+ * every token evaluated after it, not the last one sampled), a session
+ * reuses the longest prefix it shares and evaluates the rest, at least the
+ * last prompt token; among free contexts it takes the one sharing most.
+ * Greedy answers equal an engine without the cache. */
+static void prompt_cache(void **state)
+{
+    NEED_PACK(state);
+    engine *e = open_engine_opts(*state, 2, false), *plain = open_engine_opts(*state, 1, true);
+    int32_t *pa, *pb;
+    size_t na, nb, cached;
+    tokens_of(e, "Once upon a time", &pa, &na);
+    tokens_of(e, "Lily and Tom went to the park", &pb, &nb);
+    enum { K = 8 };
+    int32_t first[K], again[K], want[K];
+    greedy(e, pa, na, first, K, &cached);
+    assert_int_equal(cached, 0);
+    /* the same prompt again: all but its last token reused, the same answer */
+    greedy(e, pa, na, again, K, &cached);
+    assert_int_equal(cached, na - 1);
+    assert_memory_equal(again, first, sizeof first);
+    /* the conversation continued: prompt + answer; K - 1 answer tokens were evaluated */
+    int32_t *pc = malloc((na + K + 1) * sizeof *pc);
+    assert_non_null(pc);
+    memcpy(pc, pa, na * sizeof *pa);
+    memcpy(pc + na, first, sizeof first);
+    greedy(e, pc, na + K, again, K, &cached);
+    assert_int_equal(cached, na + K - 1);
+    greedy(plain, pc, na + K, want, K, &cached);
+    assert_int_equal(cached, 0);
+    assert_memory_equal(again, want, sizeof want);
+    /* another prompt shares only BOS with context 0, nothing with the empty context 1: context 0 */
+    greedy(e, pb, nb, again, K, &cached);
+    assert_int_equal(cached, 1);
+    greedy(plain, pb, nb, want, K, &cached);
+    assert_memory_equal(again, want, sizeof want);
+    /* two at once: each takes the context holding its own prefix */
+    char err[256] = "";
+    engine_sampling sp = { .temperature = 0, .top_p = 1 };
+    engine_session *b = e->begin(e->self, pb, nb, &sp, err, sizeof err); /* context 0, holding pb */
+    assert_non_null(b);
+    assert_int_equal(e->cached(b), nb - 1);
+    engine_session *a = e->begin(e->self, pa, na, &sp, err, sizeof err); /* context 1: fresh */
+    assert_non_null(a);
+    assert_int_equal(e->cached(a), 0);
+    e->end(a);
+    e->end(b);
+    a = e->begin(e->self, pa, na, &sp, err, sizeof err); /* context 1 holds pa now */
+    assert_int_equal(e->cached(a), na - 1);
+    e->end(a);
+    free(pa);
+    free(pb);
+    free(pc);
+    engine_model_free(plain);
+    engine_model_free(e);
+}
+
 /* Logprobs are log-softmax of the raw logits: checked against a model of
  * our own over the same pack, for the first token and its alternatives. */
 static void logprobs_are_log_softmax(void **state)
@@ -261,6 +344,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(greedy_is_llama_cpp),
         cmocka_unit_test(sessions_interleave),
+        cmocka_unit_test(prompt_cache),
         cmocka_unit_test(logprobs_are_log_softmax),
         cmocka_unit_test(turn_ends_and_refusals),
         cmocka_unit_test(harmony_turn_ends),

@@ -169,7 +169,7 @@ static void test_fake_engine_context(void **st)
 static const char *const HV[] = { "<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|constrain|>", "assistant",
                                   "analysis", "final", "Think", " hard", "Hello", " world", "commentary to=f", "json",
                                   "<|return|>", "<think>", "\n", "plan", "</think>", "\n\n", "Answer", " here", "</th",
-                                  "ink>" };
+                                  "ink>", " to=functions.lookup", "{\"q\":", "1}", "commentary to=functions.now " };
 typedef struct script { const int32_t *ids; size_t n, at; } script;
 
 static int h_piece(void *self, int32_t id, char *buf, size_t bufsz)
@@ -284,6 +284,36 @@ static void test_generate_harmony(void **st)
     free(text);
 }
 
+/* harmony's function calls: a header addressed to=functions.NAME, before
+ * its channel or after it, makes the body a call; "to=f" is no function */
+static void test_generate_harmony_calls(void **st)
+{
+    (void)st;
+    const gen_harmony h = { 0, 1, 2, 3, 4 };
+    static const int32_t turn[] = { 24, 1, 13, 2, 25, 26, 3, 0, 5, 1, 12, 2, 10, 3,
+                                    0, 5, 1, 27, 4, 13, 2, 25, 26 };
+    script sc = { turn, sizeof turn / sizeof turn[0], 0 };
+    engine e = { .self = &sc, .name = "script", .n_ctx = 64, .bos_text = "", .eos_text = "",
+                 .piece = h_piece, .is_eog = h_eog, .begin = h_begin, .step = h_step, .end = h_end };
+    gen_params p = { .max_tokens = 100, .harmony = &h };
+    int32_t prompt[1] = { 0 };
+    char err[256] = "";
+    gen *g = gen_begin(&e, prompt, 1, &p, err, sizeof err);
+    assert_non_null(g);
+    const char *d;
+    size_t n, total = 0;
+    while (gen_next(g, &d, &n) == GEN_RUNNING) total += n;
+    total += n;
+    assert_int_equal(total, 0); /* nothing on the final channel */
+    const gen_call *c = gen_calls(g, &n);
+    assert_int_equal(n, 2);
+    assert_string_equal(c[0].name, "lookup");
+    assert_string_equal(c[0].args.data, "{\"q\":1}");
+    assert_string_equal(c[1].name, "now");
+    assert_string_equal(c[1].args.data, "{\"q\":1}");
+    gen_end(g);
+}
+
 /* <think> reasoning (DeepSeek-R1, Qwen3, MiniMax-M2): opened by the answer
  * or by the prompt, the closing tag split across tokens, no tag at all,
  * and think off. Content after </think> starts at its first non-blank;
@@ -347,6 +377,7 @@ int main(void)
         cmocka_unit_test(test_generate_stops),
         cmocka_unit_test(test_fake_engine_context),
         cmocka_unit_test(test_generate_harmony),
+        cmocka_unit_test(test_generate_harmony_calls),
         cmocka_unit_test(test_generate_think),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -548,24 +548,21 @@ static void test_think_reasoning(void **st)
 #define ATOOLS ",\"tools\":[{\"name\":\"get_weather\",\"input_schema\":{\"type\":\"object\"}},{\"name\":\"now\"," \
                "\"input_schema\":{}}],\"temperature\":0"
 
-static void test_tool_calls(void **st)
+/* Both APIs, plain and streamed, on an answer that calls get_weather and
+ * now after the given content (NULL: none) and reasoning. */
+static void expect_tool_answers(int port, const char *content, const char *reasoning)
 {
-    (void)st;
-    SKIP_UNLESS_SHARED(GGUF);
-    char src[4096];
-    fake_engine_opts o = { .n_ctx = 4096, .script = TOOL_ANSWER, .chat_template = QWEN3_TOOL_MARKERS };
-    fixture f;
-    start_with(&f, shared_path(src, sizeof src, GGUF), &o);
     static const char *const names[2] = { "get_weather", "now" }, *const args[2] = { "{\"city\": \"Paris\"}", "{}" };
-
     reply r = { 0 };
-    http(f.port, "/v1/chat/completions", CHAT TOOLS "}", NULL, &r);
+    http(port, "/v1/chat/completions", CHAT TOOLS "}", NULL, &r);
     assert_int_equal(r.status, 200);
     json_t *j = json_of(&r);
     assert_string_equal(jstr(j, "choices.0.finish_reason"), "tool_calls");
-    assert_string_equal(jstr(j, "choices.0.message.content"), "I will check.");
-    assert_string_equal(jstr(j, "choices.0.message.reasoning_content"), "Look it up.");
-    json_t *calls = json_object_get(json_object_get(json_array_get(json_object_get(j, "choices"), 0), "message"), "tool_calls");
+    json_t *msg = json_object_get(json_array_get(json_object_get(j, "choices"), 0), "message");
+    if (content) assert_string_equal(jstr(j, "choices.0.message.content"), content);
+    else assert_true(json_is_null(json_object_get(msg, "content")));
+    assert_string_equal(jstr(j, "choices.0.message.reasoning_content"), reasoning);
+    json_t *calls = json_object_get(msg, "tool_calls");
     assert_int_equal(json_array_size(calls), 2);
     for (size_t i = 0; i < 2; i++) {
         json_t *c = json_array_get(calls, i);
@@ -580,10 +577,10 @@ static void test_tool_calls(void **st)
 
     /* streamed: the same content, the calls as indexed deltas, then the finish */
     r = (reply){ 0 };
-    http(f.port, "/v1/chat/completions", CHAT TOOLS ",\"stream\":true}", NULL, &r);
+    http(port, "/v1/chat/completions", CHAT TOOLS ",\"stream\":true}", NULL, &r);
     char fin[32];
     char *streamed = openai_stream_text(r.body.data, false, fin);
-    assert_string_equal(streamed, "I will check.");
+    assert_string_equal(streamed, content ? content : "");
     assert_string_equal(fin, "tool_calls");
     free(streamed);
     sse_ev *ev = calloc(512, sizeof *ev);
@@ -604,34 +601,41 @@ static void test_tool_calls(void **st)
     free_sse(ev, n);
     reply_free(&r);
 
-    /* Anthropic: a text block, then tool_use blocks with parsed input */
+    /* Anthropic: a text block (when there is text), then tool_use blocks with parsed input */
     static const char AM[] = "{\"max_tokens\":200,\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]" ATOOLS;
     char body[1024];
     snprintf(body, sizeof body, "%s}", AM);
     r = (reply){ 0 };
-    http(f.port, "/v1/messages", body, NULL, &r);
+    http(port, "/v1/messages", body, NULL, &r);
     assert_int_equal(r.status, 200);
     j = json_of(&r);
     assert_string_equal(jstr(j, "stop_reason"), "tool_use");
-    assert_int_equal(json_array_size(json_object_get(j, "content")), 3);
-    assert_string_equal(jstr(j, "content.0.text"), "I will check.");
-    assert_string_equal(jstr(j, "content.1.type"), "tool_use");
-    assert_string_equal(jstr(j, "content.1.name"), "get_weather");
-    assert_string_equal(jstr(j, "content.1.input.city"), "Paris");
-    assert_true(!strncmp(jstr(j, "content.1.id"), "toolu_", 6));
-    assert_string_equal(jstr(j, "content.2.name"), "now");
-    assert_int_equal(json_object_size(json_object_get(json_array_get(json_object_get(j, "content"), 2), "input")), 0);
+    size_t t0 = content ? 1 : 0;
+    char path[64];
+    assert_int_equal(json_array_size(json_object_get(j, "content")), t0 + 2);
+    if (content) assert_string_equal(jstr(j, "content.0.text"), content);
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "content.%zu.type", t0 + i);
+        assert_string_equal(jstr(j, path), "tool_use");
+        snprintf(path, sizeof path, "content.%zu.name", t0 + i);
+        assert_string_equal(jstr(j, path), names[i]);
+        snprintf(path, sizeof path, "content.%zu.id", t0 + i);
+        assert_true(!strncmp(jstr(j, path), "toolu_", 6));
+        json_t *in = json_object_get(json_array_get(json_object_get(j, "content"), t0 + i), "input");
+        char *in_text = json_dumps(in, JSON_COMPACT);
+        assert_string_equal(in_text, i ? "{}" : "{\"city\":\"Paris\"}");
+        free(in_text);
+    }
     json_decref(j);
     reply_free(&r);
 
     snprintf(body, sizeof body, "%s,\"stream\":true}", AM);
     r = (reply){ 0 };
-    http(f.port, "/v1/messages", body, NULL, &r);
+    http(port, "/v1/messages", body, NULL, &r);
     n = parse_sse(r.body.data, ev, 512);
     strbuf text = { 0 }, input = { 0 };
     int tool_blocks = 0, open_index = -1;
-    const char *stop_reason = NULL;
-    json_t *md = NULL;
+    char stop_reason[32] = "";
     for (size_t i = 0; i < n; i++) {
         json_t *e = json_loads(ev[i].data, 0, NULL);
         assert_non_null(e);
@@ -650,29 +654,36 @@ static void test_tool_calls(void **st)
                 strbuf_puts(&input, jstr(e, "delta.partial_json"));
             }
         } else if (!strcmp(ev[i].name, "message_delta")) {
-            md = e;
-            stop_reason = jstr(e, "delta.stop_reason");
-            continue;
+            snprintf(stop_reason, sizeof stop_reason, "%s", jstr(e, "delta.stop_reason"));
         }
         json_decref(e);
     }
     assert_int_equal(tool_blocks, 2);
-    assert_non_null(stop_reason);
     assert_string_equal(stop_reason, "tool_use");
-    json_decref(md);
     char *t = strbuf_take(&text), *in = strbuf_take(&input);
-    assert_string_equal(t, "I will check.");
+    assert_string_equal(t, content ? content : "");
     assert_string_equal(in, "{\"city\": \"Paris\"}{}");
     free(t);
     free(in);
     free_sse(ev, n);
     free(ev);
     reply_free(&r);
+}
+
+static void test_tool_calls(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(GGUF);
+    char src[4096];
+    fake_engine_opts o = { .n_ctx = 4096, .script = TOOL_ANSWER, .chat_template = QWEN3_TOOL_MARKERS };
+    fixture f;
+    start_with(&f, shared_path(src, sizeof src, GGUF), &o);
+    expect_tool_answers(f.port, "I will check.", "Look it up.");
 
     /* no tools offered: the answer is text, calls and all */
-    r = (reply){ 0 };
+    reply r = { 0 };
     http(f.port, "/v1/chat/completions", CHAT ",\"temperature\":0}", NULL, &r);
-    j = json_of(&r);
+    json_t *j = json_of(&r);
     assert_string_equal(jstr(j, "choices.0.finish_reason"), "stop");
     assert_non_null(strstr(jstr(j, "choices.0.message.content"), "<tool_call>\n{\"name\": \"now\""));
     assert_null(json_object_get(json_object_get(json_array_get(json_object_get(j, "choices"), 0), "message"), "tool_calls"));
@@ -692,6 +703,38 @@ static void test_tool_calls(void **st)
     json_decref(j);
     reply_free(&r);
     stop(&f);
+}
+
+/* gpt-oss: calls are harmony messages addressed to=functions.NAME (the
+ * recipient before or after the channel), apart from the text; the
+ * analysis is the reasoning, no final answer means no content. */
+static void test_tool_calls_harmony(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(GGUF);
+    char src[4096], err[256];
+    char *dir = make_scratch_dir();
+    assert_non_null(dir);
+    char gg[4200];
+    snprintf(gg, sizeof gg, "%s/harmony.gguf", dir);
+    static const char *const MARK[] = { "<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|return|>", "<|call|>",
+                                        "<|constrain|>" };
+    if (vocab_relabel(shared_path(src, sizeof src, GGUF), gg, 3, MARK, 7, err, sizeof err)) fail_msg("%s", err);
+    fake_engine_opts o = {
+        .n_ctx = 4096, .chat_template = "{{ '<|channel|>' }}{{ render_tool_namespace() }}to=assistant",
+        .script = "<|channel|>analysis<|message|>Look it up.<|end|><|start|>assistant to=functions.get_weather<|channel|>"
+                  "commentary json<|message|>{\"city\":\"Paris\"}<|end|><|start|>assistant<|channel|>commentary "
+                  "to=functions.now <|constrain|>json<|message|>{}",
+    };
+    fixture f;
+    start_with(&f, gg, &o);
+    /* stories260K's SentencePiece pieces after a marker start with a space: " Look" */
+    expect_tool_answers(f.port, NULL, " Look it up.");
+    stop(&f);
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    free(dir);
 }
 
 static void test_anthropic_stream(void **st)
@@ -942,6 +985,7 @@ int main(void)
         cmocka_unit_test(test_gpt_oss_harmony),
         cmocka_unit_test(test_think_reasoning),
         cmocka_unit_test(test_tool_calls),
+        cmocka_unit_test(test_tool_calls_harmony),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

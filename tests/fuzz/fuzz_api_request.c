@@ -5,9 +5,9 @@
  * hold only what the contract promises (known roles, bounded stops and
  * max_tokens), read back in full so ASan sees any dangling string; every
  * tool kept must read back as JSON (pyjson.h), and the conversation must
- * render through the server's path (chat_request.h, Qwen3's tool layout
- * when tools are involved) or be refused with a 400.
- * fuzz-link: runtime/api_request.c runtime/pyjson.c runtime/strbuf.c runtime/chat_request.c runtime/chat_template.c -ljansson */
+ * render through the server's path (chat_request.h, Qwen3's and gpt-oss's
+ * tool layouts when tools are involved) or be refused with a 400.
+ * fuzz-link: runtime/api_request.c runtime/pyjson.c runtime/strbuf.c runtime/chat_request.c runtime/chat_template.c runtime/chat_template_harmony.c -ljansson */
 #include "runtime/api_request.h"
 #include "runtime/chat_request.h"
 
@@ -46,10 +46,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_decref(t);
     }
     if (kind == API_CHAT || kind == API_MESSAGES) {
-        const chat_setup cs = { .family = CHAT_CHATML, .tools = CHAT_TOOLS_QWEN3, .bos = "<s>", .eos = "</s>" };
-        char *text = chat_request_render(&cs, &r, &e);
-        if (!text && e.status != 400) __builtin_trap();
-        free(text);
+        /* both tool layouts: Qwen3's, and gpt-oss's (its schema walk) */
+        for (int style = 0; style < 2; style++) {
+            const chat_setup cs = { .family = style ? CHAT_GPT_OSS : CHAT_CHATML,
+                                    .tools = style ? CHAT_TOOLS_HARMONY : CHAT_TOOLS_QWEN3, .bos = "<s>", .eos = "</s>",
+                                    .date = "2026-01-01" };
+            char *text = chat_request_render(&cs, &r, &e);
+            if (!text && e.status != 400) __builtin_trap();
+            free(text);
+        }
     }
     if (r.n_stops > API_MAX_STOPS || r.max_tokens < 0 || r.max_tokens > 4096) __builtin_trap();
     for (size_t i = 0; i < r.n_stops; i++)
