@@ -10,6 +10,8 @@
 #ifndef STRATA_CLI_H
 #define STRATA_CLI_H
 
+#include <stdio.h>
+
 #include "runtime/device.h"
 #include "runtime/loader.h"
 #include "runtime/model.h"
@@ -44,5 +46,9 @@ int cli_int(const char *s, long lo, long hi, long *out);
 int cli_float(const char *s, double *out);
 
 double cli_now(void);
+
+/* All of fp (stdin, a file) into a malloc'd buffer, *n its length; NULL
+ * when out of memory or on a read error, *why then says which. */
+char *cli_read_all(FILE *fp, size_t *n, const char **why);
 
 #endif

@@ -39,6 +39,23 @@ double cli_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+char *cli_read_all(FILE *fp, size_t *n, const char **why)
+{
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        len += fread(buf + len, 1, cap - len, fp);
+        if (len < cap) break;
+        char *g = cap <= ((size_t)1 << 34) ? realloc(buf, cap *= 2) : NULL;
+        if (!g) { free(buf); buf = NULL; }
+        else buf = g;
+    }
+    if (!buf) { *why = "out of memory"; return NULL; }
+    if (ferror(fp)) { *why = "read error"; free(buf); return NULL; }
+    *n = len;
+    return buf;
+}
+
 int cli_open(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx)
 {
     return cli_open_dev(cm, dir, threads, kv, n_ctx, NULL);

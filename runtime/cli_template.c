@@ -35,31 +35,6 @@ static void usage(FILE *fp)
                 "  -f FILE           the body from FILE\n");
 }
 
-static char *read_all(FILE *fp, size_t *n)
-{
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        len += fread(buf + len, 1, cap - len, fp);
-        if (len < cap) break;
-        char *g = cap <= ((size_t)1 << 30) ? realloc(buf, cap *= 2) : NULL;
-        if (!g) { free(buf); buf = NULL; }
-        else buf = g;
-    }
-    if (buf && ferror(fp)) { free(buf); return NULL; }
-    *n = len;
-    return buf;
-}
-
-static char *piece_dup(const tokenizer *t, int32_t id)
-{
-    char buf[256];
-    int n = id < 0 ? 0 : tokenizer_piece(t, id, true, buf, sizeof buf);
-    if (n < 0 || (size_t)n >= sizeof buf) n = 0;
-    buf[n] = 0;
-    return strdup(buf);
-}
-
 int cmd_template(int argc, char **argv)
 {
     const char *model = NULL, *api = "openai", *name = NULL, *file = NULL, *date = NULL;
@@ -88,13 +63,14 @@ int cmd_template(int argc, char **argv)
     if (!t) { fprintf(stderr, "strata template: %s\n", err); gguf_close(g); return 1; }
 
     int rc = 1;
-    char *body = NULL, *bos = piece_dup(t, tokenizer_bos(t)), *eos = piece_dup(t, tokenizer_eos(t)), *owned = NULL;
+    char *body = NULL, *bos = tokenizer_special_text(t, tokenizer_bos(t)), *eos = tokenizer_special_text(t, tokenizer_eos(t)), *owned = NULL;
     size_t len = 0;
     FILE *fp = file ? fopen(file, "rb") : stdin;
     if (!fp) { fprintf(stderr, "strata template: %s: %s\n", file, strerror(errno)); goto out; }
-    body = read_all(fp, &len);
+    const char *why = "out of memory";
+    body = cli_read_all(fp, &len, &why);
     if (file) fclose(fp);
-    if (!body || !bos || !eos) { fprintf(stderr, "strata template: %s: read error or out of memory\n", file ? file : "stdin"); goto out; }
+    if (!body || !bos || !eos) { fprintf(stderr, "strata template: %s: %s\n", file ? file : "stdin", why); goto out; }
 
     chat_setup cs;
     bool fell_back;

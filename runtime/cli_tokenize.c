@@ -89,23 +89,6 @@ static char *unescape(const char *s, size_t *n)
     return out;
 }
 
-static char *read_stdin(size_t *n)
-{
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        len += fread(buf + len, 1, cap - len, stdin);
-        if (len < cap) break;
-        char *g = cap <= ((size_t)1 << 34) ? realloc(buf, cap *= 2) : NULL;
-        if (!g) { free(buf); buf = NULL; }
-        else buf = g;
-    }
-    if (!buf) { fprintf(stderr, "strata tokenize: stdin: out of memory\n"); return NULL; }
-    if (ferror(stdin)) { fprintf(stderr, "strata tokenize: stdin: read error\n"); free(buf); return NULL; }
-    *n = len;
-    return buf;
-}
-
 static tokenizer *open_tokenizer(const char *model)
 {
     char path[4096], err[1024] = "";
@@ -209,6 +192,7 @@ int cmd_tokenize(int argc, char **argv)
     if (pr > 0) return 0;
     if (pr < 0) { usage(stderr); return 2; }
     char *sep = NULL, *in = NULL;
+    const char *why = "read error";
     size_t sn = 0, n = 0;
     if (o.sep && !(sep = unescape(o.sep, &sn))) return 2;
     tokenizer *t = open_tokenizer(o.model);
@@ -216,7 +200,8 @@ int cmd_tokenize(int argc, char **argv)
     if (!t) goto done;
     if (o.text) {
         n = strlen(o.text);
-    } else if (!(in = read_stdin(&n))) {
+    } else if (!(in = cli_read_all(stdin, &n, &why))) {
+        fprintf(stderr, "strata tokenize: stdin: %s\n", why);
         goto done;
     }
     if (run(t, &o, o.text ? o.text : in, n, sep, sn) != 0) goto done;

@@ -344,15 +344,6 @@ static int me_step(engine_session *s, engine_token *out)
 /* ------------------------------------------------------------------------
  * Opening and freeing. */
 
-static char *piece_dup(const tokenizer *t, int32_t id)
-{
-    char buf[256];
-    int n = id < 0 ? 0 : tokenizer_piece(t, id, true, buf, sizeof buf);
-    if (n < 0 || (size_t)n >= sizeof buf) n = 0;
-    buf[n] = 0;
-    return strdup(buf);
-}
-
 static char *base_name(const char *dir)
 {
     size_t len = strlen(dir);
@@ -439,8 +430,8 @@ engine *engine_model_open(const char *dir, const engine_model_opts *o, char *err
     me->held = calloc((size_t)opt.parallel, sizeof *me->held);
     me->no_prompt_cache = opt.no_prompt_cache;
     me->name = base_name(dir);
-    me->bos = piece_dup(me->tok, tokenizer_bos(me->tok));
-    me->eos = piece_dup(me->tok, tokenizer_eos(me->tok));
+    me->bos = tokenizer_special_text(me->tok, tokenizer_bos(me->tok));
+    me->eos = tokenizer_special_text(me->tok, tokenizer_eos(me->tok));
     if (!me->slots || !me->busy || !me->held || !me->name || !me->bos || !me->eos) {
         snprintf(err, errlen, "%s: out of memory", dir);
         engine_model_free(&me->e);

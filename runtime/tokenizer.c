@@ -740,3 +740,12 @@ int32_t tokenizer_find(const tokenizer *t, const char *text, size_t len)
 {
     return tok_lookup(t, text, len);
 }
+
+char *tokenizer_special_text(const tokenizer *t, int32_t id)
+{
+    char buf[256];
+    int n = id < 0 ? 0 : tokenizer_piece(t, id, true, buf, sizeof buf);
+    if (n < 0 || (size_t)n >= sizeof buf) n = 0;
+    buf[n] = 0;
+    return strdup(buf);
+}

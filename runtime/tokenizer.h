@@ -81,6 +81,10 @@ int tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool add_
  * bytes and returns the piece's full length (so a caller can grow the buffer
  * and ask again), or -1 for an id outside the vocabulary. */
 int tokenizer_piece(const tokenizer *t, int32_t id, bool special, char *buf, size_t bufsz);
+/* A special token's text (BOS, EOS) as a malloc'd string: "" for an id
+ * outside the vocabulary (TOKENIZER_ID_NONE) or a piece of 256 bytes or
+ * more; NULL when out of memory. */
+char *tokenizer_special_text(const tokenizer *t, int32_t id);
 
 /* ids -> text (malloc'd, NUL-terminated; *len excludes the NUL). For
  * "llama" with add_space_prefix, the one space encode put in front of the

@@ -87,17 +87,26 @@ static void greedy_is_llama_cpp(void **state)
     engine_model_free(e);
 }
 
-static void run_alone(engine *e, const int32_t *p, size_t n, const engine_sampling *sp, int32_t *out, int k)
+/* k tokens after prompt p in a session of its own; *cached (when given):
+ * the prompt tokens it reused */
+static void run_cached(engine *e, const int32_t *p, size_t n, const engine_sampling *sp, int32_t *out, int k,
+                       size_t *cached)
 {
     char err[256] = "";
     engine_session *s = e->begin(e->self, p, n, sp, err, sizeof err);
     assert_non_null(s);
+    if (cached) *cached = e->cached(s);
     for (int i = 0; i < k; i++) {
         engine_token t;
         assert_int_equal(e->step(s, &t), 0);
         out[i] = t.id;
     }
     e->end(s);
+}
+
+static void run_alone(engine *e, const int32_t *p, size_t n, const engine_sampling *sp, int32_t *out, int k)
+{
+    run_cached(e, p, n, sp, out, k, NULL);
 }
 
 /* Each session keeps its own KV cache: two interleaved sessions give what
@@ -154,20 +163,10 @@ static engine *open_engine_opts(const fixture *f, int parallel, bool no_cache)
     return e;
 }
 
-/* k greedy tokens after prompt p; *cached: what the session reused */
 static void greedy(engine *e, const int32_t *p, size_t n, int32_t *out, int k, size_t *cached)
 {
-    char err[256] = "";
-    engine_sampling sp = { .temperature = 0, .top_p = 1 };
-    engine_session *s = e->begin(e->self, p, n, &sp, err, sizeof err);
-    assert_non_null(s);
-    *cached = e->cached(s);
-    for (int i = 0; i < k; i++) {
-        engine_token t;
-        assert_int_equal(e->step(s, &t), 0);
-        out[i] = t.id;
-    }
-    e->end(s);
+    const engine_sampling sp = { .temperature = 0, .top_p = 1 };
+    run_cached(e, p, n, &sp, out, k, cached);
 }
 
 /* The prompt cache: a context keeps what its KV cache holds (the prompt and

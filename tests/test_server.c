@@ -470,17 +470,33 @@ static void raw_completion_holds(int port, const char *what)
  * reasoning, the whole turn counted; /v1/completions keeps the raw text.
  * Greedy throughout: the fake engine replays the script only as its greedy
  * story. */
+/* stories260K's vocabulary with harmony's markers as control tokens, in a
+ * scratch folder (*dir, removed by drop_dir); the GGUF's path into gg. */
+static void harmony_vocab(char **dir, char *gg, size_t n)
+{
+    char src[4096], err[256];
+    *dir = make_scratch_dir();
+    assert_non_null(*dir);
+    snprintf(gg, n, "%s/harmony.gguf", *dir);
+    static const char *const MARK[] = { "<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|return|>", "<|call|>",
+                                        "<|constrain|>" };
+    if (vocab_relabel(shared_path(src, sizeof src, GGUF), gg, 3, MARK, 7, err, sizeof err)) fail_msg("%s", err);
+}
+
+static void drop_dir(char *dir)
+{
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    free(dir);
+}
+
 static void test_gpt_oss_harmony(void **st)
 {
     (void)st;
     SKIP_UNLESS_SHARED(GGUF);
-    char src[4096], err[256];
-    char *dir = make_scratch_dir();
-    assert_non_null(dir);
-    char gg[4200];
-    snprintf(gg, sizeof gg, "%s/harmony.gguf", dir);
-    static const char *const MARK[] = { "<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|return|>", "<|call|>" };
-    if (vocab_relabel(shared_path(src, sizeof src, GGUF), gg, 3, MARK, 6, err, sizeof err)) fail_msg("%s", err);
+    char *dir, gg[4200];
+    harmony_vocab(&dir, gg, sizeof gg);
     fake_engine_opts o = {
         .n_ctx = 512, .chat_template = "{{ '<|start|>' + role + '<|channel|>' }}",
         .script = "<|channel|>analysis<|message|>The dog wants a ball.<|end|><|start|>assistant<|channel|>final"
@@ -502,10 +518,7 @@ static void test_gpt_oss_harmony(void **st)
     free(plain);
     free(reason);
     stop(&f);
-    char cmd[4300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
-    free(dir);
+    drop_dir(dir);
 }
 
 /* A model that reasons in <think>...</think> (DeepSeek-R1, Qwen3): chats
@@ -712,14 +725,8 @@ static void test_tool_calls_harmony(void **st)
 {
     (void)st;
     SKIP_UNLESS_SHARED(GGUF);
-    char src[4096], err[256];
-    char *dir = make_scratch_dir();
-    assert_non_null(dir);
-    char gg[4200];
-    snprintf(gg, sizeof gg, "%s/harmony.gguf", dir);
-    static const char *const MARK[] = { "<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|return|>", "<|call|>",
-                                        "<|constrain|>" };
-    if (vocab_relabel(shared_path(src, sizeof src, GGUF), gg, 3, MARK, 7, err, sizeof err)) fail_msg("%s", err);
+    char *dir, gg[4200];
+    harmony_vocab(&dir, gg, sizeof gg);
     fake_engine_opts o = {
         .n_ctx = 4096, .chat_template = "{{ '<|channel|>' }}{{ render_tool_namespace() }}to=assistant",
         .script = "<|channel|>analysis<|message|>Look it up.<|end|><|start|>assistant to=functions.get_weather<|channel|>"
@@ -731,10 +738,7 @@ static void test_tool_calls_harmony(void **st)
     /* stories260K's SentencePiece pieces after a marker start with a space: " Look" */
     expect_tool_answers(f.port, NULL, " Look it up.");
     stop(&f);
-    char cmd[4300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
-    free(dir);
+    drop_dir(dir);
 }
 
 static void test_anthropic_stream(void **st)
