@@ -70,6 +70,7 @@ typedef enum chat_tools {
     CHAT_TOOLS_NONE = 0,
     CHAT_TOOLS_QWEN3, /* Qwen3's template: Hermes-style <tools> / <tool_call> JSON / <tool_response> */
     CHAT_TOOLS_HARMONY, /* gpt-oss's own template: a TypeScript namespace, commentary messages to functions.NAME */
+    CHAT_TOOLS_QWEN3_CODER, /* Qwen3-Coder's: <function=NAME><parameter=KEY>VALUE</parameter> in <tool_call> */
 } chat_tools;
 
 /* The family a template's text belongs to, CHAT_UNKNOWN if none. */
@@ -101,11 +102,14 @@ char *chat_template_render(chat_family f, const chat_msg *msgs, size_t n, const 
 /* The tool format of a template's text: Qwen3's is recognised by its
  * <tool_call> JSON literal, its string-or-tojson arguments test and its
  * last_query_index (Qwen2.5's and Qwen3-Coder's differ and are not);
- * gpt-oss's by harmony's <|channel|> and its render_tool_namespace macro. */
+ * gpt-oss's by harmony's <|channel|> and its render_tool_namespace macro;
+ * Qwen3-Coder's by its <function= and <parameter= calls. */
 chat_tools chat_template_tools(const char *tmpl);
-/* "qwen3" and "gpt-oss": the tool format a --chat-template name brings,
- * NONE otherwise. */
+/* "qwen3", "qwen3-coder" and "gpt-oss": the tool format a --chat-template
+ * name brings, NONE otherwise. */
 chat_tools chat_tools_from_name(const char *name);
+/* "qwen3", "qwen3-coder", "gpt-oss" or "none". */
+const char *chat_tools_name(chat_tools t);
 
 /* What the whole templates take beyond the conversation (their kwargs). */
 typedef struct chat_tools_opts {
@@ -127,10 +131,18 @@ typedef struct chat_tools_opts {
  *    functions.NAME (its arguments as an object), its text before it as
  *    analysis unless a final answer follows later, tool results as JSON
  *    strings from the last call's function. A tool without a description
- *    gets an empty comment (Jinja would fail). */
+ *    gets an empty comment (Jinja would fail).
+ *  - Qwen3-Coder (chat_template_qwen3_coder.c): a system turn with the
+ *    tools as <function> blocks (or Qwen's agent line when only tools),
+ *    each call as <function=NAME> with a <parameter=KEY> block per
+ *    argument (strings as they are, other values as Python's str()), tool
+ *    results as <tool_response> blocks in one user turn. Its arguments
+ *    must be JSON objects (a 400 otherwise). */
 char *chat_template_render_tools(chat_tools style, const chat_msg *msgs, size_t n,
                                  const char *const *tools, size_t n_tools, const chat_tools_opts *o,
                                  bool add_generation_prompt, char *err, size_t errlen);
+char *chat_template_render_qwen3_coder(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
+                                       bool add_generation_prompt, char *err, size_t errlen);
 char *chat_template_render_harmony_tools(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
                                          const chat_tools_opts *o, bool add_generation_prompt, char *err,
                                          size_t errlen);

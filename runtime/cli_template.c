@@ -82,7 +82,7 @@ int cmd_template(int argc, char **argv)
     if (fell_back) fprintf(stderr, "strata template: %s: %s; using chatml\n", path,
                            tmpl ? "the chat template is not one strata recognises" : "no chat template");
     fprintf(stderr, "strata template: %s; tool calls: %s\n", chat_family_name(cs.family),
-            cs.tools == CHAT_TOOLS_QWEN3 ? "qwen3" : cs.tools == CHAT_TOOLS_HARMONY ? "gpt-oss" : "none");
+            chat_tools_name(cs.tools));
     api_request r;
     api_error e;
     if (api_request_parse(strcmp(api, "openai") ? API_MESSAGES : API_CHAT, body, len, 1 << 30, &r, &e) != 0) {

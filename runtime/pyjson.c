@@ -119,3 +119,83 @@ char *pyjson_dumps(const json_t *v)
     pyjson_add(&b, v);
     return strbuf_take(&b);
 }
+
+/* The next code point of UTF-8 text (valid: jansson checked it). */
+static unsigned next_cp(const unsigned char **p)
+{
+    const unsigned char *s = *p;
+    unsigned c = s[0];
+    int n = c < 0x80 ? 0 : c < 0xE0 ? 1 : c < 0xF0 ? 2 : 3;
+    if (n) c &= 0x3Fu >> n;
+    for (int i = 1; i <= n; i++) c = (c << 6) | (s[i] & 0x3F);
+    *p = s + n + 1;
+    return c;
+}
+
+static bool py_unprintable(unsigned c)
+{
+    return c < 0x20 || (c >= 0x7F && c <= 0xA0) || c == 0xAD || c == 0x1680 || (c >= 0x2000 && c <= 0x200F) ||
+           (c >= 0x2028 && c <= 0x202F) || (c >= 0x205F && c <= 0x206F) || c == 0x3000 || c == 0xFEFF;
+}
+
+static void add_repr_string(strbuf *b, const char *s, size_t n)
+{
+    bool single = memchr(s, '\'', n) != NULL, dbl = memchr(s, '"', n) != NULL;
+    char q = single && !dbl ? '"' : '\'';
+    strbuf_add(b, &q, 1);
+    const unsigned char *p = (const unsigned char *)s, *end = p + n;
+    while (p < end) {
+        const unsigned char *at = p;
+        unsigned c = next_cp(&p);
+        if (c == (unsigned char)q || c == '\\') { strbuf_add(b, "\\", 1); strbuf_add(b, (const char *)at, 1); }
+        else if (c == '\n') strbuf_puts(b, "\\n");
+        else if (c == '\r') strbuf_puts(b, "\\r");
+        else if (c == '\t') strbuf_puts(b, "\\t");
+        else if (py_unprintable(c)) strbuf_printf(b, c < 0x100 ? "\\x%02x" : "\\u%04x", c);
+        else strbuf_add(b, (const char *)at, (size_t)(p - at));
+    }
+    strbuf_add(b, &q, 1);
+}
+
+static void add_repr(strbuf *b, const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        const char *k;
+        json_t *x;
+        bool first = true;
+        strbuf_add(b, "{", 1);
+        json_object_foreach((json_t *)v, k, x) {
+            if (!first) strbuf_add(b, ", ", 2);
+            first = false;
+            add_repr_string(b, k, strlen(k));
+            strbuf_add(b, ": ", 2);
+            add_repr(b, x);
+        }
+        strbuf_add(b, "}", 1);
+        break;
+    }
+    case JSON_ARRAY: {
+        size_t i;
+        json_t *x;
+        strbuf_add(b, "[", 1);
+        json_array_foreach((json_t *)v, i, x) {
+            if (i) strbuf_add(b, ", ", 2);
+            add_repr(b, x);
+        }
+        strbuf_add(b, "]", 1);
+        break;
+    }
+    case JSON_STRING: add_repr_string(b, json_string_value(v), json_string_length(v)); break;
+    case JSON_TRUE: strbuf_puts(b, "True"); break;
+    case JSON_FALSE: strbuf_puts(b, "False"); break;
+    case JSON_NULL: strbuf_puts(b, "None"); break;
+    default: pyjson_add(b, v); break; /* numbers: the same digits */
+    }
+}
+
+void pyjson_add_str(strbuf *b, const json_t *v)
+{
+    if (json_is_string(v)) strbuf_add(b, json_string_value(v), json_string_length(v));
+    else add_repr(b, v);
+}

@@ -20,4 +20,14 @@ char *pyjson_dumps(const json_t *v);
 /* The same text appended to b. */
 void pyjson_add(strbuf *b, const json_t *v);
 
+/* Python's str() of the value json.loads would give (Jinja's `string`
+ * filter): a string as it is, True/False/None, numbers as above, lists
+ * and dicts as their repr ({'k': 'v', 'n': [1, True]}), strings inside
+ * them quoted as repr quotes them (' unless the text holds ' and no ").
+ * repr escapes what Python deems unprintable; here the C0 and C1
+ * controls, DEL and the common Unicode blanks and format marks (U+00A0,
+ * U+00AD, U+2000-U+200F, U+2028-U+202F, U+205F-U+206F, U+3000, U+FEFF),
+ * not the unassigned code points Python also escapes. */
+void pyjson_add_str(strbuf *b, const json_t *v);
+
 #endif

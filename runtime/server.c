@@ -336,7 +336,7 @@ int server_port(const server *s) { return s->port; }
 const char *server_chat_summary(const server *s, char *buf, size_t n)
 {
     snprintf(buf, n, "%s; tool calls: %s", chat_family_name(s->family),
-             s->tools == CHAT_TOOLS_QWEN3 ? "qwen3" : s->tools == CHAT_TOOLS_HARMONY ? "gpt-oss" : "none");
+             chat_tools_name(s->tools));
     return buf;
 }
 

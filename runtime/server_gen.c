@@ -33,6 +33,8 @@ int server_prepare(server *s, const api_request *r, prepared *p, api_error *e)
         text = chat_request_render(&cs, r, e);
         if (!text) return -1;
         p->tools = r->n_tools > 0;
+        p->tool_defs = (const char *const *)r->tools;
+        p->n_tool_defs = r->n_tools;
         /* a prompt that ends inside <think> (MiniMax-M2, newer DeepSeek-R1 templates) starts the answer
          * in its reasoning; otherwise the answer may open one itself (Qwen3, R1) */
         size_t tl = strlen(text);
@@ -106,15 +108,26 @@ void server_gen_finish(server *s, gen *g, size_t n_prompt)
 
 void server_content(const server *s, const prepared *p, tool_scan *ts, const char *d, size_t n, strbuf *out)
 {
-    if (p->tools && s->tools != CHAT_TOOLS_HARMONY) tool_scan_feed(ts, d, n, out);
-    else strbuf_add(out, d, n);
+    if (p->tools && s->tools != CHAT_TOOLS_HARMONY) {
+        ts->xml = s->tools == CHAT_TOOLS_QWEN3_CODER;
+        ts->tools = p->tool_defs;
+        ts->n_tools = p->n_tool_defs;
+        tool_scan_feed(ts, d, n, out);
+    } else {
+        strbuf_add(out, d, n);
+    }
 }
 
 size_t server_calls(const server *s, const prepared *p, gen *g, tool_scan *ts, strbuf *out, tool_call **calls)
 {
     *calls = NULL;
     if (!p->tools) return 0;
-    if (s->tools != CHAT_TOOLS_HARMONY) return tool_scan_finish(ts, calls, out);
+    if (s->tools != CHAT_TOOLS_HARMONY) {
+        ts->xml = s->tools == CHAT_TOOLS_QWEN3_CODER;
+        ts->tools = p->tool_defs;
+        ts->n_tools = p->n_tool_defs;
+        return tool_scan_finish(ts, calls, out);
+    }
     size_t n;
     const gen_call *c = gen_calls(g, &n);
     const char **names = calloc(n + 1, sizeof *names), **args = calloc(n + 1, sizeof *args);

@@ -86,6 +86,8 @@ typedef struct prepared {
     int       max_tokens;
     gen_think think;    /* chats: <think> reasoning opened by the prompt, or maybe by the answer */
     bool      tools;    /* the prompt offers tools: the answer's tool calls are parsed out (tool_calls.h) */
+    const char *const *tool_defs; /* the request's tools (it outlives this), to type Qwen3-Coder's values */
+    size_t    n_tool_defs;
 } prepared;
 /* Renders (chat) or takes (completion) the prompt, tokenizes it and checks
  * the context; on failure fills e (400 with the limit that was hit). */

@@ -13,6 +13,15 @@ static const char OPEN[] = "<tool_call>", CLOSE[] = "</tool_call>";
 
 static bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
+/* A name or key: non-empty, one line, no NUL, valid UTF-8. */
+static bool good_label(const char *s, size_t n)
+{
+    if (!n || memchr(s, '\n', n) || memchr(s, 0, n)) return false;
+    json_t *t = json_stringn(s, n);
+    json_decref(t);
+    return t != NULL;
+}
+
 /* The first byte of the held text's tail that cannot yet be released:
  * trailing whitespace and a proper prefix of OPEN at the end. */
 static size_t releasable(const char *s, size_t n)
@@ -79,7 +88,7 @@ size_t tool_calls_from(const char *const *names, const char *const *args, size_t
         json_t *v = json_loads(args[i], JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
         c[i].arguments = v ? arguments_text(v) : NULL;
         json_decref(v);
-        c[i].name = names[i][0] ? strdup(names[i]) : NULL;
+        c[i].name = good_label(names[i], strlen(names[i])) ? strdup(names[i]) : NULL;
         if (!c[i].arguments || !c[i].name) { tool_calls_free(c, i + 1); return 0; }
     }
     *calls = c;
@@ -114,6 +123,86 @@ out:
     return rc;
 }
 
+static bool take(const char **p, const char *end, const char *lit)
+{
+    size_t n = strlen(lit);
+    if ((size_t)(end - *p) < n || memcmp(*p, lit, n)) return false;
+    *p += n;
+    return true;
+}
+
+static void skip_ws(const char **p, const char *end)
+{
+    while (*p < end && is_ws(**p)) (*p)++;
+}
+
+/* The declared type of a tool's parameter: "string", another, or NULL (unknown). */
+static const char *param_type(const tool_scan *ts, json_t **schemas, const char *tool, const char *key)
+{
+    for (size_t i = 0; i < ts->n_tools; i++) {
+        if (!schemas[i]) schemas[i] = json_loads(ts->tools[i], 0, NULL);
+        json_t *f = json_object_get(schemas[i], "function");
+        if (!json_is_string(json_object_get(f, "name")) || strcmp(json_string_value(json_object_get(f, "name")), tool))
+            continue;
+        json_t *t = json_object_get(json_object_get(json_object_get(json_object_get(f, "parameters"), "properties"), key),
+                                    "type");
+        return json_is_string(t) ? json_string_value(t) : t ? "" : NULL;
+    }
+    return NULL;
+}
+
+/* One Qwen3-Coder call at *p: <tool_call> <function=NAME> (<parameter=KEY>\nVALUE\n</parameter>)* </function> </tool_call>. */
+static int parse_one_xml(const tool_scan *ts, json_t **schemas, const char **p, const char *end, tool_call *c)
+{
+    const char *s = *p;
+    if (!take(&s, end, OPEN)) return -1;
+    skip_ws(&s, end);
+    if (!take(&s, end, "<function=")) return -1;
+    const char *gt = memchr(s, '>', (size_t)(end - s));
+    if (!gt || !good_label(s, (size_t)(gt - s))) return -1;
+    char *name = strndup(s, (size_t)(gt - s));
+    json_t *args = json_object();
+    int rc = -1;
+    s = gt + 1;
+    for (;;) {
+        skip_ws(&s, end);
+        if (take(&s, end, "</function>")) break;
+        if (!take(&s, end, "<parameter=")) goto out;
+        const char *kgt = memchr(s, '>', (size_t)(end - s));
+        if (!kgt || !good_label(s, (size_t)(kgt - s))) goto out;
+        char *key = strndup(s, (size_t)(kgt - s));
+        const char *v = kgt + 1, *ve = NULL;
+        for (const char *q = v; q + 12 <= end; q++)
+            if (!memcmp(q, "</parameter>", 12)) { ve = q; break; }
+        if (!key || !ve) { free(key); goto out; }
+        s = ve + 12;
+        if (v < ve && *v == '\n') v++; /* the template's newlines around the value */
+        if (ve > v && ve[-1] == '\n') ve--;
+        const char *type = name ? param_type(ts, schemas, name, key) : NULL;
+        json_t *val = NULL;
+        if (!type || strcmp(type, "string"))
+            val = json_loadb(v, (size_t)(ve - v), JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
+        /* text that is no JSON string (a NUL, broken UTF-8) makes the call malformed */
+        if (!val && !memchr(v, 0, (size_t)(ve - v))) val = json_stringn(v, (size_t)(ve - v));
+        if (!val) { free(key); goto out; }
+        int set = json_object_set_new(args, key, val);
+        free(key);
+        if (set) goto out;
+    }
+    skip_ws(&s, end);
+    if (!take(&s, end, CLOSE) && s != end) goto out; /* only the last call may lack its close */
+    if (name && args) {
+        c->name = name;
+        c->arguments = pyjson_dumps(args);
+        name = NULL;
+        if (c->arguments) { rc = 0; *p = s; }
+    }
+out:
+    free(name);
+    json_decref(args);
+    return rc;
+}
+
 size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out)
 {
     *calls = NULL;
@@ -127,16 +216,20 @@ size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out)
     tool_call *c = NULL;
     size_t n = 0;
     const char *p = h;
+    json_t **schemas = ts->xml ? calloc(ts->n_tools + 1, sizeof *schemas) : NULL;
     for (;;) {
         while (p < end && is_ws(*p)) p++;
         if (p == end) break;
         tool_call *g = realloc(c, (n + 1) * sizeof *c);
-        if (!g) break;
+        if (!g || (ts->xml && !schemas)) break;
         c = g;
         c[n] = (tool_call){ 0 };
-        if (parse_one(&p, end, &c[n]) != 0) { free(c[n].name); free(c[n].arguments); break; }
+        int rc = ts->xml ? parse_one_xml(ts, schemas, &p, end, &c[n]) : parse_one(&p, end, &c[n]);
+        if (rc != 0) { free(c[n].name); free(c[n].arguments); break; }
         n++;
     }
+    for (size_t i = 0; schemas && i < ts->n_tools; i++) json_decref(schemas[i]);
+    free(schemas);
     if (p != end || n == 0) {
         tool_calls_free(c, n);
         strbuf_add(out, h, ts->held.len);

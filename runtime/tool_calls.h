@@ -3,7 +3,9 @@
  * Qwen3's format (chat_template.h, CHAT_TOOLS_QWEN3): after any text the
  * model writes one or more
  *     <tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call>
- * and ends its turn.
+ * and ends its turn. Qwen3-Coder's (CHAT_TOOLS_QWEN3_CODER) wraps
+ *     <function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n</function>
+ * in the same tags.
  *
  * Contract:
  *  - tool_scan_feed() takes released answer text and appends to out the
@@ -34,6 +36,14 @@ typedef struct tool_call {
 typedef struct tool_scan {
     strbuf held;      /* held-back text; from "<tool_call>" on, the calls */
     bool   capturing; /* "<tool_call>" has been seen */
+    /* Qwen3-Coder's format instead (set before the first feed): calls as
+     * <function=NAME> with <parameter=KEY>\nVALUE\n</parameter> blocks; each
+     * value is typed by the offered tools' schemas (tools: pyjson texts in
+     * OpenAI's shape): a "string" parameter keeps its text, any other (or
+     * an unknown one) is read as JSON when it is JSON, else kept as text. */
+    bool               xml;
+    const char *const *tools;
+    size_t             n_tools;
 } tool_scan;
 
 void tool_scan_feed(tool_scan *ts, const char *d, size_t n, strbuf *out);

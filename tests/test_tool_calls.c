@@ -105,6 +105,64 @@ static void test_not_calls(void **st)
     expect(bad[9], "x", 1, nf, af);
 }
 
+/* Qwen3-Coder's calls: values typed by the tools' schemas, whole or split */
+static outcome scan_xml(const char *answer, size_t step, const char *const *tools, size_t n_tools)
+{
+    tool_scan ts = { .xml = true, .tools = tools, .n_tools = n_tools };
+    strbuf out = { 0 };
+    size_t len = strlen(answer);
+    for (size_t i = 0; i < len; i += step) tool_scan_feed(&ts, answer + i, i + step <= len ? step : len - i, &out);
+    outcome o = { 0 };
+    o.n = tool_scan_finish(&ts, &o.calls, &out);
+    tool_scan_free(&ts);
+    o.content = strbuf_take(&out);
+    return o;
+}
+
+static void test_qwen3_coder_calls(void **st)
+{
+    (void)st;
+    const char *tools[] = {
+        "{\"type\": \"function\", \"function\": {\"name\": \"edit\", \"parameters\": {\"type\": \"object\", "
+        "\"properties\": {\"path\": {\"type\": \"string\"}, \"line\": {\"type\": \"integer\"}, "
+        "\"opts\": {\"type\": \"object\"}, \"text\": {\"type\": \"string\"}}}}}",
+        "{\"type\": \"function\", \"function\": {\"name\": \"now\"}}",
+    };
+    const char *answer = "Editing.\n\n<tool_call>\n<function=edit>\n<parameter=path>\n42\n</parameter>\n"
+                         "<parameter=line>\n7\n</parameter>\n<parameter=opts>\n{\"dry\": true}\n</parameter>\n"
+                         "<parameter=text>\nint x;\n\nint y;\n</parameter>\n<parameter=extra>\n[1, 2]\n</parameter>\n"
+                         "<parameter=word>\nhello\n</parameter>\n</function>\n</tool_call>\n"
+                         "<tool_call>\n<function=now>\n</function>\n</tool_call>";
+    static const size_t steps[] = { 1, 3, 7, 1000 };
+    for (size_t k = 0; k < 4; k++) {
+        outcome o = scan_xml(answer, steps[k], tools, 2);
+        assert_string_equal(o.content, "Editing.");
+        assert_int_equal(o.n, 2);
+        assert_string_equal(o.calls[0].name, "edit");
+        /* path is a string though it reads as a number; line and opts are JSON; text keeps its inner newlines;
+         * unknown parameters are JSON when they are, text otherwise */
+        assert_string_equal(o.calls[0].arguments, "{\"path\": \"42\", \"line\": 7, \"opts\": {\"dry\": true}, "
+                                                  "\"text\": \"int x;\\n\\nint y;\", \"extra\": [1, 2], \"word\": \"hello\"}");
+        assert_string_equal(o.calls[1].name, "now");
+        assert_string_equal(o.calls[1].arguments, "{}");
+        tool_calls_free(o.calls, o.n);
+        free(o.content);
+    }
+    /* malformed: the text back, whole */
+    const char *bad[] = {
+        "x\n<tool_call>\n<function=f>\n<parameter=a>\n1\n</function>\n</tool_call>",
+        "x\n<tool_call>\n<function=>\n</function>\n</tool_call>",
+        "x\n<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>",
+        "x\n<tool_call>\n<function=f>\n</function>\n</tool_call> after",
+    };
+    for (size_t i = 0; i < 4; i++) {
+        outcome o = scan_xml(bad[i], 2, tools, 2);
+        assert_string_equal(o.content, bad[i]);
+        assert_int_equal(o.n, 0);
+        free(o.content);
+    }
+}
+
 static void py(const char *json, const char *want)
 {
     json_error_t je;
@@ -116,9 +174,29 @@ static void py(const char *json, const char *want)
     json_decref(v);
 }
 
+static void pystr(const char *json, const char *want)
+{
+    json_t *v = json_loads(json, JSON_DECODE_ANY, NULL);
+    assert_non_null(v);
+    strbuf b = { 0 };
+    pyjson_add_str(&b, v);
+    char *got = strbuf_take(&b);
+    if (strcmp(got, want)) fail_msg("str(%s) = [%s], want [%s]", json, got, want);
+    free(got);
+    json_decref(v);
+}
+
 static void test_pyjson(void **st)
 {
     (void)st;
+    /* Python's str(): strings raw at the top, repr inside containers (printed by Python 3) */
+    pystr("\"it's \\\"x\\\"\"", "it's \"x\"");
+    pystr("[\"a\", \"it's\", \"both ' and \\\"\", \"tab\\t nl\\n bs\\\\ \\u0001 \\u00a0 \\u00e9 \\u2028\"]",
+          "['a', \"it's\", 'both \\' and \"', 'tab\\t nl\\n bs\\\\ \\x01 \\xa0 \xc3\xa9 \\u2028']");
+    pystr("{\"k\": true, \"n\": null, \"f\": false, \"x\": 1.5, \"l\": [1, {\"a\": []}]}",
+          "{'k': True, 'n': None, 'f': False, 'x': 1.5, 'l': [1, {'a': []}]}");
+    pystr("true", "True");
+    pystr("1e-7", "1e-07");
     py("{\"b\":1,\"a\":[true,false,null,{}],\"c\":[]}", "{\"b\": 1, \"a\": [true, false, null, {}], \"c\": []}");
     py("\"q\\\" b\\\\ n\\n r\\r t\\t b\\b f\\f u\\u0001 \\u001f del\\u007f \\u00e9 \\u2028 \\ud83d\\ude00 /\"",
        "\"q\\\" b\\\\ n\\n r\\r t\\t b\\b f\\f u\\u0001 \\u001f del\x7f \xc3\xa9 \xe2\x80\xa8 \xf0\x9f\x98\x80 /\"");
@@ -135,6 +213,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_calls_parsed),
         cmocka_unit_test(test_not_calls),
+        cmocka_unit_test(test_qwen3_coder_calls),
         cmocka_unit_test(test_pyjson),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

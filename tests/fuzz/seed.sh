@@ -54,9 +54,9 @@ fuzz_api_request)
     printf '\002{"model":"m","max_tokens":9,"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"yo"}]}],"stop_sequences":["z"],"top_k":4}' >"$corpus/messages"
     printf '\003{"model":"m","messages":[{"role":"user","content":"hi"}]}' >"$corpus/count"
     # the tool-calling conversations of tests/e2e_tool_template.sh
-    for f in tests/fixtures/tool_chats/*.json; do
+    for f in tests/fixtures/tool_chats/*.json tests/fixtures/tool_chats/*/*.json; do
         case $f in *.anthropic.json) b='\002' ;; *) b='\000' ;; esac
-        { printf "$b"; cat "$f"; } >"$corpus/$(basename "$f")"
+        { printf "$b"; cat "$f"; } >"$corpus/$(echo "$f" | tr '/' '_')"
     done
     ;;
 fuzz_tool_scan)
@@ -64,6 +64,7 @@ fuzz_tool_scan)
     printf '\003Sure.\n<tool_call>\n{"name": "f", "arguments": {"a": [1, 2.5, "x"]}}\n</tool_call>\n<tool_call>\n{"name": "g"}\n</tool_call>' >"$corpus/two"
     printf '\001<tool_call>{"name":"f","arguments":"{\\"q\\": 1}"}' >"$corpus/string-args"
     printf '\005text <tool_ca <tool_call>\n{"name": "f", "arguments": {}}</tool_call> more' >"$corpus/broken"
+    printf '\023Ok.\n<tool_call>\n<function=f>\n<parameter=s>\n12\n</parameter>\n<parameter=n>\n12\n</parameter>\n</function>\n</tool_call>' >"$corpus/coder"
     ;;
 fuzz_hparams)
     # a llama MoE, a Llama 4 with YaRN and a glm4moe with its MTP block

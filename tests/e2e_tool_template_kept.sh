@@ -1,0 +1,59 @@
+#!/bin/sh
+# e2e_tool_template_kept.sh: the whole templates whose text the tests cannot
+# fetch (gpt-oss's, Qwen3-Coder's), against jinja2's renderings of them, byte
+# for byte. Each folder tests/fixtures/tool_chats/NAME/ (NAME: the
+# --chat-template name) holds request bodies NAME.API.json and, beside each,
+# the prompt jinja2 rendered from the model's own template
+# (NAME.API.expected, written by tests/diag_tool_template_expected.sh):
+# gpt-oss's TypeScript schemas (enums, defaults, nullables, arrays, oneOf,
+# nested objects), calls and results, analysis text dropped once a final
+# answer follows, reasoning effort; Qwen3-Coder's parameter blocks with
+# Python's str() of schema values and arguments; both APIs. `strata template
+# --chat-template NAME --date 2026-12-03` must reproduce each. Then the
+# templates' refusals. Needs only a GGUF with a tokenizer (stories260K from
+# ../shared); exit 77 when it is absent.
+set -u
+bin=${STRATA_BIN:?STRATA_BIN is not set}
+shared=${STRATA_SHARED:-../shared}
+here=$(cd "$(dirname "$0")" && pwd)
+gguf=$shared/models/stories260K/stories260K.gguf
+[ -f "$gguf" ] || { echo "SKIP: $gguf is absent"; exit 77; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-e2e-kept-XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+fail() { echo "FAIL: $*"; exit 1; }
+
+total=0
+for name in gpt-oss qwen3-coder; do
+    n=0
+    for body in "$here/fixtures/tool_chats/$name"/*.json; do
+        case=$(basename "$body" .json); api=${case##*.}
+        want=${body%.json}.expected
+        [ -f "$want" ] || fail "$name/$case: no $want"
+        "$bin/strata" template "$gguf" --chat-template "$name" --date 2026-12-03 --api "$api" -f "$body" \
+            >"$tmp/got" 2>"$tmp/err" || fail "$name/$case: strata template: $(cat "$tmp/err")"
+        grep -q "tool calls: $name" "$tmp/err" || fail "$name/$case: not $name's layout: $(cat "$tmp/err")"
+        if ! cmp -s "$want" "$tmp/got"; then
+            diff "$want" "$tmp/got" | head -n 20
+            fail "$name/$case: strata's prompt differs from jinja2's rendering of $name's template"
+        fi
+        echo "$name/$case: equal to jinja2's rendering ($(wc -c <"$tmp/got") bytes)"
+        n=$((n + 1))
+    done
+    [ "$n" -ge 4 ] || fail "$name: only $n request bodies found"
+    total=$((total + n))
+done
+
+refuse() { # NAME BODY WANT
+    printf '%s' "$2" >"$tmp/req.json"
+    "$bin/strata" template "$gguf" --chat-template "$1" -f "$tmp/req.json" >"$tmp/got" 2>"$tmp/err" &&
+        fail "$1 accepted: $2"
+    grep -q "$3" "$tmp/err" || fail "$1's refusal of $2: $(cat "$tmp/err")"
+    [ ! -s "$tmp/got" ] || fail "a refused request printed a prompt"
+}
+refuse gpt-oss '{"messages":[{"role":"user","content":"x"},{"role":"tool","content":"r"}]}' \
+    "messages\[1\]: a tool result with no assistant tool call before it"
+refuse gpt-oss '{"messages":[{"role":"assistant","content":"<|channel|>final<|message|>x","tool_calls":[{"function":{"name":"f"}}]}]}' \
+    "messages\[0\]: gpt-oss's template refuses harmony's <|channel|> tags"
+refuse qwen3-coder '{"messages":[{"role":"assistant","content":"","tool_calls":[{"function":{"name":"f","arguments":"[1]"}}]}]}' \
+    "messages\[0\]: Qwen3-Coder's template needs each call's arguments to be a JSON object"
+echo "$total request bodies rendered as jinja2 renders gpt-oss's and Qwen3-Coder's templates; refusals named"
