@@ -18,7 +18,7 @@ static const struct { const char *name; chat_family f; } NAMES[] = {
     { "chatglm4", CHAT_GLM4 },   { "glm4", CHAT_GLM4 },       { "hunyuan-moe", CHAT_HUNYUAN },
     { "kimi-k2", CHAT_KIMI_K2 },  { "gpt-oss", CHAT_GPT_OSS },  { "bailing", CHAT_BAILING },
     { "bailing2", CHAT_BAILING2 },  { "minimax-m2", CHAT_MINIMAX_M2 }, { "bailing-think", CHAT_BAILING_THINK },
-    { "dots1", CHAT_DOTS1 },      { "qwen3", CHAT_CHATML },   { "qwen3-coder", CHAT_CHATML },
+    { "dots1", CHAT_DOTS1 },      { "qwen3", CHAT_CHATML },   { "qwen3-coder", CHAT_CHATML }, { "glm-4.5", CHAT_GLM4 },
 };
 
 chat_family chat_family_from_name(const char *name)
@@ -480,6 +480,9 @@ chat_tools chat_template_tools(const char *t)
     if (t && strstr(t, "<|im_start|>") && strstr(t, "<function=") && strstr(t, "<parameter=") &&
         strstr(t, "<tool_response>"))
         return CHAT_TOOLS_QWEN3_CODER;
+    if (t && strstr(t, "[gMASK]<sop>") && strstr(t, "<arg_key>") && strstr(t, "<|observation|>") &&
+        strstr(t, "last_user_index"))
+        return CHAT_TOOLS_GLM45;
     return CHAT_TOOLS_NONE;
 }
 
@@ -488,13 +491,14 @@ chat_tools chat_tools_from_name(const char *name)
     if (name && !strcmp(name, "qwen3")) return CHAT_TOOLS_QWEN3;
     if (name && !strcmp(name, "gpt-oss")) return CHAT_TOOLS_HARMONY;
     if (name && !strcmp(name, "qwen3-coder")) return CHAT_TOOLS_QWEN3_CODER;
+    if (name && !strcmp(name, "glm-4.5")) return CHAT_TOOLS_GLM45;
     return CHAT_TOOLS_NONE;
 }
 
 const char *chat_tools_name(chat_tools t)
 {
     return t == CHAT_TOOLS_QWEN3 ? "qwen3" : t == CHAT_TOOLS_HARMONY ? "gpt-oss"
-         : t == CHAT_TOOLS_QWEN3_CODER ? "qwen3-coder" : "none";
+         : t == CHAT_TOOLS_QWEN3_CODER ? "qwen3-coder" : t == CHAT_TOOLS_GLM45 ? "glm-4.5" : "none";
 }
 
 static bool starts_with(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
@@ -591,6 +595,7 @@ char *chat_template_render_tools(chat_tools style, const chat_msg *m, size_t n, 
     }
     if (style == CHAT_TOOLS_HARMONY) return chat_template_render_harmony_tools(m, n, tools, n_tools, o, gen, err, errlen);
     if (style == CHAT_TOOLS_QWEN3_CODER) return chat_template_render_qwen3_coder(m, n, tools, n_tools, gen, err, errlen);
+    if (style == CHAT_TOOLS_GLM45) return chat_template_render_glm45(m, n, tools, n_tools, o, gen, err, errlen);
     strbuf b = { 0 };
     qwen3(&b, m, n, tools, n_tools, gen, o && o->no_thinking);
     char *out = strbuf_take(&b);

@@ -71,6 +71,7 @@ typedef enum chat_tools {
     CHAT_TOOLS_QWEN3, /* Qwen3's template: Hermes-style <tools> / <tool_call> JSON / <tool_response> */
     CHAT_TOOLS_HARMONY, /* gpt-oss's own template: a TypeScript namespace, commentary messages to functions.NAME */
     CHAT_TOOLS_QWEN3_CODER, /* Qwen3-Coder's: <function=NAME><parameter=KEY>VALUE</parameter> in <tool_call> */
+    CHAT_TOOLS_GLM45,       /* GLM-4.5's / 4.6's: <tool_call>NAME<arg_key>KEY</arg_key><arg_value>... */
 } chat_tools;
 
 /* The family a template's text belongs to, CHAT_UNKNOWN if none. */
@@ -103,19 +104,20 @@ char *chat_template_render(chat_family f, const chat_msg *msgs, size_t n, const 
  * <tool_call> JSON literal, its string-or-tojson arguments test and its
  * last_query_index (Qwen2.5's and Qwen3-Coder's differ and are not);
  * gpt-oss's by harmony's <|channel|> and its render_tool_namespace macro;
- * Qwen3-Coder's by its <function= and <parameter= calls. */
+ * Qwen3-Coder's by its <function= and <parameter= calls; GLM-4.5's and
+ * 4.6's by [gMASK]<sop> with <arg_key> and <|observation|>. */
 chat_tools chat_template_tools(const char *tmpl);
-/* "qwen3", "qwen3-coder" and "gpt-oss": the tool format a --chat-template
- * name brings, NONE otherwise. */
+/* "qwen3", "qwen3-coder", "gpt-oss" and "glm-4.5": the tool format a
+ * --chat-template name brings, NONE otherwise. */
 chat_tools chat_tools_from_name(const char *name);
-/* "qwen3", "qwen3-coder", "gpt-oss" or "none". */
+/* "qwen3", "qwen3-coder", "gpt-oss", "glm-4.5" or "none". */
 const char *chat_tools_name(chat_tools t);
 
 /* What the whole templates take beyond the conversation (their kwargs). */
 typedef struct chat_tools_opts {
     const char *date;             /* gpt-oss: "Current date" (YYYY-MM-DD); NULL: today, local time */
     const char *reasoning_effort; /* gpt-oss: "low" | "medium" | "high"; NULL: "medium" */
-    bool        no_thinking;      /* Qwen3: enable_thinking false (an empty <think></think> opens the answer) */
+    bool        no_thinking;      /* Qwen3, GLM-4.5: enable_thinking false (an empty <think></think> opens the answer) */
 } chat_tools_opts;
 
 /* A conversation (with tools, each one JSON text in tojson's form, or
@@ -137,12 +139,21 @@ typedef struct chat_tools_opts {
  *    each call as <function=NAME> with a <parameter=KEY> block per
  *    argument (strings as they are, other values as Python's str()), tool
  *    results as <tool_response> blocks in one user turn. Its arguments
- *    must be JSON objects (a 400 otherwise). */
+ *    must be JSON objects (a 400 otherwise).
+ *  - GLM-4.5 / 4.6 (chat_template_glm45.c): [gMASK]<sop>, the tools as
+ *    JSON lines in a system turn, each assistant turn opened by its <think>
+ *    block (the reasoning only after the last user message, else empty),
+ *    calls as <tool_call>NAME with <arg_key>/<arg_value> pairs (strings as
+ *    they are, other values as JSON), tool results after <|observation|>;
+ *    enable_thinking false appends /nothink to user turns and an empty
+ *    <think></think> to the prompt. Arguments must be JSON objects. */
 char *chat_template_render_tools(chat_tools style, const chat_msg *msgs, size_t n,
                                  const char *const *tools, size_t n_tools, const chat_tools_opts *o,
                                  bool add_generation_prompt, char *err, size_t errlen);
 char *chat_template_render_qwen3_coder(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
                                        bool add_generation_prompt, char *err, size_t errlen);
+char *chat_template_render_glm45(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
+                                 const chat_tools_opts *o, bool add_generation_prompt, char *err, size_t errlen);
 char *chat_template_render_harmony_tools(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
                                          const chat_tools_opts *o, bool add_generation_prompt, char *err,
                                          size_t errlen);

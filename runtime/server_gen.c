@@ -109,7 +109,9 @@ void server_gen_finish(server *s, gen *g, size_t n_prompt)
 void server_content(const server *s, const prepared *p, tool_scan *ts, const char *d, size_t n, strbuf *out)
 {
     if (p->tools && s->tools != CHAT_TOOLS_HARMONY) {
-        ts->xml = s->tools == CHAT_TOOLS_QWEN3_CODER;
+        ts->format = s->tools == CHAT_TOOLS_QWEN3_CODER ? TOOL_FORMAT_CODER
+                   : s->tools == CHAT_TOOLS_GLM45      ? TOOL_FORMAT_GLM45
+                                                       : TOOL_FORMAT_JSON;
         ts->tools = p->tool_defs;
         ts->n_tools = p->n_tool_defs;
         tool_scan_feed(ts, d, n, out);
@@ -123,7 +125,9 @@ size_t server_calls(const server *s, const prepared *p, gen *g, tool_scan *ts, s
     *calls = NULL;
     if (!p->tools) return 0;
     if (s->tools != CHAT_TOOLS_HARMONY) {
-        ts->xml = s->tools == CHAT_TOOLS_QWEN3_CODER;
+        ts->format = s->tools == CHAT_TOOLS_QWEN3_CODER ? TOOL_FORMAT_CODER
+                   : s->tools == CHAT_TOOLS_GLM45      ? TOOL_FORMAT_GLM45
+                                                       : TOOL_FORMAT_JSON;
         ts->tools = p->tool_defs;
         ts->n_tools = p->n_tool_defs;
         return tool_scan_finish(ts, calls, out);

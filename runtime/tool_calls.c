@@ -151,52 +151,94 @@ static const char *param_type(const tool_scan *ts, json_t **schemas, const char 
     return NULL;
 }
 
-/* One Qwen3-Coder call at *p: <tool_call> <function=NAME> (<parameter=KEY>\nVALUE\n</parameter>)* </function> </tool_call>. */
-static int parse_one_xml(const tool_scan *ts, json_t **schemas, const char **p, const char *end, tool_call *c)
+static const char *find_lit(const char *s, const char *end, const char *lit)
 {
+    size_t n = strlen(lit);
+    for (const char *q = s; q + n <= end; q++)
+        if (*q == *lit && !memcmp(q, lit, n)) return q;
+    return NULL;
+}
+
+/* A value as the tool's schema types it: a "string" parameter keeps its
+ * text; any other, or one the schema does not name, is read as JSON when it
+ * is JSON. NULL when the text cannot be a JSON string (a NUL, bad UTF-8). */
+static json_t *typed_value(const tool_scan *ts, json_t **schemas, const char *tool, const char *key, const char *v,
+                           size_t n)
+{
+    const char *type = param_type(ts, schemas, tool, key);
+    json_t *val = NULL;
+    if (!type || strcmp(type, "string")) val = json_loadb(v, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
+    if (!val && !memchr(v, 0, n)) val = json_stringn(v, n);
+    return val;
+}
+
+/* The text up to lit (which must follow); *s moves past lit. NULL if absent. */
+static const char *until(const char **s, const char *end, const char *lit, size_t *n)
+{
+    const char *q = find_lit(*s, end, lit);
+    if (!q) return NULL;
+    const char *v = *s;
+    *n = (size_t)(q - v);
+    *s = q + strlen(lit);
+    return v;
+}
+
+/* One call at *p, in Qwen3-Coder's or GLM-4.5's tags (tool_calls.h). */
+static int parse_one_tagged(const tool_scan *ts, json_t **schemas, const char **p, const char *end, tool_call *c)
+{
+    const bool glm = ts->format == TOOL_FORMAT_GLM45;
     const char *s = *p;
     if (!take(&s, end, OPEN)) return -1;
-    skip_ws(&s, end);
-    if (!take(&s, end, "<function=")) return -1;
-    const char *gt = memchr(s, '>', (size_t)(end - s));
-    if (!gt || !good_label(s, (size_t)(gt - s))) return -1;
-    char *name = strndup(s, (size_t)(gt - s));
+    char *name = NULL;
+    if (glm) { /* <tool_call>NAME then the first line break or <arg_key> */
+        const char *e = s;
+        while (e < end && *e != '\n' && *e != '<') e++;
+        const char *b = s;
+        while (b < e && is_ws(*b)) b++;
+        while (e > b && is_ws(e[-1])) e--;
+        if (good_label(b, (size_t)(e - b))) name = strndup(b, (size_t)(e - b));
+        s = e;
+    } else {
+        skip_ws(&s, end);
+        if (!take(&s, end, "<function=")) return -1;
+        const char *gt = memchr(s, '>', (size_t)(end - s));
+        if (!gt || !good_label(s, (size_t)(gt - s))) return -1;
+        name = strndup(s, (size_t)(gt - s));
+        s = gt + 1;
+    }
     json_t *args = json_object();
     int rc = -1;
-    s = gt + 1;
+    if (!name || !args) goto out;
     for (;;) {
         skip_ws(&s, end);
-        if (take(&s, end, "</function>")) break;
-        if (!take(&s, end, "<parameter=")) goto out;
-        const char *kgt = memchr(s, '>', (size_t)(end - s));
-        if (!kgt || !good_label(s, (size_t)(kgt - s))) goto out;
-        char *key = strndup(s, (size_t)(kgt - s));
-        const char *v = kgt + 1, *ve = NULL;
-        for (const char *q = v; q + 12 <= end; q++)
-            if (!memcmp(q, "</parameter>", 12)) { ve = q; break; }
-        if (!key || !ve) { free(key); goto out; }
-        s = ve + 12;
-        if (v < ve && *v == '\n') v++; /* the template's newlines around the value */
-        if (ve > v && ve[-1] == '\n') ve--;
-        const char *type = name ? param_type(ts, schemas, name, key) : NULL;
-        json_t *val = NULL;
-        if (!type || strcmp(type, "string"))
-            val = json_loadb(v, (size_t)(ve - v), JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
-        /* text that is no JSON string (a NUL, broken UTF-8) makes the call malformed */
-        if (!val && !memchr(v, 0, (size_t)(ve - v))) val = json_stringn(v, (size_t)(ve - v));
-        if (!val) { free(key); goto out; }
-        int set = json_object_set_new(args, key, val);
+        if (glm ? s == end || (end - s >= (long)CLOSE_LEN && !memcmp(s, CLOSE, CLOSE_LEN)) : take(&s, end, "</function>"))
+            break;
+        size_t kn, vn;
+        const char *k, *v;
+        if (glm) {
+            if (!take(&s, end, "<arg_key>") || !(k = until(&s, end, "</arg_key>", &kn))) goto out;
+            skip_ws(&s, end);
+            if (!take(&s, end, "<arg_value>") || !(v = until(&s, end, "</arg_value>", &vn))) goto out;
+        } else {
+            if (!take(&s, end, "<parameter=") || !(k = until(&s, end, ">", &kn)) ||
+                !(v = until(&s, end, "</parameter>", &vn)))
+                goto out;
+            if (vn && *v == '\n') { v++; vn--; } /* the template's newlines around the value */
+            if (vn && v[vn - 1] == '\n') vn--;
+        }
+        if (!good_label(k, kn)) goto out;
+        char *key = strndup(k, kn);
+        json_t *val = key ? typed_value(ts, schemas, name, key, v, vn) : NULL;
+        int set = val ? json_object_set_new(args, key, val) : -1;
         free(key);
         if (set) goto out;
     }
     skip_ws(&s, end);
     if (!take(&s, end, CLOSE) && s != end) goto out; /* only the last call may lack its close */
-    if (name && args) {
-        c->name = name;
-        c->arguments = pyjson_dumps(args);
-        name = NULL;
-        if (c->arguments) { rc = 0; *p = s; }
-    }
+    c->name = name;
+    c->arguments = pyjson_dumps(args);
+    name = NULL;
+    if (c->arguments) { rc = 0; *p = s; }
 out:
     free(name);
     json_decref(args);
@@ -216,15 +258,16 @@ size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out)
     tool_call *c = NULL;
     size_t n = 0;
     const char *p = h;
-    json_t **schemas = ts->xml ? calloc(ts->n_tools + 1, sizeof *schemas) : NULL;
+    const bool tagged = ts->format != TOOL_FORMAT_JSON;
+    json_t **schemas = tagged ? calloc(ts->n_tools + 1, sizeof *schemas) : NULL;
     for (;;) {
         while (p < end && is_ws(*p)) p++;
         if (p == end) break;
         tool_call *g = realloc(c, (n + 1) * sizeof *c);
-        if (!g || (ts->xml && !schemas)) break;
+        if (!g || (tagged && !schemas)) break;
         c = g;
         c[n] = (tool_call){ 0 };
-        int rc = ts->xml ? parse_one_xml(ts, schemas, &p, end, &c[n]) : parse_one(&p, end, &c[n]);
+        int rc = tagged ? parse_one_tagged(ts, schemas, &p, end, &c[n]) : parse_one(&p, end, &c[n]);
         if (rc != 0) { free(c[n].name); free(c[n].arguments); break; }
         n++;
     }

@@ -5,7 +5,8 @@
  *     <tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call>
  * and ends its turn. Qwen3-Coder's (CHAT_TOOLS_QWEN3_CODER) wraps
  *     <function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n</function>
- * in the same tags.
+ * in the same tags; GLM-4.5's (CHAT_TOOLS_GLM45)
+ *     <tool_call>NAME\n<arg_key>KEY</arg_key>\n<arg_value>VALUE</arg_value>\n</tool_call>.
  *
  * Contract:
  *  - tool_scan_feed() takes released answer text and appends to out the
@@ -33,15 +34,21 @@ typedef struct tool_call {
     char *arguments; /* JSON object text, pyjson */
 } tool_call;
 
+typedef enum tool_format {
+    TOOL_FORMAT_JSON = 0, /* Qwen3 */
+    TOOL_FORMAT_CODER,    /* Qwen3-Coder */
+    TOOL_FORMAT_GLM45,    /* GLM-4.5 / 4.6 */
+} tool_format;
+
 typedef struct tool_scan {
     strbuf held;      /* held-back text; from "<tool_call>" on, the calls */
     bool   capturing; /* "<tool_call>" has been seen */
-    /* Qwen3-Coder's format instead (set before the first feed): calls as
-     * <function=NAME> with <parameter=KEY>\nVALUE\n</parameter> blocks; each
-     * value is typed by the offered tools' schemas (tools: pyjson texts in
-     * OpenAI's shape): a "string" parameter keeps its text, any other (or
-     * an unknown one) is read as JSON when it is JSON, else kept as text. */
-    bool               xml;
+    /* Set before the first feed. In the tagged formats each value is typed
+     * by the offered tools' schemas (tools: pyjson texts in OpenAI's
+     * shape): a "string" parameter keeps its text, any other (or one the
+     * schema does not name) is read as JSON when it is JSON, else kept as
+     * text. */
+    tool_format        format;
     const char *const *tools;
     size_t             n_tools;
 } tool_scan;

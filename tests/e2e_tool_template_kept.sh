@@ -1,6 +1,6 @@
 #!/bin/sh
 # e2e_tool_template_kept.sh: the whole templates whose text the tests cannot
-# fetch (gpt-oss's, Qwen3-Coder's), against jinja2's renderings of them, byte
+# fetch (gpt-oss's, Qwen3-Coder's, GLM-4.6's), against jinja2's renderings of them, byte
 # for byte. Each folder tests/fixtures/tool_chats/NAME/ (NAME: the
 # --chat-template name) holds request bodies NAME.API.json and, beside each,
 # the prompt jinja2 rendered from the model's own template
@@ -8,7 +8,8 @@
 # gpt-oss's TypeScript schemas (enums, defaults, nullables, arrays, oneOf,
 # nested objects), calls and results, analysis text dropped once a final
 # answer follows, reasoning effort; Qwen3-Coder's parameter blocks with
-# Python's str() of schema values and arguments; both APIs. `strata template
+# Python's str() of schema values and arguments; GLM's think blocks, arg
+# pairs, /nothink and observations; both APIs. `strata template
 # --chat-template NAME --date 2026-12-03` must reproduce each. Then the
 # templates' refusals. Needs only a GGUF with a tokenizer (stories260K from
 # ../shared); exit 77 when it is absent.
@@ -23,7 +24,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 fail() { echo "FAIL: $*"; exit 1; }
 
 total=0
-for name in gpt-oss qwen3-coder; do
+for name in gpt-oss qwen3-coder glm-4.5; do
     n=0
     for body in "$here/fixtures/tool_chats/$name"/*.json; do
         case=$(basename "$body" .json); api=${case##*.}
@@ -56,4 +57,6 @@ refuse gpt-oss '{"messages":[{"role":"assistant","content":"<|channel|>final<|me
     "messages\[0\]: gpt-oss's template refuses harmony's <|channel|> tags"
 refuse qwen3-coder '{"messages":[{"role":"assistant","content":"","tool_calls":[{"function":{"name":"f","arguments":"[1]"}}]}]}' \
     "messages\[0\]: Qwen3-Coder's template needs each call's arguments to be a JSON object"
-echo "$total request bodies rendered as jinja2 renders gpt-oss's and Qwen3-Coder's templates; refusals named"
+refuse glm-4.5 '{"messages":[{"role":"assistant","content":"","tool_calls":[{"function":{"name":"f","arguments":"nope"}}]}]}' \
+    "messages\[0\]: GLM-4.5's template needs each call's arguments to be a JSON object"
+echo "$total request bodies rendered as jinja2 renders gpt-oss's, Qwen3-Coder's and GLM-4.6's templates; refusals named"

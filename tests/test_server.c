@@ -737,6 +737,23 @@ static void test_tool_calls_qwen3_coder(void **st)
     stop(&f);
 }
 
+/* GLM-4.5: its <tool_call>NAME with arg pairs, after its reasoning */
+static void test_tool_calls_glm45(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(GGUF);
+    char src[4096];
+    fake_engine_opts o = {
+        .n_ctx = 4096, .chat_template = "[gMASK]<sop>{{ ns.last_user_index }}<arg_key><|observation|>",
+        .script = "<think>Look it up.</think>\nI will check.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n"
+                  "<arg_value>Paris</arg_value>\n</tool_call>\n<tool_call>now\n</tool_call>",
+    };
+    fixture f;
+    start_with(&f, shared_path(src, sizeof src, GGUF), &o);
+    expect_tool_answers(f.port, "I will check.", "Look it up.");
+    stop(&f);
+}
+
 /* gpt-oss: calls are harmony messages addressed to=functions.NAME (the
  * recipient before or after the channel), apart from the text; the
  * analysis is the reasoning, no final answer means no content. */
@@ -1010,6 +1027,7 @@ int main(void)
         cmocka_unit_test(test_tool_calls),
         cmocka_unit_test(test_tool_calls_harmony),
         cmocka_unit_test(test_tool_calls_qwen3_coder),
+        cmocka_unit_test(test_tool_calls_glm45),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

@@ -106,9 +106,9 @@ static void test_not_calls(void **st)
 }
 
 /* Qwen3-Coder's calls: values typed by the tools' schemas, whole or split */
-static outcome scan_xml(const char *answer, size_t step, const char *const *tools, size_t n_tools)
+static outcome scan_fmt(tool_format f, const char *answer, size_t step, const char *const *tools, size_t n_tools)
 {
-    tool_scan ts = { .xml = true, .tools = tools, .n_tools = n_tools };
+    tool_scan ts = { .format = f, .tools = tools, .n_tools = n_tools };
     strbuf out = { 0 };
     size_t len = strlen(answer);
     for (size_t i = 0; i < len; i += step) tool_scan_feed(&ts, answer + i, i + step <= len ? step : len - i, &out);
@@ -135,7 +135,7 @@ static void test_qwen3_coder_calls(void **st)
                          "<tool_call>\n<function=now>\n</function>\n</tool_call>";
     static const size_t steps[] = { 1, 3, 7, 1000 };
     for (size_t k = 0; k < 4; k++) {
-        outcome o = scan_xml(answer, steps[k], tools, 2);
+        outcome o = scan_fmt(TOOL_FORMAT_CODER, answer, steps[k], tools, 2);
         assert_string_equal(o.content, "Editing.");
         assert_int_equal(o.n, 2);
         assert_string_equal(o.calls[0].name, "edit");
@@ -156,7 +156,45 @@ static void test_qwen3_coder_calls(void **st)
         "x\n<tool_call>\n<function=f>\n</function>\n</tool_call> after",
     };
     for (size_t i = 0; i < 4; i++) {
-        outcome o = scan_xml(bad[i], 2, tools, 2);
+        outcome o = scan_fmt(TOOL_FORMAT_CODER, bad[i], 2, tools, 2);
+        assert_string_equal(o.content, bad[i]);
+        assert_int_equal(o.n, 0);
+        free(o.content);
+    }
+}
+
+/* GLM-4.5's calls: the name on the <tool_call> line, typed arg pairs */
+static void test_glm45_calls(void **st)
+{
+    (void)st;
+    const char *tools[] = {
+        "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": {\"properties\": "
+        "{\"city\": {\"type\": \"string\"}, \"days\": {\"type\": \"integer\"}}}}}",
+    };
+    const char *answer = "Let me check.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>2024</arg_value>\n"
+                         "<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n<arg_key>opts</arg_key>\n"
+                         "<arg_value>{\"unit\": \"C\"}</arg_value>\n<arg_key>note</arg_key>\n<arg_value>a\nb</arg_value>\n"
+                         "</tool_call>\n<tool_call>now\n</tool_call>";
+    static const size_t steps[] = { 1, 4, 1000 };
+    for (size_t k = 0; k < 3; k++) {
+        outcome o = scan_fmt(TOOL_FORMAT_GLM45, answer, steps[k], tools, 1);
+        assert_string_equal(o.content, "Let me check.");
+        assert_int_equal(o.n, 2);
+        assert_string_equal(o.calls[0].name, "get_weather");
+        assert_string_equal(o.calls[0].arguments,
+                            "{\"city\": \"2024\", \"days\": 2, \"opts\": {\"unit\": \"C\"}, \"note\": \"a\\nb\"}");
+        assert_string_equal(o.calls[1].name, "now");
+        assert_string_equal(o.calls[1].arguments, "{}");
+        tool_calls_free(o.calls, o.n);
+        free(o.content);
+    }
+    const char *bad[] = {
+        "x\n<tool_call>\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n</tool_call>", /* no name */
+        "x\n<tool_call>f\n<arg_key>a</arg_key>\n</tool_call>",                          /* no value */
+        "x\n<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1\n</tool_call>",            /* value not closed */
+    };
+    for (size_t i = 0; i < 3; i++) {
+        outcome o = scan_fmt(TOOL_FORMAT_GLM45, bad[i], 3, tools, 1);
         assert_string_equal(o.content, bad[i]);
         assert_int_equal(o.n, 0);
         free(o.content);
@@ -214,6 +252,7 @@ int main(void)
         cmocka_unit_test(test_calls_parsed),
         cmocka_unit_test(test_not_calls),
         cmocka_unit_test(test_qwen3_coder_calls),
+        cmocka_unit_test(test_glm45_calls),
         cmocka_unit_test(test_pyjson),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
