@@ -69,6 +69,18 @@ static json_t *stop_sequence(const ant *a, gen_finish f)
     return f == GEN_STOP && k >= 0 ? json_string(a->r.stops[k]) : json_null();
 }
 
+/* Anthropic's usage: input_tokens are the prompt tokens evaluated, the
+ * ones a context's KV cache already held are cache_read_input_tokens (their
+ * sum is count_tokens' input_tokens); nothing is written to a cache by
+ * request, so cache_creation_input_tokens is 0. */
+static json_t *usage(const ant *a, size_t output)
+{
+    size_t cached = gen_n_cached(a->g);
+    return json_pack("{s:I, s:I, s:I, s:I}", "input_tokens", (json_int_t)(a->p.n_ids - cached),
+                     "cache_creation_input_tokens", (json_int_t)0, "cache_read_input_tokens", (json_int_t)cached,
+                     "output_tokens", (json_int_t)output);
+}
+
 static void release(ant *a)
 {
     server_gen_finish(a->s, a->g, a->p.n_ids);
@@ -85,11 +97,10 @@ static bool produce(void *ctx, strbuf *out)
     if (!a->started) {
         a->started = true;
         sse_event(out, "message_start",
-                  json_pack("{s:s, s:{s:s, s:s, s:s, s:s, s:[], s:n, s:n, s:{s:I, s:i}}}", "type",
+                  json_pack("{s:s, s:{s:s, s:s, s:s, s:s, s:[], s:n, s:n, s:o}}", "type",
                             "message_start", "message", "id", a->id, "type", "message", "role",
                             "assistant", "model", a->s->eng->name, "content", "stop_reason",
-                            "stop_sequence", "usage", "input_tokens", (json_int_t)a->p.n_ids,
-                            "output_tokens", 0));
+                            "stop_sequence", "usage", usage(a, 0)));
         block_start(out, 0, a->r.thinking ? json_pack("{s:s, s:s, s:s}", "type", "thinking", "thinking", "",
                                                       "signature", "")
                                           : json_pack("{s:s, s:s}", "type", "text", "text", ""));
@@ -208,12 +219,11 @@ enum MHD_Result anthropic_messages(server *s, struct MHD_Connection *c, request 
     }
     tool_call *calls = NULL;
     size_t n_calls = server_calls(s, &a->p, a->g, &a->ts, &text, &calls);
-    json_t *body = json_pack("{s:s, s:s, s:s, s:s, s:[{s:s, s:s%}], s:s, s:o, s:{s:I, s:I}}",
+    json_t *body = json_pack("{s:s, s:s, s:s, s:s, s:[{s:s, s:s%}], s:s, s:o, s:o}",
                              "id", a->id, "type", "message", "role", "assistant", "model",
                              s->eng->name, "content", "type", "text", "text",
                              text.data ? text.data : "", text.len, "stop_reason", stop_reason(f, n_calls),
-                             "stop_sequence", stop_sequence(a, f), "usage", "input_tokens",
-                             (json_int_t)a->p.n_ids, "output_tokens", (json_int_t)gen_n_tokens(a->g));
+                             "stop_sequence", stop_sequence(a, f), "usage", usage(a, gen_n_tokens(a->g)));
     if (body && n_calls) { /* the calls after the text; no empty text block before them */
         json_t *content = json_object_get(body, "content");
         if (!text.len) json_array_clear(content);

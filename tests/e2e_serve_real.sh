@@ -90,7 +90,8 @@ b=$(post '/v1/messages?beta=true' "$msg,\"stream\":true}" -H 'anthropic-version:
 # pack has no template), which `strata run --logits-out` shows as rows.
 count=$(post /v1/messages/count_tokens '{"model":"x","system":"You tell stories.","messages":[{"role":"user","content":"A story about a cat."}]}' |
         chk get input_tokens)
-[ "$count" = "$(chk get usage.input_tokens <"$tmp/msg.json")" ] || fail "count_tokens $count != usage"
+in=$(chk get usage.input_tokens <"$tmp/msg.json"); cr=$(chk get usage.cache_read_input_tokens <"$tmp/msg.json")
+[ "$count" -eq $((in + cr)) ] || fail "count_tokens $count != usage's input_tokens $in + cache_read_input_tokens $cr"
 rendered=$(printf '<|im_start|>system\nYou tell stories.<|im_end|>\n<|im_start|>user\nA story about a cat.<|im_end|>\n<|im_start|>assistant\n')
 "$bin/strata" run "$pack" -p "$rendered
 " -n 0 --logits-out "$tmp/rows.f32" >/dev/null || fail "strata run --logits-out"
