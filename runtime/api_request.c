@@ -553,6 +553,7 @@ static int parse_anthropic(json_t *o, api_request *r, int limit, api_error *e)
     if (field(o, "model") && !json_is_string(field(o, "model")))
         return fail(e, "model", "model must be a string");
     json_t *th = field(o, "thinking");
+    if (th && is_thinking_off(th)) r->no_thinking = true; /* as enable_thinking false: Qwen3, GLM-4.5 */
     if (th && !is_thinking_off(th)) {
         json_t *t = json_object_get(th, "type"), *bt = json_object_get(th, "budget_tokens");
         if (!json_is_object(th) || !json_is_string(t) || strcmp(json_string_value(t), "enabled"))

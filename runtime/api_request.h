@@ -35,7 +35,8 @@
  *    text blocks of one message are joined with '\n'.
  *  - Anthropic's thinking is {"type": "disabled"} or {"type": "enabled"}
  *    (budget_tokens, when given, an integer >= 1; it does not cut the
- *    reasoning short).
+ *    reasoning short); an explicit "disabled" sets no_thinking, as
+ *    enable_thinking false does.
  *  - OpenAI chat's reasoning_effort ("low", "medium", "high") and
  *    chat_template_kwargs.enable_thinking (a boolean; other kwargs are
  *    ignored) are kept for the whole templates that use them (gpt-oss's

@@ -51,7 +51,7 @@ char *chat_request_render(const chat_setup *cs, const api_request *r, api_error 
         char msg[200];
         snprintf(msg, sizeof msg,
                  "this model's chat template (%s) has no tool format strata renders; tool calls work with "
-                 "Qwen3's and gpt-oss's templates", chat_family_name(cs->family));
+                 "the templates of Qwen3, Qwen3-Coder, GLM-4.5/4.6, MiniMax-M2 and gpt-oss", chat_family_name(cs->family));
         return fail(e, r->n_tools ? "tools" : "messages", msg);
     }
     size_t n_calls = 0;
@@ -72,7 +72,8 @@ char *chat_request_render(const chat_setup *cs, const api_request *r, api_error 
         for (size_t j = 0; j < a->n_calls; j++) *c++ = (chat_call){ a->calls[j].name, a->calls[j].arguments };
     }
     char err[256] = "";
-    const chat_tools_opts o = { .date = cs->date, .reasoning_effort = r->reasoning_effort, .no_thinking = r->no_thinking };
+    const chat_tools_opts o = { .date = cs->date, .reasoning_effort = r->reasoning_effort, .no_thinking = r->no_thinking,
+                                .identity = cs->family == CHAT_MINIMAX_M2 ? cs->default_system : NULL };
     char *text = tools || cs->tools != CHAT_TOOLS_NONE
                      ? chat_template_render_tools(cs->tools, m, r->n_msgs, (const char *const *)r->tools, r->n_tools,
                                                   &o, true, err, sizeof err)

@@ -483,6 +483,8 @@ chat_tools chat_template_tools(const char *t)
     if (t && strstr(t, "[gMASK]<sop>") && strstr(t, "<arg_key>") && strstr(t, "<|observation|>") &&
         strstr(t, "last_user_index"))
         return CHAT_TOOLS_GLM45;
+    if (t && strstr(t, "]~b]ai") && strstr(t, "<minimax:tool_call>") && strstr(t, "<response>"))
+        return CHAT_TOOLS_MINIMAX;
     return CHAT_TOOLS_NONE;
 }
 
@@ -492,13 +494,15 @@ chat_tools chat_tools_from_name(const char *name)
     if (name && !strcmp(name, "gpt-oss")) return CHAT_TOOLS_HARMONY;
     if (name && !strcmp(name, "qwen3-coder")) return CHAT_TOOLS_QWEN3_CODER;
     if (name && !strcmp(name, "glm-4.5")) return CHAT_TOOLS_GLM45;
+    if (name && !strcmp(name, "minimax-m2")) return CHAT_TOOLS_MINIMAX;
     return CHAT_TOOLS_NONE;
 }
 
 const char *chat_tools_name(chat_tools t)
 {
     return t == CHAT_TOOLS_QWEN3 ? "qwen3" : t == CHAT_TOOLS_HARMONY ? "gpt-oss"
-         : t == CHAT_TOOLS_QWEN3_CODER ? "qwen3-coder" : t == CHAT_TOOLS_GLM45 ? "glm-4.5" : "none";
+         : t == CHAT_TOOLS_QWEN3_CODER ? "qwen3-coder" : t == CHAT_TOOLS_GLM45 ? "glm-4.5"
+         : t == CHAT_TOOLS_MINIMAX ? "minimax-m2" : "none";
 }
 
 static bool starts_with(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
@@ -596,6 +600,7 @@ char *chat_template_render_tools(chat_tools style, const chat_msg *m, size_t n, 
     if (style == CHAT_TOOLS_HARMONY) return chat_template_render_harmony_tools(m, n, tools, n_tools, o, gen, err, errlen);
     if (style == CHAT_TOOLS_QWEN3_CODER) return chat_template_render_qwen3_coder(m, n, tools, n_tools, gen, err, errlen);
     if (style == CHAT_TOOLS_GLM45) return chat_template_render_glm45(m, n, tools, n_tools, o, gen, err, errlen);
+    if (style == CHAT_TOOLS_MINIMAX) return chat_template_render_minimax_tools(m, n, tools, n_tools, o, gen, err, errlen);
     strbuf b = { 0 };
     qwen3(&b, m, n, tools, n_tools, gen, o && o->no_thinking);
     char *out = strbuf_take(&b);

@@ -72,6 +72,7 @@ typedef enum chat_tools {
     CHAT_TOOLS_HARMONY, /* gpt-oss's own template: a TypeScript namespace, commentary messages to functions.NAME */
     CHAT_TOOLS_QWEN3_CODER, /* Qwen3-Coder's: <function=NAME><parameter=KEY>VALUE</parameter> in <tool_call> */
     CHAT_TOOLS_GLM45,       /* GLM-4.5's / 4.6's: <tool_call>NAME<arg_key>KEY</arg_key><arg_value>... */
+    CHAT_TOOLS_MINIMAX,     /* MiniMax-M2's: <minimax:tool_call><invoke name=...><parameter name=...> */
 } chat_tools;
 
 /* The family a template's text belongs to, CHAT_UNKNOWN if none. */
@@ -105,12 +106,13 @@ char *chat_template_render(chat_family f, const chat_msg *msgs, size_t n, const 
  * last_query_index (Qwen2.5's and Qwen3-Coder's differ and are not);
  * gpt-oss's by harmony's <|channel|> and its render_tool_namespace macro;
  * Qwen3-Coder's by its <function= and <parameter= calls; GLM-4.5's and
- * 4.6's by [gMASK]<sop> with <arg_key> and <|observation|>. */
+ * 4.6's by [gMASK]<sop> with <arg_key> and <|observation|>; MiniMax-M2's by
+ * ]~b]ai with <minimax:tool_call>. */
 chat_tools chat_template_tools(const char *tmpl);
-/* "qwen3", "qwen3-coder", "gpt-oss" and "glm-4.5": the tool format a
- * --chat-template name brings, NONE otherwise. */
+/* "qwen3", "qwen3-coder", "gpt-oss", "glm-4.5" and "minimax-m2": the tool
+ * format a --chat-template name brings, NONE otherwise. */
 chat_tools chat_tools_from_name(const char *name);
-/* "qwen3", "qwen3-coder", "gpt-oss", "glm-4.5" or "none". */
+/* "qwen3", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2" or "none". */
 const char *chat_tools_name(chat_tools t);
 
 /* What the whole templates take beyond the conversation (their kwargs). */
@@ -118,6 +120,7 @@ typedef struct chat_tools_opts {
     const char *date;             /* gpt-oss: "Current date" (YYYY-MM-DD); NULL: today, local time */
     const char *reasoning_effort; /* gpt-oss: "low" | "medium" | "high"; NULL: "medium" */
     bool        no_thinking;      /* Qwen3, GLM-4.5: enable_thinking false (an empty <think></think> opens the answer) */
+    const char *identity;         /* MiniMax-M2: the template's model_identity; NULL: minimax_m2()'s default */
 } chat_tools_opts;
 
 /* A conversation (with tools, each one JSON text in tojson's form, or
@@ -146,12 +149,22 @@ typedef struct chat_tools_opts {
  *    calls as <tool_call>NAME with <arg_key>/<arg_value> pairs (strings as
  *    they are, other values as JSON), tool results after <|observation|>;
  *    enable_thinking false appends /nothink to user turns and an empty
- *    <think></think> to the prompt. Arguments must be JSON objects. */
+ *    <think></think> to the prompt. Arguments must be JSON objects.
+ *  - MiniMax-M2 (chat_template_minimax.c): its system turn (the first
+ *    system message, else the identity) with the tools as <tool> JSON
+ *    lines, reasoning re-rendered only after the last user message, calls
+ *    as <minimax:tool_call> with <invoke name=...> and <parameter
+ *    name=...> (strings as they are, other values as JSON), results as
+ *    <response> blocks in one ]~b]tool turn; a result with no call before
+ *    it is refused, as the template refuses it. */
 char *chat_template_render_tools(chat_tools style, const chat_msg *msgs, size_t n,
                                  const char *const *tools, size_t n_tools, const chat_tools_opts *o,
                                  bool add_generation_prompt, char *err, size_t errlen);
 char *chat_template_render_qwen3_coder(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
                                        bool add_generation_prompt, char *err, size_t errlen);
+char *chat_template_render_minimax_tools(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
+                                         const chat_tools_opts *o, bool add_generation_prompt, char *err,
+                                         size_t errlen);
 char *chat_template_render_glm45(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
                                  const chat_tools_opts *o, bool add_generation_prompt, char *err, size_t errlen);
 char *chat_template_render_harmony_tools(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,

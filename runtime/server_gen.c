@@ -106,12 +106,18 @@ void server_gen_finish(server *s, gen *g, size_t n_prompt)
     gen_end(g);
 }
 
+static tool_format tool_format_of(chat_tools t)
+{
+    return t == CHAT_TOOLS_QWEN3_CODER ? TOOL_FORMAT_CODER
+         : t == CHAT_TOOLS_GLM45       ? TOOL_FORMAT_GLM45
+         : t == CHAT_TOOLS_MINIMAX     ? TOOL_FORMAT_MINIMAX
+                                       : TOOL_FORMAT_JSON;
+}
+
 void server_content(const server *s, const prepared *p, tool_scan *ts, const char *d, size_t n, strbuf *out)
 {
     if (p->tools && s->tools != CHAT_TOOLS_HARMONY) {
-        ts->format = s->tools == CHAT_TOOLS_QWEN3_CODER ? TOOL_FORMAT_CODER
-                   : s->tools == CHAT_TOOLS_GLM45      ? TOOL_FORMAT_GLM45
-                                                       : TOOL_FORMAT_JSON;
+        ts->format = tool_format_of(s->tools);
         ts->tools = p->tool_defs;
         ts->n_tools = p->n_tool_defs;
         tool_scan_feed(ts, d, n, out);
@@ -125,9 +131,7 @@ size_t server_calls(const server *s, const prepared *p, gen *g, tool_scan *ts, s
     *calls = NULL;
     if (!p->tools) return 0;
     if (s->tools != CHAT_TOOLS_HARMONY) {
-        ts->format = s->tools == CHAT_TOOLS_QWEN3_CODER ? TOOL_FORMAT_CODER
-                   : s->tools == CHAT_TOOLS_GLM45      ? TOOL_FORMAT_GLM45
-                                                       : TOOL_FORMAT_JSON;
+        ts->format = tool_format_of(s->tools);
         ts->tools = p->tool_defs;
         ts->n_tools = p->n_tool_defs;
         return tool_scan_finish(ts, calls, out);

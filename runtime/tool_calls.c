@@ -22,13 +22,18 @@ static bool good_label(const char *s, size_t n)
     return t != NULL;
 }
 
+static const char MM_OPEN[] = "<minimax:tool_call>", MM_CLOSE[] = "</minimax:tool_call>";
+
+/* The tag that starts the calls in a format. */
+static const char *open_tag(tool_format f) { return f == TOOL_FORMAT_MINIMAX ? MM_OPEN : OPEN; }
+
 /* The first byte of the held text's tail that cannot yet be released:
- * trailing whitespace and a proper prefix of OPEN at the end. */
-static size_t releasable(const char *s, size_t n)
+ * trailing whitespace and a proper prefix of the opening tag at the end. */
+static size_t releasable(const char *s, size_t n, const char *tag)
 {
-    size_t keep = n;
-    for (size_t k = OPEN_LEN - 1; k > 0; k--) {
-        if (k <= n && !memcmp(s + n - k, OPEN, k)) { keep = n - k; break; }
+    size_t keep = n, tl = strlen(tag);
+    for (size_t k = tl - 1; k > 0; k--) {
+        if (k <= n && !memcmp(s + n - k, tag, k)) { keep = n - k; break; }
     }
     while (keep && is_ws(s[keep - 1])) keep--;
     return keep;
@@ -52,7 +57,8 @@ void tool_scan_feed(tool_scan *ts, const char *d, size_t n, strbuf *out)
 {
     strbuf_add(&ts->held, d, n);
     if (ts->capturing || ts->held.oom || !ts->held.len) return;
-    const char *h = ts->held.data, *o = find(h, ts->held.len, OPEN, OPEN_LEN);
+    const char *tag = open_tag(ts->format);
+    const char *h = ts->held.data, *o = find(h, ts->held.len, tag, strlen(tag));
     if (o) {
         /* the text before the call; the whitespace that parts them stays
          * held: dropped if the calls parse, released with them if not */
@@ -63,7 +69,7 @@ void tool_scan_feed(tool_scan *ts, const char *d, size_t n, strbuf *out)
         ts->capturing = true;
         return;
     }
-    size_t rel = releasable(h, ts->held.len);
+    size_t rel = releasable(h, ts->held.len, tag);
     strbuf_add(out, h, rel);
     drop_front(&ts->held, rel);
 }
@@ -245,6 +251,41 @@ out:
     return rc;
 }
 
+/* One MiniMax-M2 <invoke name="NAME"> (<parameter name="KEY">VALUE</parameter>)* </invoke> at *p. */
+static int parse_invoke(const tool_scan *ts, json_t **schemas, const char **p, const char *end, tool_call *c)
+{
+    const char *s = *p;
+    size_t nn;
+    const char *nm;
+    if (!take(&s, end, "<invoke name=\"") || !(nm = until(&s, end, "\">", &nn)) || !good_label(nm, nn)) return -1;
+    char *name = strndup(nm, nn);
+    json_t *args = json_object();
+    int rc = -1;
+    if (!name || !args) goto out;
+    for (;;) {
+        skip_ws(&s, end);
+        if (take(&s, end, "</invoke>")) break;
+        size_t kn, vn;
+        const char *k, *v;
+        if (!take(&s, end, "<parameter name=\"") || !(k = until(&s, end, "\">", &kn)) ||
+            !(v = until(&s, end, "</parameter>", &vn)) || !good_label(k, kn))
+            goto out;
+        char *key = strndup(k, kn);
+        json_t *val = key ? typed_value(ts, schemas, name, key, v, vn) : NULL;
+        int set = val ? json_object_set_new(args, key, val) : -1;
+        free(key);
+        if (set) goto out;
+    }
+    c->name = name;
+    c->arguments = pyjson_dumps(args);
+    name = NULL;
+    if (c->arguments) { rc = 0; *p = s; }
+out:
+    free(name);
+    json_decref(args);
+    return rc;
+}
+
 size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out)
 {
     *calls = NULL;
@@ -267,7 +308,14 @@ size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out)
         if (!g || (tagged && !schemas)) break;
         c = g;
         c[n] = (tool_call){ 0 };
-        int rc = tagged ? parse_one_tagged(ts, schemas, &p, end, &c[n]) : parse_one(&p, end, &c[n]);
+        int rc;
+        if (ts->format == TOOL_FORMAT_MINIMAX) {
+            /* blocks of invokes: the tags only part them (the last close may be missing) */
+            if (take(&p, end, MM_OPEN) || take(&p, end, MM_CLOSE)) continue;
+            rc = parse_invoke(ts, schemas, &p, end, &c[n]);
+        } else {
+            rc = tagged ? parse_one_tagged(ts, schemas, &p, end, &c[n]) : parse_one(&p, end, &c[n]);
+        }
         if (rc != 0) { free(c[n].name); free(c[n].arguments); break; }
         n++;
     }

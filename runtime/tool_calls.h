@@ -6,7 +6,10 @@
  * and ends its turn. Qwen3-Coder's (CHAT_TOOLS_QWEN3_CODER) wraps
  *     <function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n</function>
  * in the same tags; GLM-4.5's (CHAT_TOOLS_GLM45)
- *     <tool_call>NAME\n<arg_key>KEY</arg_key>\n<arg_value>VALUE</arg_value>\n</tool_call>.
+ *     <tool_call>NAME\n<arg_key>KEY</arg_key>\n<arg_value>VALUE</arg_value>\n</tool_call>;
+ * MiniMax-M2's (CHAT_TOOLS_MINIMAX) one or more
+ *     <invoke name="NAME">\n<parameter name="KEY">VALUE</parameter>\n</invoke>
+ * inside <minimax:tool_call> ... </minimax:tool_call>, which then opens the calls.
  *
  * Contract:
  *  - tool_scan_feed() takes released answer text and appends to out the
@@ -38,6 +41,7 @@ typedef enum tool_format {
     TOOL_FORMAT_JSON = 0, /* Qwen3 */
     TOOL_FORMAT_CODER,    /* Qwen3-Coder */
     TOOL_FORMAT_GLM45,    /* GLM-4.5 / 4.6 */
+    TOOL_FORMAT_MINIMAX,  /* MiniMax-M2 */
 } tool_format;
 
 typedef struct tool_scan {

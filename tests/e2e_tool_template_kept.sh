@@ -1,6 +1,7 @@
 #!/bin/sh
 # e2e_tool_template_kept.sh: the whole templates whose text the tests cannot
-# fetch (gpt-oss's, Qwen3-Coder's, GLM-4.6's), against jinja2's renderings of them, byte
+# fetch (gpt-oss's, Qwen3-Coder's, GLM-4.6's, MiniMax-M2's), against jinja2's
+# renderings of them, byte
 # for byte. Each folder tests/fixtures/tool_chats/NAME/ (NAME: the
 # --chat-template name) holds request bodies NAME.API.json and, beside each,
 # the prompt jinja2 rendered from the model's own template
@@ -9,7 +10,9 @@
 # nested objects), calls and results, analysis text dropped once a final
 # answer follows, reasoning effort; Qwen3-Coder's parameter blocks with
 # Python's str() of schema values and arguments; GLM's think blocks, arg
-# pairs, /nothink and observations; both APIs. `strata template
+# pairs, /nothink and observations; MiniMax's invokes and responses (its
+# bodies all bring a system message: the template's identity line is the
+# pack's, not ours to keep); both APIs. `strata template
 # --chat-template NAME --date 2026-12-03` must reproduce each. Then the
 # templates' refusals. Needs only a GGUF with a tokenizer (stories260K from
 # ../shared); exit 77 when it is absent.
@@ -24,7 +27,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 fail() { echo "FAIL: $*"; exit 1; }
 
 total=0
-for name in gpt-oss qwen3-coder glm-4.5; do
+for name in gpt-oss qwen3-coder glm-4.5 minimax-m2; do
     n=0
     for body in "$here/fixtures/tool_chats/$name"/*.json; do
         case=$(basename "$body" .json); api=${case##*.}
@@ -59,4 +62,6 @@ refuse qwen3-coder '{"messages":[{"role":"assistant","content":"","tool_calls":[
     "messages\[0\]: Qwen3-Coder's template needs each call's arguments to be a JSON object"
 refuse glm-4.5 '{"messages":[{"role":"assistant","content":"","tool_calls":[{"function":{"name":"f","arguments":"nope"}}]}]}' \
     "messages\[0\]: GLM-4.5's template needs each call's arguments to be a JSON object"
-echo "$total request bodies rendered as jinja2 renders gpt-oss's, Qwen3-Coder's and GLM-4.6's templates; refusals named"
+refuse minimax-m2 '{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"y"},{"role":"tool","content":"r"}]}' \
+    "messages\[2\]: a tool result with no assistant tool call before it"
+echo "$total request bodies rendered as jinja2 renders gpt-oss's, Qwen3-Coder's, GLM-4.6's and MiniMax-M2's templates; refusals named"

@@ -203,6 +203,11 @@ static void test_anthropic(void **st)
     REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":5,\"thinking\":{\"type\":\"on\"}}", "thinking");
     REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":5,\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":0}}",
            "thinking.budget_tokens");
+    /* disabled, said so: as enable_thinking false */
+    static const char off[] = "{" AMSG ",\"max_tokens\":5,\"thinking\":{\"type\":\"disabled\"}}";
+    assert_int_equal(api_request_parse(API_MESSAGES, off, sizeof off - 1, 256, &r, &e), 0);
+    assert_true(r.no_thinking && !r.thinking);
+    api_request_free(&r);
     /* enabled: the reasoning as a thinking block */
     static const char th[] = "{" AMSG ",\"max_tokens\":5,\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024}}";
     assert_int_equal(api_request_parse(API_MESSAGES, th, sizeof th - 1, 256, &r, &e), 0);

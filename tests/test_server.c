@@ -754,6 +754,24 @@ static void test_tool_calls_glm45(void **st)
     stop(&f);
 }
 
+/* MiniMax-M2: invokes in a <minimax:tool_call> block, after the reasoning the prompt opened */
+static void test_tool_calls_minimax(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(GGUF);
+    char src[4096];
+    fake_engine_opts o = {
+        .n_ctx = 4096, .chat_template = "]~b]ai <minimax:tool_call> <response>",
+        .script = "Look it up.\n</think>\n\nI will check.\n<minimax:tool_call>\n<invoke name=\"get_weather\">\n"
+                  "<parameter name=\"city\">Paris</parameter>\n</invoke>\n<invoke name=\"now\">\n</invoke>\n"
+                  "</minimax:tool_call>",
+    };
+    fixture f;
+    start_with(&f, shared_path(src, sizeof src, GGUF), &o);
+    expect_tool_answers(f.port, "I will check.", "Look it up."); /* the reasoning's leading blank dropped */
+    stop(&f);
+}
+
 /* gpt-oss: calls are harmony messages addressed to=functions.NAME (the
  * recipient before or after the channel), apart from the text; the
  * analysis is the reasoning, no final answer means no content. */
@@ -1028,6 +1046,7 @@ int main(void)
         cmocka_unit_test(test_tool_calls_harmony),
         cmocka_unit_test(test_tool_calls_qwen3_coder),
         cmocka_unit_test(test_tool_calls_glm45),
+        cmocka_unit_test(test_tool_calls_minimax),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

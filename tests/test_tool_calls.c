@@ -201,6 +201,42 @@ static void test_glm45_calls(void **st)
     }
 }
 
+/* MiniMax-M2's calls: invokes inside <minimax:tool_call> blocks */
+static void test_minimax_calls(void **st)
+{
+    (void)st;
+    const char *tools[] = {
+        "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": {\"properties\": "
+        "{\"city\": {\"type\": \"string\"}, \"days\": {\"type\": \"integer\"}}}}}",
+    };
+    const char *answer = "Let me check.\n<minimax:tool_call>\n<invoke name=\"get_weather\">\n"
+                         "<parameter name=\"city\">2024</parameter>\n<parameter name=\"days\">2</parameter>\n"
+                         "<parameter name=\"opts\">{\"unit\": \"C\"}</parameter>\n</invoke>\n<invoke name=\"now\">\n</invoke>\n"
+                         "</minimax:tool_call>";
+    static const size_t steps[] = { 1, 5, 1000 };
+    for (size_t k = 0; k < 3; k++) {
+        outcome o = scan_fmt(TOOL_FORMAT_MINIMAX, answer, steps[k], tools, 1);
+        assert_string_equal(o.content, "Let me check.");
+        assert_int_equal(o.n, 2);
+        assert_string_equal(o.calls[0].name, "get_weather");
+        assert_string_equal(o.calls[0].arguments, "{\"city\": \"2024\", \"days\": 2, \"opts\": {\"unit\": \"C\"}}");
+        assert_string_equal(o.calls[1].name, "now");
+        assert_string_equal(o.calls[1].arguments, "{}");
+        tool_calls_free(o.calls, o.n);
+        free(o.content);
+    }
+    /* <tool_call> is plain text in this format; a broken invoke is text */
+    const char *plain = "see <tool_call> here";
+    outcome o = scan_fmt(TOOL_FORMAT_MINIMAX, plain, 2, tools, 1);
+    assert_string_equal(o.content, plain);
+    free(o.content);
+    const char *bad = "x\n<minimax:tool_call>\n<invoke name=\"f\">\n<parameter name=\"a\">1\n</invoke>\n</minimax:tool_call>";
+    o = scan_fmt(TOOL_FORMAT_MINIMAX, bad, 3, tools, 1);
+    assert_string_equal(o.content, bad);
+    assert_int_equal(o.n, 0);
+    free(o.content);
+}
+
 static void py(const char *json, const char *want)
 {
     json_error_t je;
@@ -253,6 +289,7 @@ int main(void)
         cmocka_unit_test(test_not_calls),
         cmocka_unit_test(test_qwen3_coder_calls),
         cmocka_unit_test(test_glm45_calls),
+        cmocka_unit_test(test_minimax_calls),
         cmocka_unit_test(test_pyjson),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
