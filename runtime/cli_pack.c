@@ -81,9 +81,12 @@ int cmd_info(int argc, char **argv)
     gguf_file *g = gguf_open(tpath, err, sizeof err);
     const char *tmpl = g ? gguf_get_str(g, "tokenizer.chat_template") : NULL;
     const chat_family fam = chat_template_detect(tmpl);
-    printf("  chat template: %s\n", fam != CHAT_UNKNOWN ? chat_family_name(fam)
-                                   : tmpl ? "not one strata renders (serve falls back to chatml)"
-                                          : "none (serve falls back to chatml)");
+    const chat_tools tools = chat_template_tools(tmpl);
+    printf("  chat template: %s; tool calls: %s\n",
+           fam != CHAT_UNKNOWN ? chat_family_name(fam)
+           : tmpl              ? "not one strata renders (serve falls back to chatml)"
+                               : "none (serve falls back to chatml)",
+           tools != CHAT_TOOLS_NONE ? chat_tools_name(tools) : "none");
     if (g) gguf_close(g);
     loader_close(p);
     return 0;

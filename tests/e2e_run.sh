@@ -24,7 +24,7 @@ for c in run info check perplexity bench; do
     "$BIN/strata" $c --help | grep -q "usage: strata $c" || bad "$c --help"
 done
 "$BIN/strata" info "$TMP/p" | grep -q "5 layers" || bad "info"
-"$BIN/strata" info "$TMP/p" | grep -q "chat template: none (serve falls back to chatml)" || bad "info: chat template"
+"$BIN/strata" info "$TMP/p" | grep -q "chat template: none (serve falls back to chatml); tool calls: none" || bad "info: chat template"
 "$BIN/strata" check "$TMP/p" >/dev/null || bad "check of a good pack"
 "$BIN/strata" bench "$TMP/p" -p 16 -n 8 -t 2 | grep -q "fraction\|of it" || bad "bench"
 "$BIN/strata" perplexity "$TMP/p" -f "$M/v3.gen.txt" -c 8 -t 2 | grep -q "Final estimate: PPL" || bad "perplexity"
