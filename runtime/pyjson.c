@@ -2,6 +2,7 @@
 #include "runtime/pyjson.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,4 +199,131 @@ void pyjson_add_str(strbuf *b, const json_t *v)
 {
     if (json_is_string(v)) strbuf_add(b, json_string_value(v), json_string_length(v));
     else add_repr(b, v);
+}
+
+/* ---- Python literals back to JSON ---------------------------------------- */
+
+typedef struct lit { const char *p, *end; } lit;
+
+static void lit_ws(lit *l)
+{
+    while (l->p < l->end && (*l->p == ' ' || *l->p == '\n' || *l->p == '\t' || *l->p == '\r')) l->p++;
+}
+
+static bool lit_word(lit *l, const char *w)
+{
+    size_t n = strlen(w);
+    if ((size_t)(l->end - l->p) < n || memcmp(l->p, w, n)) return false;
+    l->p += n;
+    return true;
+}
+
+static void add_utf8(strbuf *b, uint32_t c)
+{
+    char u[4];
+    int n = 0;
+    if (c < 0x80) u[n++] = (char)c;
+    else if (c < 0x800) { u[n++] = (char)(0xC0 | c >> 6); u[n++] = (char)(0x80 | (c & 0x3F)); }
+    else if (c < 0x10000) {
+        u[n++] = (char)(0xE0 | c >> 12); u[n++] = (char)(0x80 | ((c >> 6) & 0x3F)); u[n++] = (char)(0x80 | (c & 0x3F));
+    } else {
+        u[n++] = (char)(0xF0 | c >> 18); u[n++] = (char)(0x80 | ((c >> 12) & 0x3F));
+        u[n++] = (char)(0x80 | ((c >> 6) & 0x3F)); u[n++] = (char)(0x80 | (c & 0x3F));
+    }
+    strbuf_add(b, u, (size_t)n);
+}
+
+static json_t *lit_string(lit *l)
+{
+    char q = *l->p++;
+    strbuf b = { 0 };
+    while (l->p < l->end && *l->p != q) {
+        char c = *l->p++;
+        if (c == '\n' || c == 0) goto bad;
+        if (c != '\\') { strbuf_add(&b, &c, 1); continue; }
+        if (l->p >= l->end) goto bad;
+        char e = *l->p++;
+        int hex = e == 'x' ? 2 : e == 'u' ? 4 : e == 'U' ? 8 : 0;
+        if (hex) {
+            uint32_t v = 0;
+            for (int i = 0; i < hex; i++) {
+                if (l->p >= l->end) goto bad;
+                char h = *l->p++;
+                int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+                if (d < 0) goto bad;
+                v = v * 16 + (uint32_t)d;
+            }
+            if (v == 0 || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) goto bad;
+            add_utf8(&b, v);
+            continue;
+        }
+        static const char ESC[] = "n\nt\tr\rb\bf\f\\\\''\"\""; /* pairs: escape letter, the byte */
+        const char *m = e ? strchr(ESC, e) : NULL;
+        if (!m || (m - ESC) % 2) goto bad;
+        strbuf_add(&b, m + 1, 1);
+    }
+    if (l->p >= l->end || b.oom) goto bad;
+    l->p++;
+    json_t *s = json_stringn(b.data ? b.data : "", b.len);
+    strbuf_free(&b);
+    return s;
+bad:
+    strbuf_free(&b);
+    return NULL;
+}
+
+static json_t *lit_value(lit *l, int depth)
+{
+    if (depth > 64) return NULL;
+    lit_ws(l);
+    if (l->p >= l->end) return NULL;
+    char c = *l->p;
+    if (c == '\'' || c == '"') return lit_string(l);
+    if (lit_word(l, "True")) return json_true();
+    if (lit_word(l, "False")) return json_false();
+    if (lit_word(l, "None")) return json_null();
+    if (c == '[' || c == '{') {
+        bool dict = c == '{';
+        char close = dict ? '}' : ']';
+        json_t *v = dict ? json_object() : json_array();
+        l->p++;
+        for (;;) {
+            lit_ws(l);
+            if (l->p < l->end && *l->p == close) { l->p++; return v; }
+            json_t *k = lit_value(l, depth + 1), *x = k;
+            if (!k) break;
+            if (dict) {
+                lit_ws(l);
+                if (!json_is_string(k) || l->p >= l->end || *l->p != ':') { json_decref(k); break; }
+                l->p++;
+                x = lit_value(l, depth + 1);
+                int bad = !x || json_object_set_new(v, json_string_value(k), x);
+                json_decref(k);
+                if (bad) break;
+            } else if (json_array_append_new(v, x)) {
+                break;
+            }
+            lit_ws(l);
+            if (l->p < l->end && *l->p == ',') { l->p++; continue; }
+            if (l->p < l->end && *l->p == close) { l->p++; return v; }
+            break;
+        }
+        json_decref(v);
+        return NULL;
+    }
+    /* a number: JSON's grammar covers what repr writes for ints and finite floats */
+    const char *s = l->p;
+    while (l->p < l->end && strchr("+-0123456789.eE", *l->p)) l->p++;
+    return l->p > s ? json_loadb(s, (size_t)(l->p - s), JSON_DECODE_ANY, NULL) : NULL;
+}
+
+json_t *pyjson_parse_literal(const char *s, size_t n)
+{
+    lit l = { s, s + n };
+    lit_ws(&l);
+    if (l.p >= l.end || (*l.p != '{' && *l.p != '[')) return NULL;
+    json_t *v = lit_value(&l, 0);
+    lit_ws(&l);
+    if (v && l.p != l.end) { json_decref(v); return NULL; }
+    return v;
 }

@@ -30,4 +30,10 @@ void pyjson_add(strbuf *b, const json_t *v);
  * not the unassigned code points Python also escapes. */
 void pyjson_add_str(strbuf *b, const json_t *v);
 
+/* The reverse for containers: a Python literal dict or list (as repr writes
+ * it: quotes ' or ", True/False/None, numbers, nested, a trailing comma
+ * allowed) as JSON, or NULL for anything else (trailing text, non-string
+ * keys, NUL, bad UTF-8, nesting past 64). Whitespace around is allowed. */
+json_t *pyjson_parse_literal(const char *s, size_t n);
+
 #endif

@@ -167,13 +167,17 @@ static const char *find_lit(const char *s, const char *end, const char *lit)
 
 /* A value as the tool's schema types it: a "string" parameter keeps its
  * text; any other, or one the schema does not name, is read as JSON when it
- * is JSON. NULL when the text cannot be a JSON string (a NUL, bad UTF-8). */
+ * is JSON, an "object"/"array" (or unnamed) one also as a Python literal
+ * dict or list. NULL when the text cannot be a JSON string (a NUL, bad
+ * UTF-8). */
 static json_t *typed_value(const tool_scan *ts, json_t **schemas, const char *tool, const char *key, const char *v,
                            size_t n)
 {
     const char *type = param_type(ts, schemas, tool, key);
     json_t *val = NULL;
     if (!type || strcmp(type, "string")) val = json_loadb(v, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
+    /* Qwen3-Coder's template shows past object arguments as Python's repr ({'a': True}); a model may answer so */
+    if (!val && (!type || !strcmp(type, "object") || !strcmp(type, "array"))) val = pyjson_parse_literal(v, n);
     if (!val && !memchr(v, 0, n)) val = json_stringn(v, n);
     return val;
 }

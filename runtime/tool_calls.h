@@ -50,8 +50,9 @@ typedef struct tool_scan {
     /* Set before the first feed. In the tagged formats each value is typed
      * by the offered tools' schemas (tools: pyjson texts in OpenAI's
      * shape): a "string" parameter keeps its text, any other (or one the
-     * schema does not name) is read as JSON when it is JSON, else kept as
-     * text. */
+     * schema does not name) is read as JSON when it is JSON (an object or
+     * array one also as a Python literal, {'a': True}, the form Qwen3-Coder's
+     * template shows past arguments in), else kept as text. */
     tool_format        format;
     const char *const *tools;
     size_t             n_tools;

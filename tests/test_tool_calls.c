@@ -260,6 +260,45 @@ static void pystr(const char *json, const char *want)
     json_decref(v);
 }
 
+static void lit(const char *py, const char *want)
+{
+    json_t *v = pyjson_parse_literal(py, strlen(py));
+    if (!want) {
+        if (v) fail_msg("literal [%s] accepted", py);
+        return;
+    }
+    if (!v) fail_msg("literal [%s] refused", py);
+    char *got = pyjson_dumps(v);
+    if (strcmp(got, want)) fail_msg("literal [%s] = [%s], want [%s]", py, got, want);
+    free(got);
+    json_decref(v);
+}
+
+/* Python literals (what str() writes, read back): the inverse of pystr's containers */
+static void test_python_literals(void **st)
+{
+    (void)st;
+    lit(" {'raw': True, 'tags': ['x', \"it's\"], 'n': None, 'f': -1.5e-07, 'i': 42, 'e': {}, 'l': [],} ",
+        "{\"raw\": true, \"tags\": [\"x\", \"it's\"], \"n\": null, \"f\": -1.5e-07, \"i\": 42, \"e\": {}, \"l\": []}");
+    lit("['a\\tb\\n', 'q\\'s', \"d\\\"q\", '\\xa0\\u2028\\U0001f600', '\xc3\xa9']",
+        "[\"a\\tb\\n\", \"q's\", \"d\\\"q\", \"\xc2\xa0\xe2\x80\xa8\xf0\x9f\x98\x80\", \"\xc3\xa9\"]");
+    lit("[[[1]], {'a': {'b': [True, False]}}]", "[[[1]], {\"a\": {\"b\": [true, false]}}]");
+    const char *bad[] = { "{'a': 1} x", "{1: 2}", "'str'", "[1, 2", "{'a' 1}", "[True False]", "['\\x00']",
+                          "['\\ud800']", "['a\nb']", "[nan]", "{'a': 1,,}", "[1 2]", "", "[\"\\q\"]" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) lit(bad[i], NULL);
+    /* as Qwen3-Coder's values: an object parameter in repr form becomes JSON; a string one stays text */
+    const char *tools[] = {
+        "{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"properties\": "
+        "{\"o\": {\"type\": \"object\"}, \"s\": {\"type\": \"string\"}}}}}",
+    };
+    outcome o = scan_fmt(TOOL_FORMAT_CODER, "<tool_call>\n<function=f>\n<parameter=o>\n{'a': True}\n</parameter>\n"
+                                            "<parameter=s>\n{'a': True}\n</parameter>\n</function>\n</tool_call>", 7, tools, 1);
+    assert_int_equal(o.n, 1);
+    assert_string_equal(o.calls[0].arguments, "{\"o\": {\"a\": true}, \"s\": \"{'a': True}\"}");
+    tool_calls_free(o.calls, o.n);
+    free(o.content);
+}
+
 static void test_pyjson(void **st)
 {
     (void)st;
@@ -291,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_glm45_calls),
         cmocka_unit_test(test_minimax_calls),
         cmocka_unit_test(test_pyjson),
+        cmocka_unit_test(test_python_literals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -64,6 +64,7 @@ fuzz_tool_scan)
     printf '\003Sure.\n<tool_call>\n{"name": "f", "arguments": {"a": [1, 2.5, "x"]}}\n</tool_call>\n<tool_call>\n{"name": "g"}\n</tool_call>' >"$corpus/two"
     printf '\001<tool_call>{"name":"f","arguments":"{\\"q\\": 1}"}' >"$corpus/string-args"
     printf '\005text <tool_ca <tool_call>\n{"name": "f", "arguments": {}}</tool_call> more' >"$corpus/broken"
+    printf "\\023<tool_call>\\n<function=f>\\n<parameter=o>\\n{'a': [True, None, 'x\\\\u00e9'], 'b': {}}\\n</parameter>\\n</function>\\n</tool_call>" >"$corpus/literal"
     printf '\063Ok.\n<minimax:tool_call>\n<invoke name="f">\n<parameter name="s">12</parameter>\n<parameter name="n">12</parameter>\n</invoke>\n</minimax:tool_call>' >"$corpus/minimax"
     printf '\043Ok.\n<tool_call>f\n<arg_key>s</arg_key>\n<arg_value>12</arg_value>\n<arg_key>n</arg_key>\n<arg_value>12</arg_value>\n</tool_call>' >"$corpus/glm"
     printf '\023Ok.\n<tool_call>\n<function=f>\n<parameter=s>\n12\n</parameter>\n<parameter=n>\n12\n</parameter>\n</function>\n</tool_call>' >"$corpus/coder"
