@@ -224,8 +224,8 @@ static int openai_calls(json_t *tc, size_t mi, api_request *r, api_error *e)
 
 /* Anthropic content blocks: a user's text and tool_result blocks (each
  * result a "tool" message, in order, then the text as a user message), an
- * assistant's text and tool_use blocks (thinking blocks sent back are
- * dropped, as templates drop past reasoning). */
+ * assistant's text, tool_use blocks and thinking blocks (its reasoning,
+ * kept for the templates that render it; redacted ones dropped). */
 static int anthropic_blocks(json_t *c, size_t mi, bool assistant, api_request *r, api_error *e)
 {
     char p[96];
@@ -270,8 +270,24 @@ static int anthropic_blocks(json_t *c, size_t mi, bool assistant, api_request *r
                 if (!rc && id && !(r->msgs[r->n_msgs - 1].tool_call_id = dup_str(id)))
                     rc = fail(e, "messages", "out of memory");
             }
-        } else if (assistant && (!strcmp(type, "thinking") || !strcmp(type, "redacted_thinking"))) {
-            /* dropped */
+        } else if (assistant && !strcmp(type, "thinking")) {
+            json_t *x = json_object_get(b, "thinking");
+            snprintf(p, sizeof p, "messages[%zu].content[%zu].thinking", mi, i);
+            if (!json_is_string(x)) rc = fail(e, p, "%s must be a string", p);
+            else {
+                api_message *am = &r->msgs[r->n_msgs - 1];
+                size_t old = am->reasoning ? strlen(am->reasoning) : 0, add = json_string_length(x);
+                char *g = realloc(am->reasoning, old + add + 2);
+                if (!g) rc = fail(e, "messages", "out of memory");
+                else {
+                    if (old) g[old++] = '\n';
+                    memcpy(g + old, json_string_value(x), add);
+                    g[old + add] = 0;
+                    am->reasoning = g;
+                }
+            }
+        } else if (assistant && !strcmp(type, "redacted_thinking")) {
+            /* dropped: nothing a template can show */
         } else {
             char q[40];
             rc = fail(e, p, "%s '%s' is not supported in a%s message (text%s)", p, quoted(type, q, sizeof q),
@@ -344,6 +360,12 @@ static int parse_messages(json_t *o, api_request *r, bool anthropic, api_error *
             if (id && !(r->msgs[r->n_msgs - 1].tool_call_id = dup_str(id))) return fail(e, p, "out of memory");
         }
         if (tc && openai_calls(tc, i, r, e) != 0) return -1;
+        json_t *rc = field(m, "reasoning_content");
+        if (rc && assistant) {
+            snprintf(p, sizeof p, "messages[%zu].reasoning_content", i);
+            if (!json_is_string(rc)) return fail(e, p, "%s must be a string", p);
+            if (!(r->msgs[r->n_msgs - 1].reasoning = dup_str(rc))) return fail(e, p, "out of memory");
+        }
     }
     return 0;
 }
@@ -622,6 +644,7 @@ void api_request_free(api_request *r)
         free(r->msgs[i].role);
         free(r->msgs[i].content);
         free(r->msgs[i].tool_call_id);
+        free(r->msgs[i].reasoning);
         for (size_t j = 0; j < r->msgs[i].n_calls; j++) {
             free(r->msgs[i].calls[j].id);
             free(r->msgs[i].calls[j].name);

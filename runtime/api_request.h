@@ -30,6 +30,10 @@
  *    tool_use blocks and a user message's tool_result blocks (each one a
  *    "tool" message, in order, before the user's text if any). Arguments
  *    are kept as text: OpenAI's string as sent, an object as pyjson.
+ *  - An assistant's reasoning sent back (OpenAI reasoning_content, the
+ *    field this server answers with; Anthropic thinking blocks, their
+ *    text) is kept for the templates that render it; redacted_thinking
+ *    blocks are dropped.
  *  - Anthropic's system (string or text blocks) becomes a leading "system"
  *    message; OpenAI's "developer" role becomes "system". Text parts and
  *    text blocks of one message are joined with '\n'.
@@ -72,6 +76,8 @@ typedef struct api_message {
     char          *content; /* never NULL */
     api_tool_call *calls;   /* assistant: the tool calls it made */
     size_t         n_calls;
+    char          *reasoning; /* assistant: its reasoning sent back (OpenAI reasoning_content, Anthropic
+                               * thinking blocks joined by '\n'), or NULL */
     char          *tool_call_id; /* tool: the call it answers (NULL if not given) */
 } api_message;
 

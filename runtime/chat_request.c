@@ -68,7 +68,8 @@ char *chat_request_render(const chat_setup *cs, const api_request *r, api_error 
     chat_call *c = calls;
     for (size_t i = 0; i < r->n_msgs; i++) {
         const api_message *a = &r->msgs[i];
-        m[i] = (chat_msg){ .role = a->role, .content = a->content, .calls = c, .n_calls = a->n_calls };
+        m[i] = (chat_msg){ .role = a->role, .content = a->content, .calls = c, .n_calls = a->n_calls,
+                           .reasoning = a->reasoning };
         for (size_t j = 0; j < a->n_calls; j++) *c++ = (chat_call){ a->calls[j].name, a->calls[j].arguments };
     }
     char err[256] = "";

@@ -545,7 +545,8 @@ static void qwen3(strbuf *b, const chat_msg *m, size_t n, const char *const *too
         } else if (is(x, "assistant")) {
             const char *content = x->content;
             strbuf reasoning = { 0 };
-            const char *close = strstr(content, "</think>");
+            const char *close = x->reasoning ? NULL : strstr(content, "</think>");
+            if (x->reasoning) strbuf_puts(&reasoning, x->reasoning); /* given apart: the content stays whole */
             if (close) {
                 /* reasoning: before the first </think>, rstrip '\n', after the last <think>, lstrip '\n' */
                 size_t rn = (size_t)(close - content);

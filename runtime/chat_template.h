@@ -63,6 +63,9 @@ typedef struct chat_msg {
     const char      *content;
     const chat_call *calls; /* an assistant's tool calls; only tool formats render them */
     size_t           n_calls;
+    const char      *reasoning; /* an assistant's reasoning given apart (reasoning_content), or NULL:
+                                 * Qwen3's, GLM's and MiniMax's templates use it instead of splitting
+                                 * the content at </think> */
 } chat_msg;
 
 /* The tool-call formats rendered here (and parsed by tool_calls.h). */

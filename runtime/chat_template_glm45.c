@@ -59,8 +59,9 @@ char *chat_template_render_glm45(const chat_msg *m, size_t n, const char *const 
             if (no_think && !ends_with(x->content, "/nothink")) strbuf_puts(&b, "/nothink");
         } else if (is(x, "assistant")) {
             strbuf_puts(&b, "<|assistant|>");
-            const char *content = x->content, *close = strstr(content, "</think>");
+            const char *content = x->content, *close = x->reasoning ? NULL : strstr(content, "</think>");
             const char *r = "", *re = r;
+            if (x->reasoning) { r = x->reasoning; re = r + strlen(r); } /* given apart: the content stays whole */
             if (close) {
                 /* reasoning: before the first </think>, rstrip '\n', after the last <think>, lstrip '\n' */
                 re = close;

@@ -60,8 +60,12 @@ char *chat_template_render_minimax_tools(const chat_msg *m, size_t n, const char
         const chat_msg *x = &m[i];
         if (is(x, "assistant")) {
             strbuf_puts(&b, "]~b]ai\n");
-            const char *c = x->content, *close = strstr(c, "</think>");
-            if (close) {
+            const char *c = x->content, *close = x->reasoning ? NULL : strstr(c, "</think>");
+            if (x->reasoning) { /* given apart: rendered as it is, the content whole */
+                if (*x->reasoning && (last_user == SIZE_MAX || i > last_user))
+                    strbuf_printf(&b, "<think>\n%s\n</think>\n\n", x->reasoning);
+                strbuf_puts(&b, c);
+            } else if (close) {
                 const char *last = close, *q;
                 while ((q = strstr(last + 1, "</think>"))) last = q;
                 /* reasoning: before the first </think>, after its last <think>, each strip('\n') */

@@ -141,6 +141,16 @@ static void test_openai_tools(void **st)
     assert_string_equal(r.msgs[2].content, "ok");
     assert_string_equal(r.msgs[2].tool_call_id, "c1");
     api_request_free(&r);
+    /* reasoning sent back */
+    static const char rs[] = "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"assistant\",\"content\":\"b\","
+                             "\"reasoning_content\":\"why\"},{\"role\":\"user\",\"content\":\"c\",\"reasoning_content\":5}]}";
+    assert_int_equal(api_request_parse(API_CHAT, rs, sizeof rs - 1, 256, &r, &e), 0);
+    assert_string_equal(r.msgs[1].reasoning, "why");
+    assert_null(r.msgs[0].reasoning);
+    assert_null(r.msgs[2].reasoning); /* only an assistant's is read */
+    api_request_free(&r);
+    REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"assistant\",\"content\":\"b\",\"reasoning_content\":[]}]}",
+           "messages[0].reasoning_content");
     /* the whole templates' kwargs */
     static const char kw[] = "{" MSG ",\"reasoning_effort\":\"high\",\"chat_template_kwargs\":{\"enable_thinking\":false,\"x\":1}}";
     assert_int_equal(api_request_parse(API_CHAT, kw, sizeof kw - 1, 256, &r, &e), 0);
@@ -233,6 +243,8 @@ static void test_anthropic(void **st)
     assert_int_equal(r.n_msgs, 7);
     for (size_t i = 0; i < 7; i++) assert_string_equal(r.msgs[i].role, roles[i]);
     assert_string_equal(r.msgs[1].content, "a");
+    assert_string_equal(r.msgs[1].reasoning, "t");
+    assert_null(r.msgs[5].reasoning);
     assert_int_equal(r.msgs[1].n_calls, 1);
     assert_string_equal(r.msgs[1].calls[0].name, "rd");
     assert_string_equal(r.msgs[1].calls[0].id, "u1");
@@ -250,6 +262,15 @@ static void test_anthropic(void **st)
     REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":5,\"tool_choice\":{\"type\":\"any\"}}", "tool_choice");
     REFUSE(API_MESSAGES, "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"tool_use\",\"name\":\"f\",\"input\":{}}]}]}",
            "messages[0].content[0].type");
+    REFUSE(API_MESSAGES, "{\"max_tokens\":5,\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":1}]}]}",
+           "messages[0].content[0].thinking");
+    static const char two[] = "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"q\"},{\"role\":\"assistant\","
+                              "\"content\":[{\"type\":\"thinking\",\"thinking\":\"a\"},{\"type\":\"redacted_thinking\",\"data\":\"x\"},"
+                              "{\"type\":\"thinking\",\"thinking\":\"b\"},{\"type\":\"text\",\"text\":\"t\"}]}]}";
+    assert_int_equal(api_request_parse(API_MESSAGES, two, sizeof two - 1, 256, &r, &e), 0);
+    assert_string_equal(r.msgs[1].reasoning, "a\nb");
+    assert_string_equal(r.msgs[1].content, "t");
+    api_request_free(&r);
     REFUSE(API_MESSAGES, "{\"max_tokens\":5,\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"name\":\"f\",\"input\":[]}]}]}",
            "messages[0].content[0].input");
     REFUSE(API_MESSAGES, "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"x\","

@@ -371,10 +371,10 @@ static void test_qwen3_tools(void **st)
     (void)st;
     static const chat_call calls[] = { { "f", "{\"a\": 1}" } };
     const chat_msg m[] = {
-        { "user", "Hi", NULL, 0 },
-        { "assistant", "<think>\nr1\n</think>\n\nOk.", calls, 1 },
-        { "tool", "one", NULL, 0 },
-        { "tool", "two", NULL, 0 },
+        { .role = "user", .content = "Hi" },
+        { .role = "assistant", .content = "<think>\nr1\n</think>\n\nOk.", .calls = calls, .n_calls = 1 },
+        { .role = "tool", .content = "one" },
+        { .role = "tool", .content = "two" },
     };
     const char *tools[] = { "{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": \"object\"}}}" };
     char err[256] = "";
