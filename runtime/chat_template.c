@@ -1,6 +1,7 @@
 /* chat_template.c: see chat_template.h. One render function per family;
  * each reads like the Jinja template it replaces, in the same order. */
 #include "runtime/chat_template.h"
+#include "runtime/chat_template_impl.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -607,4 +608,13 @@ char *chat_template_render_tools(chat_tools style, const chat_msg *m, size_t n, 
     char *out = strbuf_take(&b);
     if (!out) snprintf(err, errlen, "out of memory rendering the chat template");
     return out;
+}
+
+json_t *chat_call_args(const chat_call *c, size_t msg, const char *tmpl, char *err, size_t errlen)
+{
+    json_t *args = json_loads(c->arguments, 0, NULL);
+    if (json_is_object(args)) return args;
+    json_decref(args);
+    snprintf(err, errlen, "messages[%zu]: %s's template needs each call's arguments to be a JSON object", msg, tmpl);
+    return NULL;
 }

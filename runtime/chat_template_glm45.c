@@ -6,6 +6,7 @@
  * <tool_call>NAME with <arg_key>/<arg_value> pairs (strings as they are,
  * other values as JSON). See chat_template.h. */
 #include "runtime/chat_template.h"
+#include "runtime/chat_template_impl.h"
 
 #include <jansson.h>
 #include <stdint.h>
@@ -87,11 +88,8 @@ char *chat_template_render_glm45(const chat_msg *m, size_t n, const char *const 
             strbuf_free(&c);
             for (size_t j = 0; j < x->n_calls; j++) {
                 strbuf_printf(&b, "\n<tool_call>%s\n", x->calls[j].name);
-                json_t *args = json_loads(x->calls[j].arguments, 0, NULL);
-                if (!json_is_object(args)) {
-                    snprintf(err, errlen, "messages[%zu]: GLM-4.5's template needs each call's arguments to be a "
-                                          "JSON object", i);
-                    json_decref(args);
+                json_t *args = chat_call_args(&x->calls[j], i, "GLM-4.5", err, errlen);
+                if (!args) {
                     strbuf_free(&b);
                     return NULL;
                 }

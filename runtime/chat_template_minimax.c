@@ -7,6 +7,7 @@
  * (strings as they are, other values as JSON), consecutive results in one
  * ]~b]tool turn of <response> blocks. See chat_template.h. */
 #include "runtime/chat_template.h"
+#include "runtime/chat_template_impl.h"
 
 #include <jansson.h>
 #include <stdint.h>
@@ -87,11 +88,8 @@ char *chat_template_render_minimax_tools(const chat_msg *m, size_t n, const char
             if (x->n_calls) {
                 strbuf_puts(&b, "<minimax:tool_call>\n");
                 for (size_t j = 0; j < x->n_calls; j++) {
-                    json_t *args = json_loads(x->calls[j].arguments, 0, NULL);
-                    if (!json_is_object(args)) {
-                        snprintf(err, errlen, "messages[%zu]: MiniMax-M2's template needs each call's arguments to "
-                                              "be a JSON object", i);
-                        json_decref(args);
+                    json_t *args = chat_call_args(&x->calls[j], i, "MiniMax-M2", err, errlen);
+                    if (!args) {
                         strbuf_free(&b);
                         return NULL;
                     }

@@ -6,6 +6,7 @@
  * block per argument; tool results in <tool_response> blocks inside one
  * user turn. See chat_template.h. */
 #include "runtime/chat_template.h"
+#include "runtime/chat_template_impl.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -168,11 +169,8 @@ char *chat_template_render_qwen3_coder(const chat_msg *m, size_t n, const char *
             }
             for (size_t j = 0; j < x->n_calls; j++) {
                 strbuf_printf(&b, "\n<tool_call>\n<function=%s>\n", x->calls[j].name);
-                json_t *args = json_loads(x->calls[j].arguments, 0, NULL);
-                if (!json_is_object(args)) {
-                    snprintf(err, errlen, "messages[%zu]: Qwen3-Coder's template needs each call's arguments to be "
-                                          "a JSON object", i);
-                    json_decref(args);
+                json_t *args = chat_call_args(&x->calls[j], i, "Qwen3-Coder", err, errlen);
+                if (!args) {
                     strbuf_free(&b);
                     return NULL;
                 }

@@ -76,8 +76,13 @@ static void add_real(strbuf *b, double x)
     }
 }
 
-void pyjson_add(strbuf *b, const json_t *v)
+static void add_repr_string(strbuf *b, const char *s, size_t n);
+
+/* One walk for both: JSON (py false) or Python's repr (py true), which
+ * differ only in how strings are quoted and how true/false/null read. */
+static void add_value(strbuf *b, const json_t *v, bool py)
 {
+    void (*str)(strbuf *, const char *, size_t) = py ? add_repr_string : add_string;
     switch (json_typeof(v)) {
     case JSON_OBJECT: {
         const char *k;
@@ -87,9 +92,9 @@ void pyjson_add(strbuf *b, const json_t *v)
         json_object_foreach((json_t *)v, k, x) {
             if (!first) strbuf_add(b, ", ", 2);
             first = false;
-            add_string(b, k, strlen(k));
+            str(b, k, strlen(k));
             strbuf_add(b, ": ", 2);
-            pyjson_add(b, x);
+            add_value(b, x, py);
         }
         strbuf_add(b, "}", 1);
         break;
@@ -100,19 +105,21 @@ void pyjson_add(strbuf *b, const json_t *v)
         strbuf_add(b, "[", 1);
         json_array_foreach((json_t *)v, i, x) {
             if (i) strbuf_add(b, ", ", 2);
-            pyjson_add(b, x);
+            add_value(b, x, py);
         }
         strbuf_add(b, "]", 1);
         break;
     }
-    case JSON_STRING: add_string(b, json_string_value(v), json_string_length(v)); break;
+    case JSON_STRING: str(b, json_string_value(v), json_string_length(v)); break;
     case JSON_INTEGER: strbuf_printf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v)); break;
     case JSON_REAL: add_real(b, json_real_value(v)); break;
-    case JSON_TRUE: strbuf_puts(b, "true"); break;
-    case JSON_FALSE: strbuf_puts(b, "false"); break;
-    case JSON_NULL: strbuf_puts(b, "null"); break;
+    case JSON_TRUE: strbuf_puts(b, py ? "True" : "true"); break;
+    case JSON_FALSE: strbuf_puts(b, py ? "False" : "false"); break;
+    case JSON_NULL: strbuf_puts(b, py ? "None" : "null"); break;
     }
 }
+
+void pyjson_add(strbuf *b, const json_t *v) { add_value(b, v, false); }
 
 char *pyjson_dumps(const json_t *v)
 {
@@ -158,47 +165,10 @@ static void add_repr_string(strbuf *b, const char *s, size_t n)
     strbuf_add(b, &q, 1);
 }
 
-static void add_repr(strbuf *b, const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: {
-        const char *k;
-        json_t *x;
-        bool first = true;
-        strbuf_add(b, "{", 1);
-        json_object_foreach((json_t *)v, k, x) {
-            if (!first) strbuf_add(b, ", ", 2);
-            first = false;
-            add_repr_string(b, k, strlen(k));
-            strbuf_add(b, ": ", 2);
-            add_repr(b, x);
-        }
-        strbuf_add(b, "}", 1);
-        break;
-    }
-    case JSON_ARRAY: {
-        size_t i;
-        json_t *x;
-        strbuf_add(b, "[", 1);
-        json_array_foreach((json_t *)v, i, x) {
-            if (i) strbuf_add(b, ", ", 2);
-            add_repr(b, x);
-        }
-        strbuf_add(b, "]", 1);
-        break;
-    }
-    case JSON_STRING: add_repr_string(b, json_string_value(v), json_string_length(v)); break;
-    case JSON_TRUE: strbuf_puts(b, "True"); break;
-    case JSON_FALSE: strbuf_puts(b, "False"); break;
-    case JSON_NULL: strbuf_puts(b, "None"); break;
-    default: pyjson_add(b, v); break; /* numbers: the same digits */
-    }
-}
-
 void pyjson_add_str(strbuf *b, const json_t *v)
 {
     if (json_is_string(v)) strbuf_add(b, json_string_value(v), json_string_length(v));
-    else add_repr(b, v);
+    else add_value(b, v, true);
 }
 
 /* ---- Python literals back to JSON ---------------------------------------- */
