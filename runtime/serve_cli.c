@@ -5,7 +5,9 @@
  * --fake-engine serves the deterministic test engine (engine_fake.h) with
  * PACK read as a GGUF holding a tokenizer (or a pack directory holding
  * tokenizer.gguf). It exists for the end-to-end tests and is documented as
- * such; --fake-delay-ms and --fake-load-ms shape it for those tests. */
+ * such; --fake-delay-ms and --fake-load-ms shape it for those tests,
+ * --fake-script and --fake-template give it an answer and a template
+ * (the SDK tool-call check). */
 #include "runtime/serve_cli.h"
 
 #include <errno.h>
@@ -50,7 +52,7 @@ static void usage(FILE *fp)
         "  appear in /metrics):\n"
         DEVICE_HELP
         "  Test hooks: --fake-engine (PACK is a GGUF with a tokenizer), --fake-delay-ms N,\n"
-        "  --fake-load-ms N.\n");
+        "  --fake-load-ms N, --fake-script TEXT (the greedy answer), --fake-template TEXT (the chat template).\n");
 }
 
 static bool parse_int(const char *opt, const char *v, long lo, long hi, long *out)
@@ -72,6 +74,7 @@ typedef struct serve_opts {
     const char   *pack;
     bool          fake, no_prompt_cache;
     long          fake_delay_ms, fake_load_ms, threads;
+    const char   *fake_script, *fake_template;
     device_opts   dev;
 } serve_opts;
 
@@ -113,6 +116,8 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         else if (!strcmp(a, "--max-body")) { if (!parse_int(a, v, 1024, 1L << 30, &x)) return 2; o->cfg.max_body = (size_t)x; }
         else if (!strcmp(a, "--fake-delay-ms")) { if (!parse_int(a, v, 0, 60000, &x)) return 2; o->fake_delay_ms = x; }
         else if (!strcmp(a, "--fake-load-ms")) { if (!parse_int(a, v, 0, 600000, &x)) return 2; o->fake_load_ms = x; }
+        else if (!strcmp(a, "--fake-script")) o->fake_script = v;
+        else if (!strcmp(a, "--fake-template")) o->fake_template = v;
         else {
             fprintf(stderr, "strata serve: unknown option: %s\n", a);
             usage(stderr);
@@ -144,7 +149,9 @@ static engine *load_engine(const serve_opts *o, char *err, size_t errlen)
         snprintf(path, sizeof path, "%s/tokenizer.gguf", o->pack);
     else
         snprintf(path, sizeof path, "%s", o->pack);
-    fake_engine_opts fo = { .n_ctx = 512, .delay_ms = (int)o->fake_delay_ms };
+    /* a scripted answer (tool calls) comes with a template, whose prompts want room */
+    fake_engine_opts fo = { .n_ctx = o->fake_script ? 4096 : 512, .delay_ms = (int)o->fake_delay_ms,
+                            .script = o->fake_script, .chat_template = o->fake_template };
     return fake_engine_new(path, &fo, err, errlen);
 }
 
