@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/pyjson.h"
 #include "runtime/strbuf.h"
 
 static const struct { const char *name; chat_family f; } NAMES[] = {
@@ -121,27 +122,19 @@ char *chat_template_minimax_identity(const char *t)
     return strbuf_take(&b);
 }
 
-/* Jinja's trim / Python's str.strip() on ASCII whitespace. */
-static void add_trimmed(strbuf *b, const char *s)
-{
-    static const char ws[] = " \t\n\r\v\f";
-    while (*s && strchr(ws, *s)) s++;
-    size_t n = strlen(s);
-    while (n && strchr(ws, s[n - 1])) n--;
-    strbuf_add(b, s, n);
-}
+/* Jinja's trim on a whole string */
+static void add_trimmed(strbuf *b, const char *s) { chat_add_strip(b, s, strlen(s)); }
 
-static bool is(const chat_msg *m, const char *role) { return !strcmp(m->role, role); }
 
 /* The alternation check of the llama-2, mistral and gemma templates. */
 static bool alternates(const chat_msg *m, size_t n, const char *fam, char *err, size_t errlen)
 {
     for (size_t i = 0; i < n; i++) {
-        if (is(&m[i], "system")) {
+        if (chat_is(&m[i], "system")) {
             snprintf(err, errlen, "the %s template allows a system message only first", fam);
             return false;
         }
-        if (is(&m[i], "user") != (i % 2 == 0)) {
+        if (chat_is(&m[i], "user") != (i % 2 == 0)) {
             snprintf(err, errlen,
                      "the %s template needs roles to alternate user/assistant/user/...", fam);
             return false;
@@ -152,7 +145,7 @@ static bool alternates(const chat_msg *m, size_t n, const char *fam, char *err, 
 
 static void chatml(strbuf *b, const chat_msg *m, size_t n, const char *def_sys, bool gen)
 {
-    if (def_sys && (n == 0 || !is(&m[0], "system")))
+    if (def_sys && (n == 0 || !chat_is(&m[0], "system")))
         strbuf_printf(b, "<|im_start|>system\n%s<|im_end|>\n", def_sys);
     for (size_t i = 0; i < n; i++)
         strbuf_printf(b, "<|im_start|>%s\n%s<|im_end|>\n", m[i].role, m[i].content);
@@ -162,17 +155,17 @@ static void chatml(strbuf *b, const chat_msg *m, size_t n, const char *def_sys, 
 static bool llama2(strbuf *b, const chat_msg *m, size_t n, const char *bos, const char *eos,
                    char *err, size_t errlen)
 {
-    const char *sys = n && is(&m[0], "system") ? m[0].content : NULL;
+    const char *sys = n && chat_is(&m[0], "system") ? m[0].content : NULL;
     if (sys) { m++; n--; }
     if (!alternates(m, n, "llama-2", err, errlen)) return false;
     for (size_t i = 0; i < n; i++) {
         strbuf content = { 0 };
         if (i == 0 && sys) strbuf_printf(&content, "<<SYS>>\n%s\n<</SYS>>\n\n", sys);
         strbuf_puts(&content, m[i].content);
-        if (is(&m[i], "user")) strbuf_printf(b, "%s[INST] ", bos);
+        if (chat_is(&m[i], "user")) strbuf_printf(b, "%s[INST] ", bos);
         else strbuf_puts(b, " ");
         add_trimmed(b, content.data ? content.data : "");
-        if (is(&m[i], "user")) strbuf_puts(b, " [/INST]");
+        if (chat_is(&m[i], "user")) strbuf_puts(b, " [/INST]");
         else strbuf_printf(b, " %s", eos);
         if (content.oom) b->oom = true;
         strbuf_free(&content);
@@ -183,12 +176,12 @@ static bool llama2(strbuf *b, const chat_msg *m, size_t n, const char *bos, cons
 static bool mistral(strbuf *b, const chat_msg *m, size_t n, const char *bos, const char *eos,
                     char *err, size_t errlen)
 {
-    const char *sys = n && is(&m[0], "system") ? m[0].content : NULL;
+    const char *sys = n && chat_is(&m[0], "system") ? m[0].content : NULL;
     if (sys) { m++; n--; }
     if (!alternates(m, n, "mistral", err, errlen)) return false;
     strbuf_puts(b, bos);
     for (size_t i = 0; i < n; i++) {
-        if (is(&m[i], "user"))
+        if (chat_is(&m[i], "user"))
             strbuf_printf(b, "[INST] %s%s%s [/INST]", i == 0 && sys ? sys : "",
                           i == 0 && sys ? "\n\n" : "", m[i].content);
         else strbuf_printf(b, "%s%s", m[i].content, eos);
@@ -212,7 +205,7 @@ static void llama4(strbuf *b, const chat_msg *m, size_t n, const char *bos, bool
 {
     strbuf_puts(b, bos);
     size_t i = 0;
-    if (n && is(&m[0], "system")) {
+    if (n && chat_is(&m[0], "system")) {
         strbuf_puts(b, "<|header_start|>system<|header_end|>\n\n");
         add_trimmed(b, m[0].content);
         strbuf_puts(b, "<|eot|>");
@@ -225,12 +218,12 @@ static void llama4(strbuf *b, const chat_msg *m, size_t n, const char *bos, bool
 static bool gemma(strbuf *b, const chat_msg *m, size_t n, const char *bos, bool gen,
                   char *err, size_t errlen)
 {
-    const char *sys = n && is(&m[0], "system") ? m[0].content : NULL;
+    const char *sys = n && chat_is(&m[0], "system") ? m[0].content : NULL;
     if (sys) { m++; n--; }
     if (!alternates(m, n, "gemma", err, errlen)) return false;
     strbuf_puts(b, bos);
     for (size_t i = 0; i < n; i++) {
-        strbuf_printf(b, "<start_of_turn>%s\n", is(&m[i], "assistant") ? "model" : m[i].role);
+        strbuf_printf(b, "<start_of_turn>%s\n", chat_is(&m[i], "assistant") ? "model" : m[i].role);
         if (i == 0 && sys) strbuf_printf(b, "%s\n\n", sys);
         add_trimmed(b, m[i].content);
         strbuf_puts(b, "<end_of_turn>\n");
@@ -261,8 +254,8 @@ static void deepseek2(strbuf *b, const chat_msg *m, size_t n, const char *bos, c
 {
     strbuf_puts(b, bos);
     for (size_t i = 0; i < n; i++) {
-        if (is(&m[i], "user")) strbuf_printf(b, "User: %s\n\n", m[i].content);
-        else if (is(&m[i], "assistant")) strbuf_printf(b, "Assistant: %s%s", m[i].content, eos);
+        if (chat_is(&m[i], "user")) strbuf_printf(b, "User: %s\n\n", m[i].content);
+        else if (chat_is(&m[i], "assistant")) strbuf_printf(b, "Assistant: %s%s", m[i].content, eos);
         else strbuf_printf(b, "%s\n\n", m[i].content);
     }
     if (gen) strbuf_puts(b, "Assistant:");
@@ -278,14 +271,14 @@ static void deepseek(strbuf *b, const chat_msg *m, size_t n, const char *bos, bo
     strbuf_puts(b, bos);
     bool first = true;
     for (size_t i = 0; i < n; i++) {
-        if (!is(&m[i], "system")) continue;
+        if (!chat_is(&m[i], "system")) continue;
         if (!first) strbuf_puts(b, "\n\n");
         strbuf_puts(b, m[i].content);
         first = false;
     }
     for (size_t i = 0; i < n; i++) {
-        if (is(&m[i], "user")) strbuf_printf(b, DS_USER "%s", m[i].content);
-        else if (is(&m[i], "assistant")) strbuf_printf(b, DS_ASSISTANT "%s" DS_EOS, m[i].content);
+        if (chat_is(&m[i], "user")) strbuf_printf(b, DS_USER "%s", m[i].content);
+        else if (chat_is(&m[i], "assistant")) strbuf_printf(b, DS_ASSISTANT "%s" DS_EOS, m[i].content);
     }
     if (gen) strbuf_puts(b, DS_ASSISTANT);
 }
@@ -306,8 +299,8 @@ static void glm4(strbuf *b, const chat_msg *m, size_t n, bool gen)
 static void hunyuan(strbuf *b, const chat_msg *m, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        if (is(&m[i], "system")) strbuf_printf(b, "<|startoftext|>%s<|extra_4|>", m[i].content);
-        else if (is(&m[i], "assistant")) strbuf_printf(b, "%s<|eos|>", m[i].content);
+        if (chat_is(&m[i], "system")) strbuf_printf(b, "<|startoftext|>%s<|extra_4|>", m[i].content);
+        else if (chat_is(&m[i], "assistant")) strbuf_printf(b, "%s<|eos|>", m[i].content);
         else strbuf_printf(b, "<|startoftext|>%s<|extra_0|>", m[i].content);
     }
 }
@@ -342,8 +335,8 @@ static void gpt_oss(strbuf *b, const chat_msg *m, size_t n, bool gen)
 static void dots1(strbuf *b, const chat_msg *m, size_t n, bool gen)
 {
     for (size_t i = 0; i < n; i++) {
-        if (is(&m[i], "system")) strbuf_printf(b, "<|system|>%s<|endofsystem|>", m[i].content);
-        else if (is(&m[i], "user")) strbuf_printf(b, "<|userprompt|>%s<|endofuserprompt|>", m[i].content);
+        if (chat_is(&m[i], "system")) strbuf_printf(b, "<|system|>%s<|endofsystem|>", m[i].content);
+        else if (chat_is(&m[i], "user")) strbuf_printf(b, "<|userprompt|>%s<|endofuserprompt|>", m[i].content);
         else strbuf_printf(b, "<|response|>%s<|endofresponse|>", m[i].content);
     }
     if (gen) strbuf_puts(b, "<|response|>");
@@ -367,62 +360,6 @@ static void bailing(strbuf *b, const chat_msg *m, size_t n, bool gen, bool v2, b
     if (gen) strbuf_puts(b, think ? "<role>ASSISTANT</role><think>" : "<role>ASSISTANT</role>");
 }
 
-/* s without leading and trailing newlines (Python's str.strip('\n')), into b */
-static void add_strip_nl(strbuf *b, const char *s, size_t n)
-{
-    while (n && *s == '\n') { s++; n--; }
-    while (n && s[n - 1] == '\n') n--;
-    strbuf_add(b, s, n);
-}
-
-/* MiniMax-M2 (its template without tools, checked against jinja2):
- * ]~!b[]~b]system\nSYSTEM[e~[\n (SYSTEM the first message's, else the
- * template's model_identity), then ]~b]user\nTEXT[e~[\n and
- * ]~b]ai\nTEXT[e~[\n; an assistant text holding </think> keeps only what
- * follows it, its reasoning re-rendered as <think>\nR\n</think>\n\n only
- * after the last user turn; later system messages are dropped, as the
- * template drops them; the answer opens ]~b]ai\n<think>\n. */
-static void minimax_m2(strbuf *b, const chat_msg *m, size_t n, const char *identity, bool gen)
-{
-    size_t first = 0;
-    strbuf_puts(b, "]~!b[]~b]system\n");
-    if (n && is(&m[0], "system") && *m[0].content) strbuf_puts(b, m[0].content);
-    else strbuf_puts(b, identity ? identity : "You are a helpful assistant. Your name is MiniMax-M2 and is built by MiniMax.");
-    if (n && is(&m[0], "system")) first = 1;
-    strbuf_puts(b, "[e~[\n");
-    size_t last_user = SIZE_MAX;
-    for (size_t i = first; i < n; i++)
-        if (is(&m[i], "user")) last_user = i;
-    for (size_t i = first; i < n; i++) {
-        if (is(&m[i], "user")) {
-            strbuf_printf(b, "]~b]user\n%s[e~[\n", m[i].content);
-        } else if (is(&m[i], "assistant")) {
-            const char *c = m[i].content, *close = strstr(c, "</think>");
-            strbuf_puts(b, "]~b]ai\n");
-            if (close) {
-                const char *last = close, *q;
-                while ((q = strstr(last + 1, "</think>"))) last = q;
-                /* reasoning: before the first </think>, after its last <think> */
-                const char *r = c, *o;
-                for (const char *p = c; (o = strstr(p, "<think>")) && o < close; p = o + 1) r = o + 7;
-                strbuf rs = { 0 };
-                add_strip_nl(&rs, r, (size_t)(close - r));
-                if (rs.len && (last_user == SIZE_MAX || i > last_user)) {
-                    strbuf_puts(b, "<think>\n");
-                    strbuf_add(b, rs.data, rs.len);
-                    strbuf_puts(b, "\n</think>\n\n");
-                }
-                strbuf_free(&rs);
-                add_strip_nl(b, last + 8, strlen(last + 8));
-            } else {
-                strbuf_puts(b, c);
-            }
-            strbuf_puts(b, "[e~[\n");
-        }
-    }
-    if (gen) strbuf_puts(b, "]~b]ai\n<think>\n");
-}
-
 char *chat_template_render(chat_family f, const chat_msg *m, size_t n, const char *bos,
                            const char *eos, const char *default_system,
                            bool gen, char *err, size_t errlen)
@@ -430,7 +367,7 @@ char *chat_template_render(chat_family f, const chat_msg *m, size_t n, const cha
     bos = bos ? bos : "";
     eos = eos ? eos : "";
     for (size_t i = 0; i < n; i++) {
-        if (!is(&m[i], "system") && !is(&m[i], "user") && !is(&m[i], "assistant")) {
+        if (!chat_is(&m[i], "system") && !chat_is(&m[i], "user") && !chat_is(&m[i], "assistant")) {
             snprintf(err, errlen, "messages[%zu].role: '%s' is not system, user or assistant",
                      i, m[i].role);
             return NULL;
@@ -460,7 +397,11 @@ char *chat_template_render(chat_family f, const chat_msg *m, size_t n, const cha
     case CHAT_BAILING_THINK: bailing(&b, m, n, gen, false, true); break;
     case CHAT_BAILING2: bailing(&b, m, n, gen, true, false); break;
     case CHAT_DOTS1: dots1(&b, m, n, gen); break;
-    case CHAT_MINIMAX_M2: minimax_m2(&b, m, n, default_system, gen); break;
+    case CHAT_MINIMAX_M2: { /* the whole template with no tools: one renderer for both */
+        strbuf_free(&b);
+        const chat_tools_opts o = { .identity = default_system };
+        return chat_template_render_minimax_tools(m, n, NULL, 0, &o, gen, err, errlen);
+    }
     case CHAT_CHATML:
     default: chatml(&b, m, n, default_system, gen); break;
     }
@@ -517,7 +458,7 @@ static bool ends_with(const char *s, const char *p)
 static void qwen3(strbuf *b, const chat_msg *m, size_t n, const char *const *tools, size_t n_tools, bool gen,
                   bool no_thinking)
 {
-    bool sys0 = n && is(&m[0], "system");
+    bool sys0 = n && chat_is(&m[0], "system");
     if (n_tools) {
         strbuf_puts(b, "<|im_start|>system\n");
         if (sys0) strbuf_printf(b, "%s\n\n", m[0].content);
@@ -533,7 +474,7 @@ static void qwen3(strbuf *b, const chat_msg *m, size_t n, const char *const *too
     /* the last user message that is not a tool response wrapped by hand */
     size_t last_query = n ? n - 1 : 0;
     for (size_t k = n; k-- > 0;) {
-        if (is(&m[k], "user") &&
+        if (chat_is(&m[k], "user") &&
             !(starts_with(m[k].content, "<tool_response>") && ends_with(m[k].content, "</tool_response>"))) {
             last_query = k;
             break;
@@ -541,9 +482,9 @@ static void qwen3(strbuf *b, const chat_msg *m, size_t n, const char *const *too
     }
     for (size_t i = 0; i < n; i++) {
         const chat_msg *x = &m[i];
-        if (is(x, "user") || (is(x, "system") && i > 0)) {
+        if (chat_is(x, "user") || (chat_is(x, "system") && i > 0)) {
             strbuf_printf(b, "<|im_start|>%s\n%s<|im_end|>\n", x->role, x->content);
-        } else if (is(x, "assistant")) {
+        } else if (chat_is(x, "assistant")) {
             const char *content = x->content;
             strbuf reasoning = { 0 };
             const char *close = x->reasoning ? NULL : strstr(content, "</think>");
@@ -563,7 +504,7 @@ static void qwen3(strbuf *b, const chat_msg *m, size_t n, const char *const *too
             }
             if (i > last_query && (i == n - 1 || reasoning.len)) {
                 strbuf_puts(b, "<|im_start|>assistant\n<think>\n");
-                add_strip_nl(b, reasoning.data ? reasoning.data : "", reasoning.len);
+                chat_add_strip_nl(b, reasoning.data ? reasoning.data : "", reasoning.len);
                 strbuf_puts(b, "\n</think>\n\n");
                 while (*content == '\n') content++;
                 strbuf_puts(b, content);
@@ -577,10 +518,10 @@ static void qwen3(strbuf *b, const chat_msg *m, size_t n, const char *const *too
                               x->calls[j].name, x->calls[j].arguments);
             }
             strbuf_puts(b, "<|im_end|>\n");
-        } else if (is(x, "tool")) {
-            if (i == 0 || !is(&m[i - 1], "tool")) strbuf_puts(b, "<|im_start|>user");
+        } else if (chat_is(x, "tool")) {
+            if (i == 0 || !chat_is(&m[i - 1], "tool")) strbuf_puts(b, "<|im_start|>user");
             strbuf_printf(b, "\n<tool_response>\n%s\n</tool_response>", x->content);
-            if (i == n - 1 || !is(&m[i + 1], "tool")) strbuf_puts(b, "<|im_end|>\n");
+            if (i == n - 1 || !chat_is(&m[i + 1], "tool")) strbuf_puts(b, "<|im_end|>\n");
         }
     }
     if (gen) strbuf_puts(b, no_thinking ? "<|im_start|>assistant\n<think>\n\n</think>\n\n" : "<|im_start|>assistant\n");
@@ -594,7 +535,7 @@ char *chat_template_render_tools(chat_tools style, const chat_msg *m, size_t n, 
         return NULL;
     }
     for (size_t i = 0; i < n; i++) {
-        if (!is(&m[i], "system") && !is(&m[i], "user") && !is(&m[i], "assistant") && !is(&m[i], "tool")) {
+        if (!chat_is(&m[i], "system") && !chat_is(&m[i], "user") && !chat_is(&m[i], "assistant") && !chat_is(&m[i], "tool")) {
             snprintf(err, errlen, "messages[%zu].role: '%s' is not system, user, assistant or tool", i, m[i].role);
             return NULL;
         }
@@ -617,4 +558,25 @@ json_t *chat_call_args(const chat_call *c, size_t msg, const char *tmpl, char *e
     json_decref(args);
     snprintf(err, errlen, "messages[%zu]: %s's template needs each call's arguments to be a JSON object", msg, tmpl);
     return NULL;
+}
+
+void chat_add_arg(strbuf *b, const json_t *v)
+{
+    if (json_is_string(v)) strbuf_add(b, json_string_value(v), json_string_length(v));
+    else pyjson_add(b, v);
+}
+
+void chat_add_strip(strbuf *b, const char *s, size_t n)
+{
+    static const char ws[] = " \t\n\r\v\f";
+    while (n && *s && strchr(ws, *s)) { s++; n--; }
+    while (n && s[n - 1] && strchr(ws, s[n - 1])) n--;
+    strbuf_add(b, s, n);
+}
+
+void chat_add_strip_nl(strbuf *b, const char *s, size_t n)
+{
+    while (n && *s == '\n') { s++; n--; }
+    while (n && s[n - 1] == '\n') n--;
+    strbuf_add(b, s, n);
 }

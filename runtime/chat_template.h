@@ -123,7 +123,7 @@ typedef struct chat_tools_opts {
     const char *date;             /* gpt-oss: "Current date" (YYYY-MM-DD); NULL: today, local time */
     const char *reasoning_effort; /* gpt-oss: "low" | "medium" | "high"; NULL: "medium" */
     bool        no_thinking;      /* Qwen3, GLM-4.5: enable_thinking false (an empty <think></think> opens the answer) */
-    const char *identity;         /* MiniMax-M2: the template's model_identity; NULL: minimax_m2()'s default */
+    const char *identity;         /* MiniMax-M2: the template's model_identity; NULL: "You are a helpful assistant. Your name is MiniMax-M2 and is built by MiniMax." */
 } chat_tools_opts;
 
 /* A conversation (with tools, each one JSON text in tojson's form, or

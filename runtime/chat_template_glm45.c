@@ -14,20 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/pyjson.h"
 #include "runtime/strbuf.h"
 
-static bool is(const chat_msg *m, const char *role) { return !strcmp(m->role, role); }
-
-static bool ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
-
-/* Python's str.strip() (ASCII blanks) */
-static void add_strip(strbuf *b, const char *s, size_t n)
-{
-    while (n && ws(*s)) { s++; n--; }
-    while (n && ws(s[n - 1])) n--;
-    strbuf_add(b, s, n);
-}
 
 static bool ends_with(const char *s, const char *t)
 {
@@ -52,13 +40,13 @@ char *chat_template_render_glm45(const chat_msg *m, size_t n, const char *const 
     }
     size_t last_user = SIZE_MAX;
     for (size_t i = 0; i < n; i++)
-        if (is(&m[i], "user")) last_user = i;
+        if (chat_is(&m[i], "user")) last_user = i;
     for (size_t i = 0; i < n; i++) {
         const chat_msg *x = &m[i];
-        if (is(x, "user")) {
+        if (chat_is(x, "user")) {
             strbuf_printf(&b, "<|user|>\n%s", x->content);
             if (no_think && !ends_with(x->content, "/nothink")) strbuf_puts(&b, "/nothink");
-        } else if (is(x, "assistant")) {
+        } else if (chat_is(x, "assistant")) {
             strbuf_puts(&b, "<|assistant|>");
             const char *content = x->content, *close = x->reasoning ? NULL : strstr(content, "</think>");
             const char *r = "", *re = r;
@@ -77,13 +65,13 @@ char *chat_template_render_glm45(const chat_msg *m, size_t n, const char *const 
             }
             if ((last_user == SIZE_MAX || i > last_user) && re > r) {
                 strbuf_puts(&b, "\n<think>");
-                add_strip(&b, r, (size_t)(re - r));
+                chat_add_strip(&b, r, (size_t)(re - r));
                 strbuf_puts(&b, "</think>");
             } else {
                 strbuf_puts(&b, "\n<think></think>");
             }
             strbuf c = { 0 };
-            add_strip(&c, content, strlen(content));
+            chat_add_strip(&c, content, strlen(content));
             if (c.len) { strbuf_puts(&b, "\n"); strbuf_add(&b, c.data, c.len); }
             strbuf_free(&c);
             for (size_t j = 0; j < x->n_calls; j++) {
@@ -97,17 +85,16 @@ char *chat_template_render_glm45(const chat_msg *m, size_t n, const char *const 
                 json_t *v;
                 json_object_foreach(args, k, v) {
                     strbuf_printf(&b, "<arg_key>%s</arg_key>\n<arg_value>", k);
-                    if (json_is_string(v)) strbuf_add(&b, json_string_value(v), json_string_length(v));
-                    else pyjson_add(&b, v);
+                    chat_add_arg(&b, v);
                     strbuf_puts(&b, "</arg_value>\n");
                 }
                 json_decref(args);
                 strbuf_puts(&b, "</tool_call>");
             }
-        } else if (is(x, "tool")) {
-            if (i == 0 || !is(&m[i - 1], "tool")) strbuf_puts(&b, "<|observation|>");
+        } else if (chat_is(x, "tool")) {
+            if (i == 0 || !chat_is(&m[i - 1], "tool")) strbuf_puts(&b, "<|observation|>");
             strbuf_printf(&b, "\n<tool_response>\n%s\n</tool_response>", x->content);
-        } else if (is(x, "system")) {
+        } else if (chat_is(x, "system")) {
             strbuf_printf(&b, "<|system|>\n%s", x->content);
         }
     }

@@ -8,6 +8,7 @@
  * line after 16 spaces; its oneOf "object" test never fires, Jinja's loop
  * scoping eating the flag). See chat_template.h. */
 #include "runtime/chat_template.h"
+#include "runtime/chat_template_impl.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -199,7 +200,6 @@ static void add_arguments(strbuf *b, const char *args)
     json_decref(v);
 }
 
-static bool is(const chat_msg *m, const char *role) { return !strcmp(m->role, role); }
 
 char *chat_template_render_harmony_tools(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
                                          const chat_tools_opts *o, bool gen, char *err, size_t errlen)
@@ -220,7 +220,7 @@ char *chat_template_render_harmony_tools(const chat_msg *m, size_t n, const char
                   date, effort, n_tools ? "\nCalls to these tools must go to the commentary channel: 'functions'." : "");
     size_t first = 0;
     const char *dev = "";
-    if (n && (is(&m[0], "system") || is(&m[0], "developer"))) { dev = m[0].content; first = 1; }
+    if (n && (chat_is(&m[0], "system") || chat_is(&m[0], "developer"))) { dev = m[0].content; first = 1; }
     if (*dev || n_tools) {
         strbuf_puts(&b, "<|start|>developer<|message|>");
         if (*dev) strbuf_printf(&b, "# Instructions\n\n%s\n\n", dev);
@@ -230,7 +230,7 @@ char *chat_template_render_harmony_tools(const chat_msg *m, size_t n, const char
     const char *last_call = NULL;
     for (size_t i = first; i < n; i++) {
         const chat_msg *x = &m[i];
-        if (is(x, "assistant")) {
+        if (chat_is(x, "assistant")) {
             if (strstr(x->content, "<|channel|>analysis<|message|>") || strstr(x->content, "<|channel|>final<|message|>")) {
                 snprintf(err, errlen, "messages[%zu]: gpt-oss's template refuses harmony's <|channel|> tags in a message's content", i);
                 strbuf_free(&b);
@@ -238,7 +238,7 @@ char *chat_template_render_harmony_tools(const chat_msg *m, size_t n, const char
             }
             if (x->n_calls) {
                 bool later_final = false;
-                for (size_t k = i + 1; k < n; k++) later_final |= is(&m[k], "assistant") && !m[k].n_calls;
+                for (size_t k = i + 1; k < n; k++) later_final |= chat_is(&m[k], "assistant") && !m[k].n_calls;
                 if (*x->content && !later_final)
                     strbuf_printf(&b, "<|start|>assistant<|channel|>analysis<|message|>%s<|end|>", x->content);
                 /* one call per message, as the template renders it: the first */
@@ -250,7 +250,7 @@ char *chat_template_render_harmony_tools(const chat_msg *m, size_t n, const char
                 strbuf_printf(&b, "<|start|>assistant<|channel|>final<|message|>%s<|end|>", x->content);
                 last_call = NULL;
             }
-        } else if (is(x, "tool")) {
+        } else if (chat_is(x, "tool")) {
             if (!last_call) {
                 snprintf(err, errlen, "messages[%zu]: a tool result with no assistant tool call before it "
                                       "(gpt-oss's template refuses it)", i);
@@ -262,7 +262,7 @@ char *chat_template_render_harmony_tools(const chat_msg *m, size_t n, const char
             pyjson_add(&b, s);
             json_decref(s);
             strbuf_puts(&b, "<|end|>");
-        } else if (is(x, "user")) {
+        } else if (chat_is(x, "user")) {
             strbuf_printf(&b, "<|start|>user<|message|>%s<|end|>", x->content);
         } /* a later system message: the template has no place for it */
     }

@@ -18,15 +18,6 @@
 #include "runtime/pyjson.h"
 #include "runtime/strbuf.h"
 
-static bool is(const chat_msg *m, const char *role) { return !strcmp(m->role, role); }
-
-/* s without leading and trailing newlines (Python's str.strip('\n')) */
-static void add_strip_nl(strbuf *b, const char *s, size_t n)
-{
-    while (n && *s == '\n') { s++; n--; }
-    while (n && s[n - 1] == '\n') n--;
-    strbuf_add(b, s, n);
-}
 
 char *chat_template_render_minimax_tools(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
                                          const chat_tools_opts *o, bool gen, char *err, size_t errlen)
@@ -34,7 +25,7 @@ char *chat_template_render_minimax_tools(const chat_msg *m, size_t n, const char
     const char *identity = o && o->identity ? o->identity
                                             : "You are a helpful assistant. Your name is MiniMax-M2 and is built by MiniMax.";
     strbuf b = { 0 };
-    size_t first = n && is(&m[0], "system") ? 1 : 0;
+    size_t first = n && chat_is(&m[0], "system") ? 1 : 0;
     strbuf_puts(&b, "]~!b[]~b]system\n");
     strbuf_puts(&b, first && *m[0].content ? m[0].content : identity);
     if (n_tools) {
@@ -55,11 +46,11 @@ char *chat_template_render_minimax_tools(const chat_msg *m, size_t n, const char
     strbuf_puts(&b, "[e~[\n");
     size_t last_user = SIZE_MAX;
     for (size_t i = first; i < n; i++)
-        if (is(&m[i], "user")) last_user = i;
+        if (chat_is(&m[i], "user")) last_user = i;
     bool have_call = false; /* the template's last_tool_call: set by an assistant's calls, cleared by one without */
     for (size_t i = first; i < n; i++) {
         const chat_msg *x = &m[i];
-        if (is(x, "assistant")) {
+        if (chat_is(x, "assistant")) {
             strbuf_puts(&b, "]~b]ai\n");
             const char *c = x->content, *close = x->reasoning ? NULL : strstr(c, "</think>");
             if (x->reasoning) { /* given apart: rendered as it is, the content whole */
@@ -74,14 +65,14 @@ char *chat_template_render_minimax_tools(const chat_msg *m, size_t n, const char
                 while (e > c && e[-1] == '\n') e--;
                 for (const char *p = c, *t; (t = strstr(p, "<think>")) && t + 7 <= e; p = t + 1) r = t + 7;
                 strbuf rs = { 0 };
-                add_strip_nl(&rs, r, (size_t)(e - r));
+                chat_add_strip_nl(&rs, r, (size_t)(e - r));
                 if (rs.len && (last_user == SIZE_MAX || i > last_user)) {
                     strbuf_puts(&b, "<think>\n");
                     strbuf_add(&b, rs.data, rs.len);
                     strbuf_puts(&b, "\n</think>\n\n");
                 }
                 strbuf_free(&rs);
-                add_strip_nl(&b, last + 8, strlen(last + 8));
+                chat_add_strip_nl(&b, last + 8, strlen(last + 8));
             } else {
                 strbuf_puts(&b, c);
             }
@@ -98,8 +89,7 @@ char *chat_template_render_minimax_tools(const chat_msg *m, size_t n, const char
                     json_t *v;
                     json_object_foreach(args, k, v) {
                         strbuf_printf(&b, "<parameter name=\"%s\">", k);
-                        if (json_is_string(v)) strbuf_add(&b, json_string_value(v), json_string_length(v));
-                        else pyjson_add(&b, v);
+                        chat_add_arg(&b, v);
                         strbuf_puts(&b, "</parameter>\n");
                     }
                     json_decref(args);
@@ -109,17 +99,17 @@ char *chat_template_render_minimax_tools(const chat_msg *m, size_t n, const char
             }
             have_call = x->n_calls > 0;
             strbuf_puts(&b, "[e~[\n");
-        } else if (is(x, "tool")) {
+        } else if (chat_is(x, "tool")) {
             if (!have_call) {
                 snprintf(err, errlen, "messages[%zu]: a tool result with no assistant tool call before it "
                                       "(MiniMax-M2's template refuses it)", i);
                 strbuf_free(&b);
                 return NULL;
             }
-            if (i == first || !is(&m[i - 1], "tool")) strbuf_puts(&b, "]~b]tool");
+            if (i == first || !chat_is(&m[i - 1], "tool")) strbuf_puts(&b, "]~b]tool");
             strbuf_printf(&b, "\n<response>%s</response>", x->content);
-            if (i == n - 1 || !is(&m[i + 1], "tool")) strbuf_puts(&b, "[e~[\n");
-        } else if (is(x, "user")) {
+            if (i == n - 1 || !chat_is(&m[i + 1], "tool")) strbuf_puts(&b, "[e~[\n");
+        } else if (chat_is(x, "user")) {
             strbuf_printf(&b, "]~b]user\n%s[e~[\n", x->content);
         } /* a later system message: the template drops it */
     }

@@ -16,23 +16,13 @@
 #include "runtime/pyjson.h"
 #include "runtime/strbuf.h"
 
-/* Python's str.strip() (Jinja's trim) on ASCII and the common Unicode blanks is
- * enough here; descriptions are the only texts trimmed. */
-static void add_trim(strbuf *b, const char *s, size_t n)
-{
-    static const char ws[] = " \t\n\r\v\f";
-    while (n && strchr(ws, s[0]) && s[0]) { s++; n--; }
-    while (n && strchr(ws, s[n - 1]) && s[n - 1]) n--;
-    strbuf_add(b, s, n);
-}
-
 /* `value | trim`: str() of the value, stripped; nothing for absent. */
 static void add_trimmed_value(strbuf *b, const json_t *v)
 {
     if (!v) return;
     strbuf t = { 0 };
     pyjson_add_str(&t, v);
-    add_trim(b, t.data ? t.data : "", t.len);
+    chat_add_strip(b, t.data ? t.data : "", t.len);
     if (t.oom) b->oom = true;
     strbuf_free(&t);
 }
@@ -123,7 +113,6 @@ static void tool_block(strbuf *b, const char *text)
     json_decref(t);
 }
 
-static bool is(const chat_msg *m, const char *role) { return !strcmp(m->role, role); }
 
 static bool blank(const char *s)
 {
@@ -138,7 +127,7 @@ char *chat_template_render_qwen3_coder(const chat_msg *m, size_t n, const char *
     strbuf b = { 0 };
     size_t first = 0;
     const char *sys = NULL;
-    if (n && is(&m[0], "system")) { sys = m[0].content; first = 1; }
+    if (n && chat_is(&m[0], "system")) { sys = m[0].content; first = 1; }
     if (sys) strbuf_printf(&b, "<|im_start|>system\n%s", sys);
     else if (n_tools)
         strbuf_puts(&b, "<|im_start|>system\nYou are Qwen, a helpful AI assistant that can interact with a computer to "
@@ -160,11 +149,11 @@ char *chat_template_render_qwen3_coder(const chat_msg *m, size_t n, const char *
     if (sys || n_tools) strbuf_puts(&b, "<|im_end|>\n");
     for (size_t i = first; i < n; i++) {
         const chat_msg *x = &m[i];
-        if (is(x, "assistant") && x->n_calls) {
+        if (chat_is(x, "assistant") && x->n_calls) {
             strbuf_puts(&b, "<|im_start|>assistant");
             if (!blank(x->content)) {
                 strbuf_puts(&b, "\n");
-                add_trim(&b, x->content, strlen(x->content));
+                chat_add_strip(&b, x->content, strlen(x->content));
                 strbuf_puts(&b, "\n");
             }
             for (size_t j = 0; j < x->n_calls; j++) {
@@ -185,11 +174,11 @@ char *chat_template_render_qwen3_coder(const chat_msg *m, size_t n, const char *
                 strbuf_puts(&b, "</function>\n</tool_call>");
             }
             strbuf_puts(&b, "<|im_end|>\n");
-        } else if (is(x, "tool")) {
+        } else if (chat_is(x, "tool")) {
             /* the template opens the user turn only after a message that is not a tool result */
-            if (i > first && !is(&m[i - 1], "tool")) strbuf_puts(&b, "<|im_start|>user\n");
+            if (i > first && !chat_is(&m[i - 1], "tool")) strbuf_puts(&b, "<|im_start|>user\n");
             strbuf_printf(&b, "<tool_response>\n%s\n</tool_response>\n", x->content);
-            if (i == n - 1 || !is(&m[i + 1], "tool")) strbuf_puts(&b, "<|im_end|>\n");
+            if (i == n - 1 || !chat_is(&m[i + 1], "tool")) strbuf_puts(&b, "<|im_end|>\n");
         } else {
             strbuf_printf(&b, "<|im_start|>%s\n%s<|im_end|>\n", x->role, x->content);
         }

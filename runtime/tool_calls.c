@@ -193,6 +193,29 @@ static const char *until(const char **s, const char *end, const char *lit, size_
     return v;
 }
 
+/* One argument of the tagged formats into args: its key a good label, its value typed. */
+static int set_arg(const tool_scan *ts, json_t **schemas, json_t *args, const char *tool, const char *k, size_t kn,
+                   const char *v, size_t vn)
+{
+    if (!good_label(k, kn)) return -1;
+    char *key = strndup(k, kn);
+    json_t *val = key ? typed_value(ts, schemas, tool, key, v, vn) : NULL;
+    int set = val ? json_object_set_new(args, key, val) : -1;
+    free(key);
+    return set ? -1 : 0;
+}
+
+/* A parsed call into c (the name taken from *name), *p past it at s. */
+static int take_call(tool_call *c, char **name, json_t *args, const char **p, const char *s)
+{
+    c->arguments = pyjson_dumps(args);
+    if (!c->arguments) return -1;
+    c->name = *name;
+    *name = NULL;
+    *p = s;
+    return 0;
+}
+
 /* One call at *p, in Qwen3-Coder's or GLM-4.5's tags (tool_calls.h). */
 static int parse_one_tagged(const tool_scan *ts, json_t **schemas, const char **p, const char *end, tool_call *c)
 {
@@ -236,19 +259,11 @@ static int parse_one_tagged(const tool_scan *ts, json_t **schemas, const char **
             if (vn && *v == '\n') { v++; vn--; } /* the template's newlines around the value */
             if (vn && v[vn - 1] == '\n') vn--;
         }
-        if (!good_label(k, kn)) goto out;
-        char *key = strndup(k, kn);
-        json_t *val = key ? typed_value(ts, schemas, name, key, v, vn) : NULL;
-        int set = val ? json_object_set_new(args, key, val) : -1;
-        free(key);
-        if (set) goto out;
+        if (set_arg(ts, schemas, args, name, k, kn, v, vn)) goto out;
     }
     skip_ws(&s, end);
     if (!take(&s, end, CLOSE) && s != end) goto out; /* only the last call may lack its close */
-    c->name = name;
-    c->arguments = pyjson_dumps(args);
-    name = NULL;
-    if (c->arguments) { rc = 0; *p = s; }
+    rc = take_call(c, &name, args, p, s);
 out:
     free(name);
     json_decref(args);
@@ -272,18 +287,10 @@ static int parse_invoke(const tool_scan *ts, json_t **schemas, const char **p, c
         size_t kn, vn;
         const char *k, *v;
         if (!take(&s, end, "<parameter name=\"") || !(k = until(&s, end, "\">", &kn)) ||
-            !(v = until(&s, end, "</parameter>", &vn)) || !good_label(k, kn))
+            !(v = until(&s, end, "</parameter>", &vn)) || set_arg(ts, schemas, args, name, k, kn, v, vn))
             goto out;
-        char *key = strndup(k, kn);
-        json_t *val = key ? typed_value(ts, schemas, name, key, v, vn) : NULL;
-        int set = val ? json_object_set_new(args, key, val) : -1;
-        free(key);
-        if (set) goto out;
     }
-    c->name = name;
-    c->arguments = pyjson_dumps(args);
-    name = NULL;
-    if (c->arguments) { rc = 0; *p = s; }
+    rc = take_call(c, &name, args, p, s);
 out:
     free(name);
     json_decref(args);

@@ -36,10 +36,7 @@ want=$("$bin/strata" run "$pack" -p "Once upon a time" -n 24 --temp 0) || fail "
 "$bin/strata" serve "$pack" --port 0 --parallel 4 >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 server_port 100
-for i in $(seq 100); do
-    code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$url/health"); [ "$code" = 200 ] && break; sleep 0.1
-done
-[ "$code" = 200 ] || fail "/health never became 200"
+server_healthy 100
 grep -q "ready: model stories, 2048-token context" "$tmp/out" || fail "ready line: $(cat "$tmp/out")"
 
 # Every API request goes through post(), which notes its path (in a file:
@@ -153,11 +150,8 @@ fi
 echo "curl: models, greedy == strata run, 3 APIs stream == non-stream, count_tokens, 8 clients + a killed one, metrics: ok"
 
 # The official SDKs, when npm can fetch them.
-if ! command -v npm >/dev/null || ! command -v node >/dev/null; then
-    echo "SDK checks skipped: npm or node is not installed"
-elif ! timeout 120 npm install --no-audit --no-fund --silent --prefix "$tmp/sdk" openai @anthropic-ai/sdk \
-        >"$tmp/npm.log" 2>&1; then
-    echo "SDK checks skipped: npm install failed: $(tail -n 1 "$tmp/npm.log")"
+if ! sdk_install "$tmp/sdk"; then
+    echo "SDK checks skipped: $(tail -n 1 "$tmp/sdk-npm.log")"
 else
     cp "$here/fixtures/sdk_check.cjs" "$tmp/sdk/"
     (cd "$tmp/sdk" && timeout 60 node sdk_check.cjs "$port") >"$tmp/sdk.log" 2>&1 || fail "SDKs: $(cat "$tmp/sdk.log")"

@@ -15,18 +15,13 @@ shared=${STRATA_SHARED:-../shared}
 here=$(cd "$(dirname "$0")" && pwd)
 gguf="$shared/models/stories260K/stories260K.gguf"
 [ -f "$gguf" ] || { echo "SKIP: $gguf is absent"; exit 77; }
-command -v node >/dev/null && command -v npm >/dev/null || { echo "SKIP: node or npm is not installed"; exit 77; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-e2e-tools-sdk-XXXXXX") || exit 1
 pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT INT TERM
 . "$here/lib/server.sh"
 
-if ! timeout 120 npm install --no-audit --no-fund --silent --prefix "$tmp/sdk" openai @anthropic-ai/sdk \
-        >"$tmp/npm.log" 2>&1; then
-    echo "SKIP: npm install failed: $(tail -n 1 "$tmp/npm.log")"
-    exit 77
-fi
+sdk_install "$tmp/sdk" || { echo "SKIP: the SDKs: $(tail -n 1 "$tmp/sdk-npm.log")"; exit 77; }
 
 markers="<|im_start|>{%- if tool_call.arguments is string %}{{- '<tool_call>\\n{\"name\": \"' }}{{ ns.last_query_index }}<tool_response>"
 script=$(printf '<think>\nLook it up.\n</think>\n\nI will check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n<tool_call>\n{"name": "now", "arguments": {}}\n</tool_call>')
@@ -34,10 +29,7 @@ script=$(printf '<think>\nLook it up.\n</think>\n\nI will check.\n<tool_call>\n{
     >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 server_port 100
-for i in $(seq 100); do
-    code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$url/health"); [ "$code" = 200 ] && break; sleep 0.1
-done
-[ "$code" = 200 ] || fail "/health never became 200"
+server_healthy 100
 grep -q "tool calls: qwen3" "$tmp/out" || fail "the template's tool format was not recognised: $(cat "$tmp/out")"
 
 cp "$here/fixtures/sdk_tools_check.cjs" "$tmp/sdk/"

@@ -1,5 +1,5 @@
 # tests/lib/server.sh: sourced by the end-to-end scripts that start
-# `strata serve` (e2e_serve.sh, e2e_serve_real.sh). Not a test itself:
+# `strata serve` (e2e_serve.sh, e2e_serve_real.sh, e2e_serve_tools_sdk.sh). Not a test itself:
 # tests/run.sh runs only tests/e2e_*.sh.
 #
 # Contract: the caller sets $tmp (its scratch folder) and starts the server
@@ -7,6 +7,11 @@
 # fail MSG... prints "FAIL: MSG" and the server's stderr, then exits 1.
 # server_port TRIES waits up to TRIES x 0.1 s for the server's "listening on"
 # line and sets port and url, or fails with "no listening line".
+# server_healthy TRIES waits up to TRIES x 0.1 s for /health to answer 200
+# (the model loaded), or fails.
+# sdk_install DIR installs the official openai and @anthropic-ai/sdk packages
+# under DIR with npm (120 s at most); non-zero, with the reason in DIR-npm.log,
+# when node/npm are absent or the install fails.
 
 fail() { echo "FAIL: $*"; [ -f "$tmp/err" ] && sed 's/^/  server: /' "$tmp/err"; exit 1; }
 
@@ -19,4 +24,20 @@ server_port() {
     done
     [ -n "$port" ] || fail "no listening line"
     url="http://127.0.0.1:$port"
+}
+
+server_healthy() {
+    code=""
+    for i in $(seq "$1"); do
+        code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$url/health"); [ "$code" = 200 ] && return 0; sleep 0.1
+    done
+    fail "/health never became 200"
+}
+
+sdk_install() {
+    if ! command -v npm >/dev/null || ! command -v node >/dev/null; then
+        echo "npm or node is not installed" >"$1-npm.log"
+        return 1
+    fi
+    timeout 120 npm install --no-audit --no-fund --silent --prefix "$1" openai @anthropic-ai/sdk >"$1-npm.log" 2>&1
 }
