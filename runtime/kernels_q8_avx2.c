@@ -1296,51 +1296,75 @@ AVX2 void kavx2_qdotn_ggml(const weight *w, int64_t r, const qrow *a, int nt, fl
     for (int t = 0; t < nt; t++) y[t * ystride] = 0.125f * hsum_ps(acc[t]);
 }
 
-/* Four MXFP4 rows with AVX-512 VNNI: one zmm holds a row's even block
- * (lanes 0..7) and the odd one after it (lanes 8..15), mxfp4_dot's two
- * accumulators side by side; vpdpbusd of the biased codes against both
- * blocks' activations, 12 x their 4-element sums taken off (the same
- * integers), the two scale products, one fused multiply-add; a last odd
- * block as mxfp4_dot4 takes it. y equals mxfp4_dot's bits (tested). */
-AVX512VNNI static void mxfp4_dot4_z(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
+/* Four MXFP4 rows with AVX-512 VNNI and VBMI: one zmm holds a row's even
+ * block (lanes 0..7) and the odd one after it (lanes 8..15), mxfp4_dot's
+ * two accumulators side by side. Both blocks (34 bytes) come in with one
+ * masked load (nothing past them is touched); one two-source byte
+ * permute of those bytes and of them shifted right by 4 lays out block
+ * b's low nibbles, its high nibbles, then block b+1's (the high bits of
+ * each byte are don't-cares), and one 64-entry byte permute of the
+ * biased table (16 values, four times) turns them into values. vpdpbusd
+ * of those against both blocks' activations, 12 x their 4-element sums
+ * taken off (the same integers); the two E8M0 bytes are permuted into
+ * their dword lanes and scale the activation scales through scalef; one
+ * fused multiply-add. A last odd block as mxfp4_dot4 takes it. y equals
+ * mxfp4_dot's bits (tested). */
+/* byte i of the layout: 128-bit lane i / 16 (low, high nibbles of block b, then of b+1), position
+ * i % 16 of the block's codes; 64 + picks the shifted copy */
+static const uint8_t mxfp4_layout[64] = {
+    1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16,
+    65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80,
+    18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33,
+    82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97,
+};
+/* the low byte of dword lanes 0..7: block b's E8M0 byte (offset 0), of lanes 8..15: block b+1's (17) */
+static const uint8_t mxfp4_scale_at[64] = {
+    [32] = 17, [36] = 17, [40] = 17, [44] = 17, [48] = 17, [52] = 17, [56] = 17, [60] = 17,
+};
+#define AVX512VNNI_VBMI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
+/* one row's block pair at b0 into acc */
+AVX512VNNI_VBMI static inline __attribute__((always_inline)) __m512 mxfp4_pair_z(
+    const uint8_t *b0, size_t ahead, __m512i layout, __m512i scale_idx, __m512i values, __m512i nbias, __m512i q2,
+    __m512 ad, __m512 acc)
+{
+    const __mmask64 two_blocks = ((__mmask64)1 << 34) - 1, dword_low = 0x1111111111111111ull;
+    _mm_prefetch((const char *)b0 + ahead, _MM_HINT_T0);
+    const __m512i raw = _mm512_maskz_loadu_epi8(two_blocks, b0);
+    const __m512i nib = _mm512_permutex2var_epi8(raw, layout, _mm512_srli_epi16(raw, 4));
+    const __m512i lanes = _mm512_dpbusd_epi32(nbias, _mm512_permutexvar_epi8(nib, values), q2);
+    const __m512i e = _mm512_maskz_permutexvar_epi8(dword_low, scale_idx, raw);
+    const __m512 dv = _mm512_scalef_ps(ad, _mm512_cvtepi32_ps(_mm512_add_epi32(e, _mm512_set1_epi32(-128))));
+    return _mm512_fmadd_ps(dv, _mm512_cvtepi32_ps(lanes), acc);
+}
+
+AVX512VNNI_VBMI static void mxfp4_dot4_z(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
 {
     const uint8_t *row[4];
     for (int k = 0; k < 4; k++) row[k] = (const uint8_t *)w->data + (size_t)(r + k * stride) * w->row_bytes;
     const __m512i values = _mm512_broadcast_i32x4(
-                      _mm_add_epi8(_mm_loadu_si128((const __m128i *)ggml_kvalues_fp4), _mm_set1_epi8(12))),
-                  m4 = _mm512_set1_epi8(0x0f);
-    const __m512i one8 = _mm512_set1_epi8(1), minus12 = _mm512_set1_epi32(-12);
+        _mm_add_epi8(_mm_loadu_si128((const __m128i *)ggml_kvalues_fp4), _mm_set1_epi8(12)));
+    const __m512i layout = _mm512_loadu_si512(mxfp4_layout), scale_idx = _mm512_loadu_si512(mxfp4_scale_at);
+    const __m512i twelve8 = _mm512_set1_epi8(12);
     const size_t ahead = qd4_ahead(w->row_bytes, stride);
-    __m512 acc[4];
-    QD_UNROLL
-    for (int k = 0; k < 4; k++) acc[k] = _mm512_setzero_ps();
+    /* four named accumulators: in an array gcc stored each one back to the stack every step */
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
     const int64_t nb = w->cols / 32;
     int64_t b = 0;
     for (; b + 1 < nb; b += 2) {
         const __m512i q2 = _mm512_loadu_si512((const void *)(a->q + b * 32));
         /* the bias's part, -12 x the 4-element sums, starts each row's integer sum */
-        const __m512i nbias = _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), one8, q2), minus12);
-        /* the activation scales of both blocks, each times 2^(e - 128) below: scalef multiplies by an
+        const __m512i nbias = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                               _mm512_dpbusd_epi32(_mm512_setzero_si512(), twelve8, q2));
+        /* the activation scales of both blocks, each times 2^(e - 128): scalef multiplies by an
          * exact power of two, the same rounding as the product with ggml_e8m0_half(e) */
         const __m512 ad = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(a->d[b]), _mm512_set1_ps(a->d[b + 1]));
-        QD_UNROLL /* the accumulators stay in registers */
-        for (int k = 0; k < 4; k++) {
-            const uint8_t *b0 = row[k] + b * 17, *b1 = b0 + 17;
-            _mm_prefetch((const char *)b0 + ahead, _MM_HINT_T0);
-            /* 128-bit lanes: block b's bytes twice, then block b+1's twice; low nibbles in lanes 0 and 2 */
-            const __m512i x = _mm512_inserti64x4(
-                _mm512_castsi256_si512(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(b0 + 1)))),
-                _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(b1 + 1))), 1);
-            const __m512i idx = _mm512_mask_blend_epi64(0xCC, _mm512_and_si512(x, m4),
-                                                        _mm512_and_si512(_mm512_srli_epi16(x, 4), m4));
-            const __m512i wu = _mm512_shuffle_epi8(values, idx);
-            const __m512i lanes = _mm512_dpbusd_epi32(nbias, wu, q2);
-            const __m512 ev = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps((float)(b0[0] - 128)),
-                                                   _mm512_set1_ps((float)(b1[0] - 128)));
-            const __m512 dv = _mm512_scalef_ps(ad, ev);
-            acc[k] = _mm512_fmadd_ps(dv, _mm512_cvtepi32_ps(lanes), acc[k]);
-        }
+        const size_t off = (size_t)b * 17;
+        acc0 = mxfp4_pair_z(row[0] + off, ahead, layout, scale_idx, values, nbias, q2, ad, acc0);
+        acc1 = mxfp4_pair_z(row[1] + off, ahead, layout, scale_idx, values, nbias, q2, ad, acc1);
+        acc2 = mxfp4_pair_z(row[2] + off, ahead, layout, scale_idx, values, nbias, q2, ad, acc2);
+        acc3 = mxfp4_pair_z(row[3] + off, ahead, layout, scale_idx, values, nbias, q2, ad, acc3);
     }
+    const __m512 acc[4] = { acc0, acc1, acc2, acc3 };
     for (int k = 0; k < 4; k++) {
         const __m256 lo = _mm512_castps512_ps256(acc[k]);
         const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[k]), 1));
@@ -1355,7 +1379,7 @@ AVX512VNNI static void mxfp4_dot4_z(const weight *w, int64_t r, int64_t stride, 
     }
 }
 
-AVX512VNNI void kavx512_qdot4_ggml(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
+AVX512VNNI_VBMI void kavx512_qdot4_ggml(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
 {
     if (w->ggml_type == GGML_TYPE_MXFP4) { mxfp4_dot4_z(w, r, stride, a, y); return; }
     kavx2_qdot4_ggml(w, r, stride, a, y);

@@ -869,6 +869,59 @@ static void test_native_equals_sform(void **st)
     }
 }
 
+/* Native MXFP4 rows of random bytes (every E8M0 exponent from 0 to 254
+ * occurs, with codes of every nibble), 1..9 blocks a row (odd counts end
+ * on the pairless block): every SIMD table's qdot and qdot4 (stride 1 and
+ * 2) give the scalar qdot's bits, and the scalar qdot is within 1e-5 of
+ * the sum of |terms| of the decoded row times the rounded activation. */
+static void test_qdot_mxfp4_random_blocks(void **st)
+{
+    (void)st;
+    const kernels *tabs[4] = { kernels_scalar(), kernels_avx2(), kernels_avx2_vnni(), kernels_avx512() };
+    uint64_t rs = 41;
+    const int64_t R = 8, CMAX = 9 * 32;
+    uint8_t *blocks = malloc((size_t)R * (CMAX / 32) * 17);
+    float x[9 * 32], deq[9 * 32], row[9 * 32], d[9];
+    int8_t q[9 * 32];
+    int32_t s16[9 * 32 / 16];
+    int next_e = 0;
+    for (int64_t nb = 1; nb <= 9; nb++) {
+        const int64_t C = nb * 32;
+        for (size_t i = 0; i < (size_t)(R * nb * 17); i++) blocks[i] = (uint8_t)rnd_(&rs);
+        for (int64_t b = 0; b < R * nb; b++) { /* exponents in turn, so every one is met */
+            blocks[b * 17] = (uint8_t)next_e;
+            next_e = (next_e + 7) % 255;
+        }
+        weight w = { .form = WF_GGML, .rows = R, .cols = C, .data = blocks, .ggml_type = GGML_TYPE_MXFP4,
+                     .act = WA_Q8_0 };
+        char err[128];
+        assert_int_equal(weight_check(&w, "mxfp4 random", err, sizeof err), 0);
+        for (int kind = 0; kind < 4; kind++) {
+            fill_act(x, C, &rs, kind);
+            qrow a = { WA_Q8_0, C, q, d, s16, deq };
+            qrow_fill(tabs[0], &a, x);
+            for (int64_t r = 0; r < R; r++) {
+                const float ys = tabs[0]->qdot[WF_GGML](&w, r, &a);
+                tabs[0]->row_f32[WF_GGML](&w, r, row);
+                double dref = 0, mag = 0;
+                for (int64_t i = 0; i < C; i++) { dref += (double)row[i] * deq[i]; mag += fabs((double)row[i] * deq[i]); }
+                /* (where the float sums cannot overflow: the large exponents do, as in ggml) */
+                if (mag < 1e30) assert_true(fabs(ys - dref) <= 1e-5 * mag + 1e-30);
+                for (int t = 1; t < 4; t++) {
+                    if (!tabs[t]) continue;
+                    const float yv = tabs[t]->qdot[WF_GGML](&w, r, &a);
+                    if (memcmp(&yv, &ys, sizeof yv))
+                        printf("MXFP4 random (%s): C %lld row %lld kind %d %.9g scalar %.9g\n", tabs[t]->name,
+                               (long long)C, (long long)r, kind, yv, ys);
+                    assert_memory_equal(&yv, &ys, sizeof yv);
+                }
+            }
+            check_qdot4_native(tabs, &w, &a);
+        }
+    }
+    free(blocks);
+}
+
 /* ggml's own dots (Debian's libggml-cpu 0.27, haswell build: the x86 AVX2
  * vec_dot_q4_K_q8_K / q5_K_q8_K) on ggml's rows of two super-blocks
  * (vectors/quant, 8 x 512) against x[i] = ((37 i) mod 101 - 50) / 16, as
@@ -1148,6 +1201,7 @@ int main(void)
         cmocka_unit_test(test_qdot_forms),
         cmocka_unit_test(test_qdot_iq3_random_blocks),
         cmocka_unit_test(test_native_equals_sform),
+        cmocka_unit_test(test_qdot_mxfp4_random_blocks),
         cmocka_unit_test(test_ggml_kquant_two_superblocks),
         cmocka_unit_test(test_qdot_refusals),
         cmocka_unit_test(test_pool),
