@@ -31,6 +31,7 @@ static void usage(FILE *fp)
         "usage: strata serve PACK [--host 127.0.0.1] [--port 8080] [--api-key KEY]\n"
         "                         [--parallel N] [--queue N] [--ctx N] [--chat-template NAME]\n"
         "                         [--cors ORIGIN] [--max-body BYTES] [--no-prompt-cache]\n"
+        "                         [--strict-max-tokens]\n"
         "  Serves PACK over OpenAI- and Anthropic-compatible HTTP APIs (docs/server.md).\n"
         "  --host          IPv4 address to bind (default 127.0.0.1: this machine only)\n"
         "  --port          TCP port (default 8080; 0 picks a free one and prints it)\n"
@@ -47,6 +48,9 @@ static void usage(FILE *fp)
         "  --max-body      largest request body in bytes (default 1048576)\n"
         "  --no-prompt-cache  evaluate every prompt whole (default: a slot keeps its KV cache and a\n"
         "                  request evaluates only what follows the prefix it shares with it)\n"
+        "  --strict-max-tokens  refuse (400) a max_tokens the context cannot hold after the prompt\n"
+        "                  (default: the answer ends where the context does, finish_reason \"length\"\n"
+        "                  / stop_reason \"max_tokens\"; clients such as Claude Code ask for 32000)\n"
         "  [--device auto|cpu|cuda] [--vram-reserve SIZE] [--miss cpu|pcie|auto] [--profile FILE]\n"
         "  [--record-routing FILE] (written when the server stops; the GPU expert cache's counters\n"
         "  appear in /metrics):\n"
@@ -89,6 +93,7 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return -1; }
         if (!strcmp(a, "--fake-engine")) { o->fake = true; continue; }
         if (!strcmp(a, "--no-prompt-cache")) { o->no_prompt_cache = true; continue; }
+        if (!strcmp(a, "--strict-max-tokens")) { o->cfg.strict_max_tokens = true; continue; }
         if (a[0] != '-') {
             if (o->pack) { fprintf(stderr, "strata serve: more than one PACK given ('%s')\n", a); return 2; }
             o->pack = a;

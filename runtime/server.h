@@ -18,6 +18,7 @@
 #ifndef STRATA_SERVER_H
 #define STRATA_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "runtime/engine.h"
@@ -32,6 +33,8 @@ typedef struct server_config {
     const char *chat_template; /* a family name that overrides the pack's template, or NULL */
     const char *cors_origin;   /* NULL: no CORS headers */
     size_t      max_body;      /* 0: 1 MiB */
+    bool        strict_max_tokens; /* refuse (400) a max_tokens the context cannot hold; false:
+                                    * the answer ends where the context does (finish "length") */
 } server_config;
 
 typedef struct server server;

@@ -172,7 +172,7 @@ static ant *parse(server *s, request *rq, api_kind kind, api_error *e)
     }
     a->s = s;
     server_new_id(s, "msg_", a->id, sizeof a->id);
-    if (api_request_parse(kind, rq->body ? rq->body : "", rq->len, s->n_ctx, &a->r, e) != 0 ||
+    if (api_request_parse(kind, rq->body ? rq->body : "", rq->len, server_max_tokens_limit(s), &a->r, e) != 0 ||
         server_prepare(s, &a->r, &a->p, e) != 0) {
         release(a);
         return NULL;

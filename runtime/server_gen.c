@@ -57,6 +57,10 @@ int server_prepare(server *s, const api_request *r, prepared *p, api_error *e)
     }
     int room = s->n_ctx - (int)p->n_ids;
     p->max_tokens = r->max_tokens ? r->max_tokens : room;
+    /* clients that size max_tokens for a hosted model (Claude Code asks for 32000) would be refused
+     * on every turn; by default their answers end where the context does, reported as "length" /
+     * "max_tokens", and the prompt itself is never cut */
+    if (p->max_tokens > room && !s->strict_max_tokens) p->max_tokens = room;
     if (p->max_tokens > room) {
         snprintf(msg, sizeof msg,
                  "the prompt (%zu tokens) plus max_tokens (%d) exceeds the context length of %d tokens",

@@ -31,6 +31,7 @@ struct server {
     char              *host, *api_key, *cors_origin, *template_name;
     int                parallel, queue, n_ctx_cfg;
     size_t             max_body;
+    bool               strict_max_tokens;
     struct MHD_Daemon *daemon;
     int                port;
     metrics           *metrics;
@@ -49,6 +50,11 @@ struct server {
     int                busy, waiting;
     atomic_ullong      next_id;
 };
+
+/* The largest max_tokens a request may name: the context length when
+ * --strict-max-tokens refuses what it cannot hold; otherwise any (it is
+ * cut to the room the prompt leaves, server_gen.c). */
+static inline int server_max_tokens_limit(const server *s) { return s->strict_max_tokens ? s->n_ctx : 1 << 30; }
 
 typedef struct request request;
 typedef enum MHD_Result (*route_fn)(server *s, struct MHD_Connection *c, request *rq);

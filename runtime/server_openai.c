@@ -215,7 +215,7 @@ static enum MHD_Result complete(server *s, struct MHD_Connection *c, request *rq
     server_new_id(s, chat ? "chatcmpl-" : "cmpl-", o->id, sizeof o->id);
     api_error e;
     if (api_request_parse(chat ? API_CHAT : API_COMPLETION, rq->body ? rq->body : "", rq->len,
-                          s->n_ctx, &o->r, &e) != 0 ||
+                          server_max_tokens_limit(s), &o->r, &e) != 0 ||
         server_prepare(s, &o->r, &o->p, &e) != 0) {
         release(o);
         return server_reply_error(c, rq, e.status, e.param, "%s", e.message);

@@ -124,7 +124,7 @@ static json_t *json_of(const reply *r)
     return j;
 }
 
-static const char *jstr(json_t *j, const char *path)
+static json_t *jget(json_t *j, const char *path)
 {
     json_t *v = j;
     char buf[256], *save = NULL;
@@ -133,7 +133,16 @@ static const char *jstr(json_t *j, const char *path)
      * state made one thread's lookup return NULL under load */
     for (char *k = strtok_r(buf, ".", &save); k && v; k = strtok_r(NULL, ".", &save))
         v = (*k >= '0' && *k <= '9') ? json_array_get(v, (size_t)atoi(k)) : json_object_get(v, k);
-    return json_string_value(v);
+    return v;
+}
+
+static const char *jstr(json_t *j, const char *path) { return json_string_value(jget(j, path)); }
+
+static long long jint(json_t *j, const char *path)
+{
+    json_t *v = jget(j, path);
+    if (!json_is_integer(v)) fail_msg("%s: not an integer", path);
+    return json_integer_value(v);
 }
 
 /* ---- SSE: split the body into events ------------------------------------ */
@@ -876,7 +885,7 @@ static void test_errors(void **st)
     (void)st;
     SKIP_UNLESS_SHARED(GGUF);
     fixture f;
-    server_config c = { .max_body = 2048, .n_ctx = 64 };
+    server_config c = { .max_body = 2048, .n_ctx = 64, .strict_max_tokens = true };
     start(&f, &c, 0, true);
     struct { const char *path, *body; long status; const char *param; } cases[] = {
         { "/nope", NULL, 404, NULL },
@@ -915,6 +924,42 @@ static void test_errors(void **st)
     assert_non_null(strstr(r.body.data, "2048 bytes"));
     reply_free(&r);
     strbuf_free(&big);
+    stop(&f);
+}
+
+/* By default a max_tokens the context cannot hold (Claude Code asks for
+ * 32000) is cut to the room the prompt leaves: the answer fills the
+ * context and says so ("length", "max_tokens"); the prompt is still never
+ * cut. --strict-max-tokens refuses it (test_errors). */
+static void test_max_tokens_over_context(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(GGUF);
+    fixture f;
+    server_config c = { .n_ctx = 80 };
+    start(&f, &c, 0, true);
+    const char *bodies[2] = { CHAT ",\"max_tokens\":32000}", CHAT ",\"max_tokens\":81}" };
+    for (int i = 0; i < 2; i++) {
+        reply r = { 0 };
+        http(f.port, "/v1/chat/completions", bodies[i], NULL, &r);
+        if (r.status != 200) fail_msg("body %d: status %ld: %s", i, r.status, r.body.data);
+        json_t *j = json_of(&r);
+        assert_string_equal(jstr(j, "choices.0.finish_reason"), "length");
+        assert_int_equal(jint(j, "usage.prompt_tokens") + jint(j, "usage.completion_tokens"), 80);
+        json_decref(j);
+        reply_free(&r);
+    }
+    reply r = { 0 };
+    http(f.port, "/v1/messages",
+         "{\"model\":\"x\",\"max_tokens\":32000,\"messages\":[{\"role\":\"user\",\"content\":\"Tell me a story\"}]}",
+         NULL, &r);
+    if (r.status != 200) fail_msg("messages: status %ld: %s", r.status, r.body.data);
+    json_t *j = json_of(&r);
+    assert_string_equal(jstr(j, "stop_reason"), "max_tokens");
+    assert_int_equal(jint(j, "usage.input_tokens") + jint(j, "usage.cache_read_input_tokens") +
+                         jint(j, "usage.output_tokens"), 80);
+    json_decref(j);
+    reply_free(&r);
     stop(&f);
 }
 
@@ -1038,6 +1083,7 @@ int main(void)
         cmocka_unit_test(test_openai_stream_equals_plain),
         cmocka_unit_test(test_anthropic_stream),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_max_tokens_over_context),
         cmocka_unit_test(test_eight_streams),
         cmocka_unit_test(test_queue_full_and_disconnect),
         cmocka_unit_test(test_gpt_oss_harmony),
