@@ -1130,13 +1130,21 @@ AVX512VNNI void kavx512v_qdot4_scode(const weight *w, int64_t r, int64_t stride,
  * into two float accumulators, their sum's hsum, a last odd block's
  * integer total fused-multiply-added after it. */
 
+/* The 32 code indices of an MXFP4 block at blk, low nibbles first: its 16
+ * bytes broadcast to both 128-bit lanes (a load, no shuffle), the upper
+ * lane shifted down by 4, so that one in-lane table shuffle finds the
+ * values (instead of two 128-bit shuffles and an insert). */
+AVX2 static inline __m256i mxfp4_nibbles(const uint8_t *blk)
+{
+    const __m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(blk + 1)));
+    return _mm256_and_si256(_mm256_blend_epi32(x, _mm256_srli_epi16(x, 4), 0xF0), _mm256_set1_epi8(0x0f));
+}
+
 /* The 32 biased code values of an MXFP4 block at blk (low nibbles first). */
 AVX2 static inline __m256i mxfp4_codes(const uint8_t *blk)
 {
     const __m128i values = _mm_add_epi8(_mm_loadu_si128((const __m128i *)ggml_kvalues_fp4), _mm_set1_epi8(12));
-    const __m128i m4 = _mm_set1_epi8(0x0f), bits = _mm_loadu_si128((const __m128i *)(blk + 1));
-    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_shuffle_epi8(values, _mm_and_si128(bits, m4))),
-                                   _mm_shuffle_epi8(values, _mm_and_si128(_mm_srli_epi16(bits, 4), m4)), 1);
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(values), mxfp4_nibbles(blk));
 }
 
 /* 12 x the 4-element sums of an activation block: the bias to take off. */
@@ -1152,6 +1160,18 @@ AVX2 static inline __m256i mxfp4_lanes(__m256i codes, __m256i q8, __m256i qbias)
     return _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(codes, q8), _mm256_set1_epi16(1)), qbias);
 }
 
+/* The same 8 integer lanes from the codes' signed values, as ggml's AVX2
+ * kernel makes them: |value| x (activation with the value's sign). No
+ * bias to carry, which the four-row kernel has no registers left for. */
+AVX2 static inline __m256i mxfp4_lanes_signed(const uint8_t *blk, const int8_t *q)
+{
+    const __m256i v = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ggml_kvalues_fp4)),
+                                          mxfp4_nibbles(blk));
+    const __m256i q8 = _mm256_loadu_si256((const __m256i *)q);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(q8, v)),
+                             _mm256_set1_epi16(1));
+}
+
 AVX2 static inline int32_t hsum_epi32(__m256i v)
 {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -1160,48 +1180,89 @@ AVX2 static inline int32_t hsum_epi32(__m256i v)
     return _mm_cvtsi128_si32(s);
 }
 
+/* One row's blocks b (at b0) and b+1 into the even and odd accumulators;
+ * q the activation of block b. Callers keep four rows' eight accumulators
+ * in named variables (indexed by b % 2 in an array, gcc kept them in
+ * memory); with them, the table and the masks, AVX2's 16 registers are
+ * nearly full, hence the signed lanes (no biases to hold) and the
+ * activation read here. */
+AVX2 static inline __attribute__((always_inline)) void mxfp4_pair(const uint8_t *b0, const int8_t *q,
+                                                                  const float *sc, __m256 *even, __m256 *odd)
+{
+    const __m256i la = mxfp4_lanes_signed(b0, q), lb = mxfp4_lanes_signed(b0 + 17, q + 32);
+    *even = _mm256_fmadd_ps(_mm256_broadcast_ss(sc), _mm256_cvtepi32_ps(la), *even);
+    *odd = _mm256_fmadd_ps(_mm256_broadcast_ss(sc + 1), _mm256_cvtepi32_ps(lb), *odd);
+}
+
+/* The eight scales of four rows' block pairs (row 0 block b, row 0 block
+ * b+1, row 1 block b, ...) into sc: ggml_e8m0_half of each E8M0 byte on
+ * vectors (subnormal bits for e < 2), times the activation scale, the
+ * product ggml rounds. */
+AVX2 static inline __attribute__((always_inline)) void mxfp4_scales4(const uint8_t *r0, const uint8_t *r1,
+                                                                     const uint8_t *r2, const uint8_t *r3,
+                                                                     const float *d, float *sc)
+{
+    const __m256i e = _mm256_setr_epi32(r0[0], r0[17], r1[0], r1[17], r2[0], r2[17], r3[0], r3[17]);
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    const __m256i bits = _mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e));
+    double dpair;
+    memcpy(&dpair, d, sizeof dpair);
+    _mm256_storeu_ps(sc, _mm256_mul_ps(_mm256_castpd_ps(_mm256_set1_pd(dpair)), _mm256_castsi256_ps(bits)));
+}
+
+/* The total of a row's two accumulators, and a last odd block's product after it. */
+AVX2 static inline float mxfp4_finish(const uint8_t *row, const qrow *a, int64_t nb, __m256 even, __m256 odd)
+{
+    float s = hsum_ps(_mm256_add_ps(even, odd));
+    if (nb % 2) {
+        const uint8_t *blk = row + (nb - 1) * 17;
+        const __m256i q8 = _mm256_loadu_si256((const __m256i *)(a->q + (nb - 1) * 32));
+        const __m256i lanes = mxfp4_lanes(mxfp4_codes(blk), q8, mxfp4_qbias(q8));
+        s = fmaf(a->d[nb - 1] * ggml_e8m0_half(blk[0]), (float)hsum_epi32(lanes), s);
+    }
+    return s;
+}
+
 AVX2 static float mxfp4_dot(const weight *w, int64_t r, const qrow *a)
 {
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    __m256 acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
+    __m256 even = _mm256_setzero_ps(), odd = even;
     const int64_t nb = w->cols / 32;
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *blk = row + b * 17;
-        const __m256i q8 = _mm256_loadu_si256((const __m256i *)(a->q + b * 32));
-        const __m256i lanes = mxfp4_lanes(mxfp4_codes(blk), q8, mxfp4_qbias(q8));
-        const float d = a->d[b] * ggml_e8m0_half(blk[0]);
-        if (b + 1 == nb && nb % 2)
-            return fmaf(d, (float)hsum_epi32(lanes), hsum_ps(_mm256_add_ps(acc[0], acc[1])));
-        acc[b % 2] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), acc[b % 2]);
+    for (int64_t b = 0; b + 1 < nb; b += 2) {
+        const float sc[2] = { a->d[b] * ggml_e8m0_half(row[b * 17]), a->d[b + 1] * ggml_e8m0_half(row[b * 17 + 17]) };
+        mxfp4_pair(row + b * 17, a->q + b * 32, sc, &even, &odd);
     }
-    return hsum_ps(_mm256_add_ps(acc[0], acc[1]));
+    return mxfp4_finish(row, a, nb, even, odd);
 }
 
 /* Four MXFP4 rows (r, r + stride, ...) against one activation, each y
- * mxfp4_dot's bits: the activation block and its bias are made once. */
+ * mxfp4_dot's bits: the activation blocks and their biases are made once. */
 AVX2 static void mxfp4_dot4(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
 {
-    const uint8_t *row[4];
-    for (int k = 0; k < 4; k++) row[k] = (const uint8_t *)w->data + (size_t)(r + k * stride) * w->row_bytes;
-    __m256 acc[4][2];
-    QD_UNROLL
-    for (int k = 0; k < 4; k++) acc[k][0] = acc[k][1] = _mm256_setzero_ps();
+    const size_t rs = (size_t)stride * w->row_bytes;
+    const uint8_t *r0 = (const uint8_t *)w->data + (size_t)r * w->row_bytes, *r1 = r0 + rs, *r2 = r1 + rs, *r3 = r2 + rs;
+    const size_t ahead = qd4_ahead(w->row_bytes, stride);
+    __m256 e0 = _mm256_setzero_ps(), o0 = e0, e1 = e0, o1 = e0, e2 = e0, o2 = e0, e3 = e0, o3 = e0;
     const int64_t nb = w->cols / 32;
-    for (int64_t b = 0; b < nb; b++) {
-        const __m256i q8 = _mm256_loadu_si256((const __m256i *)(a->q + b * 32)), qbias = mxfp4_qbias(q8);
-        QD_UNROLL /* the accumulators stay in registers */
-        for (int k = 0; k < 4; k++) {
-            const uint8_t *blk = row[k] + b * 17;
-            const __m256i lanes = mxfp4_lanes(mxfp4_codes(blk), q8, qbias);
-            const float d = a->d[b] * ggml_e8m0_half(blk[0]);
-            if (b + 1 == nb && nb % 2)
-                y[k * stride] = fmaf(d, (float)hsum_epi32(lanes), hsum_ps(_mm256_add_ps(acc[k][0], acc[k][1])));
-            else
-                acc[k][b % 2] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), acc[k][b % 2]);
-        }
+    for (int64_t b = 0; b + 1 < nb; b += 2) {
+        const int8_t *q = a->q + b * 32;
+        const size_t off = (size_t)b * 17;
+        float sc[8];
+        mxfp4_scales4(r0 + off, r1 + off, r2 + off, r3 + off, a->d + b, sc);
+        _mm_prefetch((const char *)r0 + off + ahead, _MM_HINT_T0);
+        _mm_prefetch((const char *)r1 + off + ahead, _MM_HINT_T0);
+        _mm_prefetch((const char *)r2 + off + ahead, _MM_HINT_T0);
+        _mm_prefetch((const char *)r3 + off + ahead, _MM_HINT_T0);
+        mxfp4_pair(r0 + off, q, sc + 0, &e0, &o0);
+        mxfp4_pair(r1 + off, q, sc + 2, &e1, &o1);
+        mxfp4_pair(r2 + off, q, sc + 4, &e2, &o2);
+        mxfp4_pair(r3 + off, q, sc + 6, &e3, &o3);
     }
-    if (nb % 2 == 0)
-        for (int k = 0; k < 4; k++) y[k * stride] = hsum_ps(_mm256_add_ps(acc[k][0], acc[k][1]));
+    y[0] = mxfp4_finish(r0, a, nb, e0, o0);
+    y[stride] = mxfp4_finish(r1, a, nb, e1, o1);
+    y[2 * stride] = mxfp4_finish(r2, a, nb, e2, o2);
+    y[3 * stride] = mxfp4_finish(r3, a, nb, e3, o3);
 }
 
 /* qdot4 for native blocks: MXFP4's four-row kernel, the table's single dot
