@@ -170,6 +170,12 @@ AVX2 static inline __m256i dot32_wide(const uint8_t *p, const int8_t *q, __m256i
  * unpacking is specialised. Rows are read ahead of the hardware prefetcher,
  * which stops at 4 KiB page boundaries. */
 #define QD_AHEAD 1024
+/* Read-ahead goes to L2 (T1), not L1: a core holds few more L1 misses in
+ * flight than one DRAM stream needs, and the four-row kernels' streams are
+ * one row long; into L1 (T0), one core streamed the S8 four-row kernel from
+ * DRAM at 8-10 GB/s, into L2 at 13-17 (the single-row kernel: 18), with the
+ * same speed from cache (Zen 4). */
+#define QD_HINT _MM_HINT_T1
 AVX2 static inline __attribute__((always_inline)) float qdot_unit32(const uint8_t *codes, const int8_t *q,
                                                                     const float *sc, const float *d, int64_t n32,
                                                                     int bits, __m256i bias, __m256i cb, int use_cb)
@@ -179,8 +185,8 @@ AVX2 static inline __attribute__((always_inline)) float qdot_unit32(const uint8_
     int64_t i = 0;
     for (; i + 2 <= n32; i += 2) {
         const uint8_t *p = codes + i * step;
-        _mm_prefetch((const char *)p + QD_AHEAD, _MM_HINT_T0);
-        if (bits == 8) _mm_prefetch((const char *)p + QD_AHEAD + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)p + QD_AHEAD, QD_HINT);
+        if (bits == 8) _mm_prefetch((const char *)p + QD_AHEAD + 64, QD_HINT);
         const __m256i s0 = dot32_i8(values32(p, bits, bias, cb, use_cb), _mm256_loadu_si256((const __m256i *)(q + i * 32)));
         const __m256i s1 = dot32_i8(values32(p + step, bits, bias, cb, use_cb),
                                     _mm256_loadu_si256((const __m256i *)(q + i * 32 + 32)));
@@ -431,7 +437,7 @@ AVX2 static inline __attribute__((always_inline)) void qdot4_unit32(const uint8_
             QD_UNROLL
             for (int k = 0; k < QD_ROWS; k++) {
                 const uint8_t *p = codes + k * rstep + (i + u) * step;
-                if (bits == 8 || u % 4 == 0) _mm_prefetch((const char *)p + ahead, _MM_HINT_T0);
+                if (bits == 8 || u % 4 == 0) _mm_prefetch((const char *)p + ahead, QD_HINT);
                 const __m256i s0 = dot32_i8(values32(p, bits, bias, cb, use_cb), q0);
                 const __m256i s1 = dot32_i8(values32(p + step, bits, bias, cb, use_cb), q1);
                 acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_broadcast_ss(&sd[k][u]), acc0[k]);
@@ -552,7 +558,7 @@ AVX2 float kavx2_qdot_iq3(const weight *w, int64_t r, const qrow *a)
     for (int64_t b = 0; b < w->cols / IQ3_QK; b++) {
         const uint8_t *blk = row + b * IQ3_BLOCK_BYTES;
         const int8_t *q = a->q + b * IQ3_QK;
-        _mm_prefetch((const char *)blk + QD_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)blk + QD_AHEAD, QD_HINT);
         uint16_t dh;
         memcpy(&dh, blk + 96, 2);
         uint32_t mask[8], mul[8];
@@ -648,8 +654,8 @@ VNNI static inline __attribute__((always_inline)) float vnni_unit32(const uint8_
     int64_t i = 0;
     for (; i + 2 <= n32; i += 2) {
         const uint8_t *p = codes + i * step;
-        _mm_prefetch((const char *)p + QD_AHEAD, _MM_HINT_T0);
-        if (bits == 8) _mm_prefetch((const char *)p + QD_AHEAD + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)p + QD_AHEAD, QD_HINT);
+        if (bits == 8) _mm_prefetch((const char *)p + QD_AHEAD + 64, QD_HINT);
         const __m256i q0 = _mm256_loadu_si256((const __m256i *)(q + i * 32));
         const __m256i q1 = _mm256_loadu_si256((const __m256i *)(q + i * 32 + 32));
         const __m256i s0 = _mm256_dpbusd_avx_epi32(bias_lanes(q0, bias16), codes32_u8(p, bits), q0);
@@ -709,7 +715,7 @@ VNNI static inline __attribute__((always_inline)) void vnni4_unit32(const uint8_
             QD_UNROLL
             for (int k = 0; k < QD_ROWS; k++) {
                 const uint8_t *p = codes + k * rstep + (i + u) * step;
-                if (bits == 8 || u % 4 == 0) _mm_prefetch((const char *)p + ahead, _MM_HINT_T0);
+                if (bits == 8 || u % 4 == 0) _mm_prefetch((const char *)p + ahead, QD_HINT);
                 const __m256i s0 = _mm256_dpbusd_avx_epi32(b0, codes32_u8(p, bits), q0);
                 const __m256i s1 = _mm256_dpbusd_avx_epi32(b1, codes32_u8(p + step, bits), q1);
                 acc0[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_broadcast_ss(&sd[k][u]), acc0[k]);
@@ -765,7 +771,7 @@ VNNI float kvnni_qdot_iq3(const weight *w, int64_t r, const qrow *a)
     for (int64_t b = 0; b < w->cols / IQ3_QK; b++) {
         const uint8_t *blk = row + b * IQ3_BLOCK_BYTES;
         const int8_t *q = a->q + b * IQ3_QK;
-        _mm_prefetch((const char *)blk + QD_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)blk + QD_AHEAD, QD_HINT);
         uint16_t dh;
         memcpy(&dh, blk + 96, 2);
         uint32_t mask[8], mul[8];
@@ -950,7 +956,7 @@ AVX512 float kavx512_qdot_iq3(const weight *w, int64_t r, const qrow *a)
     for (int64_t b = 0; b < w->cols / IQ3_QK; b++) {
         const uint8_t *blk = row + b * IQ3_BLOCK_BYTES;
         const int8_t *q = a->q + b * IQ3_QK;
-        _mm_prefetch((const char *)blk + QD_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)blk + QD_AHEAD, QD_HINT);
         uint16_t dh;
         memcpy(&dh, blk + 96, 2);
         uint32_t mask[8], mul[8];
@@ -1070,8 +1076,8 @@ AVX512VNNI static void z4_s8(const uint8_t *codes, size_t row_bytes, const int8_
             for (int h = 0; h < 2; h++) {
                 const uint8_t *p0 = codes + (2 * h) * rstep + (i + u) * 32, *p1 = p0 + rstep;
                 if (u % 2 == 0) {
-                    _mm_prefetch((const char *)p0 + ahead, _MM_HINT_T0);
-                    _mm_prefetch((const char *)p1 + ahead, _MM_HINT_T0);
+                    _mm_prefetch((const char *)p0 + ahead, QD_HINT);
+                    _mm_prefetch((const char *)p1 + ahead, QD_HINT);
                 }
                 const __m512i s2 = _mm512_dpbusd_epi32(b2, z_pair(p0, p1), q2);
                 acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s2), _mm512_permutexvar_ps(idx, sd[h]), acc[h]);
@@ -1250,10 +1256,10 @@ AVX2 static void mxfp4_dot4(const weight *w, int64_t r, int64_t stride, const qr
         const size_t off = (size_t)b * 17;
         float sc[8];
         mxfp4_scales4(r0 + off, r1 + off, r2 + off, r3 + off, a->d + b, sc);
-        _mm_prefetch((const char *)r0 + off + ahead, _MM_HINT_T0);
-        _mm_prefetch((const char *)r1 + off + ahead, _MM_HINT_T0);
-        _mm_prefetch((const char *)r2 + off + ahead, _MM_HINT_T0);
-        _mm_prefetch((const char *)r3 + off + ahead, _MM_HINT_T0);
+        _mm_prefetch((const char *)r0 + off + ahead, QD_HINT);
+        _mm_prefetch((const char *)r1 + off + ahead, QD_HINT);
+        _mm_prefetch((const char *)r2 + off + ahead, QD_HINT);
+        _mm_prefetch((const char *)r3 + off + ahead, QD_HINT);
         mxfp4_pair(r0 + off, q, sc + 0, &e0, &o0);
         mxfp4_pair(r1 + off, q, sc + 2, &e1, &o1);
         mxfp4_pair(r2 + off, q, sc + 4, &e2, &o2);
@@ -1389,7 +1395,7 @@ AVX512VNNI_VBMI static inline __attribute__((always_inline)) __m512 mxfp4_pair_z
     __m512 ad, __m512 acc)
 {
     const __mmask64 two_blocks = ((__mmask64)1 << 34) - 1, dword_low = 0x1111111111111111ull;
-    _mm_prefetch((const char *)b0 + ahead, _MM_HINT_T0);
+    _mm_prefetch((const char *)b0 + ahead, QD_HINT);
     const __m512i raw = _mm512_maskz_loadu_epi8(two_blocks, b0);
     const __m512i nib = _mm512_permutex2var_epi8(raw, layout, _mm512_srli_epi16(raw, 4));
     const __m512i lanes = _mm512_dpbusd_epi32(nbias, _mm512_permutexvar_epi8(nib, values), q2);
