@@ -326,14 +326,14 @@ static int parse_messages(json_t *o, api_request *r, bool anthropic, api_error *
         const char *role = json_string_value(rv);
         if (!strcmp(role, "developer") && !anthropic) role = "system";
         bool assistant = !strcmp(role, "assistant");
-        bool known = !strcmp(role, "user") || assistant ||
-                     (!anthropic && (!strcmp(role, "system") || !strcmp(role, "tool")));
+        /* a system message inside Anthropic's messages (Claude Code sends one after the first user
+         * turn) is text, rendered where it stands, as the templates render a later system message */
+        const bool system = !strcmp(role, "system");
+        bool known = !strcmp(role, "user") || assistant || system || (!anthropic && !strcmp(role, "tool"));
         if (!known) {
             char q[40];
-            if (anthropic && !strcmp(role, "system"))
-                return fail(e, p, "%s: use the top-level system field, not a system role", p);
             return fail(e, p, "%s '%s' is not supported (%s)", p, quoted(role, q, sizeof q),
-                        anthropic ? "user or assistant" : "system, developer, user, assistant or tool");
+                        anthropic ? "user, assistant or system" : "system, developer, user, assistant or tool");
         }
         if (field(m, "function_call")) {
             snprintf(p, sizeof p, "messages[%zu].function_call", i);
@@ -346,7 +346,7 @@ static int parse_messages(json_t *o, api_request *r, bool anthropic, api_error *
         }
         snprintf(p, sizeof p, "messages[%zu].content", i);
         json_t *cv = field(m, "content");
-        if (anthropic && json_is_array(cv)) {
+        if (anthropic && !system && json_is_array(cv)) {
             if (anthropic_blocks(cv, i, assistant, r, e) != 0) return -1;
             continue;
         }
@@ -498,6 +498,22 @@ static int parse_stops(json_t *o, const char *k, bool string_ok, api_request *r,
     return 0;
 }
 
+/* OpenAI's reasoning_effort, Anthropic's output_config.effort: "low",
+ * "medium" or "high" (Anthropic's "max" is taken as "high"). */
+static int set_effort(json_t *v, const char *name, api_request *r, api_error *e)
+{
+    static const char *const EFFORT[] = { "low", "medium", "high" };
+    const char *s = json_is_string(v) ? json_string_value(v) : "";
+    for (size_t i = 0; i < 3; i++)
+        if (!strcmp(s, EFFORT[i])) r->reasoning_effort = EFFORT[i];
+    if (!strcmp(s, "max") && strcmp(name, "reasoning_effort")) r->reasoning_effort = "high";
+    if (r->reasoning_effort) return 0;
+    char msg[128];
+    snprintf(msg, sizeof msg, "%s must be \"low\", \"medium\" or \"high\"%s", name,
+             strcmp(name, "reasoning_effort") ? " (or \"max\")" : "");
+    return fail(e, name, "%s", msg);
+}
+
 static int parse_openai(json_t *o, api_request *r, int limit, api_error *e)
 {
     long long x;
@@ -516,13 +532,7 @@ static int parse_openai(json_t *o, api_request *r, int limit, api_error *e)
         if (parse_messages(o, r, false, e) != 0 || openai_tools(o, r, e) != 0 || tool_choice(o, false, r, e) != 0)
             return -1;
         json_t *re = field(o, "reasoning_effort");
-        if (re) {
-            static const char *const EFFORT[] = { "low", "medium", "high" };
-            for (size_t i = 0; i < 3 && json_is_string(re); i++)
-                if (!strcmp(json_string_value(re), EFFORT[i])) r->reasoning_effort = EFFORT[i];
-            if (!r->reasoning_effort)
-                return fail(e, "reasoning_effort", "reasoning_effort must be \"low\", \"medium\" or \"high\"");
-        }
+        if (re && set_effort(re, "reasoning_effort", r, e) != 0) return -1;
         json_t *kw = field(o, "chat_template_kwargs");
         if (kw && !json_is_object(kw)) return fail(e, "chat_template_kwargs", "chat_template_kwargs must be an object");
         json_t *et = field(kw, "enable_thinking");
@@ -578,12 +588,18 @@ static int parse_anthropic(json_t *o, api_request *r, int limit, api_error *e)
     if (th && is_thinking_off(th)) r->no_thinking = true; /* as enable_thinking false: Qwen3, GLM-4.5 */
     if (th && !is_thinking_off(th)) {
         json_t *t = json_object_get(th, "type"), *bt = json_object_get(th, "budget_tokens");
-        if (!json_is_object(th) || !json_is_string(t) || strcmp(json_string_value(t), "enabled"))
-            return fail(e, "thinking", "thinking.type must be \"enabled\" or \"disabled\"");
+        /* "adaptive" (Claude Code sends it): the model decides whether to reason, as ours do */
+        if (!json_is_object(th) || !json_is_string(t) ||
+            (strcmp(json_string_value(t), "enabled") && strcmp(json_string_value(t), "adaptive")))
+            return fail(e, "thinking", "thinking.type must be \"enabled\", \"adaptive\" or \"disabled\"");
         if (bt && !json_is_null(bt) && (!json_is_integer(bt) || json_integer_value(bt) < 1))
             return fail(e, "thinking.budget_tokens", "thinking.budget_tokens must be a positive integer");
         r->thinking = true;
     }
+    json_t *oc = field(o, "output_config");
+    if (oc && !json_is_object(oc)) return fail(e, "output_config", "output_config must be an object");
+    json_t *ef = oc ? json_object_get(oc, "effort") : NULL;
+    if (ef && set_effort(ef, "output_config.effort", r, e) != 0) return -1;
     json_t *sys = field(o, "system");
     if (sys) {
         char *s;

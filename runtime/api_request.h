@@ -37,10 +37,12 @@
  *  - Anthropic's system (string or text blocks) becomes a leading "system"
  *    message; OpenAI's "developer" role becomes "system". Text parts and
  *    text blocks of one message are joined with '\n'.
- *  - Anthropic's thinking is {"type": "disabled"} or {"type": "enabled"}
+ *  - Anthropic's thinking is {"type": "disabled"}, {"type": "enabled"}
  *    (budget_tokens, when given, an integer >= 1; it does not cut the
- *    reasoning short); an explicit "disabled" sets no_thinking, as
- *    enable_thinking false does.
+ *    reasoning short) or {"type": "adaptive"} (as enabled: the model
+ *    decides); an explicit "disabled" sets no_thinking, as enable_thinking
+ *    false does. Anthropic's output_config.effort ("max" taken as "high")
+ *    sets reasoning_effort as OpenAI's does.
  *  - OpenAI chat's reasoning_effort ("low", "medium", "high") and
  *    chat_template_kwargs.enable_thinking (a boolean; other kwargs are
  *    ignored) are kept for the whole templates that use them (gpt-oss's
@@ -98,7 +100,8 @@ typedef struct api_request {
     size_t       n_stops;
     bool         stream;
     bool         thinking;     /* Anthropic's thinking {"type": "enabled"}: the reasoning as a thinking block */
-    const char  *reasoning_effort; /* OpenAI's "low" | "medium" | "high" (a static string), or NULL */
+    const char  *reasoning_effort; /* "low" | "medium" | "high" (a static string; OpenAI's reasoning_effort,
+                                    * Anthropic's output_config.effort), or NULL */
     bool         no_thinking;  /* chat_template_kwargs {"enable_thinking": false} (vLLM's and llama.cpp's extension) */
     bool         include_usage;
     bool         logprobs;

@@ -148,7 +148,7 @@ engine *fake_engine_new(const char *gguf_path, const fake_engine_opts *o, char *
     fe->tmpl = (o && o->chat_template) ? strdup(o->chat_template) : NULL;
     bool ok = fe->bos && fe->eos && (!o || !o->chat_template || fe->tmpl);
     for (int i = 0; ok && i < FAKE_ENGINE_N_STORIES; i++) {
-        const bool own = i == 0 && o && o->script;
+        const bool own = (i == 0 || (o && o->script_always)) && o && o->script;
         const char *text = own ? o->script : STORIES[i];
         ok = tokenizer_encode(tok, text, strlen(text), false, own, &fe->script[i], &fe->n_script[i]) == 0;
     }

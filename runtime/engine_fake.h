@@ -14,6 +14,7 @@
 #ifndef STRATA_ENGINE_FAKE_H
 #define STRATA_ENGINE_FAKE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "runtime/engine.h"
@@ -24,6 +25,7 @@ typedef struct fake_engine_opts {
     const char *chat_template; /* reported as the pack's template; NULL: none */
     const char *script;        /* replayed instead of story 0, special tokens written as text
                                 * becoming theirs (a gpt-oss turn); NULL: the story */
+    bool        script_always; /* the script answers sampled requests too (agents sample) */
 } fake_engine_opts;
 
 /* The texts the fake engine replays; index = story chosen for a request. */

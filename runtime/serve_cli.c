@@ -56,7 +56,8 @@ static void usage(FILE *fp)
         "  appear in /metrics):\n"
         DEVICE_HELP
         "  Test hooks: --fake-engine (PACK is a GGUF with a tokenizer), --fake-delay-ms N,\n"
-        "  --fake-load-ms N, --fake-script TEXT (the greedy answer), --fake-template TEXT (the chat template).\n");
+        "  --fake-load-ms N, --fake-script TEXT (the answer, greedy or sampled), --fake-template TEXT (the chat\n"
+        "  template).\n");
 }
 
 static bool parse_int(const char *opt, const char *v, long lo, long hi, long *out)
@@ -154,9 +155,11 @@ static engine *load_engine(const serve_opts *o, char *err, size_t errlen)
         snprintf(path, sizeof path, "%s/tokenizer.gguf", o->pack);
     else
         snprintf(path, sizeof path, "%s", o->pack);
-    /* a scripted answer (tool calls) comes with a template, whose prompts want room */
-    fake_engine_opts fo = { .n_ctx = o->fake_script ? 4096 : 512, .delay_ms = (int)o->fake_delay_ms,
-                            .script = o->fake_script, .chat_template = o->fake_template };
+    /* a scripted answer (tool calls) comes with a template, whose prompts want room; --ctx sets it
+     * (an agent's system prompt alone can be 20000 tokens) */
+    const int fake_ctx = o->cfg.n_ctx ? o->cfg.n_ctx : o->fake_script ? 4096 : 512;
+    fake_engine_opts fo = { .n_ctx = fake_ctx, .delay_ms = (int)o->fake_delay_ms,
+                            .script = o->fake_script, .script_always = true, .chat_template = o->fake_template };
     return fake_engine_new(path, &fo, err, errlen);
 }
 

@@ -26,6 +26,7 @@ static const struct route {
     bool        needs_engine, public_;
 } ROUTES[] = {
     { "GET", "/health", health, STYLE_OPENAI, false, true },
+    { "GET", "/", health, STYLE_OPENAI, false, true }, /* clients' reachability check (Claude Code: HEAD /) */
     { "GET", "/metrics", metrics_page, STYLE_OPENAI, false, false },
     { "GET", "/v1/models", models, STYLE_OPENAI, true, false },
     { "POST", "/v1/chat/completions", openai_chat, STYLE_OPENAI, true, false },
@@ -182,7 +183,8 @@ static request *new_request(server *s, const char *url, const char *method)
         if (strcmp(url, ROUTES[i].path)) continue;
         rq->endpoint = ROUTES[i].path;
         rq->fn = ROUTES[i].fn;
-        rq->method_ok = !strcmp(method, ROUTES[i].method);
+        /* HEAD is a GET whose body libmicrohttpd leaves out */
+        rq->method_ok = !strcmp(method, ROUTES[i].method) || (!strcmp(method, "HEAD") && !strcmp(ROUTES[i].method, "GET"));
     }
     return rq;
 }

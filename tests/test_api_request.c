@@ -204,7 +204,9 @@ static void test_anthropic(void **st)
 #define AMSG "\"messages\":[{\"role\":\"user\",\"content\":\"a\"}]"
     REFUSE(API_MESSAGES, "{" AMSG "}", "max_tokens");
     REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":-1}", "max_tokens");
-    REFUSE(API_MESSAGES, "{\"max_tokens\":5,\"messages\":[{\"role\":\"system\",\"content\":\"a\"}]}", "messages[0].role");
+    REFUSE(API_MESSAGES, "{\"max_tokens\":5,\"messages\":[{\"role\":\"tool\",\"content\":\"a\"}]}", "messages[0].role");
+    REFUSE(API_MESSAGES, "{\"max_tokens\":5,\"messages\":[{\"role\":\"system\",\"content\":[{\"type\":\"image\"}]}]}",
+           "messages[0].content[0].type");
     REFUSE(API_MESSAGES, "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image\"}]}]}",
            "messages[0].content[0].type");
     REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":5,\"system\":5}", "system");
@@ -223,6 +225,26 @@ static void test_anthropic(void **st)
     assert_int_equal(api_request_parse(API_MESSAGES, th, sizeof th - 1, 256, &r, &e), 0);
     assert_true(r.thinking);
     api_request_free(&r);
+    /* adaptive (Claude Code): as enabled; output_config.effort as reasoning_effort ("max": "high");
+     * a system message among the messages (Claude Code sends one after the first user turn), in place */
+    static const char cc[] =
+        "{\"max_tokens\":64000,\"thinking\":{\"type\":\"adaptive\"},\"output_config\":{\"effort\":\"max\"},"
+        "\"context_management\":{\"edits\":[]},\"messages\":[{\"role\":\"user\",\"content\":\"a\"},"
+        "{\"role\":\"system\",\"content\":[{\"type\":\"text\",\"text\":\"b\"},{\"type\":\"text\",\"text\":\"c\"}]}]}";
+    assert_int_equal(api_request_parse(API_MESSAGES, cc, sizeof cc - 1, 1 << 30, &r, &e), 0);
+    assert_true(r.thinking && !r.no_thinking);
+    assert_string_equal(r.reasoning_effort, "high");
+    assert_int_equal(r.n_msgs, 2);
+    assert_string_equal(r.msgs[1].role, "system");
+    assert_string_equal(r.msgs[1].content, "b\nc");
+    api_request_free(&r);
+    static const char low[] = "{" AMSG ",\"max_tokens\":5,\"output_config\":{\"effort\":\"low\"}}";
+    assert_int_equal(api_request_parse(API_MESSAGES, low, sizeof low - 1, 256, &r, &e), 0);
+    assert_string_equal(r.reasoning_effort, "low");
+    api_request_free(&r);
+    REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":5,\"output_config\":{\"effort\":\"huge\"}}", "output_config.effort");
+    REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":5,\"output_config\":3}", "output_config");
+    REFUSE(API_CHAT, "{" MSG ",\"reasoning_effort\":\"max\"}", "reasoning_effort");
     /* tools in OpenAI's shape; tool_use and tool_result blocks as tool turns */
     static const char tu[] =
         "{\"max_tokens\":5,\"tools\":[{\"name\":\"rd\",\"description\":\"Read\",\"input_schema\":{\"type\":\"object\"},"

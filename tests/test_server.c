@@ -81,8 +81,8 @@ static size_t on_header(char *d, size_t sz, size_t n, void *ud)
     return sz * n;
 }
 
-/* One request; the reply's strings must be freed with reply_free. */
-static void http(int port, const char *path, const char *body, const char *hdr, reply *r)
+/* One request (HEAD when head); the reply's strings must be freed with reply_free. */
+static void http_ex(int port, const char *path, const char *body, const char *hdr, bool head, reply *r)
 {
     char url[256];
     snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
@@ -98,6 +98,7 @@ static void http(int port, const char *path, const char *body, const char *hdr, 
     curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+    if (head) curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
     if (body) {
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
@@ -109,6 +110,13 @@ static void http(int port, const char *path, const char *body, const char *hdr, 
     curl_slist_free_all(h);
     curl_easy_cleanup(c);
 }
+
+static void http(int port, const char *path, const char *body, const char *hdr, reply *r)
+{
+    http_ex(port, path, body, hdr, false, r);
+}
+
+static void http_head(int port, const char *path, reply *r) { http_ex(port, path, NULL, NULL, true, r); }
 
 static void reply_free(reply *r)
 {
@@ -252,6 +260,25 @@ static void test_health_while_loading(void **st)
     r = (reply){ 0 };
     http(f.port, "/health", NULL, NULL, &r);
     assert_int_equal(r.status, 200);
+    reply_free(&r);
+    /* / answers as /health does, and HEAD as GET without a body (Claude Code checks HEAD /) */
+    r = (reply){ 0 };
+    http(f.port, "/", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body.data, "\"ok\""));
+    reply_free(&r);
+    r = (reply){ 0 };
+    http_head(f.port, "/", &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.body.len, 0);
+    reply_free(&r);
+    r = (reply){ 0 };
+    http_head(f.port, "/v1/models", &r);
+    assert_int_equal(r.status, 200);
+    reply_free(&r);
+    r = (reply){ 0 };
+    http_head(f.port, "/v1/messages", &r);
+    assert_int_equal(r.status, 405);
     reply_free(&r);
     stop(&f);
 }

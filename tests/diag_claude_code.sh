@@ -1,0 +1,73 @@
+#!/bin/sh
+# diag_claude_code.sh: Claude Code against `strata serve` (a diagnostic run
+# by hand, not by CI: Claude Code is npm's @anthropic-ai/claude-code, about
+# 235 MB, under Anthropic's own licence). The fake engine, with Qwen3's tool
+# format and a scripted answer that calls Bash, stands in for the model:
+#   1. `claude -p` gets a plain answer (the script without a call) and
+#      prints it;
+#   2. `claude -p --allowedTools Bash` gets a Bash call, runs it (it writes
+#      a marker file) and sends the result back in a second request.
+# What this checks is the wire: the request shapes Claude Code sends
+# (adaptive thinking, output_config, a system message among the messages,
+# max_tokens 64000, HEAD /) are accepted, and its client reads strata's
+# streamed answers and tool_use blocks.
+#
+#   sh tests/diag_claude_code.sh            (from the repository root, after make)
+#   CLAUDE_CODE_DIR=DIR                     where the package is installed (kept)
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+shared=${STRATA_SHARED:-$root/../shared}
+gguf="$shared/models/stories260K/stories260K.gguf"
+[ -f "$gguf" ] || { echo "SKIP: $gguf is absent"; exit 77; }
+[ -x "$root/bin/strata" ] || { echo "bin/strata is not built (make)"; exit 2; }
+cc_dir=${CLAUDE_CODE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/strata/claude-code}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-diag-cc-XXXXXX") || exit 1
+pid=""
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT INT TERM
+. "$root/tests/lib/server.sh"
+
+if [ ! -x "$cc_dir/node_modules/.bin/claude" ]; then
+    mkdir -p "$cc_dir"
+    (cd "$cc_dir" && timeout 300 npm install --no-audit --no-fund @anthropic-ai/claude-code >npm.log 2>&1) ||
+        { echo "SKIP: npm install @anthropic-ai/claude-code: $(tail -n 1 "$cc_dir/npm.log")"; exit 77; }
+fi
+claude="$cc_dir/node_modules/.bin/claude"
+echo "Claude Code $("$claude" --version 2>/dev/null)"
+
+markers="<|im_start|>{%- if tool_call.arguments is string %}{{- '<tool_call>\\n{\"name\": \"' }}{{ ns.last_query_index }}<tool_response>"
+# Claude Code's system prompt and tools come to about 150000 of stories260K's tokens
+serve() { # SCRIPT
+    "$root/bin/strata" serve "$gguf" --fake-engine --port 0 --ctx 400000 --fake-template "$markers" \
+        --fake-script "$1" >"$tmp/out" 2>"$tmp/err" &
+    pid=$!
+    server_port 100
+    server_healthy 100
+}
+stop() { kill -TERM "$pid"; wait "$pid"; pid=""; }
+ask() { # ARGS...: claude -p against the server, its own home
+    mkdir -p "$tmp/home"
+    HOME="$tmp/home" ANTHROPIC_BASE_URL="$url" ANTHROPIC_API_KEY=sk-local \
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 timeout 300 "$claude" -p "$@"
+}
+served() { curl -s "$url/metrics" | sed -n 's|^strata_requests_total{endpoint="/v1/messages",status="200"} ||p'; }
+
+serve "Hello from strata."
+ask "say hello" >"$tmp/answer" 2>&1 || fail "claude -p: $(cat "$tmp/answer")"
+grep -q "Hello from strata." "$tmp/answer" || fail "the answer was not printed: $(cat "$tmp/answer")"
+echo "ok: a plain answer ($(served) request)"
+stop
+
+marker="$tmp/marker"
+serve "I will write it.
+<tool_call>
+{\"name\": \"Bash\", \"arguments\": {\"command\": \"echo strata-tool-ok > $marker\", \"description\": \"Write a marker file\"}}
+</tool_call>"
+# the scripted model calls the tool every turn, so the run ends at --max-turns
+ask "write the marker" --allowedTools Bash --max-turns 2 >"$tmp/answer" 2>&1
+grep -q strata-tool-ok "$marker" 2>/dev/null || fail "the Bash call did not run: $(cat "$tmp/answer")"
+n=$(served)
+[ "${n:-0}" -ge 2 ] || fail "the tool result did not come back ($n requests)"
+echo "ok: a Bash call run and its result sent back ($n requests)"
+stop
+echo "PASS"
