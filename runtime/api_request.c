@@ -620,6 +620,214 @@ static int parse_anthropic(json_t *o, api_request *r, int limit, api_error *e)
     return parse_stops(o, "stop_sequences", false, r, e);
 }
 
+/* ---- OpenAI Responses ------------------------------------------------- */
+
+/* A Responses content: a string, or parts of type input_text, output_text
+ * or text, joined by '\n' (images and files refused by path). */
+static int responses_text(json_t *c, const char *path, char **out, api_error *e)
+{
+    if (json_is_string(c) || !json_is_array(c)) return text_content(c, path, false, out, e);
+    strbuf t = { 0 };
+    size_t i;
+    json_t *part;
+    char p[96];
+    json_array_foreach(c, i, part) {
+        snprintf(p, sizeof p, "%s[%zu].type", path, i);
+        json_t *ty = json_object_get(part, "type"), *x = json_object_get(part, "text");
+        const char *type = json_is_string(ty) ? json_string_value(ty) : "";
+        if (strcmp(type, "input_text") && strcmp(type, "output_text") && strcmp(type, "text")) {
+            char q[40];
+            strbuf_free(&t);
+            return fail(e, p, "%s '%s' is not supported (input_text, output_text)", p, quoted(type, q, sizeof q));
+        }
+        snprintf(p, sizeof p, "%s[%zu].text", path, i);
+        if (!json_is_string(x)) { strbuf_free(&t); return fail(e, p, "%s must be a string", p); }
+        if (i) strbuf_add(&t, "\n", 1);
+        strbuf_add(&t, json_string_value(x), json_string_length(x));
+    }
+    if (t.oom || !(*out = strbuf_take(&t))) { strbuf_free(&t); return fail(e, path, "out of memory"); }
+    return 0;
+}
+
+/* The assistant message a function_call (or the reasoning before it)
+ * belongs to: the last message when it is an assistant's, else a new empty one. */
+static int responses_assistant(api_request *r, api_error *e)
+{
+    if (r->n_msgs && !strcmp(r->msgs[r->n_msgs - 1].role, "assistant")) return 0;
+    return add_msg(r, "assistant", dup_n("", 0), e);
+}
+
+/* A reasoning item's text: its reasoning_text content, or else its summary. */
+static int responses_reasoning(json_t *it, const char *path, char **out, api_error *e)
+{
+    json_t *c = field(it, "content"), *sm = field(it, "summary");
+    json_t *src = c && json_array_size(c) ? c : sm;
+    strbuf t = { 0 };
+    size_t i;
+    json_t *part;
+    char p[160];
+    if (src && !json_is_array(src)) return fail(e, path, "%s.content and .summary must be arrays", path);
+    json_array_foreach(src, i, part) {
+        json_t *x = json_object_get(part, "text");
+        snprintf(p, sizeof p, "%s.%s[%zu].text", path, src == c ? "content" : "summary", i);
+        if (!json_is_string(x)) { strbuf_free(&t); return fail(e, p, "%s must be a string", p); }
+        if (i) strbuf_add(&t, "\n", 1);
+        strbuf_add(&t, json_string_value(x), json_string_length(x));
+    }
+    if (t.oom) { strbuf_free(&t); return fail(e, path, "out of memory"); }
+    *out = t.len ? strbuf_take(&t) : NULL;
+    return 0;
+}
+
+/* instructions, then input: a string (one user message) or items: messages
+ * (roles system, developer = system, user, assistant), function_call (onto
+ * the assistant message before it, or a new one), function_call_output (a
+ * tool message) and reasoning (kept for the next assistant message, as
+ * OpenAI chat's reasoning_content). */
+static int responses_input(json_t *o, api_request *r, api_error *e)
+{
+    json_t *ins = field(o, "instructions"), *in = field(o, "input");
+    if (ins) {
+        if (!json_is_string(ins)) return fail(e, "instructions", "instructions must be a string");
+        if (add_msg(r, "system", dup_str(ins), e)) return -1;
+    }
+    if (!in) return fail(e, "input", "input is required");
+    if (json_is_string(in)) return add_msg(r, "user", dup_str(in), e);
+    if (!json_is_array(in)) return fail(e, "input", "input must be a string or an array of items");
+    char *pending = NULL; /* a reasoning item's text, for the assistant message that follows */
+    size_t i;
+    json_t *it;
+    char p[96];
+    int rc = 0;
+    json_array_foreach(in, i, it) {
+        snprintf(p, sizeof p, "input[%zu]", i);
+        if (!json_is_object(it)) { rc = fail(e, p, "%s must be an object", p); break; }
+        json_t *ty = field(it, "type");
+        if (ty && !json_is_string(ty)) { rc = fail(e, p, "%s.type must be a string", p); break; }
+        const char *type = ty ? json_string_value(ty) : "message";
+        if (!strcmp(type, "message")) {
+            json_t *rv = json_object_get(it, "role");
+            const char *role = json_is_string(rv) ? json_string_value(rv) : "";
+            if (!strcmp(role, "developer")) role = "system";
+            if (strcmp(role, "system") && strcmp(role, "user") && strcmp(role, "assistant")) {
+                char q[40];
+                snprintf(p, sizeof p, "input[%zu].role", i);
+                rc = fail(e, p, "%s '%s' is not supported (system, developer, user or assistant)", p,
+                          quoted(role, q, sizeof q));
+                break;
+            }
+            char *text;
+            snprintf(p, sizeof p, "input[%zu].content", i);
+            if ((rc = responses_text(field(it, "content"), p, &text, e))) break;
+            if ((rc = add_msg(r, role, text, e))) break;
+            if (!strcmp(role, "assistant") && pending) { r->msgs[r->n_msgs - 1].reasoning = pending; pending = NULL; }
+        } else if (!strcmp(type, "function_call")) {
+            json_t *name = json_object_get(it, "name"), *args = field(it, "arguments"), *id = field(it, "call_id");
+            snprintf(p, sizeof p, "input[%zu].name", i);
+            if ((rc = nonempty_string(name, p, e))) break;
+            snprintf(p, sizeof p, "input[%zu]", i);
+            if (id && !json_is_string(id)) { rc = fail(e, p, "%s.call_id must be a string", p); break; }
+            if (args && !json_is_string(args)) { rc = fail(e, p, "%s.arguments must be a JSON string", p); break; }
+            if ((rc = responses_assistant(r, e))) break;
+            if (pending) {
+                api_message *am = &r->msgs[r->n_msgs - 1];
+                if (!am->reasoning) { am->reasoning = pending; pending = NULL; }
+            }
+            if ((rc = add_call(r, id, json_string_value(name), args, e))) break;
+        } else if (!strcmp(type, "function_call_output")) {
+            json_t *id = field(it, "call_id");
+            snprintf(p, sizeof p, "input[%zu]", i);
+            if (id && !json_is_string(id)) { rc = fail(e, p, "%s.call_id must be a string", p); break; }
+            char *text;
+            snprintf(p, sizeof p, "input[%zu].output", i);
+            if ((rc = responses_text(field(it, "output"), p, &text, e))) break;
+            if ((rc = add_msg(r, "tool", text, e))) break;
+            if (id && !(r->msgs[r->n_msgs - 1].tool_call_id = dup_str(id))) { rc = fail(e, p, "out of memory"); break; }
+        } else if (!strcmp(type, "reasoning")) {
+            free(pending);
+            pending = NULL;
+            if ((rc = responses_reasoning(it, p, &pending, e))) break;
+        } else {
+            char q[40];
+            snprintf(p, sizeof p, "input[%zu].type", i);
+            rc = fail(e, p, "%s '%s' is not supported (message, function_call, function_call_output, reasoning)", p,
+                      quoted(type, q, sizeof q));
+            break;
+        }
+    }
+    free(pending);
+    return rc ? -1 : 0;
+}
+
+/* Responses tools: {"type": "function", "name", "description", "parameters"}
+ * kept in chat's shape. The hosted tools (web_search, file_search,
+ * code_interpreter...: nothing here runs them) and namespaces of tools are
+ * left out of the prompt: Codex sends them with every request. */
+static int responses_tools(json_t *o, api_request *r, api_error *e)
+{
+    json_t *ts = field(o, "tools");
+    if (!ts) return 0;
+    if (!json_is_array(ts)) return fail(e, "tools", "tools must be an array");
+    size_t i;
+    json_t *t;
+    char p[64];
+    json_array_foreach(ts, i, t) {
+        snprintf(p, sizeof p, "tools[%zu]", i);
+        json_t *type = json_object_get(t, "type");
+        if (!json_is_object(t) || !json_is_string(type)) return fail(e, p, "%s must be an object with a type", p);
+        if (strcmp(json_string_value(type), "function")) continue;
+        json_t *name = json_object_get(t, "name"), *d = field(t, "description"), *pa = field(t, "parameters");
+        snprintf(p, sizeof p, "tools[%zu].name", i);
+        if (nonempty_string(name, p, e)) return -1;
+        snprintf(p, sizeof p, "tools[%zu]", i);
+        if (d && !json_is_string(d)) return fail(e, p, "%s.description must be a string", p);
+        if (pa && !json_is_object(pa)) return fail(e, p, "%s.parameters must be an object", p);
+        json_t *f = json_object();
+        json_object_set(f, "name", name);
+        if (d) json_object_set(f, "description", d);
+        if (pa) json_object_set(f, "parameters", pa);
+        json_t *w = json_pack("{s:s, s:o}", "type", "function", "function", f);
+        int rc = w ? add_tool(r, w, "tools", e) : fail(e, "tools", "out of memory");
+        json_decref(w);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+static int parse_responses(json_t *o, api_request *r, int limit, api_error *e)
+{
+    if (field(o, "model") && !json_is_string(field(o, "model")))
+        return fail(e, "model", "model must be a string");
+    if (field(o, "previous_response_id"))
+        return fail(e, "previous_response_id",
+                    "previous_response_id is not supported: this server keeps no responses (send the whole "
+                    "conversation in input)");
+    if (refuse_unless(o, "background", is_false, "answers in the request's own connection", e) ||
+        refuse_unless(o, "conversation", is_empty, "no stored conversations", e))
+        return -1;
+    json_t *tx = field(o, "text");
+    if (tx) {
+        json_t *fmt = json_is_object(tx) ? field(tx, "format") : NULL;
+        if (!json_is_object(tx) || (fmt && !is_text_format(fmt)))
+            return fail(e, "text.format", "text.format must be {\"type\": \"text\"}: text output only");
+    }
+    json_t *rs = field(o, "reasoning");
+    if (rs) {
+        if (!json_is_object(rs)) return fail(e, "reasoning", "reasoning must be an object");
+        json_t *ef = field(rs, "effort");
+        const char *v = json_is_string(ef) ? json_string_value(ef) : NULL;
+        if (v && !strcmp(v, "none")) r->no_thinking = true;
+        else if (v && !strcmp(v, "minimal")) r->reasoning_effort = "low";
+        else if (ef && set_effort(ef, "reasoning.effort", r, e) != 0) return -1;
+    }
+    if (responses_input(o, r, e) != 0 || responses_tools(o, r, e) != 0 || tool_choice(o, false, r, e) != 0)
+        return -1;
+    long long mt = 0;
+    if (opt_int(o, "max_output_tokens", 1, limit, &mt, e) < 0) return -1;
+    r->max_tokens = (int)mt;
+    return opt_num(o, "temperature", 0, 2, &r->temperature, e) < 0 ? -1 : 0;
+}
+
 int api_request_parse(api_kind kind, const char *body, size_t len, int max_tokens_limit,
                       api_request *r, api_error *e)
 {
@@ -643,6 +851,7 @@ int api_request_parse(api_kind kind, const char *body, size_t len, int max_token
         r->seed = (uint64_t)json_integer_value(seed);
     }
     if (kind == API_CHAT || kind == API_COMPLETION) rc = parse_openai(o, r, max_tokens_limit, e);
+    else if (kind == API_RESPONSES) rc = parse_responses(o, r, max_tokens_limit, e);
     else rc = parse_anthropic(o, r, max_tokens_limit, e);
 out:
     json_decref(o);

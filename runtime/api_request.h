@@ -61,6 +61,7 @@ typedef enum api_kind {
     API_COMPLETION,   /* POST /v1/completions */
     API_MESSAGES,     /* POST /v1/messages */
     API_COUNT_TOKENS, /* POST /v1/messages/count_tokens */
+    API_RESPONSES,    /* POST /v1/responses (OpenAI Responses: Codex) */
 } api_kind;
 
 #define API_MAX_STOPS 16

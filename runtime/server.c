@@ -31,6 +31,7 @@ static const struct route {
     { "GET", "/v1/models", models, STYLE_OPENAI, true, false },
     { "POST", "/v1/chat/completions", openai_chat, STYLE_OPENAI, true, false },
     { "POST", "/v1/completions", openai_completion, STYLE_OPENAI, true, false },
+    { "POST", "/v1/responses", openai_responses, STYLE_OPENAI, true, false },
     { "POST", "/v1/messages", anthropic_messages, STYLE_ANTHROPIC, true, false },
     { "POST", "/v1/messages/count_tokens", anthropic_count_tokens, STYLE_ANTHROPIC, true, false },
 };

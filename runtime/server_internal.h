@@ -115,5 +115,6 @@ enum MHD_Result openai_chat(server *s, struct MHD_Connection *c, request *rq);
 enum MHD_Result openai_completion(server *s, struct MHD_Connection *c, request *rq);
 enum MHD_Result anthropic_messages(server *s, struct MHD_Connection *c, request *rq);
 enum MHD_Result anthropic_count_tokens(server *s, struct MHD_Connection *c, request *rq);
+enum MHD_Result openai_responses(server *s, struct MHD_Connection *c, request *rq);
 
 #endif

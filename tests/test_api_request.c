@@ -303,6 +303,78 @@ static void test_anthropic(void **st)
     api_request_free(&r);
 }
 
+/* OpenAI Responses (Codex): instructions and input items become the chat's
+ * messages; a reasoning item goes to the assistant message that follows,
+ * function_call items onto it, function_call_output items are tool turns;
+ * function tools are kept in chat's shape, hosted tools and namespaces
+ * left out; what this server cannot do is refused by field. */
+static void test_responses(void **st)
+{
+    (void)st;
+    static const char body[] =
+        "{\"model\":\"m\",\"instructions\":\"be brief\",\"max_output_tokens\":64,\"store\":false,"
+        "\"reasoning\":{\"effort\":\"high\",\"summary\":\"auto\"},\"include\":[\"reasoning.encrypted_content\"],"
+        "\"prompt_cache_key\":\"k\",\"parallel_tool_calls\":true,\"tool_choice\":\"auto\","
+        "\"tools\":[{\"type\":\"function\",\"name\":\"exec\",\"description\":\"Run\",\"strict\":false,"
+        "\"parameters\":{\"type\":\"object\",\"properties\":{\"cmd\":{\"type\":\"string\"}}}},"
+        "{\"type\":\"web_search\",\"external_web_access\":false},{\"type\":\"namespace\",\"name\":\"n\",\"tools\":[]}],"
+        "\"input\":[{\"type\":\"message\",\"role\":\"developer\",\"content\":[{\"type\":\"input_text\",\"text\":\"d\"}]},"
+        "{\"role\":\"user\",\"content\":\"list\"},"
+        "{\"type\":\"reasoning\",\"summary\":[],\"content\":[{\"type\":\"reasoning_text\",\"text\":\"think\"}]},"
+        "{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"I will.\"}]},"
+        "{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"exec\",\"arguments\":\"{\\\"cmd\\\":\\\"ls\\\"}\"},"
+        "{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"a.txt\"},"
+        "{\"type\":\"reasoning\",\"summary\":[{\"type\":\"summary_text\",\"text\":\"again\"}]},"
+        "{\"type\":\"function_call\",\"call_id\":\"c2\",\"name\":\"exec\",\"arguments\":\"{}\"},"
+        "{\"type\":\"function_call_output\",\"call_id\":\"c2\",\"output\":[{\"type\":\"input_text\",\"text\":\"b\"}]}]}";
+    api_request r;
+    api_error e;
+    assert_int_equal(api_request_parse(API_RESPONSES, body, sizeof body - 1, 256, &r, &e), 0);
+    assert_int_equal(r.max_tokens, 64);
+    assert_string_equal(r.reasoning_effort, "high");
+    assert_int_equal(r.n_tools, 1);
+    assert_non_null(strstr(r.tools[0], "\"function\": {\"name\": \"exec\""));
+    assert_int_equal(r.n_msgs, 7);
+    const char *roles[7] = { "system", "system", "user", "assistant", "tool", "assistant", "tool" };
+    for (int i = 0; i < 7; i++) assert_string_equal(r.msgs[i].role, roles[i]);
+    assert_string_equal(r.msgs[0].content, "be brief");
+    assert_string_equal(r.msgs[1].content, "d");
+    assert_string_equal(r.msgs[3].content, "I will.");
+    assert_string_equal(r.msgs[3].reasoning, "think");
+    assert_int_equal(r.msgs[3].n_calls, 1);
+    assert_string_equal(r.msgs[3].calls[0].id, "c1");
+    assert_string_equal(r.msgs[3].calls[0].arguments, "{\"cmd\":\"ls\"}");
+    assert_string_equal(r.msgs[4].tool_call_id, "c1");
+    assert_string_equal(r.msgs[4].content, "a.txt");
+    assert_string_equal(r.msgs[5].content, "");
+    assert_string_equal(r.msgs[5].reasoning, "again");
+    assert_string_equal(r.msgs[5].calls[0].id, "c2");
+    assert_string_equal(r.msgs[6].content, "b");
+    api_request_free(&r);
+    /* a string input is one user message; effort none: no thinking */
+    static const char one[] = "{\"input\":\"hi\",\"reasoning\":{\"effort\":\"none\"}}";
+    assert_int_equal(api_request_parse(API_RESPONSES, one, sizeof one - 1, 256, &r, &e), 0);
+    assert_int_equal(r.n_msgs, 1);
+    assert_string_equal(r.msgs[0].role, "user");
+    assert_true(r.no_thinking);
+    api_request_free(&r);
+    REFUSE(API_RESPONSES, "{\"model\":\"m\"}", "input");
+    REFUSE(API_RESPONSES, "{\"input\":\"a\",\"previous_response_id\":\"resp_1\"}", "previous_response_id");
+    REFUSE(API_RESPONSES, "{\"input\":\"a\",\"text\":{\"format\":{\"type\":\"json_schema\"}}}", "text.format");
+    REFUSE(API_RESPONSES, "{\"input\":\"a\",\"background\":true}", "background");
+    REFUSE(API_RESPONSES, "{\"input\":\"a\",\"tool_choice\":\"required\"}", "tool_choice");
+    REFUSE(API_RESPONSES, "{\"input\":\"a\",\"max_output_tokens\":0}", "max_output_tokens");
+    REFUSE(API_RESPONSES, "{\"input\":\"a\",\"reasoning\":{\"effort\":\"huge\"}}", "reasoning.effort");
+    REFUSE(API_RESPONSES, "{\"input\":[{\"type\":\"local_shell_call\"}]}", "input[0].type");
+    REFUSE(API_RESPONSES, "{\"input\":[{\"role\":\"tool\",\"content\":\"a\"}]}", "input[0].role");
+    REFUSE(API_RESPONSES, "{\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_image\"}]}]}",
+           "input[0].content[0].type");
+    REFUSE(API_RESPONSES, "{\"input\":[{\"type\":\"function_call\",\"name\":\"\"}]}", "input[0].name");
+    REFUSE(API_RESPONSES, "{\"input\":[{\"type\":\"function_call\",\"name\":\"f\",\"arguments\":{}}]}", "input[0]");
+    REFUSE(API_RESPONSES, "{\"input\":\"a\",\"tools\":[{\"type\":\"function\",\"name\":\"f\",\"parameters\":3}]}",
+           "tools[0]");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -311,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_openai_tools),
         cmocka_unit_test(test_completion_ok),
         cmocka_unit_test(test_anthropic),
+        cmocka_unit_test(test_responses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -755,6 +755,105 @@ static void test_tool_calls(void **st)
     stop(&f);
 }
 
+/* The Responses API on the same answer: a reasoning item, a message item
+ * and two function_call items, plain and streamed (the event sequence,
+ * sequence numbers in order, the text deltas adding up to the done text,
+ * the last event's response equal to the plain one but for ids); cut by
+ * max_output_tokens it is "incomplete"; errors in OpenAI's shape. */
+#define RTOOLS ",\"tools\":[{\"type\":\"function\",\"name\":\"get_weather\",\"parameters\":{\"type\":\"object\"}}," \
+               "{\"type\":\"function\",\"name\":\"now\"},{\"type\":\"web_search\"}],\"temperature\":0"
+static void test_responses_api(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(GGUF);
+    char src[4096];
+    fake_engine_opts o = { .n_ctx = 4096, .script = TOOL_ANSWER, .chat_template = QWEN3_TOOL_MARKERS };
+    fixture f;
+    start_with(&f, shared_path(src, sizeof src, GGUF), &o);
+    reply r = { 0 };
+    http(f.port, "/v1/responses", "{\"input\":\"Weather in Paris?\"" RTOOLS "}", NULL, &r);
+    if (r.status != 200) fail_msg("status %ld: %s", r.status, r.body.data);
+    json_t *j = json_of(&r);
+    assert_string_equal(jstr(j, "object"), "response");
+    assert_string_equal(jstr(j, "status"), "completed");
+    assert_int_equal(json_array_size(json_object_get(j, "output")), 4);
+    assert_string_equal(jstr(j, "output.0.type"), "reasoning");
+    assert_string_equal(jstr(j, "output.0.content.0.text"), "Look it up.");
+    assert_string_equal(jstr(j, "output.1.type"), "message");
+    assert_string_equal(jstr(j, "output.1.content.0.text"), "I will check.");
+    assert_string_equal(jstr(j, "output.2.type"), "function_call");
+    assert_string_equal(jstr(j, "output.2.name"), "get_weather");
+    assert_string_equal(jstr(j, "output.2.arguments"), "{\"city\": \"Paris\"}");
+    assert_string_equal(jstr(j, "output.3.name"), "now");
+    assert_string_equal(jstr(j, "output.3.arguments"), "{}");
+    assert_int_equal(jint(j, "usage.total_tokens"), jint(j, "usage.input_tokens") + jint(j, "usage.output_tokens"));
+    json_decref(j);
+    reply_free(&r);
+
+    r = (reply){ 0 };
+    http(f.port, "/v1/responses", "{\"input\":\"Weather in Paris?\",\"stream\":true" RTOOLS "}", NULL, &r);
+    assert_int_equal(r.status, 200);
+    sse_ev ev[256];
+    size_t n = parse_sse(r.body.data, ev, 256);
+    assert_true(n > 10);
+    assert_string_equal(ev[0].name, "response.created");
+    assert_string_equal(ev[1].name, "response.in_progress");
+    assert_string_equal(ev[n - 1].name, "response.completed");
+    strbuf think = { 0 }, text = { 0 };
+    size_t added = 0, done = 0, args = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_loads(ev[i].data, 0, NULL);
+        assert_non_null(e);
+        assert_string_equal(jstr(e, "type"), ev[i].name);
+        assert_int_equal(jint(e, "sequence_number"), (long long)i);
+        if (!strcmp(ev[i].name, "response.reasoning_text.delta")) strbuf_puts(&think, jstr(e, "delta"));
+        if (!strcmp(ev[i].name, "response.output_text.delta")) strbuf_puts(&text, jstr(e, "delta"));
+        if (!strcmp(ev[i].name, "response.output_text.done")) assert_string_equal(jstr(e, "text"), text.data);
+        if (!strcmp(ev[i].name, "response.reasoning_text.done")) assert_string_equal(jstr(e, "text"), think.data);
+        if (!strcmp(ev[i].name, "response.output_item.added")) added++;
+        if (!strcmp(ev[i].name, "response.output_item.done")) done++;
+        if (!strcmp(ev[i].name, "response.function_call_arguments.done")) args++;
+        if (i == n - 1) {
+            assert_string_equal(jstr(e, "response.status"), "completed");
+            assert_int_equal(json_array_size(json_object_get(json_object_get(e, "response"), "output")), 4);
+            assert_string_equal(jstr(e, "response.output.3.arguments"), "{}");
+        }
+        json_decref(e);
+    }
+    assert_string_equal(think.data, "Look it up.");
+    assert_string_equal(text.data, "I will check.");
+    assert_int_equal(added, 4);
+    assert_int_equal(done, 4);
+    assert_int_equal(args, 2);
+    strbuf_free(&think);
+    strbuf_free(&text);
+    free_sse(ev, n);
+    reply_free(&r);
+
+    /* cut short: incomplete, and said why */
+    r = (reply){ 0 };
+    http(f.port, "/v1/responses", "{\"input\":\"Weather?\",\"max_output_tokens\":3}", NULL, &r);
+    j = json_of(&r);
+    assert_string_equal(jstr(j, "status"), "incomplete");
+    assert_string_equal(jstr(j, "incomplete_details.reason"), "max_output_tokens");
+    json_decref(j);
+    reply_free(&r);
+    r = (reply){ 0 };
+    http(f.port, "/v1/responses", "{\"input\":\"Weather?\",\"max_output_tokens\":3,\"stream\":true}", NULL, &r);
+    assert_non_null(strstr(r.body.data, "event: response.incomplete\n"));
+    reply_free(&r);
+    /* refused: OpenAI's error shape, naming the field */
+    r = (reply){ 0 };
+    http(f.port, "/v1/responses", "{\"input\":\"a\",\"previous_response_id\":\"resp_1\"}", NULL, &r);
+    assert_int_equal(r.status, 400);
+    j = json_of(&r);
+    assert_string_equal(jstr(j, "error.param"), "previous_response_id");
+    assert_string_equal(jstr(j, "error.type"), "invalid_request_error");
+    json_decref(j);
+    reply_free(&r);
+    stop(&f);
+}
+
 /* Qwen3-Coder: the same answers from its <function=NAME> calls */
 static void test_tool_calls_qwen3_coder(void **st)
 {
@@ -1116,6 +1215,7 @@ int main(void)
         cmocka_unit_test(test_gpt_oss_harmony),
         cmocka_unit_test(test_think_reasoning),
         cmocka_unit_test(test_tool_calls),
+        cmocka_unit_test(test_responses_api),
         cmocka_unit_test(test_tool_calls_harmony),
         cmocka_unit_test(test_tool_calls_qwen3_coder),
         cmocka_unit_test(test_tool_calls_glm45),

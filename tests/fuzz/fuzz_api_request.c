@@ -1,6 +1,7 @@
-/* fuzz_api_request.c: libFuzzer target for the request-body parser of both
- * APIs (runtime/api_request.c, which needs only jansson). The first byte
- * picks the endpoint; the rest is the body. Every refusal must be a 400
+/* fuzz_api_request.c: libFuzzer target for the request-body parser of the
+ * APIs (OpenAI chat, completions and Responses, Anthropic;
+ * runtime/api_request.c, which needs only jansson). The first byte picks
+ * the endpoint; the rest is the body. Every refusal must be a 400
  * naming a field with a one-line message, and every accepted request must
  * hold only what the contract promises (known roles, bounded stops and
  * max_tokens), read back in full so ASan sees any dangling string; every
@@ -23,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1) return 0;
-    api_kind kind = (api_kind)(data[0] % 4);
+    api_kind kind = (api_kind)(data[0] % 5); /* chat, completion, messages, count_tokens, responses */
     api_request r;
     api_error e;
     if (api_request_parse(kind, (const char *)data + 1, size - 1, 4096, &r, &e) != 0) {
@@ -46,7 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!json_is_object(t)) __builtin_trap();
         json_decref(t);
     }
-    if (kind == API_CHAT || kind == API_MESSAGES) {
+    if (kind == API_CHAT || kind == API_MESSAGES || kind == API_RESPONSES) {
         /* both tool layouts: Qwen3's, and gpt-oss's (its schema walk) */
         static const chat_tools STYLES[] = { CHAT_TOOLS_QWEN3, CHAT_TOOLS_HARMONY, CHAT_TOOLS_QWEN3_CODER,
                                              CHAT_TOOLS_GLM45, CHAT_TOOLS_MINIMAX };

@@ -48,11 +48,12 @@ fuzz_tokenizer)
     done
     ;;
 fuzz_api_request)
-    # first byte: 0 chat, 1 completion, 2 messages, 3 count_tokens
+    # first byte: 0 chat, 1 completion, 2 messages, 3 count_tokens, 4 responses
     printf '\000{"messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"hi"}]}],"max_tokens":5,"stop":["a","b"],"stream":true,"stream_options":{"include_usage":true},"logprobs":true,"top_logprobs":2,"seed":1}' >"$corpus/chat"
     printf '\001{"prompt":"Once","max_tokens":3,"logprobs":2,"stop":"x","temperature":0.5}' >"$corpus/completion"
     printf '\002{"model":"m","max_tokens":9,"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"yo"}]}],"stop_sequences":["z"],"top_k":4}' >"$corpus/messages"
     printf '\003{"model":"m","messages":[{"role":"user","content":"hi"}]}' >"$corpus/count"
+    printf '\004{"model":"m","instructions":"i","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]},{"type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"r"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"o"}],"tools":[{"type":"function","name":"f","parameters":{"type":"object"}},{"type":"web_search"}],"max_output_tokens":9,"reasoning":{"effort":"low"}}' >"$corpus/responses"
     # the tool-calling conversations of tests/e2e_tool_template.sh
     for f in tests/fixtures/tool_chats/*.json tests/fixtures/tool_chats/*/*.json; do
         case $f in *.anthropic.json) b='\002' ;; *) b='\000' ;; esac

@@ -1,0 +1,76 @@
+#!/bin/sh
+# diag_codex.sh: OpenAI's Codex CLI against `strata serve` over the
+# Responses API, the only one Codex speaks (a diagnostic run by hand, not by
+# CI: npm's @openai/codex is about 424 MB). The fake engine, with Qwen3's
+# tool format, stands in for the model:
+#   1. `codex exec` gets a plain answer and prints it;
+#   2. it gets an exec_command call, runs it (it writes a marker file) and
+#      sends the output back as a function_call_output in the next request.
+#      The scripted model calls the tool on every turn, so Codex is stopped
+#      after a few seconds; the marker and the request count tell.
+#
+#   sh tests/diag_codex.sh            (from the repository root, after make)
+#   CODEX_DIR=DIR                     where the package is installed (kept)
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+shared=${STRATA_SHARED:-$root/../shared}
+gguf="$shared/models/stories260K/stories260K.gguf"
+[ -f "$gguf" ] || { echo "SKIP: $gguf is absent"; exit 77; }
+[ -x "$root/bin/strata" ] || { echo "bin/strata is not built (make)"; exit 2; }
+cx_dir=${CODEX_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/strata/codex}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-diag-codex-XXXXXX") || exit 1
+pid=""
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT INT TERM
+. "$root/tests/lib/server.sh"
+
+if [ ! -x "$cx_dir/node_modules/.bin/codex" ]; then
+    mkdir -p "$cx_dir"
+    (cd "$cx_dir" && timeout 300 npm install --no-audit --no-fund @openai/codex >npm.log 2>&1) ||
+        { echo "SKIP: npm install @openai/codex: $(tail -n 1 "$cx_dir/npm.log")"; exit 77; }
+fi
+codex="$cx_dir/node_modules/.bin/codex"
+echo "$("$codex" --version 2>/dev/null)"
+
+markers="<|im_start|>{%- if tool_call.arguments is string %}{{- '<tool_call>\\n{\"name\": \"' }}{{ ns.last_query_index }}<tool_response>"
+serve() { # SCRIPT
+    "$root/bin/strata" serve "$gguf" --fake-engine --port 0 --ctx 400000 --fake-template "$markers" \
+        --fake-script "$1" >"$tmp/out" 2>"$tmp/err" &
+    pid=$!
+    server_port 100
+    server_healthy 100
+    mkdir -p "$tmp/home/.codex"
+    cat >"$tmp/home/.codex/config.toml" <<EOF
+model = "strata-fake"
+model_provider = "strata"
+[model_providers.strata]
+name = "strata"
+base_url = "$url/v1"
+env_key = "STRATA_KEY"
+EOF
+}
+stop() { kill -TERM "$pid"; wait "$pid"; pid=""; }
+ask() { # SECONDS PROMPT: codex exec against the server, its own home, in $tmp
+    (cd "$tmp" && HOME="$tmp/home" CODEX_HOME="$tmp/home/.codex" STRATA_KEY=local \
+        timeout "$1" "$codex" exec --skip-git-repo-check --sandbox workspace-write "$2")
+}
+served() { curl -s "$url/metrics" | sed -n 's|^strata_requests_total{endpoint="/v1/responses",status="200"} ||p'; }
+
+serve "Hello from strata."
+ask 120 "say hello" >"$tmp/answer" 2>&1 || fail "codex exec: $(tail -n 5 "$tmp/answer")"
+grep -q "Hello from strata." "$tmp/answer" || fail "the answer was not printed: $(tail -n 5 "$tmp/answer")"
+echo "ok: a plain answer ($(served) request)"
+stop
+
+marker="$tmp/marker"
+serve "I will write it.
+<tool_call>
+{\"name\": \"exec_command\", \"arguments\": {\"cmd\": \"echo strata-tool-ok > $marker\"}}
+</tool_call>"
+ask 15 "write the marker" >"$tmp/answer" 2>&1
+grep -q strata-tool-ok "$marker" 2>/dev/null || fail "the exec_command call did not run: $(tail -n 5 "$tmp/answer")"
+n=$(served)
+[ "${n:-0}" -ge 2 ] || fail "the call's output did not come back ($n requests)"
+echo "ok: an exec_command call run and its output sent back ($n requests)"
+stop
+echo "PASS"
