@@ -406,6 +406,29 @@ static int openai_tools(json_t *o, api_request *r, api_error *e)
     return 0;
 }
 
+/* A tool given flat ({"name", "description", SCHEMA_KEY}: Anthropic's
+ * input_schema, Responses' parameters), kept in OpenAI chat's shape. */
+static int add_flat_tool(api_request *r, size_t i, json_t *t, const char *schema_key, bool schema_required,
+                         api_error *e)
+{
+    char p[64];
+    json_t *name = json_object_get(t, "name"), *d = field(t, "description"), *schema = field(t, schema_key);
+    snprintf(p, sizeof p, "tools[%zu].name", i);
+    if (nonempty_string(name, p, e)) return -1;
+    snprintf(p, sizeof p, "tools[%zu]", i);
+    if (d && !json_is_string(d)) return fail(e, p, "%s.description must be a string", p);
+    if ((schema || schema_required) && !json_is_object(schema))
+        return fail(e, p, "%s.%s must be an object", p, schema_key);
+    json_t *f = json_object();
+    json_object_set(f, "name", name);
+    if (d) json_object_set(f, "description", d);
+    if (schema) json_object_set(f, "parameters", schema);
+    json_t *w = json_pack("{s:s, s:o}", "type", "function", "function", f);
+    int rc = w ? add_tool(r, w, "tools", e) : fail(e, "tools", "out of memory");
+    json_decref(w);
+    return rc;
+}
+
 /* Anthropic: [{"name", "description", "input_schema"}] in OpenAI's shape. */
 static int anthropic_tools(json_t *o, api_request *r, api_error *e)
 {
@@ -418,26 +441,13 @@ static int anthropic_tools(json_t *o, api_request *r, api_error *e)
     json_array_foreach(ts, i, t) {
         snprintf(p, sizeof p, "tools[%zu]", i);
         if (!json_is_object(t)) return fail(e, p, "%s must be an object", p);
-        json_t *type = field(t, "type"), *name = json_object_get(t, "name");
-        json_t *d = field(t, "description"), *schema = json_object_get(t, "input_schema");
+        json_t *type = field(t, "type");
         if (type && (!json_is_string(type) || strcmp(json_string_value(type), "custom"))) {
             char q[40];
             return fail(e, p, "%s.type '%s' is not supported (client tools only: no type, or \"custom\")", p,
                         json_is_string(type) ? quoted(json_string_value(type), q, sizeof q) : "?");
         }
-        snprintf(p, sizeof p, "tools[%zu].name", i);
-        if (nonempty_string(name, p, e)) return -1;
-        snprintf(p, sizeof p, "tools[%zu]", i);
-        if (d && !json_is_string(d)) return fail(e, p, "%s.description must be a string", p);
-        if (!json_is_object(schema)) return fail(e, p, "%s.input_schema must be an object", p);
-        json_t *f = json_object();
-        json_object_set(f, "name", name);
-        if (d) json_object_set(f, "description", d);
-        json_object_set(f, "parameters", schema);
-        json_t *w = json_pack("{s:s, s:o}", "type", "function", "function", f);
-        int rc = w ? add_tool(r, w, "tools", e) : fail(e, "tools", "out of memory");
-        json_decref(w);
-        if (rc) return -1;
+        if (add_flat_tool(r, i, t, "input_schema", true, e)) return -1;
     }
     return 0;
 }
@@ -776,20 +786,7 @@ static int responses_tools(json_t *o, api_request *r, api_error *e)
         json_t *type = json_object_get(t, "type");
         if (!json_is_object(t) || !json_is_string(type)) return fail(e, p, "%s must be an object with a type", p);
         if (strcmp(json_string_value(type), "function")) continue;
-        json_t *name = json_object_get(t, "name"), *d = field(t, "description"), *pa = field(t, "parameters");
-        snprintf(p, sizeof p, "tools[%zu].name", i);
-        if (nonempty_string(name, p, e)) return -1;
-        snprintf(p, sizeof p, "tools[%zu]", i);
-        if (d && !json_is_string(d)) return fail(e, p, "%s.description must be a string", p);
-        if (pa && !json_is_object(pa)) return fail(e, p, "%s.parameters must be an object", p);
-        json_t *f = json_object();
-        json_object_set(f, "name", name);
-        if (d) json_object_set(f, "description", d);
-        if (pa) json_object_set(f, "parameters", pa);
-        json_t *w = json_pack("{s:s, s:o}", "type", "function", "function", f);
-        int rc = w ? add_tool(r, w, "tools", e) : fail(e, "tools", "out of memory");
-        json_decref(w);
-        if (rc) return -1;
+        if (add_flat_tool(r, i, t, "parameters", false, e)) return -1;
     }
     return 0;
 }
