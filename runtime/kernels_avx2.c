@@ -296,7 +296,7 @@ static const kernels avx512_z_table = {
     .name = "avx2+avx512+vnni512",
     AVX2_COMMON_ENTRIES
     .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
-    .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_GGML] = kavx2_qdotn_ggml, [WF_IQ3] = kavx512_qdotn_iq3 },
+    .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_GGML] = kavx512_qdotn_ggml, [WF_IQ3] = kavx512_qdotn_iq3 },
     .qdot4 = { [WF_SCODE] = kavx512_qdot4_scode, [WF_GGML] = kavx512_qdot4_ggml },
 };
 
@@ -304,7 +304,7 @@ static const kernels avx512_vnni_z_table = {
     .name = "avx2+vnni+avx512+vnni512",
     AVX2_COMMON_ENTRIES
     .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
-    .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_GGML] = kavx2_qdotn_ggml, [WF_IQ3] = kavx512_qdotn_iq3 },
+    .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_GGML] = kavx512_qdotn_ggml, [WF_IQ3] = kavx512_qdotn_iq3 },
     .qdot4 = { [WF_SCODE] = kavx512v_qdot4_scode, [WF_GGML] = kavx512_qdot4_ggml },
 };
 

@@ -34,6 +34,7 @@ float kavx2_qdot_ggml(const weight *w, int64_t r, const qrow *a);
 void kavx2_qdotn_ggml(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 void kavx2_qdot4_ggml(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
 void kavx512_qdot4_ggml(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
+void kavx512_qdotn_ggml(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 float kvnni_qdot_scode(const weight *w, int64_t r, const qrow *a);
 void kvnni_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
 float kvnni_qdot_iq3(const weight *w, int64_t r, const qrow *a);

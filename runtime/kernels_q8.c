@@ -146,7 +146,7 @@ int kernels_qdotn_ok(const kernels *k, const weight *w)
 {
     if (!k->qdotn[w->form] || !kernels_qdot_ok(w)) return 0;
     if (w->form == WF_IQ3) return 1;
-    if (w->form == WF_GGML) return w->ggml_type == GGML_TYPE_IQ2_S;
+    if (w->form == WF_GGML) return w->ggml_type == GGML_TYPE_IQ2_S || w->ggml_type == GGML_TYPE_MXFP4;
     return w->form == WF_SCODE && w->kf && w->act == WA_Q8_K;
 }
 

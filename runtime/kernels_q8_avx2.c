@@ -1318,6 +1318,36 @@ AVX2 float kavx2_qdot_ggml(const weight *w, int64_t r, const qrow *a)
 }
 
 
+/* One MXFP4 row against nt <= KQ_NT_MAX tokens (prefill): each block's
+ * signed values and their magnitudes, and its scale, are made once and
+ * met by every token; per token the integer lanes, the scale product and
+ * the two accumulators are mxfp4_dot's, so each y is its bits. */
+AVX2 static void mxfp4_dotn(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    const __m256i values = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ggml_kvalues_fp4));
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 even[KQ_NT_MAX], odd[KQ_NT_MAX];
+    for (int t = 0; t < nt; t++) even[t] = odd[t] = _mm256_setzero_ps();
+    const int64_t nb = w->cols / 32;
+    for (int64_t b = 0; b + 1 < nb; b += 2) {
+        const uint8_t *b0 = row + b * 17;
+        const __m256i v0 = _mm256_shuffle_epi8(values, mxfp4_nibbles(b0));
+        const __m256i v1 = _mm256_shuffle_epi8(values, mxfp4_nibbles(b0 + 17));
+        const __m256i m0 = _mm256_sign_epi8(v0, v0), m1 = _mm256_sign_epi8(v1, v1);
+        const float s0 = ggml_e8m0_half(b0[0]), s1 = ggml_e8m0_half(b0[17]);
+        for (int t = 0; t < nt; t++) {
+            const int8_t *q = a[t].q + b * 32;
+            const __m256i q0 = _mm256_loadu_si256((const __m256i *)q), q1 = _mm256_loadu_si256((const __m256i *)(q + 32));
+            const __m256i l0 = _mm256_madd_epi16(_mm256_maddubs_epi16(m0, _mm256_sign_epi8(q0, v0)), ones);
+            const __m256i l1 = _mm256_madd_epi16(_mm256_maddubs_epi16(m1, _mm256_sign_epi8(q1, v1)), ones);
+            even[t] = _mm256_fmadd_ps(_mm256_set1_ps(a[t].d[b] * s0), _mm256_cvtepi32_ps(l0), even[t]);
+            odd[t] = _mm256_fmadd_ps(_mm256_set1_ps(a[t].d[b + 1] * s1), _mm256_cvtepi32_ps(l1), odd[t]);
+        }
+    }
+    for (int t = 0; t < nt; t++) y[t * ystride] = mxfp4_finish(row, &a[t], nb, even[t], odd[t]);
+}
+
 /* kavx2_qdot_ggml of one IQ2_S row against nt <= KQ_NT_MAX tokens: a
  * block's grid bytes, sign vectors and scales are made once and met by
  * every token; per token the integer lanes and float steps are
@@ -1325,6 +1355,7 @@ AVX2 float kavx2_qdot_ggml(const weight *w, int64_t r, const qrow *a)
  * table's single dot per token (kernels_qdotn_ok keeps them on it). */
 AVX2 void kavx2_qdotn_ggml(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
 {
+    if (w->ggml_type == GGML_TYPE_MXFP4) { mxfp4_dotn(w, r, a, nt, y, ystride); return; }
     if (w->ggml_type != GGML_TYPE_IQ2_S) {
         for (int t = 0; t < nt; t++) y[t * ystride] = kavx2_qdot_ggml(w, r, &a[t]);
         return;
@@ -1450,6 +1481,68 @@ AVX512VNNI_VBMI void kavx512_qdot4_ggml(const weight *w, int64_t r, int64_t stri
 {
     if (w->ggml_type == GGML_TYPE_MXFP4) { mxfp4_dot4_z(w, r, stride, a, y); return; }
     kavx2_qdot4_ggml(w, r, stride, a, y);
+}
+
+/* One MXFP4 row against nt <= KQ_NT_MAX tokens (prefill) with AVX-512
+ * VNNI: a block pair is laid out and looked up once (as in mxfp4_dot4_z,
+ * but signed values: their magnitudes meet each token's activation with
+ * the values' signs put on, so no bias is needed per token), its scales'
+ * exponents converted once; per token one vpdpbusd, the scale product
+ * and one fused multiply-add, mxfp4_dot4_z's steps, so each y is its bits. */
+AVX512VNNI_VBMI static inline __attribute__((always_inline)) void mxfp4_dotn_z_body(const weight *w, int64_t r,
+                                                                                    const qrow *a, int nt, float *y,
+                                                                                    int64_t ystride)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    const __m512i values = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)ggml_kvalues_fp4));
+    const __m512i layout = _mm512_loadu_si512(mxfp4_layout), scale_idx = _mm512_loadu_si512(mxfp4_scale_at);
+    const __mmask64 two_blocks = ((__mmask64)1 << 34) - 1, dword_low = 0x1111111111111111ull;
+    __m512 acc[KQ_NT_MAX];
+    for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
+    const int64_t nb = w->cols / 32;
+    int64_t b = 0;
+    for (; b + 1 < nb; b += 2) {
+        const __m512i raw = _mm512_maskz_loadu_epi8(two_blocks, row + b * 17);
+        const __m512i v = _mm512_permutexvar_epi8(_mm512_permutex2var_epi8(raw, layout, _mm512_srli_epi16(raw, 4)),
+                                                  values);
+        const __mmask64 neg = _mm512_movepi8_mask(v);
+        const __m512i mag = _mm512_abs_epi8(v);
+        const __m512 ev = _mm512_cvtepi32_ps(
+            _mm512_add_epi32(_mm512_maskz_permutexvar_epi8(dword_low, scale_idx, raw), _mm512_set1_epi32(-128)));
+        QD_UNROLL /* with nt a constant (a full batch), the accumulators stay in registers */
+        for (int t = 0; t < nt; t++) {
+            const __m512i q2 = _mm512_loadu_si512((const void *)(a[t].q + b * 32));
+            const __m512i sq = _mm512_mask_sub_epi8(q2, neg, _mm512_setzero_si512(), q2);
+            const __m512i lanes = _mm512_dpbusd_epi32(_mm512_setzero_si512(), mag, sq);
+            const __m512 ad = _mm512_mask_mov_ps(_mm512_set1_ps(a[t].d[b]), 0xFF00, _mm512_set1_ps(a[t].d[b + 1]));
+            acc[t] = _mm512_fmadd_ps(_mm512_scalef_ps(ad, ev), _mm512_cvtepi32_ps(lanes), acc[t]);
+        }
+    }
+    for (int t = 0; t < nt; t++) {
+        const __m256 lo = _mm512_castps512_ps256(acc[t]);
+        const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[t]), 1));
+        float s = hsum_ps(_mm256_add_ps(lo, hi));
+        if (b < nb) { /* the last odd block */
+            const uint8_t *blk = row + b * 17;
+            const __m256i q8 = _mm256_loadu_si256((const __m256i *)(a[t].q + b * 32));
+            const __m256i lanes = mxfp4_lanes(mxfp4_codes(blk), q8, mxfp4_qbias(q8));
+            s = fmaf(a[t].d[b] * ggml_e8m0_half(blk[0]), (float)hsum_epi32(lanes), s);
+        }
+        y[t * ystride] = s;
+    }
+}
+
+AVX512VNNI_VBMI static void mxfp4_dotn_z(const weight *w, int64_t r, const qrow *a, int nt, float *y,
+                                         int64_t ystride)
+{
+    if (nt == KQ_NT_MAX) mxfp4_dotn_z_body(w, r, a, KQ_NT_MAX, y, ystride);
+    else mxfp4_dotn_z_body(w, r, a, nt, y, ystride);
+}
+
+AVX512VNNI_VBMI void kavx512_qdotn_ggml(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    if (w->ggml_type == GGML_TYPE_MXFP4) { mxfp4_dotn_z(w, r, a, nt, y, ystride); return; }
+    kavx2_qdotn_ggml(w, r, a, nt, y, ystride);
 }
 
 #endif

@@ -861,9 +861,12 @@ static void test_native_equals_sform(void **st)
                 }
             if (r == 0) check_qdot4_native(tabs, &odd, &a);
         }
-        /* a batch shares IQ2_S's grid and signs across tokens (qdotn), the same bits */
+        /* a batch shares IQ2_S's grid and signs, MXFP4's values and scales, across tokens (qdotn),
+         * the same bits */
         for (int k = 0; k < 4; k++)
-            if (tabs[k]) assert_int_equal(kernels_qdotn_ok(tabs[k], &nat), iqt[t] == GGML_TYPE_IQ2_S);
+            if (tabs[k])
+                assert_int_equal(kernels_qdotn_ok(tabs[k], &nat),
+                                 iqt[t] == GGML_TYPE_IQ2_S || iqt[t] == GGML_TYPE_MXFP4);
         assert_true(check_qdotn(tabs, &nat, WF_GGML, &rs, x, iq[t]) > 0);
         free(blocks);
     }
@@ -872,7 +875,8 @@ static void test_native_equals_sform(void **st)
 /* Native MXFP4 rows of random bytes (every E8M0 exponent from 0 to 254
  * occurs, with codes of every nibble), 1..9 blocks a row (odd counts end
  * on the pairless block): every SIMD table's qdot and qdot4 (stride 1 and
- * 2) give the scalar qdot's bits, and the scalar qdot is within 1e-5 of
+ * 2) and qdotn (1..KQ_NT_MAX tokens) give the scalar qdot's bits, and the
+ * scalar qdot is within 1e-5 of
  * the sum of |terms| of the decoded row times the rounded activation. */
 static void test_qdot_mxfp4_random_blocks(void **st)
 {
@@ -918,6 +922,8 @@ static void test_qdot_mxfp4_random_blocks(void **st)
             }
             check_qdot4_native(tabs, &w, &a);
         }
+        /* qdotn: one row against 1..KQ_NT_MAX tokens, each the table's qdot bits */
+        assert_true(check_qdotn(tabs, &w, WF_GGML, &rs, x, "MXFP4 random") > 0);
     }
     free(blocks);
 }
