@@ -44,12 +44,14 @@ static int64_t stream_len(int64_t r0, int64_t r1) { return (r1 - r0) / 4; }
 
 /* Software prefetch of the first `depth` rows of each stream of the task
  * [r0, r1) (of its first 4 x depth rows for forms that have no four-row
- * kernel: they are read front to back), and, for SCODE, of their scales;
- * only a hint, results never depend on it. */
+ * kernel, IQ3 and the f32/f16 planes: they are read front to back; native
+ * blocks have one in every SIMD table: MXFP4's, or four single rows in
+ * stream order), and, for SCODE, of their scales; only a hint, results
+ * never depend on it. */
 static void warm_rows(const weight *w, int64_t r0, int64_t r1, int64_t depth)
 {
 #if defined(__GNUC__) || defined(__clang__)
-    const int64_t len = w->form == WF_SCODE ? stream_len(r0, r1) : 0;
+    const int64_t len = w->form == WF_SCODE || w->form == WF_GGML ? stream_len(r0, r1) : 0;
     const int64_t n_streams = len > 0 ? 4 : 1, stride = len;
     const int64_t rows = len == 0 ? 4 * depth : depth > len ? len : depth;
     const size_t bytes = w->row_bytes < MV_WARM_BYTES ? w->row_bytes : MV_WARM_BYTES;
