@@ -51,7 +51,7 @@ char *chat_request_render(const chat_setup *cs, const api_request *r, api_error 
         char msg[200];
         snprintf(msg, sizeof msg,
                  "this model's chat template (%s) has no tool format strata renders; tool calls work with "
-                 "the templates of Qwen3, Qwen3-Coder, GLM-4.5/4.6, MiniMax-M2 and gpt-oss", chat_family_name(cs->family));
+                 "the templates of Qwen3, Qwen3-Coder, GLM-4.5/4.6, MiniMax-M2, Kimi K2 Thinking and gpt-oss", chat_family_name(cs->family));
         return fail(e, r->n_tools ? "tools" : "messages", msg);
     }
     size_t n_calls = 0;
@@ -69,8 +69,10 @@ char *chat_request_render(const chat_setup *cs, const api_request *r, api_error 
     for (size_t i = 0; i < r->n_msgs; i++) {
         const api_message *a = &r->msgs[i];
         m[i] = (chat_msg){ .role = a->role, .content = a->content, .calls = c, .n_calls = a->n_calls,
-                           .reasoning = a->reasoning };
-        for (size_t j = 0; j < a->n_calls; j++) *c++ = (chat_call){ a->calls[j].name, a->calls[j].arguments };
+                           .reasoning = a->reasoning, .tool_call_id = a->tool_call_id };
+        for (size_t j = 0; j < a->n_calls; j++)
+            *c++ = (chat_call){ .name = a->calls[j].name, .arguments = a->calls[j].arguments,
+                                .id = *a->calls[j].id ? a->calls[j].id : NULL };
     }
     char err[256] = "";
     const chat_tools_opts o = { .date = cs->date, .reasoning_effort = r->reasoning_effort, .no_thinking = r->no_thinking,

@@ -21,6 +21,7 @@ static const struct { const char *name; chat_family f; } NAMES[] = {
     { "kimi-k2", CHAT_KIMI_K2 },  { "gpt-oss", CHAT_GPT_OSS },  { "bailing", CHAT_BAILING },
     { "bailing2", CHAT_BAILING2 },  { "minimax-m2", CHAT_MINIMAX_M2 }, { "bailing-think", CHAT_BAILING_THINK },
     { "dots1", CHAT_DOTS1 },      { "qwen3", CHAT_CHATML },   { "qwen3-coder", CHAT_CHATML }, { "glm-4.5", CHAT_GLM4 },
+    { "kimi-k2-thinking", CHAT_KIMI_K2 },
 };
 
 chat_family chat_family_from_name(const char *name)
@@ -427,6 +428,9 @@ chat_tools chat_template_tools(const char *t)
         return CHAT_TOOLS_GLM45;
     if (t && strstr(t, "]~b]ai") && strstr(t, "<minimax:tool_call>") && strstr(t, "<response>"))
         return CHAT_TOOLS_MINIMAX;
+    if (t && strstr(t, "<|im_middle|>") && strstr(t, "tool_declare") && strstr(t, "<|tool_calls_section_begin|>") &&
+        strstr(t, "## Return of") && strstr(t, "<think></think>") && strstr(t, "reasoning_content"))
+        return CHAT_TOOLS_KIMI_K2;
     return CHAT_TOOLS_NONE;
 }
 
@@ -437,6 +441,7 @@ chat_tools chat_tools_from_name(const char *name)
     if (name && !strcmp(name, "qwen3-coder")) return CHAT_TOOLS_QWEN3_CODER;
     if (name && !strcmp(name, "glm-4.5")) return CHAT_TOOLS_GLM45;
     if (name && !strcmp(name, "minimax-m2")) return CHAT_TOOLS_MINIMAX;
+    if (name && !strcmp(name, "kimi-k2-thinking")) return CHAT_TOOLS_KIMI_K2;
     return CHAT_TOOLS_NONE;
 }
 
@@ -444,7 +449,7 @@ const char *chat_tools_name(chat_tools t)
 {
     return t == CHAT_TOOLS_QWEN3 ? "qwen3" : t == CHAT_TOOLS_HARMONY ? "gpt-oss"
          : t == CHAT_TOOLS_QWEN3_CODER ? "qwen3-coder" : t == CHAT_TOOLS_GLM45 ? "glm-4.5"
-         : t == CHAT_TOOLS_MINIMAX ? "minimax-m2" : "none";
+         : t == CHAT_TOOLS_MINIMAX ? "minimax-m2" : t == CHAT_TOOLS_KIMI_K2 ? "kimi-k2-thinking" : "none";
 }
 
 static bool starts_with(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
@@ -544,6 +549,7 @@ char *chat_template_render_tools(chat_tools style, const chat_msg *m, size_t n, 
     if (style == CHAT_TOOLS_QWEN3_CODER) return chat_template_render_qwen3_coder(m, n, tools, n_tools, gen, err, errlen);
     if (style == CHAT_TOOLS_GLM45) return chat_template_render_glm45(m, n, tools, n_tools, o, gen, err, errlen);
     if (style == CHAT_TOOLS_MINIMAX) return chat_template_render_minimax_tools(m, n, tools, n_tools, o, gen, err, errlen);
+    if (style == CHAT_TOOLS_KIMI_K2) return chat_template_render_kimi_k2(m, n, tools, n_tools, gen, err, errlen);
     strbuf b = { 0 };
     qwen3(&b, m, n, tools, n_tools, gen, o && o->no_thinking);
     char *out = strbuf_take(&b);

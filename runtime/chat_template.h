@@ -56,6 +56,7 @@ typedef enum chat_family {
 typedef struct chat_call {
     const char *name;
     const char *arguments;
+    const char *id; /* the client's id for the call, or NULL (Kimi K2's template shows it) */
 } chat_call;
 
 typedef struct chat_msg {
@@ -66,6 +67,7 @@ typedef struct chat_msg {
     const char      *reasoning; /* an assistant's reasoning given apart (reasoning_content), or NULL:
                                  * Qwen3's, GLM's and MiniMax's templates use it instead of splitting
                                  * the content at </think> */
+    const char      *tool_call_id; /* a tool result's call id, or NULL (Kimi K2's template shows it) */
 } chat_msg;
 
 /* The tool-call formats rendered here (and parsed by tool_calls.h). */
@@ -76,6 +78,7 @@ typedef enum chat_tools {
     CHAT_TOOLS_QWEN3_CODER, /* Qwen3-Coder's: <function=NAME><parameter=KEY>VALUE</parameter> in <tool_call> */
     CHAT_TOOLS_GLM45,       /* GLM-4.5's / 4.6's: <tool_call>NAME<arg_key>KEY</arg_key><arg_value>... */
     CHAT_TOOLS_MINIMAX,     /* MiniMax-M2's: <minimax:tool_call><invoke name=...><parameter name=...> */
+    CHAT_TOOLS_KIMI_K2,     /* Kimi K2 Thinking's: tool_declare, <|tool_call_begin|>functions.NAME:IDX... */
 } chat_tools;
 
 /* The family a template's text belongs to, CHAT_UNKNOWN if none. */
@@ -110,12 +113,14 @@ char *chat_template_render(chat_family f, const chat_msg *msgs, size_t n, const 
  * gpt-oss's by harmony's <|channel|> and its render_tool_namespace macro;
  * Qwen3-Coder's by its <function= and <parameter= calls; GLM-4.5's and
  * 4.6's by [gMASK]<sop> with <arg_key> and <|observation|>; MiniMax-M2's by
- * ]~b]ai with <minimax:tool_call>. */
+ * ]~b]ai with <minimax:tool_call>; Kimi K2 Thinking's by its tool_declare
+ * turn, <|tool_calls_section_begin|>, "## Return of" and <think></think>. */
 chat_tools chat_template_tools(const char *tmpl);
-/* "qwen3", "qwen3-coder", "gpt-oss", "glm-4.5" and "minimax-m2": the tool
- * format a --chat-template name brings, NONE otherwise. */
+/* "qwen3", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2" and
+ * "kimi-k2-thinking": the tool format a --chat-template name brings, NONE
+ * otherwise. */
 chat_tools chat_tools_from_name(const char *name);
-/* "qwen3", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2" or "none". */
+/* "qwen3", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2", "kimi-k2-thinking" or "none". */
 const char *chat_tools_name(chat_tools t);
 
 /* What the whole templates take beyond the conversation (their kwargs). */
@@ -159,7 +164,14 @@ typedef struct chat_tools_opts {
  *    as <minimax:tool_call> with <invoke name=...> and <parameter
  *    name=...> (strings as they are, other values as JSON), results as
  *    <response> blocks in one ]~b]tool turn; a result with no call before
- *    it is refused, as the template refuses it. */
+ *    it is refused, as the template refuses it.
+ *  - Kimi K2 Thinking (chat_template_kimi.c): the tools as one JSON list in
+ *    a tool_declare turn, Kimi's default system turn when the first message
+ *    is not a system one, <|im_ROLE|>ROLE<|im_middle|> turns; assistant
+ *    turns up to the last one without calls get an empty <think></think>,
+ *    later ones their reasoning in it; calls in a tool-calls section, each
+ *    with its id and its arguments as the client gave them; results as
+ *    "## Return of ID". */
 char *chat_template_render_tools(chat_tools style, const chat_msg *msgs, size_t n,
                                  const char *const *tools, size_t n_tools, const chat_tools_opts *o,
                                  bool add_generation_prompt, char *err, size_t errlen);
@@ -170,6 +182,8 @@ char *chat_template_render_minimax_tools(const chat_msg *msgs, size_t n, const c
                                          size_t errlen);
 char *chat_template_render_glm45(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
                                  const chat_tools_opts *o, bool add_generation_prompt, char *err, size_t errlen);
+char *chat_template_render_kimi_k2(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
+                                   bool add_generation_prompt, char *err, size_t errlen);
 char *chat_template_render_harmony_tools(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
                                          const chat_tools_opts *o, bool add_generation_prompt, char *err,
                                          size_t errlen);

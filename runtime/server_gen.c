@@ -115,6 +115,7 @@ static tool_format tool_format_of(chat_tools t)
     return t == CHAT_TOOLS_QWEN3_CODER ? TOOL_FORMAT_CODER
          : t == CHAT_TOOLS_GLM45       ? TOOL_FORMAT_GLM45
          : t == CHAT_TOOLS_MINIMAX     ? TOOL_FORMAT_MINIMAX
+         : t == CHAT_TOOLS_KIMI_K2     ? TOOL_FORMAT_KIMI
                                        : TOOL_FORMAT_JSON;
 }
 

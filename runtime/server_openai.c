@@ -35,7 +35,8 @@ static json_t *tool_calls_json(oai *o, const tool_call *c, size_t n, bool indexe
     for (size_t i = 0; i < n; i++) {
         char id[64];
         server_new_id(o->s, "call_", id, sizeof id);
-        json_t *t = json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id, "type", "function", "function", "name",
+        json_t *t = json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", c[i].id ? c[i].id : id, "type", "function",
+                              "function", "name",
                               c[i].name, "arguments", c[i].arguments);
         if (t && indexed) json_object_set_new(t, "index", json_integer((json_int_t)i));
         json_array_append_new(a, t);

@@ -23,9 +23,13 @@ static bool good_label(const char *s, size_t n)
 }
 
 static const char MM_OPEN[] = "<minimax:tool_call>", MM_CLOSE[] = "</minimax:tool_call>";
+static const char KIMI_OPEN[] = "<|tool_calls_section_begin|>", KIMI_CLOSE[] = "<|tool_calls_section_end|>";
 
 /* The tag that starts the calls in a format. */
-static const char *open_tag(tool_format f) { return f == TOOL_FORMAT_MINIMAX ? MM_OPEN : OPEN; }
+static const char *open_tag(tool_format f)
+{
+    return f == TOOL_FORMAT_MINIMAX ? MM_OPEN : f == TOOL_FORMAT_KIMI ? KIMI_OPEN : OPEN;
+}
 
 /* The first byte of the held text's tail that cannot yet be released:
  * trailing whitespace and a proper prefix of the opening tag at the end. */
@@ -297,6 +301,39 @@ out:
     return rc;
 }
 
+/* One Kimi K2 <|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{...}<|tool_call_end|>
+ * at *p: the name from the id, which is kept (Kimi reads its own ids back). */
+static int parse_kimi(const char **p, const char *end, tool_call *c)
+{
+    const char *s = *p;
+    size_t idn;
+    const char *id;
+    if (!take(&s, end, "<|tool_call_begin|>") || !(id = until(&s, end, "<|tool_call_argument_begin|>", &idn)))
+        return -1;
+    while (idn && is_ws(*id)) { id++; idn--; }
+    while (idn && is_ws(id[idn - 1])) idn--;
+    const char *colon = NULL;
+    for (size_t i = 0; i < idn; i++)
+        if (id[i] == ':') colon = id + i;
+    if (idn < 11 || memcmp(id, "functions.", 10) || !colon || colon == id + 10 || !good_label(id, idn)) return -1;
+    for (const char *d = colon + 1; d < id + idn; d++)
+        if (*d < '0' || *d > '9') return -1;
+    json_error_t je;
+    json_t *o = json_loadb(s, (size_t)(end - s), JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, &je);
+    int rc = -1;
+    if (!json_is_object(o)) goto out;
+    s += je.position;
+    skip_ws(&s, end);
+    if (!take(&s, end, "<|tool_call_end|>") && s != end) goto out; /* only the last may lack its end */
+    c->name = strndup(id + 10, (size_t)(colon - id - 10));
+    c->id = strndup(id, idn);
+    c->arguments = pyjson_dumps(o);
+    if (c->name && c->id && c->arguments && good_label(c->name, strlen(c->name))) { rc = 0; *p = s; }
+out:
+    json_decref(o);
+    return rc;
+}
+
 size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out)
 {
     *calls = NULL;
@@ -310,7 +347,7 @@ size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out)
     tool_call *c = NULL;
     size_t n = 0;
     const char *p = h;
-    const bool tagged = ts->format != TOOL_FORMAT_JSON;
+    const bool tagged = ts->format != TOOL_FORMAT_JSON && ts->format != TOOL_FORMAT_KIMI;
     json_t **schemas = tagged ? calloc(ts->n_tools + 1, sizeof *schemas) : NULL;
     for (;;) {
         while (p < end && is_ws(*p)) p++;
@@ -324,10 +361,13 @@ size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out)
             /* blocks of invokes: the tags only part them (the last close may be missing) */
             if (take(&p, end, MM_OPEN) || take(&p, end, MM_CLOSE)) continue;
             rc = parse_invoke(ts, schemas, &p, end, &c[n]);
+        } else if (ts->format == TOOL_FORMAT_KIMI) {
+            if (take(&p, end, KIMI_OPEN) || take(&p, end, KIMI_CLOSE)) continue;
+            rc = parse_kimi(&p, end, &c[n]);
         } else {
             rc = tagged ? parse_one_tagged(ts, schemas, &p, end, &c[n]) : parse_one(&p, end, &c[n]);
         }
-        if (rc != 0) { free(c[n].name); free(c[n].arguments); break; }
+        if (rc != 0) { free(c[n].name); free(c[n].arguments); free(c[n].id); break; }
         n++;
     }
     for (size_t i = 0; schemas && i < ts->n_tools; i++) json_decref(schemas[i]);
@@ -345,7 +385,7 @@ size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out)
 
 void tool_calls_free(tool_call *c, size_t n)
 {
-    for (size_t i = 0; i < n; i++) { free(c[i].name); free(c[i].arguments); }
+    for (size_t i = 0; i < n; i++) { free(c[i].name); free(c[i].arguments); free(c[i].id); }
     free(c);
 }
 

@@ -9,7 +9,11 @@
  *     <tool_call>NAME\n<arg_key>KEY</arg_key>\n<arg_value>VALUE</arg_value>\n</tool_call>;
  * MiniMax-M2's (CHAT_TOOLS_MINIMAX) one or more
  *     <invoke name="NAME">\n<parameter name="KEY">VALUE</parameter>\n</invoke>
- * inside <minimax:tool_call> ... </minimax:tool_call>, which then opens the calls.
+ * inside <minimax:tool_call> ... </minimax:tool_call>, which then opens the calls;
+ * Kimi K2's (CHAT_TOOLS_KIMI_K2) one or more
+ *     <|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{...}<|tool_call_end|>
+ * inside <|tool_calls_section_begin|> ... <|tool_calls_section_end|>, the
+ * call's id (functions.NAME:IDX, NAME taken from it) kept for the client.
  *
  * Contract:
  *  - tool_scan_feed() takes released answer text and appends to out the
@@ -35,6 +39,8 @@
 typedef struct tool_call {
     char *name;
     char *arguments; /* JSON object text, pyjson */
+    char *id;        /* the model's own id for the call (Kimi K2's functions.NAME:IDX), or NULL: the
+                      * server makes one */
 } tool_call;
 
 typedef enum tool_format {
@@ -42,6 +48,7 @@ typedef enum tool_format {
     TOOL_FORMAT_CODER,    /* Qwen3-Coder */
     TOOL_FORMAT_GLM45,    /* GLM-4.5 / 4.6 */
     TOOL_FORMAT_MINIMAX,  /* MiniMax-M2 */
+    TOOL_FORMAT_KIMI,     /* Kimi K2 (Thinking) */
 } tool_format;
 
 typedef struct tool_scan {

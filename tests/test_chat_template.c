@@ -369,7 +369,7 @@ static void test_detect(void **st)
 static void test_qwen3_tools(void **st)
 {
     (void)st;
-    static const chat_call calls[] = { { "f", "{\"a\": 1}" } };
+    static const chat_call calls[] = { { .name = "f", .arguments = "{\"a\": 1}" } };
     const chat_msg m[] = {
         { .role = "user", .content = "Hi" },
         { .role = "assistant", .content = "<think>\nr1\n</think>\n\nOk.", .calls = calls, .n_calls = 1 },
@@ -403,6 +403,15 @@ static void test_qwen3_tools(void **st)
     assert_int_equal(chat_template_tools(NULL), CHAT_TOOLS_NONE);
     assert_int_equal(chat_tools_from_name("qwen3"), CHAT_TOOLS_QWEN3);
     assert_int_equal(chat_family_from_name("qwen3"), CHAT_CHATML);
+    /* Kimi K2 Thinking's whole template, not the older K2 layout without tool parts */
+    static const char kimi_thinking[] = "<|im_middle|> tool_declare <|tool_calls_section_begin|> ## Return of "
+                                        "<think></think> reasoning_content";
+    assert_int_equal(chat_template_tools(kimi_thinking), CHAT_TOOLS_KIMI_K2);
+    assert_int_equal(chat_template_detect(kimi_thinking), CHAT_KIMI_K2);
+    assert_int_equal(chat_template_tools("<|im_user|>user<|im_middle|>{{ content }}<|im_end|>"), CHAT_TOOLS_NONE);
+    assert_int_equal(chat_tools_from_name("kimi-k2-thinking"), CHAT_TOOLS_KIMI_K2);
+    assert_int_equal(chat_family_from_name("kimi-k2-thinking"), CHAT_KIMI_K2);
+    assert_string_equal(chat_tools_name(CHAT_TOOLS_KIMI_K2), "kimi-k2-thinking");
 }
 
 int main(void)

@@ -619,7 +619,8 @@ static void expect_tool_answers(int port, const char *content, const char *reaso
         assert_string_equal(jstr(c, "type"), "function");
         assert_string_equal(jstr(c, "function.name"), names[i]);
         assert_string_equal(jstr(c, "function.arguments"), args[i]);
-        assert_true(!strncmp(jstr(c, "id"), "call_", 5));
+        /* ours, or the model's own (Kimi K2's functions.NAME:IDX) */
+        assert_true(!strncmp(jstr(c, "id"), "call_", 5) || !strncmp(jstr(c, "id"), "functions.", 10));
     }
     assert_true(strcmp(jstr(json_array_get(calls, 0), "id"), jstr(json_array_get(calls, 1), "id")));
     json_decref(j);
@@ -652,7 +653,7 @@ static void expect_tool_answers(int port, const char *content, const char *reaso
     reply_free(&r);
 
     /* Anthropic: a text block (when there is text), then tool_use blocks with parsed input */
-    static const char AM[] = "{\"max_tokens\":200,\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]" ATOOLS;
+    static const char AM[] = "{\"max_tokens\":600,\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]" ATOOLS;
     char body[1024];
     snprintf(body, sizeof body, "%s}", AM);
     r = (reply){ 0 };
@@ -670,7 +671,7 @@ static void expect_tool_answers(int port, const char *content, const char *reaso
         snprintf(path, sizeof path, "content.%zu.name", t0 + i);
         assert_string_equal(jstr(j, path), names[i]);
         snprintf(path, sizeof path, "content.%zu.id", t0 + i);
-        assert_true(!strncmp(jstr(j, path), "toolu_", 6));
+        assert_true(!strncmp(jstr(j, path), "toolu_", 6) || !strncmp(jstr(j, path), "functions.", 10));
         json_t *in = json_object_get(json_array_get(json_object_get(j, "content"), t0 + i), "input");
         char *in_text = json_dumps(in, JSON_COMPACT);
         assert_string_equal(in_text, i ? "{}" : "{\"city\":\"Paris\"}");
@@ -904,6 +905,49 @@ static void test_tool_calls_minimax(void **st)
     fixture f;
     start_with(&f, shared_path(src, sizeof src, GGUF), &o);
     expect_tool_answers(f.port, "I will check.", "Look it up."); /* the reasoning's leading blank dropped */
+    stop(&f);
+}
+
+/* Kimi K2 Thinking: the calls of a tool-calls section, their ids (Kimi's
+ * functions.NAME:IDX) passed on as the calls' ids in all three APIs, so
+ * that the conversation comes back with the ids the model wrote */
+#define KIMI_MARKERS "<|im_middle|> tool_declare <|tool_calls_section_begin|> ## Return of <think></think> reasoning_content"
+static void test_tool_calls_kimi(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(GGUF);
+    char src[4096];
+    fake_engine_opts o = {
+        .n_ctx = 4096, .chat_template = KIMI_MARKERS,
+        .script = "<think>Look it up.</think>I will check.<|tool_calls_section_begin|><|tool_call_begin|>"
+                  "functions.get_weather:0<|tool_call_argument_begin|>{\"city\":\"Paris\"}<|tool_call_end|>"
+                  "<|tool_call_begin|>functions.now:1<|tool_call_argument_begin|>{}<|tool_call_end|>"
+                  "<|tool_calls_section_end|>",
+    };
+    fixture f;
+    start_with(&f, shared_path(src, sizeof src, GGUF), &o);
+    expect_tool_answers(f.port, "I will check.", "Look it up.");
+    reply r = { 0 };
+    http(f.port, "/v1/chat/completions", CHAT TOOLS "}", NULL, &r);
+    json_t *j = json_of(&r);
+    assert_string_equal(jstr(j, "choices.0.message.tool_calls.0.id"), "functions.get_weather:0");
+    assert_string_equal(jstr(j, "choices.0.message.tool_calls.1.id"), "functions.now:1");
+    json_decref(j);
+    reply_free(&r);
+    r = (reply){ 0 };
+    http(f.port, "/v1/messages", "{\"max_tokens\":600,\"messages\":[{\"role\":\"user\",\"content\":\"Weather?\"}]" ATOOLS "}",
+         NULL, &r);
+    j = json_of(&r);
+    assert_string_equal(jstr(j, "content.1.id"), "functions.get_weather:0");
+    json_decref(j);
+    reply_free(&r);
+    r = (reply){ 0 };
+    http(f.port, "/v1/responses", "{\"input\":\"Weather?\"" RTOOLS "}", NULL, &r);
+    j = json_of(&r);
+    assert_string_equal(jstr(j, "output.2.call_id"), "functions.get_weather:0");
+    assert_string_equal(jstr(j, "output.3.call_id"), "functions.now:1");
+    json_decref(j);
+    reply_free(&r);
     stop(&f);
 }
 
@@ -1220,6 +1264,7 @@ int main(void)
         cmocka_unit_test(test_tool_calls_qwen3_coder),
         cmocka_unit_test(test_tool_calls_glm45),
         cmocka_unit_test(test_tool_calls_minimax),
+        cmocka_unit_test(test_tool_calls_kimi),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

@@ -237,6 +237,57 @@ static void test_minimax_calls(void **st)
     free(o.content);
 }
 
+/* Kimi K2: calls in a tool-calls section, each named by its id
+ * functions.NAME:IDX, which is kept; a call whose id is not of that shape,
+ * or whose arguments are not an object, is text */
+static void test_kimi_calls(void **st)
+{
+    (void)st;
+    const char *answer = "I will check.<|tool_calls_section_begin|>\n<|tool_call_begin|>functions.get_weather:0"
+                         "<|tool_call_argument_begin|>{\"city\":\"Paris\",\"days\":2}<|tool_call_end|>\n"
+                         "<|tool_call_begin|> functions.now:1 <|tool_call_argument_begin|>{}<|tool_call_end|>"
+                         "<|tool_calls_section_end|>";
+    static const size_t steps[] = { 1, 3, 7, 1000 };
+    for (size_t k = 0; k < 4; k++) {
+        outcome o = scan_fmt(TOOL_FORMAT_KIMI, answer, steps[k], NULL, 0);
+        assert_string_equal(o.content, "I will check.");
+        assert_int_equal(o.n, 2);
+        assert_string_equal(o.calls[0].name, "get_weather");
+        assert_string_equal(o.calls[0].id, "functions.get_weather:0");
+        assert_string_equal(o.calls[0].arguments, "{\"city\": \"Paris\", \"days\": 2}");
+        assert_string_equal(o.calls[1].name, "now");
+        assert_string_equal(o.calls[1].id, "functions.now:1");
+        assert_string_equal(o.calls[1].arguments, "{}");
+        tool_calls_free(o.calls, o.n);
+        free(o.content);
+    }
+    /* the turn may end before the section's end tag */
+    outcome o = scan_fmt(TOOL_FORMAT_KIMI,
+                         "<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{}",
+                         2, NULL, 0);
+    assert_int_equal(o.n, 1);
+    assert_string_equal(o.calls[0].name, "f");
+    tool_calls_free(o.calls, o.n);
+    free(o.content);
+    const char *bad[] = {
+        "a<|tool_calls_section_begin|><|tool_call_begin|>get_weather<|tool_call_argument_begin|>{}<|tool_call_end|>",
+        "a<|tool_calls_section_begin|><|tool_call_begin|>functions.f:x<|tool_call_argument_begin|>{}<|tool_call_end|>",
+        "a<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>[1]<|tool_call_end|>",
+        "a<|tool_calls_section_begin|><|tool_call_begin|>functions.:0<|tool_call_argument_begin|>{}<|tool_call_end|>",
+        "a<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{}<|tool_call_end|>x",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        o = scan_fmt(TOOL_FORMAT_KIMI, bad[i], 4, NULL, 0);
+        assert_string_equal(o.content, bad[i]);
+        assert_int_equal(o.n, 0);
+        free(o.content);
+    }
+    /* Qwen3's tag is plain text here */
+    o = scan_fmt(TOOL_FORMAT_KIMI, "see <tool_call> here", 2, NULL, 0);
+    assert_string_equal(o.content, "see <tool_call> here");
+    free(o.content);
+}
+
 static void py(const char *json, const char *want)
 {
     json_error_t je;
@@ -329,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_qwen3_coder_calls),
         cmocka_unit_test(test_glm45_calls),
         cmocka_unit_test(test_minimax_calls),
+        cmocka_unit_test(test_kimi_calls),
         cmocka_unit_test(test_pyjson),
         cmocka_unit_test(test_python_literals),
     };

@@ -50,8 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (kind == API_CHAT || kind == API_MESSAGES || kind == API_RESPONSES) {
         /* both tool layouts: Qwen3's, and gpt-oss's (its schema walk) */
         static const chat_tools STYLES[] = { CHAT_TOOLS_QWEN3, CHAT_TOOLS_HARMONY, CHAT_TOOLS_QWEN3_CODER,
-                                             CHAT_TOOLS_GLM45, CHAT_TOOLS_MINIMAX };
-        for (int style = 0; style < 5; style++) {
+                                             CHAT_TOOLS_GLM45, CHAT_TOOLS_MINIMAX, CHAT_TOOLS_KIMI_K2 };
+        for (int style = 0; style < 6; style++) {
             const chat_setup cs = { .family = style == 1 ? CHAT_GPT_OSS : CHAT_CHATML, .tools = STYLES[style],
                                     .bos = "<s>", .eos = "</s>", .date = "2026-01-01" };
             char *text = chat_request_render(&cs, &r, &e);
