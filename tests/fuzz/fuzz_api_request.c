@@ -9,7 +9,7 @@
  * render through the server's path (chat_request.h) in each whole
  * template (Qwen3's, gpt-oss's, Qwen3-Coder's, GLM-4.5's, MiniMax-M2's) or
  * be refused with a 400.
- * fuzz-link: runtime/api_request.c runtime/pyjson.c runtime/strbuf.c runtime/chat_request.c runtime/chat_template.c runtime/chat_template_harmony.c runtime/chat_template_qwen3_coder.c runtime/chat_template_glm45.c runtime/chat_template_minimax.c -ljansson */
+ * fuzz-link: runtime/api_request.c runtime/pyjson.c runtime/strbuf.c runtime/chat_request.c runtime/chat_template.c runtime/chat_template_harmony.c runtime/chat_template_qwen3_coder.c runtime/chat_template_glm45.c runtime/chat_template_minimax.c runtime/chat_template_kimi.c -ljansson */
 #include "runtime/api_request.h"
 #include "runtime/chat_request.h"
 
