@@ -1,4 +1,4 @@
-/* cli_template.c: `strata template MODEL [--api openai|anthropic]
+/* cli_template.c: `strata template MODEL [--api openai|anthropic|responses]
  * [--chat-template NAME] [--date YYYY-MM-DD] [-f BODY.json]`: the prompt text `strata serve`
  * would give the model for a request body (chat_request.h), to see what a
  * template does with a conversation, tools included.
@@ -25,11 +25,13 @@
 
 static void usage(FILE *fp)
 {
-    fprintf(fp, "usage: strata template MODEL [--api openai|anthropic] [--chat-template NAME] [--date YYYY-MM-DD]\n"
-                "                       [-f BODY.json]\n"
+    fprintf(fp, "usage: strata template MODEL [--api openai|anthropic|responses] [--chat-template NAME]\n"
+                "                       [--date YYYY-MM-DD]"
+" [-f BODY.json]\n"
                 "  Prints the prompt strata serve renders for a request body (default: read from stdin).\n"
                 "  MODEL is a pack folder (its tokenizer.gguf) or a GGUF with a tokenizer.\n"
-                "  --api             openai: a /v1/chat/completions body (default); anthropic: /v1/messages\n"
+                "  --api             openai: a /v1/chat/completions body (default); anthropic: /v1/messages;\n"
+                "                    responses: /v1/responses\n"
                 "  --chat-template   a family name instead of the model's template (strata serve --help)\n"
                 "  --date            the date gpt-oss's tool layout writes (default: today)\n"
                 "  -f FILE           the body from FILE\n");
@@ -48,7 +50,10 @@ int cmd_template(int argc, char **argv)
         else if (i + 1 < argc && !strcmp(a, "--date")) date = argv[++i];
         else { usage(stderr); return 2; }
     }
-    if (!model || (strcmp(api, "openai") && strcmp(api, "anthropic"))) { usage(stderr); return 2; }
+    if (!model || (strcmp(api, "openai") && strcmp(api, "anthropic") && strcmp(api, "responses"))) {
+        usage(stderr);
+        return 2;
+    }
     if (name && chat_family_from_name(name) == CHAT_UNKNOWN) {
         fprintf(stderr, "strata template: --chat-template %s: unknown (strata serve --help lists the names)\n", name);
         return 2;
@@ -85,7 +90,8 @@ int cmd_template(int argc, char **argv)
             chat_tools_name(cs.tools));
     api_request r;
     api_error e;
-    if (api_request_parse(strcmp(api, "openai") ? API_MESSAGES : API_CHAT, body, len, 1 << 30, &r, &e) != 0) {
+    const api_kind kind = !strcmp(api, "openai") ? API_CHAT : !strcmp(api, "anthropic") ? API_MESSAGES : API_RESPONSES;
+    if (api_request_parse(kind, body, len, 1 << 30, &r, &e) != 0) {
         fprintf(stderr, "strata template: %s: %s: %s\n", file ? file : "stdin", e.param, e.message);
         goto out;
     }

@@ -49,6 +49,15 @@ for name in gpt-oss qwen3-coder glm-4.5 minimax-m2 kimi-k2-thinking; do
     total=$((total + n))
 done
 
+# the same conversation through the Responses API (Codex's): its input items (reasoning,
+# function_call, function_call_output) give the chat body's prompt exactly
+"$bin/strata" template "$gguf" --chat-template kimi-k2-thinking --api responses \
+    -f "$here/fixtures/responses/kimi_ids.responses.json" >"$tmp/got" 2>"$tmp/err" ||
+    fail "responses body: strata template: $(cat "$tmp/err")"
+cmp -s "$here/fixtures/tool_chats/kimi-k2-thinking/kimi_ids.openai.expected" "$tmp/got" ||
+    fail "the Responses body's prompt differs from the chat body's: $(diff "$here/fixtures/tool_chats/kimi-k2-thinking/kimi_ids.openai.expected" "$tmp/got" | head -n 10)"
+echo "responses/kimi_ids: the chat body's prompt"
+
 refuse() { # NAME BODY WANT
     printf '%s' "$2" >"$tmp/req.json"
     "$bin/strata" template "$gguf" --chat-template "$1" -f "$tmp/req.json" >"$tmp/got" 2>"$tmp/err" &&
