@@ -970,6 +970,34 @@ static void test_tool_calls_harmony(void **st)
     start_with(&f, gg, &o);
     /* stories260K's SentencePiece pieces after a marker start with a space: " Look" */
     expect_tool_answers(f.port, NULL, " Look it up.");
+    /* the Responses API (Codex with gpt-oss): the analysis as a reasoning item, no message item
+     * (no final answer), the two calls, plain and streamed */
+    for (int stream = 0; stream < 2; stream++) {
+        reply r = { 0 };
+        http(f.port, "/v1/responses", stream ? "{\"input\":\"Weather?\",\"stream\":true" RTOOLS "}"
+                                             : "{\"input\":\"Weather?\"" RTOOLS "}", NULL, &r);
+        assert_int_equal(r.status, 200);
+        json_t *j;
+        if (stream) {
+            sse_ev ev[256];
+            size_t n = parse_sse(r.body.data, ev, 256);
+            assert_string_equal(ev[n - 1].name, "response.completed");
+            json_t *last = json_loads(ev[n - 1].data, 0, NULL);
+            j = json_incref(json_object_get(last, "response"));
+            json_decref(last);
+            free_sse(ev, n);
+        } else {
+            j = json_of(&r);
+        }
+        assert_int_equal(json_array_size(json_object_get(j, "output")), 3);
+        assert_string_equal(jstr(j, "output.0.type"), "reasoning");
+        assert_string_equal(jstr(j, "output.0.content.0.text"), " Look it up.");
+        assert_string_equal(jstr(j, "output.1.name"), "get_weather");
+        assert_string_equal(jstr(j, "output.1.arguments"), "{\"city\": \"Paris\"}");
+        assert_string_equal(jstr(j, "output.2.name"), "now");
+        json_decref(j);
+        reply_free(&r);
+    }
     stop(&f);
     drop_dir(dir);
 }
