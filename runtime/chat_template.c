@@ -557,19 +557,26 @@ char *chat_template_render_tools(chat_tools style, const chat_msg *m, size_t n, 
     return out;
 }
 
-json_t *chat_call_args(const chat_call *c, size_t msg, const char *tmpl, char *err, size_t errlen)
+int chat_add_call_args(strbuf *b, const chat_call *c, size_t msg, const chat_arg_tags *t, char *err, size_t errlen)
 {
     json_t *args = json_loads(c->arguments, 0, NULL);
-    if (json_is_object(args)) return args;
+    if (!json_is_object(args)) {
+        json_decref(args);
+        snprintf(err, errlen, "messages[%zu]: %s's template needs each call's arguments to be a JSON object", msg,
+                 t->tmpl);
+        return -1;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(args, k, v) {
+        strbuf_printf(b, "%s%s%s", t->key_open, k, t->key_close);
+        if (t->python_str) pyjson_add_str(b, v);
+        else if (json_is_string(v)) strbuf_add(b, json_string_value(v), json_string_length(v));
+        else pyjson_add(b, v);
+        strbuf_puts(b, t->value_close);
+    }
     json_decref(args);
-    snprintf(err, errlen, "messages[%zu]: %s's template needs each call's arguments to be a JSON object", msg, tmpl);
-    return NULL;
-}
-
-void chat_add_arg(strbuf *b, const json_t *v)
-{
-    if (json_is_string(v)) strbuf_add(b, json_string_value(v), json_string_length(v));
-    else pyjson_add(b, v);
+    return 0;
 }
 
 void chat_add_strip(strbuf *b, const char *s, size_t n)

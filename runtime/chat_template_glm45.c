@@ -76,19 +76,12 @@ char *chat_template_render_glm45(const chat_msg *m, size_t n, const char *const 
             strbuf_free(&c);
             for (size_t j = 0; j < x->n_calls; j++) {
                 strbuf_printf(&b, "\n<tool_call>%s\n", x->calls[j].name);
-                json_t *args = chat_call_args(&x->calls[j], i, "GLM-4.5", err, errlen);
-                if (!args) {
+                static const chat_arg_tags tags = { "GLM-4.5", "<arg_key>", "</arg_key>\n<arg_value>",
+                                                    "</arg_value>\n", false };
+                if (chat_add_call_args(&b, &x->calls[j], i, &tags, err, errlen)) {
                     strbuf_free(&b);
                     return NULL;
                 }
-                const char *k;
-                json_t *v;
-                json_object_foreach(args, k, v) {
-                    strbuf_printf(&b, "<arg_key>%s</arg_key>\n<arg_value>", k);
-                    chat_add_arg(&b, v);
-                    strbuf_puts(&b, "</arg_value>\n");
-                }
-                json_decref(args);
                 strbuf_puts(&b, "</tool_call>");
             }
         } else if (chat_is(x, "tool")) {

@@ -2,12 +2,12 @@
  * (chat_template_*.c) share. Not for use outside them.
  *
  * Contract:
- *  - chat_call_args() returns a call's arguments as the JSON object the
- *    templates iterate (a new reference), or NULL with err saying which
- *    message and which template needs an object.
- *  - chat_add_arg() writes one argument value as GLM's and MiniMax's
- *    templates do: a string as it is, anything else as JSON (Qwen3-Coder's
- *    str() of it is pyjson_add_str()).
+ *  - chat_add_call_args() writes a call's arguments one by one, each as
+ *    key_open KEY key_close VALUE value_close, the value as GLM's and
+ *    MiniMax's templates write it (a string as it is, anything else as
+ *    JSON) or, python_str, as Qwen3-Coder's str() (pyjson_add_str()); -1
+ *    with err saying which message and which template when the arguments
+ *    are not a JSON object (the templates iterate their items).
  *  - chat_add_strip() is Python's str.strip() on ASCII blanks (Jinja's
  *    trim), chat_add_strip_nl() str.strip('\n'). */
 #ifndef STRATA_CHAT_TEMPLATE_IMPL_H
@@ -23,8 +23,13 @@
 
 #include "runtime/strbuf.h"
 
-json_t *chat_call_args(const chat_call *c, size_t msg, const char *tmpl, char *err, size_t errlen);
-void chat_add_arg(strbuf *b, const json_t *v);
+typedef struct chat_arg_tags {
+    const char *tmpl; /* the template's name, for the error */
+    const char *key_open, *key_close, *value_close;
+    bool        python_str;
+} chat_arg_tags;
+
+int chat_add_call_args(strbuf *b, const chat_call *c, size_t msg, const chat_arg_tags *t, char *err, size_t errlen);
 void chat_add_strip(strbuf *b, const char *s, size_t n);
 void chat_add_strip_nl(strbuf *b, const char *s, size_t n);
 

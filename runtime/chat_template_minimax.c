@@ -79,20 +79,13 @@ char *chat_template_render_minimax_tools(const chat_msg *m, size_t n, const char
             if (x->n_calls) {
                 strbuf_puts(&b, "<minimax:tool_call>\n");
                 for (size_t j = 0; j < x->n_calls; j++) {
-                    json_t *args = chat_call_args(&x->calls[j], i, "MiniMax-M2", err, errlen);
-                    if (!args) {
+                    static const chat_arg_tags tags = { "MiniMax-M2", "<parameter name=\"", "\">", "</parameter>\n",
+                                                        false };
+                    strbuf_printf(&b, "<invoke name=\"%s\">\n", x->calls[j].name);
+                    if (chat_add_call_args(&b, &x->calls[j], i, &tags, err, errlen)) {
                         strbuf_free(&b);
                         return NULL;
                     }
-                    strbuf_printf(&b, "<invoke name=\"%s\">\n", x->calls[j].name);
-                    const char *k;
-                    json_t *v;
-                    json_object_foreach(args, k, v) {
-                        strbuf_printf(&b, "<parameter name=\"%s\">", k);
-                        chat_add_arg(&b, v);
-                        strbuf_puts(&b, "</parameter>\n");
-                    }
-                    json_decref(args);
                     strbuf_puts(&b, "</invoke>\n");
                 }
                 strbuf_puts(&b, "</minimax:tool_call>");

@@ -158,19 +158,11 @@ char *chat_template_render_qwen3_coder(const chat_msg *m, size_t n, const char *
             }
             for (size_t j = 0; j < x->n_calls; j++) {
                 strbuf_printf(&b, "\n<tool_call>\n<function=%s>\n", x->calls[j].name);
-                json_t *args = chat_call_args(&x->calls[j], i, "Qwen3-Coder", err, errlen);
-                if (!args) {
+                static const chat_arg_tags tags = { "Qwen3-Coder", "<parameter=", ">\n", "\n</parameter>\n", true };
+                if (chat_add_call_args(&b, &x->calls[j], i, &tags, err, errlen)) {
                     strbuf_free(&b);
                     return NULL;
                 }
-                const char *k;
-                json_t *v;
-                json_object_foreach(args, k, v) {
-                    strbuf_printf(&b, "<parameter=%s>\n", k);
-                    pyjson_add_str(&b, v);
-                    strbuf_puts(&b, "\n</parameter>\n");
-                }
-                json_decref(args);
                 strbuf_puts(&b, "</function>\n</tool_call>");
             }
             strbuf_puts(&b, "<|im_end|>\n");

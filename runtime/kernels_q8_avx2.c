@@ -1129,12 +1129,10 @@ AVX512VNNI void kavx512v_qdot4_scode(const weight *w, int64_t r, int64_t stride,
 
 
 /* Native MXFP4 on AVX2, in the scalar dot_mxfp4's order (kernels_ggml_q8.c,
- * ggml's vec_dot_mxfp4_q8_0). A block's integer lanes come from its codes'
- * table values biased by 12 (0..24, unsigned, so maddubs needs no sign
- * moves) against the activation, minus 12 x the activation's 4-element
- * sums: the same integers as the signed products. Even and odd blocks go
- * into two float accumulators, their sum's hsum, a last odd block's
- * integer total fused-multiply-added after it. */
+ * ggml's vec_dot_mxfp4_q8_0). A block's integer lanes are |value| x (the
+ * activation with the value's sign), as ggml's AVX2 kernel makes them.
+ * Even and odd blocks go into two float accumulators, their sum's hsum, a
+ * last odd block's integer total fused-multiply-added after it. */
 
 /* The 32 code indices of an MXFP4 block at blk, low nibbles first: its 16
  * bytes broadcast to both 128-bit lanes (a load, no shuffle), the upper
@@ -1146,29 +1144,8 @@ AVX2 static inline __m256i mxfp4_nibbles(const uint8_t *blk)
     return _mm256_and_si256(_mm256_blend_epi32(x, _mm256_srli_epi16(x, 4), 0xF0), _mm256_set1_epi8(0x0f));
 }
 
-/* The 32 biased code values of an MXFP4 block at blk (low nibbles first). */
-AVX2 static inline __m256i mxfp4_codes(const uint8_t *blk)
-{
-    const __m128i values = _mm_add_epi8(_mm_loadu_si128((const __m128i *)ggml_kvalues_fp4), _mm_set1_epi8(12));
-    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(values), mxfp4_nibbles(blk));
-}
-
-/* 12 x the 4-element sums of an activation block: the bias to take off. */
-AVX2 static inline __m256i mxfp4_qbias(__m256i q8)
-{
-    const __m256i s4 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q8), _mm256_set1_epi16(1));
-    return _mm256_add_epi32(_mm256_slli_epi32(s4, 3), _mm256_slli_epi32(s4, 2));
-}
-
-/* The 8 integer lanes (lane l: elements 4l..4l+3) of one block. */
-AVX2 static inline __m256i mxfp4_lanes(__m256i codes, __m256i q8, __m256i qbias)
-{
-    return _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(codes, q8), _mm256_set1_epi16(1)), qbias);
-}
-
-/* The same 8 integer lanes from the codes' signed values, as ggml's AVX2
- * kernel makes them: |value| x (activation with the value's sign). No
- * bias to carry, which the four-row kernel has no registers left for. */
+/* The 8 integer lanes (lane l: elements 4l..4l+3) of the block at blk
+ * against the activation q: |value| x (q with the value's sign). */
 AVX2 static inline __m256i mxfp4_lanes_signed(const uint8_t *blk, const int8_t *q)
 {
     const __m256i v = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ggml_kvalues_fp4)),
@@ -1217,17 +1194,19 @@ AVX2 static inline __attribute__((always_inline)) void mxfp4_scales4(const uint8
     _mm256_storeu_ps(sc, _mm256_mul_ps(_mm256_castpd_ps(_mm256_set1_pd(dpair)), _mm256_castsi256_ps(bits)));
 }
 
+/* s (the row's accumulators summed), and a last odd block's product after it. */
+AVX2 static inline float mxfp4_tail(const uint8_t *row, const qrow *a, int64_t nb, float s)
+{
+    if (nb % 2 == 0) return s;
+    const uint8_t *blk = row + (nb - 1) * 17;
+    const __m256i lanes = mxfp4_lanes_signed(blk, a->q + (nb - 1) * 32);
+    return fmaf(a->d[nb - 1] * ggml_e8m0_half(blk[0]), (float)hsum_epi32(lanes), s);
+}
+
 /* The total of a row's two accumulators, and a last odd block's product after it. */
 AVX2 static inline float mxfp4_finish(const uint8_t *row, const qrow *a, int64_t nb, __m256 even, __m256 odd)
 {
-    float s = hsum_ps(_mm256_add_ps(even, odd));
-    if (nb % 2) {
-        const uint8_t *blk = row + (nb - 1) * 17;
-        const __m256i q8 = _mm256_loadu_si256((const __m256i *)(a->q + (nb - 1) * 32));
-        const __m256i lanes = mxfp4_lanes(mxfp4_codes(blk), q8, mxfp4_qbias(q8));
-        s = fmaf(a->d[nb - 1] * ggml_e8m0_half(blk[0]), (float)hsum_epi32(lanes), s);
-    }
-    return s;
+    return mxfp4_tail(row, a, nb, hsum_ps(_mm256_add_ps(even, odd)));
 }
 
 AVX2 static float mxfp4_dot(const weight *w, int64_t r, const qrow *a)
@@ -1420,6 +1399,13 @@ static const uint8_t mxfp4_scale_at[64] = {
     [32] = 17, [36] = 17, [40] = 17, [44] = 17, [48] = 17, [52] = 17, [56] = 17, [60] = 17,
 };
 #define AVX512VNNI_VBMI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
+/* a zmm's even-block half plus its odd-block half, summed as mxfp4_dot's two accumulators are */
+AVX512VNNI_VBMI static inline float mxfp4_zsum(__m512 acc)
+{
+    const __m256 lo = _mm512_castps512_ps256(acc);
+    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
+    return hsum_ps(_mm256_add_ps(lo, hi));
+}
 /* one row's block pair at b0 into acc */
 AVX512VNNI_VBMI static inline __attribute__((always_inline)) __m512 mxfp4_pair_z(
     const uint8_t *b0, size_t ahead, __m512i layout, __m512i scale_idx, __m512i values, __m512i nbias, __m512i q2,
@@ -1447,8 +1433,7 @@ AVX512VNNI_VBMI static void mxfp4_dot4_z(const weight *w, int64_t r, int64_t str
     /* four named accumulators: in an array gcc stored each one back to the stack every step */
     __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
     const int64_t nb = w->cols / 32;
-    int64_t b = 0;
-    for (; b + 1 < nb; b += 2) {
+    for (int64_t b = 0; b + 1 < nb; b += 2) {
         const __m512i q2 = _mm512_loadu_si512((const void *)(a->q + b * 32));
         /* the bias's part, -12 x the 4-element sums, starts each row's integer sum */
         const __m512i nbias = _mm512_sub_epi32(_mm512_setzero_si512(),
@@ -1463,18 +1448,7 @@ AVX512VNNI_VBMI static void mxfp4_dot4_z(const weight *w, int64_t r, int64_t str
         acc3 = mxfp4_pair_z(row[3] + off, ahead, layout, scale_idx, values, nbias, q2, ad, acc3);
     }
     const __m512 acc[4] = { acc0, acc1, acc2, acc3 };
-    for (int k = 0; k < 4; k++) {
-        const __m256 lo = _mm512_castps512_ps256(acc[k]);
-        const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[k]), 1));
-        float s = hsum_ps(_mm256_add_ps(lo, hi));
-        if (b < nb) { /* the last odd block */
-            const uint8_t *blk = row[k] + b * 17;
-            const __m256i q8 = _mm256_loadu_si256((const __m256i *)(a->q + b * 32));
-            const __m256i lanes = mxfp4_lanes(mxfp4_codes(blk), q8, mxfp4_qbias(q8));
-            s = fmaf(a->d[b] * ggml_e8m0_half(blk[0]), (float)hsum_epi32(lanes), s);
-        }
-        y[k * stride] = s;
-    }
+    for (int k = 0; k < 4; k++) y[k * stride] = mxfp4_tail(row[k], a, nb, mxfp4_zsum(acc[k]));
 }
 
 AVX512VNNI_VBMI void kavx512_qdot4_ggml(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
@@ -1500,8 +1474,7 @@ AVX512VNNI_VBMI static inline __attribute__((always_inline)) void mxfp4_dotn_z_b
     __m512 acc[KQ_NT_MAX];
     for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
     const int64_t nb = w->cols / 32;
-    int64_t b = 0;
-    for (; b + 1 < nb; b += 2) {
+    for (int64_t b = 0; b + 1 < nb; b += 2) {
         const __m512i raw = _mm512_maskz_loadu_epi8(two_blocks, row + b * 17);
         const __m512i v = _mm512_permutexvar_epi8(_mm512_permutex2var_epi8(raw, layout, _mm512_srli_epi16(raw, 4)),
                                                   values);
@@ -1518,18 +1491,7 @@ AVX512VNNI_VBMI static inline __attribute__((always_inline)) void mxfp4_dotn_z_b
             acc[t] = _mm512_fmadd_ps(_mm512_scalef_ps(ad, ev), _mm512_cvtepi32_ps(lanes), acc[t]);
         }
     }
-    for (int t = 0; t < nt; t++) {
-        const __m256 lo = _mm512_castps512_ps256(acc[t]);
-        const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[t]), 1));
-        float s = hsum_ps(_mm256_add_ps(lo, hi));
-        if (b < nb) { /* the last odd block */
-            const uint8_t *blk = row + b * 17;
-            const __m256i q8 = _mm256_loadu_si256((const __m256i *)(a[t].q + b * 32));
-            const __m256i lanes = mxfp4_lanes(mxfp4_codes(blk), q8, mxfp4_qbias(q8));
-            s = fmaf(a[t].d[b] * ggml_e8m0_half(blk[0]), (float)hsum_epi32(lanes), s);
-        }
-        y[t * ystride] = s;
-    }
+    for (int t = 0; t < nt; t++) y[t * ystride] = mxfp4_tail(row, &a[t], nb, mxfp4_zsum(acc[t]));
 }
 
 AVX512VNNI_VBMI static void mxfp4_dotn_z(const weight *w, int64_t r, const qrow *a, int nt, float *y,

@@ -27,18 +27,13 @@ cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT INT TERM
 . "$root/tests/lib/server.sh"
 
-if [ ! -x "$cc_dir/node_modules/.bin/claude" ]; then
-    mkdir -p "$cc_dir"
-    (cd "$cc_dir" && timeout 300 npm install --no-audit --no-fund @anthropic-ai/claude-code >npm.log 2>&1) ||
-        { echo "SKIP: npm install @anthropic-ai/claude-code: $(tail -n 1 "$cc_dir/npm.log")"; exit 77; }
-fi
-claude="$cc_dir/node_modules/.bin/claude"
+agent_install "$cc_dir" @anthropic-ai/claude-code claude
+claude=$agent
 echo "Claude Code $("$claude" --version 2>/dev/null)"
 
-markers="<|im_start|>{%- if tool_call.arguments is string %}{{- '<tool_call>\\n{\"name\": \"' }}{{ ns.last_query_index }}<tool_response>"
 # Claude Code's system prompt and tools come to about 150000 of stories260K's tokens
 serve() { # SCRIPT
-    "$root/bin/strata" serve "$gguf" --fake-engine --port 0 --ctx 400000 --fake-template "$markers" \
+    "$root/bin/strata" serve "$gguf" --fake-engine --port 0 --ctx 400000 --fake-template "$qwen3_markers" \
         --fake-script "$1" >"$tmp/out" 2>"$tmp/err" &
     pid=$!
     server_port 100

@@ -24,17 +24,12 @@ cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT INT TERM
 . "$root/tests/lib/server.sh"
 
-if [ ! -x "$cx_dir/node_modules/.bin/codex" ]; then
-    mkdir -p "$cx_dir"
-    (cd "$cx_dir" && timeout 300 npm install --no-audit --no-fund @openai/codex >npm.log 2>&1) ||
-        { echo "SKIP: npm install @openai/codex: $(tail -n 1 "$cx_dir/npm.log")"; exit 77; }
-fi
-codex="$cx_dir/node_modules/.bin/codex"
+agent_install "$cx_dir" @openai/codex codex
+codex=$agent
 echo "$("$codex" --version 2>/dev/null)"
 
-markers="<|im_start|>{%- if tool_call.arguments is string %}{{- '<tool_call>\\n{\"name\": \"' }}{{ ns.last_query_index }}<tool_response>"
 serve() { # SCRIPT
-    "$root/bin/strata" serve "$gguf" --fake-engine --port 0 --ctx 400000 --fake-template "$markers" \
+    "$root/bin/strata" serve "$gguf" --fake-engine --port 0 --ctx 400000 --fake-template "$qwen3_markers" \
         --fake-script "$1" >"$tmp/out" 2>"$tmp/err" &
     pid=$!
     server_port 100

@@ -23,9 +23,8 @@ trap cleanup EXIT INT TERM
 
 sdk_install "$tmp/sdk" || { echo "SKIP: the SDKs: $(tail -n 1 "$tmp/sdk-npm.log")"; exit 77; }
 
-markers="<|im_start|>{%- if tool_call.arguments is string %}{{- '<tool_call>\\n{\"name\": \"' }}{{ ns.last_query_index }}<tool_response>"
 script=$(printf '<think>\nLook it up.\n</think>\n\nI will check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n<tool_call>\n{"name": "now", "arguments": {}}\n</tool_call>')
-"$bin/strata" serve "$gguf" --fake-engine --port 0 --fake-template "$markers" --fake-script "$script" \
+"$bin/strata" serve "$gguf" --fake-engine --port 0 --fake-template "$qwen3_markers" --fake-script "$script" \
     >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 server_port 100

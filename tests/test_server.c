@@ -721,6 +721,15 @@ static void expect_tool_answers(int port, const char *content, const char *reaso
     reply_free(&r);
 }
 
+/* A server on the fake engine whose template has a tool format (its
+ * markers) and whose answer is script. */
+static void start_tools(fixture *f, const char *tmpl, const char *script)
+{
+    char src[4096];
+    fake_engine_opts o = { .n_ctx = 4096, .script = script, .chat_template = tmpl };
+    start_with(f, shared_path(src, sizeof src, GGUF), &o);
+}
+
 static void test_tool_calls(void **st)
 {
     (void)st;
@@ -767,10 +776,8 @@ static void test_responses_api(void **st)
 {
     (void)st;
     SKIP_UNLESS_SHARED(GGUF);
-    char src[4096];
-    fake_engine_opts o = { .n_ctx = 4096, .script = TOOL_ANSWER, .chat_template = QWEN3_TOOL_MARKERS };
     fixture f;
-    start_with(&f, shared_path(src, sizeof src, GGUF), &o);
+    start_tools(&f, QWEN3_TOOL_MARKERS, TOOL_ANSWER);
     reply r = { 0 };
     http(f.port, "/v1/responses", "{\"input\":\"Weather in Paris?\"" RTOOLS "}", NULL, &r);
     if (r.status != 200) fail_msg("status %ld: %s", r.status, r.body.data);
@@ -860,14 +867,10 @@ static void test_tool_calls_qwen3_coder(void **st)
 {
     (void)st;
     SKIP_UNLESS_SHARED(GGUF);
-    char src[4096];
-    fake_engine_opts o = {
-        .n_ctx = 4096, .chat_template = "<|im_start|><tool_call>\n<function=' + n + '>\n<parameter=<tool_response>",
-        .script = "I will check.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
-                  "</function>\n</tool_call>\n<tool_call>\n<function=now>\n</function>\n</tool_call>",
-    };
     fixture f;
-    start_with(&f, shared_path(src, sizeof src, GGUF), &o);
+    start_tools(&f, "<|im_start|><tool_call>\n<function=' + n + '>\n<parameter=<tool_response>",
+                "I will check.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+                "</function>\n</tool_call>\n<tool_call>\n<function=now>\n</function>\n</tool_call>");
     /* stories260K's SentencePiece adds its space before the script's first word */
     expect_tool_answers(f.port, " I will check.", "");
     stop(&f);
@@ -878,14 +881,10 @@ static void test_tool_calls_glm45(void **st)
 {
     (void)st;
     SKIP_UNLESS_SHARED(GGUF);
-    char src[4096];
-    fake_engine_opts o = {
-        .n_ctx = 4096, .chat_template = "[gMASK]<sop>{{ ns.last_user_index }}<arg_key><|observation|>",
-        .script = "<think>Look it up.</think>\nI will check.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n"
-                  "<arg_value>Paris</arg_value>\n</tool_call>\n<tool_call>now\n</tool_call>",
-    };
     fixture f;
-    start_with(&f, shared_path(src, sizeof src, GGUF), &o);
+    start_tools(&f, "[gMASK]<sop>{{ ns.last_user_index }}<arg_key><|observation|>",
+                "<think>Look it up.</think>\nI will check.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n"
+                "<arg_value>Paris</arg_value>\n</tool_call>\n<tool_call>now\n</tool_call>");
     expect_tool_answers(f.port, "I will check.", "Look it up.");
     stop(&f);
 }
@@ -895,15 +894,11 @@ static void test_tool_calls_minimax(void **st)
 {
     (void)st;
     SKIP_UNLESS_SHARED(GGUF);
-    char src[4096];
-    fake_engine_opts o = {
-        .n_ctx = 4096, .chat_template = "]~b]ai <minimax:tool_call> <response>",
-        .script = "Look it up.\n</think>\n\nI will check.\n<minimax:tool_call>\n<invoke name=\"get_weather\">\n"
-                  "<parameter name=\"city\">Paris</parameter>\n</invoke>\n<invoke name=\"now\">\n</invoke>\n"
-                  "</minimax:tool_call>",
-    };
     fixture f;
-    start_with(&f, shared_path(src, sizeof src, GGUF), &o);
+    start_tools(&f, "]~b]ai <minimax:tool_call> <response>",
+                "Look it up.\n</think>\n\nI will check.\n<minimax:tool_call>\n<invoke name=\"get_weather\">\n"
+                "<parameter name=\"city\">Paris</parameter>\n</invoke>\n<invoke name=\"now\">\n</invoke>\n"
+                "</minimax:tool_call>");
     expect_tool_answers(f.port, "I will check.", "Look it up."); /* the reasoning's leading blank dropped */
     stop(&f);
 }
@@ -916,16 +911,12 @@ static void test_tool_calls_kimi(void **st)
 {
     (void)st;
     SKIP_UNLESS_SHARED(GGUF);
-    char src[4096];
-    fake_engine_opts o = {
-        .n_ctx = 4096, .chat_template = KIMI_MARKERS,
-        .script = "<think>Look it up.</think>I will check.<|tool_calls_section_begin|><|tool_call_begin|>"
-                  "functions.get_weather:0<|tool_call_argument_begin|>{\"city\":\"Paris\"}<|tool_call_end|>"
-                  "<|tool_call_begin|>functions.now:1<|tool_call_argument_begin|>{}<|tool_call_end|>"
-                  "<|tool_calls_section_end|>",
-    };
     fixture f;
-    start_with(&f, shared_path(src, sizeof src, GGUF), &o);
+    start_tools(&f, KIMI_MARKERS,
+                "<think>Look it up.</think>I will check.<|tool_calls_section_begin|><|tool_call_begin|>"
+                "functions.get_weather:0<|tool_call_argument_begin|>{\"city\":\"Paris\"}<|tool_call_end|>"
+                "<|tool_call_begin|>functions.now:1<|tool_call_argument_begin|>{}<|tool_call_end|>"
+                "<|tool_calls_section_end|>");
     expect_tool_answers(f.port, "I will check.", "Look it up.");
     reply r = { 0 };
     http(f.port, "/v1/chat/completions", CHAT TOOLS "}", NULL, &r);

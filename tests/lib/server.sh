@@ -1,5 +1,5 @@
 # tests/lib/server.sh: sourced by the end-to-end scripts that start
-# `strata serve` (e2e_serve.sh, e2e_serve_real.sh, e2e_serve_tools_sdk.sh). Not a test itself:
+# `strata serve` (e2e_serve.sh, e2e_serve_real.sh, e2e_serve_tools_sdk.sh, diag_claude_code.sh, diag_codex.sh). Not a test itself:
 # tests/run.sh runs only tests/e2e_*.sh.
 #
 # Contract: the caller sets $tmp (its scratch folder) and starts the server
@@ -12,6 +12,10 @@
 # sdk_install DIR installs the official openai and @anthropic-ai/sdk packages
 # under DIR with npm (120 s at most); non-zero, with the reason in DIR-npm.log,
 # when node/npm are absent or the install fails.
+# agent_install DIR PACKAGE BIN (the diag_*.sh agent checks) installs an
+# agent's npm PACKAGE under DIR once (kept: they are hundreds of MB) and sets
+# agent to DIR/node_modules/.bin/BIN, or exits 77 (skip) with npm's last line.
+# qwen3_markers: a template text the server takes for Qwen3's tool format.
 
 fail() { echo "FAIL: $*"; [ -f "$tmp/err" ] && sed 's/^/  server: /' "$tmp/err"; exit 1; }
 
@@ -33,6 +37,16 @@ server_healthy() {
     done
     fail "/health never became 200"
 }
+
+agent_install() {
+    if [ ! -x "$1/node_modules/.bin/$3" ]; then
+        mkdir -p "$1"
+        (cd "$1" && timeout 300 npm install --no-audit --no-fund "$2" >npm.log 2>&1) ||
+            { echo "SKIP: npm install $2: $(tail -n 1 "$1/npm.log")"; exit 77; }
+    fi
+    agent="$1/node_modules/.bin/$3"
+}
+qwen3_markers="<|im_start|>{%- if tool_call.arguments is string %}{{- '<tool_call>\\n{\"name\": \"' }}{{ ns.last_query_index }}<tool_response>"
 
 sdk_install() {
     if ! command -v npm >/dev/null || ! command -v node >/dev/null; then
