@@ -380,8 +380,9 @@ static int add_tool(api_request *r, json_t *tool, const char *path, api_error *e
     return 0;
 }
 
-/* OpenAI: [{"type": "function", "function": {"name", "description", "parameters"}}], kept whole. */
-static int openai_tools(json_t *o, api_request *r, api_error *e)
+/* The request's tools array, each element (path p: "tools[i]") to one(). */
+typedef int (*tool_fn)(api_request *r, size_t i, json_t *t, const char *p, api_error *e);
+static int each_tool(json_t *o, api_request *r, tool_fn one, api_error *e)
 {
     json_t *ts = field(o, "tools");
     if (!ts) return 0;
@@ -391,20 +392,29 @@ static int openai_tools(json_t *o, api_request *r, api_error *e)
     char p[64];
     json_array_foreach(ts, i, t) {
         snprintf(p, sizeof p, "tools[%zu]", i);
-        json_t *type = json_object_get(t, "type"), *f = json_object_get(t, "function");
-        if (!json_is_object(t) || !json_is_string(type) || strcmp(json_string_value(type), "function"))
-            return fail(e, p, "%s must be an object with type \"function\"", p);
-        if (!json_is_object(f)) return fail(e, p, "%s.function must be an object", p);
-        snprintf(p, sizeof p, "tools[%zu].function.name", i);
-        if (nonempty_string(json_object_get(f, "name"), p, e)) return -1;
-        json_t *d = field(f, "description"), *pa = field(f, "parameters");
-        snprintf(p, sizeof p, "tools[%zu].function", i);
-        if (d && !json_is_string(d)) return fail(e, p, "%s.description must be a string", p);
-        if (pa && !json_is_object(pa)) return fail(e, p, "%s.parameters must be an object", p);
-        if (add_tool(r, t, "tools", e)) return -1;
+        if (one(r, i, t, p, e)) return -1;
     }
     return 0;
 }
+
+/* OpenAI: [{"type": "function", "function": {"name", "description", "parameters"}}], kept whole. */
+static int openai_tool(api_request *r, size_t i, json_t *t, const char *path, api_error *e)
+{
+    char p[64];
+    json_t *type = json_object_get(t, "type"), *f = json_object_get(t, "function");
+    if (!json_is_object(t) || !json_is_string(type) || strcmp(json_string_value(type), "function"))
+        return fail(e, path, "%s must be an object with type \"function\"", path);
+    if (!json_is_object(f)) return fail(e, path, "%s.function must be an object", path);
+    snprintf(p, sizeof p, "tools[%zu].function.name", i);
+    if (nonempty_string(json_object_get(f, "name"), p, e)) return -1;
+    json_t *d = field(f, "description"), *pa = field(f, "parameters");
+    snprintf(p, sizeof p, "tools[%zu].function", i);
+    if (d && !json_is_string(d)) return fail(e, p, "%s.description must be a string", p);
+    if (pa && !json_is_object(pa)) return fail(e, p, "%s.parameters must be an object", p);
+    return add_tool(r, t, "tools", e);
+}
+
+static int openai_tools(json_t *o, api_request *r, api_error *e) { return each_tool(o, r, openai_tool, e); }
 
 /* A tool given flat ({"name", "description", SCHEMA_KEY}: Anthropic's
  * input_schema, Responses' parameters), kept in OpenAI chat's shape. */
@@ -430,27 +440,19 @@ static int add_flat_tool(api_request *r, size_t i, json_t *t, const char *schema
 }
 
 /* Anthropic: [{"name", "description", "input_schema"}] in OpenAI's shape. */
-static int anthropic_tools(json_t *o, api_request *r, api_error *e)
+static int anthropic_tool(api_request *r, size_t i, json_t *t, const char *p, api_error *e)
 {
-    json_t *ts = field(o, "tools");
-    if (!ts) return 0;
-    if (!json_is_array(ts)) return fail(e, "tools", "tools must be an array");
-    size_t i;
-    json_t *t;
-    char p[64];
-    json_array_foreach(ts, i, t) {
-        snprintf(p, sizeof p, "tools[%zu]", i);
-        if (!json_is_object(t)) return fail(e, p, "%s must be an object", p);
-        json_t *type = field(t, "type");
-        if (type && (!json_is_string(type) || strcmp(json_string_value(type), "custom"))) {
-            char q[40];
-            return fail(e, p, "%s.type '%s' is not supported (client tools only: no type, or \"custom\")", p,
-                        json_is_string(type) ? quoted(json_string_value(type), q, sizeof q) : "?");
-        }
-        if (add_flat_tool(r, i, t, "input_schema", true, e)) return -1;
+    if (!json_is_object(t)) return fail(e, p, "%s must be an object", p);
+    json_t *type = field(t, "type");
+    if (type && (!json_is_string(type) || strcmp(json_string_value(type), "custom"))) {
+        char q[40];
+        return fail(e, p, "%s.type '%s' is not supported (client tools only: no type, or \"custom\")", p,
+                    json_is_string(type) ? quoted(json_string_value(type), q, sizeof q) : "?");
     }
-    return 0;
+    return add_flat_tool(r, i, t, "input_schema", true, e);
 }
+
+static int anthropic_tools(json_t *o, api_request *r, api_error *e) { return each_tool(o, r, anthropic_tool, e); }
 
 /* tool_choice: "auto" keeps the tools, "none" drops them; a forced call is
  * refused (nothing constrains the output to one). */
@@ -773,23 +775,15 @@ static int responses_input(json_t *o, api_request *r, api_error *e)
  * kept in chat's shape. The hosted tools (web_search, file_search,
  * code_interpreter...: nothing here runs them) and namespaces of tools are
  * left out of the prompt: Codex sends them with every request. */
-static int responses_tools(json_t *o, api_request *r, api_error *e)
+static int responses_tool(api_request *r, size_t i, json_t *t, const char *p, api_error *e)
 {
-    json_t *ts = field(o, "tools");
-    if (!ts) return 0;
-    if (!json_is_array(ts)) return fail(e, "tools", "tools must be an array");
-    size_t i;
-    json_t *t;
-    char p[64];
-    json_array_foreach(ts, i, t) {
-        snprintf(p, sizeof p, "tools[%zu]", i);
-        json_t *type = json_object_get(t, "type");
-        if (!json_is_object(t) || !json_is_string(type)) return fail(e, p, "%s must be an object with a type", p);
-        if (strcmp(json_string_value(type), "function")) continue;
-        if (add_flat_tool(r, i, t, "parameters", false, e)) return -1;
-    }
-    return 0;
+    json_t *type = json_object_get(t, "type");
+    if (!json_is_object(t) || !json_is_string(type)) return fail(e, p, "%s must be an object with a type", p);
+    if (strcmp(json_string_value(type), "function")) return 0;
+    return add_flat_tool(r, i, t, "parameters", false, e);
 }
+
+static int responses_tools(json_t *o, api_request *r, api_error *e) { return each_tool(o, r, responses_tool, e); }
 
 static int parse_responses(json_t *o, api_request *r, int limit, api_error *e)
 {
