@@ -101,23 +101,13 @@ static void encode_case(tokenizer *t, const char *s, size_t len, bool round_trip
     free(txt);
 }
 
-static void run_vocab(const char *name, bool round_trip)
+/* Every .inp/.out pair of vocabulary `name` through t: all 46 exact, and
+ * decoding gives the text back when round_trip. */
+static void check_pairs(tokenizer *t, const char *name, bool round_trip)
 {
-    char g[256], in[300], out[300];
-    snprintf(g, sizeof g, "vocab/ggml-vocab-%s.gguf", name);
-    snprintf(in, sizeof in, "%s.inp", g);
-    snprintf(out, sizeof out, "%s.out", g);
-    if (!have_shared(in)) { printf("SKIP %s: %s/%s is absent\n", name, shared_root(), in); skip(); }
-    if (!have_shared(g)) {
-        /* README: chameleon and roberta-bpe ship without their GGUF (never
-         * committed upstream) and no tokenizer.json source for them is
-         * pinned (tests/e2e_vocab_npm.sh covers the other four that lack it;
-         * test_vocab_roberta_bpe_segmentation checks roberta-bpe's splits). */
-        printf("SKIP %s: unverifiable here, %s/%s is absent (only the .inp/.out pairs exist)\n", name, shared_root(), g);
-        skip();
-    }
-    tokenizer *t = load_tok(g);
-    assert_non_null(t);
+    char in[300], out[300];
+    snprintf(in, sizeof in, "vocab/ggml-vocab-%s.gguf.inp", name);
+    snprintf(out, sizeof out, "vocab/ggml-vocab-%s.gguf.out", name);
     vocab_pairs *p = malloc(sizeof *p);
     assert_non_null(p);
     pairs_open(p, in, out);
@@ -144,10 +134,29 @@ static void run_vocab(const char *name, bool round_trip)
            round_trip ? (rt_fail ? ", round trip FAILED" : ", round trip ok") : " (lossy: no round trip)");
     pairs_close(p);
     free(p);
-    tokenizer_free(t);
     assert_int_equal(cases, 46);
     assert_int_equal(pass, cases);
     assert_int_equal(rt_fail, 0);
+}
+
+static void run_vocab(const char *name, bool round_trip)
+{
+    char g[256], in[300];
+    snprintf(g, sizeof g, "vocab/ggml-vocab-%s.gguf", name);
+    snprintf(in, sizeof in, "%s.inp", g);
+    if (!have_shared(in)) { printf("SKIP %s: %s/%s is absent\n", name, shared_root(), in); skip(); }
+    if (!have_shared(g)) {
+        /* README: chameleon and roberta-bpe ship without their GGUF (never
+         * committed upstream) and no tokenizer.json source for them is
+         * pinned (tests/e2e_vocab_npm.sh covers the other four that lack it;
+         * test_vocab_roberta_bpe_fairseq rebuilds roberta-bpe's). */
+        printf("SKIP %s: unverifiable here, %s/%s is absent (only the .inp/.out pairs exist)\n", name, shared_root(), g);
+        skip();
+    }
+    tokenizer *t = load_tok(g);
+    assert_non_null(t);
+    check_pairs(t, name, round_trip);
+    tokenizer_free(t);
 }
 
 #define VOCAB_TEST(fn, name, rt) static void fn(void **state) { (void)state; run_vocab(name, rt); }
@@ -187,71 +196,92 @@ static gguf_file *gguf_with_str(const gguf_file *f, const char *key, const char 
     return g;
 }
 
-/* roberta-bpe's pairs without its vocabulary. RoBERTa tokenizes with GPT-2's
- * byte-level BPE (the same merges and pre-tokenizer) and renumbers the
- * tokens by fairseq's dictionary, which ../shared does not have. So GPT-2's
- * vocabulary, declared tokenizer.ggml.pre = "roberta-bpe", must split every
- * case into as many tokens as its .out line, and one renumbering, the same
- * in all 46 cases and one-to-one, must turn our ids into the .out's. The
- * exact ids stay unverified (test_vocab_roberta_bpe skips). */
-static void test_vocab_roberta_bpe_segmentation(void **state)
+/* roberta-bpe's pairs on RoBERTa's vocabulary rebuilt from its sources.
+ * RoBERTa tokenizes with GPT-2's byte-level BPE (the same merges and
+ * pre-tokenizer) and numbers the tokens by fairseq's dictionary:
+ * <s> <pad> </s> <unk>, then GPT-2's tokens in the order of fairseq's
+ * gpt2_bpe/dict.txt (id = 4 + its line), three madeupword fillers and
+ * <mask>. tests/fixtures/tokenizer/roberta_dict_order.txt holds that
+ * order (the GPT-2 id of each dict.txt line; fairseq, MIT licence), so
+ * GPT-2's GGUF from ../shared becomes the vocabulary llama.cpp converted
+ * (tokenizer.ggml.pre = "roberta-bpe") and every pair must come out
+ * exact: the ids check the pre-tokenizer, the merges and the lookup of
+ * tokens whose ids are not their merge ranks. */
+static void test_vocab_roberta_bpe_fairseq(void **state)
 {
     (void)state;
-    const char *in = "vocab/ggml-vocab-roberta-bpe.gguf.inp", *out = "vocab/ggml-vocab-roberta-bpe.gguf.out";
-    SKIP_UNLESS_SHARED(in);
-    SKIP_UNLESS_SHARED(out);
+    SKIP_UNLESS_SHARED("vocab/ggml-vocab-roberta-bpe.gguf.inp");
     SKIP_UNLESS_SHARED("vocab/ggml-vocab-gpt-2.gguf");
     char pth[4096], err[512] = "";
     gguf_file *f = gguf_open(shared_path(pth, sizeof pth, "vocab/ggml-vocab-gpt-2.gguf"), err, sizeof err);
     assert_non_null(f);
+    const int64_t it = gguf_find_key(f, "tokenizer.ggml.tokens"), ity = gguf_find_key(f, "tokenizer.ggml.token_type");
+    assert_true(it >= 0 && ity >= 0);
+    const uint64_t ng = gguf_kv_arr_n(f, it);
+    assert_int_equal(ng, 50257);
+    const int32_t *gtype = gguf_kv_arr_data(f, ity);
+
+    size_t sz = 0;
+    char *order = slurp("tests/fixtures/tokenizer/roberta_dict_order.txt", &sz);
+    assert_non_null(order);
+    enum { NR = 4 + 50257 + 4 };
+    const char **tok = calloc(NR, sizeof *tok);
+    int32_t *type = calloc(NR, sizeof *type);
+    bool *seen = calloc(ng, sizeof *seen);
+    assert_true(tok && type && seen);
+    static const char *const head[] = { "<s>", "<pad>", "</s>", "<unk>" };
+    static const char *const tail[] = { "madeupword0000", "madeupword0001", "madeupword0002", "<mask>" };
+    for (int i = 0; i < 4; i++) { tok[i] = head[i]; type[i] = 3; /* control */ }
+    size_t n = 4;
+    for (char *line = order, *nl; line < order + sz; line = nl + 1) {
+        nl = memchr(line, '\n', (size_t)(order + sz - line));
+        assert_non_null(nl);
+        long id = strtol(line, NULL, 10);
+        assert_true(id >= 0 && (uint64_t)id < ng && !seen[id] && n < 4 + ng);
+        seen[id] = true;
+        tok[n] = gguf_kv_arr_str(f, it, (uint64_t)id);
+        type[n++] = gtype[id];
+    }
+    assert_int_equal(n, 4 + ng); /* a permutation of GPT-2's ids */
+    for (int i = 0; i < 4; i++) { tok[n + i] = tail[i]; type[n + i] = i == 3 ? 4 /* user-defined */ : 1; }
+
+    gguf_writer *w = gguf_writer_new();
+    assert_non_null(w);
+    static const char *const replaced[] = { "tokenizer.ggml.tokens", "tokenizer.ggml.token_type", "tokenizer.ggml.pre",
+                                            "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                                            "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id",
+                                            "general.alignment" };
+    for (int64_t i = 0; i < gguf_n_kv(f); i++) {
+        bool skip_it = false;
+        for (size_t r = 0; r < sizeof replaced / sizeof *replaced; r++) skip_it |= !strcmp(gguf_kv_key(f, i), replaced[r]);
+        if (!skip_it) assert_int_equal(gguf_writer_copy_kv(w, f, i), 0);
+    }
+    assert_int_equal(gguf_writer_add_arr_str(w, "tokenizer.ggml.tokens", tok, NR), 0);
+    assert_int_equal(gguf_writer_add_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, type, NR), 0);
+    assert_int_equal(gguf_writer_add_str(w, "tokenizer.ggml.pre", "roberta-bpe"), 0);
+    assert_int_equal(gguf_writer_add_u32(w, "tokenizer.ggml.bos_token_id", 0), 0);
+    assert_int_equal(gguf_writer_add_u32(w, "tokenizer.ggml.eos_token_id", 2), 0);
+    assert_int_equal(gguf_writer_add_u32(w, "tokenizer.ggml.unknown_token_id", 3), 0);
+    assert_int_equal(gguf_writer_add_u32(w, "tokenizer.ggml.padding_token_id", 1), 0);
     uint8_t *buf;
-    gguf_file *g = gguf_with_str(f, "tokenizer.ggml.pre", "roberta-bpe", &buf);
-    gguf_close(f);
+    size_t bsz;
+    assert_int_equal(gguf_writer_to_memory(w, &buf, &bsz, err, sizeof err), 0);
+    gguf_writer_free(w);
+    gguf_file *g = gguf_open_memory(buf, bsz, "roberta-bpe.gguf", err, sizeof err);
+    if (!g) print_error("%s\n", err);
+    assert_non_null(g);
     tokenizer *t = tokenizer_load(g, err, sizeof err);
     if (!t) print_error("%s\n", err);
     assert_non_null(t);
     gguf_close(g);
     free(buf);
-
-    enum { NV = 1 << 17 };
-    int32_t *to = malloc(NV * sizeof *to), *from = malloc(NV * sizeof *from);
-    vocab_pairs *p = malloc(sizeof *p);
-    assert_non_null(to);
-    assert_non_null(from);
-    assert_non_null(p);
-    for (int i = 0; i < NV; i++) to[i] = from[i] = -1;
-    pairs_open(p, in, out);
-    int cases = 0, pass = 0, rt_fail = 0, pairs = 0;
-    const char *s;
-    size_t len, nw;
-    while (pairs_next(p, &s, &len, &nw)) {
-        int32_t *ids;
-        size_t n;
-        encode_case(t, s, len, true, &rt_fail, &ids, &n);
-        bool ok = n == nw;
-        for (size_t i = 0; ok && i < n; i++) {
-            int32_t a = ids[i], b = p->want[i];
-            assert_true(a >= 0 && a < NV && b >= 0 && b < NV);
-            if (to[a] < 0 && from[b] < 0) { to[a] = b; from[b] = a; pairs++; }
-            ok = to[a] == b && from[b] == a;
-        }
-        if (ok) pass++;
-        else printf("  roberta-bpe case %d \"%.*s\": %zu tokens, want %zu, or a second renumbering\n", cases,
-                    (int)len > 60 ? 60 : (int)len, s, n, nw);
-        free(ids);
-        cases++;
-    }
-    printf("vocab %-16s %d/%d cases split as roberta-bpe's (one renumbering of %d GPT-2 ids), round trip %s\n",
-           "roberta-bpe", pass, cases, pairs, rt_fail ? "FAILED" : "ok");
-    pairs_close(p);
-    free(p);
-    free(to);
-    free(from);
+    gguf_close(f);
+    free(tok);
+    free(type);
+    free(seen);
+    free(order);
+    check_pairs(t, "roberta-bpe", true);
     tokenizer_free(t);
-    assert_int_equal(cases, 46);
-    assert_int_equal(pass, cases);
-    assert_int_equal(rt_fail, 0);
-    assert_true(pairs > 100); /* the cases reach far enough to mean something */
 }
 
 /* Every tokenizer.ggml.pre name the table knows, on GPT-2's vocabulary
@@ -790,7 +820,7 @@ int main(void)
         cmocka_unit_test(test_vocab_bert_bge),
         cmocka_unit_test(test_vocab_chameleon),
         cmocka_unit_test(test_vocab_roberta_bpe),
-        cmocka_unit_test(test_vocab_roberta_bpe_segmentation),
+        cmocka_unit_test(test_vocab_roberta_bpe_fairseq),
         cmocka_unit_test(test_pre_names_llamacpp),
         cmocka_unit_test(test_vocab_default_pre),
         cmocka_unit_test(test_spm_truncated_utf8),
