@@ -550,7 +550,11 @@ static int parse_openai(json_t *o, api_request *r, int limit, api_error *e)
         json_t *et = field(kw, "enable_thinking");
         if (et && !json_is_boolean(et))
             return fail(e, "chat_template_kwargs.enable_thinking", "chat_template_kwargs.enable_thinking must be a boolean");
-        r->no_thinking = json_is_false(et);
+        json_t *tk = field(kw, "thinking"); /* DeepSeek V3.1's own name for it (vLLM, SGLang) */
+        if (tk && !json_is_boolean(tk))
+            return fail(e, "chat_template_kwargs.thinking", "chat_template_kwargs.thinking must be a boolean");
+        r->no_thinking = json_is_false(et) || json_is_false(tk);
+        r->thinking_on = json_is_true(et) || json_is_true(tk);
         if (opt_bool(o, "logprobs", &r->logprobs, e) != 0) return -1;
         long long tl = 0;
         if (opt_int(o, "top_logprobs", 0, API_MAX_TOP_LOGPROBS, &tl, e) < 0) return -1;
@@ -607,6 +611,7 @@ static int parse_anthropic(json_t *o, api_request *r, int limit, api_error *e)
         if (bt && !json_is_null(bt) && (!json_is_integer(bt) || json_integer_value(bt) < 1))
             return fail(e, "thinking.budget_tokens", "thinking.budget_tokens must be a positive integer");
         r->thinking = true;
+        r->thinking_on = !strcmp(json_string_value(t), "enabled");
     }
     json_t *oc = field(o, "output_config");
     if (oc && !json_is_object(oc)) return fail(e, "output_config", "output_config must be an object");

@@ -44,9 +44,9 @@
  *    false does. Anthropic's output_config.effort ("max" taken as "high")
  *    sets reasoning_effort as OpenAI's does.
  *  - OpenAI chat's reasoning_effort ("low", "medium", "high") and
- *    chat_template_kwargs.enable_thinking (a boolean; other kwargs are
- *    ignored) are kept for the whole templates that use them (gpt-oss's
- *    and Qwen3's); other models ignore them.
+ *    chat_template_kwargs.enable_thinking and .thinking (booleans; other
+ *    kwargs are ignored) are kept for the whole templates that use them
+ *    (gpt-oss's, Qwen3's, DeepSeek V3.1's); other models ignore them.
  *  - max_tokens is 0 when the request did not give one (Anthropic's
  *    /v1/messages requires it, so it is never 0 there). */
 #ifndef STRATA_API_REQUEST_H
@@ -104,6 +104,9 @@ typedef struct api_request {
     const char  *reasoning_effort; /* "low" | "medium" | "high" (a static string; OpenAI's reasoning_effort,
                                     * Anthropic's output_config.effort), or NULL */
     bool         no_thinking;  /* chat_template_kwargs {"enable_thinking": false} (vLLM's and llama.cpp's extension) */
+    bool         thinking_on;  /* asked for in so many words: chat_template_kwargs enable_thinking or thinking
+                                * true, Anthropic's thinking "enabled" (not "adaptive"); templates whose default is
+                                * not to reason (DeepSeek V3.1's) reason only then */
     bool         include_usage;
     bool         logprobs;
     int          top_logprobs;

@@ -21,7 +21,7 @@ static const struct { const char *name; chat_family f; } NAMES[] = {
     { "kimi-k2", CHAT_KIMI_K2 },  { "gpt-oss", CHAT_GPT_OSS },  { "bailing", CHAT_BAILING },
     { "bailing2", CHAT_BAILING2 },  { "minimax-m2", CHAT_MINIMAX_M2 }, { "bailing-think", CHAT_BAILING_THINK },
     { "dots1", CHAT_DOTS1 },      { "qwen3", CHAT_CHATML },   { "qwen3-coder", CHAT_CHATML }, { "glm-4.5", CHAT_GLM4 },
-    { "kimi-k2-thinking", CHAT_KIMI_K2 },
+    { "kimi-k2-thinking", CHAT_KIMI_K2 }, { "deepseek-v3.1", CHAT_DEEPSEEK },
 };
 
 chat_family chat_family_from_name(const char *name)
@@ -78,7 +78,7 @@ chat_family chat_template_detect(const char *t)
     if (strstr(t, "<|start_header_id|>")) return CHAT_LLAMA3;
     if (strstr(t, "<|header_start|>")) return CHAT_LLAMA4;
     if (strstr(t, "<start_of_turn>")) return CHAT_GEMMA;
-    if (strstr(t, "<\xef\xbd\x9cUser\xef\xbd\x9c>")) return CHAT_DEEPSEEK;
+    if (strstr(t, DS_USER)) return CHAT_DEEPSEEK;
     if (strstr(t, "<|user|>") && strstr(t, "<|end|>")) return CHAT_PHI3;
     if (strstr(t, "<|start_of_role|>")) return CHAT_GRANITE;
     if (strstr(t, "'User: '") && strstr(t, "'Assistant: '")) return CHAT_DEEPSEEK2;
@@ -262,9 +262,6 @@ static void deepseek2(strbuf *b, const chat_msg *m, size_t n, const char *bos, c
     if (gen) strbuf_puts(b, "Assistant:");
 }
 
-#define DS_USER "<\xef\xbd\x9cUser\xef\xbd\x9c>"
-#define DS_ASSISTANT "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"
-#define DS_EOS "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"
 
 /* DeepSeek-V3 gathers every system message first, joined by blank lines. */
 static void deepseek(strbuf *b, const chat_msg *m, size_t n, const char *bos, bool gen)
@@ -431,6 +428,9 @@ chat_tools chat_template_tools(const char *t)
     if (t && strstr(t, "<|im_middle|>") && strstr(t, "tool_declare") && strstr(t, "<|tool_calls_section_begin|>") &&
         strstr(t, "## Return of") && strstr(t, "<think></think>") && strstr(t, "reasoning_content"))
         return CHAT_TOOLS_KIMI_K2;
+    if (t && strstr(t, "<" DS_BAR "tool" DS_SP "output" DS_SP "begin" DS_BAR ">") && strstr(t, "is_last_user") &&
+        strstr(t, DS_ASSISTANT "</think>"))
+        return CHAT_TOOLS_DEEPSEEK_V31;
     return CHAT_TOOLS_NONE;
 }
 
@@ -442,6 +442,7 @@ chat_tools chat_tools_from_name(const char *name)
     if (name && !strcmp(name, "glm-4.5")) return CHAT_TOOLS_GLM45;
     if (name && !strcmp(name, "minimax-m2")) return CHAT_TOOLS_MINIMAX;
     if (name && !strcmp(name, "kimi-k2-thinking")) return CHAT_TOOLS_KIMI_K2;
+    if (name && !strcmp(name, "deepseek-v3.1")) return CHAT_TOOLS_DEEPSEEK_V31;
     return CHAT_TOOLS_NONE;
 }
 
@@ -449,7 +450,8 @@ const char *chat_tools_name(chat_tools t)
 {
     return t == CHAT_TOOLS_QWEN3 ? "qwen3" : t == CHAT_TOOLS_HARMONY ? "gpt-oss"
          : t == CHAT_TOOLS_QWEN3_CODER ? "qwen3-coder" : t == CHAT_TOOLS_GLM45 ? "glm-4.5"
-         : t == CHAT_TOOLS_MINIMAX ? "minimax-m2" : t == CHAT_TOOLS_KIMI_K2 ? "kimi-k2-thinking" : "none";
+         : t == CHAT_TOOLS_MINIMAX ? "minimax-m2" : t == CHAT_TOOLS_KIMI_K2 ? "kimi-k2-thinking"
+         : t == CHAT_TOOLS_DEEPSEEK_V31 ? "deepseek-v3.1" : "none";
 }
 
 static bool starts_with(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
@@ -550,6 +552,7 @@ char *chat_template_render_tools(chat_tools style, const chat_msg *m, size_t n, 
     if (style == CHAT_TOOLS_GLM45) return chat_template_render_glm45(m, n, tools, n_tools, o, gen, err, errlen);
     if (style == CHAT_TOOLS_MINIMAX) return chat_template_render_minimax_tools(m, n, tools, n_tools, o, gen, err, errlen);
     if (style == CHAT_TOOLS_KIMI_K2) return chat_template_render_kimi_k2(m, n, tools, n_tools, gen, err, errlen);
+    if (style == CHAT_TOOLS_DEEPSEEK_V31) return chat_template_render_deepseek_v31(m, n, tools, n_tools, o, gen, err, errlen);
     strbuf b = { 0 };
     qwen3(&b, m, n, tools, n_tools, gen, o && o->no_thinking);
     char *out = strbuf_take(&b);

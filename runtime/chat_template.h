@@ -79,6 +79,7 @@ typedef enum chat_tools {
     CHAT_TOOLS_GLM45,       /* GLM-4.5's / 4.6's: <tool_call>NAME<arg_key>KEY</arg_key><arg_value>... */
     CHAT_TOOLS_MINIMAX,     /* MiniMax-M2's: <minimax:tool_call><invoke name=...><parameter name=...> */
     CHAT_TOOLS_KIMI_K2,     /* Kimi K2 Thinking's: tool_declare, <|tool_call_begin|>functions.NAME:IDX... */
+    CHAT_TOOLS_DEEPSEEK_V31, /* DeepSeek V3.1's (V3.1-Terminus, V3.2-Exp): NAME<｜tool▁sep｜>ARGUMENTS calls */
 } chat_tools;
 
 /* The family a template's text belongs to, CHAT_UNKNOWN if none. */
@@ -114,13 +115,15 @@ char *chat_template_render(chat_family f, const chat_msg *msgs, size_t n, const 
  * Qwen3-Coder's by its <function= and <parameter= calls; GLM-4.5's and
  * 4.6's by [gMASK]<sop> with <arg_key> and <|observation|>; MiniMax-M2's by
  * ]~b]ai with <minimax:tool_call>; Kimi K2 Thinking's by its tool_declare
- * turn, <|tool_calls_section_begin|>, "## Return of" and <think></think>. */
+ * turn, <|tool_calls_section_begin|>, "## Return of" and <think></think>;
+ * DeepSeek V3.1's by <｜tool▁output▁begin｜>, its is_last_user flag and the
+ * </think> it opens answers with (V3's, R1's and V3.2's differ and are not). */
 chat_tools chat_template_tools(const char *tmpl);
-/* "qwen3", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2" and
- * "kimi-k2-thinking": the tool format a --chat-template name brings, NONE
- * otherwise. */
+/* "qwen3", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2",
+ * "kimi-k2-thinking" and "deepseek-v3.1": the tool format a --chat-template
+ * name brings, NONE otherwise. */
 chat_tools chat_tools_from_name(const char *name);
-/* "qwen3", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2", "kimi-k2-thinking" or "none". */
+/* "qwen3", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2", "kimi-k2-thinking", "deepseek-v3.1" or "none". */
 const char *chat_tools_name(chat_tools t);
 
 /* What the whole templates take beyond the conversation (their kwargs). */
@@ -129,6 +132,8 @@ typedef struct chat_tools_opts {
     const char *reasoning_effort; /* gpt-oss: "low" | "medium" | "high"; NULL: "medium" */
     bool        no_thinking;      /* Qwen3, GLM-4.5: enable_thinking false (an empty <think></think> opens the answer) */
     const char *identity;         /* MiniMax-M2: the template's model_identity; NULL: "You are a helpful assistant. Your name is MiniMax-M2 and is built by MiniMax." */
+    bool        thinking;         /* DeepSeek V3.1: the thinking kwarg (<think> opens the answer, not </think>) */
+    const char *bos;              /* DeepSeek V3.1: the BOS text its template writes first; NULL: none */
 } chat_tools_opts;
 
 /* A conversation (with tools, each one JSON text in tojson's form, or
@@ -171,7 +176,16 @@ typedef struct chat_tools_opts {
  *    turns up to the last one without calls get an empty <think></think>,
  *    later ones their reasoning in it; calls in a tool-calls section, each
  *    with its id and its arguments as the client gave them; results as
- *    "## Return of ID". */
+ *    "## Return of ID".
+ *  - DeepSeek V3.1 (chat_template_deepseek.c): BOS, every system message
+ *    joined by blank lines, then the model card's tool section (a "###
+ *    NAME" block per tool with its description and json.dumps'd
+ *    parameters, then the call format); <｜User｜> turns; an assistant
+ *    turn after a user opens with <｜Assistant｜></think>; calls as
+ *    NAME<｜tool▁sep｜>ARGUMENTS (as sent) in one calls block; results as
+ *    <｜tool▁output▁begin｜> blocks with the answer after them written
+ *    straight on; past reasoning (text up to </think>) dropped; the
+ *    generation prompt only after a user turn, <think> when o->thinking. */
 char *chat_template_render_tools(chat_tools style, const chat_msg *msgs, size_t n,
                                  const char *const *tools, size_t n_tools, const chat_tools_opts *o,
                                  bool add_generation_prompt, char *err, size_t errlen);
@@ -184,6 +198,8 @@ char *chat_template_render_glm45(const chat_msg *msgs, size_t n, const char *con
                                  const chat_tools_opts *o, bool add_generation_prompt, char *err, size_t errlen);
 char *chat_template_render_kimi_k2(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
                                    bool add_generation_prompt, char *err, size_t errlen);
+char *chat_template_render_deepseek_v31(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
+                                        const chat_tools_opts *o, bool add_generation_prompt, char *err, size_t errlen);
 char *chat_template_render_harmony_tools(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
                                          const chat_tools_opts *o, bool add_generation_prompt, char *err,
                                          size_t errlen);

@@ -33,6 +33,14 @@ int chat_add_call_args(strbuf *b, const chat_call *c, size_t msg, const chat_arg
 void chat_add_strip(strbuf *b, const char *s, size_t n);
 void chat_add_strip_nl(strbuf *b, const char *s, size_t n);
 
+/* DeepSeek's markers: U+FF5C bars, U+2581 for spaces (kept as separate
+ * literals: a hex escape would swallow the letters that follow). */
+#define DS_BAR "\xef\xbd\x9c"
+#define DS_SP "\xe2\x96\x81"
+#define DS_USER "<" DS_BAR "User" DS_BAR ">"
+#define DS_ASSISTANT "<" DS_BAR "Assistant" DS_BAR ">"
+#define DS_EOS "<" DS_BAR "end" DS_SP "of" DS_SP "sentence" DS_BAR ">"
+
 static inline bool chat_is(const chat_msg *m, const char *role) { return !strcmp(m->role, role); }
 
 #endif

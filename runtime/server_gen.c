@@ -116,6 +116,7 @@ static tool_format tool_format_of(chat_tools t)
          : t == CHAT_TOOLS_GLM45       ? TOOL_FORMAT_GLM45
          : t == CHAT_TOOLS_MINIMAX     ? TOOL_FORMAT_MINIMAX
          : t == CHAT_TOOLS_KIMI_K2     ? TOOL_FORMAT_KIMI
+         : t == CHAT_TOOLS_DEEPSEEK_V31 ? TOOL_FORMAT_DEEPSEEK
                                        : TOOL_FORMAT_JSON;
 }
 

@@ -25,10 +25,21 @@ static bool good_label(const char *s, size_t n)
 static const char MM_OPEN[] = "<minimax:tool_call>", MM_CLOSE[] = "</minimax:tool_call>";
 static const char KIMI_OPEN[] = "<|tool_calls_section_begin|>", KIMI_CLOSE[] = "<|tool_calls_section_end|>";
 
+#define DS_BAR "\xef\xbd\x9c" /* U+FF5C */
+#define DS_SP "\xe2\x96\x81"  /* U+2581 */
+static const char DS_OPEN[] = "<" DS_BAR "tool" DS_SP "calls" DS_SP "begin" DS_BAR ">",
+                  DS_CLOSE[] = "<" DS_BAR "tool" DS_SP "calls" DS_SP "end" DS_BAR ">",
+                  DS_CALL[] = "<" DS_BAR "tool" DS_SP "call" DS_SP "begin" DS_BAR ">",
+                  DS_CALL_END[] = "<" DS_BAR "tool" DS_SP "call" DS_SP "end" DS_BAR ">",
+                  DS_SEP[] = "<" DS_BAR "tool" DS_SP "sep" DS_BAR ">";
+
 /* The tag that starts the calls in a format. */
 static const char *open_tag(tool_format f)
 {
-    return f == TOOL_FORMAT_MINIMAX ? MM_OPEN : f == TOOL_FORMAT_KIMI ? KIMI_OPEN : OPEN;
+    return f == TOOL_FORMAT_MINIMAX    ? MM_OPEN
+         : f == TOOL_FORMAT_KIMI       ? KIMI_OPEN
+         : f == TOOL_FORMAT_DEEPSEEK   ? DS_OPEN
+                                       : OPEN;
 }
 
 /* The first byte of the held text's tail that cannot yet be released:
@@ -334,6 +345,45 @@ out:
     return rc;
 }
 
+/* One DeepSeek <｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜> at *p;
+ * also V3's and R1's older form, function<｜tool▁sep｜>NAME then the
+ * arguments in a ```json fence, which V3.1 falls back to at times. */
+static int parse_deepseek(const char **p, const char *end, tool_call *c)
+{
+    const char *s = *p;
+    size_t nn;
+    const char *nm;
+    if (!take(&s, end, DS_CALL) || !(nm = until(&s, end, DS_SEP, &nn))) return -1;
+    bool fenced = nn == 8 && !memcmp(nm, "function", 8);
+    if (fenced) {
+        const char *e = memchr(s, '\n', (size_t)(end - s));
+        if (!e) return -1;
+        nm = s;
+        nn = (size_t)(e - s);
+        s = e;
+        skip_ws(&s, end);
+        if (!take(&s, end, "```json")) return -1;
+    }
+    while (nn && is_ws(*nm)) { nm++; nn--; }
+    while (nn && is_ws(nm[nn - 1])) nn--;
+    if (!good_label(nm, nn)) return -1;
+    json_error_t je;
+    json_t *o = json_loadb(s, (size_t)(end - s), JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, &je);
+    int rc = -1;
+    if (!json_is_object(o)) goto out;
+    s += je.position;
+    skip_ws(&s, end);
+    if (fenced && !take(&s, end, "```")) goto out;
+    skip_ws(&s, end);
+    if (!take(&s, end, DS_CALL_END) && s != end) goto out; /* only the last may lack its end */
+    c->name = strndup(nm, nn);
+    c->arguments = pyjson_dumps(o);
+    if (c->name && c->arguments) { rc = 0; *p = s; }
+out:
+    json_decref(o);
+    return rc;
+}
+
 size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out)
 {
     *calls = NULL;
@@ -347,7 +397,7 @@ size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out)
     tool_call *c = NULL;
     size_t n = 0;
     const char *p = h;
-    const bool tagged = ts->format != TOOL_FORMAT_JSON && ts->format != TOOL_FORMAT_KIMI;
+    const bool tagged = ts->format != TOOL_FORMAT_JSON && ts->format != TOOL_FORMAT_KIMI && ts->format != TOOL_FORMAT_DEEPSEEK;
     json_t **schemas = tagged ? calloc(ts->n_tools + 1, sizeof *schemas) : NULL;
     for (;;) {
         while (p < end && is_ws(*p)) p++;
@@ -364,6 +414,9 @@ size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out)
         } else if (ts->format == TOOL_FORMAT_KIMI) {
             if (take(&p, end, KIMI_OPEN) || take(&p, end, KIMI_CLOSE)) continue;
             rc = parse_kimi(&p, end, &c[n]);
+        } else if (ts->format == TOOL_FORMAT_DEEPSEEK) {
+            if (take(&p, end, DS_OPEN) || take(&p, end, DS_CLOSE)) continue;
+            rc = parse_deepseek(&p, end, &c[n]);
         } else {
             rc = tagged ? parse_one_tagged(ts, schemas, &p, end, &c[n]) : parse_one(&p, end, &c[n]);
         }

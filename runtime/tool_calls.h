@@ -13,7 +13,11 @@
  * Kimi K2's (CHAT_TOOLS_KIMI_K2) one or more
  *     <|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{...}<|tool_call_end|>
  * inside <|tool_calls_section_begin|> ... <|tool_calls_section_end|>, the
- * call's id (functions.NAME:IDX, NAME taken from it) kept for the client.
+ * call's id (functions.NAME:IDX, NAME taken from it) kept for the client;
+ * DeepSeek V3.1's (CHAT_TOOLS_DEEPSEEK_V31) one or more
+ *     <｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>
+ * inside <｜tool▁calls▁begin｜> ... <｜tool▁calls▁end｜> (V3's and R1's
+ * function<｜tool▁sep｜>NAME with a ```json fence accepted too).
  *
  * Contract:
  *  - tool_scan_feed() takes released answer text and appends to out the
@@ -49,6 +53,7 @@ typedef enum tool_format {
     TOOL_FORMAT_GLM45,    /* GLM-4.5 / 4.6 */
     TOOL_FORMAT_MINIMAX,  /* MiniMax-M2 */
     TOOL_FORMAT_KIMI,     /* Kimi K2 (Thinking) */
+    TOOL_FORMAT_DEEPSEEK, /* DeepSeek V3.1 */
 } tool_format;
 
 typedef struct tool_scan {

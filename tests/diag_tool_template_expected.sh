@@ -2,26 +2,55 @@
 # diag_tool_template_expected.sh NAME TEMPLATE.jinja: rewrites the expected
 # prompts of tests/fixtures/tool_chats/NAME/ (NAME.API.json ->
 # NAME.API.expected; NAME is the --chat-template name: gpt-oss,
-# qwen3-coder, glm-4.5, minimax-m2, kimi-k2-thinking) by running the model's own chat template
+# qwen3-coder, glm-4.5, minimax-m2, kimi-k2-thinking, deepseek-v3.1) by running the model's own chat template
 # under jinja2 (tests/fixtures/hf_chat_render.py, date 2026-12-03, string arguments as
 # objects as llama.cpp passes them to templates that need objects; Kimi's template
 # takes strings as they are, and they are left so).
 # TEMPLATE is the model's chat_template (its tokenizer_config.json's, or
 # llama.cpp's models/templates/: openai-gpt-oss-120b.jinja,
-# Qwen3-Coder.jinja, GLM-4.6.jinja, MiniMax-M2.jinja, moonshotai-Kimi-K2-Thinking.jinja). The tests cannot fetch these, so their renderings are
+# Qwen3-Coder.jinja, GLM-4.6.jinja, MiniMax-M2.jinja, moonshotai-Kimi-K2-Thinking.jinja,
+# deepseek-ai-DeepSeek-V3.1.jinja; for DeepSeek V3.1 the model card's tool section is added). The tests cannot fetch these, so their renderings are
 # kept and e2e_tool_template_kept.sh compares `strata template` with them.
 # Run by hand when the fixtures change.
 set -eu
 [ $# -eq 2 ] && [ -d "$(dirname "$0")/fixtures/tool_chats/$1" ] && [ -f "$2" ] ||
-    { echo "usage: $0 gpt-oss|qwen3-coder|glm-4.5|minimax-m2|kimi-k2-thinking TEMPLATE.jinja" >&2; exit 2; }
+    { echo "usage: $0 gpt-oss|qwen3-coder|glm-4.5|minimax-m2|kimi-k2-thinking|deepseek-v3.1 TEMPLATE.jinja" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 printf '{"chat_template": ""}' >"$tmp/config.json"
 objargs=--object-arguments
 [ "$1" = kimi-k2-thinking ] && objargs=
+tmpl=$2
+if [ "$1" = deepseek-v3.1 ]; then
+    # DeepSeek's template writes BOS (stories260K's, <s>, in the kept test) and renders no tool
+    # definitions: the model card's tool section ("{system prompt}\n\n{tool_description}") is put in
+    # front of its bos_token, into the system prompt, as a template statement. Arguments are text
+    # it concatenates; Anthropic's thinking "enabled" is its thinking switch.
+    printf '{"chat_template": "", "bos_token": "<s>"}' >"$tmp/config.json"
+    objargs="--string-arguments --thinking-kwarg"
+    python3 - "$2" "$tmp/t.jinja" <<'PY'
+import sys
+src = open(sys.argv[1], encoding='utf-8').read()
+card = ("{%- if tools -%}{%- set tool_ns = namespace(text='## Tools\\nYou have access to the following tools:\\n') -%}"
+        "{%- for tool in tools -%}{%- set tool_ns.text = tool_ns.text + '\\n### ' + tool['function']['name'] + "
+        "'\\nDescription: ' + (tool['function']['description'] or '') + '\\n\\nParameters: ' + "
+        "((tool['function']['parameters'] or {}) | tojson) + '\\n' -%}{%- endfor -%}"
+        "{%- set tool_ns.text = tool_ns.text + '\\nIMPORTANT: ALWAYS adhere to this exact format for tool use:\\n"
+        "<\uff5ctool\u2581calls\u2581begin\uff5c><\uff5ctool\u2581call\u2581begin\uff5c>tool_call_name"
+        "<\uff5ctool\u2581sep\uff5c>tool_call_arguments<\uff5ctool\u2581call\u2581end\uff5c>{additional_tool_calls}"
+        "<\uff5ctool\u2581calls\u2581end\uff5c>\\n\\nWhere:\\n"
+        "- `tool_call_name` must be an exact match to one of the available tools\\n"
+        "- `tool_call_arguments` must be valid JSON that strictly follows the tool\\'s Parameters Schema\\n"
+        "- For multiple tool calls, chain them directly without separators or spaces' -%}"
+        "{%- set ns.system_prompt = ns.system_prompt + '\\n\\n' + tool_ns.text -%}{%- endif -%}")
+assert src.count('{{ bos_token }}') == 1, 'not DeepSeek V3.1\'s template'
+open(sys.argv[2], 'w', encoding='utf-8').write(src.replace('{{ bos_token }}', card + '{{ bos_token }}'))
+PY
+    tmpl=$tmp/t.jinja
+fi
 for f in "$here/fixtures/tool_chats/$1"/*.json; do
     api=${f%.json}; api=${api##*.}
-    python3 "$here/fixtures/hf_chat_render.py" "$tmp/config.json" --api "$api" "$f" --template "$2" \
+    python3 "$here/fixtures/hf_chat_render.py" "$tmp/config.json" --api "$api" "$f" --template "$tmpl" \
         --date 2026-12-03 $objargs >"$tmp/out"
     mv "$tmp/out" "${f%.json}.expected"
     echo "wrote ${f%.json}.expected"

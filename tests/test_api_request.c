@@ -155,8 +155,22 @@ static void test_openai_tools(void **st)
     static const char kw[] = "{" MSG ",\"reasoning_effort\":\"high\",\"chat_template_kwargs\":{\"enable_thinking\":false,\"x\":1}}";
     assert_int_equal(api_request_parse(API_CHAT, kw, sizeof kw - 1, 256, &r, &e), 0);
     assert_string_equal(r.reasoning_effort, "high");
-    assert_true(r.no_thinking);
+    assert_true(r.no_thinking && !r.thinking_on);
     api_request_free(&r);
+    /* asked for in so many words: enable_thinking or DeepSeek's own thinking kwarg */
+    static const char on1[] = "{" MSG ",\"chat_template_kwargs\":{\"thinking\":true}}";
+    assert_int_equal(api_request_parse(API_CHAT, on1, sizeof on1 - 1, 256, &r, &e), 0);
+    assert_true(r.thinking_on && !r.no_thinking);
+    api_request_free(&r);
+    static const char on2[] = "{" MSG ",\"chat_template_kwargs\":{\"enable_thinking\":true}}";
+    assert_int_equal(api_request_parse(API_CHAT, on2, sizeof on2 - 1, 256, &r, &e), 0);
+    assert_true(r.thinking_on && !r.no_thinking);
+    api_request_free(&r);
+    static const char off1[] = "{" MSG ",\"reasoning_effort\":\"high\",\"chat_template_kwargs\":{\"thinking\":false}}";
+    assert_int_equal(api_request_parse(API_CHAT, off1, sizeof off1 - 1, 256, &r, &e), 0);
+    assert_true(!r.thinking_on && r.no_thinking); /* an effort alone does not turn it on */
+    api_request_free(&r);
+    REFUSE(API_CHAT, "{" MSG ",\"chat_template_kwargs\":{\"thinking\":1}}", "chat_template_kwargs.thinking");
     REFUSE(API_CHAT, "{" MSG ",\"reasoning_effort\":\"max\"}", "reasoning_effort");
     REFUSE(API_CHAT, "{" MSG ",\"reasoning_effort\":1}", "reasoning_effort");
     REFUSE(API_CHAT, "{" MSG ",\"chat_template_kwargs\":[]}", "chat_template_kwargs");
@@ -223,7 +237,7 @@ static void test_anthropic(void **st)
     /* enabled: the reasoning as a thinking block */
     static const char th[] = "{" AMSG ",\"max_tokens\":5,\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024}}";
     assert_int_equal(api_request_parse(API_MESSAGES, th, sizeof th - 1, 256, &r, &e), 0);
-    assert_true(r.thinking);
+    assert_true(r.thinking && r.thinking_on);
     api_request_free(&r);
     /* adaptive (Claude Code): as enabled; output_config.effort as reasoning_effort ("max": "high");
      * a system message among the messages (Claude Code sends one after the first user turn), in place */
@@ -232,7 +246,7 @@ static void test_anthropic(void **st)
         "\"context_management\":{\"edits\":[]},\"messages\":[{\"role\":\"user\",\"content\":\"a\"},"
         "{\"role\":\"system\",\"content\":[{\"type\":\"text\",\"text\":\"b\"},{\"type\":\"text\",\"text\":\"c\"}]}]}";
     assert_int_equal(api_request_parse(API_MESSAGES, cc, sizeof cc - 1, 1 << 30, &r, &e), 0);
-    assert_true(r.thinking && !r.no_thinking);
+    assert_true(r.thinking && !r.no_thinking && !r.thinking_on); /* the model decides: DeepSeek V3.1's default, off */
     assert_string_equal(r.reasoning_effort, "high");
     assert_int_equal(r.n_msgs, 2);
     assert_string_equal(r.msgs[1].role, "system");

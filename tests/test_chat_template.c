@@ -412,6 +412,23 @@ static void test_qwen3_tools(void **st)
     assert_int_equal(chat_tools_from_name("kimi-k2-thinking"), CHAT_TOOLS_KIMI_K2);
     assert_int_equal(chat_family_from_name("kimi-k2-thinking"), CHAT_KIMI_K2);
     assert_string_equal(chat_tools_name(CHAT_TOOLS_KIMI_K2), "kimi-k2-thinking");
+    /* DeepSeek V3.1's template (V3.1-Terminus, V3.2-Exp), not V3's or R1's (tool outputs in a
+     * <｜tool▁outputs▁begin｜> batch, no is_last_user) nor V3.2's DSML one */
+    static const char ds31[] = "{{'<\xef\xbd\x9cUser\xef\xbd\x9c>' + message['content']}} ns.is_last_user "
+                               "{{'<\xef\xbd\x9c" "Assistant\xef\xbd\x9c></think>'}} {{'<\xef\xbd\x9ctool\xe2\x96\x81"
+                               "output\xe2\x96\x81" "begin\xef\xbd\x9c>' + message['content']}}";
+    assert_int_equal(chat_template_tools(ds31), CHAT_TOOLS_DEEPSEEK_V31);
+    assert_int_equal(chat_template_detect(ds31), CHAT_DEEPSEEK);
+    static const char ds3[] = "{{'<\xef\xbd\x9cUser\xef\xbd\x9c>' + message['content']}} {{'<\xef\xbd\x9ctool"
+                              "\xe2\x96\x81outputs\xe2\x96\x81" "begin\xef\xbd\x9c><\xef\xbd\x9ctool\xe2\x96\x81"
+                              "output\xe2\x96\x81" "begin\xef\xbd\x9c>'}} {{'<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>'}}";
+    assert_int_equal(chat_template_tools(ds3), CHAT_TOOLS_NONE);
+    static const char ds32[] = "<\xef\xbd\x9cUser\xef\xbd\x9c>{{ message.content }}<\xef\xbd\x9c" "Assistant\xef\xbd"
+                               "\x9c>{{ thinking_end_token }} {%- set dsml_token = \"\xef\xbd\x9c" "DSML\xef\xbd\x9c\" -%}";
+    assert_int_equal(chat_template_tools(ds32), CHAT_TOOLS_NONE);
+    assert_int_equal(chat_tools_from_name("deepseek-v3.1"), CHAT_TOOLS_DEEPSEEK_V31);
+    assert_int_equal(chat_family_from_name("deepseek-v3.1"), CHAT_DEEPSEEK);
+    assert_string_equal(chat_tools_name(CHAT_TOOLS_DEEPSEEK_V31), "deepseek-v3.1");
 }
 
 int main(void)

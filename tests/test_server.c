@@ -942,6 +942,57 @@ static void test_tool_calls_kimi(void **st)
     stop(&f);
 }
 
+/* DeepSeek V3.1: chained NAME<｜tool▁sep｜>{...} calls, ids ours; a request
+ * that asks for thinking gets a prompt ending in <think>, so the answer's
+ * text up to </think> (no opening tag) is the reasoning. On DeepSeek LLM's
+ * byte-level vocabulary: SentencePiece's (stories260K's) would decode the
+ * markers' U+2581 as spaces, as it must for its own text. */
+#define DS_VOCAB "vocab/ggml-vocab-deepseek-llm.gguf"
+#define DSB "\xef\xbd\x9c"
+#define DSP "\xe2\x96\x81"
+#define DS_MARKERS "{{'<" DSB "User" DSB ">' + message['content']}} ns.is_last_user {{'<" DSB "Assistant" DSB \
+                   "></think>'}} {{'<" DSB "tool" DSP "output" DSP "begin" DSB ">' + message['content']}}"
+static void start_deepseek(fixture *f, const char *script)
+{
+    char src[4096];
+    fake_engine_opts o = { .n_ctx = 4096, .script = script, .chat_template = DS_MARKERS };
+    start_with(f, shared_path(src, sizeof src, DS_VOCAB), &o);
+}
+
+static void test_tool_calls_deepseek(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(DS_VOCAB);
+    fixture f;
+    start_deepseek(&f, "<think>Look it up.</think>I will check.<" DSB "tool" DSP "calls" DSP "begin" DSB "><" DSB "tool" DSP "call" DSP
+                "begin" DSB ">get_weather<" DSB "tool" DSP "sep" DSB ">{\"city\":\"Paris\"}<" DSB "tool" DSP "call" DSP "end"
+                DSB "><" DSB "tool" DSP "call" DSP "begin" DSB ">now<" DSB "tool" DSP "sep" DSB ">{}<" DSB "tool" DSP "call"
+                DSP "end" DSB "><" DSB "tool" DSP "calls" DSP "end" DSB ">");
+    expect_tool_answers(f.port, "I will check.", "Look it up.");
+    stop(&f);
+    start_deepseek(&f, "91 = 7 x 13.</think>No.");
+    reply r = { 0 };
+    http(f.port, "/v1/chat/completions",
+         "{\"temperature\":0,\"messages\":[{\"role\":\"user\",\"content\":\"Is 91 prime?\"}],\"chat_template_kwargs\":{\"thinking\":true}}",
+         NULL, &r);
+    json_t *j = json_of(&r);
+    assert_string_equal(jstr(j, "choices.0.message.reasoning_content"), "91 = 7 x 13.");
+    assert_string_equal(jstr(j, "choices.0.message.content"), "No.");
+    json_decref(j);
+    reply_free(&r);
+    r = (reply){ 0 };
+    http(f.port, "/v1/messages",
+         "{\"max_tokens\":600,\"temperature\":0,\"thinking\":{\"type\":\"enabled\"},\"messages\":[{\"role\":\"user\",\"content\":\"Is 91 prime?\"}]}",
+         NULL, &r);
+    j = json_of(&r);
+    assert_string_equal(jstr(j, "content.0.type"), "thinking");
+    assert_string_equal(jstr(j, "content.0.thinking"), "91 = 7 x 13.");
+    assert_string_equal(jstr(j, "content.1.text"), "No.");
+    json_decref(j);
+    reply_free(&r);
+    stop(&f);
+}
+
 /* gpt-oss: calls are harmony messages addressed to=functions.NAME (the
  * recipient before or after the channel), apart from the text; the
  * analysis is the reasoning, no final answer means no content. */
@@ -1284,6 +1335,7 @@ int main(void)
         cmocka_unit_test(test_tool_calls_glm45),
         cmocka_unit_test(test_tool_calls_minimax),
         cmocka_unit_test(test_tool_calls_kimi),
+        cmocka_unit_test(test_tool_calls_deepseek),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

@@ -288,6 +288,64 @@ static void test_kimi_calls(void **st)
     free(o.content);
 }
 
+/* DeepSeek V3.1: NAME<｜tool▁sep｜>{...} calls chained in one calls block;
+ * V3's and R1's older fenced form read too; anything else is text */
+#define DSB "\xef\xbd\x9c"
+#define DSP "\xe2\x96\x81"
+#define DS_CALLS "<" DSB "tool" DSP "calls" DSP "begin" DSB ">"
+#define DS_CALLS_END "<" DSB "tool" DSP "calls" DSP "end" DSB ">"
+#define DS_CALL "<" DSB "tool" DSP "call" DSP "begin" DSB ">"
+#define DS_CALL_END "<" DSB "tool" DSP "call" DSP "end" DSB ">"
+#define DS_SEP "<" DSB "tool" DSP "sep" DSB ">"
+static void test_deepseek_calls(void **st)
+{
+    (void)st;
+    const char *answer = "Let me check." DS_CALLS DS_CALL "get_weather" DS_SEP "{\"city\":\"Paris\",\"days\":2}" DS_CALL_END
+                         DS_CALL "now" DS_SEP "{}" DS_CALL_END DS_CALLS_END;
+    static const size_t steps[] = { 1, 3, 7, 1000 };
+    for (size_t k = 0; k < 4; k++) {
+        outcome o = scan_fmt(TOOL_FORMAT_DEEPSEEK, answer, steps[k], NULL, 0);
+        assert_string_equal(o.content, "Let me check.");
+        assert_int_equal(o.n, 2);
+        assert_string_equal(o.calls[0].name, "get_weather");
+        assert_null(o.calls[0].id);
+        assert_string_equal(o.calls[0].arguments, "{\"city\": \"Paris\", \"days\": 2}");
+        assert_string_equal(o.calls[1].name, "now");
+        assert_string_equal(o.calls[1].arguments, "{}");
+        tool_calls_free(o.calls, o.n);
+        free(o.content);
+    }
+    /* the older form: function<｜tool▁sep｜>NAME, the arguments fenced; the turn may end early */
+    outcome o = scan_fmt(TOOL_FORMAT_DEEPSEEK,
+                         DS_CALLS DS_CALL "function" DS_SEP "get_weather\n```json\n{\"city\": \"Oslo\"}\n```" DS_CALL_END
+                         "\n" DS_CALL "now" DS_SEP "{}",
+                         2, NULL, 0);
+    assert_string_equal(o.content, "");
+    assert_int_equal(o.n, 2);
+    assert_string_equal(o.calls[0].name, "get_weather");
+    assert_string_equal(o.calls[0].arguments, "{\"city\": \"Oslo\"}");
+    assert_string_equal(o.calls[1].name, "now");
+    tool_calls_free(o.calls, o.n);
+    free(o.content);
+    const char *bad[] = {
+        "a" DS_CALLS DS_CALL "f" DS_SEP "[1]" DS_CALL_END DS_CALLS_END,
+        "a" DS_CALLS DS_CALL DS_SEP "{}" DS_CALL_END DS_CALLS_END,
+        "a" DS_CALLS DS_CALL "f" DS_SEP "{}" DS_CALL_END DS_CALLS_END "x",
+        "a" DS_CALLS DS_CALL "f {}" DS_CALL_END DS_CALLS_END,
+        "a" DS_CALLS DS_CALL "function" DS_SEP "f\n{}" DS_CALL_END DS_CALLS_END,
+        "a" DS_CALLS DS_CALL "function" DS_SEP "f\n```json\n{}" DS_CALL_END DS_CALLS_END,
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        o = scan_fmt(TOOL_FORMAT_DEEPSEEK, bad[i], 4, NULL, 0);
+        assert_string_equal(o.content, bad[i]);
+        assert_int_equal(o.n, 0);
+        free(o.content);
+    }
+    o = scan_fmt(TOOL_FORMAT_DEEPSEEK, "see <tool_call> here", 2, NULL, 0);
+    assert_string_equal(o.content, "see <tool_call> here");
+    free(o.content);
+}
+
 static void py(const char *json, const char *want)
 {
     json_error_t je;
@@ -381,6 +439,7 @@ int main(void)
         cmocka_unit_test(test_glm45_calls),
         cmocka_unit_test(test_minimax_calls),
         cmocka_unit_test(test_kimi_calls),
+        cmocka_unit_test(test_deepseek_calls),
         cmocka_unit_test(test_pyjson),
         cmocka_unit_test(test_python_literals),
     };

@@ -69,6 +69,8 @@ fuzz_tool_scan)
     printf '\063Ok.\n<minimax:tool_call>\n<invoke name="f">\n<parameter name="s">12</parameter>\n<parameter name="n">12</parameter>\n</invoke>\n</minimax:tool_call>' >"$corpus/minimax"
     printf '\043Ok.\n<tool_call>f\n<arg_key>s</arg_key>\n<arg_value>12</arg_value>\n<arg_key>n</arg_key>\n<arg_value>12</arg_value>\n</tool_call>' >"$corpus/glm"
     printf '\023Ok.\n<tool_call>\n<function=f>\n<parameter=s>\n12\n</parameter>\n<parameter=n>\n12\n</parameter>\n</function>\n</tool_call>' >"$corpus/coder"
+    printf '\103Ok.<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{"s": "x"}<|tool_call_end|><|tool_calls_section_end|>' >"$corpus/kimi"
+    printf '\123Ok.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{"s": "x", "n": 1}<｜tool▁call▁end｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>' >"$corpus/deepseek"
     ;;
 fuzz_hparams)
     # a llama MoE, a Llama 4 with YaRN and a glm4moe with its MTP block
