@@ -64,6 +64,8 @@ gen *gen_begin(const engine *e, const int32_t *prompt, size_t n_prompt, const ge
 
 static int append_piece(gen *g, int32_t id, strbuf *to)
 {
+    for (size_t i = 0; i < g->p.n_kept; i++)
+        if (g->p.kept[i].id == id) { strbuf_puts(to, g->p.kept[i].text); return 0; }
     char small[128];
     int n = g->e->piece(g->e->self, id, small, sizeof small);
     if (n < 0) return -1;

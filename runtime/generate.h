@@ -63,6 +63,16 @@ typedef struct gen_harmony {
 
 typedef enum gen_think { GEN_THINK_OFF, GEN_THINK_MAYBE, GEN_THINK_OPEN } gen_think;
 
+/* A control token whose text belongs in the answer: a tool format's
+ * markers (Kimi K2's <|tool_call_begin|>, DeepSeek's <｜tool▁sep｜>) are
+ * control tokens in llama.cpp's GGUFs, whose pieces are otherwise empty,
+ * so the calls could not be found in the text (llama.cpp's server keeps
+ * them as its "preserved tokens"). */
+typedef struct gen_kept {
+    int32_t     id;
+    const char *text;
+} gen_kept;
+
 typedef struct gen_params {
     int                max_tokens;
     engine_sampling    sampling;
@@ -71,6 +81,8 @@ typedef struct gen_params {
     const atomic_bool *cancel;
     const gen_harmony *harmony; /* NULL: every token's text is released */
     gen_think          think;   /* <think> reasoning (not with harmony) */
+    const gen_kept    *kept;    /* control tokens written as their text (n_kept of them) */
+    size_t             n_kept;
     /* Called after each sampled token with the seconds since the previous
      * one (since gen_begin for the first). */
     void (*on_token)(void *ud, double seconds, int first);

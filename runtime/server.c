@@ -363,6 +363,20 @@ int server_set_engine(server *s, engine *e, char *err, size_t errlen)
             fprintf(stderr, "strata serve: warning: the pack's chat template builds a default system prompt at "
                             "render time (today's date); requests without a system message get none\n");
     }
+    /* a tool format's markers that the vocabulary holds as control tokens (their pieces empty) */
+    const char *const *mark;
+    size_t n_mark = s->tools != CHAT_TOOLS_NONE && s->tools != CHAT_TOOLS_HARMONY
+                        ? tool_format_markers(server_tool_format(s->tools), &mark) : 0;
+    s->n_kept = 0;
+    for (size_t k = 0; k < n_mark && s->n_kept < sizeof s->kept / sizeof s->kept[0]; k++) {
+        int32_t *ids = NULL;
+        size_t n = 0;
+        char piece[8];
+        if (e->tokenize(e->self, mark[k], strlen(mark[k]), false, &ids, &n) == 0 && n == 1 &&
+            e->piece(e->self, ids[0], piece, sizeof piece) == 0)
+            s->kept[s->n_kept++] = (gen_kept){ ids[0], mark[k] };
+        free(ids);
+    }
     /* gpt-oss: its markers' ids, so that chat answers carry the final channel only */
     if (s->family == CHAT_GPT_OSS) {
         static const char *const MARK[5] = { "<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|constrain|>" };

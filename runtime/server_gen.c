@@ -97,6 +97,8 @@ gen *server_gen_begin(server *s, const api_request *r, const prepared *p, char *
         .cancel = &s->stopping,
         .harmony = s->has_harmony && r->kind != API_COMPLETION ? &s->harmony : NULL,
         .think = p->think,
+        .kept = r->kind != API_COMPLETION ? s->kept : NULL,
+        .n_kept = r->kind != API_COMPLETION ? s->n_kept : 0,
         .on_token = on_token,
         .ud = s,
     };
@@ -110,7 +112,7 @@ void server_gen_finish(server *s, gen *g, size_t n_prompt)
     gen_end(g);
 }
 
-static tool_format tool_format_of(chat_tools t)
+tool_format server_tool_format(chat_tools t)
 {
     return t == CHAT_TOOLS_QWEN3_CODER ? TOOL_FORMAT_CODER
          : t == CHAT_TOOLS_GLM45       ? TOOL_FORMAT_GLM45
@@ -123,7 +125,7 @@ static tool_format tool_format_of(chat_tools t)
 void server_content(const server *s, const prepared *p, tool_scan *ts, const char *d, size_t n, strbuf *out)
 {
     if (p->tools && s->tools != CHAT_TOOLS_HARMONY) {
-        ts->format = tool_format_of(s->tools);
+        ts->format = server_tool_format(s->tools);
         ts->tools = p->tool_defs;
         ts->n_tools = p->n_tool_defs;
         tool_scan_feed(ts, d, n, out);
@@ -137,7 +139,7 @@ size_t server_calls(const server *s, const prepared *p, gen *g, tool_scan *ts, s
     *calls = NULL;
     if (!p->tools) return 0;
     if (s->tools != CHAT_TOOLS_HARMONY) {
-        ts->format = tool_format_of(s->tools);
+        ts->format = server_tool_format(s->tools);
         ts->tools = p->tool_defs;
         ts->n_tools = p->n_tool_defs;
         return tool_scan_finish(ts, calls, out);

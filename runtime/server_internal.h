@@ -44,6 +44,8 @@ struct server {
     char              *default_system;
     gen_harmony        harmony;    /* gpt-oss chats: only the final channel is answered */
     bool               has_harmony;
+    gen_kept           kept[8];    /* the tool format's markers that are control tokens: kept in chat answers */
+    size_t             n_kept;
 
     pthread_mutex_t    mu;         /* slots and queue */
     pthread_cond_t     cv;
@@ -55,6 +57,9 @@ struct server {
  * --strict-max-tokens refuses what it cannot hold; otherwise any (it is
  * cut to the room the prompt leaves, server_gen.c). */
 static inline int server_max_tokens_limit(const server *s) { return s->strict_max_tokens ? s->n_ctx : 1 << 30; }
+
+/* The tool_calls.h format of a template's tool format (not harmony's). */
+tool_format server_tool_format(chat_tools t);
 
 typedef struct request request;
 typedef enum MHD_Result (*route_fn)(server *s, struct MHD_Connection *c, request *rq);

@@ -33,6 +33,15 @@ static const char DS_OPEN[] = "<" DS_BAR "tool" DS_SP "calls" DS_SP "begin" DS_B
                   DS_CALL_END[] = "<" DS_BAR "tool" DS_SP "call" DS_SP "end" DS_BAR ">",
                   DS_SEP[] = "<" DS_BAR "tool" DS_SP "sep" DS_BAR ">";
 
+size_t tool_format_markers(tool_format f, const char *const **texts)
+{
+    static const char *const kimi[] = { KIMI_OPEN, KIMI_CLOSE, "<|tool_call_begin|>", "<|tool_call_argument_begin|>",
+                                        "<|tool_call_end|>" };
+    static const char *const ds[] = { DS_OPEN, DS_CLOSE, DS_CALL, DS_CALL_END, DS_SEP };
+    *texts = f == TOOL_FORMAT_KIMI ? kimi : f == TOOL_FORMAT_DEEPSEEK ? ds : NULL;
+    return *texts ? 5 : 0;
+}
+
 /* The tag that starts the calls in a format. */
 static const char *open_tag(tool_format f)
 {
