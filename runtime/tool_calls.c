@@ -35,11 +35,20 @@ static const char DS_OPEN[] = "<" DS_BAR "tool" DS_SP "calls" DS_SP "begin" DS_B
 
 size_t tool_format_markers(tool_format f, const char *const **texts)
 {
-    static const char *const kimi[] = { KIMI_OPEN, KIMI_CLOSE, "<|tool_call_begin|>", "<|tool_call_argument_begin|>",
-                                        "<|tool_call_end|>" };
-    static const char *const ds[] = { DS_OPEN, DS_CLOSE, DS_CALL, DS_CALL_END, DS_SEP };
-    *texts = f == TOOL_FORMAT_KIMI ? kimi : f == TOOL_FORMAT_DEEPSEEK ? ds : NULL;
-    return *texts ? 5 : 0;
+    static const char *const json[] = { "<think>", "</think>", OPEN, CLOSE };
+    static const char *const glm[] = { "<think>", "</think>", OPEN, CLOSE, "<arg_key>", "</arg_key>", "<arg_value>",
+                                       "</arg_value>" };
+    static const char *const mm[] = { "<think>", "</think>", MM_OPEN, MM_CLOSE };
+    static const char *const kimi[] = { "<think>", "</think>", KIMI_OPEN, KIMI_CLOSE, "<|tool_call_begin|>",
+                                        "<|tool_call_argument_begin|>", "<|tool_call_end|>" };
+    static const char *const ds[] = { "<think>", "</think>", DS_OPEN, DS_CLOSE, DS_CALL, DS_CALL_END, DS_SEP };
+    switch (f) {
+    case TOOL_FORMAT_GLM45: *texts = glm; return sizeof glm / sizeof *glm;
+    case TOOL_FORMAT_MINIMAX: *texts = mm; return sizeof mm / sizeof *mm;
+    case TOOL_FORMAT_KIMI: *texts = kimi; return sizeof kimi / sizeof *kimi;
+    case TOOL_FORMAT_DEEPSEEK: *texts = ds; return sizeof ds / sizeof *ds;
+    default: *texts = json; return sizeof json / sizeof *json; /* Qwen3's and Qwen3-Coder's tags */
+    }
 }
 
 /* The tag that starts the calls in a format. */

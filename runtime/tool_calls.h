@@ -71,11 +71,11 @@ typedef struct tool_scan {
 } tool_scan;
 
 void tool_scan_feed(tool_scan *ts, const char *d, size_t n, strbuf *out);
-/* The markers a format writes its calls with (*texts, their number
- * returned) that vocabularies may hold as control tokens (Kimi K2's
- * <|...|>, DeepSeek's <｜...｜>: llama.cpp's converter types them so): the
- * answer must keep their text for the scan to see the calls. 0 for the
- * formats whose tags are plain text. */
+/* The markers a format writes its answers with (*texts, their number
+ * returned): its call tags and <think> </think>. A vocabulary may hold them
+ * as control tokens (llama.cpp's converter types every <|...|> and <｜...｜>
+ * token so, Kimi K2's and DeepSeek's, and any added token marked special),
+ * and then the answer must keep their text for the scans to see them. */
 size_t tool_format_markers(tool_format f, const char *const **texts);
 /* Returns the number of calls (*calls malloc'd, NULL when 0). */
 size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out);

@@ -997,14 +997,15 @@ static void test_tool_calls_deepseek(void **st)
  * llama.cpp's GGUFs (its converter types every <|...|> and <｜...｜> token
  * so), whose pieces are empty: the server keeps their text in chat answers,
  * or no call would ever be found. Here they are control tokens of a
- * relabelled stories260K. */
+ * relabelled stories260K, and so are <think> and </think> (any added token
+ * marked special is one): the reasoning must still come apart. */
 static void expect_control_markers(const char *const *mark, const char *tmpl, const char *script)
 {
     char *dir, gg[4200], src[4096], err[256];
     dir = make_scratch_dir();
     assert_non_null(dir);
     snprintf(gg, sizeof gg, "%s/markers.gguf", dir);
-    if (vocab_relabel(shared_path(src, sizeof src, GGUF), gg, 3, mark, 5, err, sizeof err)) fail_msg("%s", err);
+    if (vocab_relabel(shared_path(src, sizeof src, GGUF), gg, 3, mark, 7, err, sizeof err)) fail_msg("%s", err);
     fake_engine_opts o = { .n_ctx = 4096, .chat_template = tmpl, .script = script };
     fixture f;
     start_with(&f, gg, &o);
@@ -1013,7 +1014,7 @@ static void expect_control_markers(const char *const *mark, const char *tmpl, co
     reply r = { 0 };
     http(f.port, "/v1/completions", "{\"prompt\":\"Weather?\",\"temperature\":0}", NULL, &r);
     json_t *j = json_of(&r);
-    assert_null(strstr(jstr(j, "choices.0.text"), mark[2]));
+    assert_null(strstr(jstr(j, "choices.0.text"), mark[4]));
     assert_non_null(strstr(jstr(j, "choices.0.text"), "get_weather"));
     json_decref(j);
     reply_free(&r);
@@ -1025,19 +1026,19 @@ static void test_tool_calls_control_markers(void **st)
 {
     (void)st;
     SKIP_UNLESS_SHARED(GGUF);
-    static const char *const KIMI[] = { "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>",
+    static const char *const KIMI[] = { "<think>", "</think>", "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>",
                                         "<|tool_call_argument_begin|>", "<|tool_call_end|>" };
     expect_control_markers(KIMI, KIMI_MARKERS,
                            "<think>Look it up.</think>I will check.<|tool_calls_section_begin|><|tool_call_begin|>"
                            "functions.get_weather:0<|tool_call_argument_begin|>{\"city\":\"Paris\"}<|tool_call_end|>"
                            "<|tool_call_begin|>functions.now:1<|tool_call_argument_begin|>{}<|tool_call_end|>"
                            "<|tool_calls_section_end|>");
-    static const char *const DS[] = { "<" DSB "tool" DSP "calls" DSP "begin" DSB ">", "<" DSB "tool" DSP "calls" DSP "end" DSB ">",
+    static const char *const DS[] = { "<think>", "</think>", "<" DSB "tool" DSP "calls" DSP "begin" DSB ">", "<" DSB "tool" DSP "calls" DSP "end" DSB ">",
                                       "<" DSB "tool" DSP "call" DSP "begin" DSB ">", "<" DSB "tool" DSP "call" DSP "end" DSB ">",
                                       "<" DSB "tool" DSP "sep" DSB ">" };
     char script[1024];
     snprintf(script, sizeof script, "<think>Look it up.</think>I will check.%s%sget_weather%s{\"city\":\"Paris\"}%s%snow%s{}%s%s",
-             DS[0], DS[2], DS[4], DS[3], DS[2], DS[4], DS[3], DS[1]);
+             DS[2], DS[4], DS[6], DS[5], DS[4], DS[6], DS[5], DS[3]);
     expect_control_markers(DS, DS_MARKERS, script);
 }
 
