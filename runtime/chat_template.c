@@ -431,6 +431,8 @@ chat_tools chat_template_tools(const char *t)
     if (t && strstr(t, "<" DS_BAR "tool" DS_SP "output" DS_SP "begin" DS_BAR ">") && strstr(t, "is_last_user") &&
         strstr(t, DS_ASSISTANT "</think>"))
         return CHAT_TOOLS_DEEPSEEK_V31;
+    if (t && strstr(t, "<|header_start|>") && strstr(t, "tools_in_user_message") && strstr(t, "<|python_start|>"))
+        return CHAT_TOOLS_LLAMA4;
     return CHAT_TOOLS_NONE;
 }
 
@@ -443,6 +445,7 @@ chat_tools chat_tools_from_name(const char *name)
     if (name && !strcmp(name, "minimax-m2")) return CHAT_TOOLS_MINIMAX;
     if (name && !strcmp(name, "kimi-k2-thinking")) return CHAT_TOOLS_KIMI_K2;
     if (name && !strcmp(name, "deepseek-v3.1")) return CHAT_TOOLS_DEEPSEEK_V31;
+    if (name && !strcmp(name, "llama4")) return CHAT_TOOLS_LLAMA4;
     return CHAT_TOOLS_NONE;
 }
 
@@ -451,7 +454,7 @@ const char *chat_tools_name(chat_tools t)
     return t == CHAT_TOOLS_QWEN3 ? "qwen3" : t == CHAT_TOOLS_HARMONY ? "gpt-oss"
          : t == CHAT_TOOLS_QWEN3_CODER ? "qwen3-coder" : t == CHAT_TOOLS_GLM45 ? "glm-4.5"
          : t == CHAT_TOOLS_MINIMAX ? "minimax-m2" : t == CHAT_TOOLS_KIMI_K2 ? "kimi-k2-thinking"
-         : t == CHAT_TOOLS_DEEPSEEK_V31 ? "deepseek-v3.1" : "none";
+         : t == CHAT_TOOLS_DEEPSEEK_V31 ? "deepseek-v3.1" : t == CHAT_TOOLS_LLAMA4 ? "llama4" : "none";
 }
 
 static bool starts_with(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
@@ -553,6 +556,7 @@ char *chat_template_render_tools(chat_tools style, const chat_msg *m, size_t n, 
     if (style == CHAT_TOOLS_MINIMAX) return chat_template_render_minimax_tools(m, n, tools, n_tools, o, gen, err, errlen);
     if (style == CHAT_TOOLS_KIMI_K2) return chat_template_render_kimi_k2(m, n, tools, n_tools, gen, err, errlen);
     if (style == CHAT_TOOLS_DEEPSEEK_V31) return chat_template_render_deepseek_v31(m, n, tools, n_tools, o, gen, err, errlen);
+    if (style == CHAT_TOOLS_LLAMA4) return chat_template_render_llama4(m, n, tools, n_tools, o, gen, err, errlen);
     strbuf b = { 0 };
     qwen3(&b, m, n, tools, n_tools, gen, o && o->no_thinking);
     char *out = strbuf_take(&b);

@@ -80,6 +80,7 @@ typedef enum chat_tools {
     CHAT_TOOLS_MINIMAX,     /* MiniMax-M2's: <minimax:tool_call><invoke name=...><parameter name=...> */
     CHAT_TOOLS_KIMI_K2,     /* Kimi K2 Thinking's: tool_declare, <|tool_call_begin|>functions.NAME:IDX... */
     CHAT_TOOLS_DEEPSEEK_V31, /* DeepSeek V3.1's (V3.1-Terminus, V3.2-Exp): NAME<｜tool▁sep｜>ARGUMENTS calls */
+    CHAT_TOOLS_LLAMA4,       /* Llama 4's: tools in the first user turn, {"name": ..., "parameters": ...} calls */
 } chat_tools;
 
 /* The family a template's text belongs to, CHAT_UNKNOWN if none. */
@@ -117,13 +118,15 @@ char *chat_template_render(chat_family f, const chat_msg *msgs, size_t n, const 
  * ]~b]ai with <minimax:tool_call>; Kimi K2 Thinking's by its tool_declare
  * turn, <|tool_calls_section_begin|>, "## Return of" and <think></think>;
  * DeepSeek V3.1's by <｜tool▁output▁begin｜>, its is_last_user flag and the
- * </think> it opens answers with (V3's, R1's and V3.2's differ and are not). */
+ * </think> it opens answers with (V3's, R1's and V3.2's differ and are not);
+ * Llama 4's by <|header_start|>, tools_in_user_message and <|python_start|>. */
 chat_tools chat_template_tools(const char *tmpl);
 /* "qwen3", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2",
- * "kimi-k2-thinking" and "deepseek-v3.1": the tool format a --chat-template
- * name brings, NONE otherwise. */
+ * "kimi-k2-thinking", "deepseek-v3.1" and "llama4": the tool format a
+ * --chat-template name brings, NONE otherwise. */
 chat_tools chat_tools_from_name(const char *name);
-/* "qwen3", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2", "kimi-k2-thinking", "deepseek-v3.1" or "none". */
+/* "qwen3", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2", "kimi-k2-thinking", "deepseek-v3.1", "llama4" or
+ * "none". */
 const char *chat_tools_name(chat_tools t);
 
 /* What the whole templates take beyond the conversation (their kwargs). */
@@ -133,7 +136,7 @@ typedef struct chat_tools_opts {
     bool        no_thinking;      /* Qwen3, GLM-4.5: enable_thinking false (an empty <think></think> opens the answer) */
     const char *identity;         /* MiniMax-M2: the template's model_identity; NULL: "You are a helpful assistant. Your name is MiniMax-M2 and is built by MiniMax." */
     bool        thinking;         /* DeepSeek V3.1: the thinking kwarg (<think> opens the answer, not </think>) */
-    const char *bos;              /* DeepSeek V3.1: the BOS text its template writes first; NULL: none */
+    const char *bos;              /* DeepSeek V3.1, Llama 4: the BOS text the template writes first; NULL: none */
 } chat_tools_opts;
 
 /* A conversation (with tools, each one JSON text in tojson's form, or
@@ -185,7 +188,15 @@ typedef struct chat_tools_opts {
  *    NAME<｜tool▁sep｜>ARGUMENTS (as sent) in one calls block; results as
  *    <｜tool▁output▁begin｜> blocks with the answer after them written
  *    straight on; past reasoning (text up to </think>) dropped; the
- *    generation prompt only after a user turn, <think> when o->thinking. */
+ *    generation prompt only after a user turn, <think> when o->thinking.
+ *  - Llama 4 (chat_template_llama4.c): BOS, a leading system message
+ *    (trimmed; "Environment: ipython" first when tools are offered), the
+ *    tools as tojson(indent=4) in the first message after it, made a user
+ *    turn under the template's instructions (none: refused, as the
+ *    template raises), <|header_start|>ROLE<|header_end|> turns, calls as
+ *    <|python_start|>TEXT<|python_end|> and {"name": ..., "parameters":
+ *    ARGUMENTS as an object} each, results in ipython turns as JSON
+ *    strings. */
 char *chat_template_render_tools(chat_tools style, const chat_msg *msgs, size_t n,
                                  const char *const *tools, size_t n_tools, const chat_tools_opts *o,
                                  bool add_generation_prompt, char *err, size_t errlen);
@@ -200,6 +211,8 @@ char *chat_template_render_kimi_k2(const chat_msg *msgs, size_t n, const char *c
                                    bool add_generation_prompt, char *err, size_t errlen);
 char *chat_template_render_deepseek_v31(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
                                         const chat_tools_opts *o, bool add_generation_prompt, char *err, size_t errlen);
+char *chat_template_render_llama4(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
+                                  const chat_tools_opts *o, bool add_generation_prompt, char *err, size_t errlen);
 char *chat_template_render_harmony_tools(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
                                          const chat_tools_opts *o, bool add_generation_prompt, char *err,
                                          size_t errlen);

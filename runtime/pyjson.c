@@ -121,6 +121,44 @@ static void add_value(strbuf *b, const json_t *v, bool py)
 
 void pyjson_add(strbuf *b, const json_t *v) { add_value(b, v, false); }
 
+static void add_newline_indent(strbuf *b, int n)
+{
+    strbuf_add(b, "\n", 1);
+    for (int i = 0; i < n; i++) strbuf_add(b, " ", 1);
+}
+
+static void add_indented(strbuf *b, const json_t *v, int indent, int depth)
+{
+    const bool obj = json_is_object(v), arr = json_is_array(v);
+    if ((!obj || !json_object_size(v)) && (!arr || !json_array_size(v))) { add_value(b, v, false); return; }
+    strbuf_add(b, obj ? "{" : "[", 1);
+    if (obj) {
+        const char *k;
+        json_t *x;
+        bool first = true;
+        json_object_foreach((json_t *)v, k, x) {
+            if (!first) strbuf_add(b, ",", 1);
+            first = false;
+            add_newline_indent(b, (depth + 1) * indent);
+            add_string(b, k, strlen(k));
+            strbuf_add(b, ": ", 2);
+            add_indented(b, x, indent, depth + 1);
+        }
+    } else {
+        size_t i;
+        json_t *x;
+        json_array_foreach((json_t *)v, i, x) {
+            if (i) strbuf_add(b, ",", 1);
+            add_newline_indent(b, (depth + 1) * indent);
+            add_indented(b, x, indent, depth + 1);
+        }
+    }
+    add_newline_indent(b, depth * indent);
+    strbuf_add(b, obj ? "}" : "]", 1);
+}
+
+void pyjson_add_indented(strbuf *b, const json_t *v, int indent) { add_indented(b, v, indent, 0); }
+
 char *pyjson_dumps(const json_t *v)
 {
     strbuf b = { 0 };

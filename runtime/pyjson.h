@@ -19,6 +19,10 @@
 char *pyjson_dumps(const json_t *v);
 /* The same text appended to b. */
 void pyjson_add(strbuf *b, const json_t *v);
+/* json.dumps(v, ensure_ascii=False, indent=indent), tojson(indent=N): each
+ * member or item on its own line, indented by depth * indent spaces,
+ * separators "," and ": ", empty containers as {} and []. */
+void pyjson_add_indented(strbuf *b, const json_t *v, int indent);
 
 /* Python's str() of the value json.loads would give (Jinja's `string`
  * filter): a string as it is, True/False/None, numbers as above, lists

@@ -44,7 +44,7 @@ static void usage(FILE *fp)
         "                  granite | chatglm4 | hunyuan-moe | kimi-k2 | gpt-oss | bailing | bailing-think |\n"
         "                  bailing2 | minimax-m2 | dots1 | qwen3 | qwen3-coder | glm-4.5 | kimi-k2-thinking |\n"
         "                  deepseek-v3.1 (qwen3, qwen3-coder, glm-4.5, minimax-m2, kimi-k2-thinking,\n"
-        "                  deepseek-v3.1 and gpt-oss bring their tool calls)\n"
+        "                  deepseek-v3.1, llama4 and gpt-oss bring their tool calls)\n"
         "  --cors          allow browser requests from ORIGIN\n"
         "  --max-body      largest request body in bytes (default 1048576)\n"
         "  --no-prompt-cache  evaluate every prompt whole (default: a slot keeps its KV cache and a\n"

@@ -23,6 +23,7 @@ static bool good_label(const char *s, size_t n)
 }
 
 static const char MM_OPEN[] = "<minimax:tool_call>", MM_CLOSE[] = "</minimax:tool_call>";
+static const char LLAMA_OPEN[] = "{\"name\"";
 static const char KIMI_OPEN[] = "<|tool_calls_section_begin|>", KIMI_CLOSE[] = "<|tool_calls_section_end|>";
 
 #define DS_BAR "\xef\xbd\x9c" /* U+FF5C */
@@ -47,6 +48,7 @@ size_t tool_format_markers(tool_format f, const char *const **texts)
     case TOOL_FORMAT_MINIMAX: *texts = mm; return sizeof mm / sizeof *mm;
     case TOOL_FORMAT_KIMI: *texts = kimi; return sizeof kimi / sizeof *kimi;
     case TOOL_FORMAT_DEEPSEEK: *texts = ds; return sizeof ds / sizeof *ds;
+    case TOOL_FORMAT_LLAMA: *texts = NULL; return 0; /* bare JSON; <|python_start|> is left out of text */
     default: *texts = json; return sizeof json / sizeof *json; /* Qwen3's and Qwen3-Coder's tags */
     }
 }
@@ -57,6 +59,7 @@ static const char *open_tag(tool_format f)
     return f == TOOL_FORMAT_MINIMAX    ? MM_OPEN
          : f == TOOL_FORMAT_KIMI       ? KIMI_OPEN
          : f == TOOL_FORMAT_DEEPSEEK   ? DS_OPEN
+         : f == TOOL_FORMAT_LLAMA      ? LLAMA_OPEN
                                        : OPEN;
 }
 
@@ -402,6 +405,44 @@ out:
     return rc;
 }
 
+/* Whether name is one of the offered tools' names. */
+static bool offered(const tool_scan *ts, const char *name)
+{
+    bool found = false;
+    for (size_t i = 0; i < ts->n_tools && !found; i++) {
+        json_t *t = json_loads(ts->tools[i], 0, NULL);
+        json_t *f = json_object_get(t, "function") ? json_object_get(t, "function") : t;
+        const char *nm = json_string_value(json_object_get(f, "name"));
+        found = nm && !strcmp(nm, name);
+        json_decref(t);
+    }
+    return found;
+}
+
+/* One Llama {"name": NAME, "parameters": {...}} at *p. Bare JSON has no tag
+ * to tell a call from an answer that happens to be JSON, so the object must
+ * name an offered tool and hold "parameters" (or "arguments"). */
+static int parse_llama(const tool_scan *ts, const char **p, const char *end, tool_call *c)
+{
+    const char *s = *p;
+    json_error_t je;
+    json_t *o = json_loadb(s, (size_t)(end - s), JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, &je);
+    int rc = -1;
+    json_t *name = json_object_get(o, "name"), *args = json_object_get(o, "parameters");
+    if (!args) args = json_object_get(o, "arguments");
+    char *a = args ? arguments_text(args) : NULL;
+    if (json_is_object(o) && json_is_string(name) && good_label(json_string_value(name), json_string_length(name)) &&
+        offered(ts, json_string_value(name)) && a) {
+        c->name = strdup(json_string_value(name));
+        c->arguments = a;
+        a = NULL;
+        if (c->name) { rc = 0; *p = s + je.position; }
+    }
+    free(a);
+    json_decref(o);
+    return rc;
+}
+
 size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out)
 {
     *calls = NULL;
@@ -415,7 +456,8 @@ size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out)
     tool_call *c = NULL;
     size_t n = 0;
     const char *p = h;
-    const bool tagged = ts->format != TOOL_FORMAT_JSON && ts->format != TOOL_FORMAT_KIMI && ts->format != TOOL_FORMAT_DEEPSEEK;
+    const bool tagged = ts->format != TOOL_FORMAT_JSON && ts->format != TOOL_FORMAT_KIMI &&
+                        ts->format != TOOL_FORMAT_DEEPSEEK && ts->format != TOOL_FORMAT_LLAMA;
     json_t **schemas = tagged ? calloc(ts->n_tools + 1, sizeof *schemas) : NULL;
     for (;;) {
         while (p < end && is_ws(*p)) p++;
@@ -432,6 +474,9 @@ size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out)
         } else if (ts->format == TOOL_FORMAT_KIMI) {
             if (take(&p, end, KIMI_OPEN) || take(&p, end, KIMI_CLOSE)) continue;
             rc = parse_kimi(&p, end, &c[n]);
+        } else if (ts->format == TOOL_FORMAT_LLAMA) {
+            if (n && (*p == ';' || *p == ',')) { p++; continue; } /* between calls */
+            rc = parse_llama(ts, &p, end, &c[n]);
         } else if (ts->format == TOOL_FORMAT_DEEPSEEK) {
             if (take(&p, end, DS_OPEN) || take(&p, end, DS_CLOSE)) continue;
             rc = parse_deepseek(&p, end, &c[n]);

@@ -17,7 +17,11 @@
  * DeepSeek V3.1's (CHAT_TOOLS_DEEPSEEK_V31) one or more
  *     <｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>
  * inside <｜tool▁calls▁begin｜> ... <｜tool▁calls▁end｜> (V3's and R1's
- * function<｜tool▁sep｜>NAME with a ```json fence accepted too).
+ * function<｜tool▁sep｜>NAME with a ```json fence accepted too); Llama 4's
+ * (CHAT_TOOLS_LLAMA4) bare {"name": NAME, "parameters": {...}} objects, one
+ * after another (blanks, ';' or ',' between), each naming an offered tool
+ * and holding "parameters" (or "arguments"): no tag sets them apart from an
+ * answer that is JSON.
  *
  * Contract:
  *  - tool_scan_feed() takes released answer text and appends to out the
@@ -54,6 +58,7 @@ typedef enum tool_format {
     TOOL_FORMAT_MINIMAX,  /* MiniMax-M2 */
     TOOL_FORMAT_KIMI,     /* Kimi K2 (Thinking) */
     TOOL_FORMAT_DEEPSEEK, /* DeepSeek V3.1 */
+    TOOL_FORMAT_LLAMA,    /* Llama 4 */
 } tool_format;
 
 typedef struct tool_scan {

@@ -1,6 +1,6 @@
 #!/bin/sh
 # e2e_tool_template_kept.sh: the whole templates whose text the tests cannot
-# fetch (gpt-oss's, Qwen3-Coder's, GLM-4.6's, MiniMax-M2's, Kimi K2 Thinking's, DeepSeek V3.1's), against jinja2's
+# fetch (gpt-oss's, Qwen3-Coder's, GLM-4.6's, MiniMax-M2's, Kimi K2 Thinking's, DeepSeek V3.1's, Llama 4's), against jinja2's
 # renderings of them, byte
 # for byte. Each folder tests/fixtures/tool_chats/NAME/ (NAME: the
 # --chat-template name) holds request bodies NAME.API.json and, beside each,
@@ -18,7 +18,9 @@
 # system message, thinking by either kwarg or Anthropic's "enabled",
 # answers after tool outputs, swift.openai: ms-swift's DeepSeek V3.1
 # agent-template test conversation, whose expected text it equals byte for
-# byte but for BOS); both APIs. `strata template
+# byte but for BOS); Llama 4's tools in the first user turn as tojson(indent=4)
+# (nested schemas, non-ASCII), trimmed system and first messages, calls after
+# <|python_end|>, results as JSON strings; both APIs. `strata template
 # --chat-template NAME --date 2026-12-03` must reproduce each. Then the
 # templates' refusals. Needs only a GGUF with a tokenizer (stories260K from
 # ../shared); exit 77 when it is absent.
@@ -33,7 +35,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 fail() { echo "FAIL: $*"; exit 1; }
 
 total=0
-for name in gpt-oss qwen3-coder glm-4.5 minimax-m2 kimi-k2-thinking deepseek-v3.1; do
+for name in gpt-oss qwen3-coder glm-4.5 minimax-m2 kimi-k2-thinking deepseek-v3.1 llama4; do
     n=0
     for body in "$here/fixtures/tool_chats/$name"/*.json; do
         case=$(basename "$body" .json); api=${case##*.}
@@ -79,4 +81,6 @@ refuse glm-4.5 '{"messages":[{"role":"assistant","content":"","tool_calls":[{"fu
     "messages\[0\]: GLM-4.5's template needs each call's arguments to be a JSON object"
 refuse minimax-m2 '{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"y"},{"role":"tool","content":"r"}]}' \
     "messages\[2\]: a tool result with no assistant tool call before it"
-echo "$total request bodies rendered as jinja2 renders gpt-oss's, Qwen3-Coder's, GLM-4.6's, MiniMax-M2's, Kimi K2 Thinking's and DeepSeek V3.1's templates; refusals named"
+refuse llama4 '{"messages":[{"role":"system","content":"s"}],"tools":[{"type":"function","function":{"name":"f"}}]}' \
+    "the tools in the first user message, and there is none"
+echo "$total request bodies rendered as jinja2 renders gpt-oss's, Qwen3-Coder's, GLM-4.6's, MiniMax-M2's, Kimi K2 Thinking's, DeepSeek V3.1's and Llama 4's templates; refusals named"

@@ -429,6 +429,19 @@ static void test_qwen3_tools(void **st)
     assert_int_equal(chat_tools_from_name("deepseek-v3.1"), CHAT_TOOLS_DEEPSEEK_V31);
     assert_int_equal(chat_family_from_name("deepseek-v3.1"), CHAT_DEEPSEEK);
     assert_string_equal(chat_tools_name(CHAT_TOOLS_DEEPSEEK_V31), "deepseek-v3.1");
+    /* Llama 4's whole template, not a bare header layout */
+    static const char l4[] = "{{- '<|header_start|>' + message['role'] + '<|header_end|>' }} tools_in_user_message "
+                             "{{- '<|python_start|>' }}";
+    assert_int_equal(chat_template_tools(l4), CHAT_TOOLS_LLAMA4);
+    assert_int_equal(chat_template_detect(l4), CHAT_LLAMA4);
+    assert_int_equal(chat_template_tools("{{- '<|header_start|>' + message['role'] + '<|header_end|>' }}"), CHAT_TOOLS_NONE);
+    assert_int_equal(chat_tools_from_name("llama4"), CHAT_TOOLS_LLAMA4);
+    assert_string_equal(chat_tools_name(CHAT_TOOLS_LLAMA4), "llama4");
+    /* its tools go into the first message after the system one: none is refused, as the template raises */
+    const chat_msg sys_only[] = { { .role = "system", .content = "s" } };
+    const char *tool[] = { "{\"type\": \"function\", \"function\": {\"name\": \"f\"}}" };
+    assert_null(chat_template_render_tools(CHAT_TOOLS_LLAMA4, sys_only, 1, tool, 1, NULL, true, err, sizeof err));
+    assert_non_null(strstr(err, "first user message"));
 }
 
 int main(void)

@@ -993,6 +993,21 @@ static void test_tool_calls_deepseek(void **st)
     stop(&f);
 }
 
+/* Llama 4: bare {"name": ..., "parameters": ...} objects after the text;
+ * <|python_start|> and <|python_end|> are control tokens left out of it */
+#define L4_MARKERS "{{- '<|header_start|>' + message['role'] + '<|header_end|>' }} tools_in_user_message {{- '<|python_start|>' }}"
+static void test_tool_calls_llama4(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(GGUF);
+    fixture f;
+    start_tools(&f, L4_MARKERS,
+                "<think>Look it up.</think>I will check.{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}"
+                "{\"name\": \"now\", \"parameters\": {}}");
+    expect_tool_answers(f.port, "I will check.", "Look it up.");
+    stop(&f);
+}
+
 /* The markers of Kimi K2's and DeepSeek's calls are control tokens in
  * llama.cpp's GGUFs (its converter types every <|...|> and <｜...｜> token
  * so), whose pieces are empty: the server keeps their text in chat answers,
@@ -1386,6 +1401,7 @@ int main(void)
         cmocka_unit_test(test_tool_calls_kimi),
         cmocka_unit_test(test_tool_calls_deepseek),
         cmocka_unit_test(test_tool_calls_control_markers),
+        cmocka_unit_test(test_tool_calls_llama4),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

@@ -346,6 +346,44 @@ static void test_deepseek_calls(void **st)
     free(o.content);
 }
 
+/* Llama 4: bare JSON objects naming an offered tool, with "parameters";
+ * JSON that names no offered tool, or has no parameters, is an answer */
+static void test_llama_calls(void **st)
+{
+    (void)st;
+    const char *tools[] = {
+        "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": {}}}",
+        "{\"type\": \"function\", \"function\": {\"name\": \"now\"}}",
+    };
+    const char *answer = "Checking. {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}; "
+                         "{\"name\":\"now\",\"arguments\":\"{}\"}\n";
+    static const size_t steps[] = { 1, 3, 7, 1000 };
+    for (size_t k = 0; k < 4; k++) {
+        outcome o = scan_fmt(TOOL_FORMAT_LLAMA, answer, steps[k], tools, 2);
+        assert_string_equal(o.content, "Checking.");
+        assert_int_equal(o.n, 2);
+        assert_string_equal(o.calls[0].name, "get_weather");
+        assert_string_equal(o.calls[0].arguments, "{\"city\": \"Paris\"}");
+        assert_string_equal(o.calls[1].name, "now");
+        assert_string_equal(o.calls[1].arguments, "{}");
+        tool_calls_free(o.calls, o.n);
+        free(o.content);
+    }
+    const char *answers[] = {
+        "{\"name\": \"Bob\", \"parameters\": {}}",                 /* not an offered tool */
+        "{\"name\": \"now\", \"age\": 3}",                         /* no parameters */
+        "{\"name\": \"now\", \"parameters\": [1]}",                /* not an object */
+        "{\"name\": \"now\", \"parameters\": {}} and more text", /* text after */
+        "{\"name\": \"now\", \"parameters\": {",                   /* cut short */
+    };
+    for (size_t i = 0; i < sizeof answers / sizeof answers[0]; i++) {
+        outcome o = scan_fmt(TOOL_FORMAT_LLAMA, answers[i], 3, tools, 2);
+        assert_string_equal(o.content, answers[i]);
+        assert_int_equal(o.n, 0);
+        free(o.content);
+    }
+}
+
 static void py(const char *json, const char *want)
 {
     json_error_t je;
@@ -440,6 +478,7 @@ int main(void)
         cmocka_unit_test(test_minimax_calls),
         cmocka_unit_test(test_kimi_calls),
         cmocka_unit_test(test_deepseek_calls),
+        cmocka_unit_test(test_llama_calls),
         cmocka_unit_test(test_pyjson),
         cmocka_unit_test(test_python_literals),
     };

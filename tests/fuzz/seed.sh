@@ -71,6 +71,7 @@ fuzz_tool_scan)
     printf '\023Ok.\n<tool_call>\n<function=f>\n<parameter=s>\n12\n</parameter>\n<parameter=n>\n12\n</parameter>\n</function>\n</tool_call>' >"$corpus/coder"
     printf '\103Ok.<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{"s": "x"}<|tool_call_end|><|tool_calls_section_end|>' >"$corpus/kimi"
     printf '\123Ok.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{"s": "x", "n": 1}<｜tool▁call▁end｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>' >"$corpus/deepseek"
+    printf '\143Ok. {"name": "f", "parameters": {"s": "x", "n": 1}}; {"name":"f","arguments":"{}"}' >"$corpus/llama"
     ;;
 fuzz_hparams)
     # a llama MoE, a Llama 4 with YaRN and a glm4moe with its MTP block
