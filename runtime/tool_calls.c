@@ -333,6 +333,23 @@ out:
     return rc;
 }
 
+/* The JSON object at *s (NULL if none), *s moved past it and the blanks after it. */
+static json_t *object_at(const char **s, const char *end)
+{
+    json_error_t je;
+    json_t *o = json_loadb(*s, (size_t)(end - *s), JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, &je);
+    if (!json_is_object(o)) { json_decref(o); return NULL; }
+    *s += je.position;
+    skip_ws(s, end);
+    return o;
+}
+
+static void trim_ws(const char **t, size_t *n)
+{
+    while (*n && is_ws(**t)) { (*t)++; (*n)--; }
+    while (*n && is_ws((*t)[*n - 1])) (*n)--;
+}
+
 /* One Kimi K2 <|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{...}<|tool_call_end|>
  * at *p: the name from the id, which is kept (Kimi reads its own ids back). */
 static int parse_kimi(const char **p, const char *end, tool_call *c)
@@ -342,21 +359,16 @@ static int parse_kimi(const char **p, const char *end, tool_call *c)
     const char *id;
     if (!take(&s, end, "<|tool_call_begin|>") || !(id = until(&s, end, "<|tool_call_argument_begin|>", &idn)))
         return -1;
-    while (idn && is_ws(*id)) { id++; idn--; }
-    while (idn && is_ws(id[idn - 1])) idn--;
+    trim_ws(&id, &idn);
     const char *colon = NULL;
     for (size_t i = 0; i < idn; i++)
         if (id[i] == ':') colon = id + i;
     if (idn < 11 || memcmp(id, "functions.", 10) || !colon || colon == id + 10 || !good_label(id, idn)) return -1;
     for (const char *d = colon + 1; d < id + idn; d++)
         if (*d < '0' || *d > '9') return -1;
-    json_error_t je;
-    json_t *o = json_loadb(s, (size_t)(end - s), JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, &je);
+    json_t *o = object_at(&s, end);
     int rc = -1;
-    if (!json_is_object(o)) goto out;
-    s += je.position;
-    skip_ws(&s, end);
-    if (!take(&s, end, "<|tool_call_end|>") && s != end) goto out; /* only the last may lack its end */
+    if (!o || (!take(&s, end, "<|tool_call_end|>") && s != end)) goto out; /* only the last may lack its end */
     c->name = strndup(id + 10, (size_t)(colon - id - 10));
     c->id = strndup(id, idn);
     c->arguments = pyjson_dumps(o);
@@ -385,16 +397,11 @@ static int parse_deepseek(const char **p, const char *end, tool_call *c)
         skip_ws(&s, end);
         if (!take(&s, end, "```json")) return -1;
     }
-    while (nn && is_ws(*nm)) { nm++; nn--; }
-    while (nn && is_ws(nm[nn - 1])) nn--;
+    trim_ws(&nm, &nn);
     if (!good_label(nm, nn)) return -1;
-    json_error_t je;
-    json_t *o = json_loadb(s, (size_t)(end - s), JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, &je);
+    json_t *o = object_at(&s, end);
     int rc = -1;
-    if (!json_is_object(o)) goto out;
-    s += je.position;
-    skip_ws(&s, end);
-    if (fenced && !take(&s, end, "```")) goto out;
+    if (!o || (fenced && !take(&s, end, "```"))) goto out;
     skip_ws(&s, end);
     if (!take(&s, end, DS_CALL_END) && s != end) goto out; /* only the last may lack its end */
     c->name = strndup(nm, nn);
