@@ -21,7 +21,8 @@ static const struct { const char *name; chat_family f; } NAMES[] = {
     { "kimi-k2", CHAT_KIMI_K2 },  { "gpt-oss", CHAT_GPT_OSS },  { "bailing", CHAT_BAILING },
     { "bailing2", CHAT_BAILING2 },  { "minimax-m2", CHAT_MINIMAX_M2 }, { "bailing-think", CHAT_BAILING_THINK },
     { "dots1", CHAT_DOTS1 },      { "qwen3", CHAT_CHATML },   { "qwen3-coder", CHAT_CHATML }, { "glm-4.5", CHAT_GLM4 },
-    { "kimi-k2-thinking", CHAT_KIMI_K2 }, { "deepseek-v3.1", CHAT_DEEPSEEK },
+    { "kimi-k2-thinking", CHAT_KIMI_K2 }, { "deepseek-v3.1", CHAT_DEEPSEEK }, { "llama3.1", CHAT_LLAMA3 },
+    { "llama3.2", CHAT_LLAMA3 }, { "llama3.3", CHAT_LLAMA3 },
 };
 
 chat_family chat_family_from_name(const char *name)
@@ -433,6 +434,9 @@ chat_tools chat_template_tools(const char *t)
         return CHAT_TOOLS_DEEPSEEK_V31;
     if (t && strstr(t, "<|header_start|>") && strstr(t, "tools_in_user_message") && strstr(t, "<|python_start|>"))
         return CHAT_TOOLS_LLAMA4;
+    if (t && strstr(t, "<|start_header_id|>") && strstr(t, "tools_in_user_message") &&
+        strstr(t, "Cutting Knowledge Date: December 2023"))
+        return strstr(t, "strftime_now") ? CHAT_TOOLS_LLAMA32 : CHAT_TOOLS_LLAMA31;
     return CHAT_TOOLS_NONE;
 }
 
@@ -446,6 +450,8 @@ chat_tools chat_tools_from_name(const char *name)
     if (name && !strcmp(name, "kimi-k2-thinking")) return CHAT_TOOLS_KIMI_K2;
     if (name && !strcmp(name, "deepseek-v3.1")) return CHAT_TOOLS_DEEPSEEK_V31;
     if (name && !strcmp(name, "llama4")) return CHAT_TOOLS_LLAMA4;
+    if (name && (!strcmp(name, "llama3.1") || !strcmp(name, "llama3.3"))) return CHAT_TOOLS_LLAMA31;
+    if (name && !strcmp(name, "llama3.2")) return CHAT_TOOLS_LLAMA32;
     return CHAT_TOOLS_NONE;
 }
 
@@ -454,7 +460,8 @@ const char *chat_tools_name(chat_tools t)
     return t == CHAT_TOOLS_QWEN3 ? "qwen3" : t == CHAT_TOOLS_HARMONY ? "gpt-oss"
          : t == CHAT_TOOLS_QWEN3_CODER ? "qwen3-coder" : t == CHAT_TOOLS_GLM45 ? "glm-4.5"
          : t == CHAT_TOOLS_MINIMAX ? "minimax-m2" : t == CHAT_TOOLS_KIMI_K2 ? "kimi-k2-thinking"
-         : t == CHAT_TOOLS_DEEPSEEK_V31 ? "deepseek-v3.1" : t == CHAT_TOOLS_LLAMA4 ? "llama4" : "none";
+         : t == CHAT_TOOLS_DEEPSEEK_V31 ? "deepseek-v3.1" : t == CHAT_TOOLS_LLAMA4 ? "llama4"
+         : t == CHAT_TOOLS_LLAMA31 ? "llama3.1" : t == CHAT_TOOLS_LLAMA32 ? "llama3.2" : "none";
 }
 
 static bool starts_with(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
@@ -557,6 +564,8 @@ char *chat_template_render_tools(chat_tools style, const chat_msg *m, size_t n, 
     if (style == CHAT_TOOLS_KIMI_K2) return chat_template_render_kimi_k2(m, n, tools, n_tools, gen, err, errlen);
     if (style == CHAT_TOOLS_DEEPSEEK_V31) return chat_template_render_deepseek_v31(m, n, tools, n_tools, o, gen, err, errlen);
     if (style == CHAT_TOOLS_LLAMA4) return chat_template_render_llama4(m, n, tools, n_tools, o, gen, err, errlen);
+    if (style == CHAT_TOOLS_LLAMA31 || style == CHAT_TOOLS_LLAMA32)
+        return chat_template_render_llama31(m, n, tools, n_tools, o, style == CHAT_TOOLS_LLAMA32, gen, err, errlen);
     strbuf b = { 0 };
     qwen3(&b, m, n, tools, n_tools, gen, o && o->no_thinking);
     char *out = strbuf_take(&b);

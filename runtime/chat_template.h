@@ -81,6 +81,8 @@ typedef enum chat_tools {
     CHAT_TOOLS_KIMI_K2,     /* Kimi K2 Thinking's: tool_declare, <|tool_call_begin|>functions.NAME:IDX... */
     CHAT_TOOLS_DEEPSEEK_V31, /* DeepSeek V3.1's (V3.1-Terminus, V3.2-Exp): NAME<｜tool▁sep｜>ARGUMENTS calls */
     CHAT_TOOLS_LLAMA4,       /* Llama 4's: tools in the first user turn, {"name": ..., "parameters": ...} calls */
+    CHAT_TOOLS_LLAMA31,      /* Llama 3.1's and 3.3's: the same, a dated system turn, one call a message */
+    CHAT_TOOLS_LLAMA32,      /* Llama 3.2's: 3.1's dated today */
 } chat_tools;
 
 /* The family a template's text belongs to, CHAT_UNKNOWN if none. */
@@ -119,24 +121,27 @@ char *chat_template_render(chat_family f, const chat_msg *msgs, size_t n, const 
  * turn, <|tool_calls_section_begin|>, "## Return of" and <think></think>;
  * DeepSeek V3.1's by <｜tool▁output▁begin｜>, its is_last_user flag and the
  * </think> it opens answers with (V3's, R1's and V3.2's differ and are not);
- * Llama 4's by <|header_start|>, tools_in_user_message and <|python_start|>. */
+ * Llama 4's by <|header_start|>, tools_in_user_message and <|python_start|>;
+ * Llama 3.1's, 3.2's and 3.3's by <|start_header_id|>, tools_in_user_message
+ * and its knowledge cutoff line, 3.2's by its strftime_now (3.0's template
+ * has no tools and is not). */
 chat_tools chat_template_tools(const char *tmpl);
 /* "qwen3", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2",
- * "kimi-k2-thinking", "deepseek-v3.1" and "llama4": the tool format a
- * --chat-template name brings, NONE otherwise. */
+ * "kimi-k2-thinking", "deepseek-v3.1", "llama4", "llama3.1" (also 3.3's) and
+ * "llama3.2": the tool format a --chat-template name brings, NONE otherwise. */
 chat_tools chat_tools_from_name(const char *name);
-/* "qwen3", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2", "kimi-k2-thinking", "deepseek-v3.1", "llama4" or
- * "none". */
+/* "qwen3", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2", "kimi-k2-thinking", "deepseek-v3.1", "llama4",
+ * "llama3.1", "llama3.2" or "none". */
 const char *chat_tools_name(chat_tools t);
 
 /* What the whole templates take beyond the conversation (their kwargs). */
 typedef struct chat_tools_opts {
-    const char *date;             /* gpt-oss: "Current date" (YYYY-MM-DD); NULL: today, local time */
+    const char *date;             /* gpt-oss's "Current date", Llama 3.2's "Today Date" (YYYY-MM-DD); NULL: today */
     const char *reasoning_effort; /* gpt-oss: "low" | "medium" | "high"; NULL: "medium" */
     bool        no_thinking;      /* Qwen3, GLM-4.5: enable_thinking false (an empty <think></think> opens the answer) */
     const char *identity;         /* MiniMax-M2: the template's model_identity; NULL: "You are a helpful assistant. Your name is MiniMax-M2 and is built by MiniMax." */
     bool        thinking;         /* DeepSeek V3.1: the thinking kwarg (<think> opens the answer, not </think>) */
-    const char *bos;              /* DeepSeek V3.1, Llama 4: the BOS text the template writes first; NULL: none */
+    const char *bos;              /* DeepSeek V3.1, Llama: the BOS text the template writes first; NULL: none */
 } chat_tools_opts;
 
 /* A conversation (with tools, each one JSON text in tojson's form, or
@@ -196,7 +201,12 @@ typedef struct chat_tools_opts {
  *    template raises), <|header_start|>ROLE<|header_end|> turns, calls as
  *    <|python_start|>TEXT<|python_end|> and {"name": ..., "parameters":
  *    ARGUMENTS as an object} each, results in ipython turns as JSON
- *    strings. */
+ *    strings (chat_template_llama.c).
+ *  - Llama 3.1 / 3.3, 3.2 (chat_template_llama.c): BOS, a system turn
+ *    always ("Environment: ipython" with tools, the knowledge cutoff, the
+ *    date: 26 Jul 2024, 3.2's today, the trimmed system message), the tools
+ *    as Llama 4's, every message trimmed, one call per assistant message
+ *    (more are refused, as the template raises) and no text with it. */
 char *chat_template_render_tools(chat_tools style, const chat_msg *msgs, size_t n,
                                  const char *const *tools, size_t n_tools, const chat_tools_opts *o,
                                  bool add_generation_prompt, char *err, size_t errlen);
@@ -211,6 +221,9 @@ char *chat_template_render_kimi_k2(const chat_msg *msgs, size_t n, const char *c
                                    bool add_generation_prompt, char *err, size_t errlen);
 char *chat_template_render_deepseek_v31(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
                                         const chat_tools_opts *o, bool add_generation_prompt, char *err, size_t errlen);
+char *chat_template_render_llama31(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
+                                   const chat_tools_opts *o, bool today, bool add_generation_prompt, char *err,
+                                   size_t errlen);
 char *chat_template_render_llama4(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
                                   const chat_tools_opts *o, bool add_generation_prompt, char *err, size_t errlen);
 char *chat_template_render_harmony_tools(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,

@@ -119,7 +119,7 @@ tool_format server_tool_format(chat_tools t)
          : t == CHAT_TOOLS_MINIMAX     ? TOOL_FORMAT_MINIMAX
          : t == CHAT_TOOLS_KIMI_K2     ? TOOL_FORMAT_KIMI
          : t == CHAT_TOOLS_DEEPSEEK_V31 ? TOOL_FORMAT_DEEPSEEK
-         : t == CHAT_TOOLS_LLAMA4      ? TOOL_FORMAT_LLAMA
+         : t == CHAT_TOOLS_LLAMA4 || t == CHAT_TOOLS_LLAMA31 || t == CHAT_TOOLS_LLAMA32 ? TOOL_FORMAT_LLAMA
                                        : TOOL_FORMAT_JSON;
 }
 

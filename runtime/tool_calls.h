@@ -58,7 +58,7 @@ typedef enum tool_format {
     TOOL_FORMAT_MINIMAX,  /* MiniMax-M2 */
     TOOL_FORMAT_KIMI,     /* Kimi K2 (Thinking) */
     TOOL_FORMAT_DEEPSEEK, /* DeepSeek V3.1 */
-    TOOL_FORMAT_LLAMA,    /* Llama 4 */
+    TOOL_FORMAT_LLAMA,    /* Llama 3.1-3.3, Llama 4 */
 } tool_format;
 
 typedef struct tool_scan {

@@ -437,6 +437,19 @@ static void test_qwen3_tools(void **st)
     assert_int_equal(chat_template_tools("{{- '<|header_start|>' + message['role'] + '<|header_end|>' }}"), CHAT_TOOLS_NONE);
     assert_int_equal(chat_tools_from_name("llama4"), CHAT_TOOLS_LLAMA4);
     assert_string_equal(chat_tools_name(CHAT_TOOLS_LLAMA4), "llama4");
+    /* Llama 3.1's / 3.3's and 3.2's (dated today), not 3.0's, which has no tools */
+    static const char l31[] = "{{- '<|start_header_id|>' + message['role'] }} tools_in_user_message "
+                              "{{- \"Cutting Knowledge Date: December 2023\\n\" }}";
+    static const char l32[] = "{{- '<|start_header_id|>' + message['role'] }} tools_in_user_message "
+                              "strftime_now(\"%d %b %Y\") {{- \"Cutting Knowledge Date: December 2023\\n\" }}";
+    assert_int_equal(chat_template_tools(l31), CHAT_TOOLS_LLAMA31);
+    assert_int_equal(chat_template_tools(l32), CHAT_TOOLS_LLAMA32);
+    assert_int_equal(chat_template_detect(l31), CHAT_LLAMA3);
+    assert_int_equal(chat_template_tools("{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>' }}"), CHAT_TOOLS_NONE);
+    assert_int_equal(chat_tools_from_name("llama3.3"), CHAT_TOOLS_LLAMA31);
+    assert_int_equal(chat_tools_from_name("llama3.2"), CHAT_TOOLS_LLAMA32);
+    assert_int_equal(chat_family_from_name("llama3.1"), CHAT_LLAMA3);
+    assert_string_equal(chat_tools_name(CHAT_TOOLS_LLAMA31), "llama3.1");
     /* its tools go into the first message after the system one: none is refused, as the template raises */
     const chat_msg sys_only[] = { { .role = "system", .content = "s" } };
     const char *tool[] = { "{\"type\": \"function\", \"function\": {\"name\": \"f\"}}" };

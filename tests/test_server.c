@@ -995,6 +995,7 @@ static void test_tool_calls_deepseek(void **st)
 
 /* Llama 4: bare {"name": ..., "parameters": ...} objects after the text;
  * <|python_start|> and <|python_end|> are control tokens left out of it */
+#define L31_MARKERS "{{- '<|start_header_id|>' }} tools_in_user_message Cutting Knowledge Date: December 2023"
 #define L4_MARKERS "{{- '<|header_start|>' + message['role'] + '<|header_end|>' }} tools_in_user_message {{- '<|python_start|>' }}"
 static void test_tool_calls_llama4(void **st)
 {
@@ -1002,6 +1003,12 @@ static void test_tool_calls_llama4(void **st)
     SKIP_UNLESS_SHARED(GGUF);
     fixture f;
     start_tools(&f, L4_MARKERS,
+                "<think>Look it up.</think>I will check.{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}"
+                "{\"name\": \"now\", \"parameters\": {}}");
+    expect_tool_answers(f.port, "I will check.", "Look it up.");
+    stop(&f);
+    /* Llama 3.1's: the same answers */
+    start_tools(&f, L31_MARKERS,
                 "<think>Look it up.</think>I will check.{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}"
                 "{\"name\": \"now\", \"parameters\": {}}");
     expect_tool_answers(f.port, "I will check.", "Look it up.");
