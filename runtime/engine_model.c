@@ -87,7 +87,7 @@ static void add_eog(model_engine *me, int64_t id)
  * on past its turn (llama.cpp keeps the same list for the same reason). */
 static const char *const TURN_ENDS[] = {
     "<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-    "<|end_of_text|>", "<EOT>", "<|eot|>", /* Llama 4 */
+    "<|end_of_text|>", "<EOT>", "<|eot|>", "<|eom|>", /* Llama 4 (<|eom|> after a tool call) */
     "<|return|>", "<|call|>",              /* gpt-oss (harmony) */
     "<|role_end|>",                        /* Ling 2.0 */
     "[e~[",                                /* MiniMax-M2 */

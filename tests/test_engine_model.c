@@ -316,6 +316,15 @@ static void harmony_turn_ends(void **state)
     assert_non_null(e);
     assert_true(e->is_eog(e->self, 3));
     engine_model_free(e);
+    /* Llama 4 ends a turn that made a tool call with <|eom|> */
+    static const char *const llama4[] = { "<|eot|>", "<|eom|>", "<|python_start|>" };
+    relabelled_pack(f, "llama4", llama4, 3, pack, sizeof pack);
+    e = engine_model_open(pack, &o, err, sizeof err);
+    assert_non_null(e);
+    assert_true(e->is_eog(e->self, 3));
+    assert_true(e->is_eog(e->self, 4));
+    assert_false(e->is_eog(e->self, 5));
+    engine_model_free(e);
 }
 
 static void turn_ends_and_refusals(void **state)
