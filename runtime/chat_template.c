@@ -21,6 +21,7 @@ static const struct { const char *name; chat_family f; } NAMES[] = {
     { "kimi-k2", CHAT_KIMI_K2 },  { "gpt-oss", CHAT_GPT_OSS },  { "bailing", CHAT_BAILING },
     { "bailing2", CHAT_BAILING2 },  { "minimax-m2", CHAT_MINIMAX_M2 }, { "bailing-think", CHAT_BAILING_THINK },
     { "dots1", CHAT_DOTS1 },      { "qwen3", CHAT_CHATML },   { "qwen3-coder", CHAT_CHATML }, { "glm-4.5", CHAT_GLM4 },
+    { "qwen3-thinking", CHAT_CHATML }, { "qwen3-instruct", CHAT_CHATML },
     { "kimi-k2-thinking", CHAT_KIMI_K2 }, { "deepseek-v3.1", CHAT_DEEPSEEK }, { "llama3.1", CHAT_LLAMA3 },
     { "llama3.2", CHAT_LLAMA3 }, { "llama3.3", CHAT_LLAMA3 },
 };
@@ -413,9 +414,12 @@ char *chat_template_render(chat_family f, const chat_msg *m, size_t n, const cha
 chat_tools chat_template_tools(const char *t)
 {
     if (t && strstr(t, "<|im_start|>") && strstr(t, "'<tool_call>\\n{\"name\": \"'") &&
-        strstr(t, "tool_call.arguments is string") && strstr(t, "ns.last_query_index") &&
-        strstr(t, "<tool_response>"))
-        return CHAT_TOOLS_QWEN3;
+        strstr(t, "tool_call.arguments is string") && strstr(t, "<tool_response>")) {
+        if (strstr(t, "ns.last_query_index"))
+            return strstr(t, "enable_thinking") || !strstr(t, "'<|im_start|>assistant\\n<think>\\n'") ? CHAT_TOOLS_QWEN3
+                                                                                                    : CHAT_TOOLS_QWEN3_THINKING;
+        if (!strstr(t, "<think>") && !strstr(t, "reasoning_content")) return CHAT_TOOLS_QWEN3_INSTRUCT;
+    }
     if (t && strstr(t, "<|channel|>") && strstr(t, "render_tool_namespace") && strstr(t, "to=assistant"))
         return CHAT_TOOLS_HARMONY;
     if (t && strstr(t, "<|im_start|>") && strstr(t, "<function=") && strstr(t, "<parameter=") &&
@@ -443,6 +447,8 @@ chat_tools chat_template_tools(const char *t)
 chat_tools chat_tools_from_name(const char *name)
 {
     if (name && !strcmp(name, "qwen3")) return CHAT_TOOLS_QWEN3;
+    if (name && !strcmp(name, "qwen3-thinking")) return CHAT_TOOLS_QWEN3_THINKING;
+    if (name && !strcmp(name, "qwen3-instruct")) return CHAT_TOOLS_QWEN3_INSTRUCT;
     if (name && !strcmp(name, "gpt-oss")) return CHAT_TOOLS_HARMONY;
     if (name && !strcmp(name, "qwen3-coder")) return CHAT_TOOLS_QWEN3_CODER;
     if (name && !strcmp(name, "glm-4.5")) return CHAT_TOOLS_GLM45;
@@ -457,7 +463,8 @@ chat_tools chat_tools_from_name(const char *name)
 
 const char *chat_tools_name(chat_tools t)
 {
-    return t == CHAT_TOOLS_QWEN3 ? "qwen3" : t == CHAT_TOOLS_HARMONY ? "gpt-oss"
+    return t == CHAT_TOOLS_QWEN3 ? "qwen3" : t == CHAT_TOOLS_QWEN3_THINKING ? "qwen3-thinking"
+         : t == CHAT_TOOLS_QWEN3_INSTRUCT ? "qwen3-instruct" : t == CHAT_TOOLS_HARMONY ? "gpt-oss"
          : t == CHAT_TOOLS_QWEN3_CODER ? "qwen3-coder" : t == CHAT_TOOLS_GLM45 ? "glm-4.5"
          : t == CHAT_TOOLS_MINIMAX ? "minimax-m2" : t == CHAT_TOOLS_KIMI_K2 ? "kimi-k2-thinking"
          : t == CHAT_TOOLS_DEEPSEEK_V31 ? "deepseek-v3.1" : t == CHAT_TOOLS_LLAMA4 ? "llama4"
@@ -472,8 +479,25 @@ static bool ends_with(const char *s, const char *p)
 }
 
 /* Qwen3's template, statement by statement. */
+/* An assistant's calls as Qwen3's <tool_call> blocks, a line break before each but a first one that
+ * opens the message. */
+static void qwen3_calls(strbuf *b, const chat_msg *x, bool after_text)
+{
+    for (size_t j = 0; j < x->n_calls; j++) {
+        if (j > 0 || after_text) strbuf_puts(b, "\n");
+        strbuf_printf(b, "<tool_call>\n{\"name\": \"%s\", \"arguments\": %s}\n</tool_call>", x->calls[j].name,
+                      x->calls[j].arguments);
+    }
+}
+
+/* Qwen3's template, statement by statement, and its 2507 releases': the
+ * Thinking ones always open the answer with <think> (enable_thinking is not
+ * read), the Instruct ones render assistants' text as it is (no reasoning,
+ * no last-query scan). */
+typedef enum qwen3_kind { QWEN3_HYBRID, QWEN3_THINKING, QWEN3_INSTRUCT } qwen3_kind;
+
 static void qwen3(strbuf *b, const chat_msg *m, size_t n, const char *const *tools, size_t n_tools, bool gen,
-                  bool no_thinking)
+                  bool no_thinking, qwen3_kind kind)
 {
     bool sys0 = n && chat_is(&m[0], "system");
     if (n_tools) {
@@ -501,6 +525,10 @@ static void qwen3(strbuf *b, const chat_msg *m, size_t n, const char *const *too
         const chat_msg *x = &m[i];
         if (chat_is(x, "user") || (chat_is(x, "system") && i > 0)) {
             strbuf_printf(b, "<|im_start|>%s\n%s<|im_end|>\n", x->role, x->content);
+        } else if (chat_is(x, "assistant") && kind == QWEN3_INSTRUCT) {
+            strbuf_printf(b, "<|im_start|>assistant\n%s", x->content);
+            qwen3_calls(b, x, *x->content != 0);
+            strbuf_puts(b, "<|im_end|>\n");
         } else if (chat_is(x, "assistant")) {
             const char *content = x->content;
             strbuf reasoning = { 0 };
@@ -529,11 +557,7 @@ static void qwen3(strbuf *b, const chat_msg *m, size_t n, const char *const *too
                 strbuf_printf(b, "<|im_start|>assistant\n%s", content);
             }
             strbuf_free(&reasoning);
-            for (size_t j = 0; j < x->n_calls; j++) {
-                if (j > 0 || *content) strbuf_puts(b, "\n");
-                strbuf_printf(b, "<tool_call>\n{\"name\": \"%s\", \"arguments\": %s}\n</tool_call>",
-                              x->calls[j].name, x->calls[j].arguments);
-            }
+            qwen3_calls(b, x, *content != 0);
             strbuf_puts(b, "<|im_end|>\n");
         } else if (chat_is(x, "tool")) {
             if (i == 0 || !chat_is(&m[i - 1], "tool")) strbuf_puts(b, "<|im_start|>user");
@@ -541,7 +565,10 @@ static void qwen3(strbuf *b, const chat_msg *m, size_t n, const char *const *too
             if (i == n - 1 || !chat_is(&m[i + 1], "tool")) strbuf_puts(b, "<|im_end|>\n");
         }
     }
-    if (gen) strbuf_puts(b, no_thinking ? "<|im_start|>assistant\n<think>\n\n</think>\n\n" : "<|im_start|>assistant\n");
+    if (gen)
+        strbuf_puts(b, kind == QWEN3_THINKING ? "<|im_start|>assistant\n<think>\n"
+                       : kind == QWEN3_HYBRID && no_thinking ? "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+                                                             : "<|im_start|>assistant\n");
 }
 
 char *chat_template_render_tools(chat_tools style, const chat_msg *m, size_t n, const char *const *tools,
@@ -567,7 +594,9 @@ char *chat_template_render_tools(chat_tools style, const chat_msg *m, size_t n, 
     if (style == CHAT_TOOLS_LLAMA31 || style == CHAT_TOOLS_LLAMA32)
         return chat_template_render_llama31(m, n, tools, n_tools, o, style == CHAT_TOOLS_LLAMA32, gen, err, errlen);
     strbuf b = { 0 };
-    qwen3(&b, m, n, tools, n_tools, gen, o && o->no_thinking);
+    qwen3(&b, m, n, tools, n_tools, gen, o && o->no_thinking,
+          style == CHAT_TOOLS_QWEN3_THINKING ? QWEN3_THINKING : style == CHAT_TOOLS_QWEN3_INSTRUCT ? QWEN3_INSTRUCT
+                                                                                                  : QWEN3_HYBRID);
     char *out = strbuf_take(&b);
     if (!out) snprintf(err, errlen, "out of memory rendering the chat template");
     return out;

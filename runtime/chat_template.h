@@ -74,6 +74,8 @@ typedef struct chat_msg {
 typedef enum chat_tools {
     CHAT_TOOLS_NONE = 0,
     CHAT_TOOLS_QWEN3, /* Qwen3's template: Hermes-style <tools> / <tool_call> JSON / <tool_response> */
+    CHAT_TOOLS_QWEN3_THINKING, /* Qwen3 Thinking-2507's: the same, the answer always opened with <think> */
+    CHAT_TOOLS_QWEN3_INSTRUCT, /* Qwen3 Instruct-2507's: the same, no reasoning at all */
     CHAT_TOOLS_HARMONY, /* gpt-oss's own template: a TypeScript namespace, commentary messages to functions.NAME */
     CHAT_TOOLS_QWEN3_CODER, /* Qwen3-Coder's: <function=NAME><parameter=KEY>VALUE</parameter> in <tool_call> */
     CHAT_TOOLS_GLM45,       /* GLM-4.5's / 4.6's: <tool_call>NAME<arg_key>KEY</arg_key><arg_value>... */
@@ -113,7 +115,10 @@ char *chat_template_render(chat_family f, const chat_msg *msgs, size_t n, const 
 
 /* The tool format of a template's text: Qwen3's is recognised by its
  * <tool_call> JSON literal, its string-or-tojson arguments test and its
- * last_query_index (Qwen2.5's and Qwen3-Coder's differ and are not);
+ * last_query_index (Qwen2.5's and Qwen3-Coder's differ and are not), its
+ * Thinking-2507 release's by a generation prompt of <think> without
+ * enable_thinking, its Instruct-2507 release's by those markers without
+ * last_query_index, <think> or reasoning_content;
  * gpt-oss's by harmony's <|channel|> and its render_tool_namespace macro;
  * Qwen3-Coder's by its <function= and <parameter= calls; GLM-4.5's and
  * 4.6's by [gMASK]<sop> with <arg_key> and <|observation|>; MiniMax-M2's by
@@ -126,11 +131,12 @@ char *chat_template_render(chat_family f, const chat_msg *msgs, size_t n, const 
  * and its knowledge cutoff line, 3.2's by its strftime_now (3.0's template
  * has no tools and is not). */
 chat_tools chat_template_tools(const char *tmpl);
-/* "qwen3", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2",
+/* "qwen3", "qwen3-thinking", "qwen3-instruct", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2",
  * "kimi-k2-thinking", "deepseek-v3.1", "llama4", "llama3.1" (also 3.3's) and
  * "llama3.2": the tool format a --chat-template name brings, NONE otherwise. */
 chat_tools chat_tools_from_name(const char *name);
-/* "qwen3", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2", "kimi-k2-thinking", "deepseek-v3.1", "llama4",
+/* "qwen3", "qwen3-thinking", "qwen3-instruct", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2",
+ * "kimi-k2-thinking", "deepseek-v3.1", "llama4",
  * "llama3.1", "llama3.2" or "none". */
 const char *chat_tools_name(chat_tools t);
 

@@ -2,7 +2,8 @@
 # diag_tool_template_expected.sh NAME TEMPLATE.jinja: rewrites the expected
 # prompts of tests/fixtures/tool_chats/NAME/ (NAME.API.json ->
 # NAME.API.expected; NAME is the --chat-template name: gpt-oss,
-# qwen3-coder, glm-4.5, minimax-m2, kimi-k2-thinking, deepseek-v3.1, llama4, llama3.1, llama3.2) by running the model's own chat template
+# qwen3-coder, glm-4.5, minimax-m2, kimi-k2-thinking, deepseek-v3.1, llama4, llama3.1, llama3.2,
+# qwen3-thinking, qwen3-instruct) by running the model's own chat template
 # under jinja2 (tests/fixtures/hf_chat_render.py, date 2026-12-03, string arguments as
 # objects as llama.cpp passes them to templates that need objects; Kimi's template
 # takes strings as they are, and they are left so).
@@ -12,17 +13,19 @@
 # deepseek-ai-DeepSeek-V3.1.jinja; for DeepSeek V3.1 the model card's tool section is added;
 # Llama 4's: its tokenizer_config.json's, the default chat_template of transformers' Llama4Processor;
 # Llama 3.1's / 3.3's: theirs; Llama 3.2's: theirs, which dates the system turn with strftime_now).
+# Qwen3 Thinking-2507's: theirs; Qwen3 Instruct-2507's: Thinking-2507's without its reasoning parts
+# and its last-query scan, answers opened plainly (no copy of it was reachable here).
 # Llama's templates write BOS (stories260K's <s> in the kept test). The tests cannot fetch these, so their renderings are
 # kept and e2e_tool_template_kept.sh compares `strata template` with them.
 # Run by hand when the fixtures change.
 set -eu
 [ $# -eq 2 ] && [ -d "$(dirname "$0")/fixtures/tool_chats/$1" ] && [ -f "$2" ] ||
-    { echo "usage: $0 gpt-oss|qwen3-coder|glm-4.5|minimax-m2|kimi-k2-thinking|deepseek-v3.1|llama4|llama3.1|llama3.2 TEMPLATE.jinja" >&2; exit 2; }
+    { echo "usage: $0 gpt-oss|qwen3-coder|glm-4.5|minimax-m2|kimi-k2-thinking|deepseek-v3.1|llama4|llama3.1|llama3.2|qwen3-thinking|qwen3-instruct TEMPLATE.jinja" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 printf '{"chat_template": ""}' >"$tmp/config.json"
 objargs=--object-arguments
-[ "$1" = kimi-k2-thinking ] && objargs=
+case $1 in kimi-k2-thinking | qwen3-*) objargs= ;; esac # they write string arguments as they are
 tmpl=$2
 if [ "$1" = deepseek-v3.1 ]; then
     # DeepSeek's template writes BOS (stories260K's, <s>, in the kept test) and renders no tool

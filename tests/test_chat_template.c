@@ -402,6 +402,19 @@ static void test_qwen3_tools(void **st)
                                          "<tool_response>"), CHAT_TOOLS_NONE);
     assert_int_equal(chat_template_tools(NULL), CHAT_TOOLS_NONE);
     assert_int_equal(chat_tools_from_name("qwen3"), CHAT_TOOLS_QWEN3);
+    /* Qwen3's 2507 releases: Thinking always opens <think>, Instruct has no reasoning parts */
+    assert_int_equal(chat_template_tools("<|im_start|>{{- '<tool_call>\\n{\"name\": \"' }}{%- if tool_call.arguments is string %}"
+                                         "{{ ns.last_query_index }}<tool_response>{{- '<|im_start|>assistant\\n<think>\\n' }}"),
+                     CHAT_TOOLS_QWEN3_THINKING);
+    assert_int_equal(chat_template_tools("<|im_start|>{{- '<tool_call>\\n{\"name\": \"' }}{%- if tool_call.arguments is string %}"
+                                         "{{ ns.last_query_index }}<tool_response>{{- '<|im_start|>assistant\\n<think>\\n' }}"
+                                         "{%- if enable_thinking is defined and enable_thinking is false %}"),
+                     CHAT_TOOLS_QWEN3);
+    assert_int_equal(chat_template_tools("<|im_start|>{{- '<tool_call>\\n{\"name\": \"' }}{%- if tool_call.arguments is string %}"
+                                         "<tool_response>{{- '<|im_start|>assistant\\n' }}"),
+                     CHAT_TOOLS_QWEN3_INSTRUCT);
+    assert_string_equal(chat_tools_name(CHAT_TOOLS_QWEN3_THINKING), "qwen3-thinking");
+    assert_int_equal(chat_tools_from_name("qwen3-instruct"), CHAT_TOOLS_QWEN3_INSTRUCT);
     assert_int_equal(chat_family_from_name("qwen3"), CHAT_CHATML);
     /* Kimi K2 Thinking's whole template, not the older K2 layout without tool parts */
     static const char kimi_thinking[] = "<|im_middle|> tool_declare <|tool_calls_section_begin|> ## Return of "
