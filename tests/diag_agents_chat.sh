@@ -16,25 +16,10 @@
 #   AGENTS_DIR=DIR                  where the packages are installed (kept)
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
-shared=${STRATA_SHARED:-$root/../shared}
-gguf="$shared/models/stories260K/stories260K.gguf"
-[ -f "$gguf" ] || { echo "SKIP: $gguf is absent"; exit 77; }
-[ -x "$root/bin/strata" ] || { echo "bin/strata is not built (make)"; exit 2; }
-dir=${AGENTS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/strata}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-diag-agents-XXXXXX") || exit 1
-pid=""
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT INT TERM
 . "$root/tests/lib/server.sh"
+agent_diag_begin agents
+dir=${AGENTS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/strata}
 
-serve() { # SCRIPT
-    "$root/bin/strata" serve "$gguf" --fake-engine --port 0 --ctx 400000 --fake-template "$qwen3_markers" \
-        --fake-script "$1" >"$tmp/out" 2>"$tmp/err" &
-    pid=$!
-    server_port 100
-    server_healthy 100
-}
-stop() { kill -TERM "$pid"; wait "$pid"; pid=""; }
 served() { curl -s "$url/metrics" | sed -n 's|^strata_requests_total{endpoint="/v1/chat/completions",status="200"} ||p'; }
 
 ask() { # AGENT SECONDS PROMPT: the agent, one-shot, approvals off, its own home, in $tmp/work
@@ -54,13 +39,13 @@ EOF
 }
 
 check() { # AGENT SHELL_TOOL
-    serve "Hello from strata."
+    agent_serve "Hello from strata."
     ask "$1" 120 "say hello" >"$tmp/answer" 2>&1 || fail "$1: $(tail -n 5 "$tmp/answer")"
     grep -q "Hello from strata." "$tmp/answer" || fail "$1: the answer was not printed: $(tail -n 5 "$tmp/answer")"
     echo "ok: $1: a plain answer ($(served) requests)"
-    stop
+    agent_stop
     marker="$tmp/marker-$1"
-    serve "I will write it.
+    agent_serve "I will write it.
 <tool_call>
 {\"name\": \"$2\", \"arguments\": {\"command\": \"echo strata-tool-ok > $marker\", \"description\": \"Writes a marker\"}}
 </tool_call>"
@@ -69,7 +54,7 @@ check() { # AGENT SHELL_TOOL
     n=$(served)
     [ "${n:-0}" -ge 2 ] || fail "$1: the call's output did not come back ($n requests)"
     echo "ok: $1: a $2 call run and its output sent back ($n requests)"
-    stop
+    agent_stop
 }
 
 for a in ${*:-qwen-code opencode}; do

@@ -16,30 +16,14 @@
 #   CLAUDE_CODE_DIR=DIR                     where the package is installed (kept)
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
-shared=${STRATA_SHARED:-$root/../shared}
-gguf="$shared/models/stories260K/stories260K.gguf"
-[ -f "$gguf" ] || { echo "SKIP: $gguf is absent"; exit 77; }
-[ -x "$root/bin/strata" ] || { echo "bin/strata is not built (make)"; exit 2; }
-cc_dir=${CLAUDE_CODE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/strata/claude-code}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-diag-cc-XXXXXX") || exit 1
-pid=""
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT INT TERM
 . "$root/tests/lib/server.sh"
+agent_diag_begin cc
+cc_dir=${CLAUDE_CODE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/strata/claude-code}
 
 agent_install "$cc_dir" @anthropic-ai/claude-code claude
 claude=$agent
 echo "Claude Code $("$claude" --version 2>/dev/null)"
 
-# Claude Code's system prompt and tools come to about 150000 of stories260K's tokens
-serve() { # SCRIPT
-    "$root/bin/strata" serve "$gguf" --fake-engine --port 0 --ctx 400000 --fake-template "$qwen3_markers" \
-        --fake-script "$1" >"$tmp/out" 2>"$tmp/err" &
-    pid=$!
-    server_port 100
-    server_healthy 100
-}
-stop() { kill -TERM "$pid"; wait "$pid"; pid=""; }
 ask() { # ARGS...: claude -p against the server, its own home
     mkdir -p "$tmp/home"
     HOME="$tmp/home" ANTHROPIC_BASE_URL="$url" ANTHROPIC_API_KEY=sk-local \
@@ -47,14 +31,14 @@ ask() { # ARGS...: claude -p against the server, its own home
 }
 served() { curl -s "$url/metrics" | sed -n 's|^strata_requests_total{endpoint="/v1/messages",status="200"} ||p'; }
 
-serve "Hello from strata."
+agent_serve "Hello from strata."
 ask "say hello" >"$tmp/answer" 2>&1 || fail "claude -p: $(cat "$tmp/answer")"
 grep -q "Hello from strata." "$tmp/answer" || fail "the answer was not printed: $(cat "$tmp/answer")"
 echo "ok: a plain answer ($(served) request)"
-stop
+agent_stop
 
 marker="$tmp/marker"
-serve "I will write it.
+agent_serve "I will write it.
 <tool_call>
 {\"name\": \"Bash\", \"arguments\": {\"command\": \"echo strata-tool-ok > $marker\", \"description\": \"Write a marker file\"}}
 </tool_call>"
@@ -64,5 +48,5 @@ grep -q strata-tool-ok "$marker" 2>/dev/null || fail "the Bash call did not run:
 n=$(served)
 [ "${n:-0}" -ge 2 ] || fail "the tool result did not come back ($n requests)"
 echo "ok: a Bash call run and its result sent back ($n requests)"
-stop
+agent_stop
 echo "PASS"

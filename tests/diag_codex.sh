@@ -13,27 +13,16 @@
 #   CODEX_DIR=DIR                     where the package is installed (kept)
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
-shared=${STRATA_SHARED:-$root/../shared}
-gguf="$shared/models/stories260K/stories260K.gguf"
-[ -f "$gguf" ] || { echo "SKIP: $gguf is absent"; exit 77; }
-[ -x "$root/bin/strata" ] || { echo "bin/strata is not built (make)"; exit 2; }
-cx_dir=${CODEX_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/strata/codex}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-diag-codex-XXXXXX") || exit 1
-pid=""
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT INT TERM
 . "$root/tests/lib/server.sh"
+agent_diag_begin codex
+cx_dir=${CODEX_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/strata/codex}
 
 agent_install "$cx_dir" @openai/codex codex
 codex=$agent
 echo "$("$codex" --version 2>/dev/null)"
 
-serve() { # SCRIPT
-    "$root/bin/strata" serve "$gguf" --fake-engine --port 0 --ctx 400000 --fake-template "$qwen3_markers" \
-        --fake-script "$1" >"$tmp/out" 2>"$tmp/err" &
-    pid=$!
-    server_port 100
-    server_healthy 100
+serve() { # SCRIPT: the server, and Codex's configuration for it
+    agent_serve "$1"
     mkdir -p "$tmp/home/.codex"
     cat >"$tmp/home/.codex/config.toml" <<EOF
 model = "strata-fake"
@@ -44,7 +33,6 @@ base_url = "$url/v1"
 env_key = "STRATA_KEY"
 EOF
 }
-stop() { kill -TERM "$pid"; wait "$pid"; pid=""; }
 ask() { # SECONDS PROMPT: codex exec against the server, its own home, in $tmp
     (cd "$tmp" && HOME="$tmp/home" CODEX_HOME="$tmp/home/.codex" STRATA_KEY=local \
         timeout "$1" "$codex" exec --skip-git-repo-check --sandbox workspace-write "$2")
@@ -55,7 +43,7 @@ serve "Hello from strata."
 ask 120 "say hello" >"$tmp/answer" 2>&1 || fail "codex exec: $(tail -n 5 "$tmp/answer")"
 grep -q "Hello from strata." "$tmp/answer" || fail "the answer was not printed: $(tail -n 5 "$tmp/answer")"
 echo "ok: a plain answer ($(served) request)"
-stop
+agent_stop
 
 marker="$tmp/marker"
 serve "I will write it.
@@ -67,5 +55,5 @@ grep -q strata-tool-ok "$marker" 2>/dev/null || fail "the exec_command call did 
 n=$(served)
 [ "${n:-0}" -ge 2 ] || fail "the call's output did not come back ($n requests)"
 echo "ok: an exec_command call run and its output sent back ($n requests)"
-stop
+agent_stop
 echo "PASS"

@@ -1,5 +1,6 @@
 # tests/lib/server.sh: sourced by the end-to-end scripts that start
-# `strata serve` (e2e_serve.sh, e2e_serve_real.sh, e2e_serve_tools_sdk.sh, diag_claude_code.sh, diag_codex.sh). Not a test itself:
+# `strata serve` (e2e_serve.sh, e2e_serve_real.sh, e2e_serve_tools_sdk.sh, diag_claude_code.sh, diag_codex.sh,
+# diag_agents_chat.sh). Not a test itself:
 # tests/run.sh runs only tests/e2e_*.sh.
 #
 # Contract: the caller sets $tmp (its scratch folder) and starts the server
@@ -16,6 +17,13 @@
 # agent's npm PACKAGE under DIR once (kept: they are hundreds of MB) and sets
 # agent to DIR/node_modules/.bin/BIN, or exits 77 (skip) with npm's last line.
 # qwen3_markers: a template text the server takes for Qwen3's tool format.
+# agent_diag_begin NAME (the diag_*.sh agent checks, after setting root): sets
+# shared, gguf (stories260K) and tmp, and a trap that stops the server and
+# removes tmp; exits 77 without the GGUF, 2 without bin/strata.
+# agent_serve SCRIPT starts `strata serve` on it with the fake engine
+# answering SCRIPT in Qwen3's tool format, in a context that holds an
+# agent's whole system prompt and tools (Claude Code's come to about 150000
+# of stories260K's tokens), and waits for it; agent_stop stops it.
 
 fail() { echo "FAIL: $*"; [ -f "$tmp/err" ] && sed 's/^/  server: /' "$tmp/err"; exit 1; }
 
@@ -37,6 +45,25 @@ server_healthy() {
     done
     fail "/health never became 200"
 }
+
+agent_diag_begin() {
+    shared=${STRATA_SHARED:-$root/../shared}
+    gguf="$shared/models/stories260K/stories260K.gguf"
+    [ -f "$gguf" ] || { echo "SKIP: $gguf is absent"; exit 77; }
+    [ -x "$root/bin/strata" ] || { echo "bin/strata is not built (make)"; exit 2; }
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-diag-$1-XXXXXX") || exit 1
+    pid=""
+    trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
+}
+
+agent_serve() {
+    "$root/bin/strata" serve "$gguf" --fake-engine --port 0 --ctx 400000 --fake-template "$qwen3_markers" \
+        --fake-script "$1" >"$tmp/out" 2>"$tmp/err" &
+    pid=$!
+    server_port 100
+    server_healthy 100
+}
+agent_stop() { kill -TERM "$pid"; wait "$pid"; pid=""; }
 
 agent_install() {
     if [ ! -x "$1/node_modules/.bin/$3" ]; then
