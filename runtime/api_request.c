@@ -89,11 +89,19 @@ static int is_empty(json_t *v)
            (json_is_string(v) && json_string_length(v) == 0);
 }
 static int is_none(json_t *v) { return json_is_string(v) && !strcmp(json_string_value(v), "none"); }
-static int is_text_format(json_t *v)
+/* An output format: {"type": "text"}, or {"type": "json_object"} (JSON mode, *json set); json_schema
+ * (a schema's constraint, which nothing here enforces) and anything else refused, naming param. */
+static int output_format(json_t *v, const char *param, api_request *r, api_error *e)
 {
     json_t *t = json_object_get(v, "type");
-    return json_is_object(v) && json_is_string(t) && !strcmp(json_string_value(t), "text");
+    const char *ty = json_is_object(v) && json_is_string(t) ? json_string_value(t) : NULL;
+    if (ty && !strcmp(ty, "text")) return 0;
+    if (ty && !strcmp(ty, "json_object")) { r->json_mode = true; return 0; }
+    return fail(e, param, "%s must be {\"type\": \"text\"} or {\"type\": \"json_object\"}%s", param,
+                ty && !strcmp(ty, "json_schema") ? ": a JSON schema is not enforced here (json_object is: the answer is "
+                                                   "a JSON object)" : "");
 }
+
 static int is_thinking_off(json_t *v)
 {
     json_t *t = json_object_get(v, "type");
@@ -538,9 +546,10 @@ static int parse_openai(json_t *o, api_request *r, int limit, api_error *e)
         return -1;
     if (r->kind == API_CHAT) {
         if (refuse_unless(o, "functions", is_empty, "the legacy functions: use tools", e) ||
-            refuse_unless(o, "function_call", is_none, "the legacy function_call: use tool_choice", e) ||
-            refuse_unless(o, "response_format", is_text_format, "text output only", e))
+            refuse_unless(o, "function_call", is_none, "the legacy function_call: use tool_choice", e))
             return -1;
+        json_t *rf = field(o, "response_format");
+        if (rf && output_format(rf, "response_format", r, e) != 0) return -1;
         if (parse_messages(o, r, false, e) != 0 || openai_tools(o, r, e) != 0 || tool_choice(o, false, r, e) != 0)
             return -1;
         json_t *re = field(o, "reasoning_effort");
@@ -804,8 +813,8 @@ static int parse_responses(json_t *o, api_request *r, int limit, api_error *e)
     json_t *tx = field(o, "text");
     if (tx) {
         json_t *fmt = json_is_object(tx) ? field(tx, "format") : NULL;
-        if (!json_is_object(tx) || (fmt && !is_text_format(fmt)))
-            return fail(e, "text.format", "text.format must be {\"type\": \"text\"}: text output only");
+        if (!json_is_object(tx)) return fail(e, "text", "text must be an object");
+        if (fmt && output_format(fmt, "text.format", r, e) != 0) return -1;
     }
     json_t *rs = field(o, "reasoning");
     if (rs) {

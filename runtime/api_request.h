@@ -107,6 +107,7 @@ typedef struct api_request {
     bool         thinking_on;  /* asked for in so many words: chat_template_kwargs enable_thinking or thinking
                                 * true, Anthropic's thinking "enabled" (not "adaptive"); templates whose default is
                                 * not to reason (DeepSeek V3.1's) reason only then */
+    bool         json_mode;    /* response_format (Responses: text.format) {"type": "json_object"} */
     bool         include_usage;
     bool         logprobs;
     int          top_logprobs;

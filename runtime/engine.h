@@ -29,12 +29,23 @@
 
 #define ENGINE_MAX_PROBS 20
 
+/* A constraint on what may come next (JSON mode): fill() marks allow[id] 1
+ * for each token that may, for the n_vocab of the vocabulary, and returns
+ * true; false when nothing is constrained at this step. Called by step()
+ * before each draw, on the session's thread. */
+typedef struct engine_mask {
+    bool (*fill)(void *ud, uint8_t *allow, int n_vocab);
+    void *ud;
+} engine_mask;
+
 typedef struct engine_sampling {
-    float    temperature; /* 0 = greedy */
-    float    top_p;       /* 1 = off */
-    int      top_k;       /* 0 = off */
-    uint64_t seed;
-    int      n_probs;     /* alternatives wanted per token, 0..ENGINE_MAX_PROBS */
+    float              temperature; /* 0 = greedy */
+    float              top_p;       /* 1 = off */
+    int                top_k;       /* 0 = off */
+    uint64_t           seed;
+    int                n_probs;     /* alternatives wanted per token, 0..ENGINE_MAX_PROBS */
+    const engine_mask *mask;        /* NULL: none; the fake engine answers its script's token if allowed, else
+                                     * the lowest allowed id */
 } engine_sampling;
 
 typedef struct engine_token {
@@ -53,6 +64,7 @@ typedef struct engine {
     int         n_ctx;         /* the most tokens one session may hold */
     const char *chat_template; /* the pack's tokenizer.chat_template or NULL */
     const char *bos_text;      /* "" when the vocabulary has none */
+    int         n_vocab;       /* token ids are 0..n_vocab-1 */
     const char *eos_text;
 
     /* Special tokens written in text become their ids (templates rely on it). */

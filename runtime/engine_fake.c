@@ -34,6 +34,8 @@ struct engine_session {
     int                story;
     size_t             pos, n_ctx_left;
     int                n_probs;
+    engine_mask        mask; /* fill NULL: none */
+    uint8_t           *allow;
 };
 
 const char *fake_engine_story(int i)
@@ -81,6 +83,11 @@ static engine_session *fk_begin(void *self, const int32_t *prompt, size_t n_prom
     ss->story = fake_engine_story_for(s->temperature, (unsigned long long)s->seed);
     ss->n_ctx_left = (size_t)fe->e.n_ctx - n_prompt;
     ss->n_probs = s->n_probs;
+    if (s->mask) {
+        ss->mask = *s->mask;
+        ss->allow = malloc((size_t)fe->e.n_vocab);
+        if (!ss->allow) { free(ss); snprintf(err, errlen, "fake engine: out of memory"); return NULL; }
+    }
     return ss;
 }
 
@@ -96,6 +103,12 @@ static int fk_step(engine_session *s, engine_token *out)
     int32_t id = s->pos < fe->n_script[s->story] ? fe->script[s->story][s->pos]
                                                  : tokenizer_eos(fe->tok);
     s->pos++;
+    /* a constraint: the script's token when it may come, else the lowest id that may */
+    if (s->mask.fill && s->mask.fill(s->mask.ud, s->allow, fe->e.n_vocab) && (id < 0 || !s->allow[id])) {
+        int32_t k = 0;
+        while (k < fe->e.n_vocab && !s->allow[k]) k++;
+        if (k < fe->e.n_vocab) id = k;
+    }
     memset(out, 0, sizeof *out);
     out->id = id;
     out->logprob = -0.125f * (float)(s->pos % 5);
@@ -108,7 +121,11 @@ static int fk_step(engine_session *s, engine_token *out)
     return 0;
 }
 
-static void fk_end(engine_session *s) { free(s); }
+static void fk_end(engine_session *s)
+{
+    if (s) free(s->allow);
+    free(s);
+}
 
 static char *piece_dup(const tokenizer *t, int32_t id)
 {
@@ -154,7 +171,7 @@ engine *fake_engine_new(const char *gguf_path, const fake_engine_opts *o, char *
     }
     fe->e = (engine){
         .self = fe, .name = "strata-fake", .n_ctx = (o && o->n_ctx > 0) ? o->n_ctx : 512,
-        .chat_template = fe->tmpl, .bos_text = fe->bos, .eos_text = fe->eos,
+        .chat_template = fe->tmpl, .bos_text = fe->bos, .eos_text = fe->eos, .n_vocab = tokenizer_n_vocab(tok),
         .tokenize = fk_tokenize, .piece = fk_piece, .is_eog = fk_is_eog,
         .begin = fk_begin, .step = fk_step, .end = fk_end,
     };

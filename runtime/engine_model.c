@@ -49,6 +49,8 @@ struct engine_session {
     bool          has_pending;
     int           n_probs;
     size_t        reused;      /* prompt tokens the context already held */
+    engine_mask   mask;        /* fill NULL: none */
+    uint8_t      *allow;       /* n_vocab, with a mask */
 };
 
 /* ------------------------------------------------------------------------
@@ -231,6 +233,7 @@ static void me_end(engine_session *s)
     if (s->slot >= 0) give_slot(s->me, s->slot);
     sampler_free(s->smp);
     free(s->logits);
+    free(s->allow);
     free(s);
 }
 
@@ -258,7 +261,11 @@ static engine_session *me_begin(void *self, const int32_t *prompt, size_t n_prom
     p.seed = sp->seed;
     s->smp = sampler_create(&p, me->n_vocab);
     s->logits = malloc((size_t)me->n_vocab * sizeof *s->logits);
-    if (!s->smp || !s->logits) {
+    if (sp->mask) {
+        s->mask = *sp->mask;
+        s->allow = malloc((size_t)me->n_vocab);
+    }
+    if (!s->smp || !s->logits || (sp->mask && !s->allow)) {
         snprintf(err, errlen, "out of memory or bad sampling parameters (top_p %g)", (double)sp->top_p);
         me_end(s);
         return NULL;
@@ -333,7 +340,8 @@ static int me_step(engine_session *s, engine_token *out)
         snapshot_stats(me, s->slot);
     }
     memset(out, 0, sizeof *out);
-    out->id = sampler_sample(s->smp, s->logits);
+    const bool masked = s->mask.fill && s->mask.fill(s->mask.ud, s->allow, me->n_vocab);
+    out->id = sampler_sample_masked(s->smp, s->logits, masked ? s->allow : NULL);
     sampler_accept(s->smp, out->id);
     if (s->n_probs > 0) fill_logprobs(s->logits, me->n_vocab, s->n_probs, out);
     s->pending = out->id;
@@ -486,7 +494,7 @@ engine *engine_model_open(const char *dir, const engine_model_opts *o, char *err
     me->record = dev.record;
     me->e = (engine){
         .self = me, .name = me->name, .n_ctx = model_n_ctx(me->slots[0]),
-        .chat_template = me->tmpl, .bos_text = me->bos, .eos_text = me->eos,
+        .chat_template = me->tmpl, .bos_text = me->bos, .eos_text = me->eos, .n_vocab = me->n_vocab,
         .tokenize = me_tokenize, .piece = me_piece, .is_eog = me_is_eog,
         .begin = me_begin, .step = me_step, .end = me_end, .device_metrics = me_device_metrics,
         .cached = me_cached,

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/json_mode.h"
 #include "runtime/stop_match.h"
 #include "runtime/strbuf.h"
 #include "runtime/utf8.h"
@@ -37,6 +38,7 @@ struct gen {
     bool            th_trim;   /* think: after </think>, blanks dropped until the content's first byte */
     strbuf          th_head;   /* think, undecided: the answer's first bytes */
     strbuf          piece;     /* think: one token's text */
+    json_mode       json;      /* JSON mode (p.json_vocab): the answer held to an object */
 };
 
 static double now_s(void)
@@ -57,7 +59,15 @@ gen *gen_begin(const engine *e, const int32_t *prompt, size_t n_prompt, const ge
     g->t_prev = now_s();
     if (p->harmony) { g->h = *p->harmony; g->h_on = true; }
     g->th_state = p->harmony || p->think == GEN_THINK_OFF ? 2 : p->think == GEN_THINK_OPEN ? 1 : 0;
-    g->s = e->begin(e->self, prompt, n_prompt, &p->sampling, err, errlen);
+    engine_sampling sp = p->sampling;
+    if (p->json_vocab && !p->harmony) {
+        /* from the answer's start, or (reasoning first) once </think> has come */
+        json_mode_init(&g->json, p->json_vocab);
+        if (g->th_state == 0) g->th_state = 2; /* the answer is JSON from its first byte: no <think> can open it */
+        g->json.active = g->th_state != 1;
+        sp.mask = &g->json.mask;
+    }
+    g->s = e->begin(e->self, prompt, n_prompt, &sp, err, errlen);
     if (!g->s) { free(g); return NULL; }
     return g;
 }
@@ -227,6 +237,14 @@ static int think_route(gen *g, int32_t id)
     return g->piece.oom || g->th_head.oom || g->reasoning.oom ? -1 : 0;
 }
 
+/* JSON mode follows the answer's text from offset on; it applies once the reasoning has ended. */
+static void json_follow(gen *g, size_t offset)
+{
+    if (!g->json.v) return;
+    if (g->text.len > offset) json_mode_feed(&g->json, g->text.data + offset, g->text.len - offset);
+    if (g->th_state == 2) g->json.active = true;
+}
+
 /* Samples one token; returns a finish state or GEN_RUNNING. */
 static gen_finish step(gen *g)
 {
@@ -247,10 +265,12 @@ static gen_finish step(gen *g)
         /* think: the token's record only when some of its text is content */
         if (think_route(g, t.id) != 0 || g->text.oom) return GEN_ERROR;
         if (g->text.len > offset && push_token(g, &t, offset) != 0) return GEN_ERROR;
+        json_follow(g, offset);
         return GEN_RUNNING;
     }
     if (append_piece(g, t.id, &g->text) != 0 || push_token(g, &t, offset) != 0 || g->text.oom)
         return GEN_ERROR;
+    json_follow(g, offset);
     return GEN_RUNNING;
 }
 

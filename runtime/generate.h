@@ -83,6 +83,9 @@ typedef struct gen_params {
     gen_think          think;   /* <think> reasoning (not with harmony) */
     const gen_kept    *kept;    /* control tokens written as their text (n_kept of them) */
     size_t             n_kept;
+    /* JSON mode (json_mode.h, not with harmony): the answer is held to one JSON object, from its start
+     * or, when the prompt opened a reasoning block, from its end; NULL: free text */
+    const struct json_vocab *json_vocab;
     /* Called after each sampled token with the seconds since the previous
      * one (since gen_begin for the first). */
     void (*on_token)(void *ud, double seconds, int first);

@@ -150,11 +150,25 @@ static void softmax(sampler *s, int n, float t)
     for (int i = 0; i < n; i++) s->prob[i] = (float)(s->prob[i] / sum);
 }
 
-int32_t sampler_sample(sampler *s, const float *logits)
+int32_t sampler_sample(sampler *s, const float *logits) { return sampler_sample_masked(s, logits, NULL); }
+
+int32_t sampler_sample_masked(sampler *s, const float *logits, const uint8_t *allow)
 {
     const sampler_params *p = &s->p;
     memcpy(s->work, logits, (size_t)s->n_vocab * sizeof *s->work);
     apply_penalties(s);
+    if (allow) {
+        int any = 0;
+        for (int i = 0; i < s->n_vocab && !any; i++) any = allow[i];
+        for (int i = 0; any && i < s->n_vocab; i++)
+            if (!allow[i]) s->work[i] = -INFINITY;
+        if (any && !(p->temp > 0.0f)) { /* greedy among the allowed: the first of the highest */
+            int32_t best = -1;
+            for (int i = 0; i < s->n_vocab; i++)
+                if (allow[i] && (best < 0 || s->work[i] > s->work[best])) best = i;
+            return best;
+        }
+    }
     if (!(p->temp > 0.0f)) {
         int32_t best = 0;
         for (int i = 1; i < s->n_vocab; i++) if (s->work[i] > s->work[best]) best = i;

@@ -41,6 +41,10 @@ sampler *sampler_create(const sampler_params *p, int n_vocab);
  * be penalised). */
 void sampler_accept(sampler *s, int32_t token);
 int32_t sampler_sample(sampler *s, const float *logits);
+/* The same among the tokens allow[] marks (1 = may come next; a grammar's
+ * constraint): the others are out before any filter. No token allowed, or
+ * allow NULL: sampler_sample(). */
+int32_t sampler_sample_masked(sampler *s, const float *logits, const uint8_t *allow);
 void sampler_reset(sampler *s);
 void sampler_free(sampler *s);
 

@@ -5,6 +5,7 @@
  * slot, generating a non-streamed answer) and a streamed body is produced
  * by the connection's own thread as the client reads it (sse.c). */
 #include "runtime/server_internal.h"
+#include "runtime/json_mode.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -276,6 +277,7 @@ static void free_server(server *s)
     free(s->cors_origin);
     free(s->template_name);
     free(s->default_system);
+    json_vocab_free(s->json_vocab);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s);
@@ -363,6 +365,7 @@ int server_set_engine(server *s, engine *e, char *err, size_t errlen)
             fprintf(stderr, "strata serve: warning: the pack's chat template builds a default system prompt at "
                             "render time (today's date); requests without a system message get none\n");
     }
+    s->json_vocab = json_vocab_new(e); /* JSON mode's table; without it (out of memory) JSON mode answers 500 */
     /* a tool format's markers that the vocabulary holds as control tokens (their pieces empty) */
     const char *const *mark;
     size_t n_mark = s->tools != CHAT_TOOLS_NONE && s->tools != CHAT_TOOLS_HARMONY

@@ -24,6 +24,9 @@ int server_prepare(server *s, const api_request *r, prepared *p, api_error *e)
     char *text;
     const char *what = r->kind == API_COMPLETION ? "prompt" : "messages";
     bool add_special = true;
+    if (r->json_mode && s->has_harmony)
+        return fail(e, 400, "response_format", "JSON mode is not available with gpt-oss's harmony template");
+    if (r->json_mode && !s->json_vocab) return fail(e, 500, "response_format", "out of memory for JSON mode");
     if (r->kind == API_COMPLETION) {
         text = strdup(r->prompt);
         if (!text) return fail(e, 500, what, "out of memory");
@@ -98,6 +101,7 @@ gen *server_gen_begin(server *s, const api_request *r, const prepared *p, char *
         .harmony = s->has_harmony && r->kind != API_COMPLETION ? &s->harmony : NULL,
         .think = p->think,
         .kept = r->kind != API_COMPLETION ? s->kept : NULL,
+        .json_vocab = r->json_mode ? s->json_vocab : NULL,
         .n_kept = r->kind != API_COMPLETION ? s->n_kept : 0,
         .on_token = on_token,
         .ud = s,

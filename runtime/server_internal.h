@@ -45,6 +45,7 @@ struct server {
     gen_harmony        harmony;    /* gpt-oss chats: only the final channel is answered */
     bool               has_harmony;
     gen_kept           kept[8];    /* the tool format's markers that are control tokens: kept in chat answers */
+    struct json_vocab *json_vocab; /* every token's text, for JSON mode; NULL: out of memory at start */
     size_t             n_kept;
 
     pthread_mutex_t    mu;         /* slots and queue */

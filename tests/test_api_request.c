@@ -98,7 +98,8 @@ static void test_openai_refusals(void **st)
     REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"type\":\"function\"}]}]}",
            "messages[0].tool_calls[0]");
     REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"tool\",\"content\":\"a\",\"tool_call_id\":7}]}", "messages[0].tool_call_id");
-    REFUSE(API_CHAT, "{" MSG ",\"response_format\":{\"type\":\"json_object\"}}", "response_format");
+    REFUSE(API_CHAT, "{" MSG ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{}}}", "response_format");
+    REFUSE(API_CHAT, "{" MSG ",\"response_format\":\"json\"}", "response_format");
     REFUSE(API_CHAT, "{" MSG ",\"logit_bias\":{\"5\":1}}", "logit_bias");
     REFUSE(API_CHAT, "{" MSG ",\"frequency_penalty\":0.5}", "frequency_penalty");
     REFUSE(API_CHAT, "{" MSG ",\"top_logprobs\":3}", "top_logprobs");             /* needs logprobs */
@@ -375,6 +376,19 @@ static void test_responses(void **st)
     REFUSE(API_RESPONSES, "{\"model\":\"m\"}", "input");
     REFUSE(API_RESPONSES, "{\"input\":\"a\",\"previous_response_id\":\"resp_1\"}", "previous_response_id");
     REFUSE(API_RESPONSES, "{\"input\":\"a\",\"text\":{\"format\":{\"type\":\"json_schema\"}}}", "text.format");
+    static const char rjson[] = "{\"input\":\"a\",\"text\":{\"format\":{\"type\":\"json_object\"}}}";
+    assert_int_equal(api_request_parse(API_RESPONSES, rjson, sizeof rjson - 1, 256, &r, &e), 0);
+    assert_true(r.json_mode);
+    api_request_free(&r);
+    /* JSON mode: the answer held to a JSON object; text is the default */
+    static const char cjson[] = "{" MSG ",\"response_format\":{\"type\":\"json_object\"}}";
+    assert_int_equal(api_request_parse(API_CHAT, cjson, sizeof cjson - 1, 256, &r, &e), 0);
+    assert_true(r.json_mode);
+    api_request_free(&r);
+    static const char ctext[] = "{" MSG ",\"response_format\":{\"type\":\"text\"}}";
+    assert_int_equal(api_request_parse(API_CHAT, ctext, sizeof ctext - 1, 256, &r, &e), 0);
+    assert_false(r.json_mode);
+    api_request_free(&r);
     REFUSE(API_RESPONSES, "{\"input\":\"a\",\"background\":true}", "background");
     REFUSE(API_RESPONSES, "{\"input\":\"a\",\"tool_choice\":\"required\"}", "tool_choice");
     REFUSE(API_RESPONSES, "{\"input\":\"a\",\"max_output_tokens\":0}", "max_output_tokens");

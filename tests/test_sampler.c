@@ -25,6 +25,30 @@ static void test_greedy(void **st)
     sampler_free(s);
 }
 
+/* A constraint's mask: only the allowed tokens, greedy or drawn; none allowed is no mask */
+static void test_masked(void **st)
+{
+    (void)st;
+    sampler_params p = plain();
+    p.temp = 0.0f;
+    sampler *s = sampler_create(&p, 5);
+    float l[5] = { 0.1f, 3.0f, -1.0f, 3.0f, 2.9f };
+    const uint8_t some[5] = { 0, 0, 1, 0, 1 }, none[5] = { 0 };
+    assert_int_equal(sampler_sample_masked(s, l, some), 4);
+    assert_int_equal(sampler_sample_masked(s, l, none), 1);
+    assert_int_equal(sampler_sample_masked(s, l, NULL), 1);
+    sampler_free(s);
+    p = plain();
+    p.top_k = 2; /* the filters see the allowed tokens only: top-2 of {0, 2} is both */
+    s = sampler_create(&p, 5);
+    const uint8_t two[5] = { 1, 0, 1, 0, 0 };
+    int seen[5] = { 0 };
+    for (int i = 0; i < 400; i++) seen[sampler_sample_masked(s, l, two)]++;
+    assert_int_equal(seen[1] + seen[3] + seen[4], 0);
+    assert_true(seen[0] > 200 && seen[2] > 10); /* e^0.1 : e^-1, about 3:1 */
+    sampler_free(s);
+}
+
 static void draw(const sampler_params *p, const float *l, int nv, int n, int *hist, int32_t *seq)
 {
     sampler *s = sampler_create(p, nv);
@@ -177,6 +201,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy),
+        cmocka_unit_test(test_masked),
         cmocka_unit_test(test_seed_reproducible),
         cmocka_unit_test(test_distribution),
         cmocka_unit_test(test_filters),

@@ -730,6 +730,82 @@ static void start_tools(fixture *f, const char *tmpl, const char *script)
     start_with(f, shared_path(src, sizeof src, GGUF), &o);
 }
 
+/* JSON mode: a request's response_format json_object holds the answer to one
+ * JSON object. The fake engine answers its script's token when the mask
+ * allows it, else the lowest allowed id (a blank here), so a script that
+ * opens with prose still comes out as the object, and the turn ends when
+ * it closes; with a reasoning block first, the constraint starts after it. */
+static json_t *json_answer(int port, const char *extra, char **content, char **reasoning)
+{
+    char body[512];
+    snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"temperature\":0,"
+                                "\"max_tokens\":100%s}", extra);
+    reply r = { 0 };
+    http(port, "/v1/chat/completions", body, NULL, &r);
+    assert_int_equal(r.status, 200);
+    json_t *j = json_of(&r);
+    const char *rc = jstr(j, "choices.0.message.reasoning_content");
+    *content = strdup(jstr(j, "choices.0.message.content"));
+    *reasoning = strdup(rc ? rc : "");
+    assert_string_equal(jstr(j, "choices.0.finish_reason"), "stop");
+    json_decref(j);
+    reply_free(&r);
+    return json_loads(*content, 0, NULL);
+}
+
+static void test_json_mode(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(GGUF);
+    fixture f;
+    start_tools(&f, QWEN3_TOOL_MARKERS, "Sure! Here it is: {\"answer\": 42, \"ok\": true} Anything else?");
+    char *content, *reasoning;
+    json_t *v = json_answer(f.port, ",\"response_format\":{\"type\":\"json_object\"}", &content, &reasoning);
+    if (!json_is_object(v)) fail_msg("not a JSON object: [%s]", content);
+    assert_int_equal(json_integer_value(json_object_get(v, "answer")), 42);
+    assert_true(json_is_true(json_object_get(v, "ok")));
+    assert_null(strstr(content, "Anything")); /* the turn ended as the object closed */
+    json_decref(v);
+    free(content);
+    free(reasoning);
+    /* without it, the script as it is */
+    v = json_answer(f.port, "", &content, &reasoning);
+    assert_null(v);
+    assert_non_null(strstr(content, "Sure! Here it is"));
+    free(content);
+    free(reasoning);
+    /* streamed: the same object, delta by delta */
+    reply r = { 0 };
+    http(f.port, "/v1/chat/completions", CHAT ",\"temperature\":0,\"stream\":true,\"response_format\":{\"type\":\"json_object\"}}",
+         NULL, &r);
+    char fin[32], *sreason;
+    char *streamed = openai_stream_text2(r.body.data, false, fin, &sreason);
+    v = json_loads(streamed, 0, NULL);
+    assert_true(json_is_object(v) && json_integer_value(json_object_get(v, "answer")) == 42);
+    json_decref(v);
+    free(streamed);
+    free(sreason);
+    reply_free(&r);
+    /* a JSON schema is refused, naming the field */
+    r = (reply){ 0 };
+    http(f.port, "/v1/chat/completions", CHAT ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{}}}", NULL, &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body.data, "response_format"));
+    reply_free(&r);
+    stop(&f);
+    /* reasoning first (Qwen3 Thinking-2507's prompt ends in <think>): free until </think>, then the object */
+    start_tools(&f, "<|im_start|>{{- '<tool_call>\\n{\"name\": \"' }} tool_call.arguments is string ns.last_query_index "
+                    "<tool_response> {{- '<|im_start|>assistant\\n<think>\\n' }}",
+                "Plain words, {not JSON.</think>\n\nThe answer: {\"answer\": 7}");
+    v = json_answer(f.port, ",\"response_format\":{\"type\":\"json_object\"}", &content, &reasoning);
+    assert_string_equal(reasoning, "Plain words, {not JSON.");
+    if (!json_is_object(v) || json_integer_value(json_object_get(v, "answer")) != 7) fail_msg("[%s]", content);
+    json_decref(v);
+    free(content);
+    free(reasoning);
+    stop(&f);
+}
+
 static void test_tool_calls(void **st)
 {
     (void)st;
@@ -1415,6 +1491,7 @@ int main(void)
         cmocka_unit_test(test_gpt_oss_harmony),
         cmocka_unit_test(test_think_reasoning),
         cmocka_unit_test(test_tool_calls),
+        cmocka_unit_test(test_json_mode),
         cmocka_unit_test(test_responses_api),
         cmocka_unit_test(test_tool_calls_harmony),
         cmocka_unit_test(test_tool_calls_qwen3_coder),

@@ -73,6 +73,10 @@ fuzz_tool_scan)
     printf '\123Ok.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{"s": "x", "n": 1}<｜tool▁call▁end｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>' >"$corpus/deepseek"
     printf '\143Ok. {"name": "f", "parameters": {"s": "x", "n": 1}}; {"name":"f","arguments":"{}"}' >"$corpus/llama"
     ;;
+fuzz_json_prefix)
+    printf '{"a": [1, -2.5e3, true, null, {"b": "\\u00e9\\ud83d\\ude00 x"}], "c": {}}' >"$corpus/object"
+    printf '  {"k":"v"' >"$corpus/open"
+    ;;
 fuzz_hparams)
     # a llama MoE, a Llama 4 with YaRN and a glm4moe with its MTP block
     printf 'llama\ncontext_length 4096\nembedding_length 64\nblock_count 4\nattention.head_count 8\nattention.layer_norm_rms_epsilon 1e-5\nexpert_count 8\nexpert_used_count 2\nfeed_forward_length 128\n' > "$corpus/llama-moe"

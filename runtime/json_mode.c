@@ -1,0 +1,87 @@
+/* json_mode.c: see json_mode.h. */
+#include "runtime/json_mode.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct json_vocab {
+    int       n;
+    char     *text;   /* every token's piece, one after another */
+    uint32_t *start;  /* n + 1 offsets into text */
+    uint8_t  *eog;
+};
+
+void json_vocab_free(json_vocab *v)
+{
+    if (!v) return;
+    free(v->text);
+    free(v->start);
+    free(v->eog);
+    free(v);
+}
+
+json_vocab *json_vocab_new(const engine *e)
+{
+    json_vocab *v = calloc(1, sizeof *v);
+    if (!v || e->n_vocab <= 0) { free(v); return NULL; }
+    v->n = e->n_vocab;
+    v->start = malloc(((size_t)v->n + 1) * sizeof *v->start);
+    v->eog = malloc((size_t)v->n);
+    size_t cap = (size_t)v->n * 8 + 64, len = 0;
+    v->text = malloc(cap);
+    if (!v->start || !v->eog || !v->text) { json_vocab_free(v); return NULL; }
+    for (int id = 0; id < v->n; id++) {
+        v->start[id] = (uint32_t)len;
+        v->eog[id] = e->is_eog(e->self, id);
+        char buf[256];
+        int k = e->piece(e->self, id, buf, sizeof buf);
+        if (k < 0 || k >= (int)sizeof buf) k = 0; /* no text, or too long to matter: never allowed */
+        if (len + (size_t)k > cap) {
+            cap = 2 * cap + (size_t)k;
+            char *t = realloc(v->text, cap);
+            if (!t) { json_vocab_free(v); return NULL; }
+            v->text = t;
+        }
+        memcpy(v->text + len, buf, (size_t)k);
+        len += (size_t)k;
+    }
+    v->start[v->n] = (uint32_t)len;
+    return v;
+}
+
+static bool fill(void *ud, uint8_t *allow, int n_vocab)
+{
+    json_mode *m = ud;
+    if (!m->active || m->broken) return false;
+    const json_vocab *v = m->v;
+    const bool done = json_prefix_complete(&m->state);
+    /* most tokens fail on their first byte: which first bytes may come, once per step */
+    uint8_t first[256];
+    for (int c = 0; c < 256; c++) {
+        json_prefix j = m->state;
+        const char b = (char)c;
+        first[c] = !done && json_prefix_feed(&j, &b, 1);
+    }
+    for (int id = 0; id < n_vocab; id++) {
+        if (id >= v->n) { allow[id] = 0; continue; }
+        if (v->eog[id]) { allow[id] = done; continue; }
+        const uint32_t a = v->start[id], b = v->start[id + 1];
+        if (b == a || !first[(unsigned char)v->text[a]]) { allow[id] = 0; continue; }
+        json_prefix j = m->state;
+        allow[id] = b - a == 1 || json_prefix_feed(&j, v->text + a, b - a);
+    }
+    return true;
+}
+
+void json_mode_init(json_mode *m, const json_vocab *v)
+{
+    memset(m, 0, sizeof *m);
+    m->v = v;
+    json_prefix_init(&m->state);
+    m->mask = (engine_mask){ .fill = fill, .ud = m };
+}
+
+void json_mode_feed(json_mode *m, const char *s, size_t n)
+{
+    if (!m->broken && !json_prefix_feed(&m->state, s, n)) m->broken = true;
+}
