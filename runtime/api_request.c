@@ -481,8 +481,33 @@ static int tool_choice(json_t *o, bool anthropic, api_request *r, api_error *e)
         r->n_tools = 0;
         return 0;
     }
-    return fail(e, "tool_choice", "tool_choice must be %s: this server cannot force a tool call",
-                anthropic ? "{\"type\": \"auto\"} or {\"type\": \"none\"}" : "\"auto\" or \"none\"");
+    /* forcing: a call (OpenAI "required", Anthropic {"type": "any"}), or a named one (OpenAI's
+     * {"type": "function", "function": {"name"}}, the Responses API's {"type": "function", "name"},
+     * Anthropic's {"type": "tool", "name"}) */
+    const char *name = NULL;
+    if (anthropic && v && !strcmp(v, "tool")) name = json_string_value(json_object_get(c, "name"));
+    if (!anthropic && json_is_object(c) && json_is_string(json_object_get(c, "type")) &&
+        !strcmp(json_string_value(json_object_get(c, "type")), "function")) {
+        json_t *f = json_object_get(c, "function");
+        name = json_string_value(json_object_get(f ? f : c, "name"));
+    }
+    if (!(v && !strcmp(v, anthropic ? "any" : "required")) && !name)
+        return fail(e, "tool_choice", "tool_choice must be %s",
+                    anthropic ? "{\"type\": \"auto\"}, {\"type\": \"any\"}, {\"type\": \"tool\", \"name\": ...} or "
+                                "{\"type\": \"none\"}"
+                              : "\"auto\", \"required\", \"none\" or a named function");
+    if (!r->n_tools) return fail(e, "tool_choice", "tool_choice forces a tool call, and no tools are offered");
+    bool found = !name;
+    for (size_t i = 0; name && !found && i < r->n_tools; i++) {
+        json_t *t = json_loads(r->tools[i], 0, NULL);
+        const char *nm = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+        found = nm && !strcmp(nm, name);
+        json_decref(t);
+    }
+    if (!found) return fail(e, "tool_choice", "tool_choice names %.100s, which is not among the tools", name);
+    r->force_tool = true;
+    if (name && !(r->force_name = strdup(name))) return fail(e, "tool_choice", "out of memory");
+    return 0;
 }
 
 static int parse_stops(json_t *o, const char *k, bool string_ok, api_request *r, api_error *e)
@@ -884,6 +909,7 @@ void api_request_free(api_request *r)
     }
     for (size_t i = 0; i < r->n_tools; i++) free(r->tools[i]);
     free(r->tools);
+    free(r->force_name);
     free(r->msgs);
     for (size_t i = 0; r->stops && i < r->n_stops; i++) free(r->stops[i]);
     free(r->stops);

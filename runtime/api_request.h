@@ -14,8 +14,8 @@
  *    that overflow, wrong types, values out of range and unknown roles are
  *    all refused. null counts as "absent" (clients send "stop": null).
  *  - Fields that would change the answer and that we do not implement
- *    (n != 1, logit_bias, penalties, response_format other than text,
- *    echo, suffix, tool_choice that forces a call...) are refused by name;
+ *    (n != 1, logit_bias, penalties, response_format json_schema,
+ *    echo, suffix...) are refused by name;
  *    harmless unknown fields are ignored, as the upstream APIs do.
  *  - Tools: OpenAI's tools ({"type": "function", "function": {name,
  *    description, parameters}}) are kept as Python's json.dumps writes them
@@ -23,8 +23,10 @@
  *    Anthropic's {name, description, input_schema} become that same OpenAI
  *    shape (input_schema as parameters), as llama.cpp's server does.
  *    tool_choice "auto" (Anthropic {"type": "auto"}) keeps them, "none"
- *    drops them; forcing a call ("required", a named function, "any") is
- *    refused: nothing here constrains the model's output.
+ *    drops them; forcing a call ("required", Anthropic "any") sets
+ *    force_tool, naming one (OpenAI's and the Responses API's named
+ *    function, Anthropic's "tool") also force_name, which must be one of
+ *    the tools.
  *  - Tool turns: an OpenAI assistant message's tool_calls (arguments a JSON
  *    text, or an object) and role "tool" messages; an Anthropic assistant's
  *    tool_use blocks and a user message's tool_result blocks (each one a
@@ -108,6 +110,8 @@ typedef struct api_request {
                                 * true, Anthropic's thinking "enabled" (not "adaptive"); templates whose default is
                                 * not to reason (DeepSeek V3.1's) reason only then */
     bool         json_mode;    /* response_format (Responses: text.format) {"type": "json_object"} */
+    bool         force_tool;   /* tool_choice forces a call: "required" / {"type": "any"}, or a named one */
+    char        *force_name;   /* the named one's name, or NULL */
     bool         include_usage;
     bool         logprobs;
     int          top_logprobs;

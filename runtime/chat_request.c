@@ -5,12 +5,48 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/tool_calls.h"
+
 static char *fail(api_error *e, const char *param, const char *msg)
 {
     e->status = 400;
     snprintf(e->param, sizeof e->param, "%s", param);
     snprintf(e->message, sizeof e->message, "%s", msg);
     return NULL;
+}
+
+tool_format chat_tools_format(chat_tools t)
+{
+    return t == CHAT_TOOLS_QWEN3_CODER ? TOOL_FORMAT_CODER
+         : t == CHAT_TOOLS_GLM45       ? TOOL_FORMAT_GLM45
+         : t == CHAT_TOOLS_MINIMAX     ? TOOL_FORMAT_MINIMAX
+         : t == CHAT_TOOLS_KIMI_K2     ? TOOL_FORMAT_KIMI
+         : t == CHAT_TOOLS_DEEPSEEK_V31 ? TOOL_FORMAT_DEEPSEEK
+         : t == CHAT_TOOLS_LLAMA4 || t == CHAT_TOOLS_LLAMA31 || t == CHAT_TOOLS_LLAMA32 ? TOOL_FORMAT_LLAMA
+                                       : TOOL_FORMAT_JSON;
+}
+
+/* tool_choice forcing a call: the call's opening (through the name, when one is named) after the
+ * rendered prompt, and before it the close of a reasoning block the prompt opened. */
+static char *force_call(const chat_setup *cs, const api_request *r, char *text, api_error *e)
+{
+    const char *why = cs->tools == CHAT_TOOLS_HARMONY ? "forcing a call is not available with gpt-oss's harmony template"
+                    : r->json_mode                  ? "JSON mode and a forced tool call do not go together"
+                    : r->force_name && strlen(r->force_name) > 200 ? "a tool name of more than 200 bytes"
+                                                                   : NULL;
+    char *pre = why ? NULL : tool_call_prefix(chat_tools_format(cs->tools), r->force_name);
+    size_t tl = strlen(text);
+    while (tl && (text[tl - 1] == '\n' || text[tl - 1] == ' ')) tl--;
+    const char *close = tl >= 7 && !memcmp(text + tl - 7, "<think>", 7) ? "</think>\n\n" : "";
+    char *t = pre ? malloc(strlen(text) + strlen(close) + strlen(pre) + 1) : NULL;
+    if (t) sprintf(t, "%s%s%s", text, close, pre);
+    free(pre);
+    free(text);
+    if (!t) {
+        fail(e, "tool_choice", why ? why : "out of memory");
+        if (!why) e->status = 500;
+    }
+    return t;
 }
 
 void chat_setup_detect(chat_setup *cs, const char *tmpl, const char *name, char **owned, bool *fell_back)
@@ -85,5 +121,6 @@ char *chat_request_render(const chat_setup *cs, const api_request *r, api_error 
                                               true, err, sizeof err);
     free(m);
     free(calls);
+    if (text && r->force_tool) return force_call(cs, r, text, e);
     return text ? text : fail(e, "messages", err);
 }

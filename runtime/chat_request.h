@@ -10,12 +10,17 @@
  * request when the pack's template is one of those whole templates
  * (Qwen3's, gpt-oss's), so that a conversation reads the same with tools
  * or without; any other by its family's layout. The request's
- * reasoning_effort (gpt-oss) and enable_thinking (Qwen3) go to them. */
+ * reasoning_effort (gpt-oss) and enable_thinking (Qwen3) go to them.
+ * A request that forces a tool call (force_tool) gets the call's opening
+ * at the prompt's end (tool_call_prefix(), through the name when one is
+ * named), after "</think>\n\n" when the prompt opened a reasoning block;
+ * refused (400, tool_choice) with gpt-oss's harmony and with JSON mode. */
 #ifndef STRATA_CHAT_REQUEST_H
 #define STRATA_CHAT_REQUEST_H
 
 #include "runtime/api_request.h"
 #include "runtime/chat_template.h"
+#include "runtime/tool_calls.h"
 
 typedef struct chat_setup {
     chat_family family;
@@ -30,6 +35,9 @@ typedef struct chat_setup {
  * and the default system prompt (malloc'd into *owned, or NULL). bos and
  * eos (and date) are left to the caller. */
 void chat_setup_detect(chat_setup *cs, const char *tmpl, const char *name, char **owned, bool *fell_back);
+
+/* The tool_calls.h format of a template's tool format (not harmony's). */
+tool_format chat_tools_format(chat_tools t);
 
 /* Whether the request needs the template's tool format. */
 bool chat_request_has_tools(const api_request *r);

@@ -369,7 +369,7 @@ int server_set_engine(server *s, engine *e, char *err, size_t errlen)
     /* a tool format's markers that the vocabulary holds as control tokens (their pieces empty) */
     const char *const *mark;
     size_t n_mark = s->tools != CHAT_TOOLS_NONE && s->tools != CHAT_TOOLS_HARMONY
-                        ? tool_format_markers(server_tool_format(s->tools), &mark) : 0;
+                        ? tool_format_markers(chat_tools_format(s->tools), &mark) : 0;
     s->n_kept = 0;
     for (size_t k = 0; k < n_mark && s->n_kept < sizeof s->kept / sizeof s->kept[0]; k++) {
         int32_t *ids = NULL;

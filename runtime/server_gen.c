@@ -43,6 +43,12 @@ int server_prepare(server *s, const api_request *r, prepared *p, api_error *e)
         size_t tl = strlen(text);
         while (tl && (text[tl - 1] == '\n' || text[tl - 1] == ' ')) tl--;
         p->think = tl >= 7 && !memcmp(text + tl - 7, "<think>", 7) ? GEN_THINK_OPEN : GEN_THINK_MAYBE;
+        if (r->force_tool) { /* the prompt ends with the call's opening (chat_request.h): the answer is the call */
+            p->think = GEN_THINK_OFF;
+            char *pre = tool_call_prefix(chat_tools_format(s->tools), r->force_name);
+            snprintf(p->call_prefix, sizeof p->call_prefix, "%s", pre ? pre : "");
+            free(pre);
+        }
         /* the template wrote BOS already; a second one would shift the model */
         size_t bl = strlen(eng->bos_text);
         if (bl && !strncmp(text, eng->bos_text, bl)) add_special = false;
@@ -116,23 +122,14 @@ void server_gen_finish(server *s, gen *g, size_t n_prompt)
     gen_end(g);
 }
 
-tool_format server_tool_format(chat_tools t)
-{
-    return t == CHAT_TOOLS_QWEN3_CODER ? TOOL_FORMAT_CODER
-         : t == CHAT_TOOLS_GLM45       ? TOOL_FORMAT_GLM45
-         : t == CHAT_TOOLS_MINIMAX     ? TOOL_FORMAT_MINIMAX
-         : t == CHAT_TOOLS_KIMI_K2     ? TOOL_FORMAT_KIMI
-         : t == CHAT_TOOLS_DEEPSEEK_V31 ? TOOL_FORMAT_DEEPSEEK
-         : t == CHAT_TOOLS_LLAMA4 || t == CHAT_TOOLS_LLAMA31 || t == CHAT_TOOLS_LLAMA32 ? TOOL_FORMAT_LLAMA
-                                       : TOOL_FORMAT_JSON;
-}
 
 void server_content(const server *s, const prepared *p, tool_scan *ts, const char *d, size_t n, strbuf *out)
 {
     if (p->tools && s->tools != CHAT_TOOLS_HARMONY) {
-        ts->format = server_tool_format(s->tools);
+        ts->format = chat_tools_format(s->tools);
         ts->tools = p->tool_defs;
         ts->n_tools = p->n_tool_defs;
+        ts->prefix = p->call_prefix[0] ? p->call_prefix : NULL;
         tool_scan_feed(ts, d, n, out);
     } else {
         strbuf_add(out, d, n);
@@ -144,9 +141,10 @@ size_t server_calls(const server *s, const prepared *p, gen *g, tool_scan *ts, s
     *calls = NULL;
     if (!p->tools) return 0;
     if (s->tools != CHAT_TOOLS_HARMONY) {
-        ts->format = server_tool_format(s->tools);
+        ts->format = chat_tools_format(s->tools);
         ts->tools = p->tool_defs;
         ts->n_tools = p->n_tool_defs;
+        ts->prefix = p->call_prefix[0] ? p->call_prefix : NULL;
         return tool_scan_finish(ts, calls, out);
     }
     size_t n;

@@ -59,8 +59,6 @@ struct server {
  * cut to the room the prompt leaves, server_gen.c). */
 static inline int server_max_tokens_limit(const server *s) { return s->strict_max_tokens ? s->n_ctx : 1 << 30; }
 
-/* The tool_calls.h format of a template's tool format (not harmony's). */
-tool_format server_tool_format(chat_tools t);
 
 typedef struct request request;
 typedef enum MHD_Result (*route_fn)(server *s, struct MHD_Connection *c, request *rq);
@@ -100,6 +98,7 @@ typedef struct prepared {
     bool      tools;    /* the prompt offers tools: the answer's tool calls are parsed out (tool_calls.h) */
     const char *const *tool_defs; /* the request's tools (it outlives this), to type Qwen3-Coder's values */
     size_t    n_tool_defs;
+    char      call_prefix[320]; /* a forced call's opening, written at the prompt's end: the answer's start; "" */
 } prepared;
 /* Renders (chat) or takes (completion) the prompt, tokenizes it and checks
  * the context; on failure fills e (400 with the limit that was hit). */

@@ -53,6 +53,27 @@ size_t tool_format_markers(tool_format f, const char *const **texts)
     }
 }
 
+char *tool_call_prefix(tool_format f, const char *name)
+{
+    strbuf b = { 0 };
+    const char *open, *after_name; /* the opening up to the name, and what follows a given name */
+    switch (f) {
+    case TOOL_FORMAT_CODER: open = "<tool_call>\n<function="; after_name = ">\n"; break;
+    case TOOL_FORMAT_GLM45: open = OPEN; after_name = "\n"; break;
+    case TOOL_FORMAT_MINIMAX: open = "<minimax:tool_call>\n<invoke name=\""; after_name = "\">\n"; break;
+    case TOOL_FORMAT_KIMI: open = "<|tool_calls_section_begin|><|tool_call_begin|>functions."; after_name = ":0<|tool_call_argument_begin|>"; break;
+    case TOOL_FORMAT_DEEPSEEK:
+        open = "<" DS_BAR "tool" DS_SP "calls" DS_SP "begin" DS_BAR "><" DS_BAR "tool" DS_SP "call" DS_SP "begin" DS_BAR ">";
+        after_name = DS_SEP;
+        break;
+    case TOOL_FORMAT_LLAMA: open = "{\"name\": \""; after_name = "\", \"parameters\": "; break;
+    default: open = "<tool_call>\n{\"name\": \""; after_name = "\", \"arguments\": "; break; /* Qwen3's */
+    }
+    strbuf_puts(&b, open);
+    if (name) strbuf_printf(&b, "%s%s", name, after_name);
+    return strbuf_take(&b);
+}
+
 /* The tag that starts the calls in a format. */
 static const char *open_tag(tool_format f)
 {
@@ -91,6 +112,10 @@ static void drop_front(strbuf *b, size_t k)
 
 void tool_scan_feed(tool_scan *ts, const char *d, size_t n, strbuf *out)
 {
+    if (ts->prefix && !ts->prefix_taken) { /* a forced call's opening, written into the prompt: the answer's start */
+        strbuf_puts(&ts->held, ts->prefix);
+        ts->prefix_taken = true;
+    }
     strbuf_add(&ts->held, d, n);
     if (ts->capturing || ts->held.oom || !ts->held.len) return;
     const char *tag = open_tag(ts->format);
@@ -453,6 +478,7 @@ static int parse_llama(const tool_scan *ts, const char **p, const char *end, too
 size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out)
 {
     *calls = NULL;
+    if (ts->prefix && !ts->prefix_taken) tool_scan_feed(ts, "", 0, out);
     if (ts->held.oom) { out->oom = true; return 0; }
     const char *h = ts->held.data ? ts->held.data : "", *end = h + ts->held.len;
     if (!ts->capturing) {

@@ -73,9 +73,18 @@ typedef struct tool_scan {
     tool_format        format;
     const char *const *tools;
     size_t             n_tools;
+    /* A forced call's opening (tool_call_prefix()) that the prompt ends with: the scan takes it as the
+     * answer's first text, once, at the first feed (or the finish; prefix_taken then). NULL: none. */
+    const char        *prefix;
+    bool               prefix_taken;
 } tool_scan;
 
 void tool_scan_feed(tool_scan *ts, const char *d, size_t n, strbuf *out);
+/* The text a call in format f opens with, up to its name, and with name
+ * (not NULL) through the name to where its arguments begin: written at the
+ * end of the prompt, it makes the model's answer a call (tool_choice
+ * "required", or naming a tool). malloc'd; NULL when out of memory. */
+char *tool_call_prefix(tool_format f, const char *name);
 /* The markers a format writes its answers with (*texts, their number
  * returned): its call tags and <think> </think>. A vocabulary may hold them
  * as control tokens (llama.cpp's converter types every <|...|> and <｜...｜>

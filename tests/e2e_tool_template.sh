@@ -56,13 +56,23 @@ python3 "$here/fixtures/hf_chat_render.py" "$cfg" --api openai "$body" >"$tmp/wa
     fail "--chat-template qwen3: $(cat "$tmp/err")"
 cmp -s "$tmp/want" "$tmp/got" || fail "--chat-template qwen3 renders otherwise than Qwen3's template"
 
-# Refusals: no tool format (chatml without Qwen3's template), a forced call, a server tool.
+# A forced call: the prompt ends with the call's opening, through the name when one is named.
+printf '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"}' >"$tmp/req.json"
+"$bin/strata" template "$tmp/qwen3.gguf" -f "$tmp/req.json" >"$tmp/got" 2>"$tmp/err" || fail "tool_choice required: $(cat "$tmp/err")"
+printf '<|im_start|>assistant\n<tool_call>\n{"name": "' >"$tmp/tail"
+[ "$(tail -c "$(wc -c <"$tmp/tail")" "$tmp/got")" = "$(cat "$tmp/tail")" ] || fail "tool_choice required: the prompt does not end with the call's opening"
+printf '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}}}' >"$tmp/req.json"
+"$bin/strata" template "$tmp/qwen3.gguf" -f "$tmp/req.json" >"$tmp/got" 2>"$tmp/err" || fail "a named tool_choice: $(cat "$tmp/err")"
+printf '{"name": "f", "arguments": ' >"$tmp/tail"
+[ "$(tail -c "$(wc -c <"$tmp/tail")" "$tmp/got")" = "$(cat "$tmp/tail")" ] || fail "a named tool_choice: the prompt does not end with the call's opening and name"
+
+# Refusals: no tool format (chatml without Qwen3's template), a forced call with JSON mode, a server tool.
 "$bin/strata" template "$tmp/plain.gguf" -f "$body" >"$tmp/got" 2>"$tmp/err" && fail "tools accepted on a template without a tool format"
 grep -q "tools: this model's chat template (chatml) has no tool format" "$tmp/err" || fail "refusal: $(cat "$tmp/err")"
 [ ! -s "$tmp/got" ] || fail "a refused request printed a prompt"
-printf '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"}' >"$tmp/req.json"
-"$bin/strata" template "$tmp/qwen3.gguf" -f "$tmp/req.json" >/dev/null 2>"$tmp/err" && fail "tool_choice required accepted"
-grep -q "tool_choice: tool_choice must be \"auto\" or \"none\"" "$tmp/err" || fail "tool_choice refusal: $(cat "$tmp/err")"
+printf '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required","response_format":{"type":"json_object"}}' >"$tmp/req.json"
+"$bin/strata" template "$tmp/qwen3.gguf" -f "$tmp/req.json" >/dev/null 2>"$tmp/err" && fail "a forced call with JSON mode accepted"
+grep -q "tool_choice: JSON mode and a forced tool call do not go together" "$tmp/err" || fail "tool_choice refusal: $(cat "$tmp/err")"
 printf '{"max_tokens":5,"messages":[{"role":"user","content":"x"}],"tools":[{"type":"web_search_20250305","name":"web_search"}]}' >"$tmp/req.json"
 "$bin/strata" template "$tmp/qwen3.gguf" --api anthropic -f "$tmp/req.json" >/dev/null 2>"$tmp/err" && fail "a server tool accepted"
 grep -q "tools\[0\]: tools\[0\].type 'web_search_20250305' is not supported" "$tmp/err" || fail "server tool refusal: $(cat "$tmp/err")"

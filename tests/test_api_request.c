@@ -176,6 +176,22 @@ static void test_openai_tools(void **st)
     REFUSE(API_CHAT, "{" MSG ",\"reasoning_effort\":1}", "reasoning_effort");
     REFUSE(API_CHAT, "{" MSG ",\"chat_template_kwargs\":[]}", "chat_template_kwargs");
     REFUSE(API_CHAT, "{" MSG ",\"chat_template_kwargs\":{\"enable_thinking\":\"no\"}}", "chat_template_kwargs.enable_thinking");
+    /* tool_choice forcing a call, or a named one among the tools */
+    static const char req[] = "{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],\"tool_choice\":\"required\"}";
+    assert_int_equal(api_request_parse(API_CHAT, req, sizeof req - 1, 256, &r, &e), 0);
+    assert_true(r.force_tool);
+    assert_null(r.force_name);
+    api_request_free(&r);
+    static const char named[] = "{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],"
+                                "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}}";
+    assert_int_equal(api_request_parse(API_CHAT, named, sizeof named - 1, 256, &r, &e), 0);
+    assert_true(r.force_tool);
+    assert_string_equal(r.force_name, "f");
+    api_request_free(&r);
+    REFUSE(API_CHAT, "{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],"
+           "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"g\"}}}", "tool_choice");
+    REFUSE(API_CHAT, "{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],\"tool_choice\":\"any\"}",
+           "tool_choice");
     /* tool_choice "none" drops the tools */
     static const char none[] = "{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],\"tool_choice\":\"none\"}";
     assert_int_equal(api_request_parse(API_CHAT, none, sizeof none - 1, 256, &r, &e), 0);

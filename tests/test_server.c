@@ -1098,6 +1098,75 @@ static void test_tool_calls_llama4(void **st)
     stop(&f);
 }
 
+/* tool_choice forcing a call: the prompt ends with the call's opening, and
+ * the answer (the fake engine's script, here only the rest of the call) is
+ * read from it; named, through the name. In all three APIs; refusals for a
+ * name not among the tools, and with JSON mode. On DeepSeek LLM's byte-level
+ * vocabulary, which adds no space before the script's first word. */
+static void start_on(fixture *f, const char *vocab, const char *tmpl, const char *script)
+{
+    char src[4096];
+    fake_engine_opts o = { .n_ctx = 4096, .script = script, .chat_template = tmpl };
+    start_with(f, shared_path(src, sizeof src, vocab), &o);
+}
+
+static void expect_forced(int port, const char *path, const char *body, const char *name_path, const char *want)
+{
+    reply r = { 0 };
+    http(port, path, body, NULL, &r);
+    if (r.status != 200) fail_msg("%s: %ld %s", body, r.status, r.body.data);
+    json_t *j = json_of(&r);
+    assert_string_equal(jstr(j, name_path), want);
+    json_decref(j);
+    reply_free(&r);
+}
+
+static void test_tool_choice_forced(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(DS_VOCAB);
+    fixture f;
+    /* required: the model writes the name */
+    start_on(&f, DS_VOCAB, QWEN3_TOOL_MARKERS, "now\", \"arguments\": {}}\n</tool_call>");
+    expect_forced(f.port, "/v1/chat/completions", CHAT TOOLS ",\"tool_choice\":\"required\"}",
+                  "choices.0.message.tool_calls.0.function.name", "now");
+    expect_forced(f.port, "/v1/messages",
+                  "{\"max_tokens\":600,\"tool_choice\":{\"type\":\"any\"},\"messages\":[{\"role\":"
+                  "\"user\",\"content\":\"Weather?\"}]" ATOOLS "}",
+                  "content.0.name", "now");
+    stop(&f);
+    /* named: the prompt carries the name, the model the arguments */
+    start_on(&f, DS_VOCAB, QWEN3_TOOL_MARKERS, "{\"city\": \"Paris\"}}\n</tool_call>");
+    expect_forced(f.port, "/v1/chat/completions",
+                  CHAT TOOLS ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}}}",
+                  "choices.0.message.tool_calls.0.function.arguments", "{\"city\": \"Paris\"}");
+    expect_forced(f.port, "/v1/responses",
+                  "{\"input\":\"Weather?\",\"tool_choice\":{\"type\":\"function\",\"name\":\"get_weather\"}" RTOOLS "}",
+                  "output.0.name", "get_weather");
+    expect_forced(f.port, "/v1/messages",
+                  "{\"max_tokens\":600,\"tool_choice\":{\"type\":\"tool\",\"name\":\"get_weather\"},"
+                  "\"messages\":[{\"role\":\"user\",\"content\":\"Weather?\"}]" ATOOLS "}",
+                  "content.0.input.city", "Paris");
+    reply r = { 0 };
+    http(f.port, "/v1/chat/completions", CHAT TOOLS ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"nope\"}}}",
+         NULL, &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body.data, "not among the tools"));
+    reply_free(&r);
+    r = (reply){ 0 };
+    http(f.port, "/v1/chat/completions", CHAT TOOLS ",\"tool_choice\":\"required\",\"response_format\":{\"type\":\"json_object\"}}",
+         NULL, &r);
+    assert_int_equal(r.status, 400);
+    reply_free(&r);
+    stop(&f);
+    /* DeepSeek V3.1's format, named: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜> in the prompt */
+    start_on(&f, DS_VOCAB, DS_MARKERS, "{\"city\": \"Oslo\"}<" DSB "tool" DSP "call" DSP "end" DSB "><" DSB "tool" DSP "calls" DSP "end" DSB ">");
+    expect_forced(f.port, "/v1/chat/completions",
+                  CHAT TOOLS ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}}}",
+                  "choices.0.message.tool_calls.0.function.arguments", "{\"city\": \"Oslo\"}");
+    stop(&f);
+}
+
 /* The markers of Kimi K2's and DeepSeek's calls are control tokens in
  * llama.cpp's GGUFs (its converter types every <|...|> and <｜...｜> token
  * so), whose pieces are empty: the server keeps their text in chat answers,
@@ -1500,6 +1569,7 @@ int main(void)
         cmocka_unit_test(test_tool_calls_kimi),
         cmocka_unit_test(test_tool_calls_deepseek),
         cmocka_unit_test(test_tool_calls_control_markers),
+        cmocka_unit_test(test_tool_choice_forced),
         cmocka_unit_test(test_tool_calls_llama4),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

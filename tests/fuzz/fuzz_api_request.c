@@ -10,7 +10,7 @@
  * template (Qwen3's, gpt-oss's, Qwen3-Coder's, GLM-4.5's, MiniMax-M2's,
  * Kimi K2 Thinking's, DeepSeek V3.1's, Llama 4's, 3.1's, 3.2's, Qwen3 2507's) or
  * be refused with a 400.
- * fuzz-link: runtime/api_request.c runtime/pyjson.c runtime/strbuf.c runtime/chat_request.c runtime/chat_template.c runtime/chat_template_harmony.c runtime/chat_template_qwen3_coder.c runtime/chat_template_glm45.c runtime/chat_template_minimax.c runtime/chat_template_kimi.c runtime/chat_template_deepseek.c runtime/chat_template_llama.c -ljansson */
+ * fuzz-link: runtime/api_request.c runtime/pyjson.c runtime/strbuf.c runtime/chat_request.c runtime/chat_template.c runtime/chat_template_harmony.c runtime/chat_template_qwen3_coder.c runtime/chat_template_glm45.c runtime/chat_template_minimax.c runtime/chat_template_kimi.c runtime/chat_template_deepseek.c runtime/chat_template_llama.c runtime/tool_calls.c -ljansson */
 #include "runtime/api_request.h"
 #include "runtime/chat_request.h"
 
