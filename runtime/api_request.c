@@ -80,7 +80,6 @@ static int refuse_unless(json_t *o, const char *k, int (*neutral)(json_t *), con
 }
 
 static int is_one(json_t *v) { return json_is_integer(v) && json_integer_value(v) == 1; }
-static int is_zero(json_t *v) { return json_is_number(v) && json_number_value(v) == 0; }
 static int is_false(json_t *v) { return json_is_false(v); }
 static int is_empty(json_t *v)
 {
@@ -559,16 +558,46 @@ static int set_effort(json_t *v, const char *name, api_request *r, api_error *e)
     return fail(e, name, "%s", msg);
 }
 
+/* OpenAI's logit_bias: {"TOKEN_ID": BIAS}, ids as decimal strings, biases in -100..100. */
+static int logit_bias(json_t *o, api_request *r, api_error *e)
+{
+    json_t *lb = field(o, "logit_bias");
+    if (!lb) return 0;
+    if (!json_is_object(lb)) return fail(e, "logit_bias", "logit_bias must be an object of token ids and biases");
+    size_t n = json_object_size(lb);
+    if (n > API_MAX_LOGIT_BIAS) return fail(e, "logit_bias", "logit_bias may name at most %d tokens", API_MAX_LOGIT_BIAS);
+    if (!n) return 0;
+    r->bias_id = malloc(n * sizeof *r->bias_id);
+    r->bias = malloc(n * sizeof *r->bias);
+    if (!r->bias_id || !r->bias) return fail(e, "logit_bias", "out of memory");
+    const char *k;
+    json_t *v;
+    json_object_foreach(lb, k, v) {
+        char *end;
+        long id = strtol(k, &end, 10);
+        if (!*k || *end || id < 0 || id > INT32_MAX)
+            return fail(e, "logit_bias", "logit_bias keys must be token ids (decimal); got '%.40s'", k);
+        if (!json_is_number(v) || !isfinite(json_number_value(v)) || fabs(json_number_value(v)) > 100)
+            return fail(e, "logit_bias", "logit_bias values must be numbers between -100 and 100");
+        r->bias_id[r->n_bias] = (int32_t)id;
+        r->bias[r->n_bias++] = (float)json_number_value(v);
+    }
+    return 0;
+}
+
 static int parse_openai(json_t *o, api_request *r, int limit, api_error *e)
 {
     long long x;
     if (field(o, "model") && !json_is_string(field(o, "model")))
         return fail(e, "model", "model must be a string");
-    if (refuse_unless(o, "n", is_one, "one choice per request", e) ||
-        refuse_unless(o, "logit_bias", is_empty, "no logit bias", e) ||
-        refuse_unless(o, "presence_penalty", is_zero, "no penalties", e) ||
-        refuse_unless(o, "frequency_penalty", is_zero, "no penalties", e))
-        return -1;
+    if (refuse_unless(o, "n", is_one, "one choice per request", e)) return -1;
+    double pen = 0;
+    if (opt_num(o, "presence_penalty", -2, 2, &pen, e) < 0) return -1;
+    r->presence_penalty = (float)pen;
+    pen = 0;
+    if (opt_num(o, "frequency_penalty", -2, 2, &pen, e) < 0) return -1;
+    r->frequency_penalty = (float)pen;
+    if (logit_bias(o, r, e) != 0) return -1;
     if (r->kind == API_CHAT) {
         if (refuse_unless(o, "functions", is_empty, "the legacy functions: use tools", e) ||
             refuse_unless(o, "function_call", is_none, "the legacy function_call: use tool_choice", e))
@@ -910,6 +939,8 @@ void api_request_free(api_request *r)
     for (size_t i = 0; i < r->n_tools; i++) free(r->tools[i]);
     free(r->tools);
     free(r->force_name);
+    free(r->bias_id);
+    free(r->bias);
     free(r->msgs);
     for (size_t i = 0; r->stops && i < r->n_stops; i++) free(r->stops[i]);
     free(r->stops);

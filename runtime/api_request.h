@@ -14,7 +14,7 @@
  *    that overflow, wrong types, values out of range and unknown roles are
  *    all refused. null counts as "absent" (clients send "stop": null).
  *  - Fields that would change the answer and that we do not implement
- *    (n != 1, logit_bias, penalties, response_format json_schema,
+ *    (n != 1, response_format json_schema,
  *    echo, suffix...) are refused by name;
  *    harmless unknown fields are ignored, as the upstream APIs do.
  *  - Tools: OpenAI's tools ({"type": "function", "function": {name,
@@ -69,6 +69,7 @@ typedef enum api_kind {
 #define API_MAX_STOPS 16
 #define API_MAX_STOP_LEN 256
 #define API_MAX_TOP_LOGPROBS 20
+#define API_MAX_LOGIT_BIAS 1024
 
 typedef struct api_tool_call {
     char *id;        /* the client's id ("" when it sent none) */
@@ -112,6 +113,10 @@ typedef struct api_request {
     bool         json_mode;    /* response_format (Responses: text.format) {"type": "json_object"} */
     bool         force_tool;   /* tool_choice forces a call: "required" / {"type": "any"}, or a named one */
     char        *force_name;   /* the named one's name, or NULL */
+    float        presence_penalty, frequency_penalty; /* OpenAI's, -2..2 (0: off) */
+    int32_t     *bias_id;      /* logit_bias: n_bias token ids (not yet checked against a vocabulary) */
+    float       *bias;         /* and the bias for each, -100..100 */
+    int          n_bias;
     bool         include_usage;
     bool         logprobs;
     int          top_logprobs;

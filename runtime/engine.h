@@ -46,6 +46,10 @@ typedef struct engine_sampling {
     int                n_probs;     /* alternatives wanted per token, 0..ENGINE_MAX_PROBS */
     const engine_mask *mask;        /* NULL: none; the fake engine answers its script's token if allowed, else
                                      * the lowest allowed id */
+    float              presence_penalty, frequency_penalty; /* OpenAI's, over the tokens generated (0: off) */
+    const int32_t     *bias_id;     /* logit_bias: n_bias token ids (each < n_vocab) and the bias added to each */
+    const float       *bias;
+    int                n_bias;
 } engine_sampling;
 
 typedef struct engine_token {

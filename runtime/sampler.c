@@ -59,6 +59,19 @@ sampler *sampler_create(const sampler_params *p, int n_vocab)
     s->work = malloc((size_t)n_vocab * sizeof *s->work);
     s->c = malloc((size_t)n_vocab * sizeof *s->c);
     s->prob = malloc((size_t)n_vocab * sizeof *s->prob);
+    if (p->n_bias > 0) { /* the sampler's own copy: the caller's arrays need not outlive this call */
+        int32_t *id = malloc((size_t)p->n_bias * sizeof *id);
+        float *b = malloc((size_t)p->n_bias * sizeof *b);
+        if (id) memcpy(id, p->bias_id, (size_t)p->n_bias * sizeof *id);
+        if (b) memcpy(b, p->bias, (size_t)p->n_bias * sizeof *b);
+        s->p.bias_id = id;
+        s->p.bias = b;
+        if (!id || !b) { free(id); free(b); s->p.bias_id = NULL; s->p.bias = NULL; s->p.n_bias = 0; sampler_free(s); return NULL; }
+    } else {
+        s->p.bias_id = NULL;
+        s->p.bias = NULL;
+        s->p.n_bias = 0;
+    }
     if (!s->hist || !s->count || !s->work || !s->c || !s->prob) { sampler_free(s); return NULL; }
     sampler_reset(s);
     return s;
@@ -68,6 +81,7 @@ void sampler_free(sampler *s)
 {
     if (!s) return;
     free(s->hist); free(s->count); free(s->work); free(s->c); free(s->prob);
+    free((void *)s->p.bias_id); free((void *)s->p.bias);
     free(s);
 }
 
@@ -156,6 +170,8 @@ int32_t sampler_sample_masked(sampler *s, const float *logits, const uint8_t *al
 {
     const sampler_params *p = &s->p;
     memcpy(s->work, logits, (size_t)s->n_vocab * sizeof *s->work);
+    for (int i = 0; i < p->n_bias; i++)
+        if (p->bias_id[i] >= 0 && p->bias_id[i] < s->n_vocab) s->work[p->bias_id[i]] += p->bias[i];
     apply_penalties(s);
     if (allow) {
         int any = 0;

@@ -1,6 +1,7 @@
 /* sampler.h: picks the next token from a row of logits.
  *
  * Contract:
+ *  - A logit bias (bias_id/bias) is added to the logits before all else.
  *  - The chain is llama.cpp's default order: repetition / presence /
  *    frequency penalties over the last penalty_last_n accepted tokens, then
  *    top-k, top-p, min-p (these three on the untempered distribution), then
@@ -29,6 +30,10 @@ typedef struct sampler_params {
     float frequency_penalty;  /* 0: off; subtracted per occurrence */
     int penalty_last_n;       /* tokens of history the penalties see */
     uint64_t seed;
+    const int32_t *bias_id;   /* n_bias token ids whose logits get bias[i] added first (OpenAI's logit_bias;
+                               * copied by sampler_create) */
+    const float *bias;
+    int n_bias;
 } sampler_params;
 
 /* temp 0.8, top_k 40, top_p 0.95, min_p 0.05, no penalties, last_n 64, seed 0. */

@@ -27,6 +27,14 @@ int server_prepare(server *s, const api_request *r, prepared *p, api_error *e)
     if (r->json_mode && s->has_harmony)
         return fail(e, 400, "response_format", "JSON mode is not available with gpt-oss's harmony template");
     if (r->json_mode && !s->json_vocab) return fail(e, 500, "response_format", "out of memory for JSON mode");
+    for (int i = 0; i < r->n_bias; i++) {
+        if (r->bias_id[i] >= eng->n_vocab) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "logit_bias names token %d; the vocabulary's ids are 0..%d", (int)r->bias_id[i],
+                     eng->n_vocab - 1);
+            return fail(e, 400, "logit_bias", msg);
+        }
+    }
     if (r->kind == API_COMPLETION) {
         text = strdup(r->prompt);
         if (!text) return fail(e, 500, what, "out of memory");
@@ -99,7 +107,9 @@ gen *server_gen_begin(server *s, const api_request *r, const prepared *p, char *
     gen_params gp = {
         .max_tokens = p->max_tokens,
         .sampling = { .temperature = (float)r->temperature, .top_p = (float)r->top_p,
-                      .top_k = r->top_k, .seed = seed,
+                      .top_k = r->top_k, .seed = seed, .presence_penalty = r->presence_penalty,
+                      .frequency_penalty = r->frequency_penalty, .bias_id = r->bias_id, .bias = r->bias,
+                      .n_bias = r->n_bias,
                       .n_probs = r->logprobs ? (r->top_logprobs > 0 ? r->top_logprobs : 1) : 0 },
         .stops = (const char *const *)r->stops,
         .n_stops = r->n_stops,

@@ -100,8 +100,11 @@ static void test_openai_refusals(void **st)
     REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"tool\",\"content\":\"a\",\"tool_call_id\":7}]}", "messages[0].tool_call_id");
     REFUSE(API_CHAT, "{" MSG ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{}}}", "response_format");
     REFUSE(API_CHAT, "{" MSG ",\"response_format\":\"json\"}", "response_format");
-    REFUSE(API_CHAT, "{" MSG ",\"logit_bias\":{\"5\":1}}", "logit_bias");
-    REFUSE(API_CHAT, "{" MSG ",\"frequency_penalty\":0.5}", "frequency_penalty");
+    REFUSE(API_CHAT, "{" MSG ",\"logit_bias\":{\"x5\":1}}", "logit_bias");
+    REFUSE(API_CHAT, "{" MSG ",\"logit_bias\":{\"5\":101}}", "logit_bias");
+    REFUSE(API_CHAT, "{" MSG ",\"logit_bias\":[5]}", "logit_bias");
+    REFUSE(API_CHAT, "{" MSG ",\"frequency_penalty\":2.5}", "frequency_penalty");
+    REFUSE(API_CHAT, "{" MSG ",\"presence_penalty\":\"high\"}", "presence_penalty");
     REFUSE(API_CHAT, "{" MSG ",\"top_logprobs\":3}", "top_logprobs");             /* needs logprobs */
     REFUSE(API_CHAT, "{" MSG ",\"logprobs\":true,\"top_logprobs\":21}", "top_logprobs");
     REFUSE(API_CHAT, "{" MSG ",\"stream_options\":{\"include_usage\":1}}", "stream_options.include_usage");
@@ -176,6 +179,13 @@ static void test_openai_tools(void **st)
     REFUSE(API_CHAT, "{" MSG ",\"reasoning_effort\":1}", "reasoning_effort");
     REFUSE(API_CHAT, "{" MSG ",\"chat_template_kwargs\":[]}", "chat_template_kwargs");
     REFUSE(API_CHAT, "{" MSG ",\"chat_template_kwargs\":{\"enable_thinking\":\"no\"}}", "chat_template_kwargs.enable_thinking");
+    /* OpenAI's penalties and logit_bias, kept for the sampler */
+    static const char pen[] = "{" MSG ",\"presence_penalty\":0.5,\"frequency_penalty\":-1,\"logit_bias\":{\"5\":-100,\"12\":2.5}}";
+    assert_int_equal(api_request_parse(API_CHAT, pen, sizeof pen - 1, 256, &r, &e), 0);
+    assert_true(r.presence_penalty == 0.5f && r.frequency_penalty == -1.0f);
+    assert_int_equal(r.n_bias, 2);
+    assert_true(r.bias_id[0] == 5 && r.bias[0] == -100.0f && r.bias_id[1] == 12 && r.bias[1] == 2.5f);
+    api_request_free(&r);
     /* tool_choice forcing a call, or a named one among the tools */
     static const char req[] = "{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],\"tool_choice\":\"required\"}";
     assert_int_equal(api_request_parse(API_CHAT, req, sizeof req - 1, 256, &r, &e), 0);

@@ -228,6 +228,37 @@ static void prompt_cache(void **state)
 
 /* Logprobs are log-softmax of the raw logits: checked against a model of
  * our own over the same pack, for the first token and its alternatives. */
+/* OpenAI's logit_bias and penalties reach the sampler: banning the greedy
+ * first token changes it; a frequency penalty changes a greedy text that
+ * repeats tokens. */
+static void bias_and_penalties(void **state)
+{
+    NEED_PACK(state);
+    const fixture *f = *state;
+    engine *e = open_engine(f, 1);
+    int32_t *p;
+    size_t n;
+    tokens_of(e, "Once upon a time", &p, &n);
+    enum { K = 40 };
+    int32_t plain[K], banned[K], penalised[K];
+    size_t cached;
+    greedy(e, p, n, plain, K, &cached);
+    const int32_t id = plain[0];
+    const float b = -100.0f;
+    engine_sampling sp = { .temperature = 0, .top_p = 1, .bias_id = &id, .bias = &b, .n_bias = 1 };
+    run_cached(e, p, n, &sp, banned, K, &cached);
+    assert_true(banned[0] != plain[0]);
+    bool repeats = false;
+    for (int i = 0; i < K && !repeats; i++)
+        for (int j = 0; j < i; j++) repeats |= plain[i] == plain[j];
+    assert_true(repeats);
+    sp = (engine_sampling){ .temperature = 0, .top_p = 1, .frequency_penalty = 2.0f };
+    run_cached(e, p, n, &sp, penalised, K, &cached);
+    assert_memory_not_equal(plain, penalised, sizeof plain);
+    free(p);
+    engine_model_free(e);
+}
+
 static void logprobs_are_log_softmax(void **state)
 {
     NEED_PACK(state);
@@ -354,6 +385,7 @@ int main(void)
         cmocka_unit_test(sessions_interleave),
         cmocka_unit_test(prompt_cache),
         cmocka_unit_test(logprobs_are_log_softmax),
+        cmocka_unit_test(bias_and_penalties),
         cmocka_unit_test(turn_ends_and_refusals),
         cmocka_unit_test(harmony_turn_ends),
     };

@@ -49,6 +49,25 @@ static void test_masked(void **st)
     sampler_free(s);
 }
 
+/* logit_bias: added first; -100 bans a token, a bias can lift another to the top */
+static void test_bias(void **st)
+{
+    (void)st;
+    sampler_params p = plain();
+    p.temp = 0.0f;
+    const int32_t id[2] = { 1, 4 };
+    const float b[2] = { -100.0f, 0.5f };
+    p.bias_id = id;
+    p.bias = b;
+    p.n_bias = 2;
+    sampler *s = sampler_create(&p, 5);
+    assert_non_null(s);
+    float l[5] = { 0.1f, 3.0f, -1.0f, 3.0f, 2.9f };
+    assert_int_equal(sampler_sample(s, l), 4); /* 2.9 + 0.5 beats 3.0; 1 is banned */
+    assert_true(l[4] == 2.9f);                 /* the caller's logits untouched */
+    sampler_free(s);
+}
+
 static void draw(const sampler_params *p, const float *l, int nv, int n, int *hist, int32_t *seq)
 {
     sampler *s = sampler_create(p, nv);
@@ -202,6 +221,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy),
         cmocka_unit_test(test_masked),
+        cmocka_unit_test(test_bias),
         cmocka_unit_test(test_seed_reproducible),
         cmocka_unit_test(test_distribution),
         cmocka_unit_test(test_filters),
