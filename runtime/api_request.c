@@ -598,6 +598,18 @@ static int parse_openai(json_t *o, api_request *r, int limit, api_error *e)
     if (opt_num(o, "frequency_penalty", -2, 2, &pen, e) < 0) return -1;
     r->frequency_penalty = (float)pen;
     if (logit_bias(o, r, e) != 0) return -1;
+    /* the local servers' extensions (vLLM's, llama.cpp's names) that local clients send */
+    long long tk = 0;
+    if (opt_int(o, "top_k", 0, 1000000, &tk, e) < 0) return -1;
+    r->top_k = (int)tk;
+    double mp = 0, rp = 1;
+    if (opt_num(o, "min_p", 0, 1, &mp, e) < 0) return -1;
+    r->min_p = (float)mp;
+    if (field(o, "repetition_penalty") && field(o, "repeat_penalty"))
+        return fail(e, "repeat_penalty", "repetition_penalty and repeat_penalty name the same thing: give one");
+    const char *rpk = field(o, "repeat_penalty") ? "repeat_penalty" : "repetition_penalty";
+    if (opt_num(o, rpk, 0.01, 10, &rp, e) < 0) return -1;
+    r->repeat_penalty = (float)rp;
     if (r->kind == API_CHAT) {
         if (refuse_unless(o, "functions", is_empty, "the legacy functions: use tools", e) ||
             refuse_unless(o, "function_call", is_none, "the legacy function_call: use tool_choice", e))

@@ -114,6 +114,8 @@ typedef struct api_request {
     bool         force_tool;   /* tool_choice forces a call: "required" / {"type": "any"}, or a named one */
     char        *force_name;   /* the named one's name, or NULL */
     float        presence_penalty, frequency_penalty; /* OpenAI's, -2..2 (0: off) */
+    float        min_p;          /* vLLM's and llama.cpp's extension, 0..1 (0: off) */
+    float        repeat_penalty; /* repetition_penalty (vLLM) / repeat_penalty (llama.cpp); 1: off (0 read as 1) */
     int32_t     *bias_id;      /* logit_bias: n_bias token ids (not yet checked against a vocabulary) */
     float       *bias;         /* and the bias for each, -100..100 */
     int          n_bias;

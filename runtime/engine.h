@@ -47,6 +47,8 @@ typedef struct engine_sampling {
     const engine_mask *mask;        /* NULL: none; the fake engine answers its script's token if allowed, else
                                      * the lowest allowed id */
     float              presence_penalty, frequency_penalty; /* OpenAI's, over the tokens generated (0: off) */
+    float              min_p;          /* 0: off */
+    float              repeat_penalty; /* llama.cpp's, over the last 64 tokens generated; 0 or 1: off */
     const int32_t     *bias_id;     /* logit_bias: n_bias token ids (each < n_vocab) and the bias added to each */
     const float       *bias;
     int                n_bias;

@@ -250,17 +250,21 @@ static engine_session *me_begin(void *self, const int32_t *prompt, size_t n_prom
     s->me = me;
     s->slot = -1;
     s->n_probs = sp->n_probs < 0 ? 0 : sp->n_probs > ENGINE_MAX_PROBS ? ENGINE_MAX_PROBS : sp->n_probs;
-    /* `strata run`'s chain minus what the APIs do not ask for: min_p and the
-     * repetition penalty would change the text a client asked for. */
+    /* `strata run`'s chain, with what the request asks for: no min_p or
+     * penalty unless it does (they would change the text a client asked for). */
     sampler_params p = sampler_default_params();
     p.temp = sp->temperature;
     p.top_k = sp->top_k;
     p.top_p = sp->top_p;
-    p.min_p = 0.0f;
-    /* OpenAI's penalties see the tokens generated so far (up to the last 1024) */
+    p.min_p = sp->min_p;
+    /* OpenAI's penalties see the tokens generated so far (up to the last 1024); llama.cpp's repeat
+     * penalty alone the last 64, its default */
     p.presence_penalty = sp->presence_penalty;
     p.frequency_penalty = sp->frequency_penalty;
-    p.penalty_last_n = sp->presence_penalty != 0.0f || sp->frequency_penalty != 0.0f ? 1024 : 0;
+    p.repeat_penalty = sp->repeat_penalty > 0.0f ? sp->repeat_penalty : 1.0f;
+    p.penalty_last_n = sp->presence_penalty != 0.0f || sp->frequency_penalty != 0.0f ? 1024
+                     : p.repeat_penalty != 1.0f                                      ? 64
+                                                                                      : 0;
     p.bias_id = sp->bias_id;
     p.bias = sp->bias;
     p.n_bias = sp->n_bias;

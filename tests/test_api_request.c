@@ -185,7 +185,20 @@ static void test_openai_tools(void **st)
     assert_true(r.presence_penalty == 0.5f && r.frequency_penalty == -1.0f);
     assert_int_equal(r.n_bias, 2);
     assert_true(r.bias_id[0] == 5 && r.bias[0] == -100.0f && r.bias_id[1] == 12 && r.bias[1] == 2.5f);
+    assert_true(r.repeat_penalty == 1.0f && r.min_p == 0.0f && r.top_k == 0); /* absent: off */
     api_request_free(&r);
+    /* the local servers' extensions: top_k, min_p, repetition_penalty (vLLM) or repeat_penalty (llama.cpp) */
+    static const char ext[] = "{" MSG ",\"top_k\":40,\"min_p\":0.05,\"repeat_penalty\":1.1}";
+    assert_int_equal(api_request_parse(API_CHAT, ext, sizeof ext - 1, 256, &r, &e), 0);
+    assert_true(r.top_k == 40 && r.min_p == 0.05f && r.repeat_penalty == 1.1f);
+    api_request_free(&r);
+    static const char ext2[] = "{\"prompt\":\"a\",\"repetition_penalty\":1.3}";
+    assert_int_equal(api_request_parse(API_COMPLETION, ext2, sizeof ext2 - 1, 256, &r, &e), 0);
+    assert_true(r.repeat_penalty == 1.3f);
+    api_request_free(&r);
+    REFUSE(API_CHAT, "{" MSG ",\"repeat_penalty\":1.1,\"repetition_penalty\":1.2}", "repeat_penalty");
+    REFUSE(API_CHAT, "{" MSG ",\"min_p\":2}", "min_p");
+    REFUSE(API_CHAT, "{" MSG ",\"repetition_penalty\":0}", "repetition_penalty");
     /* tool_choice forcing a call, or a named one among the tools */
     static const char req[] = "{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],\"tool_choice\":\"required\"}";
     assert_int_equal(api_request_parse(API_CHAT, req, sizeof req - 1, 256, &r, &e), 0);

@@ -255,6 +255,12 @@ static void bias_and_penalties(void **state)
     sp = (engine_sampling){ .temperature = 0, .top_p = 1, .frequency_penalty = 2.0f };
     run_cached(e, p, n, &sp, penalised, K, &cached);
     assert_memory_not_equal(plain, penalised, sizeof plain);
+    sp = (engine_sampling){ .temperature = 0, .top_p = 1, .repeat_penalty = 1.5f };
+    run_cached(e, p, n, &sp, penalised, K, &cached);
+    assert_memory_not_equal(plain, penalised, sizeof plain);
+    sp = (engine_sampling){ .temperature = 0, .top_p = 1, .repeat_penalty = 1.0f, .min_p = 0.5f }; /* greedy: min_p changes nothing */
+    run_cached(e, p, n, &sp, penalised, K, &cached);
+    assert_memory_equal(plain, penalised, sizeof plain);
     free(p);
     engine_model_free(e);
 }
