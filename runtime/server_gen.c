@@ -132,7 +132,6 @@ void server_gen_finish(server *s, gen *g, size_t n_prompt)
     gen_end(g);
 }
 
-
 void server_content(const server *s, const prepared *p, tool_scan *ts, const char *d, size_t n, strbuf *out)
 {
     if (p->tools && s->tools != CHAT_TOOLS_HARMONY) {
