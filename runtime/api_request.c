@@ -88,17 +88,26 @@ static int is_empty(json_t *v)
            (json_is_string(v) && json_string_length(v) == 0);
 }
 static int is_none(json_t *v) { return json_is_string(v) && !strcmp(json_string_value(v), "none"); }
-/* An output format: {"type": "text"}, or {"type": "json_object"} (JSON mode, *json set); json_schema
- * (a schema's constraint, which nothing here enforces) and anything else refused, naming param. */
+/* An output format: {"type": "text"}; {"type": "json_object"} (JSON mode); {"type": "json_schema"}
+ * with its schema (chat: {"json_schema": {"schema": ...}}, Responses: {"schema": ...}), kept as
+ * text for json_schema.h, which the server compiles; anything else refused, naming param. */
 static int output_format(json_t *v, const char *param, api_request *r, api_error *e)
 {
     json_t *t = json_object_get(v, "type");
     const char *ty = json_is_object(v) && json_is_string(t) ? json_string_value(t) : NULL;
     if (ty && !strcmp(ty, "text")) return 0;
     if (ty && !strcmp(ty, "json_object")) { r->json_mode = true; return 0; }
-    return fail(e, param, "%s must be {\"type\": \"text\"} or {\"type\": \"json_object\"}%s", param,
-                ty && !strcmp(ty, "json_schema") ? ": a JSON schema is not enforced here (json_object is: the answer is "
-                                                   "a JSON object)" : "");
+    if (ty && !strcmp(ty, "json_schema")) {
+        json_t *js = json_object_get(v, "json_schema");
+        json_t *schema = json_object_get(js ? js : v, "schema");
+        if (schema && !json_is_object(schema) && !json_is_boolean(schema))
+            return fail(e, param, "%s's schema must be a JSON Schema object", param);
+        r->json_mode = true;
+        r->json_schema = schema ? json_dumps(schema, JSON_COMPACT | JSON_ENCODE_ANY) : strdup("{}");
+        return r->json_schema ? 0 : fail(e, param, "out of memory");
+    }
+    return fail(e, param, "%s must be {\"type\": \"text\"}, {\"type\": \"json_object\"} or {\"type\": \"json_schema\"}",
+                param);
 }
 
 static int is_thinking_off(json_t *v)
@@ -951,6 +960,7 @@ void api_request_free(api_request *r)
     for (size_t i = 0; i < r->n_tools; i++) free(r->tools[i]);
     free(r->tools);
     free(r->force_name);
+    free(r->json_schema);
     free(r->bias_id);
     free(r->bias);
     free(r->msgs);

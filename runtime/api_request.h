@@ -14,7 +14,7 @@
  *    that overflow, wrong types, values out of range and unknown roles are
  *    all refused. null counts as "absent" (clients send "stop": null).
  *  - Fields that would change the answer and that we do not implement
- *    (n != 1, response_format json_schema,
+ *    (n != 1,
  *    echo, suffix...) are refused by name;
  *    harmless unknown fields are ignored, as the upstream APIs do.
  *  - Tools: OpenAI's tools ({"type": "function", "function": {name,
@@ -110,7 +110,8 @@ typedef struct api_request {
     bool         thinking_on;  /* asked for in so many words: chat_template_kwargs enable_thinking or thinking
                                 * true, Anthropic's thinking "enabled" (not "adaptive"); templates whose default is
                                 * not to reason (DeepSeek V3.1's) reason only then */
-    bool         json_mode;    /* response_format (Responses: text.format) {"type": "json_object"} */
+    bool         json_mode;    /* response_format (Responses: text.format) json_object or json_schema */
+    char        *json_schema;  /* json_schema's schema as JSON text (not yet compiled), or NULL */
     bool         force_tool;   /* tool_choice forces a call: "required" / {"type": "any"}, or a named one */
     char        *force_name;   /* the named one's name, or NULL */
     float        presence_penalty, frequency_penalty; /* OpenAI's, -2..2 (0: off) */

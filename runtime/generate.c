@@ -39,6 +39,7 @@ struct gen {
     strbuf          th_head;   /* think, undecided: the answer's first bytes */
     strbuf          piece;     /* think: one token's text */
     json_mode       json;      /* JSON mode (p.json_vocab): the answer held to an object */
+    js_schema      *schema;    /* p.json_schema compiled, owned */
 };
 
 static double now_s(void)
@@ -62,13 +63,14 @@ gen *gen_begin(const engine *e, const int32_t *prompt, size_t n_prompt, const ge
     engine_sampling sp = p->sampling;
     if (p->json_vocab && !p->harmony) {
         /* from the answer's start, or (reasoning first) once </think> has come */
-        json_mode_init(&g->json, p->json_vocab);
+        if (p->json_schema && !(g->schema = js_compile(p->json_schema, err, errlen))) { free(g); return NULL; }
+        json_mode_init(&g->json, p->json_vocab, g->schema);
         if (g->th_state == 0) g->th_state = 2; /* the answer is JSON from its first byte: no <think> can open it */
         g->json.active = g->th_state != 1;
         sp.mask = &g->json.mask;
     }
     g->s = e->begin(e->self, prompt, n_prompt, &sp, err, errlen);
-    if (!g->s) { free(g); return NULL; }
+    if (!g->s) { js_free(g->schema); free(g); return NULL; }
     return g;
 }
 
@@ -373,6 +375,7 @@ void gen_end(gen *g)
     strbuf_free(&g->piece);
     free(g->r_out);
     free(g->out);
+    js_free(g->schema);
     free(g->toks);
     free(g);
 }

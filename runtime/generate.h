@@ -86,6 +86,7 @@ typedef struct gen_params {
     /* JSON mode (json_mode.h, not with harmony): the answer is held to one JSON object, from its start
      * or, when the prompt opened a reasoning block, from its end; NULL: free text */
     const struct json_vocab *json_vocab;
+    const char *json_schema; /* with json_vocab: the schema's JSON text (json_schema.h) the answer must follow too */
     /* Called after each sampled token with the seconds since the previous
      * one (since gen_begin for the first). */
     void (*on_token)(void *ud, double seconds, int first);

@@ -49,39 +49,56 @@ json_vocab *json_vocab_new(const engine *e)
     return v;
 }
 
+/* Whether the text continues the answer so far. */
+static bool continues(const json_mode *m, const char *t, size_t n)
+{
+    if (m->schema) {
+        js_prefix p = m->sstate;
+        return js_prefix_feed(&p, t, n);
+    }
+    json_prefix j = m->state;
+    return json_prefix_feed(&j, t, n);
+}
+
+static bool done(const json_mode *m)
+{
+    return m->schema ? js_prefix_complete(&m->sstate) : json_prefix_complete(&m->state);
+}
+
 static bool fill(void *ud, uint8_t *allow, int n_vocab)
 {
     json_mode *m = ud;
     if (!m->active || m->broken) return false;
     const json_vocab *v = m->v;
-    const bool done = json_prefix_complete(&m->state);
+    const bool complete = done(m);
     /* most tokens fail on their first byte: which first bytes may come, once per step */
     uint8_t first[256];
     for (int c = 0; c < 256; c++) {
-        json_prefix j = m->state;
         const char b = (char)c;
-        first[c] = !done && json_prefix_feed(&j, &b, 1);
+        first[c] = !complete && continues(m, &b, 1);
     }
     for (int id = 0; id < n_vocab; id++) {
         if (id >= v->n) { allow[id] = 0; continue; }
-        if (v->eog[id]) { allow[id] = done; continue; }
+        if (v->eog[id]) { allow[id] = complete; continue; }
         const uint32_t a = v->start[id], b = v->start[id + 1];
         if (b == a || !first[(unsigned char)v->text[a]]) { allow[id] = 0; continue; }
-        json_prefix j = m->state;
-        allow[id] = b - a == 1 || json_prefix_feed(&j, v->text + a, b - a);
+        allow[id] = b - a == 1 || continues(m, v->text + a, b - a);
     }
     return true;
 }
 
-void json_mode_init(json_mode *m, const json_vocab *v)
+void json_mode_init(json_mode *m, const json_vocab *v, const js_schema *schema)
 {
     memset(m, 0, sizeof *m);
     m->v = v;
+    m->schema = schema;
     json_prefix_init(&m->state);
+    if (schema) js_prefix_init(&m->sstate, schema);
     m->mask = (engine_mask){ .fill = fill, .ud = m };
 }
 
 void json_mode_feed(json_mode *m, const char *s, size_t n)
 {
-    if (!m->broken && !json_prefix_feed(&m->state, s, n)) m->broken = true;
+    if (m->broken) return;
+    if (m->schema ? !js_prefix_feed(&m->sstate, s, n) : !json_prefix_feed(&m->state, s, n)) m->broken = true;
 }

@@ -26,6 +26,7 @@
 
 #include "runtime/engine.h"
 #include "runtime/json_prefix.h"
+#include "runtime/json_schema.h"
 
 typedef struct json_vocab json_vocab;
 
@@ -34,12 +35,15 @@ void json_vocab_free(json_vocab *v);
 
 typedef struct json_mode {
     const json_vocab *v;
+    const js_schema  *schema; /* NULL: any object (json_object); else the schema's (json_schema) */
     json_prefix       state;
+    js_prefix         sstate;
     bool              active, broken;
     engine_mask       mask;
 } json_mode;
 
-void json_mode_init(json_mode *m, const json_vocab *v);
+/* schema NULL: JSON mode; else the answer held to the schema too (it must outlive m). */
+void json_mode_init(json_mode *m, const json_vocab *v, const js_schema *schema);
 void json_mode_feed(json_mode *m, const char *s, size_t n);
 
 #endif

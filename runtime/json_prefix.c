@@ -51,6 +51,7 @@ static bool top_is_array(const json_prefix *j) { return j->depth && (j->arrays >
 
 static void close_container(json_prefix *j)
 {
+    j->ev = top_is_array(j) ? JP_CLOSE_ARRAY : JP_CLOSE_OBJECT;
     j->depth--;
     value_done(j);
 }
@@ -58,6 +59,7 @@ static void close_container(json_prefix *j)
 /* The first byte of a value. */
 static bool value_start(json_prefix *j, unsigned char c)
 {
+    j->ev = JP_VALUE;
     if (c == '{') return open_container(j, false);
     if (c == '[') return open_container(j, true);
     if (c == '"') { j->state = S_STRING; j->str_key = 0; return true; }
@@ -105,7 +107,8 @@ static bool string_byte(json_prefix *j, unsigned char c)
     if (j->low == 1) { if (c != '\\') return false; j->low = 2; j->esc = 1; return true; }
     if (j->low == 2) return false; /* handled above: esc 1 then 'u' */
     if (c < 0x20) return false;
-    if (c == '"') {
+    if (c == '"' && !j->esc && !j->low) {
+        j->ev = j->str_key ? JP_KEY_CLOSE : JP_STR_CLOSE;
         if (j->str_key) j->state = S_COLON;
         else value_done(j);
         return true;
@@ -169,6 +172,7 @@ static bool number_byte(json_prefix *j, unsigned char c, bool *ended)
 
 static bool feed_byte(json_prefix *j, unsigned char c)
 {
+    j->ev = JP_OTHER;
     /* blanks in a row between tokens are bounded (a number's or literal's blank ends it, and counts after) */
     if (j->state != S_STRING && is_ws(c) && j->state != S_NUMBER) {
         if (++j->blanks > JSON_PREFIX_MAX_BLANKS) return false;
@@ -178,6 +182,7 @@ static bool feed_byte(json_prefix *j, unsigned char c)
     switch (j->state) {
     case S_START:
         if (is_ws(c)) return true;
+        j->ev = JP_VALUE;
         return c == '{' && open_container(j, false);
     case S_VALUE:
     case S_ARR_FIRST:
@@ -191,6 +196,7 @@ static bool feed_byte(json_prefix *j, unsigned char c)
         if (c != '"') return false;
         j->state = S_STRING;
         j->str_key = 1;
+        j->ev = JP_KEY_OPEN;
         return true;
     case S_COLON:
         if (is_ws(c)) return true;
@@ -203,6 +209,7 @@ static bool feed_byte(json_prefix *j, unsigned char c)
         if (c == (top_is_array(j) ? ']' : '}')) { close_container(j); return true; }
         return false;
     case S_STRING:
+        j->ev = j->str_key ? JP_KEY_CHAR : JP_STR_CHAR; /* the closing quote says otherwise */
         return string_byte(j, c);
     case S_LITERAL: {
         const char *w = LITERALS[j->lit];
@@ -212,6 +219,7 @@ static bool feed_byte(json_prefix *j, unsigned char c)
     }
     case S_NUMBER: {
         bool ended;
+        j->ev = JP_NUM_CHAR;
         if (!number_byte(j, c, &ended)) return false;
         return ended ? feed_byte(j, c) : true;
     }

@@ -37,8 +37,20 @@ typedef struct json_prefix { /* private: json_prefix.c */
     uint8_t  low;          /* after a high surrogate's escape: 1 a backslash must follow, 2 a 'u' */
     uint16_t u;            /* the \u escape's value so far */
     uint8_t  blanks;       /* blanks in a row between tokens */
+    uint8_t  ev;           /* what the last byte was (json_prefix_event) */
     uint64_t arrays;       /* bit d: the container at depth d + 1 is an array */
 } json_prefix;
+
+/* What the last byte fed was, for a layer that checks more than the
+ * grammar (json_schema.h): a value's first byte, a key's or a string
+ * value's opening quote, content byte or closing quote, a number's later
+ * byte, an object's or array's close; JP_OTHER for the rest (blanks, ':',
+ * ',', a literal's later bytes). A byte that ends a number reports what it
+ * is itself. */
+enum {
+    JP_OTHER, JP_VALUE, JP_KEY_OPEN, JP_KEY_CHAR, JP_KEY_CLOSE, JP_STR_CHAR, JP_STR_CLOSE, JP_NUM_CHAR,
+    JP_CLOSE_OBJECT, JP_CLOSE_ARRAY
+};
 
 void json_prefix_init(json_prefix *j);
 bool json_prefix_feed(json_prefix *j, const char *s, size_t n);

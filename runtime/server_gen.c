@@ -2,6 +2,7 @@
  * template, tokenization, the context limits, sampling parameters and the
  * metrics hooks. Shared by both APIs so they cannot drift apart. */
 #include "runtime/server_internal.h"
+#include "runtime/json_schema.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,16 @@ int server_prepare(server *s, const api_request *r, prepared *p, api_error *e)
     if (r->json_mode && s->has_harmony)
         return fail(e, 400, "response_format", "JSON mode is not available with gpt-oss's harmony template");
     if (r->json_mode && !s->json_vocab) return fail(e, 500, "response_format", "out of memory for JSON mode");
+    if (r->json_schema) { /* compiled again by the generation, which keeps it */
+        char jerr[200];
+        js_schema *js = js_compile(r->json_schema, jerr, sizeof jerr);
+        if (!js) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "the JSON schema: %s", jerr);
+            return fail(e, 400, "response_format", msg);
+        }
+        js_free(js);
+    }
     for (int i = 0; i < r->n_bias; i++) {
         if (r->bias_id[i] >= eng->n_vocab) {
             char msg[160];
@@ -118,6 +129,7 @@ gen *server_gen_begin(server *s, const api_request *r, const prepared *p, char *
         .think = p->think,
         .kept = r->kind != API_COMPLETION ? s->kept : NULL,
         .json_vocab = r->json_mode ? s->json_vocab : NULL,
+        .json_schema = r->json_schema,
         .n_kept = r->kind != API_COMPLETION ? s->n_kept : 0,
         .on_token = on_token,
         .ud = s,

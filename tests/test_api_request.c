@@ -98,7 +98,7 @@ static void test_openai_refusals(void **st)
     REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"type\":\"function\"}]}]}",
            "messages[0].tool_calls[0]");
     REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"tool\",\"content\":\"a\",\"tool_call_id\":7}]}", "messages[0].tool_call_id");
-    REFUSE(API_CHAT, "{" MSG ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{}}}", "response_format");
+    REFUSE(API_CHAT, "{" MSG ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":5}}}", "response_format");
     REFUSE(API_CHAT, "{" MSG ",\"response_format\":\"json\"}", "response_format");
     REFUSE(API_CHAT, "{" MSG ",\"logit_bias\":{\"x5\":1}}", "logit_bias");
     REFUSE(API_CHAT, "{" MSG ",\"logit_bias\":{\"5\":101}}", "logit_bias");
@@ -414,7 +414,13 @@ static void test_responses(void **st)
     api_request_free(&r);
     REFUSE(API_RESPONSES, "{\"model\":\"m\"}", "input");
     REFUSE(API_RESPONSES, "{\"input\":\"a\",\"previous_response_id\":\"resp_1\"}", "previous_response_id");
-    REFUSE(API_RESPONSES, "{\"input\":\"a\",\"text\":{\"format\":{\"type\":\"json_schema\"}}}", "text.format");
+    REFUSE(API_RESPONSES, "{\"input\":\"a\",\"text\":{\"format\":{\"type\":\"yaml\"}}}", "text.format");
+    static const char rschema[] = "{\"input\":\"a\",\"text\":{\"format\":{\"type\":\"json_schema\",\"name\":\"x\","
+                                  "\"schema\":{\"type\":\"object\",\"properties\":{\"k\":{\"type\":\"string\"}}}}}}";
+    assert_int_equal(api_request_parse(API_RESPONSES, rschema, sizeof rschema - 1, 256, &r, &e), 0);
+    assert_true(r.json_mode);
+    assert_string_equal(r.json_schema, "{\"type\":\"object\",\"properties\":{\"k\":{\"type\":\"string\"}}}");
+    api_request_free(&r);
     static const char rjson[] = "{\"input\":\"a\",\"text\":{\"format\":{\"type\":\"json_object\"}}}";
     assert_int_equal(api_request_parse(API_RESPONSES, rjson, sizeof rjson - 1, 256, &r, &e), 0);
     assert_true(r.json_mode);

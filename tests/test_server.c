@@ -786,9 +786,9 @@ static void test_json_mode(void **st)
     free(streamed);
     free(sreason);
     reply_free(&r);
-    /* a JSON schema is refused, naming the field */
+    /* a format of another type is refused, naming the field */
     r = (reply){ 0 };
-    http(f.port, "/v1/chat/completions", CHAT ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{}}}", NULL, &r);
+    http(f.port, "/v1/chat/completions", CHAT ",\"response_format\":{\"type\":\"yaml\"}}", NULL, &r);
     assert_int_equal(r.status, 400);
     assert_non_null(strstr(r.body.data, "response_format"));
     reply_free(&r);
@@ -1164,6 +1164,49 @@ static void test_tool_choice_forced(void **st)
     expect_forced(f.port, "/v1/chat/completions",
                   CHAT TOOLS ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}}}",
                   "choices.0.message.tool_calls.0.function.arguments", "{\"city\": \"Oslo\"}");
+    stop(&f);
+}
+
+/* Structured outputs: response_format json_schema holds the answer to the
+ * schema too. A script that follows it comes out as it is; one that adds a
+ * key the schema forbids is closed where the schema allows (the fake
+ * engine's fallback: blanks, then the close); a schema json_schema.h cannot
+ * hold is a 400 naming response_format. */
+#define PERSON_FORMAT "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"p\",\"strict\":true," \
+    "\"schema\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"name\",\"age\",\"tags\"]," \
+    "\"properties\":{\"name\":{\"type\":\"string\"},\"age\":{\"type\":\"integer\"},\"tags\":{\"type\":\"array\"," \
+    "\"items\":{\"type\":\"string\",\"enum\":[\"a\",\"b\"]}}}}}}"
+static void test_json_schema(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(DS_VOCAB);
+    fixture f;
+    start_on(&f, DS_VOCAB, QWEN3_TOOL_MARKERS, "{\"name\": \"Bob\", \"age\": 7, \"tags\": [\"a\", \"b\"]}");
+    char *content, *reasoning;
+    json_t *v = json_answer(f.port, "," PERSON_FORMAT, &content, &reasoning);
+    if (!json_is_object(v)) fail_msg("not a JSON object: [%s]", content);
+    assert_string_equal(content, "{\"name\": \"Bob\", \"age\": 7, \"tags\": [\"a\", \"b\"]}");
+    json_decref(v);
+    free(content);
+    free(reasoning);
+    stop(&f);
+    /* a key the schema forbids: the ',' before it cannot come (no key may follow), the object closes */
+    start_on(&f, DS_VOCAB, QWEN3_TOOL_MARKERS, "{\"name\": \"Bob\", \"age\": 7, \"extra\": true}");
+    v = json_answer(f.port, ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{\"type\":\"object\","
+                            "\"additionalProperties\":false,\"properties\":{\"name\":{\"type\":\"string\"},\"age\":{\"type\":\"integer\"}}}}}",
+                    &content, &reasoning);
+    if (!json_is_object(v)) fail_msg("not a JSON object: [%s]", content);
+    assert_int_equal(json_object_size(v), 2);
+    assert_null(json_object_get(v, "extra"));
+    json_decref(v);
+    free(content);
+    free(reasoning);
+    reply r = { 0 };
+    http(f.port, "/v1/chat/completions",
+         CHAT ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{\"type\":\"array\"}}}}", NULL, &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body.data, "the top level must allow an object"));
+    reply_free(&r);
     stop(&f);
 }
 
@@ -1570,6 +1613,7 @@ int main(void)
         cmocka_unit_test(test_tool_calls_deepseek),
         cmocka_unit_test(test_tool_calls_control_markers),
         cmocka_unit_test(test_tool_choice_forced),
+        cmocka_unit_test(test_json_schema),
         cmocka_unit_test(test_tool_calls_llama4),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

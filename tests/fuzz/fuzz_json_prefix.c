@@ -2,9 +2,12 @@
  * recogniser (runtime/json_prefix.c), against jansson: whatever the bytes,
  * fed whole or a byte at a time the verdicts agree, a complete text is an
  * object jansson reads (numbers past its range aside), and every prefix of
- * an accepted text is accepted.
- * fuzz-link: runtime/json_prefix.c -ljansson */
+ * an accepted text is accepted. The same for json_schema.h's layer over
+ * it, with a schema of every kind it holds (recursion, anyOf, enums): a
+ * text it completes is one json_prefix completes too.
+ * fuzz-link: runtime/json_prefix.c runtime/json_schema.c -ljansson */
 #include "runtime/json_prefix.h"
+#include "runtime/json_schema.h"
 
 #include <jansson.h>
 #include <stdint.h>
@@ -29,5 +32,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!json_is_object(v) && !strstr(e.text, "overflow") && !strstr(e.text, "too big")) __builtin_trap();
         json_decref(v);
     }
+    static js_schema *schema;
+    if (!schema) {
+        char err[200];
+        schema = js_compile("{\"$defs\": {\"n\": {\"type\": \"object\", \"required\": [\"v\"], \"additionalProperties\": false,"
+                            " \"properties\": {\"v\": {\"type\": \"integer\"}, \"k\": {\"type\": \"array\", \"items\":"
+                            " {\"$ref\": \"#/$defs/n\"}}, \"e\": {\"enum\": [\"a\", \"ab\", \"b\"]}, \"o\": {\"anyOf\":"
+                            " [{\"type\": \"string\"}, {\"type\": \"null\"}, {\"$ref\": \"#/$defs/n\"}]}, \"x\": {}}}},"
+                            " \"$ref\": \"#/$defs/n\"}", err, sizeof err);
+        if (!schema) __builtin_trap();
+    }
+    js_prefix sw, sb;
+    js_prefix_init(&sw, schema);
+    js_prefix_init(&sb, schema);
+    const bool sok = js_prefix_feed(&sw, s, size);
+    size_t sacc = 0;
+    while (sacc < size && js_prefix_feed(&sb, s + sacc, 1)) sacc++;
+    if (sok != (sacc == size)) __builtin_trap();
+    if (sok && !ok) __builtin_trap(); /* the schema only narrows the grammar */
+    if (sok && js_prefix_complete(&sw) && !json_prefix_complete(&whole)) __builtin_trap();
     return 0;
 }

@@ -76,6 +76,7 @@ fuzz_tool_scan)
 fuzz_json_prefix)
     printf '{"a": [1, -2.5e3, true, null, {"b": "\\u00e9\\ud83d\\ude00 x"}], "c": {}}' >"$corpus/object"
     printf '  {"k":"v"' >"$corpus/open"
+    printf '{"v": 1, "k": [{"v": 2, "e": "ab"}], "o": {"v": 3, "o": null}, "x": [true]}' >"$corpus/schema"
     ;;
 fuzz_hparams)
     # a llama MoE, a Llama 4 with YaRN and a glm4moe with its MTP block
