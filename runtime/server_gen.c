@@ -17,10 +17,45 @@ static int fail(api_error *e, int status, const char *param, const char *msg)
     return -1;
 }
 
+/* A named forced tool's parameters schema as JSON text (malloc'd; "{}" when it has none), or NULL. */
+static char *tool_params(const api_request *r, int i)
+{
+    json_t *t = json_loads(r->tools[i], 0, NULL);
+    json_t *params = json_object_get(json_object_get(t, "function"), "parameters");
+    char *text = params ? json_dumps(params, JSON_COMPACT) : strdup("{}");
+    json_decref(t);
+    return text;
+}
+
+/* A named forced call in a format whose arguments are one JSON object: the arguments are held to the
+ * tool's parameters schema (JSON mode's layer), and the call's close is taken as the answer's end.
+ * A schema json_schema.h cannot hold leaves the arguments free, as before. */
+static void forced_args(const server *s, const api_request *r, prepared *p)
+{
+    const char *close = tool_call_args_close(chat_tools_format(s->tools));
+    for (size_t i = 0; close && s->json_vocab && i < r->n_tools; i++) {
+        json_t *t = json_loads(r->tools[i], 0, NULL);
+        const char *nm = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+        const bool match = nm && !strcmp(nm, r->force_name);
+        json_decref(t);
+        if (!match) continue;
+        char *text = tool_params(r, (int)i), err[200];
+        js_schema *js = text ? js_compile(text, err, sizeof err) : NULL;
+        if (js) {
+            p->forced_tool = (int)i;
+            p->call_suffix = close;
+        }
+        js_free(js);
+        free(text);
+        return;
+    }
+}
+
 int server_prepare(server *s, const api_request *r, prepared *p, api_error *e)
 {
     memset(p, 0, sizeof *p);
     memset(e, 0, sizeof *e);
+    p->forced_tool = -1;
     const engine *eng = s->eng;
     char *text;
     const char *what = r->kind == API_COMPLETION ? "prompt" : "messages";
@@ -67,6 +102,7 @@ int server_prepare(server *s, const api_request *r, prepared *p, api_error *e)
             char *pre = tool_call_prefix(chat_tools_format(s->tools), r->force_name);
             snprintf(p->call_prefix, sizeof p->call_prefix, "%s", pre ? pre : "");
             free(pre);
+            if (r->force_name) forced_args(s, r, p);
         }
         /* the template wrote BOS already; a second one would shift the model */
         size_t bl = strlen(eng->bos_text);
@@ -134,7 +170,14 @@ gen *server_gen_begin(server *s, const api_request *r, const prepared *p, char *
         .on_token = on_token,
         .ud = s,
     };
-    return gen_begin(s->eng, p->ids, p->n_ids, &gp, err, errlen);
+    char *args_schema = NULL; /* a named forced call's arguments, held to the tool's schema */
+    if (p->forced_tool >= 0 && (args_schema = tool_params(r, p->forced_tool))) {
+        gp.json_vocab = s->json_vocab;
+        gp.json_schema = args_schema;
+    }
+    gen *g = gen_begin(s->eng, p->ids, p->n_ids, &gp, err, errlen);
+    free(args_schema); /* the generation keeps its own compiled copy */
+    return g;
 }
 
 void server_gen_finish(server *s, gen *g, size_t n_prompt)
@@ -151,6 +194,7 @@ void server_content(const server *s, const prepared *p, tool_scan *ts, const cha
         ts->tools = p->tool_defs;
         ts->n_tools = p->n_tool_defs;
         ts->prefix = p->call_prefix[0] ? p->call_prefix : NULL;
+        ts->suffix = p->call_suffix;
         tool_scan_feed(ts, d, n, out);
     } else {
         strbuf_add(out, d, n);
@@ -166,6 +210,7 @@ size_t server_calls(const server *s, const prepared *p, gen *g, tool_scan *ts, s
         ts->tools = p->tool_defs;
         ts->n_tools = p->n_tool_defs;
         ts->prefix = p->call_prefix[0] ? p->call_prefix : NULL;
+        ts->suffix = p->call_suffix;
         return tool_scan_finish(ts, calls, out);
     }
     size_t n;

@@ -99,6 +99,8 @@ typedef struct prepared {
     const char *const *tool_defs; /* the request's tools (it outlives this), to type Qwen3-Coder's values */
     size_t    n_tool_defs;
     char      call_prefix[320]; /* a forced call's opening, written at the prompt's end: the answer's start; "" */
+    const char *call_suffix;    /* a named forced call held to its tool's schema: its close, taken as the answer's end */
+    int       forced_tool;      /* that tool's index in the request's tools, or -1 */
 } prepared;
 /* Renders (chat) or takes (completion) the prompt, tokenizes it and checks
  * the context; on failure fills e (400 with the limit that was hit). */

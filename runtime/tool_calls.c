@@ -74,6 +74,18 @@ char *tool_call_prefix(tool_format f, const char *name)
     return strbuf_take(&b);
 }
 
+const char *tool_call_args_close(tool_format f)
+{
+    static const char ds[] = "<" DS_BAR "tool" DS_SP "call" DS_SP "end" DS_BAR "><" DS_BAR "tool" DS_SP "calls" DS_SP "end" DS_BAR ">";
+    switch (f) {
+    case TOOL_FORMAT_JSON: return "}\n</tool_call>";
+    case TOOL_FORMAT_DEEPSEEK: return ds;
+    case TOOL_FORMAT_KIMI: return "<|tool_call_end|><|tool_calls_section_end|>";
+    case TOOL_FORMAT_LLAMA: return "}";
+    default: return NULL; /* arguments as tagged pairs, not one JSON object */
+    }
+}
+
 /* The tag that starts the calls in a format. */
 static const char *open_tag(tool_format f)
 {
@@ -479,6 +491,7 @@ size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out)
 {
     *calls = NULL;
     if (ts->prefix && !ts->prefix_taken) tool_scan_feed(ts, "", 0, out);
+    if (ts->suffix) tool_scan_feed(ts, ts->suffix, strlen(ts->suffix), out);
     if (ts->held.oom) { out->oom = true; return 0; }
     const char *h = ts->held.data ? ts->held.data : "", *end = h + ts->held.len;
     if (!ts->capturing) {

@@ -77,6 +77,9 @@ typedef struct tool_scan {
      * answer's first text, once, at the first feed (or the finish; prefix_taken then). NULL: none. */
     const char        *prefix;
     bool               prefix_taken;
+    /* Text the answer stops short of, taken as its end at the finish (a forced call whose arguments were
+     * held to their schema ends where the object closes: the format's closing tags). NULL: none. */
+    const char        *suffix;
 } tool_scan;
 
 void tool_scan_feed(tool_scan *ts, const char *d, size_t n, strbuf *out);
@@ -85,6 +88,10 @@ void tool_scan_feed(tool_scan *ts, const char *d, size_t n, strbuf *out);
  * end of the prompt, it makes the model's answer a call (tool_choice
  * "required", or naming a tool). malloc'd; NULL when out of memory. */
 char *tool_call_prefix(tool_format f, const char *name);
+/* What closes a call after its arguments object in the formats whose
+ * arguments are one JSON object (Qwen3's "}\n</tool_call>", DeepSeek's,
+ * Kimi's, Llama's "}"); NULL for the tagged ones. */
+const char *tool_call_args_close(tool_format f);
 /* The markers a format writes its answers with (*texts, their number
  * returned): its call tags and <think> </think>. A vocabulary may hold them
  * as control tokens (llama.cpp's converter types every <|...|> and <｜...｜>

@@ -1135,8 +1135,9 @@ static void test_tool_choice_forced(void **st)
                   "\"user\",\"content\":\"Weather?\"}]" ATOOLS "}",
                   "content.0.name", "now");
     stop(&f);
-    /* named: the prompt carries the name, the model the arguments */
-    start_on(&f, DS_VOCAB, QWEN3_TOOL_MARKERS, "{\"city\": \"Paris\"}}\n</tool_call>");
+    /* named: the prompt carries the name, the model the arguments, held to the tool's schema (here any
+     * object), and the call closes where the object does */
+    start_on(&f, DS_VOCAB, QWEN3_TOOL_MARKERS, "{\"city\": \"Paris\" }");
     expect_forced(f.port, "/v1/chat/completions",
                   CHAT TOOLS ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}}}",
                   "choices.0.message.tool_calls.0.function.arguments", "{\"city\": \"Paris\"}");
@@ -1159,8 +1160,27 @@ static void test_tool_choice_forced(void **st)
     assert_int_equal(r.status, 400);
     reply_free(&r);
     stop(&f);
+    /* named, with a schema json_schema.h holds: the arguments are held to it (a number where a string
+     * must come, a key it forbids: neither can be written), and the call closes where the object does */
+    start_on(&f, DS_VOCAB, QWEN3_TOOL_MARKERS, "{\"city\": 5, \"x\": 1}}\n</tool_call>");
+    r = (reply){ 0 };
+    http(f.port, "/v1/chat/completions",
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"Weather?\"}],\"temperature\":0,\"tools\":[{\"type\":\"function\","
+         "\"function\":{\"name\":\"get_weather\",\"parameters\":{\"type\":\"object\",\"additionalProperties\":false,"
+         "\"required\":[\"city\"],\"properties\":{\"city\":{\"type\":\"string\"}}}}}],"
+         "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}}}",
+         NULL, &r);
+    json_t *j = json_of(&r);
+    assert_string_equal(jstr(j, "choices.0.finish_reason"), "tool_calls");
+    json_t *args = json_loads(jstr(j, "choices.0.message.tool_calls.0.function.arguments"), 0, NULL);
+    if (!json_is_object(args) || json_object_size(args) != 1 || !json_is_string(json_object_get(args, "city")))
+        fail_msg("arguments outside the schema: %s", jstr(j, "choices.0.message.tool_calls.0.function.arguments"));
+    json_decref(args);
+    json_decref(j);
+    reply_free(&r);
+    stop(&f);
     /* DeepSeek V3.1's format, named: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜> in the prompt */
-    start_on(&f, DS_VOCAB, DS_MARKERS, "{\"city\": \"Oslo\"}<" DSB "tool" DSP "call" DSP "end" DSB "><" DSB "tool" DSP "calls" DSP "end" DSB ">");
+    start_on(&f, DS_VOCAB, DS_MARKERS, "{\"city\": \"Oslo\" }");
     expect_forced(f.port, "/v1/chat/completions",
                   CHAT TOOLS ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}}}",
                   "choices.0.message.tool_calls.0.function.arguments", "{\"city\": \"Oslo\"}");
