@@ -23,6 +23,7 @@ tool_format chat_tools_format(chat_tools t)
          : t == CHAT_TOOLS_KIMI_K2     ? TOOL_FORMAT_KIMI
          : t == CHAT_TOOLS_DEEPSEEK_V31 ? TOOL_FORMAT_DEEPSEEK
          : t == CHAT_TOOLS_LLAMA4 || t == CHAT_TOOLS_LLAMA31 || t == CHAT_TOOLS_LLAMA32 ? TOOL_FORMAT_LLAMA
+         : t == CHAT_TOOLS_MISTRAL_V3 || t == CHAT_TOOLS_MISTRAL_V3_USER_SYSTEM ? TOOL_FORMAT_MISTRAL
                                        : TOOL_FORMAT_JSON;
 }
 
@@ -84,10 +85,10 @@ char *chat_request_render(const chat_setup *cs, const api_request *r, api_error 
     memset(e, 0, sizeof *e);
     bool tools = chat_request_has_tools(r);
     if (tools && cs->tools == CHAT_TOOLS_NONE) {
-        char msg[300];
+        char msg[320];
         snprintf(msg, sizeof msg,
                  "this model's chat template (%s) has no tool format strata renders; tool calls work with "
-                 "the templates of Qwen3, Qwen3-Coder, GLM-4.5/4.6, MiniMax-M2, Kimi K2 Thinking, DeepSeek V3.1, Llama 3.1-3.3 and 4 and gpt-oss", chat_family_name(cs->family));
+                 "the templates of Qwen3, Qwen3-Coder, GLM-4.5/4.6, MiniMax-M2, Kimi K2 Thinking, DeepSeek V3.1, Llama 3.1-3.3 and 4, Mistral v3 (7B v0.3, Mixtral 8x22B) and gpt-oss", chat_family_name(cs->family));
         return fail(e, r->n_tools ? "tools" : "messages", msg);
     }
     size_t n_calls = 0;
@@ -113,7 +114,7 @@ char *chat_request_render(const chat_setup *cs, const api_request *r, api_error 
     char err[256] = "";
     const chat_tools_opts o = { .date = cs->date, .reasoning_effort = r->reasoning_effort, .no_thinking = r->no_thinking,
                                 .identity = cs->family == CHAT_MINIMAX_M2 ? cs->default_system : NULL,
-                                .thinking = r->thinking_on, .bos = cs->bos };
+                                .thinking = r->thinking_on, .bos = cs->bos, .eos = cs->eos };
     char *text = tools || cs->tools != CHAT_TOOLS_NONE
                      ? chat_template_render_tools(cs->tools, m, r->n_msgs, (const char *const *)r->tools, r->n_tools,
                                                   &o, true, err, sizeof err)

@@ -23,7 +23,8 @@ static const struct { const char *name; chat_family f; } NAMES[] = {
     { "dots1", CHAT_DOTS1 },      { "qwen3", CHAT_CHATML },   { "qwen3-coder", CHAT_CHATML }, { "glm-4.5", CHAT_GLM4 },
     { "qwen3-thinking", CHAT_CHATML }, { "qwen3-instruct", CHAT_CHATML },
     { "kimi-k2-thinking", CHAT_KIMI_K2 }, { "deepseek-v3.1", CHAT_DEEPSEEK }, { "llama3.1", CHAT_LLAMA3 },
-    { "llama3.2", CHAT_LLAMA3 }, { "llama3.3", CHAT_LLAMA3 },
+    { "llama3.2", CHAT_LLAMA3 }, { "llama3.3", CHAT_LLAMA3 }, { "mistral-v3", CHAT_MISTRAL },
+    { "mistral-v3-user-system", CHAT_MISTRAL },
 };
 
 chat_family chat_family_from_name(const char *name)
@@ -441,6 +442,10 @@ chat_tools chat_template_tools(const char *t)
     if (t && strstr(t, "<|start_header_id|>") && strstr(t, "tools_in_user_message") &&
         strstr(t, "Cutting Knowledge Date: December 2023"))
         return strstr(t, "strftime_now") ? CHAT_TOOLS_LLAMA32 : CHAT_TOOLS_LLAMA31;
+    if (t && strstr(t, "[AVAILABLE_TOOLS] [") && strstr(t, "[TOOL_CALLS] [") && strstr(t, "[TOOL_RESULTS] {") &&
+        strstr(t, "tool_call.id|length != 9") && strstr(t, "\"[INST] \" + message[\"content\"] + \"[/INST]\""))
+        return strstr(t, "(message == user_messages[-1]) and system_message") ? CHAT_TOOLS_MISTRAL_V3_USER_SYSTEM
+                                                                               : CHAT_TOOLS_MISTRAL_V3;
     return CHAT_TOOLS_NONE;
 }
 
@@ -458,6 +463,8 @@ chat_tools chat_tools_from_name(const char *name)
     if (name && !strcmp(name, "llama4")) return CHAT_TOOLS_LLAMA4;
     if (name && (!strcmp(name, "llama3.1") || !strcmp(name, "llama3.3"))) return CHAT_TOOLS_LLAMA31;
     if (name && !strcmp(name, "llama3.2")) return CHAT_TOOLS_LLAMA32;
+    if (name && !strcmp(name, "mistral-v3")) return CHAT_TOOLS_MISTRAL_V3;
+    if (name && !strcmp(name, "mistral-v3-user-system")) return CHAT_TOOLS_MISTRAL_V3_USER_SYSTEM;
     return CHAT_TOOLS_NONE;
 }
 
@@ -468,7 +475,9 @@ const char *chat_tools_name(chat_tools t)
          : t == CHAT_TOOLS_QWEN3_CODER ? "qwen3-coder" : t == CHAT_TOOLS_GLM45 ? "glm-4.5"
          : t == CHAT_TOOLS_MINIMAX ? "minimax-m2" : t == CHAT_TOOLS_KIMI_K2 ? "kimi-k2-thinking"
          : t == CHAT_TOOLS_DEEPSEEK_V31 ? "deepseek-v3.1" : t == CHAT_TOOLS_LLAMA4 ? "llama4"
-         : t == CHAT_TOOLS_LLAMA31 ? "llama3.1" : t == CHAT_TOOLS_LLAMA32 ? "llama3.2" : "none";
+         : t == CHAT_TOOLS_LLAMA31 ? "llama3.1" : t == CHAT_TOOLS_LLAMA32 ? "llama3.2"
+         : t == CHAT_TOOLS_MISTRAL_V3 ? "mistral-v3" : t == CHAT_TOOLS_MISTRAL_V3_USER_SYSTEM ? "mistral-v3-user-system"
+                                                                                             : "none";
 }
 
 static bool starts_with(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
@@ -593,6 +602,9 @@ char *chat_template_render_tools(chat_tools style, const chat_msg *m, size_t n, 
     if (style == CHAT_TOOLS_LLAMA4) return chat_template_render_llama4(m, n, tools, n_tools, o, gen, err, errlen);
     if (style == CHAT_TOOLS_LLAMA31 || style == CHAT_TOOLS_LLAMA32)
         return chat_template_render_llama31(m, n, tools, n_tools, o, style == CHAT_TOOLS_LLAMA32, gen, err, errlen);
+    if (style == CHAT_TOOLS_MISTRAL_V3 || style == CHAT_TOOLS_MISTRAL_V3_USER_SYSTEM)
+        return chat_template_render_mistral_v3(m, n, tools, n_tools, o, style == CHAT_TOOLS_MISTRAL_V3_USER_SYSTEM,
+                                               err, errlen);
     strbuf b = { 0 };
     qwen3(&b, m, n, tools, n_tools, gen, o && o->no_thinking,
           style == CHAT_TOOLS_QWEN3_THINKING ? QWEN3_THINKING : style == CHAT_TOOLS_QWEN3_INSTRUCT ? QWEN3_INSTRUCT
@@ -637,4 +649,13 @@ void chat_add_strip_nl(strbuf *b, const char *s, size_t n)
     while (n && *s == '\n') { s++; n--; }
     while (n && s[n - 1] == '\n') n--;
     strbuf_add(b, s, n);
+}
+
+void chat_add_tojson_text(strbuf *b, const char *text)
+{
+    json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
+    if (!v) v = json_string(text);
+    if (v) pyjson_add(b, v);
+    else b->oom = true;
+    json_decref(v);
 }

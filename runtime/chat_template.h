@@ -85,6 +85,8 @@ typedef enum chat_tools {
     CHAT_TOOLS_LLAMA4,       /* Llama 4's: tools in the first user turn, {"name": ..., "parameters": ...} calls */
     CHAT_TOOLS_LLAMA31,      /* Llama 3.1's and 3.3's: the same, a dated system turn, one call a message */
     CHAT_TOOLS_LLAMA32,      /* Llama 3.2's: 3.1's dated today */
+    CHAT_TOOLS_MISTRAL_V3,   /* Mistral v3's (7B v0.3, Mixtral 8x22B): [AVAILABLE_TOOLS], [TOOL_CALLS] [...] */
+    CHAT_TOOLS_MISTRAL_V3_USER_SYSTEM, /* the same, the system message in the last user turn */
 } chat_tools;
 
 /* The family a template's text belongs to, CHAT_UNKNOWN if none. */
@@ -129,15 +131,19 @@ char *chat_template_render(chat_family f, const chat_msg *msgs, size_t n, const 
  * Llama 4's by <|header_start|>, tools_in_user_message and <|python_start|>;
  * Llama 3.1's, 3.2's and 3.3's by <|start_header_id|>, tools_in_user_message
  * and its knowledge cutoff line, 3.2's by its strftime_now (3.0's template
- * has no tools and is not). */
+ * has no tools and is not); Mistral v3's by [AVAILABLE_TOOLS], [TOOL_CALLS] [
+ * and its 9-character call ids, the release that puts the system message
+ * into the last user turn by that test (Mistral Nemo's and later ones,
+ * without the space after [INST], are not). */
 chat_tools chat_template_tools(const char *tmpl);
 /* "qwen3", "qwen3-thinking", "qwen3-instruct", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2",
- * "kimi-k2-thinking", "deepseek-v3.1", "llama4", "llama3.1" (also 3.3's) and
- * "llama3.2": the tool format a --chat-template name brings, NONE otherwise. */
+ * "kimi-k2-thinking", "deepseek-v3.1", "llama4", "llama3.1" (also 3.3's),
+ * "llama3.2", "mistral-v3" and "mistral-v3-user-system": the tool format a
+ * --chat-template name brings, NONE otherwise. */
 chat_tools chat_tools_from_name(const char *name);
 /* "qwen3", "qwen3-thinking", "qwen3-instruct", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2",
  * "kimi-k2-thinking", "deepseek-v3.1", "llama4",
- * "llama3.1", "llama3.2" or "none". */
+ * "llama3.1", "llama3.2", "mistral-v3", "mistral-v3-user-system" or "none". */
 const char *chat_tools_name(chat_tools t);
 
 /* What the whole templates take beyond the conversation (their kwargs). */
@@ -147,7 +153,8 @@ typedef struct chat_tools_opts {
     bool        no_thinking;      /* Qwen3, GLM-4.5: enable_thinking false (an empty <think></think> opens the answer) */
     const char *identity;         /* MiniMax-M2: the template's model_identity; NULL: "You are a helpful assistant. Your name is MiniMax-M2 and is built by MiniMax." */
     bool        thinking;         /* DeepSeek V3.1: the thinking kwarg (<think> opens the answer, not </think>) */
-    const char *bos;              /* DeepSeek V3.1, Llama: the BOS text the template writes first; NULL: none */
+    const char *bos;              /* DeepSeek V3.1, Llama, Mistral: the BOS text the template writes first; NULL: none */
+    const char *eos;              /* Mistral: the EOS text its template closes assistant turns with; NULL: none */
 } chat_tools_opts;
 
 /* A conversation (with tools, each one JSON text in tojson's form, or
@@ -212,7 +219,17 @@ typedef struct chat_tools_opts {
  *    always ("Environment: ipython" with tools, the knowledge cutoff, the
  *    date: 26 Jul 2024, 3.2's today, the trimmed system message), the tools
  *    as Llama 4's, every message trimmed, one call per assistant message
- *    (more are refused, as the template raises) and no text with it. */
+ *    (more are refused, as the template raises) and no text with it.
+ *  - Mistral v3 (chat_template_mistral.c): BOS, [INST] turns (no space
+ *    before [/INST]) with the system message and a blank line in front of
+ *    the last message when that is a user one (in the other release: of the
+ *    last user message), the tools as [AVAILABLE_TOOLS] [...] before each
+ *    user message equal to the last one (string values unescaped, as the
+ *    template writes them), calls as [TOOL_CALLS] [{"name", "arguments" as
+ *    an object, "id"}] and EOS, answers as " " + trimmed text + EOS,
+ *    results as [TOOL_RESULTS] {"content": TEXT, "call_id": ID}; no
+ *    generation prompt. Call ids must be 9 characters (a 400 otherwise,
+ *    as the template raises). */
 char *chat_template_render_tools(chat_tools style, const chat_msg *msgs, size_t n,
                                  const char *const *tools, size_t n_tools, const chat_tools_opts *o,
                                  bool add_generation_prompt, char *err, size_t errlen);
@@ -230,6 +247,8 @@ char *chat_template_render_deepseek_v31(const chat_msg *msgs, size_t n, const ch
 char *chat_template_render_llama31(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
                                    const chat_tools_opts *o, bool today, bool add_generation_prompt, char *err,
                                    size_t errlen);
+char *chat_template_render_mistral_v3(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
+                                      const chat_tools_opts *o, bool system_in_last_user, char *err, size_t errlen);
 char *chat_template_render_llama4(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
                                   const chat_tools_opts *o, bool add_generation_prompt, char *err, size_t errlen);
 char *chat_template_render_harmony_tools(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,

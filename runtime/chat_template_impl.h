@@ -9,7 +9,10 @@
  *    with err saying which message and which template when the arguments
  *    are not a JSON object (the templates iterate their items).
  *  - chat_add_strip() is Python's str.strip() on ASCII blanks (Jinja's
- *    trim), chat_add_strip_nl() str.strip('\n'). */
+ *    trim), chat_add_strip_nl() str.strip('\n').
+ *  - chat_add_tojson_text() writes a JSON text as tojson writes the value it
+ *    holds (a call's arguments given as text, rendered as an object), text
+ *    that is not JSON as a JSON string. */
 #ifndef STRATA_CHAT_TEMPLATE_IMPL_H
 #define STRATA_CHAT_TEMPLATE_IMPL_H
 
@@ -32,6 +35,7 @@ typedef struct chat_arg_tags {
 int chat_add_call_args(strbuf *b, const chat_call *c, size_t msg, const chat_arg_tags *t, char *err, size_t errlen);
 void chat_add_strip(strbuf *b, const char *s, size_t n);
 void chat_add_strip_nl(strbuf *b, const char *s, size_t n);
+void chat_add_tojson_text(strbuf *b, const char *text);
 
 /* DeepSeek's markers: U+FF5C bars, U+2581 for spaces (kept as separate
  * literals: a hex escape would swallow the letters that follow). */

@@ -36,16 +36,6 @@ static void header(strbuf *b, const llama_tags *k, const char *role)
     strbuf_printf(b, "%s%s%s", k->start, role, k->end);
 }
 
-/* A JSON text as tojson writes the value it holds; text that is not JSON as a JSON string. */
-static void add_tojson_text(strbuf *b, const char *text)
-{
-    json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
-    if (!v) v = json_string(text);
-    if (v) pyjson_add(b, v);
-    else b->oom = true;
-    json_decref(v);
-}
-
 /* The tools in the first message after the system one, or -1 when there is none. */
 static int tools_turn(strbuf *b, const llama_tags *k, const char *const *tools, size_t n_tools, const chat_msg *m,
                       size_t i, size_t n, char *err, size_t errlen)
@@ -82,7 +72,7 @@ static void ipython_turn(strbuf *b, const llama_tags *k, const char *content)
 static void call_json(strbuf *b, const chat_call *c)
 {
     strbuf_printf(b, "{\"name\": \"%s\", \"parameters\": ", c->name);
-    add_tojson_text(b, c->arguments);
+    chat_add_tojson_text(b, c->arguments);
     strbuf_puts(b, "}");
 }
 

@@ -117,6 +117,25 @@ void server_new_id(server *s, const char *prefix, char *buf, size_t n)
     snprintf(buf, n, "%s%08llx%08llx", prefix, (unsigned long long)time(NULL), k);
 }
 
+void server_new_call_id(server *s, const char *prefix, char *buf, size_t n)
+{
+    if (s->tools != CHAT_TOOLS_MISTRAL_V3 && s->tools != CHAT_TOOLS_MISTRAL_V3_USER_SYSTEM) {
+        server_new_id(s, prefix, buf, n);
+        return;
+    }
+    static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    /* splitmix64 of the time and the counter: distinct inputs spread over 62^9 values */
+    unsigned long long x = ((unsigned long long)time(NULL) << 24) ^ atomic_fetch_add(&s->next_id, 1);
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    char id[10];
+    for (int i = 0; i < 9; i++, x /= 62) id[i] = digits[x % 62];
+    id[9] = 0;
+    snprintf(buf, n, "%s", id);
+}
+
 static enum MHD_Result health(server *s, struct MHD_Connection *c, request *rq)
 {
     bool ok = atomic_load(&s->ready);

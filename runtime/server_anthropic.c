@@ -32,7 +32,7 @@ typedef struct ant {
 static json_t *tool_use_block(ant *a, const tool_call *c, bool streamed)
 {
     char id[64];
-    server_new_id(a->s, "toolu_", id, sizeof id);
+    server_new_call_id(a->s, "toolu_", id, sizeof id);
     json_t *in = streamed ? json_object() : json_loads(c->arguments, 0, NULL);
     return json_pack("{s:s, s:s, s:s, s:o}", "type", "tool_use", "id", c->id ? c->id : id, "name", c->name, "input",
                      in ? in : json_object());

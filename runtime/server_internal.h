@@ -82,6 +82,9 @@ enum MHD_Result server_reply_error(struct MHD_Connection *c, request *rq, int st
 void server_add_cors(const server *s, struct MHD_Response *r);
 /* "chatcmpl-…", "msg_…": unique within this server's life */
 void server_new_id(server *s, const char *prefix, char *buf, size_t n);
+/* A tool call's id: server_new_id's, or for a template that only takes ids
+ * of 9 letters and digits back (Mistral v3's) one of those, no prefix. */
+void server_new_call_id(server *s, const char *prefix, char *buf, size_t n);
 
 /* limits (server_limits.c) */
 bool server_authorized(const server *s, struct MHD_Connection *c);

@@ -34,7 +34,7 @@ static json_t *tool_calls_json(oai *o, const tool_call *c, size_t n, bool indexe
     json_t *a = json_array();
     for (size_t i = 0; i < n; i++) {
         char id[64];
-        server_new_id(o->s, "call_", id, sizeof id);
+        server_new_call_id(o->s, "call_", id, sizeof id);
         json_t *t = json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", c[i].id ? c[i].id : id, "type", "function",
                               "function", "name",
                               c[i].name, "arguments", c[i].arguments);

@@ -106,7 +106,7 @@ static json_t *call_item(resp *x, const tool_call *c, const char *status, bool w
 {
     char id[64], call_id[64];
     server_new_id(x->s, "fc_", id, sizeof id);
-    server_new_id(x->s, "call_", call_id, sizeof call_id);
+    server_new_call_id(x->s, "call_", call_id, sizeof call_id);
     return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "type", "function_call", "id", id, "call_id",
                      c->id ? c->id : call_id,
                      "name", c->name, "arguments", with_args ? c->arguments : "", "status", status);

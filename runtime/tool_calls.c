@@ -24,6 +24,7 @@ static bool good_label(const char *s, size_t n)
 
 static const char MM_OPEN[] = "<minimax:tool_call>", MM_CLOSE[] = "</minimax:tool_call>";
 static const char LLAMA_OPEN[] = "{\"name\"";
+static const char MISTRAL_OPEN[] = "[TOOL_CALLS]";
 static const char KIMI_OPEN[] = "<|tool_calls_section_begin|>", KIMI_CLOSE[] = "<|tool_calls_section_end|>";
 
 #define DS_BAR "\xef\xbd\x9c" /* U+FF5C */
@@ -43,12 +44,14 @@ size_t tool_format_markers(tool_format f, const char *const **texts)
     static const char *const kimi[] = { "<think>", "</think>", KIMI_OPEN, KIMI_CLOSE, "<|tool_call_begin|>",
                                         "<|tool_call_argument_begin|>", "<|tool_call_end|>" };
     static const char *const ds[] = { "<think>", "</think>", DS_OPEN, DS_CLOSE, DS_CALL, DS_CALL_END, DS_SEP };
+    static const char *const mistral[] = { MISTRAL_OPEN };
     switch (f) {
     case TOOL_FORMAT_GLM45: *texts = glm; return sizeof glm / sizeof *glm;
     case TOOL_FORMAT_MINIMAX: *texts = mm; return sizeof mm / sizeof *mm;
     case TOOL_FORMAT_KIMI: *texts = kimi; return sizeof kimi / sizeof *kimi;
     case TOOL_FORMAT_DEEPSEEK: *texts = ds; return sizeof ds / sizeof *ds;
     case TOOL_FORMAT_LLAMA: *texts = NULL; return 0; /* bare JSON; <|python_start|> is left out of text */
+    case TOOL_FORMAT_MISTRAL: *texts = mistral; return 1;
     default: *texts = json; return sizeof json / sizeof *json; /* Qwen3's and Qwen3-Coder's tags */
     }
 }
@@ -67,6 +70,7 @@ char *tool_call_prefix(tool_format f, const char *name)
         after_name = DS_SEP;
         break;
     case TOOL_FORMAT_LLAMA: open = "{\"name\": \""; after_name = "\", \"parameters\": "; break;
+    case TOOL_FORMAT_MISTRAL: open = "[TOOL_CALLS] [{\"name\": \""; after_name = "\", \"arguments\": "; break;
     default: open = "<tool_call>\n{\"name\": \""; after_name = "\", \"arguments\": "; break; /* Qwen3's */
     }
     strbuf_puts(&b, open);
@@ -82,6 +86,7 @@ const char *tool_call_args_close(tool_format f)
     case TOOL_FORMAT_DEEPSEEK: return ds;
     case TOOL_FORMAT_KIMI: return "<|tool_call_end|><|tool_calls_section_end|>";
     case TOOL_FORMAT_LLAMA: return "}";
+    case TOOL_FORMAT_MISTRAL: return "}]";
     default: return NULL; /* arguments as tagged pairs, not one JSON object */
     }
 }
@@ -93,6 +98,7 @@ static const char *open_tag(tool_format f)
          : f == TOOL_FORMAT_KIMI       ? KIMI_OPEN
          : f == TOOL_FORMAT_DEEPSEEK   ? DS_OPEN
          : f == TOOL_FORMAT_LLAMA      ? LLAMA_OPEN
+         : f == TOOL_FORMAT_MISTRAL    ? MISTRAL_OPEN
                                        : OPEN;
 }
 
@@ -487,6 +493,45 @@ static int parse_llama(const tool_scan *ts, const char **p, const char *end, too
     return rc;
 }
 
+/* Mistral's [TOOL_CALLS] then a list of {"name", "arguments", "id"?} objects (or one object) at *p:
+ * the calls appended to *c (*n of them), every one of them or none. */
+static int parse_mistral(const char **p, const char *end, tool_call **c, size_t *n)
+{
+    const char *s = *p;
+    if (!take(&s, end, MISTRAL_OPEN)) return -1;
+    skip_ws(&s, end);
+    json_error_t je;
+    json_t *v = json_loadb(s, (size_t)(end - s), JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, &je);
+    json_t *list = json_is_object(v) ? json_pack("[O]", v) : json_incref(v);
+    size_t k = json_array_size(list), n0 = *n;
+    tool_call *g = k ? realloc(*c, (n0 + k) * sizeof **c) : NULL;
+    int rc = g ? 0 : -1;
+    if (g) *c = g;
+    for (size_t i = 0; rc == 0 && i < k; i++) {
+        json_t *o = json_array_get(list, i), *name = json_object_get(o, "name"), *id = json_object_get(o, "id");
+        json_t *args = json_object_get(o, "arguments");
+        tool_call *t = &(*c)[n0 + i];
+        *t = (tool_call){ 0 };
+        *n = n0 + i + 1; /* counted, so that a failure frees it */
+        if (!json_is_object(o) || !json_is_string(name) ||
+            !good_label(json_string_value(name), json_string_length(name)) ||
+            !(t->name = strdup(json_string_value(name))) ||
+            !(t->arguments = args ? arguments_text(args) : strdup("{}"))) {
+            rc = -1;
+            break;
+        }
+        const char *ids = json_string_value(id);
+        bool alnum = ids && strlen(ids) == 9;
+        for (size_t j = 0; alnum && j < 9; j++)
+            alnum = (ids[j] >= '0' && ids[j] <= '9') || (ids[j] >= 'a' && ids[j] <= 'z') || (ids[j] >= 'A' && ids[j] <= 'Z');
+        if (alnum && !(t->id = strdup(ids))) rc = -1;
+    }
+    if (rc == 0) *p = s + je.position;
+    json_decref(list);
+    json_decref(v);
+    return rc;
+}
+
 size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out)
 {
     *calls = NULL;
@@ -503,11 +548,21 @@ size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out)
     size_t n = 0;
     const char *p = h;
     const bool tagged = ts->format != TOOL_FORMAT_JSON && ts->format != TOOL_FORMAT_KIMI &&
-                        ts->format != TOOL_FORMAT_DEEPSEEK && ts->format != TOOL_FORMAT_LLAMA;
+                        ts->format != TOOL_FORMAT_DEEPSEEK && ts->format != TOOL_FORMAT_LLAMA &&
+                        ts->format != TOOL_FORMAT_MISTRAL;
     json_t **schemas = tagged ? calloc(ts->n_tools + 1, sizeof *schemas) : NULL;
     for (;;) {
         while (p < end && is_ws(*p)) p++;
         if (p == end) break;
+        if (ts->format == TOOL_FORMAT_MISTRAL) { /* a list of calls at a time */
+            size_t before = n;
+            if (parse_mistral(&p, end, &c, &n) != 0) {
+                for (size_t i = before; i < n; i++) { free(c[i].name); free(c[i].arguments); free(c[i].id); }
+                n = before;
+                break;
+            }
+            continue;
+        }
         tool_call *g = realloc(c, (n + 1) * sizeof *c);
         if (!g || (tagged && !schemas)) break;
         c = g;

@@ -21,7 +21,10 @@
  * (CHAT_TOOLS_LLAMA4) bare {"name": NAME, "parameters": {...}} objects, one
  * after another (blanks, ';' or ',' between), each naming an offered tool
  * and holding "parameters" (or "arguments"): no tag sets them apart from an
- * answer that is JSON.
+ * answer that is JSON. Mistral v3's (CHAT_TOOLS_MISTRAL_V3)
+ *     [TOOL_CALLS] [{"name": NAME, "arguments": {...}}, ...]
+ * a JSON list (or one object) after the tag, an "id" of 9 letters and
+ * digits in a call kept as its id (the template shows ids back to it).
  *
  * Contract:
  *  - tool_scan_feed() takes released answer text and appends to out the
@@ -59,6 +62,7 @@ typedef enum tool_format {
     TOOL_FORMAT_KIMI,     /* Kimi K2 (Thinking) */
     TOOL_FORMAT_DEEPSEEK, /* DeepSeek V3.1 */
     TOOL_FORMAT_LLAMA,    /* Llama 3.1-3.3, Llama 4 */
+    TOOL_FORMAT_MISTRAL,  /* Mistral v3 (7B v0.3, Mixtral 8x22B) */
 } tool_format;
 
 typedef struct tool_scan {

@@ -3,7 +3,7 @@
 # prompts of tests/fixtures/tool_chats/NAME/ (NAME.API.json ->
 # NAME.API.expected; NAME is the --chat-template name: gpt-oss,
 # qwen3-coder, glm-4.5, minimax-m2, kimi-k2-thinking, deepseek-v3.1, llama4, llama3.1, llama3.2,
-# qwen3-thinking, qwen3-instruct) by running the model's own chat template
+# qwen3-thinking, qwen3-instruct, mistral-v3, mistral-v3-user-system) by running the model's own chat template
 # under jinja2 (tests/fixtures/hf_chat_render.py, date 2026-12-03, string arguments as
 # objects as llama.cpp passes them to templates that need objects; Kimi's template
 # takes strings as they are, and they are left so).
@@ -15,12 +15,16 @@
 # Llama 3.1's / 3.3's: theirs; Llama 3.2's: theirs, which dates the system turn with strftime_now).
 # Qwen3 Thinking-2507's: theirs; Qwen3 Instruct-2507's: Thinking-2507's without its reasoning parts
 # and its last-query scan, answers opened plainly (no copy of it was reachable here).
-# Llama's templates write BOS (stories260K's <s> in the kept test). The tests cannot fetch these, so their renderings are
+# Mistral v3's: Mistral 7B Instruct v0.3's (tokenizer_config.json; a copy
+# reached here in a test suite's source, labelled so), and the release that puts the system message
+# into the last user turn (its test `(message == user_messages[-1]) and system_message is defined`
+# instead of `loop.last and ...`, the rest the same).
+# Llama's and Mistral's templates write BOS (stories260K's <s> in the kept test), Mistral's EOS (</s>). The tests cannot fetch these, so their renderings are
 # kept and e2e_tool_template_kept.sh compares `strata template` with them.
 # Run by hand when the fixtures change.
 set -eu
 [ $# -eq 2 ] && [ -d "$(dirname "$0")/fixtures/tool_chats/$1" ] && [ -f "$2" ] ||
-    { echo "usage: $0 gpt-oss|qwen3-coder|glm-4.5|minimax-m2|kimi-k2-thinking|deepseek-v3.1|llama4|llama3.1|llama3.2|qwen3-thinking|qwen3-instruct TEMPLATE.jinja" >&2; exit 2; }
+    { echo "usage: $0 gpt-oss|qwen3-coder|glm-4.5|minimax-m2|kimi-k2-thinking|deepseek-v3.1|llama4|llama3.1|llama3.2|qwen3-thinking|qwen3-instruct|mistral-v3|mistral-v3-user-system TEMPLATE.jinja" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 printf '{"chat_template": ""}' >"$tmp/config.json"
@@ -56,6 +60,7 @@ PY
 fi
 # Llama 4's template writes BOS too (stories260K's <s> in the kept test)
 case $1 in llama*) printf '{"chat_template": "", "bos_token": "<s>"}' >"$tmp/config.json" ;; esac
+case $1 in mistral*) printf '{"chat_template": "", "bos_token": "<s>", "eos_token": "</s>"}' >"$tmp/config.json" ;; esac
 for f in "$here/fixtures/tool_chats/$1"/*.json; do
     api=${f%.json}; api=${api##*.}
     python3 "$here/fixtures/hf_chat_render.py" "$tmp/config.json" --api "$api" "$f" --template "$tmpl" \

@@ -24,7 +24,10 @@
 # their system turn always written and dated (3.2's today: --date), every
 # message trimmed; Qwen3 Thinking-2507's (the answer opened with <think>
 # whatever enable_thinking says) and Instruct-2507's (assistants' text as it
-# is; its template reconstructed, see diag_tool_template_expected.sh); both APIs. `strata template
+# is; its template reconstructed, see diag_tool_template_expected.sh); Mistral v3's in
+# both releases (the system message in the last message or the last user one;
+# the tools before every user message equal to the last, string values
+# unescaped; calls with their 9-character ids, results, non-ASCII); both APIs. `strata template
 # --chat-template NAME --date 2026-12-03` must reproduce each. Then the
 # templates' refusals. Needs only a GGUF with a tokenizer (stories260K from
 # ../shared); exit 77 when it is absent.
@@ -39,7 +42,8 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 fail() { echo "FAIL: $*"; exit 1; }
 
 total=0
-for name in gpt-oss qwen3-coder glm-4.5 minimax-m2 kimi-k2-thinking deepseek-v3.1 llama4 llama3.1 llama3.2 qwen3-thinking qwen3-instruct; do
+for name in gpt-oss qwen3-coder glm-4.5 minimax-m2 kimi-k2-thinking deepseek-v3.1 llama4 llama3.1 llama3.2 qwen3-thinking \
+    qwen3-instruct mistral-v3 mistral-v3-user-system; do
     n=0
     for body in "$here/fixtures/tool_chats/$name"/*.json; do
         case=$(basename "$body" .json); api=${case##*.}
@@ -89,4 +93,8 @@ refuse llama4 '{"messages":[{"role":"system","content":"s"}],"tools":[{"type":"f
     "the tools in the first user message, and there is none"
 refuse llama3.1 '{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"","tool_calls":[{"function":{"name":"f","arguments":"{}"}},{"function":{"name":"g","arguments":"{}"}}]}]}' \
     "messages\[1\]: Llama 3.1's template takes one tool call per message"
-echo "$total request bodies rendered as jinja2 renders gpt-oss's, Qwen3-Coder's, GLM-4.6's, MiniMax-M2's, Kimi K2 Thinking's, DeepSeek V3.1's, Llama 4's, 3.1's and 3.2's, Qwen3 2507's templates; refusals named"
+refuse mistral-v3 '{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"","tool_calls":[{"id":"call_1","function":{"name":"f","arguments":"{}"}}]}]}' \
+    "messages\[1\]: Mistral's template needs tool call ids of 9 characters"
+refuse mistral-v3 '{"messages":[{"role":"user","content":"x"},{"role":"user","content":"y"}]}' \
+    "messages\[1\]: after the optional system message, conversation roles must alternate"
+echo "$total request bodies rendered as jinja2 renders gpt-oss's, Qwen3-Coder's, GLM-4.6's, MiniMax-M2's, Kimi K2 Thinking's, DeepSeek V3.1's, Llama 4's, 3.1's and 3.2's, Qwen3 2507's and Mistral v3's templates; refusals named"

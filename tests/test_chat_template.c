@@ -463,6 +463,34 @@ static void test_qwen3_tools(void **st)
     assert_int_equal(chat_tools_from_name("llama3.2"), CHAT_TOOLS_LLAMA32);
     assert_int_equal(chat_family_from_name("llama3.1"), CHAT_LLAMA3);
     assert_string_equal(chat_tools_name(CHAT_TOOLS_LLAMA31), "llama3.1");
+    /* Mistral v3's, in its two releases; Mistral Nemo's ([INST] without the space) is not */
+    static const char m3[] = "{{- \"[AVAILABLE_TOOLS] [\" }} {{- \"[TOOL_CALLS] [\" }} {{- '[TOOL_RESULTS] {\"content\": ' }}"
+                             "{%- if not tool_call.id is defined or tool_call.id|length != 9 %} "
+                             "{%- if loop.last and system_message is defined %} "
+                             "{{- \"[INST] \" + message[\"content\"] + \"[/INST]\" }}";
+    static const char m3u[] = "{{- \"[AVAILABLE_TOOLS] [\" }} {{- \"[TOOL_CALLS] [\" }} {{- '[TOOL_RESULTS] {\"content\": ' }}"
+                              "{%- if not tool_call.id is defined or tool_call.id|length != 9 %} "
+                              "{%- if (message == user_messages[-1]) and system_message is defined %} "
+                              "{{- \"[INST] \" + message[\"content\"] + \"[/INST]\" }}";
+    static const char nemo[] = "{{- \"[AVAILABLE_TOOLS][\" }} {{- \"[TOOL_CALLS][\" }} {{- '[TOOL_RESULTS]{\"content\": ' }}"
+                               "{%- if not tool_call.id is defined or tool_call.id|length != 9 %} "
+                               "{{- \"[INST]\" + message[\"content\"] + \"[/INST]\" }}";
+    assert_int_equal(chat_template_tools(m3), CHAT_TOOLS_MISTRAL_V3);
+    assert_int_equal(chat_template_tools(m3u), CHAT_TOOLS_MISTRAL_V3_USER_SYSTEM);
+    assert_int_equal(chat_template_tools(nemo), CHAT_TOOLS_NONE);
+    assert_int_equal(chat_template_detect(m3), CHAT_MISTRAL);
+    assert_int_equal(chat_tools_from_name("mistral-v3"), CHAT_TOOLS_MISTRAL_V3);
+    assert_int_equal(chat_tools_from_name("mistral-v3-user-system"), CHAT_TOOLS_MISTRAL_V3_USER_SYSTEM);
+    assert_int_equal(chat_family_from_name("mistral-v3"), CHAT_MISTRAL);
+    assert_string_equal(chat_tools_name(CHAT_TOOLS_MISTRAL_V3_USER_SYSTEM), "mistral-v3-user-system");
+    /* a tool result's id is held to the template's 9 characters too; a system message later is refused */
+    const chat_msg res[] = { { .role = "user", .content = "x" }, { .role = "tool", .content = "r", .tool_call_id = "abc" } };
+    assert_null(chat_template_render_tools(CHAT_TOOLS_MISTRAL_V3, res, 2, NULL, 0, NULL, true, err, sizeof err));
+    assert_non_null(strstr(err, "messages[1]: Mistral's template needs tool call ids of 9 characters"));
+    const chat_msg late[] = { { .role = "user", .content = "x" }, { .role = "assistant", .content = "y" },
+                              { .role = "user", .content = "z" }, { .role = "system", .content = "s" } };
+    assert_null(chat_template_render_tools(CHAT_TOOLS_MISTRAL_V3, late, 4, NULL, 0, NULL, true, err, sizeof err));
+    assert_non_null(strstr(err, "messages[3]: Mistral's template takes user and assistant roles only"));
     /* its tools go into the first message after the system one: none is refused, as the template raises */
     const chat_msg sys_only[] = { { .role = "system", .content = "s" } };
     const char *tool[] = { "{\"type\": \"function\", \"function\": {\"name\": \"f\"}}" };

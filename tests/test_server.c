@@ -1187,6 +1187,90 @@ static void test_tool_choice_forced(void **st)
     stop(&f);
 }
 
+/* Mistral v3: [TOOL_CALLS] then a JSON list; the server's call ids are 9
+ * letters and digits, the only ones its template takes back, in all APIs;
+ * the history comes back with them, and an id of another length is a 400 */
+#define M3_MARKERS "{{- \"[AVAILABLE_TOOLS] [\" }} {{- \"[TOOL_CALLS] [\" }} {{- '[TOOL_RESULTS] {\"content\": ' }}" \
+    "{%- if not tool_call.id is defined or tool_call.id|length != 9 %} {%- if loop.last and system_message is defined %} " \
+    "{{- \"[INST] \" + message[\"content\"] + \"[/INST]\" }}"
+static bool mistral_id(const char *id)
+{
+    if (!id || strlen(id) != 9) return false;
+    for (size_t i = 0; i < 9; i++)
+        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'z') || (id[i] >= 'A' && id[i] <= 'Z')))
+            return false;
+    return true;
+}
+
+static void test_tool_calls_mistral(void **st)
+{
+    (void)st;
+    SKIP_UNLESS_SHARED(DS_VOCAB); /* byte-level: no space is added before the script's first word */
+    fixture f;
+    start_on(&f, DS_VOCAB, M3_MARKERS,
+                "I will check.[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, "
+                "{\"name\": \"now\", \"arguments\": {}}]");
+    reply r = { 0 };
+    http(f.port, "/v1/chat/completions", CHAT TOOLS "}", NULL, &r);
+    assert_int_equal(r.status, 200);
+    json_t *j = json_of(&r);
+    assert_string_equal(jstr(j, "choices.0.finish_reason"), "tool_calls");
+    assert_string_equal(jstr(j, "choices.0.message.content"), "I will check.");
+    assert_string_equal(jstr(j, "choices.0.message.tool_calls.0.function.name"), "get_weather");
+    assert_string_equal(jstr(j, "choices.0.message.tool_calls.0.function.arguments"), "{\"city\": \"Paris\"}");
+    assert_string_equal(jstr(j, "choices.0.message.tool_calls.1.function.name"), "now");
+    char id0[16], id1[16];
+    snprintf(id0, sizeof id0, "%s", jstr(j, "choices.0.message.tool_calls.0.id"));
+    snprintf(id1, sizeof id1, "%s", jstr(j, "choices.0.message.tool_calls.1.id"));
+    if (!mistral_id(id0) || !mistral_id(id1) || !strcmp(id0, id1)) fail_msg("call ids %s, %s", id0, id1);
+    json_decref(j);
+    reply_free(&r);
+    /* the next turn sends the calls and their results back with those ids */
+    char body[2048];
+    snprintf(body, sizeof body,
+             "{\"messages\":[{\"role\":\"user\",\"content\":\"Weather?\"},{\"role\":\"assistant\",\"content\":null,"
+             "\"tool_calls\":[{\"id\":\"%s\",\"type\":\"function\",\"function\":{\"name\":\"now\",\"arguments\":\"{}\"}}]},"
+             "{\"role\":\"tool\",\"tool_call_id\":\"%s\",\"content\":\"noon\"}]" TOOLS "}", id0, id0);
+    r = (reply){ 0 };
+    http(f.port, "/v1/chat/completions", body, NULL, &r);
+    assert_int_equal(r.status, 200);
+    reply_free(&r);
+    snprintf(body, sizeof body,
+             "{\"messages\":[{\"role\":\"user\",\"content\":\"Weather?\"},{\"role\":\"assistant\",\"content\":null,"
+             "\"tool_calls\":[{\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"now\",\"arguments\":\"{}\"}}]}]"
+             TOOLS "}");
+    r = (reply){ 0 };
+    http(f.port, "/v1/chat/completions", body, NULL, &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body.data, "9 characters"));
+    reply_free(&r);
+    /* Anthropic's tool_use blocks and the Responses API's call_id carry the same kind of id */
+    r = (reply){ 0 };
+    http(f.port, "/v1/messages", "{\"max_tokens\":600,\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]" ATOOLS "}",
+         NULL, &r);
+    j = json_of(&r);
+    assert_string_equal(jstr(j, "stop_reason"), "tool_use");
+    assert_string_equal(jstr(j, "content.1.type"), "tool_use");
+    assert_true(mistral_id(jstr(j, "content.1.id")));
+    json_decref(j);
+    reply_free(&r);
+    r = (reply){ 0 };
+    http(f.port, "/v1/responses", "{\"input\":\"Weather?\"" RTOOLS "}", NULL, &r);
+    j = json_of(&r);
+    assert_string_equal(jstr(j, "output.0.type"), "message"); /* the text before the calls */
+    assert_string_equal(jstr(j, "output.1.type"), "function_call");
+    assert_true(mistral_id(jstr(j, "output.1.call_id")));
+    json_decref(j);
+    reply_free(&r);
+    stop(&f);
+    /* a named forced call: [TOOL_CALLS] [{"name": "NAME", "arguments": in the prompt, the model the rest */
+    start_on(&f, DS_VOCAB, M3_MARKERS, "{\"city\": \"Oslo\" }");
+    expect_forced(f.port, "/v1/chat/completions",
+                  CHAT TOOLS ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}}}",
+                  "choices.0.message.tool_calls.0.function.arguments", "{\"city\": \"Oslo\"}");
+    stop(&f);
+}
+
 /* Structured outputs: response_format json_schema holds the answer to the
  * schema too. A script that follows it comes out as it is; one that adds a
  * key the schema forbids is closed where the schema allows (the fake
@@ -1633,6 +1717,7 @@ int main(void)
         cmocka_unit_test(test_tool_calls_deepseek),
         cmocka_unit_test(test_tool_calls_control_markers),
         cmocka_unit_test(test_tool_choice_forced),
+        cmocka_unit_test(test_tool_calls_mistral),
         cmocka_unit_test(test_json_schema),
         cmocka_unit_test(test_tool_calls_llama4),
     };

@@ -384,6 +384,64 @@ static void test_llama_calls(void **st)
     }
 }
 
+/* Mistral v3: [TOOL_CALLS] then a JSON list of {"name", "arguments"} (an "id" of 9 letters and digits
+ * kept); anything else after the tag is returned as text */
+static void test_mistral_calls(void **st)
+{
+    (void)st;
+    const char *answer = "Checking. [TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, "
+                         "{\"name\":\"now\",\"arguments\":\"{}\",\"id\":\"Ab3xY9k2Q\"}, "
+                         "{\"name\": \"now\", \"id\": \"call_12\"}]";
+    static const size_t steps[] = { 1, 3, 7, 1000 };
+    for (size_t k = 0; k < 4; k++) {
+        outcome o = scan_fmt(TOOL_FORMAT_MISTRAL, answer, steps[k], NULL, 0);
+        assert_string_equal(o.content, "Checking.");
+        assert_int_equal(o.n, 3);
+        assert_string_equal(o.calls[0].name, "get_weather");
+        assert_string_equal(o.calls[0].arguments, "{\"city\": \"Paris\"}");
+        assert_null(o.calls[0].id);
+        assert_string_equal(o.calls[1].name, "now");
+        assert_string_equal(o.calls[1].arguments, "{}");
+        assert_string_equal(o.calls[1].id, "Ab3xY9k2Q");
+        assert_string_equal(o.calls[2].arguments, "{}");
+        assert_null(o.calls[2].id); /* not an id the template takes back: the server makes one */
+        tool_calls_free(o.calls, o.n);
+        free(o.content);
+    }
+    /* one object instead of a list; two sections */
+    outcome o = scan_fmt(TOOL_FORMAT_MISTRAL, "[TOOL_CALLS]{\"name\": \"a\", \"arguments\": {}}\n[TOOL_CALLS] "
+                                              "[{\"name\": \"b\", \"arguments\": {\"x\": [1]}}]", 2, NULL, 0);
+    assert_string_equal(o.content, "");
+    assert_int_equal(o.n, 2);
+    assert_string_equal(o.calls[0].name, "a");
+    assert_string_equal(o.calls[1].arguments, "{\"x\": [1]}");
+    tool_calls_free(o.calls, o.n);
+    free(o.content);
+    const char *bad[] = {
+        "a [TOOL_CALLS] [{\"name\": \"f\", \"arguments\": [1]}]",           /* arguments not an object */
+        "a [TOOL_CALLS] [{\"arguments\": {}}]",                              /* no name */
+        "a [TOOL_CALLS] [{\"name\": \"f\", \"arguments\": {}}] and text",   /* text after */
+        "a [TOOL_CALLS] [{\"name\": \"f\", \"arguments\": {}}, {\"name\": 3}]", /* one bad: none taken */
+        "a [TOOL_CALLS] []",                                                 /* no call */
+        "a [TOOL_CALLS] [{\"name\": \"f\", \"arguments\": {",               /* cut short */
+        "a [TOOL_CALLS]",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        o = scan_fmt(TOOL_FORMAT_MISTRAL, bad[i], 3, NULL, 0);
+        assert_string_equal(o.content, bad[i]);
+        assert_int_equal(o.n, 0);
+        free(o.content);
+    }
+    /* a forced call's opening and close in this format */
+    char *pre = tool_call_prefix(TOOL_FORMAT_MISTRAL, "get_weather");
+    assert_string_equal(pre, "[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": ");
+    free(pre);
+    assert_string_equal(tool_call_args_close(TOOL_FORMAT_MISTRAL), "}]");
+    const char *const *mark;
+    assert_int_equal(tool_format_markers(TOOL_FORMAT_MISTRAL, &mark), 1);
+    assert_string_equal(mark[0], "[TOOL_CALLS]");
+}
+
 static void py(const char *json, const char *want)
 {
     json_error_t je;
@@ -479,6 +537,7 @@ int main(void)
         cmocka_unit_test(test_kimi_calls),
         cmocka_unit_test(test_deepseek_calls),
         cmocka_unit_test(test_llama_calls),
+        cmocka_unit_test(test_mistral_calls),
         cmocka_unit_test(test_pyjson),
         cmocka_unit_test(test_python_literals),
     };

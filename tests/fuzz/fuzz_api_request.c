@@ -10,7 +10,7 @@
  * template (Qwen3's, gpt-oss's, Qwen3-Coder's, GLM-4.5's, MiniMax-M2's,
  * Kimi K2 Thinking's, DeepSeek V3.1's, Llama 4's, 3.1's, 3.2's, Qwen3 2507's) or
  * be refused with a 400.
- * fuzz-link: runtime/api_request.c runtime/pyjson.c runtime/strbuf.c runtime/chat_request.c runtime/chat_template.c runtime/chat_template_harmony.c runtime/chat_template_qwen3_coder.c runtime/chat_template_glm45.c runtime/chat_template_minimax.c runtime/chat_template_kimi.c runtime/chat_template_deepseek.c runtime/chat_template_llama.c runtime/tool_calls.c -ljansson */
+ * fuzz-link: runtime/api_request.c runtime/pyjson.c runtime/strbuf.c runtime/chat_request.c runtime/chat_template.c runtime/chat_template_harmony.c runtime/chat_template_qwen3_coder.c runtime/chat_template_glm45.c runtime/chat_template_minimax.c runtime/chat_template_kimi.c runtime/chat_template_deepseek.c runtime/chat_template_llama.c runtime/chat_template_mistral.c runtime/tool_calls.c -ljansson */
 #include "runtime/api_request.h"
 #include "runtime/chat_request.h"
 
@@ -53,8 +53,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         static const chat_tools STYLES[] = { CHAT_TOOLS_QWEN3, CHAT_TOOLS_HARMONY, CHAT_TOOLS_QWEN3_CODER,
                                              CHAT_TOOLS_GLM45, CHAT_TOOLS_MINIMAX, CHAT_TOOLS_KIMI_K2,
                                              CHAT_TOOLS_DEEPSEEK_V31, CHAT_TOOLS_LLAMA4, CHAT_TOOLS_LLAMA31,
-                                             CHAT_TOOLS_LLAMA32, CHAT_TOOLS_QWEN3_THINKING, CHAT_TOOLS_QWEN3_INSTRUCT };
-        for (int style = 0; style < 12; style++) {
+                                             CHAT_TOOLS_LLAMA32, CHAT_TOOLS_QWEN3_THINKING, CHAT_TOOLS_QWEN3_INSTRUCT,
+                                             CHAT_TOOLS_MISTRAL_V3, CHAT_TOOLS_MISTRAL_V3_USER_SYSTEM };
+        for (int style = 0; style < (int)(sizeof STYLES / sizeof STYLES[0]); style++) {
             const chat_setup cs = { .family = style == 1 ? CHAT_GPT_OSS : CHAT_CHATML, .tools = STYLES[style],
                                     .bos = "<s>", .eos = "</s>", .date = "2026-01-01" };
             char *text = chat_request_render(&cs, &r, &e);

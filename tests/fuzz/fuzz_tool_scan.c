@@ -1,7 +1,7 @@
 /* fuzz_tool_scan.c: libFuzzer target for the tool-call scanner
  * (runtime/tool_calls.c). The first byte sets the feed's piece size (low
- * 4 bits) and the format (the rest, mod 7: Qwen3's, Qwen3-Coder's,
- * GLM-4.5's, MiniMax-M2's, Kimi K2's, DeepSeek V3.1's, Llama 4's); the rest is a model's answer. Whatever the bytes: with no call parsed, the
+ * 4 bits) and the format (the rest, mod 8: Qwen3's, Qwen3-Coder's,
+ * GLM-4.5's, MiniMax-M2's, Kimi K2's, DeepSeek V3.1's, Llama 4's, Mistral v3's); the rest is a model's answer. Whatever the bytes: with no call parsed, the
  * content released is the answer exactly; with calls, it is a prefix of
  * the answer, and every call has a non-empty name and arguments that read
  * back as a JSON object.
@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     };
     const char *a = (const char *)data + 1;
     size_t n = size - 1;
-    tool_scan ts = { .format = (tool_format)((data[0] >> 4) % 7), .tools = tools, .n_tools = 1 };
+    tool_scan ts = { .format = (tool_format)((data[0] >> 4) % 8), .tools = tools, .n_tools = 1 };
     strbuf out = { 0 };
     for (size_t i = 0; i < n; i += step) tool_scan_feed(&ts, a + i, i + step <= n ? step : n - i, &out);
     tool_call *calls;

@@ -72,6 +72,7 @@ fuzz_tool_scan)
     printf '\103Ok.<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{"s": "x"}<|tool_call_end|><|tool_calls_section_end|>' >"$corpus/kimi"
     printf '\123Ok.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{"s": "x", "n": 1}<｜tool▁call▁end｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>' >"$corpus/deepseek"
     printf '\143Ok. {"name": "f", "parameters": {"s": "x", "n": 1}}; {"name":"f","arguments":"{}"}' >"$corpus/llama"
+    printf '\163Ok. [TOOL_CALLS] [{"name": "f", "arguments": {"s": "x"}, "id": "a1b2c3d4e"}, {"name":"f","arguments":"{}"}]' >"$corpus/mistral"
     ;;
 fuzz_json_prefix)
     printf '{"a": [1, -2.5e3, true, null, {"b": "\\u00e9\\ud83d\\ude00 x"}], "c": {}}' >"$corpus/object"
