@@ -20,7 +20,7 @@ tool_format chat_tools_format(chat_tools t)
     return t == CHAT_TOOLS_QWEN3_CODER ? TOOL_FORMAT_CODER
          : t == CHAT_TOOLS_GLM45       ? TOOL_FORMAT_GLM45
          : t == CHAT_TOOLS_MINIMAX     ? TOOL_FORMAT_MINIMAX
-         : t == CHAT_TOOLS_KIMI_K2     ? TOOL_FORMAT_KIMI
+         : t == CHAT_TOOLS_KIMI_K2 || t == CHAT_TOOLS_KIMI_K2_0905 || t == CHAT_TOOLS_KIMI_K2_0711 ? TOOL_FORMAT_KIMI
          : t == CHAT_TOOLS_DEEPSEEK_V31 ? TOOL_FORMAT_DEEPSEEK
          : t == CHAT_TOOLS_LLAMA4 || t == CHAT_TOOLS_LLAMA31 || t == CHAT_TOOLS_LLAMA32 ? TOOL_FORMAT_LLAMA
          : t == CHAT_TOOLS_MISTRAL_V3 || t == CHAT_TOOLS_MISTRAL_V3_USER_SYSTEM ? TOOL_FORMAT_MISTRAL
@@ -88,7 +88,7 @@ char *chat_request_render(const chat_setup *cs, const api_request *r, api_error 
         char msg[320];
         snprintf(msg, sizeof msg,
                  "this model's chat template (%s) has no tool format strata renders; tool calls work with "
-                 "the templates of Qwen3, Qwen3-Coder, GLM-4.5/4.6, MiniMax-M2, Kimi K2 Thinking, DeepSeek V3.1, Llama 3.1-3.3 and 4, Mistral v3 (7B v0.3, Mixtral 8x22B) and gpt-oss", chat_family_name(cs->family));
+                 "the templates of Qwen3, Qwen3-Coder, GLM-4.5/4.6, MiniMax-M2, Kimi K2, DeepSeek V3.1, Llama 3.1-3.3 and 4, Mistral v3 (7B v0.3, Mixtral 8x22B) and gpt-oss", chat_family_name(cs->family));
         return fail(e, r->n_tools ? "tools" : "messages", msg);
     }
     size_t n_calls = 0;

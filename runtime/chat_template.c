@@ -24,7 +24,7 @@ static const struct { const char *name; chat_family f; } NAMES[] = {
     { "qwen3-thinking", CHAT_CHATML }, { "qwen3-instruct", CHAT_CHATML },
     { "kimi-k2-thinking", CHAT_KIMI_K2 }, { "deepseek-v3.1", CHAT_DEEPSEEK }, { "llama3.1", CHAT_LLAMA3 },
     { "llama3.2", CHAT_LLAMA3 }, { "llama3.3", CHAT_LLAMA3 }, { "mistral-v3", CHAT_MISTRAL },
-    { "mistral-v3-user-system", CHAT_MISTRAL },
+    { "mistral-v3-user-system", CHAT_MISTRAL }, { "kimi-k2-0905", CHAT_KIMI_K2 }, { "kimi-k2-0711", CHAT_KIMI_K2 },
 };
 
 chat_family chat_family_from_name(const char *name)
@@ -434,6 +434,12 @@ chat_tools chat_template_tools(const char *t)
     if (t && strstr(t, "<|im_middle|>") && strstr(t, "tool_declare") && strstr(t, "<|tool_calls_section_begin|>") &&
         strstr(t, "## Return of") && strstr(t, "<think></think>") && strstr(t, "reasoning_content"))
         return CHAT_TOOLS_KIMI_K2;
+    if (t && strstr(t, "<|im_middle|>") && strstr(t, "tool_declare") && strstr(t, "# Tools") &&
+        strstr(t, "## Return of") && strstr(t, "<|tool_calls_section_begin|>") && !strstr(t, "<think>")) {
+        if (strstr(t, "{% if (loop.last and add_generation_prompt) or not loop.last %}<|im_end|>{% endif %}"))
+            return CHAT_TOOLS_KIMI_K2_0905;
+        if (strstr(t, "<|im_system|>{{role_name}}<|im_middle|>\n  {% endif %}")) return CHAT_TOOLS_KIMI_K2_0711;
+    }
     if (t && strstr(t, "<" DS_BAR "tool" DS_SP "output" DS_SP "begin" DS_BAR ">") && strstr(t, "is_last_user") &&
         strstr(t, DS_ASSISTANT "</think>"))
         return CHAT_TOOLS_DEEPSEEK_V31;
@@ -465,6 +471,8 @@ chat_tools chat_tools_from_name(const char *name)
     if (name && !strcmp(name, "llama3.2")) return CHAT_TOOLS_LLAMA32;
     if (name && !strcmp(name, "mistral-v3")) return CHAT_TOOLS_MISTRAL_V3;
     if (name && !strcmp(name, "mistral-v3-user-system")) return CHAT_TOOLS_MISTRAL_V3_USER_SYSTEM;
+    if (name && !strcmp(name, "kimi-k2-0905")) return CHAT_TOOLS_KIMI_K2_0905;
+    if (name && !strcmp(name, "kimi-k2-0711")) return CHAT_TOOLS_KIMI_K2_0711;
     return CHAT_TOOLS_NONE;
 }
 
@@ -477,7 +485,8 @@ const char *chat_tools_name(chat_tools t)
          : t == CHAT_TOOLS_DEEPSEEK_V31 ? "deepseek-v3.1" : t == CHAT_TOOLS_LLAMA4 ? "llama4"
          : t == CHAT_TOOLS_LLAMA31 ? "llama3.1" : t == CHAT_TOOLS_LLAMA32 ? "llama3.2"
          : t == CHAT_TOOLS_MISTRAL_V3 ? "mistral-v3" : t == CHAT_TOOLS_MISTRAL_V3_USER_SYSTEM ? "mistral-v3-user-system"
-                                                                                             : "none";
+         : t == CHAT_TOOLS_KIMI_K2_0905 ? "kimi-k2-0905" : t == CHAT_TOOLS_KIMI_K2_0711 ? "kimi-k2-0711"
+                                                                                     : "none";
 }
 
 static bool starts_with(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
@@ -598,6 +607,9 @@ char *chat_template_render_tools(chat_tools style, const chat_msg *m, size_t n, 
     if (style == CHAT_TOOLS_GLM45) return chat_template_render_glm45(m, n, tools, n_tools, o, gen, err, errlen);
     if (style == CHAT_TOOLS_MINIMAX) return chat_template_render_minimax_tools(m, n, tools, n_tools, o, gen, err, errlen);
     if (style == CHAT_TOOLS_KIMI_K2) return chat_template_render_kimi_k2(m, n, tools, n_tools, gen, err, errlen);
+    if (style == CHAT_TOOLS_KIMI_K2_0905 || style == CHAT_TOOLS_KIMI_K2_0711)
+        return chat_template_render_kimi_k2_instruct(m, n, tools, n_tools, style == CHAT_TOOLS_KIMI_K2_0711, gen, err,
+                                                     errlen);
     if (style == CHAT_TOOLS_DEEPSEEK_V31) return chat_template_render_deepseek_v31(m, n, tools, n_tools, o, gen, err, errlen);
     if (style == CHAT_TOOLS_LLAMA4) return chat_template_render_llama4(m, n, tools, n_tools, o, gen, err, errlen);
     if (style == CHAT_TOOLS_LLAMA31 || style == CHAT_TOOLS_LLAMA32)

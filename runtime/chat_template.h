@@ -87,6 +87,8 @@ typedef enum chat_tools {
     CHAT_TOOLS_LLAMA32,      /* Llama 3.2's: 3.1's dated today */
     CHAT_TOOLS_MISTRAL_V3,   /* Mistral v3's (7B v0.3, Mixtral 8x22B): [AVAILABLE_TOOLS], [TOOL_CALLS] [...] */
     CHAT_TOOLS_MISTRAL_V3_USER_SYSTEM, /* the same, the system message in the last user turn */
+    CHAT_TOOLS_KIMI_K2_0905, /* Kimi K2 Instruct 0905's: Thinking's tool_declare turn and calls, no <think> */
+    CHAT_TOOLS_KIMI_K2_0711, /* Kimi K2 Instruct's first release's (as llama.cpp's tests hold it) */
 } chat_tools;
 
 /* The family a template's text belongs to, CHAT_UNKNOWN if none. */
@@ -134,16 +136,20 @@ char *chat_template_render(chat_family f, const chat_msg *msgs, size_t n, const 
  * has no tools and is not); Mistral v3's by [AVAILABLE_TOOLS], [TOOL_CALLS] [
  * and its 9-character call ids, the release that puts the system message
  * into the last user turn by that test (Mistral Nemo's and later ones,
- * without the space after [INST], are not). */
+ * without the space after [INST], are not); Kimi K2 Instruct's by its
+ * tool_declare turn under "# Tools" and "## Return of" without <think>,
+ * 0905's by its last turn left open without a generation prompt, the first
+ * release's by the line break its header block leaves. */
 chat_tools chat_template_tools(const char *tmpl);
 /* "qwen3", "qwen3-thinking", "qwen3-instruct", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2",
  * "kimi-k2-thinking", "deepseek-v3.1", "llama4", "llama3.1" (also 3.3's),
- * "llama3.2", "mistral-v3" and "mistral-v3-user-system": the tool format a
- * --chat-template name brings, NONE otherwise. */
+ * "llama3.2", "mistral-v3", "mistral-v3-user-system", "kimi-k2-0905" and
+ * "kimi-k2-0711": the tool format a --chat-template name brings, NONE otherwise. */
 chat_tools chat_tools_from_name(const char *name);
 /* "qwen3", "qwen3-thinking", "qwen3-instruct", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2",
  * "kimi-k2-thinking", "deepseek-v3.1", "llama4",
- * "llama3.1", "llama3.2", "mistral-v3", "mistral-v3-user-system" or "none". */
+ * "llama3.1", "llama3.2", "mistral-v3", "mistral-v3-user-system", "kimi-k2-0905", "kimi-k2-0711"
+ * or "none". */
 const char *chat_tools_name(chat_tools t);
 
 /* What the whole templates take beyond the conversation (their kwargs). */
@@ -198,6 +204,12 @@ typedef struct chat_tools_opts {
  *    later ones their reasoning in it; calls in a tool-calls section, each
  *    with its id and its arguments as the client gave them; results as
  *    "## Return of ID".
+ *  - Kimi K2 Instruct, 0905 and first release (chat_template_kimi.c): the
+ *    tools under "\n  # Tools\n  " in the tool_declare turn, the default
+ *    system turn before a first message that is not a system one, no
+ *    reasoning, calls after the assistant's text, results as "## Return of
+ *    ID\n    TEXT"; the first release adds a line break after system and
+ *    tool headers.
  *  - DeepSeek V3.1 (chat_template_deepseek.c): BOS, every system message
  *    joined by blank lines, then the model card's tool section (a "###
  *    NAME" block per tool with its description and json.dumps'd
@@ -242,6 +254,8 @@ char *chat_template_render_glm45(const chat_msg *msgs, size_t n, const char *con
                                  const chat_tools_opts *o, bool add_generation_prompt, char *err, size_t errlen);
 char *chat_template_render_kimi_k2(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
                                    bool add_generation_prompt, char *err, size_t errlen);
+char *chat_template_render_kimi_k2_instruct(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
+                                            bool first_release, bool add_generation_prompt, char *err, size_t errlen);
 char *chat_template_render_deepseek_v31(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
                                         const chat_tools_opts *o, bool add_generation_prompt, char *err, size_t errlen);
 char *chat_template_render_llama31(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,

@@ -3,7 +3,7 @@
 # prompts of tests/fixtures/tool_chats/NAME/ (NAME.API.json ->
 # NAME.API.expected; NAME is the --chat-template name: gpt-oss,
 # qwen3-coder, glm-4.5, minimax-m2, kimi-k2-thinking, deepseek-v3.1, llama4, llama3.1, llama3.2,
-# qwen3-thinking, qwen3-instruct, mistral-v3, mistral-v3-user-system) by running the model's own chat template
+# qwen3-thinking, qwen3-instruct, mistral-v3, mistral-v3-user-system, kimi-k2-0905, kimi-k2-0711) by running the model's own chat template
 # under jinja2 (tests/fixtures/hf_chat_render.py, date 2026-12-03, string arguments as
 # objects as llama.cpp passes them to templates that need objects; Kimi's template
 # takes strings as they are, and they are left so).
@@ -19,17 +19,19 @@
 # reached here in a test suite's source, labelled so), and the release that puts the system message
 # into the last user turn (its test `(message == user_messages[-1]) and system_message is defined`
 # instead of `loop.last and ...`, the rest the same).
+# Kimi K2 Instruct's: 0905's (its chat_template.jinja, as a project's test fixture quotes it) and the
+# first release's (the text llama.cpp's tests hold as Kimi K2's template).
 # Llama's and Mistral's templates write BOS (stories260K's <s> in the kept test), Mistral's EOS (</s>). The tests cannot fetch these, so their renderings are
 # kept and e2e_tool_template_kept.sh compares `strata template` with them.
 # Run by hand when the fixtures change.
 set -eu
 [ $# -eq 2 ] && [ -d "$(dirname "$0")/fixtures/tool_chats/$1" ] && [ -f "$2" ] ||
-    { echo "usage: $0 gpt-oss|qwen3-coder|glm-4.5|minimax-m2|kimi-k2-thinking|deepseek-v3.1|llama4|llama3.1|llama3.2|qwen3-thinking|qwen3-instruct|mistral-v3|mistral-v3-user-system TEMPLATE.jinja" >&2; exit 2; }
+    { echo "usage: $0 gpt-oss|qwen3-coder|glm-4.5|minimax-m2|kimi-k2-thinking|deepseek-v3.1|llama4|llama3.1|llama3.2|qwen3-thinking|qwen3-instruct|mistral-v3|mistral-v3-user-system|kimi-k2-0905|kimi-k2-0711 TEMPLATE.jinja" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 printf '{"chat_template": ""}' >"$tmp/config.json"
 objargs=--object-arguments
-case $1 in kimi-k2-thinking | qwen3-*) objargs= ;; esac # they write string arguments as they are
+case $1 in kimi-k2-* | qwen3-*) objargs= ;; esac # they write string arguments as they are
 tmpl=$2
 if [ "$1" = deepseek-v3.1 ]; then
     # DeepSeek's template writes BOS (stories260K's, <s>, in the kept test) and renders no tool

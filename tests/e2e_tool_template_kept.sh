@@ -27,7 +27,9 @@
 # is; its template reconstructed, see diag_tool_template_expected.sh); Mistral v3's in
 # both releases (the system message in the last message or the last user one;
 # the tools before every user message equal to the last, string values
-# unescaped; calls with their 9-character ids, results, non-ASCII); both APIs. `strata template
+# unescaped; calls with their 9-character ids, results, non-ASCII); Kimi K2
+# Instruct's, 0905's and the first release's (the tools under "# Tools",
+# the template's indentation before results, calls after text); both APIs. `strata template
 # --chat-template NAME --date 2026-12-03` must reproduce each. Then the
 # templates' refusals. Needs only a GGUF with a tokenizer (stories260K from
 # ../shared); exit 77 when it is absent.
@@ -43,7 +45,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 total=0
 for name in gpt-oss qwen3-coder glm-4.5 minimax-m2 kimi-k2-thinking deepseek-v3.1 llama4 llama3.1 llama3.2 qwen3-thinking \
-    qwen3-instruct mistral-v3 mistral-v3-user-system; do
+    qwen3-instruct mistral-v3 mistral-v3-user-system kimi-k2-0905 kimi-k2-0711; do
     n=0
     for body in "$here/fixtures/tool_chats/$name"/*.json; do
         case=$(basename "$body" .json); api=${case##*.}
@@ -97,4 +99,4 @@ refuse mistral-v3 '{"messages":[{"role":"user","content":"x"},{"role":"assistant
     "messages\[1\]: Mistral's template needs tool call ids of 9 characters"
 refuse mistral-v3 '{"messages":[{"role":"user","content":"x"},{"role":"user","content":"y"}]}' \
     "messages\[1\]: after the optional system message, conversation roles must alternate"
-echo "$total request bodies rendered as jinja2 renders gpt-oss's, Qwen3-Coder's, GLM-4.6's, MiniMax-M2's, Kimi K2 Thinking's, DeepSeek V3.1's, Llama 4's, 3.1's and 3.2's, Qwen3 2507's and Mistral v3's templates; refusals named"
+echo "$total request bodies rendered as jinja2 renders gpt-oss's, Qwen3-Coder's, GLM-4.6's, MiniMax-M2's, Kimi K2 Thinking's, DeepSeek V3.1's, Llama 4's, 3.1's and 3.2's, Qwen3 2507's, Mistral v3's and Kimi K2 Instruct's templates; refusals named"

@@ -483,6 +483,21 @@ static void test_qwen3_tools(void **st)
     assert_int_equal(chat_tools_from_name("mistral-v3-user-system"), CHAT_TOOLS_MISTRAL_V3_USER_SYSTEM);
     assert_int_equal(chat_family_from_name("mistral-v3"), CHAT_MISTRAL);
     assert_string_equal(chat_tools_name(CHAT_TOOLS_MISTRAL_V3_USER_SYSTEM), "mistral-v3-user-system");
+    /* Kimi K2 Instruct's two releases, told apart from each other and from Thinking's */
+    static const char k0905[] = "<|im_system|>tool_declare<|im_middle|>\n  # Tools\n  {{ tools | tojson }}<|im_end|> "
+                                "<|tool_calls_section_begin|> ## Return of {{ message.tool_call_id }} "
+                                "{% if (loop.last and add_generation_prompt) or not loop.last %}<|im_end|>{% endif %}";
+    static const char k0711[] = "<|im_system|>tool_declare<|im_middle|>\n  # Tools\n  {{ tools | tojson }}<|im_end|> "
+                                "<|tool_calls_section_begin|> ## Return of {{ message.tool_call_id }} "
+                                "<|im_system|>{{role_name}}<|im_middle|>\n  {% endif %}";
+    assert_int_equal(chat_template_tools(k0905), CHAT_TOOLS_KIMI_K2_0905);
+    assert_int_equal(chat_template_tools(k0711), CHAT_TOOLS_KIMI_K2_0711);
+    assert_int_equal(chat_template_detect(k0905), CHAT_KIMI_K2);
+    assert_int_equal(chat_tools_from_name("kimi-k2-0711"), CHAT_TOOLS_KIMI_K2_0711);
+    assert_string_equal(chat_tools_name(CHAT_TOOLS_KIMI_K2_0905), "kimi-k2-0905");
+    /* llama.cpp's own short Kimi K2 template has no calls in it: not rendered whole */
+    assert_int_equal(chat_template_tools("{% if tools -%} {{ '<|im_system|>tool_declare<|im_middle|>' -}} {{ '<|im_middle|>' }}"),
+                     CHAT_TOOLS_NONE);
     /* a tool result's id is held to the template's 9 characters too; a system message later is refused */
     const chat_msg res[] = { { .role = "user", .content = "x" }, { .role = "tool", .content = "r", .tool_call_id = "abc" } };
     assert_null(chat_template_render_tools(CHAT_TOOLS_MISTRAL_V3, res, 2, NULL, 0, NULL, true, err, sizeof err));

@@ -981,7 +981,8 @@ static void test_tool_calls_minimax(void **st)
 
 /* Kimi K2 Thinking: the calls of a tool-calls section, their ids (Kimi's
  * functions.NAME:IDX) passed on as the calls' ids in all three APIs, so
- * that the conversation comes back with the ids the model wrote */
+ * that the conversation comes back with the ids the model wrote; Kimi K2
+ * Instruct's the same */
 #define KIMI_MARKERS "<|im_middle|> tool_declare <|tool_calls_section_begin|> ## Return of <think></think> reasoning_content"
 static void test_tool_calls_kimi(void **st)
 {
@@ -1013,6 +1014,23 @@ static void test_tool_calls_kimi(void **st)
     j = json_of(&r);
     assert_string_equal(jstr(j, "output.2.call_id"), "functions.get_weather:0");
     assert_string_equal(jstr(j, "output.3.call_id"), "functions.now:1");
+    json_decref(j);
+    reply_free(&r);
+    stop(&f);
+    /* Kimi K2 Instruct 0905's template: the same calls, no reasoning */
+    start_tools(&f, "<|im_system|>tool_declare<|im_middle|>\n  # Tools\n  {{ tools | tojson }}<|im_end|> "
+                    "<|tool_calls_section_begin|> ## Return of "
+                    "{% if (loop.last and add_generation_prompt) or not loop.last %}<|im_end|>{% endif %}",
+                "I will check.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+                "<|tool_call_argument_begin|>{\"city\":\"Paris\"}<|tool_call_end|><|tool_call_begin|>functions.now:1"
+                "<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>");
+    r = (reply){ 0 };
+    http(f.port, "/v1/chat/completions", CHAT TOOLS "}", NULL, &r);
+    j = json_of(&r);
+    assert_string_equal(jstr(j, "choices.0.finish_reason"), "tool_calls");
+    assert_string_equal(jstr(j, "choices.0.message.tool_calls.0.id"), "functions.get_weather:0");
+    assert_string_equal(jstr(j, "choices.0.message.tool_calls.1.function.name"), "now");
+    assert_null(jstr(j, "choices.0.message.reasoning_content"));
     json_decref(j);
     reply_free(&r);
     stop(&f);
