@@ -88,7 +88,7 @@ char *chat_request_render(const chat_setup *cs, const api_request *r, api_error 
         char msg[320];
         snprintf(msg, sizeof msg,
                  "this model's chat template (%s) has no tool format strata renders; tool calls work with "
-                 "the templates of Qwen3, Qwen3-Coder, GLM-4.5/4.6, MiniMax-M2, Kimi K2, DeepSeek V3.1, Llama 3.1-3.3 and 4, Mistral v3 (7B v0.3, Mixtral 8x22B) and gpt-oss", chat_family_name(cs->family));
+                 "the templates of Qwen3, Qwen3-Coder, GLM-4.5/4.6, MiniMax-M2, Kimi K2, DeepSeek V3.1, Llama 3.1-3.3 and 4, Mistral 7B v0.3 and gpt-oss", chat_family_name(cs->family));
         return fail(e, r->n_tools ? "tools" : "messages", msg);
     }
     size_t n_calls = 0;

@@ -85,7 +85,7 @@ typedef enum chat_tools {
     CHAT_TOOLS_LLAMA4,       /* Llama 4's: tools in the first user turn, {"name": ..., "parameters": ...} calls */
     CHAT_TOOLS_LLAMA31,      /* Llama 3.1's and 3.3's: the same, a dated system turn, one call a message */
     CHAT_TOOLS_LLAMA32,      /* Llama 3.2's: 3.1's dated today */
-    CHAT_TOOLS_MISTRAL_V3,   /* Mistral v3's (7B v0.3, Mixtral 8x22B): [AVAILABLE_TOOLS], [TOOL_CALLS] [...] */
+    CHAT_TOOLS_MISTRAL_V3,   /* Mistral v3's (7B Instruct v0.3): [AVAILABLE_TOOLS], [TOOL_CALLS] [...] */
     CHAT_TOOLS_MISTRAL_V3_USER_SYSTEM, /* the same, the system message in the last user turn */
     CHAT_TOOLS_KIMI_K2_0905, /* Kimi K2 Instruct 0905's: Thinking's tool_declare turn and calls, no <think> */
     CHAT_TOOLS_KIMI_K2_0711, /* Kimi K2 Instruct's first release's (as llama.cpp's tests hold it) */

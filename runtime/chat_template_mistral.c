@@ -1,6 +1,8 @@
 /* chat_template_mistral.c: Mistral's v3 chat template with its tool parts
- * (Mistral 7B Instruct v0.3, Mixtral 8x22B Instruct), statement by
- * statement. See chat_template.h.
+ * (as Mistral 7B Instruct v0.3 ships it), statement by statement. See
+ * chat_template.h. Mixtral 8x22B Instruct's own tool_use template is an
+ * older layout (tools as Python's str() of the list, "tool_calls" and
+ * "tool_results" roles) and is not this one.
  *
  * The template writes BOS, then [INST] turns with the system message
  * folded into one of them (the last message when it is a user one, or, in

@@ -62,7 +62,7 @@ typedef enum tool_format {
     TOOL_FORMAT_KIMI,     /* Kimi K2 (Thinking) */
     TOOL_FORMAT_DEEPSEEK, /* DeepSeek V3.1 */
     TOOL_FORMAT_LLAMA,    /* Llama 3.1-3.3, Llama 4 */
-    TOOL_FORMAT_MISTRAL,  /* Mistral v3 (7B v0.3, Mixtral 8x22B) */
+    TOOL_FORMAT_MISTRAL,  /* Mistral v3's template (7B Instruct v0.3) */
 } tool_format;
 
 typedef struct tool_scan {
