@@ -65,12 +65,19 @@ gen *gen_begin(const engine *e, const int32_t *prompt, size_t n_prompt, const ge
         /* from the answer's start, or (reasoning first) once </think> has come */
         if (p->json_schema && !(g->schema = js_compile(p->json_schema, err, errlen))) { free(g); return NULL; }
         json_mode_init(&g->json, p->json_vocab, g->schema);
+        if (p->n_json_leads && json_mode_set_leads(&g->json, p->json_leads, p->json_lead_schemas, p->n_json_leads)) {
+            snprintf(err, errlen, "out of memory");
+            json_mode_free(&g->json);
+            js_free(g->schema);
+            free(g);
+            return NULL;
+        }
         if (g->th_state == 0) g->th_state = 2; /* the answer is JSON from its first byte: no <think> can open it */
         g->json.active = g->th_state != 1;
         sp.mask = &g->json.mask;
     }
     g->s = e->begin(e->self, prompt, n_prompt, &sp, err, errlen);
-    if (!g->s) { js_free(g->schema); free(g); return NULL; }
+    if (!g->s) { json_mode_free(&g->json); js_free(g->schema); free(g); return NULL; }
     return g;
 }
 
@@ -375,6 +382,7 @@ void gen_end(gen *g)
     strbuf_free(&g->piece);
     free(g->r_out);
     free(g->out);
+    json_mode_free(&g->json);
     js_free(g->schema);
     free(g->toks);
     free(g);

@@ -87,6 +87,11 @@ typedef struct gen_params {
      * or, when the prompt opened a reasoning block, from its end; NULL: free text */
     const struct json_vocab *json_vocab;
     const char *json_schema; /* with json_vocab: the schema's JSON text (json_schema.h) the answer must follow too */
+    /* with json_vocab: the answer opens with one of these texts (a forced call's tool name up to its
+     * arguments), then follows that one's schema (JSON text; NULL: any object). Copied. */
+    const char *const *json_leads;
+    const char *const *json_lead_schemas;
+    size_t             n_json_leads;
     /* Called after each sampled token with the seconds since the previous
      * one (since gen_begin for the first). */
     void (*on_token)(void *ud, double seconds, int first);

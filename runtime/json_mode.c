@@ -49,9 +49,42 @@ json_vocab *json_vocab_new(const engine *e)
     return v;
 }
 
+/* Whether n bytes at t are the prefix of what may follow a lead whose schema is sch. */
+static bool fresh_continues(const js_schema *sch, const char *t, size_t n)
+{
+    if (sch) {
+        js_prefix p;
+        js_prefix_init(&p, sch);
+        return js_prefix_feed(&p, t, n);
+    }
+    json_prefix j;
+    json_prefix_init(&j);
+    return json_prefix_feed(&j, t, n);
+}
+
+/* While leading: whether the answer so far and t stay on one lead, or run past it into what may follow it. */
+static bool lead_continues(const json_mode *m, const char *t, size_t n)
+{
+    const size_t have = m->lead_text.len;
+    const char *so_far = m->lead_text.data ? m->lead_text.data : "";
+    for (size_t i = 0; i < m->n_leads; i++) {
+        const char *l = m->leads[i];
+        const size_t ll = strlen(l);
+        if (have > ll || memcmp(l, so_far, have)) continue;
+        if (have + n <= ll) {
+            if (!memcmp(l + have, t, n)) return true;
+        } else if (!memcmp(l + have, t, ll - have) &&
+                   fresh_continues(m->lead_schema[i], t + (ll - have), n - (ll - have))) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Whether the text continues the answer so far. */
 static bool continues(const json_mode *m, const char *t, size_t n)
 {
+    if (m->leading) return lead_continues(m, t, n);
     if (m->schema) {
         js_prefix p = m->sstate;
         return js_prefix_feed(&p, t, n);
@@ -62,6 +95,7 @@ static bool continues(const json_mode *m, const char *t, size_t n)
 
 static bool done(const json_mode *m)
 {
+    if (m->leading) return false;
     return m->schema ? js_prefix_complete(&m->sstate) : json_prefix_complete(&m->state);
 }
 
@@ -100,5 +134,55 @@ void json_mode_init(json_mode *m, const json_vocab *v, const js_schema *schema)
 void json_mode_feed(json_mode *m, const char *s, size_t n)
 {
     if (m->broken) return;
+    if (m->leading) {
+        strbuf_add(&m->lead_text, s, n);
+        const char *t = m->lead_text.data ? m->lead_text.data : "";
+        const size_t have = m->lead_text.len;
+        bool on_one = false;
+        for (size_t i = 0; i < m->n_leads && !m->lead_text.oom; i++) {
+            const size_t ll = strlen(m->leads[i]);
+            if (memcmp(m->leads[i], t, have < ll ? have : ll)) continue;
+            on_one = true;
+            if (have < ll) continue;
+            /* this lead is complete: what follows it is held to its schema from here on */
+            m->leading = false;
+            m->schema = m->lead_schema[i];
+            if (m->schema) js_prefix_init(&m->sstate, m->schema);
+            json_prefix_init(&m->state);
+            json_mode_feed(m, t + ll, have - ll);
+            return;
+        }
+        if (!on_one) m->broken = true;
+        return;
+    }
     if (m->schema ? !js_prefix_feed(&m->sstate, s, n) : !json_prefix_feed(&m->state, s, n)) m->broken = true;
+}
+
+int json_mode_set_leads(json_mode *m, const char *const *leads, const char *const *schemas, size_t n)
+{
+    m->leads = calloc(n + 1, sizeof *m->leads);
+    m->lead_schema = calloc(n + 1, sizeof *m->lead_schema);
+    if (!m->leads || !m->lead_schema) return -1;
+    m->n_leads = n;
+    for (size_t i = 0; i < n; i++) {
+        if (!(m->leads[i] = strdup(leads[i]))) return -1;
+        char err[200];
+        m->lead_schema[i] = schemas && schemas[i] ? js_compile(schemas[i], err, sizeof err) : NULL;
+    }
+    m->leading = n > 0;
+    return 0;
+}
+
+void json_mode_free(json_mode *m)
+{
+    for (size_t i = 0; i < m->n_leads; i++) {
+        free(m->leads[i]);
+        js_free(m->lead_schema[i]);
+    }
+    free(m->leads);
+    free(m->lead_schema);
+    strbuf_free(&m->lead_text);
+    m->leads = NULL;
+    m->lead_schema = NULL;
+    m->n_leads = 0;
 }

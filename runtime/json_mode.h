@@ -16,7 +16,12 @@
  *    reasoning block) turns the constraint off for the rest of the answer:
  *    a constraint with no way forward would stall it.
  *  - active is the caller's to set (generate.c: from the answer's start, or
- *    once its reasoning has ended). */
+ *    once its reasoning has ended).
+ *  - json_mode_set_leads() makes the answer open with one of n texts (a
+ *    forced call's tool name and what follows it up to the arguments) and
+ *    then hold to that lead's schema (a schema NULL, or one json_schema.h
+ *    cannot hold: any object); it copies what it keeps. json_mode_free()
+ *    releases that. */
 #ifndef STRATA_JSON_MODE_H
 #define STRATA_JSON_MODE_H
 
@@ -27,6 +32,7 @@
 #include "runtime/engine.h"
 #include "runtime/json_prefix.h"
 #include "runtime/json_schema.h"
+#include "runtime/strbuf.h"
 
 typedef struct json_vocab json_vocab;
 
@@ -40,10 +46,18 @@ typedef struct json_mode {
     js_prefix         sstate;
     bool              active, broken;
     engine_mask       mask;
+    char            **leads;       /* the texts the answer must open with (json_mode_set_leads), owned */
+    js_schema       **lead_schema; /* each one's schema for what follows it, owned; NULL: any object */
+    size_t            n_leads;
+    strbuf            lead_text;   /* the answer so far, while no lead is complete */
+    bool              leading;
 } json_mode;
 
 /* schema NULL: JSON mode; else the answer held to the schema too (it must outlive m). */
 void json_mode_init(json_mode *m, const json_vocab *v, const js_schema *schema);
 void json_mode_feed(json_mode *m, const char *s, size_t n);
+/* 0, or -1 when out of memory. */
+int json_mode_set_leads(json_mode *m, const char *const *leads, const char *const *schemas, size_t n);
+void json_mode_free(json_mode *m);
 
 #endif

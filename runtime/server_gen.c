@@ -51,6 +51,34 @@ static void forced_args(const server *s, const api_request *r, prepared *p)
     }
 }
 
+/* The tools' names as the call's text writes them: JSON strings with nothing to escape. */
+static bool plain_names(const api_request *r)
+{
+    for (size_t i = 0; i < r->n_tools; i++) {
+        json_t *t = json_loads(r->tools[i], 0, NULL);
+        const char *nm = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+        bool ok = nm && *nm;
+        for (const unsigned char *c = (const unsigned char *)(nm ? nm : ""); ok && *c; c++)
+            ok = *c >= 0x20 && *c != '"' && *c != '\\';
+        json_decref(t);
+        if (!ok) return false;
+    }
+    return r->n_tools > 0;
+}
+
+/* An unnamed forced call ("required") in a format whose name and arguments are plain JSON text
+ * (Qwen3's, Llama's, Mistral's: DeepSeek's and Kimi's part them with control tokens, which the
+ * constraint cannot write): the name is held to the tools' and the arguments to its schema. */
+static void forced_any(const server *s, const api_request *r, prepared *p)
+{
+    const tool_format f = chat_tools_format(s->tools);
+    if (!s->json_vocab || (f != TOOL_FORMAT_JSON && f != TOOL_FORMAT_LLAMA && f != TOOL_FORMAT_MISTRAL) ||
+        !plain_names(r))
+        return;
+    p->forced_any = true;
+    p->call_suffix = tool_call_args_close(f);
+}
+
 int server_prepare(server *s, const api_request *r, prepared *p, api_error *e)
 {
     memset(p, 0, sizeof *p);
@@ -103,6 +131,7 @@ int server_prepare(server *s, const api_request *r, prepared *p, api_error *e)
             snprintf(p->call_prefix, sizeof p->call_prefix, "%s", pre ? pre : "");
             free(pre);
             if (r->force_name) forced_args(s, r, p);
+            else forced_any(s, r, p);
         }
         /* the template wrote BOS already; a second one would shift the model */
         size_t bl = strlen(eng->bos_text);
@@ -175,8 +204,36 @@ gen *server_gen_begin(server *s, const api_request *r, const prepared *p, char *
         gp.json_vocab = s->json_vocab;
         gp.json_schema = args_schema;
     }
+    /* an unnamed forced call: each tool's name up to its arguments, and its schema */
+    char **leads = p->forced_any ? calloc(r->n_tools + 1, sizeof *leads) : NULL;
+    char **schemas = p->forced_any ? calloc(r->n_tools + 1, sizeof *schemas) : NULL;
+    if (leads && schemas) {
+        const tool_format f = chat_tools_format(s->tools);
+        char *base = tool_call_prefix(f, NULL);
+        bool ok = base != NULL;
+        for (size_t i = 0; ok && i < r->n_tools; i++) {
+            json_t *t = json_loads(r->tools[i], 0, NULL);
+            char *full = tool_call_prefix(f, json_string_value(json_object_get(json_object_get(t, "function"), "name")));
+            json_decref(t);
+            leads[i] = full ? strdup(full + strlen(base)) : NULL;
+            schemas[i] = tool_params(r, (int)i);
+            free(full);
+            ok = leads[i] && schemas[i];
+        }
+        free(base);
+        if (ok) {
+            gp.json_vocab = s->json_vocab;
+            gp.json_leads = (const char *const *)leads;
+            gp.json_lead_schemas = (const char *const *)schemas;
+            gp.n_json_leads = r->n_tools;
+        }
+    }
     gen *g = gen_begin(s->eng, p->ids, p->n_ids, &gp, err, errlen);
     free(args_schema); /* the generation keeps its own compiled copy */
+    for (size_t i = 0; leads && i < r->n_tools; i++) free(leads[i]);
+    for (size_t i = 0; schemas && i < r->n_tools; i++) free(schemas[i]);
+    free(leads);
+    free(schemas);
     return g;
 }
 

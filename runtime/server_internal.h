@@ -104,6 +104,8 @@ typedef struct prepared {
     char      call_prefix[320]; /* a forced call's opening, written at the prompt's end: the answer's start; "" */
     const char *call_suffix;    /* a named forced call held to its tool's schema: its close, taken as the answer's end */
     int       forced_tool;      /* that tool's index in the request's tools, or -1 */
+    bool      forced_any;       /* an unnamed forced call ("required"): the answer opens with one of the tools'
+                                 * names and holds to its schema (server_gen_begin), its close the answer's end */
 } prepared;
 /* Renders (chat) or takes (completion) the prompt, tokenizes it and checks
  * the context; on failure fills e (400 with the limit that was hit). */

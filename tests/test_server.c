@@ -1144,14 +1144,50 @@ static void test_tool_choice_forced(void **st)
     (void)st;
     SKIP_UNLESS_SHARED(DS_VOCAB);
     fixture f;
-    /* required: the model writes the name */
-    start_on(&f, DS_VOCAB, QWEN3_TOOL_MARKERS, "now\", \"arguments\": {}}\n</tool_call>");
+    /* required: the model writes the name, held to the tools' names, and the arguments, held to the
+     * tool's schema; the call closes where the object does (the script parts its tokens there, as a
+     * model held to the object does: the fake engine cannot choose another token that fits) */
+    start_on(&f, DS_VOCAB, QWEN3_TOOL_MARKERS, "now\", \"arguments\": {} }");
     expect_forced(f.port, "/v1/chat/completions", CHAT TOOLS ",\"tool_choice\":\"required\"}",
                   "choices.0.message.tool_calls.0.function.name", "now");
     expect_forced(f.port, "/v1/messages",
                   "{\"max_tokens\":600,\"tool_choice\":{\"type\":\"any\"},\"messages\":[{\"role\":"
                   "\"user\",\"content\":\"Weather?\"}]" ATOOLS "}",
                   "content.0.name", "now");
+    stop(&f);
+    /* required, and the model writes a name no tool has: the name is held to the tools' (the fake
+     * engine falls back to the lowest token that may come, and then keeps doing so: the arguments
+     * never close here, and the unparsed call comes back as text) */
+    start_on(&f, DS_VOCAB, QWEN3_TOOL_MARKERS, "nope");
+    reply rq = { 0 };
+    http(f.port, "/v1/chat/completions", CHAT TOOLS ",\"max_tokens\":30,\"tool_choice\":\"required\"}", NULL, &rq);
+    json_t *jq = json_of(&rq);
+    const char *text = jstr(jq, "choices.0.message.content");
+    if (!text || (strncmp(text, "<tool_call>\n{\"name\": \"now\", \"arguments\": {", 40) &&
+                  strncmp(text, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {", 48)))
+        fail_msg("a forced call's name not held to the tools': %s", text ? text : "(none)");
+    json_decref(jq);
+    reply_free(&rq);
+    stop(&f);
+    /* required, a tool's name, arguments against its schema: held to it, and the call closes where
+     * the object does */
+    start_on(&f, DS_VOCAB, QWEN3_TOOL_MARKERS, "get_weather\", \"arguments\": {\"city\": 5, \"x\": 1}}\n</tool_call>");
+    rq = (reply){ 0 };
+    http(f.port, "/v1/chat/completions",
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"Weather?\"}],\"temperature\":0,\"tools\":[{\"type\":\"function\","
+         "\"function\":{\"name\":\"get_weather\",\"parameters\":{\"type\":\"object\",\"additionalProperties\":false,"
+         "\"required\":[\"city\"],\"properties\":{\"city\":{\"type\":\"string\"}}}}},"
+         "{\"type\":\"function\",\"function\":{\"name\":\"now\"}}],\"tool_choice\":\"required\"}",
+         NULL, &rq);
+    jq = json_of(&rq);
+    assert_string_equal(jstr(jq, "choices.0.finish_reason"), "tool_calls");
+    assert_string_equal(jstr(jq, "choices.0.message.tool_calls.0.function.name"), "get_weather");
+    json_t *aq = json_loads(jstr(jq, "choices.0.message.tool_calls.0.function.arguments"), 0, NULL);
+    if (!json_is_object(aq) || json_object_size(aq) != 1 || !json_is_string(json_object_get(aq, "city")))
+        fail_msg("arguments outside the schema: %s", jstr(jq, "choices.0.message.tool_calls.0.function.arguments"));
+    json_decref(aq);
+    json_decref(jq);
+    reply_free(&rq);
     stop(&f);
     /* named: the prompt carries the name, the model the arguments, held to the tool's schema (here any
      * object), and the call closes where the object does */
