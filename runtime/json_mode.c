@@ -20,7 +20,9 @@ void json_vocab_free(json_vocab *v)
     free(v);
 }
 
-json_vocab *json_vocab_new(const engine *e)
+json_vocab *json_vocab_new(const engine *e) { return json_vocab_new_marked(e, NULL, NULL, 0); }
+
+json_vocab *json_vocab_new_marked(const engine *e, const int32_t *ids, const char *const *texts, size_t n_marked)
 {
     json_vocab *v = calloc(1, sizeof *v);
     if (!v || e->n_vocab <= 0) { free(v); return NULL; }
@@ -36,6 +38,10 @@ json_vocab *json_vocab_new(const engine *e)
         char buf[256];
         int k = e->piece(e->self, id, buf, sizeof buf);
         if (k < 0 || k >= (int)sizeof buf) k = 0; /* no text, or too long to matter: never allowed */
+        for (size_t j = 0; j < n_marked; j++) {
+            size_t tl = strlen(texts[j]);
+            if (ids[j] == id && tl < sizeof buf) { memcpy(buf, texts[j], tl); k = (int)tl; }
+        }
         if (len + (size_t)k > cap) {
             cap = 2 * cap + (size_t)k;
             char *t = realloc(v->text, cap);

@@ -37,6 +37,9 @@
 typedef struct json_vocab json_vocab;
 
 json_vocab *json_vocab_new(const engine *e);
+/* The same, with the given tokens' text taken as given (n of them): control tokens whose text a
+ * tool format's answers keep (gen_kept), so that a forced call's constraint can write them. */
+json_vocab *json_vocab_new_marked(const engine *e, const int32_t *ids, const char *const *texts, size_t n);
 void json_vocab_free(json_vocab *v);
 
 typedef struct json_mode {

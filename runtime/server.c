@@ -297,6 +297,7 @@ static void free_server(server *s)
     free(s->template_name);
     free(s->default_system);
     json_vocab_free(s->json_vocab);
+    json_vocab_free(s->json_vocab_calls);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s);
@@ -398,6 +399,13 @@ int server_set_engine(server *s, engine *e, char *err, size_t errlen)
             e->piece(e->self, ids[0], piece, sizeof piece) == 0)
             s->kept[s->n_kept++] = (gen_kept){ ids[0], mark[k] };
         free(ids);
+    }
+    /* forced calls write those markers under a constraint: a table with their text (NULL: none kept) */
+    if (s->n_kept) {
+        int32_t ids[8];
+        const char *texts[8];
+        for (size_t k = 0; k < s->n_kept; k++) { ids[k] = s->kept[k].id; texts[k] = s->kept[k].text; }
+        s->json_vocab_calls = json_vocab_new_marked(e, ids, texts, s->n_kept);
     }
     /* gpt-oss: its markers' ids, so that chat answers carry the final channel only */
     if (s->family == CHAT_GPT_OSS) {

@@ -66,17 +66,16 @@ static bool plain_names(const api_request *r)
     return r->n_tools > 0;
 }
 
-/* An unnamed forced call ("required") in a format whose name and arguments are plain JSON text
- * (Qwen3's, Llama's, Mistral's: DeepSeek's and Kimi's part them with control tokens, which the
- * constraint cannot write): the name is held to the tools' and the arguments to its schema. */
+/* An unnamed forced call ("required") in a format whose arguments are one JSON object (Qwen3's,
+ * Llama's, Mistral's, DeepSeek's, Kimi's: the markers between name and arguments, control tokens in
+ * real vocabularies, are written by theirs, json_vocab_calls): the name is held to the tools' and
+ * the arguments to its schema. */
 static void forced_any(const server *s, const api_request *r, prepared *p)
 {
-    const tool_format f = chat_tools_format(s->tools);
-    if (!s->json_vocab || (f != TOOL_FORMAT_JSON && f != TOOL_FORMAT_LLAMA && f != TOOL_FORMAT_MISTRAL) ||
-        !plain_names(r))
-        return;
+    const char *close = tool_call_args_close(chat_tools_format(s->tools));
+    if (!s->json_vocab || !close || !plain_names(r)) return;
     p->forced_any = true;
-    p->call_suffix = tool_call_args_close(f);
+    p->call_suffix = close;
 }
 
 int server_prepare(server *s, const api_request *r, prepared *p, api_error *e)
@@ -222,7 +221,7 @@ gen *server_gen_begin(server *s, const api_request *r, const prepared *p, char *
         }
         free(base);
         if (ok) {
-            gp.json_vocab = s->json_vocab;
+            gp.json_vocab = s->json_vocab_calls ? s->json_vocab_calls : s->json_vocab;
             gp.json_leads = (const char *const *)leads;
             gp.json_lead_schemas = (const char *const *)schemas;
             gp.n_json_leads = r->n_tools;

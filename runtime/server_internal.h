@@ -46,6 +46,7 @@ struct server {
     bool               has_harmony;
     gen_kept           kept[8];    /* the tool format's markers that are control tokens: kept in chat answers */
     struct json_vocab *json_vocab; /* every token's text, for JSON mode; NULL: out of memory at start */
+    struct json_vocab *json_vocab_calls; /* the same with the kept markers' text (forced calls); NULL: none kept */
     size_t             n_kept;
 
     pthread_mutex_t    mu;         /* slots and queue */
