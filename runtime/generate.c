@@ -65,6 +65,7 @@ gen *gen_begin(const engine *e, const int32_t *prompt, size_t n_prompt, const ge
         /* from the answer's start, or (reasoning first) once </think> has come */
         if (p->json_schema && !(g->schema = js_compile(p->json_schema, err, errlen))) { free(g); return NULL; }
         json_mode_init(&g->json, p->json_vocab, g->schema);
+        g->json.leads_only = p->json_leads_only;
         if (p->n_json_leads && json_mode_set_leads(&g->json, p->json_leads, p->json_lead_schemas, p->n_json_leads)) {
             snprintf(err, errlen, "out of memory");
             json_mode_free(&g->json);

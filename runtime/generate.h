@@ -92,6 +92,7 @@ typedef struct gen_params {
     const char *const *json_leads;
     const char *const *json_lead_schemas;
     size_t             n_json_leads;
+    bool               json_leads_only; /* the constraint ends with the lead (json_mode.leads_only) */
     /* Called after each sampled token with the seconds since the previous
      * one (since gen_begin for the first). */
     void (*on_token)(void *ud, double seconds, int first);

@@ -80,7 +80,7 @@ static bool lead_continues(const json_mode *m, const char *t, size_t n)
         if (have + n <= ll) {
             if (!memcmp(l + have, t, n)) return true;
         } else if (!memcmp(l + have, t, ll - have) &&
-                   fresh_continues(m->lead_schema[i], t + (ll - have), n - (ll - have))) {
+                   (m->leads_only || fresh_continues(m->lead_schema[i], t + (ll - have), n - (ll - have)))) {
             return true;
         }
     }
@@ -108,7 +108,7 @@ static bool done(const json_mode *m)
 static bool fill(void *ud, uint8_t *allow, int n_vocab)
 {
     json_mode *m = ud;
-    if (!m->active || m->broken) return false;
+    if (!m->active || m->broken || m->released) return false;
     const json_vocab *v = m->v;
     const bool complete = done(m);
     /* most tokens fail on their first byte: which first bytes may come, once per step */
@@ -139,7 +139,7 @@ void json_mode_init(json_mode *m, const json_vocab *v, const js_schema *schema)
 
 void json_mode_feed(json_mode *m, const char *s, size_t n)
 {
-    if (m->broken) return;
+    if (m->broken || m->released) return;
     if (m->leading) {
         strbuf_add(&m->lead_text, s, n);
         const char *t = m->lead_text.data ? m->lead_text.data : "";
@@ -150,8 +150,9 @@ void json_mode_feed(json_mode *m, const char *s, size_t n)
             if (memcmp(m->leads[i], t, have < ll ? have : ll)) continue;
             on_one = true;
             if (have < ll) continue;
-            /* this lead is complete: what follows it is held to its schema from here on */
+            /* this lead is complete: what follows it is held to its schema from here on, or free */
             m->leading = false;
+            if (m->leads_only) { m->released = true; return; }
             m->schema = m->lead_schema[i];
             if (m->schema) js_prefix_init(&m->sstate, m->schema);
             json_prefix_init(&m->state);

@@ -20,8 +20,9 @@
  *  - json_mode_set_leads() makes the answer open with one of n texts (a
  *    forced call's tool name and what follows it up to the arguments) and
  *    then hold to that lead's schema (a schema NULL, or one json_schema.h
- *    cannot hold: any object); it copies what it keeps. json_mode_free()
- *    releases that. */
+ *    cannot hold: any object); it copies what it keeps. With leads_only set
+ *    (the tagged tool formats, whose arguments are not JSON) the constraint
+ *    ends with the lead instead. json_mode_free() releases what it kept. */
 #ifndef STRATA_JSON_MODE_H
 #define STRATA_JSON_MODE_H
 
@@ -54,6 +55,8 @@ typedef struct json_mode {
     size_t            n_leads;
     strbuf            lead_text;   /* the answer so far, while no lead is complete */
     bool              leading;
+    bool              leads_only;  /* set by the caller: the constraint ends once a lead is complete */
+    bool              released;    /* it has ended so */
 } json_mode;
 
 /* schema NULL: JSON mode; else the answer held to the schema too (it must outlive m). */

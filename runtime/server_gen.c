@@ -66,16 +66,18 @@ static bool plain_names(const api_request *r)
     return r->n_tools > 0;
 }
 
-/* An unnamed forced call ("required") in a format whose arguments are one JSON object (Qwen3's,
- * Llama's, Mistral's, DeepSeek's, Kimi's: the markers between name and arguments, control tokens in
- * real vocabularies, are written by theirs, json_vocab_calls): the name is held to the tools' and
- * the arguments to its schema. */
+/* An unnamed forced call ("required"): the name is held to the tools' and, in a format whose
+ * arguments are one JSON object (Qwen3's, Llama's, Mistral's, DeepSeek's, Kimi's: the markers
+ * between name and arguments, control tokens in real vocabularies, are written by theirs,
+ * json_vocab_calls), the arguments to its schema; in the tagged ones (Qwen3-Coder's, GLM's,
+ * MiniMax's) only the name, through what follows it. */
 static void forced_any(const server *s, const api_request *r, prepared *p)
 {
     const char *close = tool_call_args_close(chat_tools_format(s->tools));
-    if (!s->json_vocab || !close || !plain_names(r)) return;
+    if (!s->json_vocab || !plain_names(r)) return;
     p->forced_any = true;
     p->call_suffix = close;
+    p->forced_name_only = !close; /* the tagged formats: their arguments are not JSON, only the name is held */
 }
 
 int server_prepare(server *s, const api_request *r, prepared *p, api_error *e)
@@ -225,6 +227,7 @@ gen *server_gen_begin(server *s, const api_request *r, const prepared *p, char *
             gp.json_leads = (const char *const *)leads;
             gp.json_lead_schemas = (const char *const *)schemas;
             gp.n_json_leads = r->n_tools;
+            gp.json_leads_only = p->forced_name_only;
         }
     }
     gen *g = gen_begin(s->eng, p->ids, p->n_ids, &gp, err, errlen);

@@ -106,7 +106,9 @@ typedef struct prepared {
     const char *call_suffix;    /* a named forced call held to its tool's schema: its close, taken as the answer's end */
     int       forced_tool;      /* that tool's index in the request's tools, or -1 */
     bool      forced_any;       /* an unnamed forced call ("required"): the answer opens with one of the tools'
-                                 * names and holds to its schema (server_gen_begin), its close the answer's end */
+                                 * names and holds to its schema (server_gen_begin), its close the answer's end;
+                                 * in the tagged formats only the name is held (forced_name_only) */
+    bool      forced_name_only;
 } prepared;
 /* Renders (chat) or takes (completion) the prompt, tokenizes it and checks
  * the context; on failure fills e (400 with the limit that was hit). */

@@ -1169,6 +1169,18 @@ static void test_tool_choice_forced(void **st)
     json_decref(jq);
     reply_free(&rq);
     stop(&f);
+    /* required in a tagged format (Qwen3-Coder's): the name is held to the tools', the rest is free */
+    start_on(&f, DS_VOCAB, "<|im_start|><tool_call>\n<function=' + n + '>\n<parameter=<tool_response>", "nope");
+    rq = (reply){ 0 };
+    http(f.port, "/v1/chat/completions", CHAT TOOLS ",\"max_tokens\":12,\"tool_choice\":\"required\"}", NULL, &rq);
+    jq = json_of(&rq);
+    text = jstr(jq, "choices.0.message.content");
+    if (!text || (strncmp(text, "<tool_call>\n<function=now>\n", 27) &&
+                  strncmp(text, "<tool_call>\n<function=get_weather>\n", 35)))
+        fail_msg("a forced call's name not held to the tools': %s", text ? text : "(none)");
+    json_decref(jq);
+    reply_free(&rq);
+    stop(&f);
     /* required, a tool's name, arguments against its schema: held to it, and the call closes where
      * the object does */
     start_on(&f, DS_VOCAB, QWEN3_TOOL_MARKERS, "get_weather\", \"arguments\": {\"city\": 5, \"x\": 1}}\n</tool_call>");
