@@ -55,16 +55,20 @@ json_vocab *json_vocab_new_marked(const engine *e, const int32_t *ids, const cha
     return v;
 }
 
-/* Whether n bytes at t are the prefix of what may follow a lead whose schema is sch. */
-static bool fresh_continues(const js_schema *sch, const char *t, size_t n)
+/* Whether n bytes at t continue the object (under schema sch, or any object when NULL) from the given
+ * states; NULL states: from the object's start (what follows a lead). */
+static bool state_continues(const js_schema *sch, const js_prefix *ss, const json_prefix *js, const char *t,
+                            size_t n)
 {
     if (sch) {
         js_prefix p;
-        js_prefix_init(&p, sch);
+        if (ss) p = *ss;
+        else js_prefix_init(&p, sch);
         return js_prefix_feed(&p, t, n);
     }
     json_prefix j;
-    json_prefix_init(&j);
+    if (js) j = *js;
+    else json_prefix_init(&j);
     return json_prefix_feed(&j, t, n);
 }
 
@@ -75,12 +79,13 @@ static bool lead_continues(const json_mode *m, const char *t, size_t n)
     const char *so_far = m->lead_text.data ? m->lead_text.data : "";
     for (size_t i = 0; i < m->n_leads; i++) {
         const char *l = m->leads[i];
-        const size_t ll = strlen(l);
+        const size_t ll = m->lead_len[i];
         if (have > ll || memcmp(l, so_far, have)) continue;
         if (have + n <= ll) {
             if (!memcmp(l + have, t, n)) return true;
         } else if (!memcmp(l + have, t, ll - have) &&
-                   (m->leads_only || fresh_continues(m->lead_schema[i], t + (ll - have), n - (ll - have)))) {
+                   (m->leads_only ||
+                    state_continues(m->lead_schema[i], NULL, NULL, t + (ll - have), n - (ll - have)))) {
             return true;
         }
     }
@@ -91,12 +96,7 @@ static bool lead_continues(const json_mode *m, const char *t, size_t n)
 static bool continues(const json_mode *m, const char *t, size_t n)
 {
     if (m->leading) return lead_continues(m, t, n);
-    if (m->schema) {
-        js_prefix p = m->sstate;
-        return js_prefix_feed(&p, t, n);
-    }
-    json_prefix j = m->state;
-    return json_prefix_feed(&j, t, n);
+    return state_continues(m->schema, &m->sstate, &m->state, t, n);
 }
 
 static bool done(const json_mode *m)
@@ -146,7 +146,7 @@ void json_mode_feed(json_mode *m, const char *s, size_t n)
         const size_t have = m->lead_text.len;
         bool on_one = false;
         for (size_t i = 0; i < m->n_leads && !m->lead_text.oom; i++) {
-            const size_t ll = strlen(m->leads[i]);
+            const size_t ll = m->lead_len[i];
             if (memcmp(m->leads[i], t, have < ll ? have : ll)) continue;
             on_one = true;
             if (have < ll) continue;
@@ -169,10 +169,12 @@ int json_mode_set_leads(json_mode *m, const char *const *leads, const char *cons
 {
     m->leads = calloc(n + 1, sizeof *m->leads);
     m->lead_schema = calloc(n + 1, sizeof *m->lead_schema);
-    if (!m->leads || !m->lead_schema) return -1;
+    m->lead_len = calloc(n + 1, sizeof *m->lead_len);
+    if (!m->leads || !m->lead_schema || !m->lead_len) return -1;
     m->n_leads = n;
     for (size_t i = 0; i < n; i++) {
         if (!(m->leads[i] = strdup(leads[i]))) return -1;
+        m->lead_len[i] = strlen(leads[i]);
         char err[200];
         m->lead_schema[i] = schemas && schemas[i] ? js_compile(schemas[i], err, sizeof err) : NULL;
     }
@@ -188,8 +190,10 @@ void json_mode_free(json_mode *m)
     }
     free(m->leads);
     free(m->lead_schema);
+    free(m->lead_len);
     strbuf_free(&m->lead_text);
     m->leads = NULL;
     m->lead_schema = NULL;
+    m->lead_len = NULL;
     m->n_leads = 0;
 }

@@ -52,6 +52,7 @@ typedef struct json_mode {
     engine_mask       mask;
     char            **leads;       /* the texts the answer must open with (json_mode_set_leads), owned */
     js_schema       **lead_schema; /* each one's schema for what follows it, owned; NULL: any object */
+    size_t           *lead_len;    /* each one's length (the mask reads them for every token) */
     size_t            n_leads;
     strbuf            lead_text;   /* the answer so far, while no lead is complete */
     bool              leading;

@@ -119,7 +119,7 @@ void server_new_id(server *s, const char *prefix, char *buf, size_t n)
 
 void server_new_call_id(server *s, const char *prefix, char *buf, size_t n)
 {
-    if (s->tools != CHAT_TOOLS_MISTRAL_V3 && s->tools != CHAT_TOOLS_MISTRAL_V3_USER_SYSTEM) {
+    if (chat_tools_format(s->tools) != TOOL_FORMAT_MISTRAL) {
         server_new_id(s, prefix, buf, n);
         return;
     }

@@ -17,7 +17,17 @@ static int fail(api_error *e, int status, const char *param, const char *msg)
     return -1;
 }
 
-/* A named forced tool's parameters schema as JSON text (malloc'd; "{}" when it has none), or NULL. */
+/* The request's tool i's name (malloc'd), or NULL. */
+static char *tool_name(const api_request *r, size_t i)
+{
+    json_t *t = json_loads(r->tools[i], 0, NULL);
+    const char *nm = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+    char *out = nm ? strdup(nm) : NULL;
+    json_decref(t);
+    return out;
+}
+
+/* A forced tool's parameters schema as JSON text (malloc'd; "{}" when it has none), or NULL. */
 static char *tool_params(const api_request *r, int i)
 {
     json_t *t = json_loads(r->tools[i], 0, NULL);
@@ -34,10 +44,9 @@ static void forced_args(const server *s, const api_request *r, prepared *p)
 {
     const char *close = tool_call_args_close(chat_tools_format(s->tools));
     for (size_t i = 0; close && s->json_vocab && i < r->n_tools; i++) {
-        json_t *t = json_loads(r->tools[i], 0, NULL);
-        const char *nm = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+        char *nm = tool_name(r, i);
         const bool match = nm && !strcmp(nm, r->force_name);
-        json_decref(t);
+        free(nm);
         if (!match) continue;
         char *text = tool_params(r, (int)i), err[200];
         js_schema *js = text ? js_compile(text, err, sizeof err) : NULL;
@@ -55,12 +64,11 @@ static void forced_args(const server *s, const api_request *r, prepared *p)
 static bool plain_names(const api_request *r)
 {
     for (size_t i = 0; i < r->n_tools; i++) {
-        json_t *t = json_loads(r->tools[i], 0, NULL);
-        const char *nm = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+        char *nm = tool_name(r, i);
         bool ok = nm && *nm;
         for (const unsigned char *c = (const unsigned char *)(nm ? nm : ""); ok && *c; c++)
             ok = *c >= 0x20 && *c != '"' && *c != '\\';
-        json_decref(t);
+        free(nm);
         if (!ok) return false;
     }
     return r->n_tools > 0;
@@ -78,6 +86,33 @@ static void forced_any(const server *s, const api_request *r, prepared *p)
     p->forced_any = true;
     p->call_suffix = close;
     p->forced_name_only = !close; /* the tagged formats: their arguments are not JSON, only the name is held */
+}
+
+/* An unnamed forced call's leads (each tool's name and what follows it up to the arguments) and, unless
+ * only the name is held, each tool's schema: malloc'd arrays of r->n_tools texts, or -1. */
+static int forced_leads(const server *s, const api_request *r, const prepared *p, char ***leads, char ***schemas)
+{
+    const tool_format f = chat_tools_format(s->tools);
+    char *base = tool_call_prefix(f, NULL);
+    *leads = calloc(r->n_tools + 1, sizeof **leads);
+    *schemas = calloc(r->n_tools + 1, sizeof **schemas);
+    bool ok = base && *leads && *schemas;
+    for (size_t i = 0; ok && i < r->n_tools; i++) {
+        char *nm = tool_name(r, i), *full = nm ? tool_call_prefix(f, nm) : NULL;
+        (*leads)[i] = full ? strdup(full + strlen(base)) : NULL;
+        if (!p->forced_name_only) (*schemas)[i] = tool_params(r, (int)i);
+        ok = (*leads)[i] && (p->forced_name_only || (*schemas)[i]);
+        free(full);
+        free(nm);
+    }
+    free(base);
+    return ok ? 0 : -1;
+}
+
+static void free_texts(char **t, size_t n)
+{
+    for (size_t i = 0; t && i < n; i++) free(t[i]);
+    free(t);
 }
 
 int server_prepare(server *s, const api_request *r, prepared *p, api_error *e)
@@ -205,37 +240,18 @@ gen *server_gen_begin(server *s, const api_request *r, const prepared *p, char *
         gp.json_vocab = s->json_vocab;
         gp.json_schema = args_schema;
     }
-    /* an unnamed forced call: each tool's name up to its arguments, and its schema */
-    char **leads = p->forced_any ? calloc(r->n_tools + 1, sizeof *leads) : NULL;
-    char **schemas = p->forced_any ? calloc(r->n_tools + 1, sizeof *schemas) : NULL;
-    if (leads && schemas) {
-        const tool_format f = chat_tools_format(s->tools);
-        char *base = tool_call_prefix(f, NULL);
-        bool ok = base != NULL;
-        for (size_t i = 0; ok && i < r->n_tools; i++) {
-            json_t *t = json_loads(r->tools[i], 0, NULL);
-            char *full = tool_call_prefix(f, json_string_value(json_object_get(json_object_get(t, "function"), "name")));
-            json_decref(t);
-            leads[i] = full ? strdup(full + strlen(base)) : NULL;
-            schemas[i] = tool_params(r, (int)i);
-            free(full);
-            ok = leads[i] && schemas[i];
-        }
-        free(base);
-        if (ok) {
-            gp.json_vocab = s->json_vocab_calls ? s->json_vocab_calls : s->json_vocab;
-            gp.json_leads = (const char *const *)leads;
-            gp.json_lead_schemas = (const char *const *)schemas;
-            gp.n_json_leads = r->n_tools;
-            gp.json_leads_only = p->forced_name_only;
-        }
+    char **leads = NULL, **schemas = NULL; /* an unnamed forced call's */
+    if (p->forced_any && forced_leads(s, r, p, &leads, &schemas) == 0) {
+        gp.json_vocab = s->json_vocab_calls ? s->json_vocab_calls : s->json_vocab;
+        gp.json_leads = (const char *const *)leads;
+        gp.json_lead_schemas = (const char *const *)schemas;
+        gp.n_json_leads = r->n_tools;
+        gp.json_leads_only = p->forced_name_only;
     }
     gen *g = gen_begin(s->eng, p->ids, p->n_ids, &gp, err, errlen);
-    free(args_schema); /* the generation keeps its own compiled copy */
-    for (size_t i = 0; leads && i < r->n_tools; i++) free(leads[i]);
-    for (size_t i = 0; schemas && i < r->n_tools; i++) free(schemas[i]);
-    free(leads);
-    free(schemas);
+    free(args_schema); /* the generation keeps its own compiled copies */
+    free_texts(leads, r->n_tools);
+    free_texts(schemas, r->n_tools);
     return g;
 }
 

@@ -469,66 +469,46 @@ static bool offered(const tool_scan *ts, const char *name)
     return found;
 }
 
+/* A call's name and arguments (an object, or a string holding one; absent: {}) into c: 0, or -1 when
+ * the name is not a good label or the arguments not an object. */
+static int take_name_args(json_t *name, json_t *args, tool_call *c)
+{
+    if (!json_is_string(name) || !good_label(json_string_value(name), json_string_length(name))) return -1;
+    char *a = arguments_text(args), *nm = a ? strdup(json_string_value(name)) : NULL;
+    if (!nm) { free(a); return -1; }
+    c->name = nm;
+    c->arguments = a;
+    return 0;
+}
+
 /* One Llama {"name": NAME, "parameters": {...}} at *p. Bare JSON has no tag
  * to tell a call from an answer that happens to be JSON, so the object must
  * name an offered tool and hold "parameters" (or "arguments"). */
 static int parse_llama(const tool_scan *ts, const char **p, const char *end, tool_call *c)
 {
     const char *s = *p;
-    json_error_t je;
-    json_t *o = json_loadb(s, (size_t)(end - s), JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, &je);
-    int rc = -1;
-    json_t *name = json_object_get(o, "name"), *args = json_object_get(o, "parameters");
+    json_t *o = object_at(&s, end), *name = json_object_get(o, "name"), *args = json_object_get(o, "parameters");
     if (!args) args = json_object_get(o, "arguments");
-    char *a = args ? arguments_text(args) : NULL;
-    if (json_is_object(o) && json_is_string(name) && good_label(json_string_value(name), json_string_length(name)) &&
-        offered(ts, json_string_value(name)) && a) {
-        c->name = strdup(json_string_value(name));
-        c->arguments = a;
-        a = NULL;
-        if (c->name) { rc = 0; *p = s + je.position; }
-    }
-    free(a);
+    int rc = args && json_is_string(name) && offered(ts, json_string_value(name)) ? take_name_args(name, args, c) : -1;
+    if (rc == 0) *p = s;
     json_decref(o);
     return rc;
 }
 
-/* Mistral's [TOOL_CALLS] then a list of {"name", "arguments", "id"?} objects (or one object) at *p:
- * the calls appended to *c (*n of them), every one of them or none. */
-static int parse_mistral(const char **p, const char *end, tool_call **c, size_t *n)
+/* One Mistral {"name": NAME, "arguments": {...}, "id": ID} at *p (the [TOOL_CALLS] tag and the list's
+ * brackets and commas around it are taken by the caller); an id of 9 letters and digits is kept. */
+static int parse_mistral(const char **p, const char *end, tool_call *c)
 {
     const char *s = *p;
-    if (!take(&s, end, MISTRAL_OPEN)) return -1;
-    skip_ws(&s, end);
-    json_error_t je;
-    json_t *v = json_loadb(s, (size_t)(end - s), JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, &je);
-    json_t *list = json_is_object(v) ? json_pack("[O]", v) : json_incref(v);
-    size_t k = json_array_size(list), n0 = *n;
-    tool_call *g = k ? realloc(*c, (n0 + k) * sizeof **c) : NULL;
-    int rc = g ? 0 : -1;
-    if (g) *c = g;
-    for (size_t i = 0; rc == 0 && i < k; i++) {
-        json_t *o = json_array_get(list, i), *name = json_object_get(o, "name"), *id = json_object_get(o, "id");
-        json_t *args = json_object_get(o, "arguments");
-        tool_call *t = &(*c)[n0 + i];
-        *t = (tool_call){ 0 };
-        *n = n0 + i + 1; /* counted, so that a failure frees it */
-        if (!json_is_object(o) || !json_is_string(name) ||
-            !good_label(json_string_value(name), json_string_length(name)) ||
-            !(t->name = strdup(json_string_value(name))) ||
-            !(t->arguments = args ? arguments_text(args) : strdup("{}"))) {
-            rc = -1;
-            break;
-        }
-        const char *ids = json_string_value(id);
-        bool alnum = ids && strlen(ids) == 9;
-        for (size_t j = 0; alnum && j < 9; j++)
-            alnum = (ids[j] >= '0' && ids[j] <= '9') || (ids[j] >= 'a' && ids[j] <= 'z') || (ids[j] >= 'A' && ids[j] <= 'Z');
-        if (alnum && !(t->id = strdup(ids))) rc = -1;
-    }
-    if (rc == 0) *p = s + je.position;
-    json_decref(list);
-    json_decref(v);
+    json_t *o = object_at(&s, end);
+    int rc = o ? take_name_args(json_object_get(o, "name"), json_object_get(o, "arguments"), c) : -1;
+    const char *id = json_string_value(json_object_get(o, "id"));
+    bool alnum = rc == 0 && id && strlen(id) == 9;
+    for (size_t j = 0; alnum && j < 9; j++)
+        alnum = (id[j] >= '0' && id[j] <= '9') || (id[j] >= 'a' && id[j] <= 'z') || (id[j] >= 'A' && id[j] <= 'Z');
+    if (alnum && !(c->id = strdup(id))) rc = -1;
+    if (rc == 0) *p = s;
+    json_decref(o);
     return rc;
 }
 
@@ -554,15 +534,6 @@ size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out)
     for (;;) {
         while (p < end && is_ws(*p)) p++;
         if (p == end) break;
-        if (ts->format == TOOL_FORMAT_MISTRAL) { /* a list of calls at a time */
-            size_t before = n;
-            if (parse_mistral(&p, end, &c, &n) != 0) {
-                for (size_t i = before; i < n; i++) { free(c[i].name); free(c[i].arguments); free(c[i].id); }
-                n = before;
-                break;
-            }
-            continue;
-        }
         tool_call *g = realloc(c, (n + 1) * sizeof *c);
         if (!g || (tagged && !schemas)) break;
         c = g;
@@ -578,6 +549,10 @@ size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out)
         } else if (ts->format == TOOL_FORMAT_LLAMA) {
             if (n && (*p == ';' || *p == ',')) { p++; continue; } /* between calls */
             rc = parse_llama(ts, &p, end, &c[n]);
+        } else if (ts->format == TOOL_FORMAT_MISTRAL) {
+            /* [TOOL_CALLS] then a JSON list of calls (or one call): the tag and the list's punctuation part them */
+            if (take(&p, end, MISTRAL_OPEN) || take(&p, end, "[") || take(&p, end, ",") || take(&p, end, "]")) continue;
+            rc = parse_mistral(&p, end, &c[n]);
         } else if (ts->format == TOOL_FORMAT_DEEPSEEK) {
             if (take(&p, end, DS_OPEN) || take(&p, end, DS_CLOSE)) continue;
             rc = parse_deepseek(&p, end, &c[n]);
