@@ -1,13 +1,14 @@
-# strata build. Sources are found by wildcard: a folder's *.c files form its
-# library, *_main.c files are tool entry points, tests/test_*.c are cmocka
-# suites, tests/e2e_*.sh end-to-end scripts, tests/fuzz/fuzz_*.c libFuzzer
+# strata build. Sources are found by wildcard: a module's *.c files (in its
+# folder and, for runtime/, its concern folders; runtime/device/cuda/ apart) form
+# its library, *_main.c files are tool entry points, tests/unit/*/test_*.c are
+# cmocka suites, tests/e2e/e2e_*.sh end-to-end scripts, tests/fuzz/fuzz_*.c libFuzzer
 # targets (linked with formats/*.c plus what a " * fuzz-link: FILES -lLIB"
 # line in the target's header comment names), tests/bench/bench_*.c
 # benchmarks. Adding a file needs no edit here.
 
 CC      ?= cc
 PREFIX  ?= /usr/local
-SHARED  ?= $(abspath ../shared)
+SHARED  ?= $(abspath $(or $(STRATA_SHARED),../shared))
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 
 OPT      ?= -O2
@@ -36,13 +37,13 @@ TOOL_LIBS    := $(call pc,--libs,zlib jansson)
 CMOCKA_LIBS  := $(or $(call pc,--libs,cmocka),-lcmocka)
 
 MODULES := formats convert pack runtime
-lib_srcs = $(filter-out %_main.c,$(wildcard $(1)/*.c))
+lib_srcs = $(filter-out %_main.c,$(wildcard $(1)/*.c $(1)/*/*.c))
 objs     = $(patsubst %.c,$(BUILD)/%.o,$(call lib_srcs,$(1)))
 
 FORMATS_OBJS := $(call objs,formats)
 CONVERT_OBJS := $(call objs,convert)
 PACK_OBJS    := $(call objs,pack)
-RUNTIME_OBJS := $(call objs,runtime)
+RUNTIME_OBJS := $(filter-out $(BUILD)/runtime/device/cuda/%,$(call objs,runtime))
 
 LIBFORMATS := $(BUILD)/libformats.a
 LIBCONVERT := $(BUILD)/libconvert.a
@@ -51,12 +52,15 @@ LIBRUNTIME := $(BUILD)/libruntime.a
 
 TOOLS := $(BIN)/grams2imatrix $(BIN)/iq3pack $(BIN)/packindex $(BIN)/strata
 
-TEST_SRCS  := $(wildcard tests/test_*.c)
-TEST_BINS  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+TEST_SRCS  := $(wildcard tests/unit/*/test_*.c)
+TEST_BINS  := $(patsubst %.c,$(BUILD)/tests/%,$(notdir $(TEST_SRCS)))
+TEST_LIB   := $(wildcard tests/lib/*.c)
+E2E_SRCS   := $(wildcard tests/e2e/e2e_*.sh)
+vpath test_%.c $(sort $(dir $(TEST_SRCS)))
 BENCH_SRCS := $(wildcard tests/bench/bench_*.c)
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz_*.c)
-CU_SRCS    := $(wildcard runtime/cuda/*.cu)
+CU_SRCS    := $(wildcard runtime/device/cuda/*.cu)
 
 .PHONY: all test asan bench cuda strata-cuda fuzz install clean tests help
 all: $(TOOLS)
@@ -100,13 +104,13 @@ $(BIN)/iq3pack: $(BUILD)/pack/iq3pack_main.o $(LIBPACK) $(LIBCONVERT) $(LIBFORMA
 $(BIN)/packindex: $(BUILD)/pack/packindex_main.o $(LIBPACK) $(LIBFORMATS)
 	@mkdir -p $(BIN)
 	$(CC) $(ALLCFLAGS) $^ -o $@ $(TOOL_LIBS) $(ALLLIBS)
-$(BIN)/strata: $(BUILD)/runtime/strata_main.o $(LIBRUNTIME) $(LIBFORMATS)
+$(BIN)/strata: $(BUILD)/runtime/cli/strata_main.o $(LIBRUNTIME) $(LIBFORMATS)
 	@mkdir -p $(BIN)
 	$(CC) $(ALLCFLAGS) $^ -o $@ $(RUNTIME_LIBS) $(TOOL_LIBS) $(ALLLIBS)
 
-$(BUILD)/tests/%: tests/%.c $(ALL_LIBS) tests/test_util.h
+$(BUILD)/tests/%: %.c $(ALL_LIBS) $(TEST_LIB) tests/lib/test_util.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLCFLAGS) -MMD -MP $< $(ALL_LIBS) -o $@ $(CMOCKA_LIBS) $(RUNTIME_LIBS) $(TOOL_LIBS) $(ALLLIBS)
+	$(CC) $(ALLCFLAGS) -MMD -MP $< $(TEST_LIB) $(ALL_LIBS) -o $@ $(CMOCKA_LIBS) $(RUNTIME_LIBS) $(TOOL_LIBS) $(ALLLIBS)
 
 $(BUILD)/bench/%: tests/bench/%.c $(ALL_LIBS)
 	@mkdir -p $(dir $@)
@@ -114,9 +118,11 @@ $(BUILD)/bench/%: tests/bench/%.c $(ALL_LIBS)
 
 tests: $(TEST_BINS) $(TOOLS)
 
-# The runner prints one closing line: "N passed, N failed".
+# The runner prints one closing line: "N passed, N failed". It runs as many
+# suites at once as make's -j says (make test -j2), one without -j.
+TEST_JOBS ?= $(or $(patsubst -j%,%,$(filter -j%,$(MAKEFLAGS))),1)
 test: tests
-	@STRATA_SHARED=$(SHARED) STRATA_BIN=$(abspath $(BIN)) sh tests/run.sh $(TEST_BINS) $(wildcard tests/e2e_*.sh)
+	@STRATA_SHARED=$(SHARED) STRATA_BIN=$(abspath $(BIN)) bash tests/run.sh -j $(TEST_JOBS) $(TEST_BINS) $(E2E_SRCS)
 
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -g
 asan:
@@ -127,9 +133,9 @@ asan:
 bench: $(BENCH_BINS) $(TOOLS)
 	@for b in $(BENCH_BINS); do echo "== $$b"; STRATA_SHARED=$(SHARED) ./$$b || exit 1; done
 
-CU_OBJS     := $(patsubst runtime/cuda/%.cu,$(BUILD)/cuda/%.o,$(CU_SRCS))
-CU_HDRS     := runtime/cuda/scuda_impl.cuh runtime/cuda/cuda_backend.h runtime/expert_cache.h runtime/weight.h
-CUDA_C_OBJS := $(patsubst runtime/cuda/%.c,$(BUILD)/cuda-c/%.o,$(wildcard runtime/cuda/*.c))
+CU_OBJS     := $(patsubst runtime/device/cuda/%.cu,$(BUILD)/cuda/%.o,$(CU_SRCS))
+CU_HDRS     := runtime/device/cuda/scuda_impl.cuh runtime/device/cuda/cuda_backend.h runtime/device/expert_cache.h runtime/kernels/weight.h
+CUDA_C_OBJS := $(patsubst runtime/device/cuda/%.c,$(BUILD)/cuda-c/%.o,$(wildcard runtime/device/cuda/*.c))
 NVCCFLAGS   ?= -O2
 CUDA_LIBS   ?= -lcublas -lcudart
 
@@ -144,20 +150,20 @@ cuda: $(CU_OBJS)
 strata-cuda: $(BIN)/strata-cuda
 endif
 
-$(BUILD)/cuda/%.o: runtime/cuda/%.cu $(CU_HDRS)
+$(BUILD)/cuda/%.o: runtime/device/cuda/%.cu $(CU_HDRS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -std=c++17 -I. --compiler-options -Wall,-Wextra,-Werror -c $< -o $@
 
 # The C side of the CUDA backend (forward_cuda.c: device.h on the GPU); kept
 # out of $(BUILD)/cuda so that the .cu objects can be linked on their own.
-$(BUILD)/cuda-c/%.o: runtime/cuda/%.c
+$(BUILD)/cuda-c/%.o: runtime/device/cuda/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -DSTRATA_CUDA -MMD -MP -c $< -o $@
 
 # bin/strata-cuda: strata with the CUDA backend: the CPU build's runtime
 # objects minus the device stub, plus forward_cuda.c and the .cu objects,
 # linked by nvcc with cuBLAS. bin/strata never links CUDA.
-$(BIN)/strata-cuda: $(BUILD)/runtime/strata_main.o $(CUDA_C_OBJS) $(filter-out $(BUILD)/runtime/device_cpu_stub.o,$(RUNTIME_OBJS)) $(CU_OBJS) $(LIBFORMATS)
+$(BIN)/strata-cuda: $(BUILD)/runtime/cli/strata_main.o $(CUDA_C_OBJS) $(filter-out $(BUILD)/runtime/device/device_cpu_stub.o,$(RUNTIME_OBJS)) $(CU_OBJS) $(LIBFORMATS)
 	@mkdir -p $(BIN)
 	$(NVCC) -o $@ $^ $(CUDA_LIBS) $(RUNTIME_LIBS) $(TOOL_LIBS) $(LDLIBS) -lm -lpthread
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regenerates formats/ggml_tables.c from ggml's tables as data
 (../shared/reference/ggml-tables.json). The C file is committed: users build
-without ../shared. tests/test_ggml_tables.c checks it still matches the JSON."""
+without ../shared. tests/unit/formats/test_ggml_tables.c checks it still matches the JSON."""
 import json, sys, os
 src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../../shared/reference/ggml-tables.json")
 d = json.load(open(src))

@@ -5,7 +5,7 @@
  * `make` regenerate with
  *   cc -std=c11 -O2 -I. formats/iq3_cand_gen_main.c build/cc/libformats.a -lm -pthread \
  *      -o /tmp/iq3_cand_gen && /tmp/iq3_cand_gen > formats/iq3_cand.c
- * tests/test_iq3.c (test_candidate_table_current) rebuilds the lists with
+ * tests/unit/formats/test_iq3.c (test_candidate_table_current) rebuilds the lists with
  * the same function and fails if this file's output has gone stale. */
 #include "iq3_impl.h"
 

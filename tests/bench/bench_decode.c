@@ -11,8 +11,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/model.h"
-#include "tests/gguf_weights.h"
+#include "runtime/model/model.h"
+#include "tests/lib/gguf_weights.h"
 #include "tests/bench/bench_util.h"
 
 #define RUNS 5

@@ -43,8 +43,8 @@
 #include "formats/ggml_types.h"
 #include "formats/gguf.h"
 #include "pack/pack_cli.h"
-#include "runtime/loader.h"
-#include "runtime/model.h"
+#include "runtime/model/loader.h"
+#include "runtime/model/model.h"
 
 #define N_EMBD 2048
 #define N_FF 2048

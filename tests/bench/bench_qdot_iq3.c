@@ -14,7 +14,7 @@
 
 #include "formats/fp16.h"
 #include "formats/iq3.h"
-#include "runtime/kernels.h"
+#include "runtime/kernels/kernels.h"
 #include "tests/bench/bench_util.h"
 
 #define ROWS 256

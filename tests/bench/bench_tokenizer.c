@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/tokenizer.h"
+#include "runtime/tokenizer/tokenizer.h"
 #include "tests/bench/bench_util.h"
 
 #define TARGET_BYTES (300u * 1024u)

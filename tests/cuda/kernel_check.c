@@ -1,4 +1,4 @@
-/* kernel_check.c: every CUDA kernel (runtime/cuda/cuda_backend.h) against
+/* kernel_check.c: every CUDA kernel (runtime/device/cuda/cuda_backend.h) against
  * the CPU scalar reference on random data, with timings. Built and run only
  * by tests/cuda/device_check.sh on a machine with a GPU (`make` never builds
  * it). Checks:
@@ -15,8 +15,8 @@
 #include "formats/fp16.h"
 #include "formats/iq3.h"
 #include "formats/planes.h"
-#include "runtime/cuda/cuda_backend.h"
-#include "runtime/kernels.h"
+#include "runtime/device/cuda/cuda_backend.h"
+#include "runtime/kernels/kernels.h"
 
 #include <math.h>
 #include <stdio.h>

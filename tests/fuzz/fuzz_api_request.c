@@ -1,6 +1,6 @@
 /* fuzz_api_request.c: libFuzzer target for the request-body parser of the
  * APIs (OpenAI chat, completions and Responses, Anthropic;
- * runtime/api_request.c, which needs only jansson). The first byte picks
+ * runtime/chat/api_request.c, which needs only jansson). The first byte picks
  * the endpoint; the rest is the body. Every refusal must be a 400
  * naming a field with a one-line message, and every accepted request must
  * hold only what the contract promises (known roles, bounded stops and
@@ -10,9 +10,9 @@
  * template (Qwen3's, gpt-oss's, Qwen3-Coder's, GLM-4.5's, MiniMax-M2's,
  * Kimi K2 Thinking's, DeepSeek V3.1's, Llama 4's, 3.1's, 3.2's, Qwen3 2507's) or
  * be refused with a 400.
- * fuzz-link: runtime/api_request.c runtime/pyjson.c runtime/strbuf.c runtime/chat_request.c runtime/chat_template.c runtime/chat_template_harmony.c runtime/chat_template_qwen3_coder.c runtime/chat_template_glm45.c runtime/chat_template_minimax.c runtime/chat_template_kimi.c runtime/chat_template_deepseek.c runtime/chat_template_llama.c runtime/chat_template_mistral.c runtime/tool_calls.c -ljansson */
-#include "runtime/api_request.h"
-#include "runtime/chat_request.h"
+ * fuzz-link: runtime/chat/api_request.c runtime/chat/pyjson.c runtime/util/strbuf.c runtime/chat/chat_request.c runtime/chat/chat_template.c runtime/chat/chat_template_harmony.c runtime/chat/chat_template_qwen3_coder.c runtime/chat/chat_template_glm45.c runtime/chat/chat_template_minimax.c runtime/chat/chat_template_kimi.c runtime/chat/chat_template_deepseek.c runtime/chat/chat_template_llama.c runtime/chat/chat_template_mistral.c runtime/chat/tool_calls.c -ljansson */
+#include "runtime/chat/api_request.h"
+#include "runtime/chat/chat_request.h"
 
 #include <jansson.h>
 #include <stdlib.h>

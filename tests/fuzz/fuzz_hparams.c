@@ -1,5 +1,5 @@
 /* fuzz_hparams.c: libFuzzer target for hparams_load and
- * hparams_rope_scaling (runtime/arch.c), which read whatever a pack's
+ * hparams_rope_scaling (runtime/model/arch.c), which read whatever a pack's
  * index says. The input is text: the first line names the architecture,
  * the rest are "KEY VALUE" lines (values parsed with strtod, as the
  * loader does), a "rope.scaling.type" line giving the scaling string. A
@@ -7,8 +7,8 @@
  * enough for the forward pass: every layer is MoE or dense with the
  * widths that needs, the rotary dims fit the head, chunks and steps are
  * sane, and the RoPE factors are finite.
- * fuzz-link: runtime/arch.c */
-#include "runtime/model.h"
+ * fuzz-link: runtime/model/arch.c */
+#include "runtime/model/model.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,13 +1,13 @@
 /* fuzz_json_prefix.c: libFuzzer target for the JSON-object prefix
- * recogniser (runtime/json_prefix.c), against jansson: whatever the bytes,
+ * recogniser (runtime/chat/json_prefix.c), against jansson: whatever the bytes,
  * fed whole or a byte at a time the verdicts agree, a complete text is an
  * object jansson reads (numbers past its range aside), and every prefix of
  * an accepted text is accepted. The same for json_schema.h's layer over
  * it, with a schema of every kind it holds (recursion, anyOf, enums): a
  * text it completes is one json_prefix completes too.
- * fuzz-link: runtime/json_prefix.c runtime/json_schema.c -ljansson */
-#include "runtime/json_prefix.h"
-#include "runtime/json_schema.h"
+ * fuzz-link: runtime/chat/json_prefix.c runtime/chat/json_schema.c -ljansson */
+#include "runtime/chat/json_prefix.h"
+#include "runtime/chat/json_schema.h"
 
 #include <jansson.h>
 #include <stdint.h>

@@ -1,11 +1,11 @@
 /* fuzz_kld_base.c: libFuzzer target for the llama-perplexity base-file
- * reader (runtime/kld_base.c), which `strata perplexity --kld-base` hands
+ * reader (runtime/cli/kld_base.c), which `strata perplexity --kld-base` hands
  * any file. A file it accepts must be readable in full: every token and
  * every scored row of every chunk (scored against flat logits), so ASan
  * sees any read past what the size check allowed; a refusal must say why
  * in one line.
- * fuzz-link: runtime/kld_base.c */
-#include "runtime/kld_base.h"
+ * fuzz-link: runtime/cli/kld_base.c */
+#include "runtime/cli/kld_base.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,9 +1,9 @@
 /* fuzz_pack_index.c: libFuzzer target for the runtime's index.txt parser
- * (runtime/loader_index.c, self-contained). Any input either parses or is
+ * (runtime/model/loader_index.c, self-contained). Any input either parses or is
  * refused with a one-line message naming the file; a parsed index is walked
  * in full so ASan sees every field it claims to hold.
- * fuzz-link: runtime/loader_index.c */
-#include "runtime/loader_index.h"
+ * fuzz-link: runtime/model/loader_index.c */
+#include "runtime/model/loader_index.h"
 
 #include <stdint.h>
 #include <stdlib.h>

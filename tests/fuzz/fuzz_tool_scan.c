@@ -1,12 +1,12 @@
 /* fuzz_tool_scan.c: libFuzzer target for the tool-call scanner
- * (runtime/tool_calls.c). The first byte sets the feed's piece size (low
+ * (runtime/chat/tool_calls.c). The first byte sets the feed's piece size (low
  * 4 bits) and the format (the rest, mod 8: Qwen3's, Qwen3-Coder's,
  * GLM-4.5's, MiniMax-M2's, Kimi K2's, DeepSeek V3.1's, Llama 4's, Mistral v3's); the rest is a model's answer. Whatever the bytes: with no call parsed, the
  * content released is the answer exactly; with calls, it is a prefix of
  * the answer, and every call has a non-empty name and arguments that read
  * back as a JSON object.
- * fuzz-link: runtime/tool_calls.c runtime/pyjson.c runtime/strbuf.c -ljansson */
-#include "runtime/tool_calls.h"
+ * fuzz-link: runtime/chat/tool_calls.c runtime/chat/pyjson.c runtime/util/strbuf.c -ljansson */
+#include "runtime/chat/tool_calls.h"
 
 #include <jansson.h>
 #include <stdint.h>

@@ -34,7 +34,7 @@ fuzz_radgram)
     done
     ;;
 fuzz_kld_base)
-    # llama.cpp's own base file for the F32 tinymoe (tests/e2e_kld_llamacpp.sh)
+    # llama.cpp's own base file for the F32 tinymoe (tests/e2e/e2e_kld_llamacpp.sh)
     cp -f tests/fixtures/llamacpp-tinymoe-f32-c16.kld "$corpus/tinymoe.kld"
     chmod u+w "$corpus/tinymoe.kld"
     ;;
@@ -54,7 +54,7 @@ fuzz_api_request)
     printf '\002{"model":"m","max_tokens":9,"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"yo"}]}],"stop_sequences":["z"],"top_k":4}' >"$corpus/messages"
     printf '\003{"model":"m","messages":[{"role":"user","content":"hi"}]}' >"$corpus/count"
     printf '\004{"model":"m","instructions":"i","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]},{"type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"r"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"o"}],"tools":[{"type":"function","name":"f","parameters":{"type":"object"}},{"type":"web_search"}],"max_output_tokens":9,"reasoning":{"effort":"low"}}' >"$corpus/responses"
-    # the tool-calling conversations of tests/e2e_tool_template.sh
+    # the tool-calling conversations of tests/e2e/e2e_tool_template.sh
     for f in tests/fixtures/tool_chats/*.json tests/fixtures/tool_chats/*/*.json; do
         case $f in *.anthropic.json) b='\002' ;; *) b='\000' ;; esac
         { printf "$b"; cat "$f"; } >"$corpus/$(echo "$f" | tr '/' '_')"

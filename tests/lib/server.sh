@@ -1,7 +1,7 @@
 # tests/lib/server.sh: sourced by the end-to-end scripts that start
 # `strata serve` (e2e_serve.sh, e2e_serve_real.sh, e2e_serve_tools_sdk.sh, diag_claude_code.sh, diag_codex.sh,
 # diag_agents_chat.sh). Not a test itself:
-# tests/run.sh runs only tests/e2e_*.sh.
+# tests/run.sh runs only tests/e2e/e2e_*.sh.
 #
 # Contract: the caller sets $tmp (its scratch folder) and starts the server
 # in the background with stdout in $tmp/out and stderr in $tmp/err.

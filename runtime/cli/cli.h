@@ -1,0 +1,54 @@
+/* cli.h: the `strata` subcommands that run a pack, and `tokenize`, which
+ * needs only a GGUF (rows of strata_main.c's COMMANDS table), and the little
+ * they share.
+ *
+ * Contract: each cmd_* takes argv from the subcommand's name on, prints its
+ * usage on --help (exit 0) and on bad arguments (exit 2), a one-line error
+ * on stderr and exit 1 when the pack or the run fails, 0 otherwise.
+ * cli_open() loads a pack and builds the model (threads, KV type, context);
+ * cli_close() frees both. */
+#ifndef STRATA_CLI_H
+#define STRATA_CLI_H
+
+#include <stdio.h>
+
+#include "runtime/device/device.h"
+#include "runtime/model/loader.h"
+#include "runtime/model/model.h"
+
+int cmd_run(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv); /* cli_tokenize.c */
+int cmd_template(int argc, char **argv); /* cli_template.c */
+
+typedef struct cli_model {
+    loaded_pack *pack;
+    model *m;
+} cli_model;
+
+int cli_open(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx);
+/* As cli_open, then device_attach (a note goes to stderr) and, with
+ * --record-routing, recording starts; dev NULL: the CPU. */
+int cli_open_dev(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx, const device_opts *dev);
+/* Writes the --record-routing profile when one was asked for: 0, or -1
+ * with the message printed. */
+int cli_save_routing(cli_model *cm, const device_opts *dev);
+void cli_close(cli_model *cm);
+/* Parses a device option for command `cmd`: 1 taken, 0 not one, -1 bad
+ * (message on stderr). */
+int cli_device_arg(const char *cmd, device_opts *o, const char *opt, const char *val);
+
+/* Strict number parsing for option values; -1 on junk. */
+int cli_int(const char *s, long lo, long hi, long *out);
+int cli_float(const char *s, double *out);
+
+double cli_now(void);
+
+/* All of fp (stdin, a file) into a malloc'd buffer, *n its length; NULL
+ * when out of memory or on a read error, *why then says which. */
+char *cli_read_all(FILE *fp, size_t *n, const char **why);
+
+#endif

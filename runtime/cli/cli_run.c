@@ -1,0 +1,248 @@
+/* cli_run.c: `strata run PACK -p TEXT ...`: tokenize, prefill in one
+ * batch, then sample and stream each piece to stdout as it is decoded.
+ * Also the helpers cli.h promises. */
+#include "runtime/cli/cli.h"
+
+#include "runtime/model/sampler.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int cli_int(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || !*s || *end || errno || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_float(const char *s, double *out)
+{
+    char *end;
+    double v = s ? strtod(s, &end) : 0;
+    if (!s || !*s || *end || !isfinite(v)) return -1;
+    *out = v;
+    return 0;
+}
+
+double cli_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+char *cli_read_all(FILE *fp, size_t *n, const char **why)
+{
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        len += fread(buf + len, 1, cap - len, fp);
+        if (len < cap) break;
+        char *g = cap <= ((size_t)1 << 34) ? realloc(buf, cap *= 2) : NULL;
+        if (!g) { free(buf); buf = NULL; }
+        else buf = g;
+    }
+    if (!buf) { *why = "out of memory"; return NULL; }
+    if (ferror(fp)) { *why = "read error"; free(buf); return NULL; }
+    *n = len;
+    return buf;
+}
+
+int cli_open(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx)
+{
+    return cli_open_dev(cm, dir, threads, kv, n_ctx, NULL);
+}
+
+int cli_device_arg(const char *cmd, device_opts *o, const char *opt, const char *val)
+{
+    char err[256];
+    int r = device_parse_arg(o, opt, val, err, sizeof err);
+    if (r < 0) fprintf(stderr, "strata %s: %s\n", cmd, err);
+    return r;
+}
+
+int cli_save_routing(cli_model *cm, const device_opts *dev)
+{
+    const ec_profile *p = cm->m ? model_routing(cm->m) : NULL;
+    if (!dev || !dev->record || !p) return 0;
+    char err[512];
+    if (ec_profile_save(p, dev->record, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return -1; }
+    return 0;
+}
+
+int cli_open_dev(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx, const device_opts *dev)
+{
+    char err[1024];
+    memset(cm, 0, sizeof *cm);
+    cm->pack = loader_open(dir, err, sizeof err);
+    if (!cm->pack) { fprintf(stderr, "strata: %s\n", err); return -1; }
+    model_options o = model_default_options();
+    o.n_threads = threads;
+    o.kv = kv;
+    o.n_ctx = n_ctx;
+    cm->m = model_create(loader_hparams(cm->pack), loader_weights(cm->pack), &o, err, sizeof err);
+    if (!cm->m) {
+        fprintf(stderr, "strata: %s: %s\n", dir, err);
+        loader_close(cm->pack);
+        cm->pack = NULL;
+        return -1;
+    }
+    if (!dev) return 0;
+    /* refused before any work: ec_profile_save never overwrites */
+    if (dev->record && access(dev->record, F_OK) == 0) {
+        fprintf(stderr, "strata: --record-routing %s: the file exists (it is never overwritten)\n", dev->record);
+        cli_close(cm);
+        return -1;
+    }
+    if (dev->record && model_record_routing(cm->m, err, sizeof err)) {
+        fprintf(stderr, "strata: %s: %s\n", dir, err);
+        cli_close(cm);
+        return -1;
+    }
+    char note[512];
+    int r = device_attach(cm->m, dev, note, sizeof note, err, sizeof err);
+    if (r < 0) {
+        fprintf(stderr, "strata: %s\n", err);
+        cli_close(cm);
+        return -1;
+    }
+    if (note[0]) fprintf(stderr, "strata: %s\n", note);
+    return 0;
+}
+
+void cli_close(cli_model *cm)
+{
+    model_free(cm->m);
+    loader_close(cm->pack);
+    memset(cm, 0, sizeof *cm);
+}
+
+static void usage(FILE *fp)
+{
+    fprintf(fp, "usage: strata run PACK -p TEXT [-n N] [--temp T] [--top-p P] [--top-k K] [--min-p P]\n"
+                "                  [--seed S] [-t N] [--kv-type f16|f32] [--logits-out FILE]\n"
+                "                  [--device auto|cpu|cuda] [--vram-reserve SIZE] [--miss cpu|pcie|auto]\n"
+                "                  [--profile FILE] [--record-routing FILE]\n"
+                "  Streams the continuation of TEXT to stdout (N tokens, default 64; stops at EOS).\n"
+                "  --temp 0 is greedy. --logits-out writes the f32 logits of every evaluated\n"
+                "  position (prompt rows, then one row per generated token) as raw little-endian f32.\n"
+                DEVICE_HELP);
+}
+
+typedef struct run_opts {
+    const char *pack, *prompt, *logits_out;
+    long n, threads, seed;
+    kv_type kv;
+    sampler_params sp;
+    device_opts dev;
+} run_opts;
+
+static int parse(run_opts *o, int argc, char **argv)
+{
+    o->sp = sampler_default_params();
+    o->n = 64;
+    o->threads = 0;
+    o->kv = KV_F16;
+    device_opts_default(&o->dev);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        double d;
+        long l;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 1; }
+        if (a[0] != '-') { if (o->pack) return -1; o->pack = a; continue; }
+        if (!v) return -1;
+        i++;
+        int dr = cli_device_arg("run", &o->dev, a, v);
+        if (dr < 0) return -1;
+        if (dr > 0) continue;
+        if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
+        else if (!strcmp(a, "-n")) { if (cli_int(v, 0, 1 << 24, &o->n)) return -1; }
+        else if (!strcmp(a, "-t")) { if (cli_int(v, 0, 1024, &o->threads)) return -1; }
+        else if (!strcmp(a, "--seed")) { if (cli_int(v, 0, 0x7fffffffL, &o->seed)) return -1; o->sp.seed = (uint64_t)o->seed; }
+        else if (!strcmp(a, "--temp")) { if (cli_float(v, &d)) return -1; o->sp.temp = (float)d; }
+        else if (!strcmp(a, "--top-p")) { if (cli_float(v, &d)) return -1; o->sp.top_p = (float)d; }
+        else if (!strcmp(a, "--min-p")) { if (cli_float(v, &d)) return -1; o->sp.min_p = (float)d; }
+        else if (!strcmp(a, "--top-k")) { if (cli_int(v, 0, 1 << 24, &l)) return -1; o->sp.top_k = (int)l; }
+        else if (!strcmp(a, "--logits-out")) o->logits_out = v;
+        else if (!strcmp(a, "--kv-type")) {
+            if (!strcmp(v, "f16")) o->kv = KV_F16;
+            else if (!strcmp(v, "f32")) o->kv = KV_F32;
+            else return -1;
+        } else return -1;
+    }
+    return o->pack && o->prompt ? 0 : -1;
+}
+
+static int write_rows(FILE *fp, const float *rows, size_t n)
+{
+    return fp && fwrite(rows, sizeof(float), n, fp) != n ? -1 : 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    run_opts o;
+    memset(&o, 0, sizeof o);
+    int pr = parse(&o, argc, argv);
+    if (pr > 0) return 0;
+    if (pr < 0) { usage(stderr); return 2; }
+    cli_model cm;
+    if (cli_open_dev(&cm, o.pack, (int)o.threads, o.kv, 0, &o.dev)) return 1;
+    const tokenizer *tk = loader_tokenizer(cm.pack);
+    const int nv = loader_hparams(cm.pack)->n_vocab;
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    float *logits = NULL;
+    sampler *s = NULL;
+    FILE *lf = NULL;
+    char err[512] = "write failed", piece[256];
+    int rc = 1;
+    if (tokenizer_encode(tk, o.prompt, strlen(o.prompt), true, false, &ids, &n_ids) || n_ids == 0) {
+        fprintf(stderr, "strata: the prompt gives no tokens\n");
+        goto out;
+    }
+    logits = malloc(n_ids * (size_t)nv * sizeof(float));
+    s = sampler_create(&o.sp, nv);
+    if (!logits || !s) { fprintf(stderr, "strata: out of memory or bad sampling parameters\n"); goto out; }
+    if (o.logits_out && !(lf = fopen(o.logits_out, "wbx"))) {
+        fprintf(stderr, "strata: %s: %s\n", o.logits_out, strerror(errno));
+        goto out;
+    }
+    for (size_t i = 0; i < n_ids; i++) sampler_accept(s, ids[i]);
+    if (model_forward(cm.m, ids, (int)n_ids, logits, lf != NULL, err, sizeof err) ||
+        write_rows(lf, logits, (lf ? n_ids : 0) * (size_t)nv)) {
+        fprintf(stderr, "strata: %s\n", err);
+        goto out;
+    }
+    const float *last = lf ? logits + (n_ids - 1) * (size_t)nv : logits;
+    for (long i = 0; i < o.n; i++) {
+        int32_t t = sampler_sample(s, last);
+        sampler_accept(s, t);
+        if (t == tokenizer_eos(tk)) break;
+        int len = tokenizer_piece(tk, t, false, piece, sizeof piece);
+        if (len > 0) fwrite(piece, 1, (size_t)len < sizeof piece ? (size_t)len : sizeof piece, stdout);
+        fflush(stdout);
+        if (i + 1 == o.n) break;
+        if (model_forward(cm.m, &t, 1, logits, false, err, sizeof err) || write_rows(lf, logits, (size_t)nv)) {
+            fprintf(stderr, "\nstrata: %s\n", err);
+            goto out;
+        }
+        last = logits;
+    }
+    fputc('\n', stdout);
+    rc = cli_save_routing(&cm, &o.dev) ? 1 : 0;
+out:
+    if (lf && fclose(lf) != 0 && rc == 0) { fprintf(stderr, "strata: %s: write failed\n", o.logits_out); rc = 1; }
+    sampler_free(s);
+    free(logits);
+    free(ids);
+    cli_close(&cm);
+    return rc;
+}

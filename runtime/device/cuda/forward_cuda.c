@@ -1,0 +1,741 @@
+/* forward_cuda.c: device.h in bin/strata-cuda (linked instead of
+ * runtime/device/device_cpu_stub.c): the decoder's forward pass on the GPU through
+ * the scuda_* API (cuda_backend.h), mirroring runtime/model/forward.c block for
+ * block. Plain C11: no CUDA header.
+ *
+ *  - At attach, every dense weight and norm is uploaded to VRAM (a WF_GGML
+ *    weight is refused: native ggml blocks are not decoded on the GPU), the
+ *    KV cache (f16) and the ubatch buffers are allocated, and the routed
+ *    experts are served by expert slots driven by expert_cache.c: N slots
+ *    sized from free VRAM minus --vram-reserve, filled from --profile.
+ *  - An expert's slot holds its three parts (gate, up, down), each part's
+ *    planes (codes, scales, offsets, codebook) at 256-byte aligned offsets
+ *    computed from the host weights, so a slot weight is the host weight with
+ *    its pointers moved into the slot. Refills copy the planes from host
+ *    memory on the copy stream (pageable memory: the experts.bin mapping and
+ *    the loader's widened scales are not page-locked).
+ *  - Ordering: before an access that may copy into a slot, the compute
+ *    stream is drained (a queued kernel may still read the victim); before a
+ *    slot is computed with, every copy started so far is waited for.
+ *  - --miss cpu computes a missed expert with the CPU kernels (model.c's
+ *    weights, forward.c's SwiGLU) on the host copy of its rows; pcie copies
+ *    it into a slot first; auto measures one of each at attach.
+ *  - Activations of quantized weights are rounded as the CPU rounds them
+ *    (Q8_0 / Q8_K, then q * d) before the product, so both see the same x.
+ *  - The expert cache's "token" is one ubatch (one decode step).
+ *  - STRATA_CUDA_SLOTS=N (environment) caps the slot count, for tests. */
+#include "runtime/device/device.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/device/cuda/cuda_backend.h"
+#include "runtime/kernels/kernels.h"
+#include "runtime/model/model_impl.h"
+
+bool device_cuda_built(void) { return true; }
+
+typedef struct dlayer {
+    weight wq, wk, wv, wo, ffn_gate, ffn_up, ffn_down, router, sh_gate, sh_up, sh_down, sh_router;
+    float *attn_norm, *ffn_norm, *q_norm, *k_norm, *bq, *bk, *bv;
+} dlayer;
+
+struct device_model {
+    scuda_ctx *c;
+    void **mem;                 /* every device allocation but the slots */
+    int n_mem, cap_mem;
+    uint64_t dense_bytes;
+    dlayer *L;
+    weight output;              /* output, or the tied token embedding */
+    float *output_norm;
+    int nb, max_cols;
+    /* device activations of one ubatch */
+    float *x, *h, *q, *kx, *vx, *att, *o, *ffa, *ffb, *xq, *rlog, *selw, *eo, *hg, *gd, *shg, *logits;
+    int32_t *sel, *idx;
+    uint16_t *kc, *vc;          /* [n_layer][n_ctx][kv_dim] f16 */
+    /* host */
+    int32_t *h_sel, *h_idx;
+    float *h_x;
+    int *h_cnt, *h_off;
+    /* expert cache */
+    expert_cache *ec;
+    uint8_t *slots;
+    int n_slots;
+    size_t slot_bytes;
+    ec_miss_mode miss;
+    int copies_pending;
+    int64_t n_experts;
+    model *m;                   /* the host weights (slot sources, CPU misses) */
+    double bandwidth;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
+
+/* ---------------------------------------------------------------- planes */
+
+/* The host planes of a weight: codes/values, scales, offsets, codebook. */
+static void planes(const weight *w, const void *src[4], size_t size[4])
+{
+    memset(size, 0, 4 * sizeof *size);
+    src[0] = w->data;
+    src[1] = w->scales;
+    src[2] = w->offsets;
+    src[3] = w->codebook;
+    if (!weight_present(w)) return;
+    if (w->form == WF_SCODE) {
+        const size_t n = (size_t)w->rows * (size_t)w->cols, groups = n / (size_t)w->group;
+        size[0] = n * (size_t)w->code_bits / 8;
+        size[1] = groups * sizeof(float);
+        size[2] = w->offsets ? groups * sizeof(float) : 0;
+        size[3] = w->codebook ? 16 * sizeof(float) : 0;
+    } else {
+        size[0] = (size_t)w->rows * w->row_bytes;
+    }
+}
+
+static weight with_planes(const weight *w, void *const dst[4])
+{
+    weight d = *w;
+    d.data = dst[0];
+    d.scales = (const float *)dst[1];
+    d.offsets = w->offsets ? (const float *)dst[2] : NULL;
+    d.codebook = w->codebook ? (const float *)dst[3] : NULL;
+    return d;
+}
+
+/* An expert's three parts laid out in one slot: writes the slot weights
+ * (pointers relative to base; base NULL gives offsets) and returns the bytes. */
+static size_t slot_layout(const model *m, int l, int e, uint8_t *base, weight out[3], const void *src[3][4],
+                          size_t off[3][4], size_t size[3][4])
+{
+    const layer_weights *L = &m->w.layers[l];
+    const weight *parts[3] = { &L->exp_gate[e], &L->exp_up[e], &L->exp_down[e] };
+    size_t at = 0;
+    for (int p = 0; p < 3; p++) {
+        void *dst[4] = { NULL, NULL, NULL, NULL };
+        planes(parts[p], src[p], size[p]);
+        for (int k = 0; k < 4; k++) {
+            off[p][k] = 0;
+            if (!size[p][k]) continue;
+            at = align256(at);
+            off[p][k] = at;
+            dst[k] = base + at;
+            at += size[p][k];
+        }
+        if (out) out[p] = with_planes(parts[p], dst);
+    }
+    return align256(at);
+}
+
+/* --------------------------------------------------------------- uploads */
+
+static int track(struct device_model *d, void *p, char *err, size_t errlen)
+{
+    if (d->n_mem == d->cap_mem) {
+        int cap = d->cap_mem ? 2 * d->cap_mem : 64;
+        void **n = realloc(d->mem, (size_t)cap * sizeof *n);
+        if (!n) {
+            scuda_dfree(d->c, p);
+            snprintf(err, errlen, "out of host memory");
+            return -1;
+        }
+        d->mem = n;
+        d->cap_mem = cap;
+    }
+    d->mem[d->n_mem++] = p;
+    return 0;
+}
+
+static int dalloc(struct device_model *d, void **p, size_t bytes, char *err, size_t errlen)
+{
+    if (scuda_alloc(d->c, p, bytes, err, errlen)) return -1;
+    return track(d, *p, err, errlen);
+}
+
+static int up_bytes(struct device_model *d, const void *src, size_t bytes, void **dst, char *err, size_t errlen)
+{
+    *dst = NULL;
+    if (!src || !bytes) return 0;
+    if (dalloc(d, dst, bytes, err, errlen) || scuda_upload(d->c, *dst, src, bytes, err, errlen)) return -1;
+    d->dense_bytes += bytes;
+    return 0;
+}
+
+static int up_vec(struct device_model *d, const float *v, int n, float **dst, char *err, size_t errlen)
+{
+    return up_bytes(d, v, (size_t)n * sizeof(float), (void **)dst, err, errlen);
+}
+
+static int refuse_form(const weight *w, const char *name, int l, char *err, size_t errlen)
+{
+    if (!weight_present(w) || w->form != WF_GGML) return 0;
+    char n[96];
+    snprintf(n, sizeof n, name, l);
+    snprintf(err, errlen, "%s: native ggml blocks (WF_GGML) are not supported on the GPU; use --device cpu", n);
+    return -1;
+}
+
+static int up_weight(struct device_model *d, const weight *w, weight *dw, const char *name, int l, char *err,
+                     size_t errlen)
+{
+    memset(dw, 0, sizeof *dw);
+    if (!weight_present(w)) return 0;
+    if (refuse_form(w, name, l, err, errlen)) return -1;
+    const void *src[4];
+    size_t size[4];
+    void *dst[4] = { NULL, NULL, NULL, NULL };
+    planes(w, src, size);
+    for (int k = 0; k < 4; k++)
+        if (up_bytes(d, src[k], size[k], &dst[k], err, errlen)) return -1;
+    *dw = with_planes(w, dst);
+    return 0;
+}
+
+/* Every weight the GPU would decode, checked before anything is uploaded. */
+static int check_forms(const model *m, char *err, size_t errlen)
+{
+    const weight *out = weight_present(&m->w.output) ? &m->w.output : &m->w.tok_embd;
+    if (refuse_form(out, weight_present(&m->w.output) ? "output%.0d" : "token_embd (tied output)%.0d", 0, err, errlen))
+        return -1;
+    for (int l = 0; l < m->hp.n_layer; l++) {
+        const layer_weights *L = &m->w.layers[l];
+        if (refuse_form(&L->wq, "blk.%d.attn_q", l, err, errlen) || refuse_form(&L->wk, "blk.%d.attn_k", l, err, errlen) ||
+            refuse_form(&L->wv, "blk.%d.attn_v", l, err, errlen) ||
+            refuse_form(&L->wo, "blk.%d.attn_output", l, err, errlen) ||
+            refuse_form(&L->ffn_gate, "blk.%d.ffn_gate", l, err, errlen) ||
+            refuse_form(&L->ffn_up, "blk.%d.ffn_up", l, err, errlen) ||
+            refuse_form(&L->ffn_down, "blk.%d.ffn_down", l, err, errlen) ||
+            refuse_form(&L->router, "blk.%d.ffn_gate_inp", l, err, errlen) ||
+            refuse_form(&L->sh_gate, "blk.%d.ffn_gate_shexp", l, err, errlen) ||
+            refuse_form(&L->sh_up, "blk.%d.ffn_up_shexp", l, err, errlen) ||
+            refuse_form(&L->sh_down, "blk.%d.ffn_down_shexp", l, err, errlen) ||
+            refuse_form(&L->sh_router, "blk.%d.ffn_gate_inp_shexp", l, err, errlen))
+            return -1;
+        for (int e = 0; e < m->hp.n_expert; e++)
+            if (refuse_form(&L->exp_gate[e], "blk.%d.ffn_gate_exps", l, err, errlen) ||
+                refuse_form(&L->exp_up[e], "blk.%d.ffn_up_exps", l, err, errlen) ||
+                refuse_form(&L->exp_down[e], "blk.%d.ffn_down_exps", l, err, errlen))
+                return -1;
+    }
+    return 0;
+}
+
+static int upload_dense(struct device_model *d, const model *m, char *err, size_t errlen)
+{
+    const model_hparams *hp = &m->hp;
+    d->L = calloc((size_t)hp->n_layer, sizeof *d->L);
+    if (!d->L) { snprintf(err, errlen, "out of host memory"); return -1; }
+    const int qd = m->q_dim, kvd = m->kv_dim, qn = hp->arch.qk_norm == QK_NORM_FULL;
+    for (int l = 0; l < hp->n_layer; l++) {
+        const layer_weights *L = &m->w.layers[l];
+        dlayer *G = &d->L[l];
+        if (up_weight(d, &L->wq, &G->wq, "blk.%d.attn_q", l, err, errlen) ||
+            up_weight(d, &L->wk, &G->wk, "blk.%d.attn_k", l, err, errlen) ||
+            up_weight(d, &L->wv, &G->wv, "blk.%d.attn_v", l, err, errlen) ||
+            up_weight(d, &L->wo, &G->wo, "blk.%d.attn_output", l, err, errlen) ||
+            up_weight(d, &L->ffn_gate, &G->ffn_gate, "blk.%d.ffn_gate", l, err, errlen) ||
+            up_weight(d, &L->ffn_up, &G->ffn_up, "blk.%d.ffn_up", l, err, errlen) ||
+            up_weight(d, &L->ffn_down, &G->ffn_down, "blk.%d.ffn_down", l, err, errlen) ||
+            up_weight(d, &L->router, &G->router, "blk.%d.ffn_gate_inp", l, err, errlen) ||
+            up_weight(d, &L->sh_gate, &G->sh_gate, "blk.%d.ffn_gate_shexp", l, err, errlen) ||
+            up_weight(d, &L->sh_up, &G->sh_up, "blk.%d.ffn_up_shexp", l, err, errlen) ||
+            up_weight(d, &L->sh_down, &G->sh_down, "blk.%d.ffn_down_shexp", l, err, errlen) ||
+            up_weight(d, &L->sh_router, &G->sh_router, "blk.%d.ffn_gate_inp_shexp", l, err, errlen) ||
+            up_vec(d, L->attn_norm, hp->n_embd, &G->attn_norm, err, errlen) ||
+            up_vec(d, L->ffn_norm, hp->n_embd, &G->ffn_norm, err, errlen))
+            return -1;
+        if (hp->arch.qk_norm != QK_NORM_NONE &&
+            (up_vec(d, L->q_norm, qn ? qd : hp->head_dim, &G->q_norm, err, errlen) ||
+             up_vec(d, L->k_norm, qn ? kvd : hp->head_dim, &G->k_norm, err, errlen)))
+            return -1;
+        if (hp->arch.attn_bias && (up_vec(d, L->bq, qd, &G->bq, err, errlen) || up_vec(d, L->bk, kvd, &G->bk, err, errlen) ||
+                                   up_vec(d, L->bv, kvd, &G->bv, err, errlen)))
+            return -1;
+    }
+    const weight *out = weight_present(&m->w.output) ? &m->w.output : &m->w.tok_embd;
+    return up_weight(d, out, &d->output, "output%.0d", 0, err, errlen) ||
+                   up_vec(d, m->w.output_norm, hp->n_embd, &d->output_norm, err, errlen)
+               ? -1
+               : 0;
+}
+
+static int alloc_f(struct device_model *d, float **p, size_t n, char *err, size_t errlen)
+{
+    return dalloc(d, (void **)p, (n ? n : 1) * sizeof(float), err, errlen);
+}
+
+static int alloc_buffers(struct device_model *d, const model *m, char *err, size_t errlen)
+{
+    const model_hparams *hp = &m->hp;
+    const size_t nb = (size_t)m->opt.n_batch, D = (size_t)hp->n_embd, E = (size_t)hp->n_expert,
+                 K = (size_t)hp->n_expert_used;
+    size_t ff = (size_t)hp->n_ff;
+    if ((size_t)hp->n_ff_exp > ff) ff = (size_t)hp->n_ff_exp;
+    if ((size_t)hp->n_ff_shexp > ff) ff = (size_t)hp->n_ff_shexp;
+    size_t mc = D;
+    if ((size_t)m->q_dim > mc) mc = (size_t)m->q_dim;
+    if (ff > mc) mc = ff;
+    d->nb = (int)nb;
+    d->max_cols = (int)mc;
+    const size_t kv = (size_t)hp->n_layer * (size_t)m->n_ctx * (size_t)m->kv_dim * sizeof(uint16_t);
+    if (alloc_f(d, &d->x, nb * D, err, errlen) || alloc_f(d, &d->h, nb * D, err, errlen) ||
+        alloc_f(d, &d->q, nb * (size_t)m->q_dim, err, errlen) || alloc_f(d, &d->kx, nb * (size_t)m->kv_dim, err, errlen) ||
+        alloc_f(d, &d->vx, nb * (size_t)m->kv_dim, err, errlen) || alloc_f(d, &d->att, nb * (size_t)m->q_dim, err, errlen) ||
+        alloc_f(d, &d->o, nb * D, err, errlen) || alloc_f(d, &d->ffa, nb * ff, err, errlen) ||
+        alloc_f(d, &d->ffb, nb * ff, err, errlen) || alloc_f(d, &d->xq, nb * mc, err, errlen) ||
+        alloc_f(d, &d->gd, nb * D, err, errlen) || alloc_f(d, &d->shg, nb, err, errlen) ||
+        alloc_f(d, &d->logits, nb * (size_t)hp->n_vocab, err, errlen) ||
+        dalloc(d, (void **)&d->kc, kv, err, errlen) || dalloc(d, (void **)&d->vc, kv, err, errlen))
+        return -1;
+    if (E > 0 && (alloc_f(d, &d->rlog, nb * E, err, errlen) || alloc_f(d, &d->selw, nb * K, err, errlen) ||
+                  alloc_f(d, &d->eo, nb * K * D, err, errlen) || alloc_f(d, &d->hg, nb * D, err, errlen) ||
+                  dalloc(d, (void **)&d->sel, nb * K * sizeof(int32_t), err, errlen) ||
+                  dalloc(d, (void **)&d->idx, nb * K * sizeof(int32_t), err, errlen)))
+        return -1;
+    d->h_x = malloc(nb * D * sizeof(float));
+    d->h_sel = malloc((nb * K + 1) * sizeof(int32_t));
+    d->h_idx = malloc((nb * K + 1) * sizeof(int32_t));
+    d->h_cnt = malloc((E + 1) * sizeof(int));
+    d->h_off = malloc((E + 1) * sizeof(int));
+    if (!d->h_x || !d->h_sel || !d->h_idx || !d->h_cnt || !d->h_off) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------- expert slots */
+
+static int slot_dev_alloc(void *ctx, int n_slots, size_t slot_bytes, char *err, size_t errlen)
+{
+    struct device_model *d = ctx;
+    void *p = NULL;
+    if (scuda_alloc(d->c, &p, (size_t)n_slots * slot_bytes, err, errlen)) return -1;
+    d->slots = p;
+    d->n_slots = n_slots;
+    return 0;
+}
+
+static int copy_expert(struct device_model *d, uint8_t *dst, int64_t expert, char *err, size_t errlen)
+{
+    const int E = d->m->hp.n_expert, l = (int)(expert / E), e = (int)(expert % E);
+    const void *src[3][4];
+    size_t off[3][4], size[3][4];
+    if (slot_layout(d->m, l, e, NULL, NULL, src, off, size) > d->slot_bytes) {
+        snprintf(err, errlen, "CUDA expert slots: expert %d of layer %d is larger than a slot", e, l);
+        return -1;
+    }
+    for (int p = 0; p < 3; p++)
+        for (int k = 0; k < 4; k++)
+            if (size[p][k] && scuda_copy_async(d->c, dst + off[p][k], src[p][k], size[p][k], err, errlen)) return -1;
+    return 0;
+}
+
+static int slot_dev_copy(void *ctx, int slot, int64_t expert, size_t bytes, char *err, size_t errlen)
+{
+    struct device_model *d = ctx;
+    if (slot < 0 || slot >= d->n_slots || bytes > d->slot_bytes || expert < 0 || expert >= d->n_experts) {
+        snprintf(err, errlen, "CUDA expert slots: expert %lld into slot %d of %d", (long long)expert, slot, d->n_slots);
+        return -1;
+    }
+    return copy_expert(d, d->slots + (size_t)slot * d->slot_bytes, expert, err, errlen);
+}
+
+static int slot_dev_sync(void *ctx, char *err, size_t errlen)
+{
+    struct device_model *d = ctx;
+    return scuda_copy_sync(d->c, err, errlen);
+}
+
+/* --miss auto: one expert (layer 0, expert 0) computed on the CPU for one
+ * row, and copied host to VRAM, each timed once after a warm-up. */
+static int measure_miss(struct device_model *d, model *m, double *cpu_s, double *pcie_s, char *err, size_t errlen)
+{
+    float *row = calloc((size_t)m->hp.n_embd * 2, sizeof(float));
+    if (!row) { snprintf(err, errlen, "out of host memory"); return -1; }
+    for (int i = 0; i < m->hp.n_embd; i++) row[i] = (float)((i % 7) - 3) * 0.01f;
+    model_expert_cpu(m, 0, 0, row, 1, row + m->hp.n_embd);
+    double t0 = now_s();
+    model_expert_cpu(m, 0, 0, row, 1, row + m->hp.n_embd);
+    *cpu_s = now_s() - t0;
+    free(row);
+    void *tmp = NULL;
+    if (scuda_alloc(d->c, &tmp, d->slot_bytes, err, errlen)) return -1;
+    int rc = copy_expert(d, tmp, 0, err, errlen) || scuda_copy_sync(d->c, err, errlen);
+    t0 = now_s();
+    rc = rc || copy_expert(d, tmp, 0, err, errlen) || scuda_copy_sync(d->c, err, errlen);
+    *pcie_s = now_s() - t0;
+    scuda_dfree(d->c, tmp);
+    return rc ? -1 : 0;
+}
+
+static int setup_experts(struct device_model *d, model *m, const device_opts *o, char *err, size_t errlen)
+{
+    const model_hparams *hp = &m->hp;
+    d->n_experts = (int64_t)hp->n_layer * hp->n_expert;
+    const void *src[3][4];
+    size_t off[3][4], size[3][4];
+    d->slot_bytes = 256;
+    for (int l = 0; l < hp->n_layer; l++)
+        for (int e = 0; e < hp->n_expert; e++) {
+            size_t b = slot_layout(m, l, e, NULL, NULL, src, off, size);
+            if (b > d->slot_bytes) d->slot_bytes = b;
+        }
+    uint64_t free_b = 0, total_b = 0;
+    if (scuda_mem_info(d->c, &free_b, &total_b, err, errlen)) return -1;
+    int64_t n = ec_plan_slots(free_b, o->vram_reserve, d->slot_bytes, d->n_experts);
+    /* STRATA_CUDA_SLOTS=N caps the slots (tests/cuda/device_check.sh forces misses with it) */
+    const char *cap = getenv("STRATA_CUDA_SLOTS");
+    if (cap && *cap) {
+        char *end;
+        long v = strtol(cap, &end, 10);
+        if (*end || v < 0) {
+            snprintf(err, errlen, "STRATA_CUDA_SLOTS=%s: not a slot count", cap);
+            return -1;
+        }
+        if (v < n) n = v;
+    }
+    d->miss = o->miss;
+    if (d->miss == EC_MISS_AUTO) {
+        double cpu_s = 0, pcie_s = 0;
+        if (measure_miss(d, m, &cpu_s, &pcie_s, err, errlen)) return -1;
+        d->miss = ec_miss_resolve(EC_MISS_AUTO, cpu_s, pcie_s);
+    }
+    ec_config cfg = { .n_layer = hp->n_layer, .n_expert = hp->n_expert, .n_slots = (int)n,
+                      .slot_bytes = d->slot_bytes, .decay = 0.99, .miss = d->miss };
+    ec_device dev = { d, slot_dev_alloc, slot_dev_copy, slot_dev_sync };
+    d->ec = ec_create(&cfg, dev, err, errlen);
+    if (!d->ec) return -1;
+    if (o->profile) {
+        ec_profile p;
+        if (ec_profile_load(&p, o->profile, err, errlen)) return -1;
+        int rc = ec_profile_check(&p, hp->n_layer, hp->n_expert, hp->n_expert_used, o->profile, err, errlen) ||
+                 ec_fill(d->ec, &p, err, errlen);
+        ec_profile_free(&p);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+/* ----------------------------------------------------------- the forward */
+
+#define TRY(x)                          \
+    do {                                \
+        if ((x) != 0) return -1;        \
+    } while (0)
+
+/* Y = X . W^T with X rounded as the CPU rounds it for this weight. */
+static int mm(struct device_model *d, const weight *w, const float *x, int n, float *y, char *err, size_t errlen)
+{
+    const int blk = w->act == WA_Q8_0 ? 32 : w->act == WA_Q8_K ? 256 : 0;
+    if (blk && w->cols % blk == 0 && w->cols <= d->max_cols) {
+        TRY(scuda_act_round(d->c, w->act, x, d->xq, n, w->cols, err, errlen));
+        x = d->xq;
+    }
+    return scuda_matmul(d->c, w, x, y, n, err, errlen);
+}
+
+static int swiglu(struct device_model *d, const weight *g, const weight *u, const weight *dn, const float *x, int n,
+                  float *out, char *err, size_t errlen)
+{
+    TRY(mm(d, g, x, n, d->ffa, err, errlen));
+    TRY(mm(d, u, x, n, d->ffb, err, errlen));
+    TRY(scuda_swiglu(d->c, d->ffa, d->ffb, d->ffa, (int64_t)n * g->rows, err, errlen));
+    return mm(d, dn, d->ffa, n, out, err, errlen);
+}
+
+static int attention_block(struct device_model *d, model *m, int l, int B, int pos0, char *err, size_t errlen)
+{
+    const model_hparams *hp = &m->hp;
+    const dlayer *G = &d->L[l];
+    const int D = hp->n_embd, hd = hp->head_dim;
+    TRY(scuda_rmsnorm(d->c, d->x, G->attn_norm, d->h, B, D, hp->rms_eps, err, errlen));
+    TRY(mm(d, &G->wq, d->h, B, d->q, err, errlen));
+    TRY(mm(d, &G->wk, d->h, B, d->kx, err, errlen));
+    TRY(mm(d, &G->wv, d->h, B, d->vx, err, errlen));
+    if (G->bq) {
+        TRY(scuda_add_bias(d->c, d->q, G->bq, B, m->q_dim, err, errlen));
+        TRY(scuda_add_bias(d->c, d->kx, G->bk, B, m->kv_dim, err, errlen));
+        TRY(scuda_add_bias(d->c, d->vx, G->bv, B, m->kv_dim, err, errlen));
+    }
+    if (hp->arch.qk_norm == QK_NORM_FULL) {
+        TRY(scuda_rmsnorm(d->c, d->q, G->q_norm, d->q, B, m->q_dim, hp->rms_eps, err, errlen));
+        TRY(scuda_rmsnorm(d->c, d->kx, G->k_norm, d->kx, B, m->kv_dim, hp->rms_eps, err, errlen));
+    } else if (hp->arch.qk_norm == QK_NORM_HEAD) {
+        TRY(scuda_rmsnorm(d->c, d->q, G->q_norm, d->q, B * hp->n_head, hd, hp->rms_eps, err, errlen));
+        TRY(scuda_rmsnorm(d->c, d->kx, G->k_norm, d->kx, B * hp->n_head_kv, hd, hp->rms_eps, err, errlen));
+    }
+    const int neox = hp->arch.rope == ROPE_NEOX;
+    TRY(scuda_rope(d->c, d->q, B, hp->n_head, hd, hp->n_rot, pos0, hp->rope_base, neox, err, errlen));
+    TRY(scuda_rope(d->c, d->kx, B, hp->n_head_kv, hd, hp->n_rot, pos0, hp->rope_base, neox, err, errlen));
+    const size_t lo = (size_t)l * (size_t)m->n_ctx * (size_t)m->kv_dim;
+    TRY(scuda_kv_store(d->c, d->kx, d->vx, d->kc + lo, d->vc + lo, B, m->kv_dim, pos0, err, errlen));
+    TRY(scuda_attention(d->c, d->q, d->kc + lo, d->vc + lo, d->att, B, hp->n_head, hp->n_head_kv, hd, pos0, err,
+                        errlen));
+    TRY(mm(d, &G->wo, d->att, B, d->o, err, errlen));
+    return scuda_axpy(d->c, 1.0f, d->o, d->x, (int64_t)B * D, err, errlen);
+}
+
+static int ffn_block(struct device_model *d, model *m, int l, int B, char *err, size_t errlen)
+{
+    const dlayer *G = &d->L[l];
+    const int D = m->hp.n_embd;
+    TRY(scuda_rmsnorm(d->c, d->x, G->ffn_norm, d->h, B, D, m->hp.rms_eps, err, errlen));
+    TRY(swiglu(d, &G->ffn_gate, &G->ffn_up, &G->ffn_down, d->h, B, d->o, err, errlen));
+    return scuda_axpy(d->c, 1.0f, d->o, d->x, (int64_t)B * D, err, errlen);
+}
+
+/* One routed expert over its n gathered rows (d->hg) into d->gd. */
+static int run_expert(struct device_model *d, model *m, int l, int e, int n, char *err, size_t errlen)
+{
+    const int D = m->hp.n_embd;
+    const double t0 = now_s();
+    ec_result r;
+    /* a copy may overwrite a slot that queued kernels still read */
+    if (ec_slot_of(d->ec, l, e) < 0) TRY(scuda_sync(d->c, err, errlen));
+    TRY(ec_access(d->ec, l, e, &r, err, errlen));
+    if (r.copied) d->copies_pending = 1;
+    if (r.where == EC_MISS_ON_CPU) {
+        TRY(scuda_download(d->c, m->hg, d->hg, (size_t)n * D * sizeof(float), err, errlen));
+        model_expert_cpu(m, l, e, m->hg, n, m->gd);
+        TRY(scuda_upload(d->c, d->gd, m->gd, (size_t)n * D * sizeof(float), err, errlen));
+        ec_note_miss_seconds(d->ec, now_s() - t0);
+        return 0;
+    }
+    if (d->copies_pending) {
+        TRY(ec_sync(d->ec, err, errlen));
+        d->copies_pending = 0;
+    }
+    if (r.where == EC_MISS_ON_GPU) ec_note_miss_seconds(d->ec, now_s() - t0);
+    weight w[3];
+    const void *src[3][4];
+    size_t off[3][4], size[3][4];
+    slot_layout(m, l, e, d->slots + (size_t)r.slot * d->slot_bytes, w, src, off, size);
+    return swiglu(d, &w[0], &w[1], &w[2], d->hg, n, d->gd, err, errlen);
+}
+
+static int moe_block(struct device_model *d, model *m, int l, int B, char *err, size_t errlen)
+{
+    const dlayer *G = &d->L[l];
+    const int E = m->hp.n_expert, K = m->hp.n_expert_used, D = m->hp.n_embd;
+    TRY(scuda_rmsnorm(d->c, d->x, G->ffn_norm, d->h, B, D, m->hp.rms_eps, err, errlen));
+    TRY(mm(d, &G->router, d->h, B, d->rlog, err, errlen));
+    TRY(scuda_router_topk(d->c, d->rlog, B, E, K, m->hp.arch.norm_topk, d->sel, d->selw, err, errlen));
+    TRY(scuda_download(d->c, d->h_sel, d->sel, (size_t)B * K * sizeof(int32_t), err, errlen));
+    for (int i = 0; i < B * K; i++)
+        if (d->h_sel[i] < 0 || d->h_sel[i] >= E) {
+            snprintf(err, errlen, "CUDA router: expert %d of %d at layer %d", (int)d->h_sel[i], E, l);
+            return -1;
+        }
+    if (m->routing) {
+        int row[256];
+        for (int b = 0; b < B; b++) {
+            for (int j = 0; j < K; j++) row[j] = d->h_sel[b * K + j];
+            model_observe_routing(m, l, row);
+        }
+    }
+    /* (row, slot) pairs grouped by expert, rows in order, as forward.c */
+    int at = 0;
+    for (int e = 0; e < E; e++) {
+        d->h_off[e] = at;
+        for (int g = 0; g < B * K; g++)
+            if (d->h_sel[g] == e) d->h_idx[at++] = g;
+        d->h_cnt[e] = at - d->h_off[e];
+    }
+    TRY(scuda_upload(d->c, d->idx, d->h_idx, (size_t)at * sizeof(int32_t), err, errlen));
+    for (int e = 0; e < E; e++) {
+        const int n = d->h_cnt[e];
+        if (n == 0) continue;
+        const int32_t *idx = d->idx + d->h_off[e];
+        TRY(scuda_gather_rows(d->c, d->h, idx, K, n, D, d->hg, err, errlen));
+        TRY(run_expert(d, m, l, e, n, err, errlen));
+        TRY(scuda_scatter_rows(d->c, d->gd, idx, n, D, d->eo, err, errlen));
+    }
+    TRY(scuda_moe_combine(d->c, d->eo, d->selw, B, K, D, d->o, err, errlen));
+    if (weight_present(&G->sh_gate)) {
+        TRY(swiglu(d, &G->sh_gate, &G->sh_up, &G->sh_down, d->h, B, d->gd, err, errlen));
+        const float *gate = NULL;
+        if (weight_present(&G->sh_router)) {
+            TRY(mm(d, &G->sh_router, d->h, B, d->shg, err, errlen));
+            gate = d->shg;
+        }
+        TRY(scuda_gate_add(d->c, d->gd, gate, B, D, d->o, err, errlen));
+    }
+    return scuda_axpy(d->c, 1.0f, d->o, d->x, (int64_t)B * D, err, errlen);
+}
+
+static int forward_ubatch(struct device_model *d, model *m, const int32_t *tokens, int B, float *logits, int want,
+                          char *err, size_t errlen)
+{
+    const model_hparams *hp = &m->hp;
+    const int pos0 = m->n_past, D = hp->n_embd;
+    /* the embedding rows are looked up on the host (any form, WF_GGML too) */
+    for (int b = 0; b < B; b++) m->k->row_f32[m->w.tok_embd.form](&m->w.tok_embd, tokens[b], d->h_x + (size_t)b * D);
+    TRY(scuda_upload(d->c, d->x, d->h_x, (size_t)B * D * sizeof(float), err, errlen));
+    if (d->ec) ec_begin_token(d->ec);
+    for (int l = 0; l < hp->n_layer; l++) {
+        TRY(attention_block(d, m, l, B, pos0, err, errlen));
+        TRY(hparams_layer_moe(hp, l) ? moe_block(d, m, l, B, err, errlen) : ffn_block(d, m, l, B, err, errlen));
+    }
+    if (want == 2) {
+        TRY(scuda_rmsnorm(d->c, d->x, d->output_norm, d->h, B, D, hp->rms_eps, err, errlen));
+        TRY(mm(d, &d->output, d->h, B, d->logits, err, errlen));
+        TRY(scuda_download(d->c, logits, d->logits, (size_t)B * hp->n_vocab * sizeof(float), err, errlen));
+    } else if (want == 1) {
+        TRY(scuda_rmsnorm(d->c, d->x + (size_t)(B - 1) * D, d->output_norm, d->h, 1, D, hp->rms_eps, err, errlen));
+        TRY(mm(d, &d->output, d->h, 1, d->logits, err, errlen));
+        TRY(scuda_download(d->c, logits, d->logits, (size_t)hp->n_vocab * sizeof(float), err, errlen));
+    } else {
+        TRY(scuda_sync(d->c, err, errlen));
+    }
+    m->n_past += B;
+    return 0;
+}
+
+int device_forward(struct device_model *d, model *m, const int32_t *tokens, int n, float *logits, bool all_logits,
+                   char *err, size_t errlen)
+{
+    for (int i = 0; i < n; i += d->nb) {
+        const int B = n - i < d->nb ? n - i : d->nb;
+        const int want = all_logits ? 2 : i + B == n ? 1 : 0;
+        TRY(forward_ubatch(d, m, tokens + i, B, all_logits ? logits + (size_t)i * m->hp.n_vocab : logits, want, err,
+                           errlen));
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------- attach, free */
+
+void device_free(struct device_model *d)
+{
+    if (!d) return;
+    ec_free(d->ec);
+    if (d->slots) scuda_dfree(d->c, d->slots);
+    for (int i = 0; i < d->n_mem; i++) scuda_dfree(d->c, d->mem[i]);
+    free(d->mem);
+    free(d->L);
+    free(d->h_x);
+    free(d->h_sel);
+    free(d->h_idx);
+    free(d->h_cnt);
+    free(d->h_off);
+    scuda_free(d->c);
+    free(d);
+}
+
+static int build(struct device_model *d, model *m, const device_opts *o, char *err, size_t errlen)
+{
+    if (m->opt.kv != KV_F16) {
+        snprintf(err, errlen, "the CUDA backend keeps an f16 KV cache (--kv-type f32 runs on the CPU: --device cpu)");
+        return -1;
+    }
+    if (m->hp.embd_scale != 0 || m->hp.residual_scale != 0 || m->hp.attn_scale != 0 || m->hp.logit_scale != 0) {
+        snprintf(err, errlen, "the CUDA backend does not apply Granite's multipliers yet (--device cpu)");
+        return -1;
+    }
+    bool probs_b = false;
+    for (int l = 0; l < m->hp.n_layer; l++) probs_b |= m->w.layers[l].exp_probs_b != NULL;
+    if (m->hp.gating != GATING_SOFTMAX || probs_b || (m->hp.arch.scale_w && m->hp.expert_weights_scale != 0) ||
+        m->hp.n_group) {
+        snprintf(err, errlen, "the CUDA router does softmax top-k only (sigmoid or gpt-oss gating, a selection bias, "
+                 "a weight scale or grouped routing: --device cpu)");
+        return -1;
+    }
+    if (m->hp.n_layer_dense_lead > 0 || m->hp.n_moe_layer_step > 1) {
+        snprintf(err, errlen, "the CUDA backend runs all-MoE or all-dense models (this one starts with %d dense "
+                 "layers: --device cpu)", m->hp.n_layer_dense_lead);
+        return -1;
+    }
+    /* The attention here is llama's order (norms, then RoPE, on every layer);
+     * Hunyuan's, GLM-4.5-Air's and Llama 4's differ. Most of these models are
+     * also refused for their routing above; this says what the GPU lacks even
+     * where the routing would pass (Hunyuan routes by softmax). */
+    const arch_info *a = &m->hp.arch;
+    if (a->mla || a->qk_norm_after_rope || a->qk_norm_optional || a->l2_qk_norm || a->weight_before_ffn ||
+        a->attn_sinks || a->swa_pattern > 0 || m->hp.no_rope_step > 0 || m->hp.attn_chunk > 0) {
+        snprintf(err, errlen, "the CUDA backend does not run %s's attention yet (%s: --device cpu)", a->name,
+                 a->mla ? "multi-head latent attention"
+                 : a->attn_sinks || a->swa_pattern > 0 ? "attention sinks and sliding-window layers"
+                 : a->qk_norm_after_rope ? "q/k norms after RoPE"
+                 : a->qk_norm_optional ? "q/k norms on some layers only"
+                 : "no-RoPE layers, chunked attention and L2 q/k norms");
+        return -1;
+    }
+    if (hparams_rope_scaled(&m->hp) || m->w.rope_freqs) {
+        snprintf(err, errlen, "the CUDA backend has plain RoPE only (this model scales its angles: --device cpu)");
+        return -1;
+    }
+    if (m->hp.head_dim > 256 || m->hp.n_head % m->hp.n_head_kv) {
+        snprintf(err, errlen, "the CUDA attention needs head_dim <= 256 and n_head a multiple of n_head_kv (%d, %d/%d)",
+                 m->hp.head_dim, m->hp.n_head, m->hp.n_head_kv);
+        return -1;
+    }
+    if (check_forms(m, err, errlen)) return -1;
+    d->c = scuda_create(-1, 0, err, errlen);
+    if (!d->c) return -1;
+    d->m = m;
+    if (upload_dense(d, m, err, errlen) || alloc_buffers(d, m, err, errlen)) return -1;
+    if (m->hp.n_expert > 0 && setup_experts(d, m, o, err, errlen)) return -1;
+    uint64_t free_b = 0, total_b = 0;
+    if (scuda_mem_info(d->c, &free_b, &total_b, err, errlen)) return -1;
+    size_t bw_bytes = (size_t)256 << 20;
+    while (bw_bytes > ((size_t)1 << 20) && 2 * (uint64_t)bw_bytes > free_b / 2) bw_bytes /= 2;
+    return scuda_measure_bandwidth(d->c, bw_bytes, &d->bandwidth, err, errlen);
+}
+
+int device_attach(model *m, const device_opts *o, char *note, size_t notelen, char *err, size_t errlen)
+{
+    if (notelen) note[0] = 0;
+    device_opts def;
+    if (!o) {
+        device_opts_default(&def);
+        def.kind = DEVICE_CPU;
+        o = &def;
+    }
+    if (o->kind == DEVICE_CPU) return 0;
+    if (m->dev || m->n_past) {
+        snprintf(err, errlen, "device_attach: the model is already attached or has evaluated tokens");
+        return -1;
+    }
+    struct device_model *d = calloc(1, sizeof *d);
+    char why[512] = "out of host memory";
+    if (d && build(d, m, o, why, sizeof why) == 0) {
+        m->dev = d;
+        return 1;
+    }
+    device_free(d);
+    if (o->kind == DEVICE_CUDA) {
+        snprintf(err, errlen, "%s", why);
+        return -1;
+    }
+    snprintf(note, notelen, "--device auto: %s; running on the CPU", why);
+    return 0;
+}
+
+void device_get_stats(const model *m, device_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->miss = "";
+    const struct device_model *d = m->dev;
+    if (!d) return;
+    out->on_gpu = 1;
+    snprintf(out->name, sizeof out->name, "%s", scuda_device_name(d->c));
+    out->dense_bytes = d->dense_bytes;
+    out->bandwidth = d->bandwidth;
+    out->n_experts = d->n_experts;
+    if (!d->ec) return;
+    out->n_slots = ec_n_slots(d->ec);
+    out->miss = ec_miss_name(d->miss);
+    out->cache = *ec_get_stats(d->ec);
+    out->hit_rate = ec_hit_rate(d->ec);
+}

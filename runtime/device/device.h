@@ -1,0 +1,107 @@
+/* device.h: which device runs a model's forward pass, as a small C interface
+ * that the CPU-only build satisfies with a stub (device_cpu_stub.c) and the
+ * CUDA build (`make strata-cuda`) with runtime/device/cuda/forward_cuda.c. No CUDA
+ * header is reachable from here.
+ *
+ * Contract:
+ *  - The options `--device auto|cpu|cuda`, `--vram-reserve SIZE`,
+ *    `--miss cpu|pcie|auto`, `--profile FILE` and `--record-routing FILE`
+ *    are parsed by device_parse_arg() for every command that runs a model
+ *    (run, serve, bench, perplexity); DEVICE_HELP is their help text.
+ *  - device_attach() puts a freshly created model (model_create, nothing
+ *    evaluated yet) on the device the options ask for:
+ *      cpu:  returns 0, the model stays on the CPU.
+ *      cuda: returns 1 with the model on the GPU, or -1 with one line in err
+ *            ("this strata was built without CUDA (make strata-cuda)" in the
+ *            CPU-only build; "no CUDA device: ..." without a usable GPU;
+ *            a WF_GGML weight, an f32 KV cache ... named).
+ *      auto: as cuda when that succeeds, else 0 with one line in note (the
+ *            reason). The CPU-only build leaves note empty unless --device
+ *            auto was given explicitly.
+ *    After a successful attach model_forward() runs on the GPU and returns
+ *    the same logits (within float reordering) as the CPU.
+ *  - --record-routing works on either device: the model counts, per layer,
+ *    the experts the router picks for every evaluated token
+ *    (model_record_routing) and the caller saves the profile at the end.
+ *  - device_get_stats(): cache hits, misses, bytes moved and miss latency of
+ *    the GPU expert cache; on_gpu 0 (and zeros) on the CPU.
+ * Everything lives in the model (model_impl.h's dev); no global state. */
+#ifndef STRATA_DEVICE_H
+#define STRATA_DEVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/device/expert_cache.h"
+#include "runtime/model/model.h"
+
+typedef enum device_kind { DEVICE_AUTO, DEVICE_CPU, DEVICE_CUDA } device_kind;
+
+typedef struct device_opts {
+    device_kind kind;
+    bool kind_given;            /* --device appeared on the command line */
+    uint64_t vram_reserve;      /* bytes left free on the GPU (default 512 MiB) */
+    ec_miss_mode miss;          /* default EC_MISS_PCIE */
+    const char *profile;        /* --profile FILE: fills the expert cache at start */
+    const char *record;         /* --record-routing FILE: written at the end */
+} device_opts;
+
+#define DEVICE_HELP                                                                                   \
+    "  --device auto|cpu|cuda  where the forward pass runs (default auto: CUDA when this strata\n"    \
+    "                   was built with it and a GPU is usable, else the CPU)\n"                       \
+    "  --vram-reserve SIZE  GPU memory left free when sizing the expert slots (default 512M)\n"       \
+    "  --miss cpu|pcie|auto  a routed expert not in VRAM: computed on the CPU, or copied over\n"      \
+    "                   PCIe (default), or whichever a start-up measurement finds faster\n"           \
+    "  --profile FILE   a routing profile (--record-routing) that fills the expert slots at start\n" \
+    "  --record-routing FILE  count the experts the router picks and write the profile at exit\n"    \
+    "                   (works on the CPU too; FILE must not exist)\n"
+
+void device_opts_default(device_opts *o);
+/* One option and its value: 1 when it was a device option (and is now set),
+ * 0 when opt is not one of them, -1 with a message in err on a bad value. */
+int device_parse_arg(device_opts *o, const char *opt, const char *val, char *err, size_t errlen);
+int device_parse_kind(const char *s, device_kind *out);       /* -1 on anything else */
+const char *device_kind_name(device_kind k);
+
+/* true in bin/strata-cuda, false in bin/strata. */
+bool device_cuda_built(void);
+
+int device_attach(model *m, const device_opts *o, char *note, size_t notelen, char *err, size_t errlen);
+
+typedef struct device_stats {
+    int on_gpu;
+    char name[256];             /* the GPU, "" on the CPU */
+    int n_slots;                /* expert slots in VRAM */
+    int64_t n_experts;          /* routed experts of the model */
+    const char *miss;           /* "cpu" / "pcie" (resolved), "" on the CPU */
+    uint64_t dense_bytes;       /* weights uploaded at load */
+    double bandwidth;           /* device memory bandwidth measured at attach, bytes/s (0: not measured) */
+    ec_stats cache;
+    double hit_rate;
+} device_stats;
+
+void device_get_stats(const model *m, device_stats *out);
+
+/* ----------------------------------------------------------- model hooks */
+/* Used by forward.c / model.c (defined by the stub or the CUDA backend). */
+struct device_model;
+int device_forward(struct device_model *d, model *m, const int32_t *tokens, int n, float *logits,
+                   bool all_logits, char *err, size_t errlen);
+void device_free(struct device_model *d);
+
+/* Routing profile of everything evaluated since model_record_routing();
+ * NULL when not recording. */
+int model_record_routing(model *m, char *err, size_t errlen);
+const ec_profile *model_routing(const model *m);
+/* While paused, forward passes add nothing to the profile (bench's untimed
+ * warm-up pass is not part of what it measures). */
+void model_pause_routing(model *m, bool paused);
+/* Adds src's counts to dst (same shape); -1 with err otherwise. */
+int device_profile_add(ec_profile *dst, const ec_profile *src, char *err, size_t errlen);
+
+/* One expert's SwiGLU on the CPU (host weights) for n rows of x, into out
+ * [n][n_embd]: the CUDA backend's --miss cpu path (forward.c). */
+void model_expert_cpu(model *m, int layer, int expert, const float *x, int n, float *out);
+
+#endif

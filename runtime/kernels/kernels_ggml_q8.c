@@ -1,0 +1,238 @@
+/* kernels_ggml_q8.c: integer dots for native ggml blocks with quantized
+ * activations, in ggml-cpu's x86 (AVX2) order, scalar: one table entry
+ * (qdot[WF_GGML]) for every table.
+ *
+ * Each super-block (or Q8_0 block) is summed as ggml's AVX2 vec_dot does:
+ * integer products into 8 lanes (lane l = elements 4l..4l+3 of every 32),
+ * each weighted by its sub-block's integer scale, the lanes converted to
+ * float and fused-multiply-added by d x (activation scale), the lanes'
+ * horizontal sum at the end (times the type's constant), plus the mins of
+ * Q4_K/Q5_K as ggml adds them. Bits equal llama.cpp's on x86; every S-form
+ * these types transcode to gives the same bits through kernels_q8.c. */
+#include "runtime/kernels/kernels_impl.h"
+
+#include "formats/fp16.h"
+#include "formats/ggml_dequant.h"
+#include "formats/ggml_tables.h"
+#include "formats/ggml_types.h"
+#include "runtime/kernels/ggml_order.h"
+
+#include <math.h>
+#include <string.h>
+
+static float f16at(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return fp16_to_f32(h);
+}
+
+/* lane[(e % 32) / 4] += v[e] * mul[e / 16] * q[e] over 256 elements. */
+static void lanes256(const int16_t *v, const int32_t *mul16, const int8_t *q, int32_t lane[8])
+{
+    for (int e = 0; e < 256; e++) lane[(e % 32) / 4] += (int32_t)v[e] * mul16[e / 16] * q[e];
+}
+
+static float dot_q8_0(const uint8_t *row, int64_t cols, const qrow *a)
+{
+    float acc[8] = { 0 };
+    for (int64_t b = 0; b < cols / 32; b++) {
+        const uint8_t *blk = row + b * 34;
+        const int8_t *w = (const int8_t *)(blk + 2), *q = a->q + b * 32;
+        int32_t lane[8] = { 0 };
+        for (int e = 0; e < 32; e++) lane[e / 4] += (int32_t)w[e] * q[e];
+        const float d = f16at(blk) * a->d[b];
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(d, (float)lane[l], acc[l]);
+    }
+    return ggml_order_hsum8(acc);
+}
+
+/* get_scale_min_k4 of ggml: the 6-bit scale and min of sub-block j. */
+static void scale_min_k4(int j, const uint8_t *s, int32_t *sc, int32_t *m)
+{
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *m = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+        *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+/* Q4_K (style 4) and Q5_K (style 5): q in 0..15 / 0..31, value d*sc*q - dmin*m. */
+static float dot_qk(const uint8_t *row, int64_t cols, const qrow *a, int style)
+{
+    const size_t bytes = style == 4 ? 144 : 176;
+    float acc[8] = { 0 }, accm[4] = { 0 }, summs = 0.0f;
+    for (int64_t i = 0; i < cols / 256; i++) {
+        const uint8_t *blk = row + i * bytes, *scales = blk + 4;
+        const uint8_t *qh = blk + 16, *qs = style == 4 ? blk + 16 : blk + 48;
+        int16_t v[256];
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 32; l++) {
+                int lo = qs[32 * j + l] & 15, hi = qs[32 * j + l] >> 4;
+                if (style == 5) {
+                    lo += ((qh[l] >> (2 * j)) & 1) << 4;
+                    hi += ((qh[l] >> (2 * j + 1)) & 1) << 4;
+                }
+                v[64 * j + l] = (int16_t)lo;
+                v[64 * j + 32 + l] = (int16_t)hi;
+            }
+        int32_t sc[8], mul16[16], lane[8] = { 0 }, bs[8];
+        int8_t m[8];
+        for (int j = 0; j < 8; j++) {
+            int32_t mj;
+            scale_min_k4(j, scales, &sc[j], &mj);
+            m[j] = (int8_t)mj;
+            mul16[2 * j] = mul16[2 * j + 1] = sc[j];
+            bs[j] = a->sum16[(i * 256 + 32 * j) / 16] + a->sum16[(i * 256 + 32 * j) / 16 + 1];
+        }
+        lanes256(v, mul16, a->q + i * 256, lane);
+        const float yd = a->d[i], D = yd * f16at(blk);
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
+        summs = ggml_order_kmins(style, -yd * f16at(blk + 2), m, bs, accm, summs);
+    }
+    return ggml_order_hsum8(acc) + ggml_order_kmins_total(style, accm, summs);
+}
+
+static float dot_q6_k(const uint8_t *row, int64_t cols, const qrow *a)
+{
+    float acc[8] = { 0 };
+    for (int64_t i = 0; i < cols / 256; i++) {
+        const uint8_t *blk = row + i * 210, *ql = blk, *qh = blk + 128;
+        const int8_t *sc = (const int8_t *)(blk + 192);
+        int16_t v[256];
+        for (int n = 0; n < 2; n++)
+            for (int l = 0; l < 32; l++) {
+                const uint8_t *L = ql + 64 * n, *H = qh + 32 * n;
+                v[128 * n + l] = (int16_t)(((L[l] & 15) | ((H[l] & 3) << 4)) - 32);
+                v[128 * n + l + 32] = (int16_t)(((L[l + 32] & 15) | (((H[l] >> 2) & 3) << 4)) - 32);
+                v[128 * n + l + 64] = (int16_t)(((L[l] >> 4) | (((H[l] >> 4) & 3) << 4)) - 32);
+                v[128 * n + l + 96] = (int16_t)(((L[l + 32] >> 4) | (((H[l] >> 6) & 3) << 4)) - 32);
+            }
+        int32_t mul16[16], lane[8] = { 0 };
+        for (int k = 0; k < 16; k++) mul16[k] = sc[k];
+        lanes256(v, mul16, a->q + i * 256, lane);
+        const float D = a->d[i] * f16at(blk + 208);
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
+    }
+    return ggml_order_hsum8(acc);
+}
+
+/* IQ3_XXS: 64 grid-index bytes, then 8 words (four 7-bit sign groups, the
+ * 4-bit scale on top); value d * (0.5 + s) * 0.5 * grid * sign. */
+static float dot_iq3_xxs(const uint8_t *row, int64_t cols, const qrow *a)
+{
+    float acc[8] = { 0 };
+    for (int64_t i = 0; i < cols / 256; i++) {
+        const uint8_t *blk = row + i * 98, *qs = blk + 2;
+        int16_t v[256];
+        int32_t mul16[16], lane[8] = { 0 };
+        for (int s = 0; s < 8; s++) {
+            uint32_t word;
+            memcpy(&word, qs + 64 + 4 * s, 4);
+            mul16[2 * s] = mul16[2 * s + 1] = (int32_t)(2 * (word >> 28) + 1);
+            for (int k = 0; k < 4; k++) {
+                const uint8_t signs = ggml_ksigns_iq2xs[(word >> (7 * k)) & 127];
+                for (int h = 0; h < 2; h++) {
+                    const uint32_t gv = ggml_iq3xxs_grid[qs[8 * s + 2 * k + h]];
+                    for (int jj = 0; jj < 4; jj++) {
+                        const int e = 8 * k + 4 * h + jj, g = (int)((gv >> (8 * jj)) & 255u);
+                        v[32 * s + e] = (int16_t)((signs >> (4 * h + jj) & 1) ? -g : g);
+                    }
+                }
+            }
+        }
+        lanes256(v, mul16, a->q + i * 256, lane);
+        const float D = f16at(blk) * a->d[i];
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
+    }
+    return 0.25f * ggml_order_hsum8(acc);
+}
+
+/* IQ2_S: 32 grid-index bytes, 32 sign bytes, 8 high-bit bytes, 8 scale
+ * bytes (two 4-bit scales, one per 16); value d * (0.5 + s) * 0.25 * grid * sign. */
+static float dot_iq2_s(const uint8_t *row, int64_t cols, const qrow *a)
+{
+    float acc[8] = { 0 };
+    for (int64_t b = 0; b < cols / 256; b++) {
+        const uint8_t *blk = row + b * 82, *qs = blk + 2, *signs = blk + 34, *qh = blk + 66, *sc = blk + 74;
+        int16_t v[256];
+        int32_t mul16[16], lane[8] = { 0 };
+        for (int ib = 0; ib < 8; ib++) {
+            mul16[2 * ib] = 2 * (sc[ib] & 15) + 1;
+            mul16[2 * ib + 1] = 2 * (sc[ib] >> 4) + 1;
+            for (int g = 0; g < 4; g++) {
+                const uint64_t gv = ggml_iq2s_grid[qs[ib * 4 + g] | ((qh[ib] << (8 - 2 * g)) & 0x300)];
+                const uint8_t sg = signs[ib * 4 + g];
+                for (int jj = 0; jj < 8; jj++) {
+                    const int val = (int)((gv >> (8 * jj)) & 255u);
+                    v[32 * ib + 8 * g + jj] = (int16_t)((sg >> jj & 1) ? -val : val);
+                }
+            }
+        }
+        lanes256(v, mul16, a->q + b * 256, lane);
+        const float D = f16at(blk) * a->d[b];
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
+    }
+    return 0.125f * ggml_order_hsum8(acc);
+}
+
+/* MXFP4 (gpt-oss's experts) as ggml's AVX2 vec_dot_mxfp4_q8_0: blocks in
+ * pairs, the even one fused-multiply-added into one set of 8 lanes and the
+ * odd one into another (lane l: elements 4l..4l+3, the low nibbles being
+ * elements 0..15, the high ones 16..31), the two sets added lane by lane
+ * and summed; a last odd block after that, d x its integer sum. */
+static float dot_mxfp4(const uint8_t *row, int64_t cols, const qrow *a)
+{
+    float acc[2][8] = { { 0 } };
+    const int64_t nb = cols / 32;
+    int64_t b = 0;
+    for (; b < nb; b++) {
+        const uint8_t *blk = row + b * 17;
+        const int8_t *q = a->q + b * 32;
+        int32_t lane[8] = { 0 };
+        for (int j = 0; j < 16; j++) {
+            lane[j / 4] += (int32_t)ggml_kvalues_fp4[blk[1 + j] & 15] * q[j];
+            lane[4 + j / 4] += (int32_t)ggml_kvalues_fp4[blk[1 + j] >> 4] * q[16 + j];
+        }
+        const float d = a->d[b] * ggml_e8m0_half(blk[0]);
+        if (b + 1 == nb && nb % 2) { /* the tail, after the pairs' sum */
+            float s8[8];
+            for (int l = 0; l < 8; l++) s8[l] = acc[0][l] + acc[1][l];
+            int32_t sumi = 0;
+            for (int l = 0; l < 8; l++) sumi += lane[l];
+            return fmaf(d, (float)sumi, ggml_order_hsum8(s8));
+        }
+        for (int l = 0; l < 8; l++) acc[b % 2][l] = fmaf(d, (float)lane[l], acc[b % 2][l]);
+    }
+    float s8[8];
+    for (int l = 0; l < 8; l++) s8[l] = acc[0][l] + acc[1][l];
+    return ggml_order_hsum8(s8);
+}
+
+int kq8_ggml_qdot_ok(int ggml_type)
+{
+    switch (ggml_type) {
+    case GGML_TYPE_Q8_0: case GGML_TYPE_Q4_K: case GGML_TYPE_Q5_K: case GGML_TYPE_Q6_K:
+    case GGML_TYPE_IQ3_XXS: case GGML_TYPE_IQ2_S: case GGML_TYPE_MXFP4:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+float kscalar_qdot_ggml(const weight *w, int64_t r, const qrow *a)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    switch (w->ggml_type) {
+    case GGML_TYPE_Q8_0: return dot_q8_0(row, w->cols, a);
+    case GGML_TYPE_Q4_K: return dot_qk(row, w->cols, a, 4);
+    case GGML_TYPE_Q5_K: return dot_qk(row, w->cols, a, 5);
+    case GGML_TYPE_Q6_K: return dot_q6_k(row, w->cols, a);
+    case GGML_TYPE_IQ3_XXS: return dot_iq3_xxs(row, w->cols, a);
+    case GGML_TYPE_IQ2_S: return dot_iq2_s(row, w->cols, a);
+    case GGML_TYPE_MXFP4: return dot_mxfp4(row, w->cols, a);
+    default: return 0.0f; /* kernels_qdot_ok() keeps other types away */
+    }
+}

@@ -1,0 +1,292 @@
+/* kernels_q8.c: quantized activations, the scalar reference. A row of x is
+ * rounded the way ggml's reference quantizers round it (llama.cpp does this
+ * to every activation that meets a quantized weight, and its logits differ
+ * from f32 activations by far more than float rounding), then each weight
+ * row is multiplied with integer sums per group and one float multiply-add
+ * per group, as ggml's vec_dot kernels do. */
+#include "runtime/kernels/kernels_impl.h"
+
+#include "formats/fp16.h"
+#include "formats/ggml_tables.h"
+#include "formats/ggml_types.h"
+#include "formats/iq3.h"
+#include "runtime/kernels/ggml_order.h"
+
+#include <math.h>
+#include <string.h>
+
+int qrow_block(int act) { return act == WA_Q8_0 ? 32 : act == WA_Q8_K ? 256 : 0; }
+
+int kernels_ggml_act(int t)
+{
+    switch (t) {
+    case GGML_TYPE_Q4_0: case GGML_TYPE_Q4_1: case GGML_TYPE_Q5_0: case GGML_TYPE_Q5_1:
+    case GGML_TYPE_Q8_0: case GGML_TYPE_IQ4_NL: case GGML_TYPE_MXFP4:
+        return WA_Q8_0; /* Q8_1 for the _1 types: the same codes, plus a sum */
+    case GGML_TYPE_Q2_K: case GGML_TYPE_Q3_K: case GGML_TYPE_Q4_K: case GGML_TYPE_Q5_K:
+    case GGML_TYPE_Q6_K: case GGML_TYPE_IQ2_XXS: case GGML_TYPE_IQ2_XS: case GGML_TYPE_IQ3_XXS:
+    case GGML_TYPE_IQ1_S: case GGML_TYPE_IQ3_S: case GGML_TYPE_IQ2_S: case GGML_TYPE_IQ4_XS:
+    case GGML_TYPE_IQ1_M: case GGML_TYPE_TQ1_0: case GGML_TYPE_TQ2_0:
+        return WA_Q8_K;
+    default:
+        return WA_F32;
+    }
+}
+
+/* ggml-cpu's x86 quantize_row_q8_0, the rounding llama.cpp applies to every
+ * activation that meets a Q8_0-family weight on an x86 CPU: d = amax/127
+ * (stored as fp16), q = x * (127/amax) rounded to nearest, ties to even.
+ * The _ref rule ggml uses to quantize weights (x * (1/d), ties away from
+ * zero) gives another code at exact ties and where the two multipliers
+ * round x across a .5 boundary; one such code is enough for logits to part
+ * from llama.cpp's by 1e-2 (docs/runtime.md). */
+void kscalar_quant_q8_0(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16)
+{
+    for (int64_t b = 0; b < n / 32; b++) {
+        const float *xb = x + b * 32;
+        float amax = 0.0f;
+        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(xb[j]));
+        const float db = amax / 127.0f, id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        d[b] = fp16_to_f32(f32_to_fp16(db));
+        for (int j = 0; j < 32; j++) q[b * 32 + j] = (int8_t)nearbyintf(xb[j] * id);
+    }
+    for (int64_t s = 0; s < n / 16; s++) {
+        int32_t t = 0;
+        for (int j = 0; j < 16; j++) t += q[s * 16 + j];
+        sum16[s] = t;
+    }
+}
+
+/* ggml nearest_int(): round half to even through the 1.5 * 2^23 trick. */
+static int nearest_int(float f)
+{
+    float v = f + 12582912.0f;
+    int32_t i;
+    memcpy(&i, &v, sizeof i);
+    return (i & 0x007fffff) - 0x00400000;
+}
+
+/* ggml quantize_row_q8_K_ref: the scale comes from the signed value of the
+ * first element of largest magnitude (iscale = -127/max, so q = -127 there),
+ * codes capped at 127; d = 1/iscale (f32). An all-zero block has d = 0. */
+void kscalar_quant_q8_k(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16)
+{
+    for (int64_t b = 0; b < n / 256; b++) {
+        const float *xb = x + b * 256;
+        int8_t *qb = q + b * 256;
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < 256; j++) {
+            float ax = fabsf(xb[j]);
+            if (ax > amax) { amax = ax; max = xb[j]; }
+        }
+        if (amax == 0.0f) {
+            d[b] = 0.0f;
+            memset(qb, 0, 256);
+        } else {
+            const float iscale = -127.0f / max;
+            for (int j = 0; j < 256; j++) {
+                int v = nearest_int(iscale * xb[j]);
+                qb[j] = (int8_t)(v < 127 ? v : 127);
+            }
+            d[b] = 1.0f / iscale;
+        }
+    }
+    for (int64_t s = 0; s < n / 16; s++) {
+        int32_t t = 0;
+        for (int j = 0; j < 16; j++) t += q[s * 16 + j];
+        sum16[s] = t;
+    }
+}
+
+void qrow_fill(const kernels *k, qrow *a, const float *x)
+{
+    const int blk = qrow_block(a->kind);
+    k->quant_q8[a->kind](x, a->n, a->q, a->d, a->sum16);
+    /* Block by block: an index division per element (blk is not a
+     * constant here) cost 4 of the 5 us of a 2048-row fill, which decode
+     * pays ~50 times per token on the calling thread. Same products. */
+    for (int64_t b = 0; b < a->n / blk; b++) {
+        const float db = a->d[b];
+        const int8_t *q = a->q + b * blk;
+        float *deq = a->deq + b * blk;
+        for (int i = 0; i < blk; i++) deq[i] = (float)q[i] * db;
+    }
+}
+
+int kq8_codebook_i8(const weight *w, int8_t out[16])
+{
+    for (int i = 0; i < 16; i++) {
+        float c = w->codebook[i];
+        if (!(c >= -128.0f && c <= 127.0f) || c != (float)(int)c) return 0;
+        out[i] = (int8_t)c;
+    }
+    return 1;
+}
+
+int kernels_qdot_ok(const weight *w)
+{
+    const int blk = qrow_block(w->act);
+    if (!blk || w->cols % blk) return 0;
+    if (w->form == WF_IQ3) return w->act == WA_Q8_K;
+    if (w->form == WF_GGML) return w->act == kernels_ggml_act(w->ggml_type) && kq8_ggml_qdot_ok(w->ggml_type);
+    if (w->form != WF_SCODE) return 0;
+    const int g = w->group;
+    if (g % 16 || (g <= blk ? blk % g : g % blk)) return 0;
+    if (w->codebook) {
+        int8_t cb[16];
+        return w->code_bits == 4 && kq8_codebook_i8(w, cb);
+    }
+    if (w->code_bits == 8) return 1;   /* the AVX2 path widens to int16 unless bias is -128 */
+    const int maxcode = (1 << w->code_bits) - 1;
+    return w->code_bias >= -128 && w->code_bias + maxcode <= 127;
+}
+
+
+int kernels_qdotn_ok(const kernels *k, const weight *w)
+{
+    if (!k->qdotn[w->form] || !kernels_qdot_ok(w)) return 0;
+    if (w->form == WF_IQ3) return 1;
+    if (w->form == WF_GGML) return w->ggml_type == GGML_TYPE_IQ2_S || w->ggml_type == GGML_TYPE_MXFP4;
+    return w->form == WF_SCODE && w->kf && w->act == WA_Q8_K;
+}
+
+/* A K-quant S-form with its factors (kfactor.h), as ggml-cpu's x86
+ * ggml_vec_dot_q4_K/q5_K/q6_K_q8_K sum: per super-block, lanes of
+ * sc * sum((code + bias) * q) fused-multiply-added by d x (activation scale); the
+ * mins as integer sums of m x (activation sums of 32) times -dmin x
+ * (activation scale): one float per super-block added up (Q5_K) or four
+ * float lanes (Q4_K); then the lanes' horizontal sum plus the mins. */
+float kscalar_qdot_kf(const weight *w, int64_t r, const qrow *a)
+{
+    const kfactor *kf = w->kf;
+    const uint8_t *codes = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    const int bits = w->code_bits, per_byte = 8 / bits, mask = (1 << bits) - 1;
+    const int64_t nsb = w->cols / 256, sb0 = r * nsb;
+    const int per_sb = 256 / w->group; /* scales per super-block: 8, or 16 for Q6_K */
+    float acc[8] = { 0 }, accm[4] = { 0 }, summs = 0.0f;
+    for (int64_t i = 0; i < nsb; i++) {
+        const float yd = a->d[i];
+        const float D = yd * kf->d[sb0 + i];
+        const int8_t *sc = kf->sc + (sb0 + i) * per_sb;
+        int32_t lane[8] = { 0 };
+        for (int e = 0; e < 256; e++) {
+            const int64_t c = i * 256 + e;
+            const int code = (codes[c / per_byte] >> ((c % per_byte) * bits)) & mask;
+            lane[(e % 32) / 4] += (int32_t)sc[e / w->group] * (code + w->code_bias) * a->q[c];
+        }
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
+        if (kf->style == 6) continue;
+        int32_t bs[8];
+        for (int j = 0; j < 8; j++) bs[j] = a->sum16[(i * 256 + j * 32) / 16] + a->sum16[(i * 256 + j * 32) / 16 + 1];
+        summs = ggml_order_kmins(kf->style, -yd * kf->dmin[sb0 + i], kf->m + (sb0 + i) * 8, bs, accm, summs);
+    }
+    return ggml_order_hsum8(acc) + ggml_order_kmins_total(kf->style, accm, summs);
+}
+
+/* The order ggml-cpu's x86 dot kernels sum in, which the SIMD kernels keep
+ * and this one spells out: per 32 elements, 8 integer lane sums (lane l =
+ * elements 4l..4l+3), each lane accumulated in float with one fused
+ * multiply-add by (weight scale x activation scale), groups of 16 giving
+ * lanes 0..3 and 4..7 their own scale; offsets (x the activation sums of 16)
+ * summed separately in unit order; the lanes' horizontal sum, plus that. */
+float kscalar_qdot_scode(const weight *w, int64_t r, const qrow *a)
+{
+    if (w->kf && a->kind == WA_Q8_K) return kscalar_qdot_kf(w, r, a);
+    const uint8_t *codes = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    const int bits = w->code_bits, per_byte = 8 / bits, mask = (1 << bits) - 1;
+    const int blk = qrow_block(a->kind);
+    const int64_t g0 = r * (w->cols / w->group);
+    int8_t cb[16] = { 0 };
+    if (w->codebook) kq8_codebook_i8(w, cb);
+    float acc[8] = { 0 }, off = 0.0f;
+    for (int64_t c0 = 0; c0 < w->cols; c0 += 32) {
+        int32_t lane[8] = { 0 };
+        for (int64_t c = c0; c < c0 + 32; c++) {
+            int code = (codes[c / per_byte] >> ((c % per_byte) * bits)) & mask;
+            int v = w->codebook ? cb[code] : code + w->code_bias;
+            lane[(c - c0) / 4] += v * a->q[c];
+        }
+        const int64_t g = g0 + c0 / w->group;
+        const float db = a->d[c0 / blk];
+        const float s0 = w->scales[g] * db, s1 = w->group < 32 ? w->scales[g + 1] * db : s0;
+        for (int l = 0; l < 8; l++) acc[l] = fmaf((float)lane[l], l < 4 ? s0 : s1, acc[l]);
+        if (w->offsets) {
+            const int32_t *s16 = a->sum16 + c0 / 16;
+            float t;
+            if (w->group >= 32) {
+                const float od = w->offsets[g] * db;
+                t = od * (float)(s16[0] + s16[1]);
+                off += t;
+            } else {
+                const float od0 = w->offsets[g] * db, od1 = w->offsets[g + 1] * db;
+                t = od0 * (float)s16[0];
+                off += t;
+                t = od1 * (float)s16[1];
+                off += t;
+            }
+        }
+    }
+    return ggml_order_hsum8(acc) + off;
+}
+
+void kscalar_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
+{
+    for (int k = 0; k < 4; k++) y[k * stride] = kscalar_qdot_scode(w, r + k * stride, a);
+}
+
+/* value = d * (2*code + 1) * grid * sign / 8, so per 256-block the lanes
+ * (elements 4l..4l+3 of every 32) hold sum over 32-subs of (2*code + 1) *
+ * sum(grid * sign * q), and y = hsum(lanes fused-multiply-added by
+ * d * dx * 0.125): the AVX2 kernel's order, which is ggml's
+ * ggml_vec_dot_iq3_xxs_q8_K on x86 (its d is half ours, its final factor
+ * 0.25: the same bits). */
+float kscalar_qdot_iq3(const weight *w, int64_t r, const qrow *a)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    float acc[8] = { 0 };
+    for (int64_t b = 0; b < w->cols / IQ3_QK; b++) {
+        const uint8_t *blk = row + b * IQ3_BLOCK_BYTES;
+        const int8_t *q = a->q + b * IQ3_QK;
+        uint16_t dh;
+        memcpy(&dh, blk + 96, 2);
+        int32_t lane[8] = { 0 };
+        for (int s = 0; s < 8; s++) {
+            uint32_t word;
+            memcpy(&word, blk + 64 + 4 * s, 4);
+            const int32_t mul = (int32_t)(2 * (word >> 28) + 1);
+            for (int k = 0; k < 4; k++) {
+                const unsigned s7 = (word >> (7 * k)) & 127u;
+                const unsigned signs = s7 | ((unsigned)__builtin_parity(s7) << 7);
+                for (int h = 0; h < 2; h++) {
+                    const uint32_t gv = ggml_iq3xxs_grid[blk[s * 8 + k * 2 + h]];
+                    int32_t sub = 0;
+                    for (int j = 0; j < 4; j++) {
+                        const int e = k * 8 + h * 4 + j;
+                        const int v = (int)((gv >> (8 * j)) & 255u);
+                        sub += (signs >> (h * 4 + j) & 1u) ? -v * q[s * 32 + e] : v * q[s * 32 + e];
+                    }
+                    lane[k * 2 + h] += sub * mul;
+                }
+            }
+        }
+        const float dd = fp16_to_f32(dh) * a->d[b] * 0.125f;
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(dd, (float)lane[l], acc[l]);
+    }
+    return ggml_order_hsum8(acc);
+}
+
+void kscalar_qdotn_scode(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    for (int t = 0; t < nt; t++) y[t * ystride] = kscalar_qdot_scode(w, r, &a[t]);
+}
+
+void kscalar_qdotn_ggml(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    for (int t = 0; t < nt; t++) y[t * ystride] = kscalar_qdot_ggml(w, r, &a[t]);
+}
+
+void kscalar_qdotn_iq3(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    for (int t = 0; t < nt; t++) y[t * ystride] = kscalar_qdot_iq3(w, r, &a[t]);
+}
+

@@ -1,0 +1,368 @@
+/* matmul.c: see matmul.h. */
+#include "runtime/kernels/matmul.h"
+
+#if defined(__has_include)
+#if __has_include(<cblas.h>)
+#include <cblas.h>
+#define HAVE_CBLAS 1
+#endif
+#endif
+
+/* Rows per mat-vec task: contiguous runs long enough that the kernel's
+ * read-ahead stays within the thread's own rows, and still 32 tasks for a
+ * 2048-row matrix to balance 2..16 threads. */
+#define MV_CHUNK 64
+
+/* Bytes of each stream's first row (and of its scales) touched ahead at
+ * the start of a task: the kernels read ahead within their streams, so
+ * without this every stream of every task starts cold. */
+#define MV_WARM_BYTES 2048
+
+/* Rows of each stream of the next job warmed by a thread that waits at the
+ * barrier. */
+#define MV_NEXT_DEPTH 2
+
+typedef struct mm_job {
+    mm_ctx *c;
+    const weight *w;
+    const float *X;
+    int B;
+    float *Y;
+    const qrow *a0; /* integer prefill: the first rounded row (the others follow it) */
+} mm_job;
+
+/* How qdot_rows reads the rows [r0, r1) of a task with the four-row kernel:
+ * as four streams of `len` consecutive rows starting at r0, r0 + len,
+ * r0 + 2 len, r0 + 3 len (the call for rows j, j + len, j + 2 len,
+ * j + 3 len, then j + 1 ...), the rows past 4 len one by one. Four groups
+ * of four adjacent rows read 2 KiB pieces of four rows at once and jump
+ * 8 KiB: neither the hardware prefetchers (which stop at 4 KiB pages) nor a
+ * software read-ahead within a row followed that well (a 256 MiB probe on
+ * two threads: 35 GB/s, against 51 GB/s for the four streams and 64 for a
+ * plain sweep). Each row's result is the same either way (kernels.h). */
+static int64_t stream_len(int64_t r0, int64_t r1) { return (r1 - r0) / 4; }
+
+/* Software prefetch of the first `depth` rows of each stream of the task
+ * [r0, r1) (of its first 4 x depth rows for forms that have no four-row
+ * kernel, IQ3 and the f32/f16 planes: they are read front to back; native
+ * blocks have one in every SIMD table: MXFP4's, or four single rows in
+ * stream order), and, for SCODE, of their scales; only a hint, results
+ * never depend on it. */
+static void warm_rows(const weight *w, int64_t r0, int64_t r1, int64_t depth)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    const int64_t len = w->form == WF_SCODE || w->form == WF_GGML ? stream_len(r0, r1) : 0;
+    const int64_t n_streams = len > 0 ? 4 : 1, stride = len;
+    const int64_t rows = len == 0 ? 4 * depth : depth > len ? len : depth;
+    const size_t bytes = w->row_bytes < MV_WARM_BYTES ? w->row_bytes : MV_WARM_BYTES;
+    const int64_t per_row = w->form == WF_SCODE ? w->cols / w->group : 0;
+    for (int64_t s = 0; s < n_streams; s++) {
+        const int64_t r = r0 + s * stride;
+        const int64_t n = r + rows <= r1 ? rows : r1 - r;
+        for (int64_t k = 0; k < n; k++) {
+            const char *p = (const char *)w->data + (size_t)(r + k) * w->row_bytes;
+            for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
+        }
+        if (per_row && n > 0) {
+            const char *sc = (const char *)(w->scales + r * per_row);
+            for (size_t o = 0; o < (size_t)(n * per_row) * sizeof(float); o += 64) __builtin_prefetch(sc + o, 0, 3);
+        }
+    }
+#else
+    (void)w; (void)r0; (void)r1; (void)depth;
+#endif
+}
+
+/* Rows r0..r1-1 of w through the integer kernels, in the streams above;
+ * `next` (when not NULL) is warmed before the last two calls, so the
+ * read-ahead runs on into the next matrix of the job instead of stopping at
+ * the end of this one. */
+static void qdot_rows(const kernels *k, const weight *w, const qrow *qa, float *Y, int64_t r0, int64_t r1,
+                      const weight *next, int64_t next_r0, int64_t next_r1)
+{
+    const qdot_fn dot = k->qdot[w->form];
+    const qdot4_fn dot4 = k->qdot4[w->form];
+    int64_t r = r0;
+    int warmed = next == NULL;
+    const int64_t len = dot4 ? stream_len(r0, r1) : 0;
+    for (int64_t j = 0; j < len; j++) {
+        if (!warmed && j + 2 >= len) { warm_rows(next, next_r0, next_r1, 1); warmed = 1; }
+        dot4(w, r0 + j, len, qa, Y + r0 + j);
+    }
+    r += 4 * len;
+    if (!warmed) warm_rows(next, next_r0, next_r1, 1);
+    for (; r < r1; r++) Y[r] = dot(w, r, qa);
+}
+
+static void matvec_task(void *arg, int task, int thread)
+{
+    mm_job *j = arg;
+    const weight *w = j->w;
+    float *scratch = j->c->scratch + (size_t)thread * (size_t)j->c->scratch_stride;
+    int64_t r0 = (int64_t)task * MV_CHUNK, r1 = r0 + MV_CHUNK;
+    if (r1 > w->rows) r1 = w->rows;
+    for (int64_t r = r0; r < r1; r++) j->Y[r] = weight_dot(j->c->k, w, r, j->X, scratch);
+}
+
+/* Row b of the rounded activations quantize_rows() laid out after a0. */
+static qrow qrow_at(const qrow *a0, int b)
+{
+    const int64_t e = (int64_t)b * a0->n;
+    const int blk = qrow_block(a0->kind);
+    return (qrow){ a0->kind, a0->n, a0->q + e, a0->d + e / blk, a0->sum16 + e / 16, a0->deq + e };
+}
+
+/* Prefill through the integer kernels: a tile of rows (in cache) against
+ * every token, each product the same kernel call decode makes, so a prompt
+ * gives the bits token-by-token decoding gives (and ggml-cpu's, whose batch
+ * path also runs its vec_dot per row and token, or tinyBLAS with the same
+ * per-element order). */
+static void tile_task_q(void *arg, int task, int thread)
+{
+    (void)thread;
+    mm_job *j = arg;
+    const weight *w = j->w;
+    int64_t r0 = (int64_t)task * MM_TILE, r1 = r0 + MM_TILE;
+    if (r1 > w->rows) r1 = w->rows;
+    if (kernels_qdotn_ok(j->c->k, w)) {
+        const qdotn_fn qdotn = j->c->k->qdotn[w->form];
+        /* each row met by up to KQ_NT_MAX tokens at once: the same bits */
+        for (int b0 = 0; b0 < j->B; b0 += KQ_NT_MAX) {
+            const int nt = j->B - b0 < KQ_NT_MAX ? j->B - b0 : KQ_NT_MAX;
+            qrow a[KQ_NT_MAX];
+            for (int t = 0; t < nt; t++) a[t] = qrow_at(j->a0, b0 + t);
+            for (int64_t r = r0; r < r1; r++) qdotn(w, r, a, nt, j->Y + (size_t)b0 * w->rows + r, w->rows);
+        }
+        return;
+    }
+    for (int b = 0; b < j->B; b++) {
+        const qrow a = qrow_at(j->a0, b);
+        qdot_rows(j->c->k, w, &a, j->Y + (size_t)b * w->rows, r0, r1, NULL, 0, 0);
+    }
+}
+
+static void tile_task(void *arg, int task, int thread)
+{
+    mm_job *j = arg;
+    const weight *w = j->w;
+    const int64_t K = w->cols;
+    int64_t r0 = (int64_t)task * MM_TILE, n = w->rows - r0;
+    if (n > MM_TILE) n = MM_TILE;
+    const float *tile;
+    if (w->form == WF_P32) {
+        tile = (const float *)((const char *)w->data + (size_t)r0 * w->row_bytes);
+    } else {
+        float *t = j->c->scratch + (size_t)thread * (size_t)j->c->scratch_stride;
+        for (int64_t i = 0; i < n; i++) j->c->k->row_f32[w->form](w, r0 + i, t + i * K);
+        tile = t;
+    }
+    /* llama.cpp runs an f32 batch through llamafile's tinyBLAS when cols %
+     * 8 == 0 (gemm8_f32: the same per-element order, register-blocked),
+     * else, and for the experts' mul_mat_id, ggml_vec_dot_f32 per row and
+     * token (dot_f32). */
+    if (K % 8 == 0 && !j->c->rowwise) {
+        j->c->k->gemm8_f32(tile, K, n, j->X, K, j->B, j->Y + r0, w->rows, K);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        for (int b = 0; b < j->B; b++)
+            j->Y[(size_t)b * w->rows + r0 + i] = j->c->k->dot_f32(tile + i * K, j->X + (size_t)b * K, K);
+}
+
+/* Below this many multiply-adds, waking the pool costs more than the work
+ * (stories260K's matrices are 64 x 64). Tasks run the same code either way. */
+#define MM_SERIAL_MACS (64 * 1024)
+
+static void run(mm_ctx *c, int n_tasks, pool_fn fn, mm_job *j)
+{
+    if ((int64_t)j->B * j->w->rows * j->w->cols < MM_SERIAL_MACS)
+        for (int t = 0; t < n_tasks; t++) fn(j, t, 0);
+    else
+        pool_run(c->pool, n_tasks, fn, j);
+}
+
+static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* Rounds the B rows of X into c->qbuf; returns the first row's qrow view in
+ * *a0 and the rounded activations (B x cols, q * d), or NULL when this
+ * weight keeps f32 activations. */
+static const float *quantize_rows(mm_ctx *c, const weight *w, const float *X, int B, qrow *a0)
+{
+    const int blk = qrow_block(w->act);
+    const size_t n = (size_t)B * (size_t)w->cols;
+    if (!blk || w->cols % blk || !c->qbuf) return NULL;
+    const size_t o_q = up64(n * 4), o_d = o_q + up64(n), o_s = o_d + up64(n / 32 * 4);
+    if (o_s + up64(n / 16 * 4) > c->qbuf_bytes) return NULL;
+    char *base = c->qbuf;
+    for (int b = 0; b < B; b++) {
+        const size_t e = (size_t)b * (size_t)w->cols;
+        qrow a = { w->act, w->cols, (int8_t *)(base + o_q) + e, (float *)(base + o_d) + e / (size_t)blk,
+                   (int32_t *)(base + o_s) + e / 16, (float *)base + e };
+        qrow_fill(c->k, &a, X + e);
+        if (b == 0) *a0 = a;
+    }
+    return (const float *)base;
+}
+
+static int mv_run(mm_ctx *c, const mm_vec *v, int n, const mm_next *next);
+
+void mm_mul(mm_ctx *c, const weight *w, const float *X, int B, float *Y)
+{
+    if (B == 1) {
+        const mm_vec v = { w, X, Y };
+        if (mv_run(c, &v, 1, NULL) == 0) return;
+    }
+    mm_job j = { c, w, X, B, Y, NULL };
+    qrow a0;
+    const float *xq = quantize_rows(c, w, X, B, &a0);
+    if (xq) j.X = xq;
+    if (xq && B > 1 && c->k->qdot[w->form] && kernels_qdot_ok(w)) {
+        j.a0 = &a0;
+        run(c, (int)((w->rows + MM_TILE - 1) / MM_TILE), tile_task_q, &j);
+    } else if (B == 1) {
+        run(c, (int)((w->rows + MV_CHUNK - 1) / MV_CHUNK), matvec_task, &j);
+    } else {
+        run(c, (int)((w->rows + MM_TILE - 1) / MM_TILE), tile_task, &j);
+    }
+}
+
+void mm_mul2(mm_ctx *c, const weight *w0, const weight *w1, const float *X, int B, float *Y0, float *Y1)
+{
+    if (B == 1) {
+        const mm_vec v[2] = { { w0, X, Y0 }, { w1, X, Y1 } };
+        mm_mulv(c, v, 2);
+        return;
+    }
+    mm_mul(c, w0, X, B, Y0);
+    mm_mul(c, w1, X, B, Y1);
+}
+
+/* ----------------------------------------------- several mat-vecs, one job */
+
+typedef struct mv_item {
+    const weight *w;
+    qrow a;
+    float *y;
+    int first;                /* its first task in the job */
+} mv_item;
+
+typedef struct mv_job {
+    const kernels *k;
+    int n, n_tasks;
+    mv_item it[MM_VEC_MAX];
+} mv_job;
+
+static void mv_locate(const mv_job *j, int task, int *item, int64_t *r0, int64_t *r1)
+{
+    int i = 0;
+    while (i + 1 < j->n && j->it[i + 1].first <= task) i++;
+    *item = i;
+    *r0 = (int64_t)(task - j->it[i].first) * MV_CHUNK;
+    *r1 = *r0 + MV_CHUNK < j->it[i].w->rows ? *r0 + MV_CHUNK : j->it[i].w->rows;
+}
+
+/* A chunk of one item's rows; before its last group of rows the next
+ * task's first rows are warmed (the pool hands a thread consecutive tasks,
+ * so that is usually this thread's next chunk, of this matrix or the next). */
+static void mv_task(void *arg, int task, int thread)
+{
+    (void)thread;
+    const mv_job *j = arg;
+    int i, ni = 0;
+    int64_t r0, r1, n0 = 0, n1 = 0;
+    mv_locate(j, task, &i, &r0, &r1);
+    if (task + 1 < j->n_tasks) mv_locate(j, task + 1, &ni, &n0, &n1);
+    const mv_item *t = &j->it[i];
+    warm_rows(t->w, r0, r1, 1);
+    qdot_rows(j->k, t->w, &t->a, t->y, r0, r1, task + 1 < j->n_tasks ? j->it[ni].w : NULL, n0, n1);
+}
+
+/* Slot layout in qbuf for one rounded row of `cols`: codes, block scales,
+ * 16-sums, then the rounded values (q * d); as many bytes as
+ * quantize_rows needs for one row, so a single mat-vec takes the integer
+ * path exactly when it did before there were slots. */
+static size_t slot_bytes(int64_t cols)
+{
+    return up64((size_t)cols) + up64((size_t)cols / 32 * 4) + up64((size_t)cols / 16 * 4) + up64((size_t)cols * 4);
+}
+
+/* The integer-kernel mat-vecs as one job; -1 (nothing done) when one of
+ * them cannot take that path. */
+static int mv_run(mm_ctx *c, const mm_vec *v, int n, const mm_next *next)
+{
+    mv_job j;
+    j.k = c->k;
+    j.n = n;
+    j.n_tasks = 0;
+    size_t used = 0;
+    int ok = n <= MM_VEC_MAX && c->qbuf;
+    for (int i = 0; i < n && ok; i++) {
+        const weight *w = v[i].w;
+        const int blk = qrow_block(w->act);
+        ok = c->k->qdot[w->form] && kernels_qdot_ok(w) && blk && w->cols % blk == 0;
+        if (!ok) break;
+        mv_item *t = &j.it[i];
+        t->w = w;
+        t->y = v[i].y;
+        t->first = j.n_tasks;
+        j.n_tasks += (int)((w->rows + MV_CHUNK - 1) / MV_CHUNK);
+        int shared = -1;
+        for (int k = 0; k < i && shared < 0; k++)
+            if (v[k].x == v[i].x && v[k].w->act == w->act && v[k].w->cols == w->cols) shared = k;
+        if (shared >= 0) { t->a = j.it[shared].a; continue; }
+        const size_t need = slot_bytes(w->cols);
+        if (used + need > c->qbuf_bytes) { ok = 0; break; }
+        char *base = (char *)c->qbuf + used;
+        const size_t o_d = up64((size_t)w->cols), o_s = o_d + up64((size_t)w->cols / 32 * 4),
+                     o_x = o_s + up64((size_t)w->cols / 16 * 4);
+        t->a = (qrow){ w->act, w->cols, (int8_t *)base, (float *)(base + o_d), (int32_t *)(base + o_s),
+                       (float *)(base + o_x) };
+        qrow_fill(c->k, &t->a, v[i].x);
+        used += need;
+    }
+    if (!ok) return -1;
+    int64_t macs = 0;
+    for (int i = 0; i < n; i++) macs += v[i].w->rows * v[i].w->cols;
+    if (macs < MM_SERIAL_MACS)
+        for (int t = 0; t < j.n_tasks; t++) mv_task(&j, t, 0);
+    else
+        pool_run_then(c->pool, j.n_tasks, mv_task, &j, next && next->n > 0 ? mm_warm_next : NULL, (void *)next);
+    return 0;
+}
+
+void mm_mulv(mm_ctx *c, const mm_vec *v, int n) { mm_mulv_next(c, v, n, NULL); }
+
+void mm_mulv_next(mm_ctx *c, const mm_vec *v, int n, const mm_next *next)
+{
+    if (mv_run(c, v, n, next) == 0) return;
+    for (int i = 0; i < n; i++) mm_mul(c, v[i].w, v[i].x, 1, v[i].y); /* same results, one job each */
+}
+
+/* Thread `thread` of n_threads takes first, in a mat-vec job over next's
+ * weights, task n_tasks * thread / n_threads (pool.h); its first rows (and
+ * their scales) are prefetched, a hint that changes no result. */
+void mm_warm_next(void *arg, int thread, int n_threads)
+{
+    const mm_next *h = arg;
+    if (!h || h->n <= 0 || h->n > MM_VEC_MAX) return;
+    int64_t n_tasks = 0;
+    for (int i = 0; i < h->n; i++) n_tasks += (h->w[i]->rows + MV_CHUNK - 1) / MV_CHUNK;
+    int64_t task = n_tasks * thread / n_threads;
+    for (int i = 0; i < h->n; i++) {
+        const int64_t nt = (h->w[i]->rows + MV_CHUNK - 1) / MV_CHUNK;
+        if (task < nt) {
+            const int64_t r0 = task * MV_CHUNK;
+            const int64_t r1 = r0 + MV_CHUNK < h->w[i]->rows ? r0 + MV_CHUNK : h->w[i]->rows;
+            warm_rows(h->w[i], r0, r1, MV_NEXT_DEPTH);
+            return;
+        }
+        task -= nt;
+    }
+}
+
+void mm_blas_single_thread(void)
+{
+#ifdef HAVE_CBLAS
+    openblas_set_num_threads(1);
+#endif
+}

@@ -1,0 +1,72 @@
+/* weight.h: one weight matrix in engine form, as the pack's loader hands it
+ * to the model.
+ *
+ * Contract: a weight is y[rows] = W x[cols] (rows = ggml ne1, cols = ne0).
+ * `form` says how the bytes at `data` decode; nothing but the kernel table
+ * (kernels.h) interprets them:
+ *  - WF_P32  f32 values, row r at data + r*row_bytes.
+ *  - WF_P16  IEEE fp16 values, same layout.
+ *  - WF_SCODE unsigned codes of code_bits (2, 4 or 8), the whole matrix
+ *            flattened row-major and packed LSB-first (8/code_bits codes per
+ *            byte); one f32 scale (and optionally one f32 offset) per group of
+ *            `group` consecutive elements of a row; value =
+ *            (code + code_bias) * scale (+ offset), or codebook[code] * scale
+ *            when codebook (16 f32) is set. cols % group == 0 and
+ *            cols * code_bits % 8 == 0, so groups and bytes never straddle rows.
+ *  - WF_GGML native ggml blocks of ggml_type, row r at data + r*row_bytes.
+ *  - WF_IQ3  the IQ3 expert container (formats/iq3.h), cols % 256 == 0.
+ * A weight with data == NULL is absent. The weight never owns its memory:
+ * planes belong to whoever mapped or allocated them (the loader, a test). */
+#ifndef STRATA_WEIGHT_H
+#define STRATA_WEIGHT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum wform { WF_P32, WF_P16, WF_SCODE, WF_GGML, WF_IQ3, WF_COUNT } wform;
+
+/* The activation a weight's products see: f32 as given, or each row of X
+ * rounded to ggml's Q8_0 (blocks of 32, fp16 scale) or Q8_K (blocks of 256,
+ * f32 scale) first, as llama.cpp does for quantized weights (the index's
+ * act_kind; ggml's vec_dot_type for native blocks; Q8_K for IQ3). */
+typedef enum wact { WA_F32 = 0, WA_Q8_0 = 1, WA_Q8_K = 2 } wact;
+
+/* K-quant super-block factors of an S-form weight (runtime/kernels/kfactor.h):
+ * per 256 elements of a row d (and dmin), per group the integers sc (and
+ * m), so scale = d * sc and offset = -dmin * m. */
+typedef struct kfactor {
+    int style;              /* 4: Q4_K (mins summed in 4 lanes), 5: Q5_K (in one int), 6: Q6_K (no mins) */
+    const float *d, *dmin;  /* rows * cols / 256 (dmin NULL for style 6) */
+    const int8_t *sc, *m;   /* one per group: rows * cols / group (m NULL for style 6) */
+} kfactor;
+
+typedef struct weight {
+    wform form;
+    int64_t rows, cols;
+    const void *data;
+    size_t row_bytes;        /* P32, P16, GGML, IQ3: bytes per row */
+    int ggml_type;           /* GGML */
+    int act;                 /* wact; 0 (f32) unless the loader says otherwise */
+    int code_bits, code_bias, group;                 /* SCODE */
+    const float *scales, *offsets, *codebook;        /* SCODE */
+    const kfactor *kf;       /* SCODE K-quants: factored scales, or NULL */
+} weight;
+
+static inline int weight_present(const weight *w) { return w->data != NULL; }
+
+/* Fills row_bytes for P32/P16/GGML/IQ3 and checks the shape rules above;
+ * returns 0, or -1 with "<name>: <problem>" in err. */
+int weight_check(weight *w, const char *name, char *err, size_t errlen);
+
+/* Rows [r0, r0 + n) of a checked weight as a weight of their own (MLA's
+ * per-head blocks of a 3-D tensor). K-quant factors are offset into
+ * *kf_out, which must live as long as *out. r0 * cols must be a multiple of
+ * the group (and of 256 with K-quant factors). */
+void weight_rows_view(const weight *w, int64_t r0, int64_t n, weight *out, kfactor *kf_out);
+
+/* Bytes of weight data one full pass over W reads (codes, scales, offsets). */
+size_t weight_bytes(const weight *w);
+
+const char *wform_name(wform f);
+
+#endif

@@ -1,0 +1,308 @@
+/* arch.c: the architecture table and the hyperparameter keys (model.h).
+ * Adding an architecture is adding a row; the forward pass reads the flags. */
+#include "runtime/model/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const arch_info arch_table[] = {
+    /* Llama 1/2/3 and Mixtral (llama.cpp builds Mixtral as `llama` with experts, norm_w = true). */
+    { .name = "llama",    .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true,
+      .rope_freqs = true },
+    { .name = "qwen2",    .rope = ROPE_NEOX, .qk_norm = QK_NORM_NONE, .attn_bias = true,  .norm_topk = true },
+    { .name = "qwen3",    .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true },
+    { .name = "qwen3moe", .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true },
+    /* Qwen1.5/Qwen2-MoE: qwen2 attention, raw top-k weights, a shared expert behind a sigmoid gate row. */
+    { .name = "qwen2moe", .rope = ROPE_NEOX, .qk_norm = QK_NORM_NONE, .attn_bias = true,  .norm_topk = false },
+    /* DeepSeek-MoE (v1): llama attention, the first layers dense, shared experts without a gate, raw top-k weights. */
+    { .name = "deepseek", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false },
+    /* IBM Granite 3.x, dense and MoE (with or without a shared expert): llama plus four multipliers. */
+    { .name = "granite",  .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true,
+      .rope_freqs = true, .granite_scales = true },
+    { .name = "granitemoe", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true,
+      .rope_freqs = true, .granite_scales = true },
+    /* dots.llm1: qwen3 attention, DeepSeek-V3 routing (sigmoid, selection bias, scaled weights). */
+    { .name = "dots1",    .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = false,
+      .scale_w = true },
+    /* ERNIE 4.5 MoE: llama attention, softmax routing with a selection bias, shared experts. */
+    { .name = "ernie4_5-moe", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true },
+    /* GLM-4.5 / 4.6 / 4.5-Air: q/k/v biases, partial NEOX rotary, optional q/k norms, DeepSeek-V3 routing,
+     * the FFN norm named post_attention_norm; its next-token-prediction block is not run. */
+    { .name = "glm4moe",  .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = true, .norm_topk = false,
+      .scale_w = true, .qk_norm_optional = true, .ffn_norm_name = "post_attention_norm" },
+    /* Llama 4 (Scout, Maverick): llama attention with no-RoPE layers, chunked attention, L2 q/k norms,
+     * top-k sigmoid routing whose weight scales the expert's input, a shared expert. */
+    { .name = "llama4",   .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false,
+      .rope_freqs = true, .no_rope_step = 4, .attn_chunk = 8192, .l2_qk_norm = true, .weight_before_ffn = true },
+    /* Hunyuan-A13B: llama-like attention with per-head q/k norms after RoPE, softmax top-k, a shared expert. */
+    { .name = "hunyuan-moe", .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true,
+      .qk_norm_after_rope = true },
+    /* MiniMax-M2: q/k norms over the whole projected width, partial NEOX rotary, sigmoid routing with a
+     * selection bias, no shared expert. */
+    { .name = "minimax-m2", .rope = ROPE_NEOX, .qk_norm = QK_NORM_FULL, .attn_bias = false, .norm_topk = true },
+    /* DeepSeek V2/V3, Kimi K2: multi-head latent attention, DeepSeek-MoE's FFN (dense lead, shared
+     * experts), routed weights times expert_weights_scale, raw top-k unless expert_weights_norm. */
+    { .name = "deepseek2", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false,
+      .scale_w = true, .mla = true },
+    /* gpt-oss: q/k/v/o biases, attention sinks, sliding-window attention on every other layer, the FFN
+     * norm named post_attention_norm, softmax over the chosen router logits, biased experts with a
+     * clamped SwiGLU. */
+    { .name = "gpt-oss",  .rope = ROPE_NEOX, .qk_norm = QK_NORM_NONE, .attn_bias = true, .norm_topk = false,
+      .ffn_norm_name = "post_attention_norm", .attn_sinks = true, .swa_pattern = 2, .oai_moe = true },
+    /* Ling 2.0 (bailingmoe2): fused qkv, per-head q/k norms, partial NEOX rotary, DeepSeek V3's routing
+     * (sigmoid, selection bias, groups, scaled weights), dense lead, shared experts, an MTP block not run. */
+    { .name = "bailingmoe2", .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true,
+      .scale_w = true },
+    /* Ling v1 (bailingmoe): fused qkv, llama's rotation, softmax top-k, shared experts. */
+    { .name = "bailingmoe", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false },
+    /* OLMoE normalises q and k over the whole projected width, and keeps the raw top-k probabilities. */
+    { .name = "olmoe",    .rope = ROPE_NEOX, .qk_norm = QK_NORM_FULL, .attn_bias = false, .norm_topk = false },
+};
+
+const arch_info *arch_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof arch_table / sizeof arch_table[0]; i++)
+        if (name && strcmp(arch_table[i].name, name) == 0) return &arch_table[i];
+    return NULL;
+}
+
+enum { REQ, OPT };
+enum { I, F };
+
+/* Defaults that depend on other keys (-1) are resolved after the table. */
+static const struct hkey {
+    const char *key;
+    size_t off;
+    int kind, need;
+    double def;
+} hkeys[] = {
+    { "vocab_size",                         offsetof(model_hparams, n_vocab),       I, OPT, 0 },
+    { "context_length",                     offsetof(model_hparams, n_ctx_train),   I, REQ, 0 },
+    { "embedding_length",                   offsetof(model_hparams, n_embd),        I, REQ, 0 },
+    { "feed_forward_length",                offsetof(model_hparams, n_ff),          I, OPT, 0 },
+    { "block_count",                        offsetof(model_hparams, n_layer),       I, REQ, 0 },
+    { "attention.head_count",               offsetof(model_hparams, n_head),        I, REQ, 0 },
+    { "attention.head_count_kv",            offsetof(model_hparams, n_head_kv),     I, OPT, -1 },
+    { "attention.key_length",               offsetof(model_hparams, head_dim),      I, OPT, -1 },
+    { "attention.value_length",             offsetof(model_hparams, head_dim_v),    I, OPT, -1 },
+    { "attention.q_lora_rank",              offsetof(model_hparams, n_lora_q),      I, OPT, 0 },
+    { "attention.kv_lora_rank",             offsetof(model_hparams, n_lora_kv),     I, OPT, 0 },
+    { "attention.key_length_mla",           offsetof(model_hparams, head_k_mla),    I, OPT, 0 },
+    { "attention.value_length_mla",         offsetof(model_hparams, head_v_mla),    I, OPT, 0 },
+    { "rope.scaling.yarn_log_multiplier",   offsetof(model_hparams, yarn_log_mul),  F, OPT, 0 },
+    { "rope.dimension_count",               offsetof(model_hparams, n_rot),         I, OPT, -1 },
+    { "rope.freq_base",                     offsetof(model_hparams, rope_base),     F, OPT, 10000.0 },
+    { "attention.layer_norm_rms_epsilon",   offsetof(model_hparams, rms_eps),       F, REQ, 0 },
+    { "expert_count",                       offsetof(model_hparams, n_expert),      I, OPT, 0 },
+    { "expert_used_count",                  offsetof(model_hparams, n_expert_used), I, OPT, 0 },
+    { "expert_feed_forward_length",         offsetof(model_hparams, n_ff_exp),      I, OPT, -1 },
+    { "expert_shared_feed_forward_length",  offsetof(model_hparams, n_ff_shexp),    I, OPT, 0 },
+    { "expert_shared_count",                offsetof(model_hparams, n_expert_shared), I, OPT, 0 },
+    { "leading_dense_block_count",          offsetof(model_hparams, n_layer_dense_lead), I, OPT, 0 },
+    { "interleave_moe_layer_step",          offsetof(model_hparams, n_moe_layer_step), I, OPT, 1 },
+    { "expert_gating_func",                 offsetof(model_hparams, gating),        I, OPT, GATING_SOFTMAX },
+    { "expert_group_count",                 offsetof(model_hparams, n_group),       I, OPT, 0 },
+    { "expert_group_used_count",            offsetof(model_hparams, n_group_used),  I, OPT, 0 },
+    { "expert_weights_scale",               offsetof(model_hparams, expert_weights_scale), F, OPT, 0 },
+    { "nextn_predict_layers",               offsetof(model_hparams, n_nextn),       I, OPT, 0 },
+    { "rope.scaling.factor",                offsetof(model_hparams, rope_factor),   F, OPT, 0 },
+    { "rope.scaling.attn_factor",           offsetof(model_hparams, rope_attn_factor), F, OPT, 1.0 },
+    { "rope.scaling.original_context_length", offsetof(model_hparams, n_ctx_orig), I, OPT, 0 },
+};
+
+int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *ctx, char *err,
+                 size_t errlen)
+{
+    memset(hp, 0, sizeof *hp);
+    const arch_info *a = arch_find(arch);
+    if (!a) {
+        /* the list is the table's, so it cannot go stale */
+        int n = snprintf(err, errlen, "architecture '%s' is not supported (", arch ? arch : "(none)");
+        for (size_t i = 0; i < sizeof arch_table / sizeof arch_table[0] && n > 0 && (size_t)n < errlen; i++)
+            n += snprintf(err + n, errlen - (size_t)n, "%s%s", i ? ", " : "", arch_table[i].name);
+        if (n > 0 && (size_t)n < errlen) snprintf(err + n, errlen - (size_t)n, ")");
+        return -1;
+    }
+    hp->arch = *a;
+    char key[160];
+    for (size_t i = 0; i < sizeof hkeys / sizeof hkeys[0]; i++) {
+        const struct hkey *k = &hkeys[i];
+        double v = k->def;
+        snprintf(key, sizeof key, "%s.%s", arch, k->key);
+        if (get(ctx, key, &v) != 0) {
+            if (k->need == REQ) { snprintf(err, errlen, "hyperparameter %s is missing", key); return -1; }
+            v = k->def;
+        } else if (!isfinite(v) || v < 0 || (k->kind == I && (v != floor(v) || v > 1e9))) {
+            snprintf(err, errlen, "hyperparameter %s = %g is not a valid value", key, v);
+            return -1;
+        }
+        if (k->kind == I) *(int *)((char *)hp + k->off) = (int)v;
+        else *(float *)((char *)hp + k->off) = (float)v;
+    }
+    /* Llama 4: the router is a sigmoid whatever the key says; the shared expert is an expert wide;
+     * attention.sliding_window = 0 turns the no-RoPE layers and the chunks off (llama.cpp). */
+    hp->no_rope_step = a->no_rope_step;
+    hp->attn_chunk = a->attn_chunk;
+    if (a->weight_before_ffn) {
+        hp->gating = GATING_SIGMOID;
+        double swa;
+        snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
+        if (get(ctx, key, &swa) == 0 && swa == 0) hp->no_rope_step = hp->attn_chunk = 0;
+    }
+    /* gpt-oss: the window of its sliding layers; its routing is fixed by the graph, not a key */
+    if (a->swa_pattern > 0) {
+        double swa;
+        snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
+        if (get(ctx, key, &swa) == 0) {
+            if (!isfinite(swa) || swa < 0 || swa != floor(swa) || swa > 1e9) {
+                snprintf(err, errlen, "hyperparameter %s = %g is not a valid value", key, swa);
+                return -1;
+            }
+            hp->n_swa = (int)swa;
+        }
+    }
+    if (a->oai_moe) hp->gating = GATING_SOFTMAX_WEIGHT;
+    /* llama.cpp's older name for the factor, read when the new one is absent. */
+    double old_factor;
+    snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
+    if (get(ctx, key, &old_factor) != 0) {
+        snprintf(key, sizeof key, "%s.rope.scale_linear", arch);
+        if (get(ctx, key, &old_factor) == 0) {
+            if (!isfinite(old_factor) || old_factor < 0) {
+                snprintf(err, errlen, "hyperparameter %s = %g is not a valid value", key, old_factor);
+                return -1;
+            }
+            hp->rope_factor = (float)old_factor;
+        }
+    }
+    /* Granite's multipliers: read only where llama.cpp's graph applies them. */
+    static const struct { const char *key; size_t off; } granite[] = {
+        { "embedding_scale", offsetof(model_hparams, embd_scale) },
+        { "residual_scale", offsetof(model_hparams, residual_scale) },
+        { "attention.scale", offsetof(model_hparams, attn_scale) },
+        { "logit_scale", offsetof(model_hparams, logit_scale) },
+    };
+    for (size_t i = 0; a->granite_scales && i < sizeof granite / sizeof granite[0]; i++) {
+        double v;
+        snprintf(key, sizeof key, "%s.%s", arch, granite[i].key);
+        if (get(ctx, key, &v) != 0) continue;
+        if (!isfinite(v) || v < 0) {
+            snprintf(err, errlen, "hyperparameter %s = %g is not a valid value", key, v);
+            return -1;
+        }
+        *(float *)((char *)hp + granite[i].off) = (float)v;
+    }
+    /* An explicit key beats the arch default for top-k renormalisation. */
+    double norm;
+    snprintf(key, sizeof key, "%s.expert_weights_norm", arch);
+    if (get(ctx, key, &norm) == 0) hp->arch.norm_topk = norm != 0;
+
+    if (hp->n_nextn >= hp->n_layer && hp->n_nextn > 0) {
+        snprintf(err, errlen, "hyperparameters: %d next-token-prediction layers of %d blocks", hp->n_nextn, hp->n_layer);
+        return -1;
+    }
+    hp->n_layer -= hp->n_nextn; /* the blocks the forward pass runs */
+    if (hp->n_head < 1 || hp->n_embd < 1 || hp->n_layer < 1 || hp->n_ctx_train < 1) {
+        snprintf(err, errlen, "hyperparameters: n_embd %d, n_layer %d, n_head %d, context %d must be >= 1",
+                 hp->n_embd, hp->n_layer, hp->n_head, hp->n_ctx_train);
+        return -1;
+    }
+    if (hp->n_head_kv < 0) hp->n_head_kv = hp->n_head;
+    if (hp->head_dim < 0) hp->head_dim = hp->n_embd / hp->n_head;
+    if (hp->n_rot < 0) hp->n_rot = hp->head_dim;
+    if (hp->head_dim_v < 0) hp->head_dim_v = hp->head_dim;
+    if (hp->arch.mla) {
+        /* llama.cpp's MLA layout: one KV head, K = [kv_lora_rank | n_rot], V = kv_lora_rank */
+        if (hp->head_k_mla == 0 || hp->head_v_mla == 0) {
+            snprintf(err, errlen, "%s: no attention.key_length_mla (a GGUF from before llama.cpp's MLA layout, with "
+                     "attn_kv_b): convert the model again with a current llama.cpp", arch);
+            return -1;
+        }
+        if (hp->n_lora_kv < 1 || hp->n_head_kv != 1 || hp->head_dim != hp->n_lora_kv + hp->n_rot ||
+            hp->head_dim_v != hp->n_lora_kv || hp->head_k_mla <= hp->n_rot) {
+            snprintf(err, errlen, "hyperparameters: MLA with kv_lora_rank %d, rope dims %d, key/value length %d/%d, "
+                     "%d KV heads, q/k head %d do not fit", hp->n_lora_kv, hp->n_rot, hp->head_dim, hp->head_dim_v,
+                     hp->n_head_kv, hp->head_k_mla);
+            return -1;
+        }
+    } else if (hp->head_dim_v != hp->head_dim) {
+        snprintf(err, errlen, "hyperparameters: value_length %d differs from key_length %d", hp->head_dim_v,
+                 hp->head_dim);
+        return -1;
+    }
+    if (hp->n_ff_exp < 0) hp->n_ff_exp = hp->n_ff;
+    if (hp->arch.weight_before_ffn && hp->n_ff_shexp == 0) hp->n_ff_shexp = hp->n_ff_exp;
+    /* DeepSeek's shared experts: expert_shared_count of them, side by side */
+    if (hp->n_ff_shexp == 0 && hp->n_expert_shared > 0) hp->n_ff_shexp = hp->n_expert_shared * hp->n_ff_exp;
+    if (hp->n_ctx_orig == 0) hp->n_ctx_orig = hp->n_ctx_train;
+    hp->yarn_beta_fast = 32.0f;
+    hp->yarn_beta_slow = 1.0f;
+    if (hparams_rope_scaling(hp, NULL, err, errlen)) return -1;
+    if (hp->n_head_kv < 1 || hp->n_head % hp->n_head_kv) {
+        snprintf(err, errlen, "hyperparameters: head_count %d is not a multiple of head_count_kv %d",
+                 hp->n_head, hp->n_head_kv);
+        return -1;
+    }
+    if (hp->head_dim < 2 || hp->n_rot > hp->head_dim || hp->n_rot % 2) {
+        snprintf(err, errlen, "hyperparameters: head_dim %d / rope dims %d do not fit", hp->head_dim,
+                 hp->n_rot);
+        return -1;
+    }
+    if (hp->n_expert > 0 && (hp->n_expert_used < 1 || hp->n_expert_used > hp->n_expert || hp->n_ff_exp < 1)) {
+        snprintf(err, errlen, "hyperparameters: %d experts, %d used, width %d do not fit", hp->n_expert,
+                 hp->n_expert_used, hp->n_ff_exp);
+        return -1;
+    }
+    if (hp->gating != GATING_SOFTMAX && hp->gating != GATING_SIGMOID && hp->gating != GATING_SOFTMAX_WEIGHT) {
+        snprintf(err, errlen, "hyperparameter %s.expert_gating_func = %d: only softmax (1), sigmoid (2) and softmax "
+                 "over the chosen (3) are known",
+                 arch, hp->gating);
+        return -1;
+    }
+    /* Grouped routing (DeepSeek V3): one group, or all of them used, is plain top-k */
+    if (hp->n_group <= 1 || hp->n_group_used >= hp->n_group) hp->n_group = hp->n_group_used = 0;
+    if (hp->n_group > 0 &&
+        (hp->n_expert % hp->n_group || hp->n_group_used < 1 ||
+         hp->n_group_used * (hp->n_expert / hp->n_group) < hp->n_expert_used)) {
+        snprintf(err, errlen, "hyperparameters: %d experts in %d groups, %d groups used, %d experts used do not fit",
+                 hp->n_expert, hp->n_group, hp->n_group_used, hp->n_expert_used);
+        return -1;
+    }
+    if (hp->n_layer_dense_lead > hp->n_layer || (hp->n_layer_dense_lead > 0 && hp->n_expert == 0)) {
+        snprintf(err, errlen, "hyperparameters: %d leading dense layers of %d, %d experts do not fit",
+                 hp->n_layer_dense_lead, hp->n_layer, hp->n_expert);
+        return -1;
+    }
+    bool any_dense = false; /* a dense layer needs its width: all of a dense model, DeepSeek's lead, Llama 4's steps */
+    for (int l = 0; l < hp->n_layer; l++) any_dense |= !hparams_layer_moe(hp, l);
+    if (any_dense && hp->n_ff < 1) {
+        snprintf(err, errlen, "hyperparameter %s.feed_forward_length is missing", arch);
+        return -1;
+    }
+    return 0;
+}
+
+int hparams_rope_scaling(model_hparams *hp, const char *type, char *err, size_t errlen)
+{
+    /* llama.cpp: no type key means "linear"; "none" never scales, whatever
+     * the factor; linear and yarn scale by 1/factor (no factor: 1). */
+    const char *t = type ? type : "linear";
+    if (!strcmp(t, "none")) hp->rope_scaling = ROPE_SCALING_NONE;
+    else if (!strcmp(t, "linear")) hp->rope_scaling = ROPE_SCALING_LINEAR;
+    else if (!strcmp(t, "yarn")) hp->rope_scaling = ROPE_SCALING_YARN;
+    else {
+        snprintf(err, errlen, "RoPE scaling '%s' is not supported (none, linear, yarn): refusing to run the model "
+                 "with wrong angles", t);
+        return -1;
+    }
+    const bool scales = hp->rope_scaling != ROPE_SCALING_NONE && hp->rope_factor != 0.0f;
+    hp->rope_freq_scale = scales ? 1.0f / hp->rope_factor : 1.0f;
+    hp->yarn_ext_factor = hp->rope_scaling == ROPE_SCALING_YARN ? 1.0f : 0.0f;
+    return 0;
+}
+
+bool hparams_rope_scaled(const model_hparams *hp)
+{
+    return hp->rope_freq_scale != 1.0f || hp->yarn_ext_factor != 0.0f || hp->rope_attn_factor != 1.0f;
+}

@@ -1,0 +1,569 @@
+/* loader.c: pack directory -> hparams, engine-form weights, tokenizer
+ * (loader.h). Reads as the steps it takes: index, files, hyperparameters,
+ * the dense pool, the expert mapping, the names the model wants, the
+ * tokenizer. Every refusal names the file or the tensor. */
+#include "runtime/model/loader.h"
+
+#include "formats/fileio.h"
+#include "formats/fp16.h"
+#include "formats/ggml_types.h"
+#include "formats/iq3.h"
+#include "formats/planes.h"
+#include "runtime/kernels/kernels.h"
+#include "runtime/kernels/kfactor.h"
+#include "runtime/model/loader_index.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_INDEX_BYTES (64u << 20)
+
+struct loaded_pack {
+    char *dir;
+    pack_index x;
+    uint8_t *pool;
+    size_t pool_bytes;
+    void *map[PI_NFILES];
+    size_t map_bytes[PI_NFILES];
+    model_hparams hp;
+    model_weights w;
+    tokenizer *tok;
+    void **owned;
+    int n_owned, cap_owned;
+    unsigned char *used_t, *used_e;
+    float codebook[16];
+    char *err;
+    size_t errlen;
+};
+
+static int fail(loaded_pack *p, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->err, p->errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static void *own(loaded_pack *p, size_t bytes)
+{
+    if (p->n_owned == p->cap_owned) {
+        int cap = p->cap_owned ? 2 * p->cap_owned : 64;
+        void **o = realloc(p->owned, (size_t)cap * sizeof *o);
+        if (!o) return NULL;
+        p->owned = o;
+        p->cap_owned = cap;
+    }
+    void *m = malloc(bytes ? bytes : 1);
+    if (m) p->owned[p->n_owned++] = m;
+    return m;
+}
+
+static char *join(const char *dir, const char *leaf)
+{
+    size_t n = strlen(dir), m = strlen(leaf);
+    char *s = malloc(n + m + 2);
+    if (s) snprintf(s, n + m + 2, "%s/%s", dir, leaf);
+    return s;
+}
+
+/* ------------------------------------------------------------ index, files */
+
+static int read_index(loaded_pack *p)
+{
+    char *path = join(p->dir, "index.txt");
+    if (!path) return fail(p, "%s: out of memory", p->dir);
+    struct stat st;
+    int rc = -1;
+    if (stat(path, &st) != 0) {
+        fail(p, "%s: %s (no index: not a finished pack; run packindex --pack %s)", path, strerror(errno), p->dir);
+    } else if ((uint64_t)st.st_size > MAX_INDEX_BYTES) {
+        fail(p, "%s: %lld bytes is too large for an index", path, (long long)st.st_size);
+    } else {
+        unsigned char *text;
+        size_t len;
+        if (read_file(path, &text, &len, p->err, p->errlen) == 0) {
+            rc = pindex_parse(&p->x, (const char *)text, len, path, p->err, p->errlen);
+            free(text);
+        }
+    }
+    free(path);
+    return rc;
+}
+
+/* Sizes first, so a short file is one clear line instead of a fault. */
+static int map_files(loaded_pack *p)
+{
+    for (int f = 0; f < PI_NFILES; f++) {
+        if (!p->x.have_file[f])
+            return fail(p, "%s/index.txt: no @file line for %s (an index from an older packindex: run it again)",
+                        p->dir, PI_FILE_NAMES[f]);
+        char *path = join(p->dir, PI_FILE_NAMES[f]);
+        if (!path) return fail(p, "%s: out of memory", p->dir);
+        struct stat st;
+        int fd = open(path, O_RDONLY);
+        if (fd < 0 || fstat(fd, &st) != 0) {
+            fail(p, "%s: %s", path, strerror(errno));
+            if (fd >= 0) close(fd);
+            free(path);
+            return -1;
+        }
+        if ((uint64_t)st.st_size != p->x.file_bytes[f]) {
+            fail(p, "%s: %lld bytes, but the index says %llu (%s)", path, (long long)st.st_size,
+                 (unsigned long long)p->x.file_bytes[f],
+                 (uint64_t)st.st_size < p->x.file_bytes[f] ? "truncated" : "not this pack's file");
+            close(fd);
+            free(path);
+            return -1;
+        }
+        if (f != PI_TOKENIZER && st.st_size > 0) {
+            void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+            if (m == MAP_FAILED) {
+                fail(p, "%s: mmap: %s", path, strerror(errno));
+                close(fd);
+                free(path);
+                return -1;
+            }
+            /* Decode walks the experts' pages once per token: 2 MiB pages
+             * (where the kernel maps file pages that way) save the TLB walks.
+             * Only a hint: a refusal changes nothing. */
+#ifdef MADV_HUGEPAGE
+            if (f == PI_EXPERTS) (void)madvise(m, (size_t)st.st_size, MADV_HUGEPAGE);
+#endif
+            p->map[f] = m;
+            p->map_bytes[f] = (size_t)st.st_size;
+        }
+        close(fd);
+        free(path);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------- hyperparameters */
+
+static int hp_get(void *ctx, const char *key, double *out)
+{
+    const char *v = pindex_hparam(ctx, key);
+    if (!v) return -1;
+    char *end;
+    double d = strtod(v, &end);
+    if (*end || end == v) { *out = NAN; return 0; } /* hparams_load refuses a non-finite value */
+    *out = d;
+    return 0;
+}
+
+static int load_hparams(loaded_pack *p)
+{
+    const char *arch = pindex_hparam(&p->x, "general.architecture");
+    if (!arch) return fail(p, "%s/index.txt: no @hparam general.architecture (an index from an older packindex)", p->dir);
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    const char *rs = pindex_hparam(&p->x, key);
+    char e[256];
+    if (hparams_load(&p->hp, arch, hp_get, &p->x, e, sizeof e) || hparams_rope_scaling(&p->hp, rs, e, sizeof e))
+        return fail(p, "%s: %s", p->dir, e);
+    return 0;
+}
+
+/* --------------------------------------------------------------- dense pool */
+
+static int fill_tensor(loaded_pack *p, const pi_tensor *t)
+{
+    const uint8_t *src = (const uint8_t *)p->map[t->file] + t->src_off;
+    uint8_t *dst = p->pool + t->dst_off;
+    if ((uint64_t)t->src_off + (uint64_t)t->src_bytes > p->x.file_bytes[t->file])
+        return fail(p, "%s: bytes %lld..%lld are past the end of %s", t->name, (long long)t->src_off,
+                    (long long)(t->src_off + t->src_bytes), PI_FILE_NAMES[t->file]);
+    if (t->dst_off % p->x.align || t->dst_off + t->dst_bytes > p->x.pool)
+        return fail(p, "%s: pool range %lld+%lld is misaligned or past the pool (%lld)", t->name,
+                    (long long)t->dst_off, (long long)t->dst_bytes, (long long)p->x.pool);
+    const int64_t n = t->ne0 * t->rows;
+    if (t->native_type >= 0) {
+        if (ggml_row_bytes(t->native_type, t->ne0) * (size_t)t->rows != (size_t)t->src_bytes)
+            return fail(p, "%s: %lld bytes are not %lld rows of %s blocks", t->name, (long long)t->src_bytes,
+                        (long long)t->rows, ggml_type_info(t->native_type) ? ggml_type_info(t->native_type)->name : "?");
+        memcpy(dst, src, (size_t)t->src_bytes);
+    } else if (t->kind == PI_F32 || (t->kind == PI_VERBATIM && !t->code_bits)) {
+        memcpy(dst, src, (size_t)t->src_bytes);
+    } else if (t->kind == PI_BF16_IN_F32 || t->kind == PI_F16_IN_F32) {
+        uint16_t *o = (uint16_t *)dst;
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t u;
+            float f;
+            memcpy(&u, src + 4 * i, 4);
+            memcpy(&f, &u, 4);
+            if (t->kind == PI_F16_IN_F32) { o[i] = f32_to_fp16(f); continue; }
+            /* The high half is exact only for a promoted bf16. */
+            if (u & 0xFFFFu) return fail(p, "%s: element %lld is not a bf16 promoted to f32", t->name, (long long)i);
+            o[i] = (uint16_t)(u >> 16);
+        }
+    } else {
+        /* codes verbatim, then each fp16 plane widened (exact). */
+        memcpy(dst, src, (size_t)t->codes_bytes);
+        const uint8_t *s = src + t->codes_bytes;
+        uint8_t *d = dst + t->codes_bytes;
+        const int64_t planes[2] = { t->scales_bytes, t->offset_bytes };
+        const int fp16[2] = { t->scales_fp16, t->offsets_fp16 };
+        for (int k = 0; k < 2; k++) {
+            const int64_t cnt = planes[k] / 4;
+            for (int64_t i = 0; i < cnt; i++) {
+                float f;
+                if (fp16[k]) { uint16_t h; memcpy(&h, s + 2 * i, 2); f = fp16_to_f32(h); }
+                else memcpy(&f, s + 4 * i, 4);
+                memcpy(d + 4 * i, &f, 4);
+            }
+            s += cnt * (fp16[k] ? 2 : 4);
+            d += cnt * 4;
+        }
+    }
+    return 0;
+}
+
+#define POOL_HUGE ((size_t)2 << 20)
+
+static int build_pool(loaded_pack *p)
+{
+    /* A pool of several MiB starts on a 2 MiB boundary and asks for
+     * transparent huge pages: decode reads all of it once per token, and
+     * with 4 KiB pages every 4 KiB of a mat-vec's rows is a TLB miss. */
+    const size_t align = (uint64_t)p->x.pool >= POOL_HUGE ? POOL_HUGE : 64;
+    p->pool_bytes = (size_t)((p->x.pool + align - 1) / align * align);
+    p->pool = aligned_alloc(align, p->pool_bytes ? p->pool_bytes : 64);
+    if (!p->pool) return fail(p, "%s: cannot allocate the %zu-byte pool", p->dir, p->pool_bytes);
+#ifdef MADV_HUGEPAGE
+    if (align == POOL_HUGE) (void)madvise(p->pool, p->pool_bytes, MADV_HUGEPAGE);
+#endif
+    for (int i = 0; i < p->x.n_t; i++)
+        if (fill_tensor(p, &p->x.t[i])) return -1;
+    /* The dense files are in the pool now; only experts.bin stays mapped. */
+    for (int f = 0; f < 2; f++)
+        if (p->map[f]) { munmap(p->map[f], p->map_bytes[f]); p->map[f] = NULL; }
+    return 0;
+}
+
+/* A pool tensor as the kernels see it (weight.h). */
+static void row_weight(const loaded_pack *p, const pi_tensor *t, weight *w)
+{
+    memset(w, 0, sizeof *w);
+    const uint8_t *d = p->pool + t->dst_off;
+    w->rows = t->rows;
+    w->cols = t->ne0;
+    w->data = d;
+    if (t->native_type >= 0) { w->form = WF_GGML; w->ggml_type = t->native_type; w->act = kernels_ggml_act(t->native_type); }
+    else if (t->kind == PI_F32) w->form = WF_P32;
+    else if (t->kind == PI_BF16_IN_F32) { w->form = WF_GGML; w->ggml_type = GGML_TYPE_BF16; }
+    else if (t->kind == PI_F16_IN_F32 || !t->code_bits) w->form = WF_P16;
+    else {
+        w->form = WF_SCODE;
+        w->code_bits = t->code_bits;
+        w->code_bias = t->code_bias;
+        w->group = t->group;
+        w->act = t->act_kind ? WA_Q8_K : WA_Q8_0;
+        w->scales = (const float *)(d + t->codes_bytes);
+        w->offsets = t->has_offset ? (const float *)(d + t->codes_bytes + t->scales_bytes) : NULL;
+        w->codebook = t->codebook ? p->codebook : NULL;
+    }
+}
+
+static int find_row(const loaded_pack *p, const char *name)
+{
+    for (int i = 0; i < p->x.n_t; i++)
+        if (!strcmp(p->x.t[i].name, name)) return i;
+    return -1;
+}
+
+/* A K-quant in S-form gets its super-block factors back (kfactor.h), so its
+ * products can follow ggml's order; one that does not factor keeps the
+ * per-group kernel. */
+static int attach_kfactor(loaded_pack *p, weight *w, const char *name)
+{
+    const size_t n = kfactor_bytes(w);
+    if (!n) return 0;
+    void *mem = own(p, n);
+    kfactor *kf = own(p, sizeof *kf);
+    if (!mem || !kf) return fail(p, "%s: out of memory", name);
+    if (kfactor_build(w, mem, kf)) w->kf = kf;
+    return 0;
+}
+
+/* row_vector 1: a 1-D tensor is taken as a one-row matrix (the shared
+ * expert's gate row, which GGUF stores as [n_embd]); 2: a 3-D tensor as
+ * one matrix of all its ne1 x ne2 rows (MLA's per-head blocks). */
+static int mat_x(loaded_pack *p, weight *w, const char *fmt, int layer, int row_vector)
+{
+    char name[96];
+    snprintf(name, sizeof name, fmt, layer);
+    memset(w, 0, sizeof *w);
+    int i = find_row(p, name);
+    if (i < 0) return 0;
+    const pi_tensor *t = &p->x.t[i];
+    if (t->n_dims != 2 && !(row_vector == 1 && t->n_dims == 1) && !(row_vector == 2 && t->n_dims == 3))
+        return fail(p, "%s: a matrix with %d dimensions", name, t->n_dims);
+    p->used_t[i] = 1;
+    row_weight(p, t, w);
+    return attach_kfactor(p, w, name);
+}
+
+static int mat(loaded_pack *p, weight *w, const char *fmt, int layer) { return mat_x(p, w, fmt, layer, 0); }
+
+/* Norms and biases as f32, decoded through the scalar kernels when the pool
+ * holds them in another form. want: the length it must have (0: any); a
+ * 2-D tensor (want_rows > 0, gpt-oss's expert biases) is read whole, its
+ * rows one after another. */
+static int vec_x(loaded_pack *p, const float **out, const char *fmt, int layer, int64_t want, int64_t want_rows)
+{
+    char name[96], e[160];
+    snprintf(name, sizeof name, fmt, layer);
+    *out = NULL;
+    int i = find_row(p, name);
+    if (i < 0) return 0;
+    const pi_tensor *t = &p->x.t[i];
+    if (t->n_dims != (want_rows > 0 ? 2 : 1))
+        return fail(p, "%s: a %s with %d dimensions", name, want_rows > 0 ? "bias per expert" : "vector", t->n_dims);
+    if ((want && t->ne0 != want) || (want_rows > 0 && t->rows != want_rows))
+        return fail(p, "%s: %lld x %lld values, the hyperparameters say %lld x %lld", name, (long long)t->ne0,
+                    (long long)t->rows, (long long)want, (long long)(want_rows > 0 ? want_rows : 1));
+    p->used_t[i] = 1;
+    weight w;
+    row_weight(p, t, &w);
+    if (w.form == WF_P32) { *out = w.data; return 0; }
+    float *f = own(p, (size_t)(t->ne0 * t->rows) * sizeof *f);
+    if (!f) return fail(p, "%s: out of memory", name);
+    if (weight_check(&w, name, e, sizeof e)) return fail(p, "%s", e);
+    for (int64_t r = 0; r < t->rows; r++) kernels_scalar()->row_f32[w.form](&w, r, f + r * t->ne0);
+    *out = f;
+    return 0;
+}
+
+static int vec(loaded_pack *p, const float **out, const char *fmt, int layer) { return vec_x(p, out, fmt, layer, 0, 0); }
+
+/* ------------------------------------------------------------------ experts */
+
+static int expert_weight(loaded_pack *p, const pi_expert *x, const pi_layer *l, int e, weight *w)
+{
+    const uint8_t *base = (const uint8_t *)p->map[PI_EXPERTS] + l->base + (int64_t)e * l->stride + x->blob_off;
+    const int64_t elems = x->ne0 * x->ne1;
+    memset(w, 0, sizeof *w);
+    w->rows = x->ne1;
+    w->cols = x->ne0;
+    w->data = base;
+    int64_t want = -1;
+    if (!strcmp(x->form, "IQ3")) {
+        w->form = WF_IQ3;
+        w->act = WA_Q8_K; /* as ggml's IQ3_XXS: the container is its block reordered */
+        want = (int64_t)iq3_row_bytes(x->ne0) * x->ne1;
+        if (x->plane[PLANE_BLOCKS] != want || !want) goto bad;
+    } else if (!strcmp(x->form, "P32") || !strcmp(x->form, "P16")) {
+        w->form = x->form[1] == '3' ? WF_P32 : WF_P16;
+        want = elems * (x->form[1] == '3' ? 4 : 2);
+        if (x->plane[PLANE_VALUES] != want) goto bad;
+    } else if (!strcmp(x->form, "native")) {
+        w->form = WF_GGML;
+        w->ggml_type = x->native_type;
+        w->act = kernels_ggml_act(x->native_type);
+        want = (int64_t)ggml_row_bytes(x->native_type, x->ne0) * x->ne1;
+        if (x->plane[PLANE_BLOCKS] != want || !want) goto bad;
+    } else if (x->form[0] == 'S' && x->code_bits == x->form[1] - '0' && x->group > 0 && x->ne0 % x->group == 0) {
+        const int64_t groups = elems / x->group;
+        want = elems * x->code_bits / 8;
+        if (x->plane[PLANE_CODES] != want || x->plane[PLANE_SCALES] != groups * (x->scales_fp16 ? 2 : 4) ||
+            x->plane[PLANE_OFFSETS] != (x->has_offset ? groups * (x->offsets_fp16 ? 2 : 4) : 0))
+            goto bad;
+        w->form = WF_SCODE;
+        w->code_bits = x->code_bits;
+        w->code_bias = x->code_bias;
+        w->group = x->group;
+        w->act = x->act_kind ? WA_Q8_K : WA_Q8_0;
+        w->codebook = x->codebook ? p->codebook : NULL;
+        /* Scales are widened per expert: the mapping stays read-only and
+         * f32 planes need not be 4-aligned after an odd codes plane. */
+        const uint8_t *s = base + x->plane[PLANE_CODES];
+        for (int k = 0; k < 1 + x->has_offset; k++) {
+            const int fp16 = k ? x->offsets_fp16 : x->scales_fp16;
+            float *f = own(p, (size_t)groups * sizeof *f);
+            if (!f) return fail(p, "%s: out of memory", x->name);
+            for (int64_t i = 0; i < groups; i++) {
+                if (fp16) { uint16_t h; memcpy(&h, s + 2 * i, 2); f[i] = fp16_to_f32(h); }
+                else memcpy(&f[i], s + 4 * i, 4);
+            }
+            s += groups * (fp16 ? 2 : 4);
+            if (k) w->offsets = f; else w->scales = f;
+        }
+        if (attach_kfactor(p, w, x->name)) return -1;
+    } else {
+        return fail(p, "%s: expert form %s is not one the runtime reads", x->name, x->form);
+    }
+    return 0;
+bad:
+    return fail(p, "%s: expert planes (%lld %lld %lld %lld %lld) do not fit a %s %lld x %lld part", x->name,
+                (long long)x->plane[0], (long long)x->plane[1], (long long)x->plane[2], (long long)x->plane[3],
+                (long long)x->plane[4], x->form, (long long)x->ne0, (long long)x->ne1);
+}
+
+static int load_experts(loaded_pack *p)
+{
+    const model_hparams *hp = &p->hp;
+    for (int i = 0; i < p->x.n_l; i++) {
+        const pi_layer *l = &p->x.l[i];
+        if (l->layer >= hp->n_layer || l->n_expert != hp->n_expert)
+            return fail(p, "%s/index.txt: expert layer %d with %d experts does not fit %d layers of %d experts",
+                        p->dir, l->layer, l->n_expert, hp->n_layer, hp->n_expert);
+        if ((uint64_t)l->base + (uint64_t)l->stride * (uint64_t)l->n_expert > p->x.file_bytes[PI_EXPERTS])
+            return fail(p, "%s/experts.bin: layer %d's arena ends past the file", p->dir, l->layer);
+    }
+    for (int j = 0; j < p->x.n_e; j++) {
+        const pi_expert *x = &p->x.e[j];
+        const pi_layer *l = NULL;
+        for (int i = 0; i < p->x.n_l; i++) if (p->x.l[i].layer == x->layer) l = &p->x.l[i];
+        if (x->blob_off % 64 || x->blob_off + x->part_bytes > l->blob_bytes)
+            return fail(p, "%s: part at %lld+%lld does not fit its %lld-byte blob", x->name, (long long)x->blob_off,
+                        (long long)x->part_bytes, (long long)l->blob_bytes);
+        if (!hparams_layer_moe(hp, x->layer))
+            return fail(p, "%s: experts in layer %d, which leading_dense_block_count %d makes dense", x->name,
+                        x->layer, hp->n_layer_dense_lead);
+        layer_weights *L = &p->w.layers[x->layer];
+        weight *arr = x->part == 0 ? L->exp_gate : x->part == 1 ? L->exp_up : x->part == 3 ? L->exp_down : NULL;
+        if (!arr) return fail(p, "%s: fused gate_up experts are not supported by the runtime yet", x->name);
+        if (arr[0].data) return fail(p, "%s: a second tensor for the same expert part", x->name);
+        for (int e = 0; e < l->n_expert; e++)
+            if (expert_weight(p, x, l, e, &arr[e])) return -1;
+        p->used_e[j] = 1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ weights */
+
+static int load_weights(loaded_pack *p)
+{
+    const model_hparams *hp = &p->hp;
+    int n;
+    const int8_t *cb = codebook_values(CODEBOOK_IQ4NL, &n);
+    for (int i = 0; i < 16 && cb && i < n; i++) p->codebook[i] = (float)cb[i];
+    p->used_t = calloc((size_t)p->x.n_t + 1, 1);
+    p->used_e = calloc((size_t)p->x.n_e + 1, 1);
+    p->w.layers = calloc((size_t)hp->n_layer, sizeof *p->w.layers);
+    if (!p->used_t || !p->used_e || !p->w.layers) return fail(p, "%s: out of memory", p->dir);
+    if (mat(p, &p->w.tok_embd, "token_embd.weight%.0d", 0) || mat(p, &p->w.output, "output.weight%.0d", 0) ||
+        vec(p, &p->w.output_norm, "output_norm.weight%.0d", 0) || vec(p, &p->w.rope_freqs, "rope_freqs.weight%.0d", 0))
+        return -1;
+    if (p->w.rope_freqs) p->w.n_rope_freqs = (int)p->x.t[find_row(p, "rope_freqs.weight")].ne0;
+    for (int l = 0; l < hp->n_layer; l++) {
+        layer_weights *L = &p->w.layers[l];
+        char ffn_norm[64];
+        snprintf(ffn_norm, sizeof ffn_norm, "blk.%%d.%s.weight", hp->arch.ffn_norm_name ? hp->arch.ffn_norm_name : "ffn_norm");
+        if (vec(p, &L->attn_norm, "blk.%d.attn_norm.weight", l) || vec(p, &L->ffn_norm, ffn_norm, l) ||
+            vec(p, &L->q_norm, "blk.%d.attn_q_norm.weight", l) || vec(p, &L->k_norm, "blk.%d.attn_k_norm.weight", l) ||
+            vec(p, &L->bq, "blk.%d.attn_q.bias", l) || vec(p, &L->bk, "blk.%d.attn_k.bias", l) ||
+            vec(p, &L->bv, "blk.%d.attn_v.bias", l) || mat(p, &L->wq, "blk.%d.attn_q.weight", l) ||
+            mat(p, &L->wk, "blk.%d.attn_k.weight", l) || mat(p, &L->wv, "blk.%d.attn_v.weight", l) ||
+            mat(p, &L->wo, "blk.%d.attn_output.weight", l) || mat(p, &L->wqkv, "blk.%d.attn_qkv.weight", l) ||
+            mat(p, &L->ffn_gate, "blk.%d.ffn_gate.weight", l) ||
+            mat(p, &L->ffn_up, "blk.%d.ffn_up.weight", l) || mat(p, &L->ffn_down, "blk.%d.ffn_down.weight", l) ||
+            mat(p, &L->router, "blk.%d.ffn_gate_inp.weight", l) ||
+            mat(p, &L->sh_gate, "blk.%d.ffn_gate_shexp.weight", l) ||
+            mat(p, &L->sh_up, "blk.%d.ffn_up_shexp.weight", l) ||
+            mat(p, &L->sh_down, "blk.%d.ffn_down_shexp.weight", l) ||
+            mat_x(p, &L->sh_router, "blk.%d.ffn_gate_inp_shexp.weight", l, 1) ||
+            vec(p, &L->exp_probs_b, "blk.%d.exp_probs_b.bias", l) ||
+            vec(p, &L->q_a_norm, "blk.%d.attn_q_a_norm.weight", l) ||
+            vec(p, &L->kv_a_norm, "blk.%d.attn_kv_a_norm.weight", l) || mat(p, &L->wq_a, "blk.%d.attn_q_a.weight", l) ||
+            mat(p, &L->wq_b, "blk.%d.attn_q_b.weight", l) || mat(p, &L->wkv_a, "blk.%d.attn_kv_a_mqa.weight", l) ||
+            mat_x(p, &L->wk_b, "blk.%d.attn_k_b.weight", l, 2) || mat_x(p, &L->wv_b, "blk.%d.attn_v_b.weight", l, 2) ||
+            vec_x(p, &L->bo, "blk.%d.attn_output.bias", l, hp->n_embd, 0) ||
+            vec_x(p, &L->sinks, "blk.%d.attn_sinks.weight", l, hp->n_head, 0) ||
+            vec_x(p, &L->router_b, "blk.%d.ffn_gate_inp.bias", l, hp->n_expert, 0) ||
+            vec_x(p, &L->exp_gate_b, "blk.%d.ffn_gate_exps.bias", l, hp->n_ff_exp, hp->n_expert) ||
+            vec_x(p, &L->exp_up_b, "blk.%d.ffn_up_exps.bias", l, hp->n_ff_exp, hp->n_expert) ||
+            vec_x(p, &L->exp_down_b, "blk.%d.ffn_down_exps.bias", l, hp->n_embd, hp->n_expert))
+            return -1;
+        char bn[64];
+        snprintf(bn, sizeof bn, "blk.%d.exp_probs_b.bias", l);
+        if (L->exp_probs_b && p->x.t[find_row(p, bn)].ne0 != hp->n_expert)
+            return fail(p, "%s: %lld values for %d experts", bn, (long long)p->x.t[find_row(p, bn)].ne0, hp->n_expert);
+        if (hparams_layer_moe(hp, l)) {
+            size_t ne = (size_t)hp->n_expert;
+            if (!(L->exp_gate = calloc(ne, sizeof(weight))) || !(L->exp_up = calloc(ne, sizeof(weight))) ||
+                !(L->exp_down = calloc(ne, sizeof(weight))))
+                return fail(p, "%s: out of memory", p->dir);
+        }
+    }
+    if (load_experts(p)) return -1;
+    /* A tensor nobody reads is a model this graph does not implement. */
+    for (int i = 0; i < p->x.n_t; i++)
+        if (!p->used_t[i]) return fail(p, "%s: the model graph has no use for this tensor", p->x.t[i].name);
+    return 0;
+}
+
+static int load_tokenizer(loaded_pack *p)
+{
+    char *path = join(p->dir, "tokenizer.gguf");
+    if (!path) return fail(p, "%s: out of memory", p->dir);
+    char e[256];
+    gguf_file *g = gguf_open(path, e, sizeof e);
+    if (g) p->tok = tokenizer_load(g, e, sizeof e);
+    gguf_close(g);
+    free(path);
+    if (!p->tok) return fail(p, "%s", e);
+    if (p->hp.n_vocab && tokenizer_n_vocab(p->tok) > p->hp.n_vocab)
+        return fail(p, "%s/tokenizer.gguf: %d tokens for a model of %d", p->dir, tokenizer_n_vocab(p->tok), p->hp.n_vocab);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the API */
+
+loaded_pack *loader_open(const char *dir, char *err, size_t errlen)
+{
+    loaded_pack *p = calloc(1, sizeof *p);
+    if (!p) { snprintf(err, errlen, "%s: out of memory", dir); return NULL; }
+    p->err = err;
+    p->errlen = errlen;
+    p->dir = strdup(dir);
+    if (!p->dir || read_index(p) || map_files(p) || load_hparams(p) || build_pool(p) || load_weights(p) ||
+        load_tokenizer(p)) {
+        if (!p->dir) snprintf(err, errlen, "%s: out of memory", dir);
+        loader_close(p);
+        return NULL;
+    }
+    if (!p->hp.n_vocab) p->hp.n_vocab = (int)p->w.tok_embd.rows;
+    p->err = NULL;
+    return p;
+}
+
+void loader_close(loaded_pack *p)
+{
+    if (!p) return;
+    for (int f = 0; f < PI_NFILES; f++)
+        if (p->map[f]) munmap(p->map[f], p->map_bytes[f]);
+    for (int i = 0; i < p->n_owned; i++) free(p->owned[i]);
+    free(p->owned);
+    if (p->w.layers) {
+        for (int l = 0; l < p->hp.n_layer; l++) {
+            free(p->w.layers[l].exp_gate);
+            free(p->w.layers[l].exp_up);
+            free(p->w.layers[l].exp_down);
+        }
+        free(p->w.layers);
+    }
+    tokenizer_free(p->tok);
+    free(p->pool);
+    free(p->used_t);
+    free(p->used_e);
+    pindex_free(&p->x);
+    free(p->dir);
+    free(p);
+}
+
+const model_hparams *loader_hparams(const loaded_pack *p) { return &p->hp; }
+const model_weights *loader_weights(const loaded_pack *p) { return &p->w; }
+const tokenizer *loader_tokenizer(const loaded_pack *p) { return p->tok; }
+size_t loader_pool_bytes(const loaded_pack *p) { return p->pool_bytes; }
+size_t loader_expert_bytes(const loaded_pack *p) { return p->map_bytes[PI_EXPERTS]; }
+int loader_n_tensors(const loaded_pack *p) { return p->x.n_t + p->x.n_e; }

@@ -1,0 +1,417 @@
+/* model.c: building and freeing the model object: weight checks against the
+ * hyperparameters (so the forward pass never checks a shape), the KV cache,
+ * the ubatch buffers, the thread pool. The forward pass is in forward.c. */
+#include "runtime/model/model_impl.h"
+
+#include "runtime/device/device.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+model_options model_default_options(void)
+{
+    model_options o = { .n_threads = 0, .n_ctx = 0, .n_batch = 64, .kv = KV_F16, .simd = 1 };
+    return o;
+}
+
+typedef struct checker {
+    char *err;
+    size_t errlen;
+    int64_t max_cols;
+} checker;
+
+/* Checks presence and shape; name like "blk.3.attn_q" for the message. */
+static int check_w(checker *c, weight *w, int64_t rows, int64_t cols, const char *fmt, int layer)
+{
+    char name[96];
+    snprintf(name, sizeof name, fmt, layer);
+    if (weight_check(w, name, c->err, c->errlen) != 0) return -1;
+    if (w->rows != rows || w->cols != cols) {
+        snprintf(c->err, c->errlen, "%s: shape %lld x %lld, the hyperparameters say %lld x %lld", name,
+                 (long long)w->rows, (long long)w->cols, (long long)rows, (long long)cols);
+        return -1;
+    }
+    if (cols > c->max_cols) c->max_cols = cols;
+    return 0;
+}
+
+static int check_vec(checker *c, const float *v, const char *fmt, int layer)
+{
+    if (v) return 0;
+    char name[96];
+    snprintf(name, sizeof name, fmt, layer);
+    snprintf(c->err, c->errlen, "%s: missing", name);
+    return -1;
+}
+
+/* MLA's attention weights (model.h): q through a low-rank pair or one
+ * matrix, the compressed kv row and its rotated part, the per-head k_b and
+ * v_b blocks, o from n_head x head_v_mla. */
+static int check_mla(checker *c, const model_hparams *hp, layer_weights *L, int l)
+{
+    const int D = hp->n_embd, H = hp->n_head, qk = hp->head_k_mla, r = hp->n_lora_kv;
+    if (weight_present(&L->wq_a) || hp->n_lora_q > 0) {
+        if (check_w(c, &L->wq_a, hp->n_lora_q, D, "blk.%d.attn_q_a", l) ||
+            check_vec(c, L->q_a_norm, "blk.%d.attn_q_a_norm", l) ||
+            check_w(c, &L->wq_b, H * qk, hp->n_lora_q, "blk.%d.attn_q_b", l))
+            return -1;
+    } else if (check_w(c, &L->wq, H * qk, D, "blk.%d.attn_q", l)) {
+        return -1;
+    }
+    return check_w(c, &L->wkv_a, r + hp->n_rot, D, "blk.%d.attn_kv_a_mqa", l) ||
+                   check_vec(c, L->kv_a_norm, "blk.%d.attn_kv_a_norm", l) ||
+                   check_w(c, &L->wk_b, H * r, qk - hp->n_rot, "blk.%d.attn_k_b", l) ||
+                   check_w(c, &L->wv_b, H * hp->head_v_mla, r, "blk.%d.attn_v_b", l) ||
+                   check_w(c, &L->wo, D, H * hp->head_v_mla, "blk.%d.attn_output", l)
+               ? -1
+               : 0;
+}
+
+/* A fused attn_qkv (Bailing) as wq, wk and wv: row views of its q_dim,
+ * kv_dim and kv_dim rows (each product the fused one's rows, as llama.cpp
+ * views its output). kf: 3 factors that outlive the views. */
+static int split_qkv(checker *c, const model_hparams *hp, layer_weights *L, int l, kfactor *kf)
+{
+    const int D = hp->n_embd, qd = hp->n_head * hp->head_dim, kvd = hp->n_head_kv * hp->head_dim;
+    if (weight_present(&L->wq) || weight_present(&L->wk) || weight_present(&L->wv)) {
+        snprintf(c->err, c->errlen, "blk.%d: both attn_qkv and separate q/k/v weights", l);
+        return -1;
+    }
+    if (check_w(c, &L->wqkv, qd + 2 * kvd, D, "blk.%d.attn_qkv", l)) return -1;
+    weight_rows_view(&L->wqkv, 0, qd, &L->wq, &kf[0]);
+    weight_rows_view(&L->wqkv, qd, kvd, &L->wk, &kf[1]);
+    weight_rows_view(&L->wqkv, qd + kvd, kvd, &L->wv, &kf[2]);
+    return 0;
+}
+
+static int check_layer(checker *c, const model_hparams *hp, layer_weights *L, int l)
+{
+    const int D = hp->n_embd, qd = hp->n_head * hp->head_dim, kvd = hp->n_head_kv * hp->head_dim;
+    if (check_vec(c, L->attn_norm, "blk.%d.attn_norm", l) || check_vec(c, L->ffn_norm, "blk.%d.ffn_norm", l))
+        return -1;
+    if (hp->arch.mla) {
+        if (check_mla(c, hp, L, l)) return -1;
+    } else if (check_w(c, &L->wq, qd, D, "blk.%d.attn_q", l) || check_w(c, &L->wk, kvd, D, "blk.%d.attn_k", l) ||
+               check_w(c, &L->wv, kvd, D, "blk.%d.attn_v", l) || check_w(c, &L->wo, D, qd, "blk.%d.attn_output", l)) {
+        return -1;
+    }
+    if (hp->arch.attn_bias && (check_vec(c, L->bq, "blk.%d.attn_q.bias", l) ||
+                               check_vec(c, L->bk, "blk.%d.attn_k.bias", l) ||
+                               check_vec(c, L->bv, "blk.%d.attn_v.bias", l)))
+        return -1;
+    if (hp->arch.attn_sinks && (check_vec(c, L->sinks, "blk.%d.attn_sinks", l) ||
+                                check_vec(c, L->bo, "blk.%d.attn_output.bias", l)))
+        return -1;
+    /* optional norms come in pairs: both or neither */
+    const bool need_qk = hp->arch.qk_norm != QK_NORM_NONE && (!hp->arch.qk_norm_optional || L->q_norm || L->k_norm);
+    if (need_qk &&
+        (check_vec(c, L->q_norm, "blk.%d.attn_q_norm", l) || check_vec(c, L->k_norm, "blk.%d.attn_k_norm", l)))
+        return -1;
+    if (!hparams_layer_moe(hp, l))
+        return check_w(c, &L->ffn_gate, hp->n_ff, D, "blk.%d.ffn_gate", l) ||
+               check_w(c, &L->ffn_up, hp->n_ff, D, "blk.%d.ffn_up", l) ||
+               check_w(c, &L->ffn_down, D, hp->n_ff, "blk.%d.ffn_down", l) ? -1 : 0;
+    if (check_w(c, &L->router, hp->n_expert, D, "blk.%d.ffn_gate_inp", l)) return -1;
+    if (hp->arch.oai_moe && (check_vec(c, L->router_b, "blk.%d.ffn_gate_inp.bias", l) ||
+                             check_vec(c, L->exp_gate_b, "blk.%d.ffn_gate_exps.bias", l) ||
+                             check_vec(c, L->exp_up_b, "blk.%d.ffn_up_exps.bias", l) ||
+                             check_vec(c, L->exp_down_b, "blk.%d.ffn_down_exps.bias", l)))
+        return -1;
+    if (!L->exp_gate || !L->exp_up || !L->exp_down) {
+        snprintf(c->err, c->errlen, "blk.%d.ffn_*_exps: missing", l);
+        return -1;
+    }
+    for (int e = 0; e < hp->n_expert; e++) {
+        char f[96];
+        snprintf(f, sizeof f, "blk.%%d.ffn_gate_exps[%d]", e);
+        if (check_w(c, &L->exp_gate[e], hp->n_ff_exp, D, f, l)) return -1;
+        snprintf(f, sizeof f, "blk.%%d.ffn_up_exps[%d]", e);
+        if (check_w(c, &L->exp_up[e], hp->n_ff_exp, D, f, l)) return -1;
+        snprintf(f, sizeof f, "blk.%%d.ffn_down_exps[%d]", e);
+        if (check_w(c, &L->exp_down[e], D, hp->n_ff_exp, f, l)) return -1;
+    }
+    if (weight_present(&L->sh_gate) || hp->n_ff_shexp > 0) {
+        const int ff = hp->n_ff_shexp;
+        if (check_w(c, &L->sh_gate, ff, D, "blk.%d.ffn_gate_shexp", l) ||
+            check_w(c, &L->sh_up, ff, D, "blk.%d.ffn_up_shexp", l) ||
+            check_w(c, &L->sh_down, D, ff, "blk.%d.ffn_down_shexp", l))
+            return -1;
+        if (weight_present(&L->sh_router) && check_w(c, &L->sh_router, 1, D, "blk.%d.ffn_gate_inp_shexp", l))
+            return -1;
+    }
+    return 0;
+}
+
+/* The model keeps its own copy of the weight descriptors (not the planes). */
+static int copy_weights(model *m, const model_weights *src)
+{
+    const model_hparams *hp = &m->hp;
+    m->w = *src;
+    m->w.layers = calloc((size_t)hp->n_layer, sizeof *m->w.layers);
+    if (!m->w.layers) return -1;
+    for (int l = 0; l < hp->n_layer; l++) {
+        layer_weights *L = &m->w.layers[l];
+        *L = src->layers[l];
+        L->exp_gate = L->exp_up = L->exp_down = NULL;
+        if (!hparams_layer_moe(hp, l) || !src->layers[l].exp_gate || !src->layers[l].exp_up || !src->layers[l].exp_down)
+            continue;
+        size_t n = (size_t)hp->n_expert;
+        L->exp_gate = malloc(n * sizeof(weight));
+        L->exp_up = malloc(n * sizeof(weight));
+        L->exp_down = malloc(n * sizeof(weight));
+        if (!L->exp_gate || !L->exp_up || !L->exp_down) return -1;
+        memcpy(L->exp_gate, src->layers[l].exp_gate, n * sizeof(weight));
+        memcpy(L->exp_up, src->layers[l].exp_up, n * sizeof(weight));
+        memcpy(L->exp_down, src->layers[l].exp_down, n * sizeof(weight));
+    }
+    return 0;
+}
+
+static void *alloc_f(size_t n, int *fail)
+{
+    void *p = calloc(n ? n : 1, sizeof(float));
+    if (!p) *fail = 1;
+    return p;
+}
+
+model *model_create(const model_hparams *hp, const model_weights *w, const model_options *opt, char *err,
+                    size_t errlen)
+{
+    model *m = calloc(1, sizeof *m);
+    if (!m) { snprintf(err, errlen, "out of memory"); return NULL; }
+    m->hp = *hp;
+    m->opt = opt ? *opt : model_default_options();
+    if (m->opt.n_threads <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        m->opt.n_threads = n > 0 ? (int)n : 1;
+    }
+    if (m->opt.n_batch <= 0) m->opt.n_batch = 64;
+    m->n_ctx = m->opt.n_ctx > 0 ? m->opt.n_ctx : hp->n_ctx_train;
+    if (hp->n_vocab == 0) m->hp.n_vocab = (int)w->tok_embd.rows;
+    if (hp->n_expert > 256) {
+        snprintf(err, errlen, "%d experts: at most 256 are supported", hp->n_expert);
+        free(m);
+        return NULL;
+    }
+    if (copy_weights(m, w) != 0) { snprintf(err, errlen, "out of memory"); model_free(m); return NULL; }
+
+    checker c = { err, errlen, 0 };
+    const model_hparams *h = &m->hp;
+    if (check_w(&c, &m->w.tok_embd, h->n_vocab, h->n_embd, "token_embd%.0d", 0) ||
+        check_vec(&c, m->w.output_norm, "output_norm%.0d", 0) ||
+        (weight_present(&m->w.output) && check_w(&c, &m->w.output, h->n_vocab, h->n_embd, "output%.0d", 0))) {
+        model_free(m);
+        return NULL;
+    }
+    m->qkv_kf = calloc(3 * (size_t)h->n_layer, sizeof *m->qkv_kf);
+    if (!m->qkv_kf) { snprintf(err, errlen, "out of memory"); model_free(m); return NULL; }
+    for (int l = 0; l < h->n_layer; l++) {
+        layer_weights *L = &m->w.layers[l];
+        if (weight_present(&L->wqkv) && split_qkv(&c, h, L, l, m->qkv_kf + 3 * l)) { model_free(m); return NULL; }
+        if (check_layer(&c, h, L, l)) { model_free(m); return NULL; }
+    }
+    if (m->w.rope_freqs && (!h->arch.rope_freqs || m->w.n_rope_freqs != h->n_rot / 2)) {
+        if (!h->arch.rope_freqs)
+            snprintf(err, errlen, "rope_freqs.weight: architecture %s does not use RoPE frequency factors",
+                     h->arch.name);
+        else
+            snprintf(err, errlen, "rope_freqs.weight: %d factors, the %d RoPE dimensions need %d",
+                     m->w.n_rope_freqs, h->n_rot, h->n_rot / 2);
+        model_free(m);
+        return NULL;
+    }
+
+    m->k = kernels_get(m->opt.simd);
+    m->pool = pool_create(m->opt.n_threads);
+    if (!m->pool) { snprintf(err, errlen, "cannot start %d threads", m->opt.n_threads); model_free(m); return NULL; }
+    mm_blas_single_thread();
+
+    m->q_dim = h->n_head * h->head_dim;
+    m->kv_dim = h->n_head_kv * h->head_dim;
+    m->att_dim = h->n_head * h->head_dim_v;
+    m->kv_dim_v = h->n_head_kv * h->head_dim_v;
+    m->kv_elt = m->opt.kv == KV_F32 ? 4 : 2;
+    const size_t nb = (size_t)m->opt.n_batch, D = (size_t)h->n_embd, T = (size_t)m->opt.n_threads;
+    size_t ff = (size_t)h->n_ff;
+    if ((size_t)h->n_ff_exp > ff) ff = (size_t)h->n_ff_exp;
+    if ((size_t)h->n_ff_shexp > ff) ff = (size_t)h->n_ff_shexp;
+    const size_t E = (size_t)h->n_expert, K = (size_t)h->n_expert_used;
+    const size_t nbk = nb > K ? nb : K; /* decode runs the K experts' rows side by side */
+    int fail = 0;
+    /* A sliding-window layer keeps its window plus a ubatch: a ubatch's rows are stored before its
+     * first row attends, and must not overwrite what that row still sees. */
+    m->kv_off = calloc((size_t)h->n_layer, sizeof *m->kv_off);
+    m->kv_rows = calloc((size_t)h->n_layer, sizeof *m->kv_rows);
+    size_t rows_total = 0;
+    for (int l = 0; m->kv_off && m->kv_rows && l < h->n_layer; l++) {
+        int rows = m->n_ctx;
+        if (hparams_layer_swa(h, l) && (int64_t)h->n_swa + (int64_t)nb < (int64_t)m->n_ctx) {
+            rows = h->n_swa + (int)nb;
+            m->kv_ring = true;
+        }
+        m->kv_off[l] = rows_total;
+        m->kv_rows[l] = rows;
+        rows_total += (size_t)rows;
+    }
+    const size_t cache_rows = rows_total * m->kv_elt;
+    m->kcache = calloc(1, cache_rows * (size_t)m->kv_dim);
+    m->vcache = calloc(1, cache_rows * (size_t)m->kv_dim_v);
+    if (!m->kcache || !m->vcache || !m->kv_off || !m->kv_rows) fail = 1;
+    m->mm.k = m->k;
+    m->mm.pool = m->pool;
+    m->mm.scratch_stride = MM_TILE * c.max_cols;
+    m->mm.scratch = alloc_f(T * (size_t)m->mm.scratch_stride, &fail);
+    m->mm.qbuf_bytes = MM_QBUF_BYTES(nbk, c.max_cols);
+    m->mm.qbuf = alloc_f(m->mm.qbuf_bytes / sizeof(float), &fail);
+    m->x = alloc_f(nb * D, &fail);
+    m->h = alloc_f(nb * D, &fail);
+    m->o = alloc_f(nb * D, &fail);
+    m->q = alloc_f(nb * (size_t)m->q_dim, &fail);
+    m->att = alloc_f(nb * (size_t)m->att_dim, &fail);
+    m->kx = alloc_f(nb * (size_t)m->kv_dim, &fail);
+    m->vx = alloc_f(nb * (size_t)m->kv_dim_v, &fail);
+    if (h->arch.mla) {
+        const size_t H = (size_t)h->n_head, L = (size_t)h->n_layer, r = (size_t)h->n_lora_kv;
+        m->mla_qa = alloc_f(nb * (size_t)h->n_lora_q, &fail);
+        m->mla_q = alloc_f(nb * H * (size_t)h->head_k_mla, &fail);
+        m->mla_kva = alloc_f(nb * (r + (size_t)h->n_rot), &fail);
+        m->mla_o = alloc_f(nb * H * (size_t)h->head_v_mla, &fail);
+        size_t wmax = r; /* the gathers: nope or r in, r or head_v_mla out */
+        if ((size_t)h->head_k_mla > wmax) wmax = (size_t)h->head_k_mla;
+        if ((size_t)h->head_v_mla > wmax) wmax = (size_t)h->head_v_mla;
+        m->mla_in = alloc_f(nb * wmax, &fail);
+        m->mla_out = alloc_f(nb * wmax, &fail);
+        m->mla_kb = calloc(L * H, sizeof(weight));
+        m->mla_vb = calloc(L * H, sizeof(weight));
+        m->mla_kf = calloc(2 * L * H, sizeof(kfactor));
+        if (!m->mla_kb || !m->mla_vb || !m->mla_kf) fail = 1;
+        for (size_t l = 0; !fail && l < L; l++) {
+            const layer_weights *LW = &m->w.layers[l];
+            for (size_t hh = 0; hh < H; hh++) {
+                weight_rows_view(&LW->wk_b, (int64_t)(hh * r), (int64_t)r, &m->mla_kb[l * H + hh],
+                                 &m->mla_kf[2 * (l * H + hh)]);
+                weight_rows_view(&LW->wv_b, (int64_t)(hh * (size_t)h->head_v_mla), h->head_v_mla,
+                                 &m->mla_vb[l * H + hh], &m->mla_kf[2 * (l * H + hh) + 1]);
+            }
+        }
+    }
+    m->ffa = alloc_f(nbk * ff, &fail);
+    m->ffb = alloc_f(nbk * ff, &fail);
+    m->rope_cs = alloc_f(nb * (size_t)h->n_rot, &fail);
+    m->att_stride = (size_t)m->n_ctx + 8 + 32 * (size_t)(h->head_dim > h->head_dim_v ? h->head_dim : h->head_dim_v);
+    m->att_scores = alloc_f(T * m->att_stride, &fail);
+    if (E > 0) {
+        m->rlog = alloc_f(nb * E, &fail);
+        m->selw = alloc_f(nb * K, &fail);
+        m->eo = alloc_f(nb * K * D, &fail);
+        m->hg = alloc_f(nbk * D, &fail); /* decode: Llama 4's K weighted inputs */
+        m->gd = alloc_f(nb * D, &fail);
+        m->sel = calloc(nb * K, sizeof(int));
+        m->grp = calloc(nb * K, sizeof(int));
+        if (!m->sel || !m->grp) fail = 1;
+    } else {
+        m->gd = alloc_f(nb * D, &fail);
+    }
+    if (fail) {
+        snprintf(err, errlen, "out of memory (KV cache %zu bytes for n_ctx %d)",
+                 cache_rows * (size_t)(m->kv_dim + m->kv_dim_v), m->n_ctx);
+        model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+int model_n_past(const model *m) { return m->n_past; }
+int model_n_ctx(const model *m) { return m->n_ctx; }
+const model_hparams *model_hp(const model *m) { return &m->hp; }
+const char *model_kernels_name(const model *m) { return m->k->name; }
+int model_n_threads(const model *m) { return m->opt.n_threads; }
+
+void model_rewind(model *m, int n_past)
+{
+    /* a sliding layer's ring holds n_batch positions more than its window: further back, what the
+     * next position would see is gone, so the context starts over */
+    if (m->kv_ring && n_past > 0 && m->n_past - n_past > m->opt.n_batch) n_past = 0;
+    if (n_past >= 0 && n_past < m->n_past) m->n_past = n_past;
+}
+
+size_t model_active_bytes(const model *m)
+{
+    const model_hparams *h = &m->hp;
+    size_t b = m->w.tok_embd.row_bytes; /* one embedding row per token */
+    b += weight_bytes(weight_present(&m->w.output) ? &m->w.output : &m->w.tok_embd);
+    for (int l = 0; l < h->n_layer; l++) {
+        const layer_weights *L = &m->w.layers[l];
+        b += weight_bytes(&L->wq) + weight_bytes(&L->wk) + weight_bytes(&L->wv) + weight_bytes(&L->wo);
+        b += weight_bytes(&L->wq_a) + weight_bytes(&L->wq_b) + weight_bytes(&L->wkv_a) + weight_bytes(&L->wk_b) +
+             weight_bytes(&L->wv_b); /* MLA's (absent elsewhere: 0) */
+        if (!hparams_layer_moe(h, l)) {
+            b += weight_bytes(&L->ffn_gate) + weight_bytes(&L->ffn_up) + weight_bytes(&L->ffn_down);
+            continue;
+        }
+        size_t all = 0;
+        for (int e = 0; e < h->n_expert; e++)
+            all += weight_bytes(&L->exp_gate[e]) + weight_bytes(&L->exp_up[e]) + weight_bytes(&L->exp_down[e]);
+        b += weight_bytes(&L->router) + all / (size_t)h->n_expert * (size_t)h->n_expert_used;
+        if (weight_present(&L->sh_gate))
+            b += weight_bytes(&L->sh_gate) + weight_bytes(&L->sh_up) + weight_bytes(&L->sh_down);
+    }
+    return b;
+}
+
+int model_record_routing(model *m, char *err, size_t errlen)
+{
+    if (m->hp.n_expert == 0) {
+        snprintf(err, errlen, "--record-routing: the model has no routed experts (a dense model)");
+        return -1;
+    }
+    if (m->routing) return 0;
+    ec_profile *p = calloc(1, sizeof *p);
+    if (!p) { snprintf(err, errlen, "out of memory"); return -1; }
+    if (ec_profile_init(p, m->hp.n_layer, m->hp.n_expert, m->hp.n_expert_used, err, errlen)) {
+        free(p);
+        return -1;
+    }
+    m->routing = p;
+    return 0;
+}
+
+const ec_profile *model_routing(const model *m) { return m->routing; }
+
+void model_pause_routing(model *m, bool paused) { m->routing_paused = paused; }
+
+void model_observe_routing(model *m, int layer, const int *sel)
+{
+    int32_t e[256];
+    const int K = m->hp.n_expert_used;
+    if (m->routing_paused) return;
+    for (int j = 0; j < K && j < 256; j++) e[j] = (int32_t)sel[j];
+    char err[160];
+    /* the router's picks are always in range; a failure here is a bug */
+    if (ec_profile_observe(m->routing, layer, e, K, err, sizeof err) != 0) fprintf(stderr, "strata: %s\n", err);
+}
+
+void model_free(model *m)
+{
+    if (!m) return;
+    device_free(m->dev);
+    if (m->routing) { ec_profile_free(m->routing); free(m->routing); }
+    if (m->w.layers) {
+        for (int l = 0; l < m->hp.n_layer; l++) {
+            free(m->w.layers[l].exp_gate);
+            free(m->w.layers[l].exp_up);
+            free(m->w.layers[l].exp_down);
+        }
+        free(m->w.layers);
+    }
+    pool_free(m->pool);
+    free(m->kcache); free(m->vcache); free(m->kv_off); free(m->kv_rows); free(m->mm.scratch); free(m->mm.qbuf);
+    free(m->x); free(m->h); free(m->o); free(m->q); free(m->att); free(m->kx); free(m->vx);
+    free(m->ffa); free(m->ffb); free(m->rope_cs); free(m->att_scores);
+    free(m->mla_qa); free(m->mla_q); free(m->mla_kva); free(m->mla_o); free(m->mla_in); free(m->mla_out);
+    free(m->mla_kb); free(m->mla_vb); free(m->mla_kf); free(m->qkv_kf);
+    free(m->rlog); free(m->selw); free(m->eo); free(m->hg); free(m->gd); free(m->sel); free(m->grp);
+    free(m);
+}

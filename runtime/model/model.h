@@ -1,0 +1,222 @@
+/* model.h: the Llama-family decoder on the CPU: hyperparameters, weights,
+ * and the context that runs the forward pass.
+ *
+ * Contract:
+ *  - Architectures are rows of one table (arch.c): llama (dense and
+ *    Mixtral-style MoE), qwen2, qwen2moe, qwen3, qwen3moe, olmoe, deepseek, granite,
+ *    granitemoe, dots1, ernie4_5-moe, glm4moe, llama4, hunyuan-moe, minimax-m2,
+ *    deepseek2 (multi-head latent attention: a graph of its own), gpt-oss,
+ *    bailingmoe, bailingmoe2. A row
+ *    says only how the shared forward pass is configured (RoPE layout, q/k norm kind,
+ *    attention biases, top-k renormalisation); nothing is copied per model.
+ *  - hparams_load() fills model_hparams from "<arch>.<key>" values read
+ *    through a caller's getter (the pack loader, or the tests' GGUF adapter),
+ *    applying llama.cpp's defaults (n_rot = head_dim = n_embd / n_head ...).
+ *    hparams_rope_scaling() then applies "<arch>.rope.scaling.type" the way
+ *    llama.cpp resolves it (no key: linear; none, linear and yarn taken;
+ *    anything else refused), so the angles are llama.cpp's.
+ *  - model_create() checks every weight's presence and shape against the
+ *    hyperparameters, naming the tensor on failure (one line in err), then
+ *    owns the KV cache, the scratch buffers and the thread pool. The weights
+ *    themselves stay the caller's and must outlive the model.
+ *  - model_forward() evaluates n tokens at positions n_past..n_past+n-1,
+ *    in ubatches of opt.n_batch (prefill is batched, never token by token),
+ *    appends them to the KV cache and writes the logits of every position
+ *    (all_logits) or of the last one. A request that would pass n_ctx is
+ *    refused before anything is computed: the cache is never truncated.
+ *  - Results do not depend on opt.n_threads (bit for bit).
+ * No global mutable state: everything lives in the model object. */
+#ifndef STRATA_MODEL_H
+#define STRATA_MODEL_H
+
+#include "runtime/kernels/weight.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum rope_kind { ROPE_NORM, ROPE_NEOX } rope_kind;           /* adjacent pairs / halves */
+typedef enum qk_norm_kind { QK_NORM_NONE, QK_NORM_HEAD, QK_NORM_FULL } qk_norm_kind;
+typedef enum kv_type { KV_F16, KV_F32 } kv_type;
+typedef enum rope_scaling_kind { ROPE_SCALING_NONE, ROPE_SCALING_LINEAR, ROPE_SCALING_YARN } rope_scaling_kind;
+
+typedef struct arch_info {
+    const char *name;           /* GGUF general.architecture */
+    rope_kind rope;
+    qk_norm_kind qk_norm;
+    bool attn_bias;             /* q/k/v biases (qwen2) */
+    bool norm_topk;             /* renormalise the top-k router weights */
+    bool rope_freqs;            /* the graph divides RoPE angles by rope_freqs.weight when present (Llama 3) */
+    bool granite_scales;        /* the graph reads Granite's four multipliers (model_hparams) */
+    bool scale_w;               /* the routed weights are multiplied by expert_weights_scale */
+    bool qk_norm_optional;      /* q/k norms applied where the layer has them (GLM-4.5 has, GLM-4.5-Air not) */
+    bool qk_norm_after_rope;    /* the q/k norms follow RoPE instead of preceding it (Hunyuan) */
+    const char *ffn_norm_name;  /* the FFN's norm tensor, "blk.N.<name>.weight" (NULL: ffn_norm) */
+    /* Llama 4: every no_rope_step-th layer has no RoPE and full attention
+     * (its queries scaled by the temperature log(floor((pos+1)/chunk)+1)*0.1+1),
+     * the others attend within chunks of attn_chunk positions and, unless
+     * the model has 128 experts, normalise q and k per head (no weight)
+     * after RoPE; the router's sigmoid weight multiplies an expert's input,
+     * not its output. */
+    int no_rope_step, attn_chunk;
+    bool l2_qk_norm, weight_before_ffn;
+    /* DeepSeek V2/V3's multi-head latent attention, as llama.cpp runs it
+     * (absorbed): q from a low-rank pair (or one matrix), k and v share one
+     * compressed row per position (kv_lora_rank, normed) plus a rotated
+     * part n_rot wide; each head's q_nope goes through attn_k_b into that
+     * row's space, its attention output back through attn_v_b. One KV
+     * "head": K = [compressed, rotated], V = compressed. */
+    bool mla;
+    /* gpt-oss: a learned sink logit per head in each softmax's denominator
+     * (attn_sinks) and a bias on o; every swa_pattern-th layer attends to
+     * all positions, the others only to the last attention.sliding_window
+     * (llama.cpp's pattern: layer l slides when l % swa_pattern <
+     * swa_pattern - 1); routed by the router's biased logits, the chosen
+     * ones' weights a softmax over those K logits; every expert product
+     * plus its bias row, the activation clamped:
+     * min(g, 7) sigmoid(1.702 min(g, 7)) (clamp(u, -7, 7) + 1). */
+    bool attn_sinks;
+    int swa_pattern;
+    bool oai_moe;
+} arch_info;
+
+/* GGUF expert_gating_func; SOFTMAX_WEIGHT: select by raw logits, softmax over the chosen (gpt-oss) */
+typedef enum gating_kind { GATING_SOFTMAX = 1, GATING_SIGMOID = 2, GATING_SOFTMAX_WEIGHT = 3 } gating_kind;
+
+const arch_info *arch_find(const char *name);  /* NULL if unknown */
+
+typedef struct model_hparams {
+    arch_info arch;
+    int n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_rot, n_ff, n_ctx_train;
+    int head_dim_v;             /* attention.value_length: V's width per KV head (head_dim unless MLA) */
+    /* MLA (arch.mla): q_lora_rank (0: one q matrix), kv_lora_rank, and the
+     * per-head widths before absorption: q/k (nope + n_rot) and v */
+    int n_lora_q, n_lora_kv, head_k_mla, head_v_mla;
+    float yarn_log_mul;         /* rope.scaling.yarn_log_multiplier (MLA's attention scale under YaRN) */
+    int n_expert, n_expert_used, n_ff_exp, n_ff_shexp;   /* 0 experts: dense */
+    int n_layer_dense_lead;     /* MoE models: the first layers keep a dense FFN (DeepSeek) */
+    int n_moe_layer_step;       /* after them, every step-th layer is MoE (1: all; interleave_moe_layer_step) */
+    int n_nextn;                /* nextn_predict_layers: blocks after n_layer that only predict further tokens
+                                 * (GLM-4.5's MTP); not run, and not in a pack */
+    int no_rope_step, attn_chunk; /* from the arch row; 0 when attention.sliding_window is 0 (Llama 4) */
+    int n_swa;                  /* arch.swa_pattern: the sliding layers' window (attention.sliding_window) */
+    int gating;                 /* gating_kind: router probabilities by softmax or sigmoid */
+    int n_group, n_group_used;  /* grouped routing (DeepSeek V3): experts only from the n_group_used groups of
+                                 * n_expert / n_group whose two best selection scores sum highest; 0: none */
+    float expert_weights_scale; /* routed weights times this where arch.scale_w (0: key absent) */
+    int n_expert_shared;        /* shared experts (their width: n_ff_shexp, by default n_ff_exp each) */
+    float rms_eps, rope_base;
+    /* RoPE scaling, as llama.cpp's context resolves it from the GGUF keys:
+     * theta_i = freq_scale * pos * base^(-2i/n_rot) (divided by the
+     * frequency factor when the model has rope_freqs), YaRN mixing in the
+     * unscaled angle for the dimensions below its correction range and
+     * scaling cos/sin by 1 + 0.1 ln(1/freq_scale); attn_factor scales
+     * cos/sin always. */
+    rope_scaling_kind rope_scaling;
+    float rope_factor;          /* rope.scaling.factor as stored (0: none given) */
+    float rope_freq_scale;      /* 1/factor for linear and yarn, else 1 */
+    float rope_attn_factor;     /* rope.scaling.attn_factor (default 1) */
+    float yarn_ext_factor;      /* 1 for yarn, else 0 */
+    float yarn_beta_fast, yarn_beta_slow; /* llama.cpp's defaults, 32 and 1 */
+    int n_ctx_orig;             /* rope.scaling.original_context_length, default context_length */
+    /* Granite's multipliers, 0 when absent (then not applied): embeddings
+     * times embd_scale, each attention and FFN output times residual_scale
+     * before its residual add, attention scores times attn_scale instead of
+     * 1/sqrt(head_dim), logits times 1/logit_scale. */
+    float embd_scale, residual_scale, attn_scale, logit_scale;
+} model_hparams;
+
+/* Layer l rotates q and k (Llama 4's every 4th layer does not). */
+static inline bool hparams_layer_rope(const model_hparams *hp, int l)
+{
+    return hp->no_rope_step <= 0 || (l + 1) % hp->no_rope_step != 0;
+}
+
+/* Layer l attends only to its last n_swa positions (gpt-oss's even layers). */
+static inline bool hparams_layer_swa(const model_hparams *hp, int l)
+{
+    return hp->n_swa > 0 && hp->arch.swa_pattern > 0 && l % hp->arch.swa_pattern < hp->arch.swa_pattern - 1;
+}
+
+/* Layer l routes to experts (else its FFN is dense). */
+static inline bool hparams_layer_moe(const model_hparams *hp, int l)
+{
+    return hp->n_expert > 0 && l >= hp->n_layer_dense_lead &&
+           (hp->n_moe_layer_step <= 1 || (l + 1) % hp->n_moe_layer_step == 0);
+}
+
+/* Returns 0 and sets *out when "<key>" exists as a number, else -1. */
+typedef int (*hparam_get_fn)(void *ctx, const char *key, double *out);
+
+int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *ctx, char *err,
+                 size_t errlen);
+/* type: the "<arch>.rope.scaling.type" string, NULL when the key is absent
+ * (llama.cpp then takes "linear", which with no factor changes nothing).
+ * Returns 0, or -1 with one line in err for a kind the runtime does not do. */
+int hparams_rope_scaling(model_hparams *hp, const char *type, char *err, size_t errlen);
+/* True when the angles differ from plain RoPE (a scaling that changes them). */
+bool hparams_rope_scaled(const model_hparams *hp);
+
+typedef struct layer_weights {
+    const float *attn_norm, *ffn_norm;          /* n_embd */
+    const float *q_norm, *k_norm;               /* head_dim or full width, per arch */
+    const float *bq, *bk, *bv;                  /* attention biases, when the arch has them */
+    const float *bo;                            /* attn_output.bias (gpt-oss) */
+    const float *sinks;                         /* n_head sink logits (arch.attn_sinks) */
+    weight wq, wk, wv, wo;
+    weight wqkv;                                /* q, k and v as one matrix (Bailing's attn_qkv): model_create
+                                                 * makes wq, wk and wv row views of it */
+    weight ffn_gate, ffn_up, ffn_down;          /* dense FFN */
+    weight router;                              /* MoE: n_expert x n_embd */
+    weight *exp_gate, *exp_up, *exp_down;       /* MoE: n_expert each */
+    weight sh_gate, sh_up, sh_down;             /* optional shared expert */
+    weight sh_router;                           /* optional 1-row sigmoid gate of the shared expert */
+    /* arch.oai_moe: the router's n_expert bias; each expert's bias rows, n_expert x rows of its part */
+    const float *router_b, *exp_gate_b, *exp_up_b, *exp_down_b;
+    const float *exp_probs_b;                   /* optional n_expert bias on the probabilities that select the
+                                                 * experts (not on their weights: DeepSeek V3's, ERNIE's) */
+    /* MLA: q = wq_b(norm(wq_a x)) (or wq x); [compressed | rotated] = wkv_a x;
+     * wk_b: n_head x (kv_lora_rank rows x nope cols), wv_b: n_head x (v rows x kv_lora_rank cols) */
+    weight wq_a, wq_b, wkv_a, wk_b, wv_b;
+    const float *q_a_norm, *kv_a_norm;
+} layer_weights;
+
+typedef struct model_weights {
+    weight tok_embd;            /* n_vocab x n_embd */
+    const float *output_norm;
+    weight output;              /* absent: tied to tok_embd */
+    layer_weights *layers;      /* n_layer */
+    const float *rope_freqs;    /* optional: n_rot/2 divisors of the RoPE angles (rope_freqs.weight) */
+    int n_rope_freqs;           /* its length, checked against n_rot/2 */
+} model_weights;
+
+typedef struct model_options {
+    int n_threads;              /* <= 0: all online cores */
+    int n_ctx;                  /* <= 0: the model's n_ctx_train */
+    int n_batch;                /* tokens per prefill ubatch; <= 0: 64 */
+    kv_type kv;                 /* KV_F16 by default */
+    int simd;                   /* 1 (default) AVX2 when the CPU has it, 0 scalar reference */
+} model_options;
+
+model_options model_default_options(void);
+
+typedef struct model model;
+
+model *model_create(const model_hparams *hp, const model_weights *w, const model_options *opt,
+                    char *err, size_t errlen);
+int model_forward(model *m, const int32_t *tokens, int n, float *logits, bool all_logits, char *err,
+                  size_t errlen);
+int model_n_past(const model *m);
+int model_n_ctx(const model *m);
+/* Forget positions >= n_past (0: start over). With sliding-window layers
+ * (their cache a ring of window + n_batch positions) a rewind further back
+ * than n_batch positions starts over instead. */
+void model_rewind(model *m, int n_past);
+const model_hparams *model_hp(const model *m);
+/* Bytes of weights one decode step reads (routed experts: n_expert_used of them). */
+size_t model_active_bytes(const model *m);
+const char *model_kernels_name(const model *m);
+int model_n_threads(const model *m);          /* the pool's threads (options resolved) */
+void model_free(model *m);
+
+#endif

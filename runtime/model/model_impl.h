@@ -1,0 +1,56 @@
+/* model_impl.h: the model object (private to runtime/model/model*.c and
+ * runtime/model/forward.c). Everything one forward pass touches lives here. */
+#ifndef STRATA_MODEL_IMPL_H
+#define STRATA_MODEL_IMPL_H
+
+#include "runtime/device/expert_cache.h"
+#include "runtime/kernels/matmul.h"
+#include "runtime/model/model.h"
+
+struct model {
+    model_hparams hp;
+    model_weights w;            /* the caller's planes; layers array is the caller's too */
+    model_options opt;
+    const kernels *k;
+    pool *pool;
+    mm_ctx mm;
+    int n_ctx, n_past;
+    int q_dim, kv_dim;          /* n_head * head_dim, n_head_kv * head_dim */
+    int att_dim, kv_dim_v;      /* n_head * head_dim_v, n_head_kv * head_dim_v (V's widths) */
+    size_t kv_elt;              /* 2 (f16) or 4 (f32) */
+    void *kcache, *vcache;      /* per layer kv_rows[l] rows of kv_dim (kv_dim_v), from row kv_off[l] */
+    /* n_ctx rows a layer, or for a sliding-window layer (gpt-oss) a ring of
+     * n_swa + n_batch: position p in row p % kv_rows[l] */
+    size_t *kv_off;
+    int *kv_rows;
+    bool kv_ring;               /* some layer's rows are a ring */
+    /* activations of one ubatch (n_batch rows each) */
+    float *x, *h, *q, *kx, *vx, *att, *o, *ffa, *ffb;
+    /* MLA (arch.mla): per row q_lora_rank, n_head x head_k_mla, kv_lora_rank + n_rot and
+     * n_head x head_v_mla floats; two gather buffers for the per-head products; the
+     * per-head row blocks of each layer's wk_b and wv_b (n_layer x n_head each) */
+    float *mla_qa, *mla_q, *mla_kva, *mla_o, *mla_in, *mla_out;
+    weight *mla_kb, *mla_vb;
+    kfactor *mla_kf;
+    kfactor *qkv_kf;            /* fused qkv: the q, k and v views' K-quant factors, 3 a layer */
+    float *rope_cs;             /* per row: n_rot/2 cos, then n_rot/2 sin */
+    float *att_scores;          /* per thread, att_stride floats: n_ctx + 8 scores, then 32 x head_dim lane sums */
+    size_t att_stride;
+    /* MoE */
+    float *rlog, *selw, *eo, *hg, *gd;
+    int *sel, *grp;             /* grp: (row, slot) pairs routed to one expert */
+    /* device.h: the GPU forward pass when attached (NULL: the CPU), and the
+     * routing profile being recorded (NULL: not recording) */
+    struct device_model *dev;
+    ec_profile *routing;
+    bool routing_paused;   /* model_pause_routing: passes not counted */
+};
+
+/* Records one row's routing at layer l (forward.c and the CUDA backend). */
+void model_observe_routing(model *m, int layer, const int *sel);
+/* RoPE as the forward pass applies it: B rows of n_heads heads at
+ * positions pos0.. rotated in place (B <= the model's ubatch). For tests
+ * that hold llama.cpp's own rotated tensors against ours. */
+void model_rope_rows(model *m, float *v, int n_heads, int B, int pos0);
+
+#endif

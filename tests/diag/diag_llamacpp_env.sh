@@ -1,0 +1,29 @@
+# diag_llamacpp_env.sh: sourced by the llama.cpp diagnostics (tests/diag/diag_*.sh;
+# not run by CI, needs network access to deb.debian.org). Unpacks Debian sid's
+# llama.cpp and ggml packages, and the newer libc they need, under
+# $STRATA_LLAMACPP_DIR (default ~/.cache/strata/llamacpp-deb; no system
+# change, and not under build/, whose *.d files the Makefile includes), and
+# builds small C programs against them. Programs run through sid's ld.so:
+#   llamacpp_fetch                   the packages, once
+#   llamacpp_build SRC.c NAME        $deb/NAME from SRC.c, once
+#   "$sys/ld-linux-x86-64.so.2" --library-path "$sys" "$deb/NAME" ARGS...
+deb=${STRATA_LLAMACPP_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/strata/llamacpp-deb}
+sys=$deb/root/usr/lib/x86_64-linux-gnu
+
+llamacpp_fetch() {
+    [ -f "$sys/libllama.so" ] && [ -f "$deb/root/usr/include/llama.h" ] && return 0
+    mkdir -p "$deb/lists/partial" "$deb/cache/archives/partial" "$deb/debs"
+    echo 'deb http://deb.debian.org/debian sid main' > "$deb/sources.list"
+    opts="-o Dir::Etc::sourcelist=$deb/sources.list -o Dir::Etc::sourceparts=/dev/null -o Dir::State::Lists=$deb/lists -o Dir::Cache=$deb/cache"
+    # shellcheck disable=SC2086
+    apt-get $opts update >/dev/null
+    # shellcheck disable=SC2086
+    (cd "$deb/debs" && apt-get $opts download libllama0 libllama-dev libggml0 libggml-dev libc6 libstdc++6 \
+        libgcc-s1 libgomp1 libssl3t64 >/dev/null 2>&1)
+    for f in "$deb"/debs/*.deb; do dpkg -x "$f" "$deb/root"; done
+}
+
+llamacpp_build() { # SRC.c NAME
+    [ -x "$deb/$2" ] && [ "$deb/$2" -nt "$1" ] && return 0
+    cc -O1 -I"$deb/root/usr/include" "$1" -o "$deb/$2" -L"$sys" -lllama -lggml -lggml-base -Wl,--allow-shlib-undefined
+}
