@@ -24,9 +24,9 @@ r=$(grep -l '"blk\.%d\.' $(find $product -name '*.c' -o -name '*.h' -o -name '*.
 say 'tensor-name formats ("blk.%d.) in one product source file' "$r"
 
 kt=${KERNEL_TABLE_BUILDER:-runtime/kernels/kernel_table.c}
-r=$(grep -n 'switch *(.*\(type\|->t\b\|ggml\)' $(find runtime -name '*.c' ! -path "$kt") 2>/dev/null |
+r=$(grep -n 'switch *(' $(find runtime -name '*.c' ! -path "$kt") 2>/dev/null |
     while IFS=: read -r f l rest; do
-        sed -n "$l,$((l + 30))p" "$f" | grep -q 'case GGML_TYPE_' && echo "$f:$l: $rest"
+        sed -n "$((l + 1)),$((l + 30))p" "$f" | grep -m1 'case ' | grep -q 'GGML_TYPE_' && echo "$f:$l: $rest"
     done)
 say "no switch on a ggml type in runtime/ outside $kt" "$r"
 
