@@ -1,7 +1,8 @@
 /* server_internal.h: what the server's files share (routing in server.c,
- * limits and auth in server_limits.c, prompt and generation plumbing in
- * server_gen.c, the API handlers in server_openai.c / server_anthropic.c,
- * streaming in sse.c). Not for use outside the server.
+ * replies and ids in server_reply.c, limits and auth in server_limits.c,
+ * prompt and generation plumbing in server_gen.c, the API handlers in
+ * server_openai.c / server_anthropic.c / server_responses.c, streaming in
+ * sse.c). Not for use outside the server.
  *
  * Contract: a handler gets the request with its whole body, answers
  * through server_reply_*() or sse_reply(), which add CORS headers and
@@ -75,7 +76,10 @@ struct request {
     bool        too_large;
 };
 
-/* replies (server.c) */
+/* replies (server_reply.c) */
+/* Answers TEXT (malloc'd; freed) as TYPE, counted in the metrics. */
+enum MHD_Result server_reply_text(struct MHD_Connection *c, request *rq, int status,
+                                  const char *type, char *text, size_t len);
 enum MHD_Result server_reply_json(struct MHD_Connection *c, request *rq, int status, json_t *body);
 enum MHD_Result server_reply_error(struct MHD_Connection *c, request *rq, int status,
                                    const char *param, const char *fmt, ...)
