@@ -1,6 +1,7 @@
 /* tokenizer_internal.h: the tokenizer object shared by tokenizer.c (loading,
  * special-token partition, decode), tokenizer_spm.c, tokenizer_bpe.c and
- * tokenizer_wpm.c. Not part of the runtime's API.
+ * tokenizer_wpm.c, and the helpers they share (tokenizer_common.c). Not part
+ * of the runtime's API.
  *
  * Contract: every field is written once by tokenizer_new() and only read
  * afterwards; the encoders append to a tok_ids vector and report -1 only on

@@ -16,7 +16,7 @@
  *    (Falcon's vocabulary has none for bytes 3, 4 and 5: llama.cpp drops
  *    such bytes, and so does this tokenizer, to give its ids);
  *  - add_special only adds the model's BOS/EOS around the same ids.
- * fuzz-link: runtime/tokenizer/tokenizer.c runtime/tokenizer/tokenizer_bpe.c runtime/tokenizer/tokenizer_spm.c runtime/tokenizer/tokenizer_wpm.c runtime/tokenizer/tokenizer_tables.c runtime/util/utf8.c runtime/util/strbuf.c -lpcre2-8 */
+ * fuzz-link: runtime/tokenizer/tokenizer.c runtime/tokenizer/tokenizer_common.c runtime/tokenizer/tokenizer_bpe.c runtime/tokenizer/tokenizer_spm.c runtime/tokenizer/tokenizer_wpm.c runtime/tokenizer/tokenizer_tables.c runtime/util/utf8.c runtime/util/strbuf.c -lpcre2-8 */
 #include "runtime/tokenizer/tokenizer.h"
 #include "runtime/util/utf8.h"
 
