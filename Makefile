@@ -4,7 +4,8 @@
 # cmocka suites, tests/e2e/e2e_*.sh end-to-end scripts, tests/fuzz/fuzz_*.c libFuzzer
 # targets (linked with formats/*.c plus what a " * fuzz-link: FILES -lLIB"
 # line in the target's header comment names), tests/bench/bench_*.c
-# benchmarks. Adding a file needs no edit here.
+# benchmarks, tests/lib/*.c the tests' library linked into every suite (its
+# *_main.c: test programs). Adding a file needs no edit here.
 
 CC      ?= cc
 PREFIX  ?= /usr/local
@@ -54,7 +55,9 @@ TOOLS := $(BIN)/grams2imatrix $(BIN)/iq3pack $(BIN)/packindex $(BIN)/strata
 
 TEST_SRCS  := $(wildcard tests/unit/*/test_*.c)
 TEST_BINS  := $(patsubst %.c,$(BUILD)/tests/%,$(notdir $(TEST_SRCS)))
-TEST_LIB   := $(wildcard tests/lib/*.c)
+TEST_LIB   := $(filter-out %_main.c,$(wildcard tests/lib/*.c))
+# strata serve with the tests' fake engine, for the end-to-end scripts
+STRATA_FAKE := $(BUILD)/tests/strata-fake
 E2E_SRCS   := $(wildcard tests/e2e/e2e_*.sh)
 vpath test_%.c $(sort $(dir $(TEST_SRCS)))
 BENCH_SRCS := $(wildcard tests/bench/bench_*.c)
@@ -116,13 +119,19 @@ $(BUILD)/bench/%: tests/bench/%.c $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) $< $(ALL_LIBS) -o $@ $(RUNTIME_LIBS) $(TOOL_LIBS) $(ALLLIBS)
 
-tests: $(TEST_BINS) $(TOOLS)
+# A test program, not a tool: `strata serve` with the fake engine
+# (tests/lib/strata_fake_main.c), so that bin/strata carries no test engine.
+$(STRATA_FAKE): tests/lib/strata_fake_main.c $(ALL_LIBS) $(TEST_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -MMD -MP $< $(TEST_LIB) $(ALL_LIBS) -o $@ $(CMOCKA_LIBS) $(RUNTIME_LIBS) $(TOOL_LIBS) $(ALLLIBS)
+
+tests: $(TEST_BINS) $(TOOLS) $(STRATA_FAKE)
 
 # The runner prints one closing line: "N passed, N failed". It runs as many
 # suites at once as make's -j says (make test -j2), one without -j.
 TEST_JOBS ?= $(or $(patsubst -j%,%,$(filter -j%,$(MAKEFLAGS))),1)
 test: tests
-	@STRATA_SHARED=$(SHARED) STRATA_BIN=$(abspath $(BIN)) bash tests/run.sh -j $(TEST_JOBS) $(TEST_BINS) $(E2E_SRCS)
+	@STRATA_SHARED=$(SHARED) STRATA_BIN=$(abspath $(BIN)) STRATA_FAKE=$(abspath $(STRATA_FAKE)) bash tests/run.sh -j $(TEST_JOBS) $(TEST_BINS) $(E2E_SRCS)
 
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -g
 asan:

@@ -1,31 +1,20 @@
 /* serve_cli.c: see serve_cli.h.
  *
  * PACK is loaded after the server is listening, so /health says 503 while
- * a large pack loads and 200 once engine_model.h has built its contexts.
- * --fake-engine serves the deterministic test engine (engine_fake.h) with
- * PACK read as a GGUF holding a tokenizer (or a pack directory holding
- * tokenizer.gguf). It exists for the end-to-end tests and is documented as
- * such; --fake-delay-ms and --fake-load-ms shape it for those tests,
- * --fake-script and --fake-template give it an answer and a template
- * (the SDK tool-call check). */
+ * a large pack loads and 200 once engine_model.h has built its contexts
+ * (or the hooks' engine is open). */
 #include "runtime/cli/serve_cli.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 
-#include "runtime/serve/engine_fake.h"
 #include "runtime/serve/engine_model.h"
-#include "runtime/serve/server.h"
 
-static void usage(FILE *fp)
+static void usage(FILE *fp, const serve_engine_hooks *hooks)
 {
     fprintf(fp,
         "usage: strata serve PACK [--host 127.0.0.1] [--port 8080] [--api-key KEY]\n"
@@ -58,13 +47,11 @@ static void usage(FILE *fp)
         "  [--device auto|cpu|cuda] [--vram-reserve SIZE] [--miss cpu|pcie|auto] [--profile FILE]\n"
         "  [--record-routing FILE] (written when the server stops; the GPU expert cache's counters\n"
         "  appear in /metrics):\n"
-        DEVICE_HELP
-        "  Test hooks: --fake-engine (PACK is a GGUF with a tokenizer), --fake-delay-ms N,\n"
-        "  --fake-load-ms N, --fake-script TEXT (the answer, greedy or sampled), --fake-template TEXT (the chat\n"
-        "  template).\n");
+        DEVICE_HELP);
+    if (hooks && hooks->help) fputs(hooks->help, fp);
 }
 
-static bool parse_int(const char *opt, const char *v, long lo, long hi, long *out)
+bool serve_parse_int(const char *opt, const char *v, long lo, long hi, long *out)
 {
     char *end;
     errno = 0;
@@ -81,22 +68,22 @@ static bool parse_int(const char *opt, const char *v, long lo, long hi, long *ou
 typedef struct serve_opts {
     server_config cfg;
     const char   *pack;
-    bool          fake, no_prompt_cache;
-    long          fake_delay_ms, fake_load_ms, threads;
-    const char   *fake_script, *fake_template;
+    bool          no_prompt_cache;
+    long          threads;
     device_opts   dev;
+    const serve_engine_hooks *hooks; /* NULL: the pack's model */
 } serve_opts;
 
 /* Returns 0, or the exit status to return. */
 static int parse_args(int argc, char **argv, serve_opts *o)
 {
+    const serve_engine_hooks *hooks = o->hooks;
     o->cfg.port = 8080;
     device_opts_default(&o->dev);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long x;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return -1; }
-        if (!strcmp(a, "--fake-engine")) { o->fake = true; continue; }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout, hooks); return -1; }
         if (!strcmp(a, "--no-prompt-cache")) { o->no_prompt_cache = true; continue; }
         if (!strcmp(a, "--strict-max-tokens")) { o->cfg.strict_max_tokens = true; continue; }
         if (a[0] != '-') {
@@ -106,7 +93,7 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         }
         if (!v) {
             fprintf(stderr, "strata serve: unknown option or missing value: %s\n", a);
-            usage(stderr);
+            usage(stderr, hooks);
             return 2;
         }
         i++;
@@ -118,25 +105,24 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         else if (!strcmp(a, "--api-key")) o->cfg.api_key = v;
         else if (!strcmp(a, "--chat-template")) o->cfg.chat_template = v;
         else if (!strcmp(a, "--cors")) o->cfg.cors_origin = v;
-        else if (!strcmp(a, "--port")) { if (!parse_int(a, v, 0, 65535, &x)) return 2; o->cfg.port = (int)x; }
-        else if (!strcmp(a, "--parallel")) { if (!parse_int(a, v, 1, 256, &x)) return 2; o->cfg.parallel = (int)x; }
-        else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) { if (!parse_int(a, v, 1, 1024, &x)) return 2; o->threads = x; }
-        else if (!strcmp(a, "--queue")) { if (!parse_int(a, v, 0, 4096, &x)) return 2; o->cfg.queue = x ? (int)x : -1; }
-        else if (!strcmp(a, "--ctx")) { if (!parse_int(a, v, 16, 1 << 24, &x)) return 2; o->cfg.n_ctx = (int)x; }
-        else if (!strcmp(a, "--max-body")) { if (!parse_int(a, v, 1024, 1L << 30, &x)) return 2; o->cfg.max_body = (size_t)x; }
-        else if (!strcmp(a, "--fake-delay-ms")) { if (!parse_int(a, v, 0, 60000, &x)) return 2; o->fake_delay_ms = x; }
-        else if (!strcmp(a, "--fake-load-ms")) { if (!parse_int(a, v, 0, 600000, &x)) return 2; o->fake_load_ms = x; }
-        else if (!strcmp(a, "--fake-script")) o->fake_script = v;
-        else if (!strcmp(a, "--fake-template")) o->fake_template = v;
+        else if (!strcmp(a, "--port")) { if (!serve_parse_int(a, v, 0, 65535, &x)) return 2; o->cfg.port = (int)x; }
+        else if (!strcmp(a, "--parallel")) { if (!serve_parse_int(a, v, 1, 256, &x)) return 2; o->cfg.parallel = (int)x; }
+        else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) { if (!serve_parse_int(a, v, 1, 1024, &x)) return 2; o->threads = x; }
+        else if (!strcmp(a, "--queue")) { if (!serve_parse_int(a, v, 0, 4096, &x)) return 2; o->cfg.queue = x ? (int)x : -1; }
+        else if (!strcmp(a, "--ctx")) { if (!serve_parse_int(a, v, 16, 1 << 24, &x)) return 2; o->cfg.n_ctx = (int)x; }
+        else if (!strcmp(a, "--max-body")) { if (!serve_parse_int(a, v, 1024, 1L << 30, &x)) return 2; o->cfg.max_body = (size_t)x; }
         else {
+            int hr = hooks && hooks->option ? hooks->option(hooks->ctx, a, v) : 0;
+            if (hr < 0) return 2;
+            if (hr > 0) continue;
             fprintf(stderr, "strata serve: unknown option: %s\n", a);
-            usage(stderr);
+            usage(stderr, hooks);
             return 2;
         }
     }
     if (!o->pack) {
         fprintf(stderr, "strata serve: no PACK given\n");
-        usage(stderr);
+        usage(stderr, hooks);
         return 2;
     }
     return 0;
@@ -144,38 +130,27 @@ static int parse_args(int argc, char **argv, serve_opts *o)
 
 static engine *load_engine(const serve_opts *o, char *err, size_t errlen)
 {
-    if (!o->fake) {
-        engine_model_opts mo = { .parallel = o->cfg.parallel, .n_ctx = o->cfg.n_ctx,
-                                 .n_threads = (int)o->threads, .kv = KV_F16, .dev = &o->dev,
-                                 .no_prompt_cache = o->no_prompt_cache };
-        /* the reason is written after the prefix, so err holds one line */
-        snprintf(err, errlen, "%s: cannot load the pack: ", o->pack);
-        size_t k = strlen(err);
-        return engine_model_open(o->pack, &mo, err + k, errlen - k);
-    }
-    char path[PATH_MAX];
-    struct stat st;
-    if (stat(o->pack, &st) == 0 && S_ISDIR(st.st_mode))
-        snprintf(path, sizeof path, "%s/tokenizer.gguf", o->pack);
-    else
-        snprintf(path, sizeof path, "%s", o->pack);
-    /* a scripted answer (tool calls) comes with a template, whose prompts want room; --ctx sets it
-     * (an agent's system prompt alone can be 20000 tokens) */
-    const int fake_ctx = o->cfg.n_ctx ? o->cfg.n_ctx : o->fake_script ? 4096 : 512;
-    fake_engine_opts fo = { .n_ctx = fake_ctx, .delay_ms = (int)o->fake_delay_ms,
-                            .script = o->fake_script, .script_always = true, .chat_template = o->fake_template };
-    return fake_engine_new(path, &fo, err, errlen);
+    if (o->hooks) return o->hooks->open(o->hooks->ctx, o->pack, &o->cfg, err, errlen);
+    engine_model_opts mo = { .parallel = o->cfg.parallel, .n_ctx = o->cfg.n_ctx,
+                             .n_threads = (int)o->threads, .kv = KV_F16, .dev = &o->dev,
+                             .no_prompt_cache = o->no_prompt_cache };
+    /* the reason is written after the prefix, so err holds one line */
+    snprintf(err, errlen, "%s: cannot load the pack: ", o->pack);
+    size_t k = strlen(err);
+    return engine_model_open(o->pack, &mo, err + k, errlen - k);
 }
 
 static void free_engine(const serve_opts *o, engine *e)
 {
-    if (o->fake) fake_engine_free(e);
+    if (o->hooks) o->hooks->free(o->hooks->ctx, e);
     else engine_model_free(e);
 }
 
-int strata_cmd_serve(int argc, char **argv)
+int strata_cmd_serve(int argc, char **argv) { return strata_cmd_serve_with(argc, argv, NULL); }
+
+int strata_cmd_serve_with(int argc, char **argv, const serve_engine_hooks *hooks)
 {
-    serve_opts o = { 0 };
+    serve_opts o = { .hooks = hooks };
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc < 0 ? 0 : rc;
 
@@ -195,10 +170,6 @@ int strata_cmd_serve(int argc, char **argv)
            server_port(s));
     fflush(stdout);
 
-    if (o.fake_load_ms > 0) {
-        struct timespec ts = { o.fake_load_ms / 1000, (o.fake_load_ms % 1000) * 1000000L };
-        nanosleep(&ts, NULL);
-    }
     engine *e = load_engine(&o, err, sizeof err);
     if (!e || server_set_engine(s, e, err, sizeof err) != 0) {
         fprintf(stderr, "strata serve: %s\n", err);

@@ -2,10 +2,12 @@
 # strata serve through the binary and curl: refusals of a pack it cannot
 # load, /health 503 while loading then 200, the API key, a chat completion,
 # the OpenAI and Anthropic SSE streams, a client cut off mid-stream, and a
-# clean stop on SIGTERM. Uses the --fake-engine test hook with the
-# stories260K tokenizer on a free 127.0.0.1 port chosen by the server.
+# clean stop on SIGTERM. Uses the test program strata-fake (strata serve
+# with the fake engine, tests/lib/strata_fake_main.c) with the stories260K
+# tokenizer on a free 127.0.0.1 port chosen by the server.
 set -u
 bin=${STRATA_BIN:?STRATA_BIN is not set}
+fake=${STRATA_FAKE:?STRATA_FAKE is not set}
 shared=${STRATA_SHARED:-../shared}
 gguf="$shared/models/stories260K/stories260K.gguf"
 command -v curl >/dev/null || { echo "curl is not installed"; exit 77; }
@@ -18,10 +20,10 @@ trap cleanup EXIT INT TERM
 # a pack that cannot be loaded is a clear one-line refusal
 "$bin/strata" serve "$tmp/no-such-pack" --port 0 >/dev/null 2>"$tmp/e1" && fail "served a missing pack"
 grep -q "no-such-pack: cannot load the pack" "$tmp/e1" || fail "unclear message: $(cat "$tmp/e1")"
-"$bin/strata" serve "$gguf" --fake-engine --chat-template nonesuch >/dev/null 2>"$tmp/e2" && fail "accepted --chat-template nonesuch"
+"$fake" serve "$gguf" --chat-template nonesuch >/dev/null 2>"$tmp/e2" && fail "accepted --chat-template nonesuch"
 grep -q "nonesuch" "$tmp/e2" || fail "unclear message: $(cat "$tmp/e2")"
 
-"$bin/strata" serve "$gguf" --fake-engine --port 0 --api-key k3y --fake-load-ms 700 \
+"$fake" serve "$gguf" --port 0 --api-key k3y --fake-load-ms 700 \
     --fake-delay-ms 10 --parallel 2 >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 server_port 50

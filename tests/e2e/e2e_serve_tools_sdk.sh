@@ -1,7 +1,7 @@
 #!/bin/sh
 # e2e_serve_tools_sdk.sh: tool calls on the wire, read by the official
 # `openai` and `@anthropic-ai/sdk` packages (tests/fixtures/sdk_tools_check.cjs):
-# `strata serve --fake-engine` with Qwen3's tool markers as its template
+# strata-fake (`strata serve` with the fake engine) with Qwen3's tool markers as its template
 # replays an answer that reasons, says a sentence and calls get_weather and
 # now; each SDK must find both calls in the plain and in the streamed
 # answer (its own stream helper accumulating the deltas), and take the next
@@ -10,7 +10,7 @@
 # clients people use make of them. Exit 77 (skip) when node, npm or the
 # packages are not to be had, or stories260K's tokenizer is absent.
 set -u
-bin=${STRATA_BIN:?STRATA_BIN is not set}
+fake=${STRATA_FAKE:?STRATA_FAKE is not set}
 shared=${STRATA_SHARED:-../shared}
 here=$(cd "$(dirname "$0")/.." && pwd)
 gguf="$shared/models/stories260K/stories260K.gguf"
@@ -24,7 +24,7 @@ trap cleanup EXIT INT TERM
 sdk_install "$tmp/sdk" || { echo "SKIP: the SDKs: $(tail -n 1 "$tmp/sdk-npm.log")"; exit 77; }
 
 script=$(printf '<think>\nLook it up.\n</think>\n\nI will check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n<tool_call>\n{"name": "now", "arguments": {}}\n</tool_call>')
-"$bin/strata" serve "$gguf" --fake-engine --port 0 --fake-template "$qwen3_markers" --fake-script "$script" \
+"$fake" serve "$gguf" --port 0 --fake-template "$qwen3_markers" --fake-script "$script" \
     >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 server_port 100

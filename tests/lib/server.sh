@@ -18,9 +18,10 @@
 # agent to DIR/node_modules/.bin/BIN, or exits 77 (skip) with npm's last line.
 # qwen3_markers: a template text the server takes for Qwen3's tool format.
 # agent_diag_begin NAME (the diag_*.sh agent checks, after setting root): sets
-# shared, gguf (stories260K) and tmp, and a trap that stops the server and
-# removes tmp; exits 77 without the GGUF, 2 without bin/strata.
-# agent_serve SCRIPT starts `strata serve` on it with the fake engine
+# shared, gguf (stories260K), fake (the test program strata-fake: $STRATA_FAKE,
+# or the first build/*/tests/strata-fake) and tmp, and a trap that stops the
+# server and removes tmp; exits 77 without the GGUF, 2 without strata-fake.
+# agent_serve SCRIPT starts strata-fake (`strata serve` with the fake engine) on it
 # answering SCRIPT in Qwen3's tool format, in a context that holds an
 # agent's whole system prompt and tools (Claude Code's come to about 150000
 # of stories260K's tokens), and waits for it; agent_stop stops it.
@@ -50,14 +51,15 @@ agent_diag_begin() {
     shared=${STRATA_SHARED:-$root/../shared}
     gguf="$shared/models/stories260K/stories260K.gguf"
     [ -f "$gguf" ] || { echo "SKIP: $gguf is absent"; exit 77; }
-    [ -x "$root/bin/strata" ] || { echo "bin/strata is not built (make)"; exit 2; }
+    fake=${STRATA_FAKE:-$(ls "$root"/build/*/tests/strata-fake 2>/dev/null | head -n 1)}
+    [ -x "$fake" ] || { echo "strata-fake is not built (make tests)"; exit 2; }
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-diag-$1-XXXXXX") || exit 1
     pid=""
     trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
 }
 
 agent_serve() {
-    "$root/bin/strata" serve "$gguf" --fake-engine --port 0 --ctx 400000 --fake-template "$qwen3_markers" \
+    "$fake" serve "$gguf" --port 0 --ctx 400000 --fake-template "$qwen3_markers" \
         --fake-script "$1" >"$tmp/out" 2>"$tmp/err" &
     pid=$!
     server_port 100

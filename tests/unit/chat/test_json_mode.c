@@ -6,7 +6,7 @@
  * marked table (json_vocab_new_marked) lets the mask write them. */
 #include "tests/lib/test_util.h"
 #include "tests/lib/vocab_relabel.h"
-#include "runtime/serve/engine_fake.h"
+#include "tests/lib/engine_fake.h"
 #include "runtime/chat/json_mode.h"
 
 #define GGUF "models/stories260K/stories260K.gguf"

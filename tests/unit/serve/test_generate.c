@@ -4,7 +4,7 @@
  * stories260K tokenizer (streamed deltas concatenate to the whole text,
  * max_tokens, end of generation, logprob records). */
 #include "tests/lib/test_util.h"
-#include "runtime/serve/engine_fake.h"
+#include "tests/lib/engine_fake.h"
 #include "runtime/serve/generate.h"
 #include "runtime/serve/stop_match.h"
 #include "runtime/util/strbuf.h"

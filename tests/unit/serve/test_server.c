@@ -13,7 +13,7 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "runtime/serve/engine_fake.h"
+#include "tests/lib/engine_fake.h"
 #include "runtime/serve/server.h"
 #include "runtime/util/strbuf.h"
 

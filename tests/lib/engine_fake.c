@@ -1,5 +1,5 @@
 /* engine_fake.c: see engine_fake.h. */
-#include "runtime/serve/engine_fake.h"
+#include "tests/lib/engine_fake.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,8 +9,9 @@
  * but stable. delay_ms sleeps before each token so concurrency and
  * disconnect tests have a generation that lasts long enough to interrupt.
  *
- * Reached from the command line only through `strata serve --fake-engine`,
- * documented as a test hook. */
+ * Linked into every cmocka suite (tests/lib/), and served over HTTP by
+ * the test program strata-fake (strata_fake_main.c) for the end-to-end
+ * scripts; never part of bin/strata. */
 #ifndef STRATA_ENGINE_FAKE_H
 #define STRATA_ENGINE_FAKE_H
 
