@@ -75,7 +75,7 @@ struct device_model {
     /* host */
     int *h_sel;                 /* the routing, read back (int32_t on the device) */
     int32_t *h_idx;
-    float *h_x, *h_gd;
+    float *h_x, *h_hg, *h_gd;   /* embedding rows; an expert's rows in and out (--miss cpu) */
     int *h_cnt, *h_off;
     /* expert cache */
     expert_cache *ec;
@@ -322,12 +322,13 @@ static int alloc_buffers(struct device_model *d, const host_model *m, char *err,
                   dalloc(d, (void **)&d->idx, nb * K * sizeof(int32_t), err, errlen)))
         return -1;
     d->h_x = malloc(nb * D * sizeof(float));
+    d->h_hg = malloc(nb * D * sizeof(float));
     d->h_gd = malloc(nb * D * sizeof(float));
     d->h_sel = malloc((nb * K + 1) * sizeof(int32_t));
     d->h_idx = malloc((nb * K + 1) * sizeof(int32_t));
     d->h_cnt = malloc((E + 1) * sizeof(int));
     d->h_off = malloc((E + 1) * sizeof(int));
-    if (!d->h_x || !d->h_gd || !d->h_sel || !d->h_idx || !d->h_cnt || !d->h_off) {
+    if (!d->h_x || !d->h_hg || !d->h_gd || !d->h_sel || !d->h_idx || !d->h_cnt || !d->h_off) {
         snprintf(err, errlen, "out of host memory");
         return -1;
     }
@@ -580,8 +581,8 @@ static int run_expert(struct device_model *d, const host_model *m, int l, int e,
     TRY(ec_access(d->ec, l, e, &r, err, errlen));
     if (r.copied) d->copies_pending = 1;
     if (r.where == EC_MISS_ON_CPU) {
-        TRY(scuda_download(d->c, d->h_x, d->hg, (size_t)n * D * sizeof(float), err, errlen));
-        model_expert_cpu(m->model, l, e, d->h_x, n, d->h_gd);
+        TRY(scuda_download(d->c, d->h_hg, d->hg, (size_t)n * D * sizeof(float), err, errlen));
+        model_expert_cpu(m->model, l, e, d->h_hg, n, d->h_gd);
         TRY(scuda_upload(d->c, d->gd, d->h_gd, (size_t)n * D * sizeof(float), err, errlen));
         ec_note_miss_seconds(d->ec, now_s() - t0);
         return 0;
@@ -698,6 +699,7 @@ static void device_model_free(void *c)
     free(d->mem);
     free(d->L);
     free(d->h_x);
+    free(d->h_hg);
     free(d->h_gd);
     free(d->h_sel);
     free(d->h_idx);
