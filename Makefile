@@ -163,14 +163,14 @@ $(BUILD)/cuda/%.o: runtime/device/cuda/%.cu $(CU_HDRS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -std=c++17 -I. --compiler-options -Wall,-Wextra,-Werror -c $< -o $@
 
-# The C side of the CUDA backend (forward_cuda.c: device.h on the GPU); kept
+# The C side of the CUDA backend (backend_cuda.c: device.h on the GPU); kept
 # out of $(BUILD)/cuda so that the .cu objects can be linked on their own.
 $(BUILD)/cuda-c/%.o: runtime/device/cuda/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -DSTRATA_CUDA -MMD -MP -c $< -o $@
 
 # bin/strata-cuda: strata with the CUDA backend: the CPU build's runtime
-# objects minus the device stub, plus forward_cuda.c and the .cu objects,
+# objects minus the device stub, plus backend_cuda.c and the .cu objects,
 # linked by nvcc with cuBLAS. bin/strata never links CUDA.
 $(BIN)/strata-cuda: $(BUILD)/runtime/cli/strata_main.o $(CUDA_C_OBJS) $(filter-out $(BUILD)/runtime/device/device_cpu_stub.o,$(RUNTIME_OBJS)) $(CU_OBJS) $(LIBFORMATS)
 	@mkdir -p $(BIN)

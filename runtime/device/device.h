@@ -1,6 +1,7 @@
 /* device.h: which device runs a model's forward pass, as a small C interface
  * that the CPU-only build satisfies with a stub (device_cpu_stub.c) and the
- * CUDA build (`make strata-cuda`) with runtime/device/cuda/forward_cuda.c. No CUDA
+ * CUDA build (`make strata-cuda`) with runtime/device/cuda/backend_cuda.c, which
+ * binds the CUDA backend (runtime/model/backend.h) to the model. No CUDA
  * header is reachable from here.
  *
  * Contract:
@@ -25,7 +26,7 @@
  *    (model_record_routing) and the caller saves the profile at the end.
  *  - device_get_stats(): cache hits, misses, bytes moved and miss latency of
  *    the GPU expert cache; on_gpu 0 (and zeros) on the CPU.
- * Everything lives in the model (model_impl.h's dev); no global state. */
+ * Everything lives in the model (its bound backend); no global state. */
 #ifndef STRATA_DEVICE_H
 #define STRATA_DEVICE_H
 
@@ -83,13 +84,7 @@ typedef struct device_stats {
 
 void device_get_stats(const model *m, device_stats *out);
 
-/* ----------------------------------------------------------- model hooks */
-/* Used by forward.c / model.c (defined by the stub or the CUDA backend). */
-struct device_model;
-int device_forward(struct device_model *d, model *m, const int32_t *tokens, int n, float *logits,
-                   bool all_logits, char *err, size_t errlen);
-void device_free(struct device_model *d);
-
+/* ----------------------------------------------------------- routing */
 /* Routing profile of everything evaluated since model_record_routing();
  * NULL when not recording. */
 int model_record_routing(model *m, char *err, size_t errlen);
@@ -99,9 +94,5 @@ const ec_profile *model_routing(const model *m);
 void model_pause_routing(model *m, bool paused);
 /* Adds src's counts to dst (same shape); -1 with err otherwise. */
 int device_profile_add(ec_profile *dst, const ec_profile *src, char *err, size_t errlen);
-
-/* One expert's SwiGLU on the CPU (host weights) for n rows of x, into out
- * [n][n_embd]: the CUDA backend's --miss cpu path (forward.c). */
-void model_expert_cpu(model *m, int layer, int expert, const float *x, int n, float *out);
 
 #endif

@@ -1,5 +1,5 @@
 /* device_cpu_stub.c: device.h in the CPU-only build (bin/strata). The CUDA
- * build links runtime/device/cuda/forward_cuda.c instead of this file. */
+ * build links runtime/device/cuda/backend_cuda.c instead of this file. */
 #include "runtime/device/device.h"
 
 #include <stdio.h>
@@ -19,16 +19,6 @@ int device_attach(model *m, const device_opts *o, char *note, size_t notelen, ch
         snprintf(note, notelen, "--device auto: this strata was built without CUDA; running on the CPU");
     return 0;
 }
-
-int device_forward(struct device_model *d, model *m, const int32_t *tokens, int n, float *logits,
-                   bool all_logits, char *err, size_t errlen)
-{
-    (void)d; (void)m; (void)tokens; (void)n; (void)logits; (void)all_logits;
-    snprintf(err, errlen, "this strata was built without CUDA (make strata-cuda)");
-    return -1;
-}
-
-void device_free(struct device_model *d) { (void)d; }
 
 void device_get_stats(const model *m, device_stats *out)
 {

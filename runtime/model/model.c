@@ -314,6 +314,13 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
     } else {
         m->gd = alloc_f(nb * D, &fail);
     }
+    /* the graph runs on the CPU until another backend is bound (backend.h) */
+    m->ops = &backend_cpu;
+    m->ctx = m;
+    m->bw = &m->w;
+    m->bufs = (backend_bufs){ .x = m->x, .h = m->h, .q = m->q, .kx = m->kx, .vx = m->vx, .att = m->att, .o = m->o,
+                              .rlog = m->rlog, .gd = m->gd, .mla_qa = m->mla_qa, .mla_q = m->mla_q,
+                              .mla_kva = m->mla_kva, .mla_o = m->mla_o };
     if (fail) {
         snprintf(err, errlen, "out of memory (KV cache %zu bytes for n_ctx %d)",
                  cache_rows * (size_t)(m->kv_dim + m->kv_dim_v), m->n_ctx);
@@ -396,7 +403,7 @@ void model_observe_routing(model *m, int layer, const int *sel)
 void model_free(model *m)
 {
     if (!m) return;
-    device_free(m->dev);
+    if (m->ops && m->ops->free) m->ops->free(m->ctx);
     if (m->routing) { ec_profile_free(m->routing); free(m->routing); }
     if (m->w.layers) {
         for (int l = 0; l < m->hp.n_layer; l++) {

@@ -1,10 +1,12 @@
-/* model_impl.h: the model object (private to runtime/model/model*.c and
- * runtime/model/forward.c). Everything one forward pass touches lives here. */
+/* model_impl.h: the model object (private to runtime/model/: model.c,
+ * forward.c, backend.c and the CPU backend, backend_cpu.c). Everything one
+ * forward pass touches lives here; other backends see backend.h only. */
 #ifndef STRATA_MODEL_IMPL_H
 #define STRATA_MODEL_IMPL_H
 
 #include "runtime/device/expert_cache.h"
 #include "runtime/kernels/matmul.h"
+#include "runtime/model/backend.h"
 #include "runtime/model/model.h"
 
 struct model {
@@ -39,14 +41,18 @@ struct model {
     /* MoE */
     float *rlog, *selw, *eo, *hg, *gd;
     int *sel, *grp;             /* grp: (row, slot) pairs routed to one expert */
-    /* device.h: the GPU forward pass when attached (NULL: the CPU), and the
-     * routing profile being recorded (NULL: not recording) */
-    struct device_model *dev;
+    /* the backend the graph runs on (backend.h): the CPU's (ctx the model
+     * itself, bw its weights, bufs its ubatch buffers) unless another is bound */
+    const backend_ops *ops;
+    void *ctx;
+    const model_weights *bw;
+    backend_bufs bufs;
+    /* the routing profile being recorded (NULL: not recording) */
     ec_profile *routing;
     bool routing_paused;   /* model_pause_routing: passes not counted */
 };
 
-/* Records one row's routing at layer l (forward.c and the CUDA backend). */
+/* Records one row's routing at layer l (forward.c). */
 void model_observe_routing(model *m, int layer, const int *sel);
 /* RoPE as the forward pass applies it: B rows of n_heads heads at
  * positions pos0.. rotated in place (B <= the model's ubatch). For tests

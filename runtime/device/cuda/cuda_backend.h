@@ -1,4 +1,4 @@
-/* cuda_backend.h: the CUDA backend's C API (the .cu files of runtime/cuda, compiled by
+/* cuda_backend.h: the CUDA backend's C API (the .cu files of runtime/device/cuda, compiled by
  * `make cuda`). Usable from C11: no CUDA header is needed to include it.
  *
  * Contract:
@@ -100,7 +100,7 @@ ec_device scuda_slots_device(scuda_slots *s);
 void *scuda_slot_ptr(const scuda_slots *s, int slot);
 void scuda_slots_free(scuda_slots *s);
 
-/* forward_ops.cu: what the forward pass (forward_cuda.c) adds. */
+/* forward_ops.cu: what the forward pass (the ops of backend_cuda.c) adds. */
 /* out = x rounded as the CPU rounds a weight's activations (weight.h wact:
  * WA_Q8_0 or WA_Q8_K, then q * d); cols a multiple of the block. */
 int scuda_act_round(scuda_ctx *c, int act, const float *x, float *out, int rows, int64_t cols, char *err,

@@ -1,7 +1,10 @@
-/* forward_cuda.c: device.h in bin/strata-cuda (linked instead of
- * runtime/device/device_cpu_stub.c): the decoder's forward pass on the GPU through
- * the scuda_* API (cuda_backend.h), mirroring runtime/model/forward.c block for
- * block. Plain C11: no CUDA header.
+/* backend_cuda.c: the CUDA backend (runtime/model/backend.h) and device.h in
+ * bin/strata-cuda (linked instead of runtime/device/device_cpu_stub.c): the
+ * graph's ops (runtime/model/forward.c) on the GPU through the scuda_* API
+ * (cuda_backend.h), and its capability row: llama's attention with plain
+ * RoPE, dense or softmax top-k MoE layers, an f16 KV cache, head_dim <= 256
+ * (backend_check refuses the rest). Plain C11: no CUDA header, and of the
+ * model only what backend.h shows.
  *
  *  - At attach, every dense weight and norm is uploaded to VRAM (a WF_GGML
  *    weight is refused: native ggml blocks are not decoded on the GPU), the
@@ -17,8 +20,8 @@
  *  - Ordering: before an access that may copy into a slot, the compute
  *    stream is drained (a queued kernel may still read the victim); before a
  *    slot is computed with, every copy started so far is waited for.
- *  - --miss cpu computes a missed expert with the CPU kernels (model.c's
- *    weights, forward.c's SwiGLU) on the host copy of its rows; pcie copies
+ *  - --miss cpu computes a missed expert with the CPU kernels (the host
+ *    weights, model_expert_cpu) on the host copy of its rows; pcie copies
  *    it into a slot first; auto measures one of each at attach.
  *  - Activations of quantized weights are rounded as the CPU rounds them
  *    (Q8_0 / Q8_K, then q * d) before the product, so both see the same x.
@@ -34,14 +37,25 @@
 
 #include "runtime/device/cuda/cuda_backend.h"
 #include "runtime/kernels/kernels.h"
-#include "runtime/model/model_impl.h"
+#include "runtime/model/backend.h"
 
 bool device_cuda_built(void) { return true; }
 
-typedef struct dlayer {
-    weight wq, wk, wv, wo, ffn_gate, ffn_up, ffn_down, router, sh_gate, sh_up, sh_down, sh_router;
-    float *attn_norm, *ffn_norm, *q_norm, *k_norm, *bq, *bk, *bv;
-} dlayer;
+/* What the backend reads of the host model (backend.h's accessors), under
+ * the model's own field names. */
+typedef struct host_model {
+    model *model;
+    model_hparams hp;
+    model_weights w;
+    model_options opt;
+    int n_ctx, q_dim, kv_dim;
+} host_model;
+
+/* A layer's weights in VRAM: the host struct with device pointers (the
+ * graph reads them; the routed experts stay NULL, served by the slots). */
+typedef layer_weights dlayer;
+
+_Static_assert(sizeof(int) == sizeof(int32_t), "the routing is read back from int32_t into the graph's int");
 
 struct device_model {
     scuda_ctx *c;
@@ -50,15 +64,18 @@ struct device_model {
     uint64_t dense_bytes;
     dlayer *L;
     weight output;              /* output, or the tied token embedding */
-    float *output_norm;
+    const float *output_norm;
+    model_weights w;            /* what the graph reads: L, output, output_norm */
+    backend_bufs bufs;          /* the ubatch buffers the graph passes */
     int nb, max_cols;
     /* device activations of one ubatch */
     float *x, *h, *q, *kx, *vx, *att, *o, *ffa, *ffb, *xq, *rlog, *selw, *eo, *hg, *gd, *shg, *logits;
     int32_t *sel, *idx;
     uint16_t *kc, *vc;          /* [n_layer][n_ctx][kv_dim] f16 */
     /* host */
-    int32_t *h_sel, *h_idx;
-    float *h_x;
+    int *h_sel;                 /* the routing, read back (int32_t on the device) */
+    int32_t *h_idx;
+    float *h_x, *h_hg, *h_gd;   /* embedding rows; an expert's rows in and out (--miss cpu) */
     int *h_cnt, *h_off;
     /* expert cache */
     expert_cache *ec;
@@ -68,8 +85,10 @@ struct device_model {
     ec_miss_mode miss;
     int copies_pending;
     int64_t n_experts;
-    model *m;                   /* the host weights (slot sources, CPU misses) */
+    host_model hm;
+    const host_model *m;        /* &hm: the host weights (slot sources, CPU misses) */
     double bandwidth;
+    char err[512];              /* the last op's failure (backend_ops.error) */
 };
 
 static double now_s(void)
@@ -115,7 +134,7 @@ static weight with_planes(const weight *w, void *const dst[4])
 
 /* An expert's three parts laid out in one slot: writes the slot weights
  * (pointers relative to base; base NULL gives offsets) and returns the bytes. */
-static size_t slot_layout(const model *m, int l, int e, uint8_t *base, weight out[3], const void *src[3][4],
+static size_t slot_layout(const host_model *m, int l, int e, uint8_t *base, weight out[3], const void *src[3][4],
                           size_t off[3][4], size_t size[3][4])
 {
     const layer_weights *L = &m->w.layers[l];
@@ -171,7 +190,7 @@ static int up_bytes(struct device_model *d, const void *src, size_t bytes, void 
     return 0;
 }
 
-static int up_vec(struct device_model *d, const float *v, int n, float **dst, char *err, size_t errlen)
+static int up_vec(struct device_model *d, const float *v, int n, const float **dst, char *err, size_t errlen)
 {
     return up_bytes(d, v, (size_t)n * sizeof(float), (void **)dst, err, errlen);
 }
@@ -202,7 +221,7 @@ static int up_weight(struct device_model *d, const weight *w, weight *dw, const 
 }
 
 /* Every weight the GPU would decode, checked before anything is uploaded. */
-static int check_forms(const model *m, char *err, size_t errlen)
+static int check_forms(const host_model *m, char *err, size_t errlen)
 {
     const weight *out = weight_present(&m->w.output) ? &m->w.output : &m->w.tok_embd;
     if (refuse_form(out, weight_present(&m->w.output) ? "output%.0d" : "token_embd (tied output)%.0d", 0, err, errlen))
@@ -230,7 +249,7 @@ static int check_forms(const model *m, char *err, size_t errlen)
     return 0;
 }
 
-static int upload_dense(struct device_model *d, const model *m, char *err, size_t errlen)
+static int upload_dense(struct device_model *d, const host_model *m, char *err, size_t errlen)
 {
     const model_hparams *hp = &m->hp;
     d->L = calloc((size_t)hp->n_layer, sizeof *d->L);
@@ -274,7 +293,7 @@ static int alloc_f(struct device_model *d, float **p, size_t n, char *err, size_
     return dalloc(d, (void **)p, (n ? n : 1) * sizeof(float), err, errlen);
 }
 
-static int alloc_buffers(struct device_model *d, const model *m, char *err, size_t errlen)
+static int alloc_buffers(struct device_model *d, const host_model *m, char *err, size_t errlen)
 {
     const model_hparams *hp = &m->hp;
     const size_t nb = (size_t)m->opt.n_batch, D = (size_t)hp->n_embd, E = (size_t)hp->n_expert,
@@ -303,11 +322,13 @@ static int alloc_buffers(struct device_model *d, const model *m, char *err, size
                   dalloc(d, (void **)&d->idx, nb * K * sizeof(int32_t), err, errlen)))
         return -1;
     d->h_x = malloc(nb * D * sizeof(float));
+    d->h_hg = malloc(nb * D * sizeof(float));
+    d->h_gd = malloc(nb * D * sizeof(float));
     d->h_sel = malloc((nb * K + 1) * sizeof(int32_t));
     d->h_idx = malloc((nb * K + 1) * sizeof(int32_t));
     d->h_cnt = malloc((E + 1) * sizeof(int));
     d->h_off = malloc((E + 1) * sizeof(int));
-    if (!d->h_x || !d->h_sel || !d->h_idx || !d->h_cnt || !d->h_off) {
+    if (!d->h_x || !d->h_hg || !d->h_gd || !d->h_sel || !d->h_idx || !d->h_cnt || !d->h_off) {
         snprintf(err, errlen, "out of host memory");
         return -1;
     }
@@ -359,14 +380,14 @@ static int slot_dev_sync(void *ctx, char *err, size_t errlen)
 
 /* --miss auto: one expert (layer 0, expert 0) computed on the CPU for one
  * row, and copied host to VRAM, each timed once after a warm-up. */
-static int measure_miss(struct device_model *d, model *m, double *cpu_s, double *pcie_s, char *err, size_t errlen)
+static int measure_miss(struct device_model *d, const host_model *m, double *cpu_s, double *pcie_s, char *err, size_t errlen)
 {
     float *row = calloc((size_t)m->hp.n_embd * 2, sizeof(float));
     if (!row) { snprintf(err, errlen, "out of host memory"); return -1; }
     for (int i = 0; i < m->hp.n_embd; i++) row[i] = (float)((i % 7) - 3) * 0.01f;
-    model_expert_cpu(m, 0, 0, row, 1, row + m->hp.n_embd);
+    model_expert_cpu(m->model, 0, 0, row, 1, row + m->hp.n_embd);
     double t0 = now_s();
-    model_expert_cpu(m, 0, 0, row, 1, row + m->hp.n_embd);
+    model_expert_cpu(m->model, 0, 0, row, 1, row + m->hp.n_embd);
     *cpu_s = now_s() - t0;
     free(row);
     void *tmp = NULL;
@@ -379,7 +400,7 @@ static int measure_miss(struct device_model *d, model *m, double *cpu_s, double 
     return rc ? -1 : 0;
 }
 
-static int setup_experts(struct device_model *d, model *m, const device_opts *o, char *err, size_t errlen)
+static int setup_experts(struct device_model *d, const host_model *m, const device_opts *o, char *err, size_t errlen)
 {
     const model_hparams *hp = &m->hp;
     d->n_experts = (int64_t)hp->n_layer * hp->n_expert;
@@ -427,12 +448,14 @@ static int setup_experts(struct device_model *d, model *m, const device_opts *o,
     return 0;
 }
 
-/* ----------------------------------------------------------- the forward */
+/* ------------------------------------------------------------------ ops */
 
 #define TRY(x)                          \
     do {                                \
         if ((x) != 0) return -1;        \
     } while (0)
+/* an op's failure goes to d->err (backend_ops.error) */
+#define ERR d->err, sizeof d->err
 
 /* Y = X . W^T with X rounded as the CPU rounds it for this weight. */
 static int mm(struct device_model *d, const weight *w, const float *x, int n, float *y, char *err, size_t errlen)
@@ -454,49 +477,101 @@ static int swiglu(struct device_model *d, const weight *g, const weight *u, cons
     return mm(d, dn, d->ffa, n, out, err, errlen);
 }
 
-static int attention_block(struct device_model *d, model *m, int l, int B, int pos0, char *err, size_t errlen)
+static int cu_begin(void *c, const int32_t *tokens, int B, int pos0)
 {
-    const model_hparams *hp = &m->hp;
-    const dlayer *G = &d->L[l];
-    const int D = hp->n_embd, hd = hp->head_dim;
-    TRY(scuda_rmsnorm(d->c, d->x, G->attn_norm, d->h, B, D, hp->rms_eps, err, errlen));
-    TRY(mm(d, &G->wq, d->h, B, d->q, err, errlen));
-    TRY(mm(d, &G->wk, d->h, B, d->kx, err, errlen));
-    TRY(mm(d, &G->wv, d->h, B, d->vx, err, errlen));
-    if (G->bq) {
-        TRY(scuda_add_bias(d->c, d->q, G->bq, B, m->q_dim, err, errlen));
-        TRY(scuda_add_bias(d->c, d->kx, G->bk, B, m->kv_dim, err, errlen));
-        TRY(scuda_add_bias(d->c, d->vx, G->bv, B, m->kv_dim, err, errlen));
-    }
-    if (hp->arch.qk_norm == QK_NORM_FULL) {
-        TRY(scuda_rmsnorm(d->c, d->q, G->q_norm, d->q, B, m->q_dim, hp->rms_eps, err, errlen));
-        TRY(scuda_rmsnorm(d->c, d->kx, G->k_norm, d->kx, B, m->kv_dim, hp->rms_eps, err, errlen));
-    } else if (hp->arch.qk_norm == QK_NORM_HEAD) {
-        TRY(scuda_rmsnorm(d->c, d->q, G->q_norm, d->q, B * hp->n_head, hd, hp->rms_eps, err, errlen));
-        TRY(scuda_rmsnorm(d->c, d->kx, G->k_norm, d->kx, B * hp->n_head_kv, hd, hp->rms_eps, err, errlen));
-    }
-    const int neox = hp->arch.rope == ROPE_NEOX;
-    TRY(scuda_rope(d->c, d->q, B, hp->n_head, hd, hp->n_rot, pos0, hp->rope_base, neox, err, errlen));
-    TRY(scuda_rope(d->c, d->kx, B, hp->n_head_kv, hd, hp->n_rot, pos0, hp->rope_base, neox, err, errlen));
-    const size_t lo = (size_t)l * (size_t)m->n_ctx * (size_t)m->kv_dim;
-    TRY(scuda_kv_store(d->c, d->kx, d->vx, d->kc + lo, d->vc + lo, B, m->kv_dim, pos0, err, errlen));
-    TRY(scuda_attention(d->c, d->q, d->kc + lo, d->vc + lo, d->att, B, hp->n_head, hp->n_head_kv, hd, pos0, err,
-                        errlen));
-    TRY(mm(d, &G->wo, d->att, B, d->o, err, errlen));
-    return scuda_axpy(d->c, 1.0f, d->o, d->x, (int64_t)B * D, err, errlen);
+    struct device_model *d = c;
+    (void)pos0; /* the RoPE kernel computes its angles from pos0 itself */
+    /* the embedding rows are looked up on the host (any form, WF_GGML too) */
+    model_embed_rows(d->m->model, tokens, B, d->h_x);
+    TRY(scuda_upload(d->c, d->x, d->h_x, (size_t)B * d->m->hp.n_embd * sizeof(float), ERR));
+    if (d->ec) ec_begin_token(d->ec);
+    return 0;
 }
 
-static int ffn_block(struct device_model *d, model *m, int l, int B, char *err, size_t errlen)
+static int cu_rmsnorm(void *c, const float *x, const float *w, float *out, int rows, int n)
 {
-    const dlayer *G = &d->L[l];
-    const int D = m->hp.n_embd;
-    TRY(scuda_rmsnorm(d->c, d->x, G->ffn_norm, d->h, B, D, m->hp.rms_eps, err, errlen));
-    TRY(swiglu(d, &G->ffn_gate, &G->ffn_up, &G->ffn_down, d->h, B, d->o, err, errlen));
-    return scuda_axpy(d->c, 1.0f, d->o, d->x, (int64_t)B * D, err, errlen);
+    struct device_model *d = c;
+    return scuda_rmsnorm(d->c, x, w, out, rows, n, d->m->hp.rms_eps, ERR);
+}
+
+static int cu_matmul(void *c, const weight *w, const float *x, int n, float *y)
+{
+    struct device_model *d = c;
+    return mm(d, w, x, n, y, ERR);
+}
+
+static int cu_matvecs(void *c, const mm_vec *v, int nv, const mm_next *next)
+{
+    struct device_model *d = c;
+    (void)next;
+    for (int i = 0; i < nv; i++) TRY(mm(d, v[i].w, v[i].x, 1, v[i].y, ERR));
+    return 0;
+}
+
+static int cu_add_bias(void *c, float *y, const float *bias, int rows, int n)
+{
+    struct device_model *d = c;
+    return bias ? scuda_add_bias(d->c, y, bias, rows, n, ERR) : 0;
+}
+
+static int cu_add(void *c, float *x, const float *y, size_t n)
+{
+    struct device_model *d = c;
+    return scuda_axpy(d->c, 1.0f, y, x, (int64_t)n, ERR);
+}
+
+/* The kernel rotates packed heads only (MLA's strided ones: caps.mla is false). */
+static int cu_rope(void *c, float *v, int B, size_t row_stride, int n_heads, size_t head_stride, int pos0)
+{
+    struct device_model *d = c;
+    const model_hparams *hp = &d->m->hp;
+    const size_t hd = (size_t)hp->head_dim;
+    if (head_stride != hd || row_stride != (size_t)n_heads * hd) {
+        snprintf(d->err, sizeof d->err, "CUDA RoPE: heads of %zu floats every %zu, rows every %zu (packed only)", hd,
+                 head_stride, row_stride);
+        return -1;
+    }
+    return scuda_rope(d->c, v, B, n_heads, hp->head_dim, hp->n_rot, pos0, hp->rope_base, hp->arch.rope == ROPE_NEOX,
+                      ERR);
+}
+
+static int cu_attention(void *c, int l, int B, int pos0, const mm_next *next)
+{
+    struct device_model *d = c;
+    const host_model *m = d->m;
+    const model_hparams *hp = &m->hp;
+    (void)next;
+    const size_t lo = (size_t)l * (size_t)m->n_ctx * (size_t)m->kv_dim;
+    TRY(scuda_kv_store(d->c, d->kx, d->vx, d->kc + lo, d->vc + lo, B, m->kv_dim, pos0, ERR));
+    return scuda_attention(d->c, d->q, d->kc + lo, d->vc + lo, d->att, B, hp->n_head, hp->n_head_kv, hp->head_dim,
+                           pos0, ERR);
+}
+
+static int cu_ffn(void *c, const weight *gate, const weight *up, const weight *down, const float *x, int B, float *out)
+{
+    struct device_model *d = c;
+    return swiglu(d, gate, up, down, x, B, out, ERR);
+}
+
+/* The router's softmax top-k on the GPU; the picks read back for the host's
+ * grouping (and the graph's --record-routing). */
+static int cu_route(void *c, int l, int B, const int **sel)
+{
+    struct device_model *d = c;
+    const int E = d->m->hp.n_expert, K = d->m->hp.n_expert_used;
+    TRY(scuda_router_topk(d->c, d->rlog, B, E, K, d->m->hp.arch.norm_topk, d->sel, d->selw, ERR));
+    TRY(scuda_download(d->c, d->h_sel, d->sel, (size_t)B * K * sizeof(int32_t), ERR));
+    for (int i = 0; i < B * K; i++)
+        if (d->h_sel[i] < 0 || d->h_sel[i] >= E) {
+            snprintf(d->err, sizeof d->err, "CUDA router: expert %d of %d at layer %d", d->h_sel[i], E, l);
+            return -1;
+        }
+    *sel = d->h_sel;
+    return 0;
 }
 
 /* One routed expert over its n gathered rows (d->hg) into d->gd. */
-static int run_expert(struct device_model *d, model *m, int l, int e, int n, char *err, size_t errlen)
+static int run_expert(struct device_model *d, const host_model *m, int l, int e, int n, char *err, size_t errlen)
 {
     const int D = m->hp.n_embd;
     const double t0 = now_s();
@@ -506,9 +581,9 @@ static int run_expert(struct device_model *d, model *m, int l, int e, int n, cha
     TRY(ec_access(d->ec, l, e, &r, err, errlen));
     if (r.copied) d->copies_pending = 1;
     if (r.where == EC_MISS_ON_CPU) {
-        TRY(scuda_download(d->c, m->hg, d->hg, (size_t)n * D * sizeof(float), err, errlen));
-        model_expert_cpu(m, l, e, m->hg, n, m->gd);
-        TRY(scuda_upload(d->c, d->gd, m->gd, (size_t)n * D * sizeof(float), err, errlen));
+        TRY(scuda_download(d->c, d->h_hg, d->hg, (size_t)n * D * sizeof(float), err, errlen));
+        model_expert_cpu(m->model, l, e, d->h_hg, n, d->h_gd);
+        TRY(scuda_upload(d->c, d->gd, d->h_gd, (size_t)n * D * sizeof(float), err, errlen));
         ec_note_miss_seconds(d->ec, now_s() - t0);
         return 0;
     }
@@ -524,27 +599,15 @@ static int run_expert(struct device_model *d, model *m, int l, int e, int n, cha
     return swiglu(d, &w[0], &w[1], &w[2], d->hg, n, d->gd, err, errlen);
 }
 
-static int moe_block(struct device_model *d, model *m, int l, int B, char *err, size_t errlen)
+/* The routed experts of layer l over the rows d->route picked: each expert
+ * once over its gathered rows (from its slot, or on the CPU), scattered back
+ * and combined in top-k order into o. */
+static int cu_moe(void *c, int l, int B)
 {
-    const dlayer *G = &d->L[l];
+    struct device_model *d = c;
+    const host_model *m = d->m;
     const int E = m->hp.n_expert, K = m->hp.n_expert_used, D = m->hp.n_embd;
-    TRY(scuda_rmsnorm(d->c, d->x, G->ffn_norm, d->h, B, D, m->hp.rms_eps, err, errlen));
-    TRY(mm(d, &G->router, d->h, B, d->rlog, err, errlen));
-    TRY(scuda_router_topk(d->c, d->rlog, B, E, K, m->hp.arch.norm_topk, d->sel, d->selw, err, errlen));
-    TRY(scuda_download(d->c, d->h_sel, d->sel, (size_t)B * K * sizeof(int32_t), err, errlen));
-    for (int i = 0; i < B * K; i++)
-        if (d->h_sel[i] < 0 || d->h_sel[i] >= E) {
-            snprintf(err, errlen, "CUDA router: expert %d of %d at layer %d", (int)d->h_sel[i], E, l);
-            return -1;
-        }
-    if (m->routing) {
-        int row[256];
-        for (int b = 0; b < B; b++) {
-            for (int j = 0; j < K; j++) row[j] = d->h_sel[b * K + j];
-            model_observe_routing(m, l, row);
-        }
-    }
-    /* (row, slot) pairs grouped by expert, rows in order, as forward.c */
+    /* (row, slot) pairs grouped by expert, rows in order, as the CPU's */
     int at = 0;
     for (int e = 0; e < E; e++) {
         d->h_off[e] = at;
@@ -552,72 +615,83 @@ static int moe_block(struct device_model *d, model *m, int l, int B, char *err, 
             if (d->h_sel[g] == e) d->h_idx[at++] = g;
         d->h_cnt[e] = at - d->h_off[e];
     }
-    TRY(scuda_upload(d->c, d->idx, d->h_idx, (size_t)at * sizeof(int32_t), err, errlen));
+    TRY(scuda_upload(d->c, d->idx, d->h_idx, (size_t)at * sizeof(int32_t), ERR));
     for (int e = 0; e < E; e++) {
         const int n = d->h_cnt[e];
         if (n == 0) continue;
         const int32_t *idx = d->idx + d->h_off[e];
-        TRY(scuda_gather_rows(d->c, d->h, idx, K, n, D, d->hg, err, errlen));
-        TRY(run_expert(d, m, l, e, n, err, errlen));
-        TRY(scuda_scatter_rows(d->c, d->gd, idx, n, D, d->eo, err, errlen));
+        TRY(scuda_gather_rows(d->c, d->h, idx, K, n, D, d->hg, ERR));
+        TRY(run_expert(d, m, l, e, n, ERR));
+        TRY(scuda_scatter_rows(d->c, d->gd, idx, n, D, d->eo, ERR));
     }
-    TRY(scuda_moe_combine(d->c, d->eo, d->selw, B, K, D, d->o, err, errlen));
-    if (weight_present(&G->sh_gate)) {
-        TRY(swiglu(d, &G->sh_gate, &G->sh_up, &G->sh_down, d->h, B, d->gd, err, errlen));
-        const float *gate = NULL;
-        if (weight_present(&G->sh_router)) {
-            TRY(mm(d, &G->sh_router, d->h, B, d->shg, err, errlen));
-            gate = d->shg;
-        }
-        TRY(scuda_gate_add(d->c, d->gd, gate, B, D, d->o, err, errlen));
-    }
-    return scuda_axpy(d->c, 1.0f, d->o, d->x, (int64_t)B * D, err, errlen);
+    return scuda_moe_combine(d->c, d->eo, d->selw, B, K, D, d->o, ERR);
 }
 
-static int forward_ubatch(struct device_model *d, model *m, const int32_t *tokens, int B, float *logits, int want,
-                          char *err, size_t errlen)
+static int cu_gate_add(void *c, const weight *router, const float *h, const float *y, int B, int n, float *o)
 {
-    const model_hparams *hp = &m->hp;
-    const int pos0 = m->n_past, D = hp->n_embd;
-    /* the embedding rows are looked up on the host (any form, WF_GGML too) */
-    for (int b = 0; b < B; b++) m->k->row_f32[m->w.tok_embd.form](&m->w.tok_embd, tokens[b], d->h_x + (size_t)b * D);
-    TRY(scuda_upload(d->c, d->x, d->h_x, (size_t)B * D * sizeof(float), err, errlen));
-    if (d->ec) ec_begin_token(d->ec);
-    for (int l = 0; l < hp->n_layer; l++) {
-        TRY(attention_block(d, m, l, B, pos0, err, errlen));
-        TRY(hparams_layer_moe(hp, l) ? moe_block(d, m, l, B, err, errlen) : ffn_block(d, m, l, B, err, errlen));
+    struct device_model *d = c;
+    const float *gate = NULL;
+    if (weight_present(router)) {
+        TRY(mm(d, router, h, B, d->shg, ERR));
+        gate = d->shg;
     }
-    if (want == 2) {
-        TRY(scuda_rmsnorm(d->c, d->x, d->output_norm, d->h, B, D, hp->rms_eps, err, errlen));
-        TRY(mm(d, &d->output, d->h, B, d->logits, err, errlen));
-        TRY(scuda_download(d->c, logits, d->logits, (size_t)B * hp->n_vocab * sizeof(float), err, errlen));
-    } else if (want == 1) {
-        TRY(scuda_rmsnorm(d->c, d->x + (size_t)(B - 1) * D, d->output_norm, d->h, 1, D, hp->rms_eps, err, errlen));
-        TRY(mm(d, &d->output, d->h, 1, d->logits, err, errlen));
-        TRY(scuda_download(d->c, logits, d->logits, (size_t)hp->n_vocab * sizeof(float), err, errlen));
-    } else {
-        TRY(scuda_sync(d->c, err, errlen));
-    }
-    m->n_past += B;
-    return 0;
+    return scuda_gate_add(d->c, y, gate, B, n, o, ERR);
 }
 
-int device_forward(struct device_model *d, model *m, const int32_t *tokens, int n, float *logits, bool all_logits,
-                   char *err, size_t errlen)
+static int cu_logits(void *c, const weight *w, const float *h, int rows, float *logits)
 {
-    for (int i = 0; i < n; i += d->nb) {
-        const int B = n - i < d->nb ? n - i : d->nb;
-        const int want = all_logits ? 2 : i + B == n ? 1 : 0;
-        TRY(forward_ubatch(d, m, tokens + i, B, all_logits ? logits + (size_t)i * m->hp.n_vocab : logits, want, err,
-                           errlen));
-    }
-    return 0;
+    struct device_model *d = c;
+    TRY(mm(d, w, h, rows, d->logits, ERR));
+    return scuda_download(d->c, logits, d->logits, (size_t)rows * (size_t)w->rows * sizeof(float), ERR);
 }
+
+static int cu_sync(void *c)
+{
+    struct device_model *d = c;
+    return scuda_sync(d->c, ERR);
+}
+
+static const char *cu_error(void *c)
+{
+    const struct device_model *d = c;
+    return d->err;
+}
+
+static void device_model_free(void *c);
+
+/* The capability row: llama's attention with plain RoPE, an f16 cache,
+ * dense or softmax top-k MoE layers (everything else false). */
+static const backend_caps cuda_caps = { .name = "CUDA", .max_head_dim = 256 };
+
+static const backend_ops backend_cuda = {
+    .caps = &cuda_caps,
+    .begin = cu_begin,
+    .rmsnorm = cu_rmsnorm,
+    .matmul = cu_matmul,
+    .matvecs = cu_matvecs,
+    .add_bias = cu_add_bias,
+    .scale = NULL,         /* Granite's multipliers */
+    .add = cu_add,
+    .rope = cu_rope,
+    .attn_temp = NULL,     /* Llama 4 */
+    .attention = cu_attention,
+    .ffn = cu_ffn,
+    .route = cu_route,
+    .moe = cu_moe,
+    .gate_add = cu_gate_add,
+    .copy_rows = NULL,     /* MLA */
+    .mla_per_head = NULL,  /* MLA */
+    .logits = cu_logits,
+    .sync = cu_sync,
+    .error = cu_error,
+    .free = device_model_free,
+};
 
 /* ---------------------------------------------------------- attach, free */
 
-void device_free(struct device_model *d)
+static void device_model_free(void *c)
 {
+    struct device_model *d = c;
     if (!d) return;
     ec_free(d->ec);
     if (d->slots) scuda_dfree(d->c, d->slots);
@@ -625,6 +699,8 @@ void device_free(struct device_model *d)
     free(d->mem);
     free(d->L);
     free(d->h_x);
+    free(d->h_hg);
+    free(d->h_gd);
     free(d->h_sel);
     free(d->h_idx);
     free(d->h_cnt);
@@ -633,59 +709,23 @@ void device_free(struct device_model *d)
     free(d);
 }
 
-static int build(struct device_model *d, model *m, const device_opts *o, char *err, size_t errlen)
+static int build(struct device_model *d, model *model, const device_opts *o, char *err, size_t errlen)
 {
-    if (m->opt.kv != KV_F16) {
-        snprintf(err, errlen, "the CUDA backend keeps an f16 KV cache (--kv-type f32 runs on the CPU: --device cpu)");
-        return -1;
-    }
-    if (m->hp.embd_scale != 0 || m->hp.residual_scale != 0 || m->hp.attn_scale != 0 || m->hp.logit_scale != 0) {
-        snprintf(err, errlen, "the CUDA backend does not apply Granite's multipliers yet (--device cpu)");
-        return -1;
-    }
-    bool probs_b = false;
-    for (int l = 0; l < m->hp.n_layer; l++) probs_b |= m->w.layers[l].exp_probs_b != NULL;
-    if (m->hp.gating != GATING_SOFTMAX || probs_b || (m->hp.arch.scale_w && m->hp.expert_weights_scale != 0) ||
-        m->hp.n_group) {
-        snprintf(err, errlen, "the CUDA router does softmax top-k only (sigmoid or gpt-oss gating, a selection bias, "
-                 "a weight scale or grouped routing: --device cpu)");
-        return -1;
-    }
-    if (m->hp.n_layer_dense_lead > 0 || m->hp.n_moe_layer_step > 1) {
-        snprintf(err, errlen, "the CUDA backend runs all-MoE or all-dense models (this one starts with %d dense "
-                 "layers: --device cpu)", m->hp.n_layer_dense_lead);
-        return -1;
-    }
-    /* The attention here is llama's order (norms, then RoPE, on every layer);
-     * Hunyuan's, GLM-4.5-Air's and Llama 4's differ. Most of these models are
-     * also refused for their routing above; this says what the GPU lacks even
-     * where the routing would pass (Hunyuan routes by softmax). */
-    const arch_info *a = &m->hp.arch;
-    if (a->mla || a->qk_norm_after_rope || a->qk_norm_optional || a->l2_qk_norm || a->weight_before_ffn ||
-        a->attn_sinks || a->swa_pattern > 0 || m->hp.no_rope_step > 0 || m->hp.attn_chunk > 0) {
-        snprintf(err, errlen, "the CUDA backend does not run %s's attention yet (%s: --device cpu)", a->name,
-                 a->mla ? "multi-head latent attention"
-                 : a->attn_sinks || a->swa_pattern > 0 ? "attention sinks and sliding-window layers"
-                 : a->qk_norm_after_rope ? "q/k norms after RoPE"
-                 : a->qk_norm_optional ? "q/k norms on some layers only"
-                 : "no-RoPE layers, chunked attention and L2 q/k norms");
-        return -1;
-    }
-    if (hparams_rope_scaled(&m->hp) || m->w.rope_freqs) {
-        snprintf(err, errlen, "the CUDA backend has plain RoPE only (this model scales its angles: --device cpu)");
-        return -1;
-    }
-    if (m->hp.head_dim > 256 || m->hp.n_head % m->hp.n_head_kv) {
-        snprintf(err, errlen, "the CUDA attention needs head_dim <= 256 and n_head a multiple of n_head_kv (%d, %d/%d)",
-                 m->hp.head_dim, m->hp.n_head, m->hp.n_head_kv);
-        return -1;
-    }
+    if (backend_check(&cuda_caps, model, err, errlen)) return -1;
+    const model_hparams *hp = model_hp(model);
+    d->hm = (host_model){ .model = model, .hp = *hp, .w = *model_host_weights(model), .opt = *model_opts(model),
+                          .n_ctx = model_n_ctx(model), .q_dim = hp->n_head * hp->head_dim,
+                          .kv_dim = hp->n_head_kv * hp->head_dim };
+    const host_model *m = &d->hm;
     if (check_forms(m, err, errlen)) return -1;
     d->c = scuda_create(-1, 0, err, errlen);
     if (!d->c) return -1;
     d->m = m;
     if (upload_dense(d, m, err, errlen) || alloc_buffers(d, m, err, errlen)) return -1;
     if (m->hp.n_expert > 0 && setup_experts(d, m, o, err, errlen)) return -1;
+    d->w = (model_weights){ .layers = d->L, .output = d->output, .output_norm = d->output_norm };
+    d->bufs = (backend_bufs){ .x = d->x, .h = d->h, .q = d->q, .kx = d->kx, .vx = d->vx, .att = d->att, .o = d->o,
+                              .rlog = d->rlog, .gd = d->gd };
     uint64_t free_b = 0, total_b = 0;
     if (scuda_mem_info(d->c, &free_b, &total_b, err, errlen)) return -1;
     size_t bw_bytes = (size_t)256 << 20;
@@ -703,17 +743,16 @@ int device_attach(model *m, const device_opts *o, char *note, size_t notelen, ch
         o = &def;
     }
     if (o->kind == DEVICE_CPU) return 0;
-    if (m->dev || m->n_past) {
+    if (!model_backend_ctx(m, &backend_cpu) || model_n_past(m)) {
         snprintf(err, errlen, "device_attach: the model is already attached or has evaluated tokens");
         return -1;
     }
     struct device_model *d = calloc(1, sizeof *d);
     char why[512] = "out of host memory";
-    if (d && build(d, m, o, why, sizeof why) == 0) {
-        m->dev = d;
+    if (d && build(d, m, o, why, sizeof why) == 0 &&
+        model_bind_backend(m, &backend_cuda, d, &d->w, &d->bufs, why, sizeof why) == 0)
         return 1;
-    }
-    device_free(d);
+    device_model_free(d);
     if (o->kind == DEVICE_CUDA) {
         snprintf(err, errlen, "%s", why);
         return -1;
@@ -726,7 +765,7 @@ void device_get_stats(const model *m, device_stats *out)
 {
     memset(out, 0, sizeof *out);
     out->miss = "";
-    const struct device_model *d = m->dev;
+    const struct device_model *d = model_backend_ctx(m, &backend_cuda);
     if (!d) return;
     out->on_gpu = 1;
     snprintf(out->name, sizeof out->name, "%s", scuda_device_name(d->c));

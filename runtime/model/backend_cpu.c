@@ -1,0 +1,404 @@
+/* backend_cpu.c: the CPU backend (backend.h): the graph's ops on the host,
+ * with the kernels of runtime/kernels/ (every matrix product through mm_mul,
+ * matmul.h). Float conventions follow ggml where it changes results: RMS sums
+ * and softmax sums in double, products rounded before they are added. Its
+ * capability row is everything the graph has; the MoE ops (routing, the
+ * routed experts, the FFNs) are in backend_cpu_moe.c. */
+#include "runtime/model/backend_cpu.h"
+
+#include "runtime/kernels/ggml_order.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- helpers */
+
+static void rmsnorm(float *out, const float *x, const float *w, int n, float eps)
+{
+    double ss = 0.0;
+    for (int i = 0; i < n; i++) ss += (double)(x[i] * x[i]);
+    const float scale = 1.0f / sqrtf((float)(ss / n) + eps);
+    for (int i = 0; i < n; i++) {
+        float v = x[i] * scale;
+        out[i] = w ? v * w[i] : v; /* no weight: ggml_rms_norm alone */
+    }
+}
+
+static void rmsnorm_rows(float *out, const float *x, const float *w, int B, int n, float eps)
+{
+    for (int b = 0; b < B; b++) rmsnorm(out + (size_t)b * n, x + (size_t)b * n, w, n, eps);
+}
+
+
+/* YaRN's correction range, as ggml_rope_yarn_corr_dims computes it: the
+ * pair index where a rotation completes `beta` turns over n_ctx_orig. */
+static float yarn_corr_dim(int n_dims, int n_ctx_orig, float beta, float base)
+{
+    return n_dims * logf(n_ctx_orig / (beta * 2 * (float)M_PI)) / (2 * logf(base));
+}
+
+/* theta_i = pos * base^(-2i/n_rot) the way ggml-cpu's rope cache makes it
+ * (float: theta starts at pos and is multiplied by powf(base, -2/n_rot)
+ * once per pair, cosf/sinf of each), so angles carry ggml's rounding.
+ * Scaling (model.h) follows ggml's rope_yarn step by step; its two sums
+ * are the FMAs ggml-cpu's contracted build makes of them. Unscaled, every
+ * extra step is a multiply or divide by exactly 1. */
+static void rope_tables(model *m, int B, int pos0)
+{
+    const model_hparams *hp = &m->hp;
+    const int half = hp->n_rot / 2;
+    const float theta_scale = powf(hp->rope_base, -2.0f / (float)hp->n_rot);
+    const float fs = hp->rope_freq_scale, ext = hp->yarn_ext_factor;
+    const float *ff = m->w.rope_freqs;
+    float lo = floorf(yarn_corr_dim(hp->n_rot, hp->n_ctx_orig, hp->yarn_beta_fast, hp->rope_base));
+    float hi = ceilf(yarn_corr_dim(hp->n_rot, hp->n_ctx_orig, hp->yarn_beta_slow, hp->rope_base));
+    lo = lo > 0 ? lo : 0;
+    hi = hi < (float)(hp->n_rot - 1) ? hi : (float)(hp->n_rot - 1);
+    const float span = hi - lo > 0.001f ? hi - lo : 0.001f;
+    /* MLA: llama.cpp's deepseek2 graph hands RoPE 1 / (1 + 0.1 ln(1/freq_scale)) instead of the
+     * attention factor, which it puts into the q·k scale (attn_scale) */
+    float mscale = hp->arch.mla ? 1.0f / (1.0f + 0.1f * logf(1.0f / fs)) : hp->rope_attn_factor;
+    if (ext != 0.0f) mscale *= fmaf(0.1f, logf(1.0f / fs), 1.0f);
+    for (int b = 0; b < B; b++) {
+        float *cs = m->rope_cs + (size_t)b * hp->n_rot;
+        float theta = (float)(pos0 + b);
+        for (int i = 0; i < half; i++) {
+            const float t_extrap = ff ? theta / ff[i] : theta, t_interp = fs * t_extrap;
+            float t = t_interp;
+            if (ext != 0.0f) {
+                float y = ((float)i - lo) / span;
+                y = y < 0 ? 0 : y > 1 ? 1 : y;
+                const float mix = (1 - y) * ext;
+                t = fmaf(t_interp, 1 - mix, t_extrap * mix);
+            }
+            cs[i] = cosf(t) * mscale;
+            cs[half + i] = sinf(t) * mscale;
+            theta *= theta_scale;
+        }
+    }
+}
+
+/* NORM rotates adjacent pairs (2i, 2i+1); NEOX pairs i with i + n_rot/2. */
+static void rope_head(float *v, const float *cs, int n_rot, rope_kind kind)
+{
+    const int half = n_rot / 2;
+    for (int i = 0; i < half; i++) {
+        const int i0 = kind == ROPE_NEOX ? i : 2 * i, i1 = kind == ROPE_NEOX ? i + half : 2 * i + 1;
+        const float c = cs[i], s = cs[half + i], a = v[i0], b = v[i1];
+        /* ggml-cpu is built with floating-point contraction: its
+         * x0*cos - x1*sin and x0*sin + x1*cos become these two FMAs */
+        v[i0] = fmaf(a, c, -(b * s));
+        v[i1] = fmaf(a, s, b * c);
+    }
+}
+
+void model_rope_rows(model *m, float *v, int n_heads, int B, int pos0)
+{
+    rope_tables(m, B, pos0);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < n_heads; h++)
+            rope_head(v + ((size_t)b * n_heads + h) * m->hp.head_dim, m->rope_cs + (size_t)b * m->hp.n_rot,
+                      m->hp.n_rot, m->hp.arch.rope);
+}
+
+
+/* A position's cache row: a full layer's is the position itself (no
+ * division in attention's inner loop), a sliding layer's ring wraps. */
+static size_t kv_index(const model *m, int layer, int pos)
+{
+    const int rows = m->kv_rows[layer];
+    return m->kv_off[layer] + (size_t)(pos < rows ? pos : pos % rows);
+}
+
+static void *k_row(const model *m, int layer, int pos)
+{
+    return (char *)m->kcache + kv_index(m, layer, pos) * m->kv_dim * m->kv_elt;
+}
+
+static void *v_row(const model *m, int layer, int pos)
+{
+    return (char *)m->vcache + kv_index(m, layer, pos) * m->kv_dim_v * m->kv_elt;
+}
+
+/* The factor on q·k: Granite's attention.scale when given; MLA's
+ * mscale^2 / sqrt(q/k head width before absorption), mscale = attn_factor
+ * (1 + yarn_log_multiplier ln(1/freq_scale)) as llama.cpp's deepseek2 graph
+ * pre-scales it; else 1/sqrt(head_dim). */
+static float attn_scale(const model_hparams *hp)
+{
+    if (hp->attn_scale != 0.0f) return hp->attn_scale;
+    if (hp->arch.mla) {
+        const float ms = hp->rope_attn_factor * (1.0f + hp->yarn_log_mul * logf(1.0f / hp->rope_freq_scale));
+        return ms * ms / sqrtf((float)hp->head_k_mla);
+    }
+    return 1.0f / sqrtf((float)hp->head_dim);
+}
+
+/* -------------------------------------------------------------- attention */
+
+typedef struct attn_job {
+    model *m;
+    int layer, B, pos0;
+} attn_job;
+
+/* One (row, query head): causal softmax(q·k / sqrt(d)) over the cache, times
+ * v. With an f32 cache every step is ggml-cpu's (non-flash) attention on
+ * x86, bit for bit: the scores by ggml_vec_dot_f32, scaled, softmax as
+ * ggml_soft_max_ext (ggml's expf over whole groups of 8 positions, masked
+ * ones counting as exact zeros), and the weighted sum of v with position p
+ * in float lane p % 32, ggml_vec_dot_f32's fold at the end, when one row is
+ * computed (decode), or in lane p % 8 and a horizontal sum, llamafile's
+ * tinyBLAS, when a batch is (prefill). */
+static void attn_task(void *arg, int task, int thread)
+{
+    attn_job *j = arg;
+    model *m = j->m;
+    const int hd = m->hp.head_dim, hv = m->hp.head_dim_v, nh = m->hp.n_head;
+    const int b = task / nh, h = task % nh, kvh = h / (nh / m->hp.n_head_kv);
+    const int n_pos = j->pos0 + b + 1;
+    const float *q = m->q + (size_t)b * m->q_dim + (size_t)h * hd;
+    float *out = m->att + (size_t)b * m->att_dim + (size_t)h * hv;
+    float *sc = m->att_scores + (size_t)thread * m->att_stride;
+    const float scale = attn_scale(&m->hp);
+    const bool f16 = m->opt.kv == KV_F16;
+    /* Llama 4's chunked layers see only their own chunk: the positions
+     * before it are masked (-inf, exact zeros after the softmax), as
+     * llama.cpp masks them, so the sums keep their order */
+    const int chunk = m->hp.attn_chunk, pos = j->pos0 + b;
+    int p_lo = chunk > 0 && hparams_layer_rope(&m->hp, j->layer) ? pos / chunk * chunk : 0;
+    /* gpt-oss's sliding layers: the last n_swa positions, the older ones masked the same way */
+    if (hparams_layer_swa(&m->hp, j->layer) && pos - m->hp.n_swa + 1 > p_lo) p_lo = pos - m->hp.n_swa + 1;
+    const float *sinks = m->w.layers[j->layer].sinks, sink = sinks ? sinks[h] : -INFINITY;
+
+    for (int p = 0; p < p_lo; p++) sc[p] = -INFINITY;
+    for (int p = p_lo; p < n_pos; p++) {
+        const void *kr = (const char *)k_row(m, j->layer, p) + (size_t)kvh * hd * m->kv_elt;
+        float s = f16 ? m->k->dot_f16(kr, q, hd) : m->k->dot_f32(kr, q, hd);
+        sc[p] = s * scale;
+    }
+    if (f16) {
+        float mx = sink;
+        for (int p = 0; p < n_pos; p++) mx = sc[p] > mx ? sc[p] : mx;
+        double sum = 0.0;
+        for (int p = 0; p < n_pos; p++) { sc[p] = expf(sc[p] - mx); sum += sc[p]; }
+        if (sinks) sum += expf(sink - mx);
+        const float inv = (float)(1.0 / sum);
+        memset(out, 0, (size_t)hv * sizeof *out);
+        for (int p = p_lo; p < n_pos; p++) {
+            const void *vr = (const char *)v_row(m, j->layer, p) + (size_t)kvh * hv * m->kv_elt;
+            m->k->axpy_f16(out, sc[p] * inv, vr, hv);
+        }
+        return;
+    }
+    const int n8 = (n_pos + 7) & ~7;
+    for (int p = n_pos; p < n8; p++) sc[p] = -INFINITY;
+    m->k->softmax_f32(sc, n8, sc, sink);
+    const int lanes = j->B == 1 ? 32 : 8;
+    float *acc = sc + m->n_ctx + 8; /* lanes x hv */
+    memset(acc, 0, (size_t)lanes * hv * sizeof *acc);
+    for (int p = p_lo; p < n_pos; p++) { /* the masked ones would add exact zeros */
+        const float *vr = (const float *)v_row(m, j->layer, p) + (size_t)kvh * hv;
+        m->k->axpy_f32(acc + (size_t)(p % lanes) * hv, sc[p], vr, hv); /* fused: one rounding per element */
+    }
+    for (int d = 0; d < hv; d++) {
+        float l[32];
+        for (int k = 0; k < lanes; k++) l[k] = acc[(size_t)k * hv + d];
+        out[d] = lanes == 8 ? ggml_order_hsum8(l) : ggml_order_fold32(l);
+    }
+}
+
+/* Stores the ubatch's k and v rows (m->kx, m->vx) in layer l's cache, then
+ * runs every (row, head) of attention into m->att. */
+static void attend(model *m, int l, int B, int pos0, const mm_next *next_o)
+{
+    const model_hparams *hp = &m->hp;
+    for (int b = 0; b < B; b++) {
+        void *kr = k_row(m, l, pos0 + b), *vr = v_row(m, l, pos0 + b);
+        if (m->opt.kv == KV_F16) {
+            m->k->f32_to_f16(m->kx + (size_t)b * m->kv_dim, kr, m->kv_dim);
+            m->k->f32_to_f16(m->vx + (size_t)b * m->kv_dim_v, vr, m->kv_dim_v);
+        } else {
+            memcpy(kr, m->kx + (size_t)b * m->kv_dim, (size_t)m->kv_dim * sizeof(float));
+            memcpy(vr, m->vx + (size_t)b * m->kv_dim_v, (size_t)m->kv_dim_v * sizeof(float));
+        }
+    }
+    attn_job j = { m, l, B, pos0 };
+    /* A short context is cheaper on one thread than a pool wake-up. */
+    if ((int64_t)B * hp->n_head * (pos0 + B) * hp->head_dim < 32 * 1024)
+        for (int t = 0; t < B * hp->n_head; t++) attn_task(&j, t, 0);
+    else
+        pool_run_then(m->pool, B * hp->n_head, attn_task, &j, B == 1 ? mm_warm_next : NULL, (void *)next_o);
+}
+
+/* y_h = W_h x_h for every head h of B rows: x_h at x + b * x_stride + h * x_step (x_w wide), y_h
+ * written at y + b * y_stride + h * y_step (rows of W_h wide). Decode takes the heads as one
+ * mat-vec job; a batch gathers each head's rows into m->mla_in. */
+static void per_head(model *m, const weight *W, int H, int B, const float *x, size_t x_stride, size_t x_step,
+                     int x_w, float *y, size_t y_stride, size_t y_step)
+{
+    if (B == 1) {
+        for (int h0 = 0; h0 < H; h0 += MM_VEC_MAX) {
+            mm_vec v[MM_VEC_MAX];
+            const int n = H - h0 < MM_VEC_MAX ? H - h0 : MM_VEC_MAX;
+            for (int i = 0; i < n; i++)
+                v[i] = (mm_vec){ &W[h0 + i], x + (size_t)(h0 + i) * x_step, y + (size_t)(h0 + i) * y_step };
+            mm_mulv(&m->mm, v, n);
+        }
+        return;
+    }
+    for (int h = 0; h < H; h++) {
+        const int rows = (int)W[h].rows;
+        for (int b = 0; b < B; b++)
+            memcpy(m->mla_in + (size_t)b * x_w, x + (size_t)b * x_stride + (size_t)h * x_step,
+                   (size_t)x_w * sizeof(float));
+        mm_mul(&m->mm, &W[h], m->mla_in, B, m->mla_out);
+        for (int b = 0; b < B; b++)
+            memcpy(y + (size_t)b * y_stride + (size_t)h * y_step, m->mla_out + (size_t)b * rows,
+                   (size_t)rows * sizeof(float));
+    }
+}
+
+/* -------------------------------------------------------------------- ops */
+
+/* The embedding rows, as the CPU decodes them (any form). */
+void model_embed_rows(const model *m, const int32_t *tokens, int B, float *out)
+{
+    for (int b = 0; b < B; b++)
+        m->k->row_f32[m->w.tok_embd.form](&m->w.tok_embd, tokens[b], out + (size_t)b * m->hp.n_embd);
+}
+
+static int cpu_begin(void *c, const int32_t *tokens, int B, int pos0)
+{
+    model *m = c;
+    model_embed_rows(m, tokens, B, m->x);
+    rope_tables(m, B, pos0);
+    return 0;
+}
+
+static int cpu_rmsnorm(void *c, const float *x, const float *w, float *out, int rows, int n)
+{
+    const model *m = c;
+    rmsnorm_rows(out, x, w, rows, n, m->hp.rms_eps);
+    return 0;
+}
+
+static int cpu_matmul(void *c, const weight *w, const float *x, int n, float *y)
+{
+    model *m = c;
+    mm_mul(&m->mm, w, x, n, y);
+    return 0;
+}
+
+static int cpu_matvecs(void *c, const mm_vec *v, int nv, const mm_next *next)
+{
+    model *m = c;
+    mm_mulv_next(&m->mm, v, nv, next);
+    return 0;
+}
+
+static int cpu_scale(void *c, float *x, size_t n, float s)
+{
+    (void)c;
+    for (size_t i = 0; i < n; i++) x[i] *= s;
+    return 0;
+}
+
+static int cpu_add(void *c, float *x, const float *y, size_t n)
+{
+    (void)c;
+    for (size_t i = 0; i < n; i++) x[i] += y[i];
+    return 0;
+}
+
+/* The angles of the ubatch's rows are rope_tables' (cpu_begin). */
+static int cpu_rope(void *c, float *v, int B, size_t row_stride, int n_heads, size_t head_stride, int pos0)
+{
+    const model *m = c;
+    (void)pos0;
+    for (int b = 0; b < B; b++) {
+        const float *cs = m->rope_cs + (size_t)b * m->hp.n_rot;
+        for (int h = 0; h < n_heads; h++)
+            rope_head(v + (size_t)b * row_stride + (size_t)h * head_stride, cs, m->hp.n_rot, m->hp.arch.rope);
+    }
+    return 0;
+}
+
+/* Llama 4's temperature on the no-RoPE layers: 1 below the first chunk */
+static int cpu_attn_temp(void *c, float *q, int B, int pos0)
+{
+    const model *m = c;
+    for (int b = 0; b < B; b++) {
+        float *qb = q + (size_t)b * m->q_dim;
+        const float fl = floorf(((float)(pos0 + b) + 1.0f) / (float)m->hp.attn_chunk);
+        const float t = (float)(log((double)fl + 1.0) * (double)0.1f + 1.0);
+        for (int i = 0; i < m->q_dim; i++) qb[i] *= t;
+    }
+    return 0;
+}
+
+static int cpu_attention(void *c, int l, int B, int pos0, const mm_next *next)
+{
+    attend(c, l, B, pos0, next);
+    return 0;
+}
+
+static int cpu_copy_rows(void *c, float *dst, size_t dst_stride, const float *src, size_t src_stride, int rows, int n)
+{
+    (void)c;
+    for (int r = 0; r < rows; r++)
+        memcpy(dst + (size_t)r * dst_stride, src + (size_t)r * src_stride, (size_t)n * sizeof(float));
+    return 0;
+}
+
+static int cpu_mla_per_head(void *c, int l, bool v, int B, const float *x, size_t x_stride, size_t x_step, int x_w,
+                            float *y, size_t y_stride, size_t y_step)
+{
+    model *m = c;
+    const int H = m->hp.n_head;
+    per_head(m, (v ? m->mla_vb : m->mla_kb) + (size_t)l * H, H, B, x, x_stride, x_step, x_w, y, y_stride, y_step);
+    return 0;
+}
+
+static int cpu_logits(void *c, const weight *w, const float *h, int rows, float *logits)
+{
+    model *m = c;
+    mm_mul(&m->mm, w, h, rows, logits);
+    return 0;
+}
+
+static const char *cpu_error(void *c)
+{
+    (void)c;
+    return "";
+}
+
+/* The CPU runs everything the graph has. */
+static const backend_caps cpu_caps = {
+    .name = "CPU", .kv_f32 = true, .granite_scales = true, .routing = true, .mixed_layers = true, .mla = true,
+    .qk_norm_after_rope = true, .qk_norm_optional = true, .llama4 = true, .sinks_swa = true, .rope_scaled = true,
+    .max_head_dim = 0, .gqa_uneven = true,
+};
+
+const backend_ops backend_cpu = {
+    .caps = &cpu_caps,
+    .begin = cpu_begin,
+    .rmsnorm = cpu_rmsnorm,
+    .matmul = cpu_matmul,
+    .matvecs = cpu_matvecs,
+    .add_bias = cpu_add_bias,
+    .scale = cpu_scale,
+    .add = cpu_add,
+    .rope = cpu_rope,
+    .attn_temp = cpu_attn_temp,
+    .attention = cpu_attention,
+    .ffn = cpu_ffn,
+    .route = cpu_route,
+    .moe = cpu_moe,
+    .gate_add = cpu_gate_add,
+    .copy_rows = cpu_copy_rows,
+    .mla_per_head = cpu_mla_per_head,
+    .logits = cpu_logits,
+    .sync = NULL,
+    .error = cpu_error,
+    .free = NULL,
+};
