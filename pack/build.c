@@ -18,6 +18,7 @@
 #include "formats/fileio.h"
 #include "formats/ggml_types.h"
 #include "formats/imatrix.h"
+#include "formats/tensor_names.h"
 #include "pack/expert_src.h"
 #include "pack/packdir.h"
 #include "pack/packindex.h"
@@ -109,8 +110,7 @@ int build_first_dropped_layer(const source *s)
 
 int build_tensor_dropped(const char *name, int first)
 {
-    int l;
-    return sscanf(name, "blk.%d.", &l) == 1 && l >= first;
+    return tensor_name_layer(name) >= first;
 }
 
 /* Dense tensors: every plane of a tensor contiguous (codes, scales,
@@ -118,6 +118,8 @@ int build_tensor_dropped(const char *name, int first)
 static int plan_dense(pack_layout *L, const source *s, uint64_t fbytes[2], char *err, size_t errlen)
 {
     const int dropped = build_first_dropped_layer(s);
+    char embd[32];
+    tensor_name(embd, sizeof embd, TN_TOKEN_EMBD, 0);
     for (int64_t i = 0; i < source_n_tensors(s); i++) {
         const gguf_tensor *g = source_tensor_at(s, i);
         if (expert_src_is_part(g)) continue; /* build_experts.c's */
@@ -125,7 +127,7 @@ static int plan_dense(pack_layout *L, const source *s, uint64_t fbytes[2], char 
         pk_tensor *t = pack_layout_add(L);
         if (!t) { snprintf(err, errlen, "out of memory"); return -1; }
         snprintf(t->name, sizeof t->name, "%s", g->name);
-        t->file = strcmp(g->name, "token_embd.weight") ? PK_DENSE : PK_EMBD;
+        t->file = strcmp(g->name, embd) ? PK_DENSE : PK_EMBD;
         t->n_dims = (int)g->n_dims;
         memcpy(t->ne, g->ne, sizeof t->ne);
         t->elements = g->n_elements;

@@ -13,6 +13,7 @@
 #include "formats/ggml_types.h"
 #include "formats/imatrix.h"
 #include "formats/iq3.h"
+#include "formats/tensor_names.h"
 #include "pack/expert_src.h"
 
 
@@ -22,7 +23,7 @@ static const float *importance_for(const imatrix *im, const pk_tensor *t, int e,
     *kind = IMP_NONE;
     if (!im) return NULL;
     char key[80];
-    snprintf(key, sizeof key, "blk.%d.ffn_%s_exps", t->layer, EXPERT_PART_KEYS[t->part]);
+    tensor_label(key, sizeof key, EXPERT_PART_ROLES[t->part], t->layer);
     const imatrix_entry *en = imatrix_find(im, key);
     if (!en) return NULL;
     /* llama.cpp's .dat stores an expert tensor's columns expert after expert */
@@ -40,7 +41,7 @@ static int check_importance(const imatrix *im, const pk_tensor *t, char *err, si
 {
     if (!im) return 0;
     char key[80];
-    snprintf(key, sizeof key, "blk.%d.ffn_%s_exps", t->layer, EXPERT_PART_KEYS[t->part]);
+    tensor_label(key, sizeof key, EXPERT_PART_ROLES[t->part], t->layer);
     const imatrix_entry *en = imatrix_find(im, key);
     if (!en) return 0;
     if (en->n_expert == 1 && en->n_cols == t->ne[0] * t->n_expert) return 0;
@@ -66,8 +67,9 @@ int build_plan_experts(pack_layout *L, const source *s, const imatrix *im, int k
     snprintf(key, sizeof key, "%s.block_count", arch ? arch : "");
     if (gguf_get_uint(source_meta(s), key, &blocks) != 0) blocks = 65536;
     if (max_layer >= 0 && (uint64_t)max_layer >= blocks) {
-        snprintf(err, errlen, "blk.%d: a routed-expert tensor in layer %d of a model with %llu blocks", max_layer,
-                 max_layer, (unsigned long long)blocks);
+        char lb[32];
+        snprintf(err, errlen, "%s: a routed-expert tensor in layer %d of a model with %llu blocks",
+                 tensor_layer_label(lb, sizeof lb, max_layer), max_layer, (unsigned long long)blocks);
         return -1;
     }
     if (max_layer >= dropped) max_layer = dropped - 1; /* llama.cpp's next-token-prediction layers */
@@ -84,7 +86,7 @@ int build_plan_experts(pack_layout *L, const source *s, const imatrix *im, int k
             pk_tensor *t = pack_layout_add(L);
             if (!t) { snprintf(err, errlen, "out of memory"); return -1; }
             /* one name for both layouts: the merged tensor's */
-            snprintf(t->name, sizeof t->name, "blk.%d.ffn_%s_exps.weight", layer, EXPERT_PART_KEYS[kind]);
+            tensor_name(t->name, sizeof t->name, EXPERT_PART_ROLES[kind], layer);
             t->file = PK_EXPERTS;
             t->n_dims = 3;
             const int64_t K = x.K, N = x.N;

@@ -7,26 +7,18 @@
 #include "formats/ggml_types.h"
 
 const char *const EXPERT_PART_KEYS[PACK_MAX_PARTS] = { "gate", "up", "gate_up", "down" };
+const tensor_role EXPERT_PART_ROLES[PACK_MAX_PARTS] = { TN_FFN_GATE_EXPS, TN_FFN_UP_EXPS, TN_FFN_GATE_UP_EXPS,
+                                                         TN_FFN_DOWN_EXPS };
 
-/* "blk.L.ffn_<part>_exps.weight" (3-D) or "blk.L.ffn_<part>.E.weight" (2-D,
- * gate/up/down only) -> layer and part, else -1. */
+/* A part's merged tensor (3-D) or one expert's split tensor (2-D, gate/up/down
+ * only; tensor_names.h) -> layer and part, else -1. */
 static int parse_part(const gguf_tensor *g, int *layer, int *expert)
 {
-    int l, e = -1, n = 0;
-    char kind[16];
-    if (sscanf(g->name, "blk.%d.ffn_%15[a-z_]%n", &l, kind, &n) != 2 || l < 0) return -1;
-    const char *rest = g->name + n;
-    const size_t kl = strlen(kind);
-    if (g->n_dims == 3 && kl > 5 && !strcmp(kind + kl - 5, "_exps") && !strcmp(rest, ".weight")) {
-        kind[kl - 5] = 0;
-    } else if (g->n_dims == 2) {
-        int m = 0;
-        if (sscanf(rest, ".%d.weight%n", &e, &m) != 1 || e < 0 || rest[m] || !strcmp(kind, "gate_up")) return -1;
-    } else {
-        return -1;
-    }
+    int l, e;
+    const tensor_role r = tensor_role_of(g->name, &l, &e);
+    if (r == TN_NONE || g->n_dims != (e < 0 ? 3 : 2)) return -1;
     for (int p = 0; p < PACK_MAX_PARTS; p++)
-        if (!strcmp(kind, EXPERT_PART_KEYS[p])) {
+        if (r == EXPERT_PART_ROLES[p]) {
             *layer = l;
             *expert = e;
             return p;
@@ -53,8 +45,7 @@ int expert_src_max_layer(const source *s)
 static const gguf_tensor *split_tensor(const source *s, int layer, int part, int e)
 {
     char name[96];
-    snprintf(name, sizeof name, "blk.%d.ffn_%s.%d.weight", layer, EXPERT_PART_KEYS[part], e);
-    const gguf_tensor *g = source_find(s, name);
+    const gguf_tensor *g = source_find(s, tensor_split_name(name, sizeof name, EXPERT_PART_ROLES[part], layer, e));
     return g && g->n_dims == 2 ? g : NULL;
 }
 
@@ -64,8 +55,7 @@ int expert_src_find(const source *s, int layer, int part, expert_src *x, char *e
     x->layer = layer;
     x->part = part;
     char name[96];
-    snprintf(name, sizeof name, "blk.%d.ffn_%s_exps.weight", layer, EXPERT_PART_KEYS[part]);
-    const gguf_tensor *g = source_find(s, name);
+    const gguf_tensor *g = source_find(s, tensor_name(name, sizeof name, EXPERT_PART_ROLES[part], layer));
     if (g && g->n_dims == 3) {
         x->merged = g;
         x->n_expert = (int)g->ne[2];

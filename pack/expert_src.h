@@ -10,7 +10,8 @@
  * line naming the tensor), 0 when the layer has no such part.
  * expert_src_slice() is expert e's bytes (ggml row layout, N rows of K);
  * expert_src_release() drops the pages of a consumed part. The pack always
- * names the part by its merged name (EXPERT_PART_KEYS). */
+ * names the part by its merged name (EXPERT_PART_ROLES; the names are
+ * formats/tensor_names.c's). */
 #ifndef STRATA_EXPERT_SRC_H
 #define STRATA_EXPERT_SRC_H
 
@@ -18,10 +19,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "formats/tensor_names.h"
 #include "pack/pack_layout.h"
 #include "pack/source.h"
 
 extern const char *const EXPERT_PART_KEYS[PACK_MAX_PARTS]; /* gate, up, gate_up, down */
+extern const tensor_role EXPERT_PART_ROLES[PACK_MAX_PARTS]; /* the merged tensor of each */
 
 typedef struct expert_src {
     const gguf_tensor *merged;  /* NULL: one tensor per expert */

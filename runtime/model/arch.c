@@ -30,7 +30,7 @@ static const arch_info arch_table[] = {
     /* GLM-4.5 / 4.6 / 4.5-Air: q/k/v biases, partial NEOX rotary, optional q/k norms, DeepSeek-V3 routing,
      * the FFN norm named post_attention_norm; its next-token-prediction block is not run. */
     { .name = "glm4moe",  .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = true, .norm_topk = false,
-      .scale_w = true, .qk_norm_optional = true, .ffn_norm_name = "post_attention_norm" },
+      .scale_w = true, .qk_norm_optional = true },
     /* Llama 4 (Scout, Maverick): llama attention with no-RoPE layers, chunked attention, L2 q/k norms,
      * top-k sigmoid routing whose weight scales the expert's input, a shared expert. */
     { .name = "llama4",   .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false,
@@ -49,7 +49,7 @@ static const arch_info arch_table[] = {
      * norm named post_attention_norm, softmax over the chosen router logits, biased experts with a
      * clamped SwiGLU. */
     { .name = "gpt-oss",  .rope = ROPE_NEOX, .qk_norm = QK_NORM_NONE, .attn_bias = true, .norm_topk = false,
-      .ffn_norm_name = "post_attention_norm", .attn_sinks = true, .swa_pattern = 2, .oai_moe = true },
+      .attn_sinks = true, .swa_pattern = 2, .oai_moe = true },
     /* Ling 2.0 (bailingmoe2): fused qkv, per-head q/k norms, partial NEOX rotary, DeepSeek V3's routing
      * (sigmoid, selection bias, groups, scaled weights), dense lead, shared experts, an MTP block not run. */
     { .name = "bailingmoe2", .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true,

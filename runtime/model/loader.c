@@ -9,9 +9,11 @@
 #include "formats/ggml_types.h"
 #include "formats/iq3.h"
 #include "formats/planes.h"
+#include "formats/tensor_names.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/kfactor.h"
 #include "runtime/model/loader_index.h"
+#include "runtime/model/weight_slots.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -293,34 +295,34 @@ static int attach_kfactor(loaded_pack *p, weight *w, const char *name)
     return 0;
 }
 
-/* row_vector 1: a 1-D tensor is taken as a one-row matrix (the shared
- * expert's gate row, which GGUF stores as [n_embd]); 2: a 3-D tensor as
- * one matrix of all its ne1 x ne2 rows (MLA's per-head blocks). */
-static int mat_x(loaded_pack *p, weight *w, const char *fmt, int layer, int row_vector)
+/* kind SLOT_ROW: a 1-D tensor is taken as a one-row matrix (the shared
+ * expert's gate row, which GGUF stores as [n_embd]); SLOT_BLOCKS: a 3-D
+ * tensor as one matrix of all its ne1 x ne2 rows (MLA's per-head blocks). */
+static int mat_x(loaded_pack *p, weight *w, tensor_role role, int layer, slot_kind kind)
 {
     char name[96];
-    snprintf(name, sizeof name, fmt, layer);
+    tensor_name(name, sizeof name, role, layer);
     memset(w, 0, sizeof *w);
     int i = find_row(p, name);
     if (i < 0) return 0;
     const pi_tensor *t = &p->x.t[i];
-    if (t->n_dims != 2 && !(row_vector == 1 && t->n_dims == 1) && !(row_vector == 2 && t->n_dims == 3))
+    if (t->n_dims != 2 && !(kind == SLOT_ROW && t->n_dims == 1) && !(kind == SLOT_BLOCKS && t->n_dims == 3))
         return fail(p, "%s: a matrix with %d dimensions", name, t->n_dims);
     p->used_t[i] = 1;
     row_weight(p, t, w);
     return attach_kfactor(p, w, name);
 }
 
-static int mat(loaded_pack *p, weight *w, const char *fmt, int layer) { return mat_x(p, w, fmt, layer, 0); }
+static int mat(loaded_pack *p, weight *w, tensor_role role) { return mat_x(p, w, role, 0, SLOT_MAT); }
 
 /* Norms and biases as f32, decoded through the scalar kernels when the pool
  * holds them in another form. want: the length it must have (0: any); a
  * 2-D tensor (want_rows > 0, gpt-oss's expert biases) is read whole, its
  * rows one after another. */
-static int vec_x(loaded_pack *p, const float **out, const char *fmt, int layer, int64_t want, int64_t want_rows)
+static int vec_x(loaded_pack *p, const float **out, tensor_role role, int layer, int64_t want, int64_t want_rows)
 {
     char name[96], e[160];
-    snprintf(name, sizeof name, fmt, layer);
+    tensor_name(name, sizeof name, role, layer);
     *out = NULL;
     int i = find_row(p, name);
     if (i < 0) return 0;
@@ -342,7 +344,7 @@ static int vec_x(loaded_pack *p, const float **out, const char *fmt, int layer, 
     return 0;
 }
 
-static int vec(loaded_pack *p, const float **out, const char *fmt, int layer) { return vec_x(p, out, fmt, layer, 0, 0); }
+static int vec(loaded_pack *p, const float **out, tensor_role role) { return vec_x(p, out, role, 0, 0, 0); }
 
 /* ------------------------------------------------------------------ experts */
 
@@ -451,41 +453,22 @@ static int load_weights(loaded_pack *p)
     p->used_e = calloc((size_t)p->x.n_e + 1, 1);
     p->w.layers = calloc((size_t)hp->n_layer, sizeof *p->w.layers);
     if (!p->used_t || !p->used_e || !p->w.layers) return fail(p, "%s: out of memory", p->dir);
-    if (mat(p, &p->w.tok_embd, "token_embd.weight%.0d", 0) || mat(p, &p->w.output, "output.weight%.0d", 0) ||
-        vec(p, &p->w.output_norm, "output_norm.weight%.0d", 0) || vec(p, &p->w.rope_freqs, "rope_freqs.weight%.0d", 0))
+    char rf[96];
+    if (mat(p, &p->w.tok_embd, TN_TOKEN_EMBD) || mat(p, &p->w.output, TN_OUTPUT) ||
+        vec(p, &p->w.output_norm, TN_OUTPUT_NORM) || vec(p, &p->w.rope_freqs, TN_ROPE_FREQS))
         return -1;
-    if (p->w.rope_freqs) p->w.n_rope_freqs = (int)p->x.t[find_row(p, "rope_freqs.weight")].ne0;
+    if (p->w.rope_freqs) p->w.n_rope_freqs = (int)p->x.t[find_row(p, tensor_name(rf, sizeof rf, TN_ROPE_FREQS, 0))].ne0;
     for (int l = 0; l < hp->n_layer; l++) {
         layer_weights *L = &p->w.layers[l];
-        char ffn_norm[64];
-        snprintf(ffn_norm, sizeof ffn_norm, "blk.%%d.%s.weight", hp->arch.ffn_norm_name ? hp->arch.ffn_norm_name : "ffn_norm");
-        if (vec(p, &L->attn_norm, "blk.%d.attn_norm.weight", l) || vec(p, &L->ffn_norm, ffn_norm, l) ||
-            vec(p, &L->q_norm, "blk.%d.attn_q_norm.weight", l) || vec(p, &L->k_norm, "blk.%d.attn_k_norm.weight", l) ||
-            vec(p, &L->bq, "blk.%d.attn_q.bias", l) || vec(p, &L->bk, "blk.%d.attn_k.bias", l) ||
-            vec(p, &L->bv, "blk.%d.attn_v.bias", l) || mat(p, &L->wq, "blk.%d.attn_q.weight", l) ||
-            mat(p, &L->wk, "blk.%d.attn_k.weight", l) || mat(p, &L->wv, "blk.%d.attn_v.weight", l) ||
-            mat(p, &L->wo, "blk.%d.attn_output.weight", l) || mat(p, &L->wqkv, "blk.%d.attn_qkv.weight", l) ||
-            mat(p, &L->ffn_gate, "blk.%d.ffn_gate.weight", l) ||
-            mat(p, &L->ffn_up, "blk.%d.ffn_up.weight", l) || mat(p, &L->ffn_down, "blk.%d.ffn_down.weight", l) ||
-            mat(p, &L->router, "blk.%d.ffn_gate_inp.weight", l) ||
-            mat(p, &L->sh_gate, "blk.%d.ffn_gate_shexp.weight", l) ||
-            mat(p, &L->sh_up, "blk.%d.ffn_up_shexp.weight", l) ||
-            mat(p, &L->sh_down, "blk.%d.ffn_down_shexp.weight", l) ||
-            mat_x(p, &L->sh_router, "blk.%d.ffn_gate_inp_shexp.weight", l, 1) ||
-            vec(p, &L->exp_probs_b, "blk.%d.exp_probs_b.bias", l) ||
-            vec(p, &L->q_a_norm, "blk.%d.attn_q_a_norm.weight", l) ||
-            vec(p, &L->kv_a_norm, "blk.%d.attn_kv_a_norm.weight", l) || mat(p, &L->wq_a, "blk.%d.attn_q_a.weight", l) ||
-            mat(p, &L->wq_b, "blk.%d.attn_q_b.weight", l) || mat(p, &L->wkv_a, "blk.%d.attn_kv_a_mqa.weight", l) ||
-            mat_x(p, &L->wk_b, "blk.%d.attn_k_b.weight", l, 2) || mat_x(p, &L->wv_b, "blk.%d.attn_v_b.weight", l, 2) ||
-            vec_x(p, &L->bo, "blk.%d.attn_output.bias", l, hp->n_embd, 0) ||
-            vec_x(p, &L->sinks, "blk.%d.attn_sinks.weight", l, hp->n_head, 0) ||
-            vec_x(p, &L->router_b, "blk.%d.ffn_gate_inp.bias", l, hp->n_expert, 0) ||
-            vec_x(p, &L->exp_gate_b, "blk.%d.ffn_gate_exps.bias", l, hp->n_ff_exp, hp->n_expert) ||
-            vec_x(p, &L->exp_up_b, "blk.%d.ffn_up_exps.bias", l, hp->n_ff_exp, hp->n_expert) ||
-            vec_x(p, &L->exp_down_b, "blk.%d.ffn_down_exps.bias", l, hp->n_embd, hp->n_expert))
-            return -1;
-        char bn[64];
-        snprintf(bn, sizeof bn, "blk.%d.exp_probs_b.bias", l);
+        for (int k = 0; k < N_LAYER_SLOTS; k++) {
+            const weight_slot *s = &LAYER_SLOTS[k];
+            const tensor_role role = tensor_arch_role(hp->arch.name, s->role);
+            if (s->kind == SLOT_VEC ? vec_x(p, slot_vec(L, s), role, l, slot_len_of(hp, s->len), slot_len_of(hp, s->rows))
+                                    : mat_x(p, slot_mat(L, s), role, l, s->kind))
+                return -1;
+        }
+        char bn[96];
+        tensor_name(bn, sizeof bn, TN_FFN_EXP_PROBS_B, l);
         if (L->exp_probs_b && p->x.t[find_row(p, bn)].ne0 != hp->n_expert)
             return fail(p, "%s: %lld values for %d experts", bn, (long long)p->x.t[find_row(p, bn)].ne0, hp->n_expert);
         if (hparams_layer_moe(hp, l)) {

@@ -3,6 +3,8 @@
  * the ubatch buffers, the thread pool. The forward pass is in forward.c. */
 #include "runtime/model/model_impl.h"
 
+#include "formats/tensor_names.h"
+
 #include "runtime/device/device.h"
 
 #include <stdio.h>
@@ -23,10 +25,8 @@ typedef struct checker {
 } checker;
 
 /* Checks presence and shape; name like "blk.3.attn_q" for the message. */
-static int check_w(checker *c, weight *w, int64_t rows, int64_t cols, const char *fmt, int layer)
+static int check_named(checker *c, weight *w, int64_t rows, int64_t cols, const char *name)
 {
-    char name[96];
-    snprintf(name, sizeof name, fmt, layer);
     if (weight_check(w, name, c->err, c->errlen) != 0) return -1;
     if (w->rows != rows || w->cols != cols) {
         snprintf(c->err, c->errlen, "%s: shape %lld x %lld, the hyperparameters say %lld x %lld", name,
@@ -37,12 +37,17 @@ static int check_w(checker *c, weight *w, int64_t rows, int64_t cols, const char
     return 0;
 }
 
-static int check_vec(checker *c, const float *v, const char *fmt, int layer)
+static int check_w(checker *c, weight *w, int64_t rows, int64_t cols, tensor_role role, int layer)
+{
+    char name[96];
+    return check_named(c, w, rows, cols, tensor_label(name, sizeof name, role, layer));
+}
+
+static int check_vec(checker *c, const float *v, tensor_role role, int layer)
 {
     if (v) return 0;
     char name[96];
-    snprintf(name, sizeof name, fmt, layer);
-    snprintf(c->err, c->errlen, "%s: missing", name);
+    snprintf(c->err, c->errlen, "%s: missing", tensor_label(name, sizeof name, role, layer));
     return -1;
 }
 
@@ -53,18 +58,18 @@ static int check_mla(checker *c, const model_hparams *hp, layer_weights *L, int 
 {
     const int D = hp->n_embd, H = hp->n_head, qk = hp->head_k_mla, r = hp->n_lora_kv;
     if (weight_present(&L->wq_a) || hp->n_lora_q > 0) {
-        if (check_w(c, &L->wq_a, hp->n_lora_q, D, "blk.%d.attn_q_a", l) ||
-            check_vec(c, L->q_a_norm, "blk.%d.attn_q_a_norm", l) ||
-            check_w(c, &L->wq_b, H * qk, hp->n_lora_q, "blk.%d.attn_q_b", l))
+        if (check_w(c, &L->wq_a, hp->n_lora_q, D, TN_ATTN_Q_A, l) ||
+            check_vec(c, L->q_a_norm, TN_ATTN_Q_A_NORM, l) ||
+            check_w(c, &L->wq_b, H * qk, hp->n_lora_q, TN_ATTN_Q_B, l))
             return -1;
-    } else if (check_w(c, &L->wq, H * qk, D, "blk.%d.attn_q", l)) {
+    } else if (check_w(c, &L->wq, H * qk, D, TN_ATTN_Q, l)) {
         return -1;
     }
-    return check_w(c, &L->wkv_a, r + hp->n_rot, D, "blk.%d.attn_kv_a_mqa", l) ||
-                   check_vec(c, L->kv_a_norm, "blk.%d.attn_kv_a_norm", l) ||
-                   check_w(c, &L->wk_b, H * r, qk - hp->n_rot, "blk.%d.attn_k_b", l) ||
-                   check_w(c, &L->wv_b, H * hp->head_v_mla, r, "blk.%d.attn_v_b", l) ||
-                   check_w(c, &L->wo, D, H * hp->head_v_mla, "blk.%d.attn_output", l)
+    return check_w(c, &L->wkv_a, r + hp->n_rot, D, TN_ATTN_KV_A_MQA, l) ||
+                   check_vec(c, L->kv_a_norm, TN_ATTN_KV_A_NORM, l) ||
+                   check_w(c, &L->wk_b, H * r, qk - hp->n_rot, TN_ATTN_K_B, l) ||
+                   check_w(c, &L->wv_b, H * hp->head_v_mla, r, TN_ATTN_V_B, l) ||
+                   check_w(c, &L->wo, D, H * hp->head_v_mla, TN_ATTN_OUT, l)
                ? -1
                : 0;
 }
@@ -76,10 +81,11 @@ static int split_qkv(checker *c, const model_hparams *hp, layer_weights *L, int 
 {
     const int D = hp->n_embd, qd = hp->n_head * hp->head_dim, kvd = hp->n_head_kv * hp->head_dim;
     if (weight_present(&L->wq) || weight_present(&L->wk) || weight_present(&L->wv)) {
-        snprintf(c->err, c->errlen, "blk.%d: both attn_qkv and separate q/k/v weights", l);
+        char lb[32];
+        snprintf(c->err, c->errlen, "%s: both attn_qkv and separate q/k/v weights", tensor_layer_label(lb, sizeof lb, l));
         return -1;
     }
-    if (check_w(c, &L->wqkv, qd + 2 * kvd, D, "blk.%d.attn_qkv", l)) return -1;
+    if (check_w(c, &L->wqkv, qd + 2 * kvd, D, TN_ATTN_QKV, l)) return -1;
     weight_rows_view(&L->wqkv, 0, qd, &L->wq, &kf[0]);
     weight_rows_view(&L->wqkv, qd, kvd, &L->wk, &kf[1]);
     weight_rows_view(&L->wqkv, qd + kvd, kvd, &L->wv, &kf[2]);
@@ -89,56 +95,61 @@ static int split_qkv(checker *c, const model_hparams *hp, layer_weights *L, int 
 static int check_layer(checker *c, const model_hparams *hp, layer_weights *L, int l)
 {
     const int D = hp->n_embd, qd = hp->n_head * hp->head_dim, kvd = hp->n_head_kv * hp->head_dim;
-    if (check_vec(c, L->attn_norm, "blk.%d.attn_norm", l) || check_vec(c, L->ffn_norm, "blk.%d.ffn_norm", l))
+    if (check_vec(c, L->attn_norm, TN_ATTN_NORM, l) || check_vec(c, L->ffn_norm, TN_FFN_NORM, l))
         return -1;
     if (hp->arch.mla) {
         if (check_mla(c, hp, L, l)) return -1;
-    } else if (check_w(c, &L->wq, qd, D, "blk.%d.attn_q", l) || check_w(c, &L->wk, kvd, D, "blk.%d.attn_k", l) ||
-               check_w(c, &L->wv, kvd, D, "blk.%d.attn_v", l) || check_w(c, &L->wo, D, qd, "blk.%d.attn_output", l)) {
+    } else if (check_w(c, &L->wq, qd, D, TN_ATTN_Q, l) || check_w(c, &L->wk, kvd, D, TN_ATTN_K, l) ||
+               check_w(c, &L->wv, kvd, D, TN_ATTN_V, l) || check_w(c, &L->wo, D, qd, TN_ATTN_OUT, l)) {
         return -1;
     }
-    if (hp->arch.attn_bias && (check_vec(c, L->bq, "blk.%d.attn_q.bias", l) ||
-                               check_vec(c, L->bk, "blk.%d.attn_k.bias", l) ||
-                               check_vec(c, L->bv, "blk.%d.attn_v.bias", l)))
+    if (hp->arch.attn_bias && (check_vec(c, L->bq, TN_ATTN_Q_BIAS, l) ||
+                               check_vec(c, L->bk, TN_ATTN_K_BIAS, l) ||
+                               check_vec(c, L->bv, TN_ATTN_V_BIAS, l)))
         return -1;
-    if (hp->arch.attn_sinks && (check_vec(c, L->sinks, "blk.%d.attn_sinks", l) ||
-                                check_vec(c, L->bo, "blk.%d.attn_output.bias", l)))
+    if (hp->arch.attn_sinks && (check_vec(c, L->sinks, TN_ATTN_SINKS, l) ||
+                                check_vec(c, L->bo, TN_ATTN_OUT_BIAS, l)))
         return -1;
     /* optional norms come in pairs: both or neither */
     const bool need_qk = hp->arch.qk_norm != QK_NORM_NONE && (!hp->arch.qk_norm_optional || L->q_norm || L->k_norm);
     if (need_qk &&
-        (check_vec(c, L->q_norm, "blk.%d.attn_q_norm", l) || check_vec(c, L->k_norm, "blk.%d.attn_k_norm", l)))
+        (check_vec(c, L->q_norm, TN_ATTN_Q_NORM, l) || check_vec(c, L->k_norm, TN_ATTN_K_NORM, l)))
         return -1;
     if (!hparams_layer_moe(hp, l))
-        return check_w(c, &L->ffn_gate, hp->n_ff, D, "blk.%d.ffn_gate", l) ||
-               check_w(c, &L->ffn_up, hp->n_ff, D, "blk.%d.ffn_up", l) ||
-               check_w(c, &L->ffn_down, D, hp->n_ff, "blk.%d.ffn_down", l) ? -1 : 0;
-    if (check_w(c, &L->router, hp->n_expert, D, "blk.%d.ffn_gate_inp", l)) return -1;
-    if (hp->arch.oai_moe && (check_vec(c, L->router_b, "blk.%d.ffn_gate_inp.bias", l) ||
-                             check_vec(c, L->exp_gate_b, "blk.%d.ffn_gate_exps.bias", l) ||
-                             check_vec(c, L->exp_up_b, "blk.%d.ffn_up_exps.bias", l) ||
-                             check_vec(c, L->exp_down_b, "blk.%d.ffn_down_exps.bias", l)))
+        return check_w(c, &L->ffn_gate, hp->n_ff, D, TN_FFN_GATE, l) ||
+               check_w(c, &L->ffn_up, hp->n_ff, D, TN_FFN_UP, l) ||
+               check_w(c, &L->ffn_down, D, hp->n_ff, TN_FFN_DOWN, l) ? -1 : 0;
+    if (check_w(c, &L->router, hp->n_expert, D, TN_FFN_GATE_INP, l)) return -1;
+    if (hp->arch.oai_moe && (check_vec(c, L->router_b, TN_FFN_GATE_INP_BIAS, l) ||
+                             check_vec(c, L->exp_gate_b, TN_FFN_GATE_EXPS_BIAS, l) ||
+                             check_vec(c, L->exp_up_b, TN_FFN_UP_EXPS_BIAS, l) ||
+                             check_vec(c, L->exp_down_b, TN_FFN_DOWN_EXPS_BIAS, l)))
         return -1;
     if (!L->exp_gate || !L->exp_up || !L->exp_down) {
-        snprintf(c->err, c->errlen, "blk.%d.ffn_*_exps: missing", l);
+        char lb[32];
+        snprintf(c->err, c->errlen, "%s.ffn_*_exps: missing", tensor_layer_label(lb, sizeof lb, l));
         return -1;
     }
+    char gate[96], up[96], down[96];
+    tensor_label(gate, sizeof gate, TN_FFN_GATE_EXPS, l);
+    tensor_label(up, sizeof up, TN_FFN_UP_EXPS, l);
+    tensor_label(down, sizeof down, TN_FFN_DOWN_EXPS, l);
     for (int e = 0; e < hp->n_expert; e++) {
-        char f[96];
-        snprintf(f, sizeof f, "blk.%%d.ffn_gate_exps[%d]", e);
-        if (check_w(c, &L->exp_gate[e], hp->n_ff_exp, D, f, l)) return -1;
-        snprintf(f, sizeof f, "blk.%%d.ffn_up_exps[%d]", e);
-        if (check_w(c, &L->exp_up[e], hp->n_ff_exp, D, f, l)) return -1;
-        snprintf(f, sizeof f, "blk.%%d.ffn_down_exps[%d]", e);
-        if (check_w(c, &L->exp_down[e], D, hp->n_ff_exp, f, l)) return -1;
+        char f[128];
+        snprintf(f, sizeof f, "%s[%d]", gate, e);
+        if (check_named(c, &L->exp_gate[e], hp->n_ff_exp, D, f)) return -1;
+        snprintf(f, sizeof f, "%s[%d]", up, e);
+        if (check_named(c, &L->exp_up[e], hp->n_ff_exp, D, f)) return -1;
+        snprintf(f, sizeof f, "%s[%d]", down, e);
+        if (check_named(c, &L->exp_down[e], D, hp->n_ff_exp, f)) return -1;
     }
     if (weight_present(&L->sh_gate) || hp->n_ff_shexp > 0) {
         const int ff = hp->n_ff_shexp;
-        if (check_w(c, &L->sh_gate, ff, D, "blk.%d.ffn_gate_shexp", l) ||
-            check_w(c, &L->sh_up, ff, D, "blk.%d.ffn_up_shexp", l) ||
-            check_w(c, &L->sh_down, D, ff, "blk.%d.ffn_down_shexp", l))
+        if (check_w(c, &L->sh_gate, ff, D, TN_FFN_GATE_SHEXP, l) ||
+            check_w(c, &L->sh_up, ff, D, TN_FFN_UP_SHEXP, l) ||
+            check_w(c, &L->sh_down, D, ff, TN_FFN_DOWN_SHEXP, l))
             return -1;
-        if (weight_present(&L->sh_router) && check_w(c, &L->sh_router, 1, D, "blk.%d.ffn_gate_inp_shexp", l))
+        if (weight_present(&L->sh_router) && check_w(c, &L->sh_router, 1, D, TN_FFN_GATE_INP_SHEXP, l))
             return -1;
     }
     return 0;
@@ -199,9 +210,9 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
 
     checker c = { err, errlen, 0 };
     const model_hparams *h = &m->hp;
-    if (check_w(&c, &m->w.tok_embd, h->n_vocab, h->n_embd, "token_embd%.0d", 0) ||
-        check_vec(&c, m->w.output_norm, "output_norm%.0d", 0) ||
-        (weight_present(&m->w.output) && check_w(&c, &m->w.output, h->n_vocab, h->n_embd, "output%.0d", 0))) {
+    if (check_w(&c, &m->w.tok_embd, h->n_vocab, h->n_embd, TN_TOKEN_EMBD, 0) ||
+        check_vec(&c, m->w.output_norm, TN_OUTPUT_NORM, 0) ||
+        (weight_present(&m->w.output) && check_w(&c, &m->w.output, h->n_vocab, h->n_embd, TN_OUTPUT, 0))) {
         model_free(m);
         return NULL;
     }

@@ -51,7 +51,6 @@ typedef struct arch_info {
     bool scale_w;               /* the routed weights are multiplied by expert_weights_scale */
     bool qk_norm_optional;      /* q/k norms applied where the layer has them (GLM-4.5 has, GLM-4.5-Air not) */
     bool qk_norm_after_rope;    /* the q/k norms follow RoPE instead of preceding it (Hunyuan) */
-    const char *ffn_norm_name;  /* the FFN's norm tensor, "blk.N.<name>.weight" (NULL: ffn_norm) */
     /* Llama 4: every no_rope_step-th layer has no RoPE and full attention
      * (its queries scaled by the temperature log(floor((pos+1)/chunk)+1)*0.1+1),
      * the others attend within chunks of attn_chunk positions and, unless

@@ -8,15 +8,18 @@
  * f32 (P32), or, with keep_native, kept as WF_GGML views (keep_native 2:
  * with ggml's quantized activations, weight.act, as llama.cpp runs them). Norms and biases
  * are f32 (dequantized when stored otherwise). 3-D expert tensors become one
- * weight per expert (slice e along the slowest axis). Returns 0 or -1 with
+ * weight per expert (slice e along the slowest axis). The tensors and their
+ * names are the pack loader's (weight_slots.h, formats/tensor_names.h). Returns 0 or -1 with
  * one line in err. gguf_model_free() releases everything. */
 #ifndef STRATA_TEST_GGUF_WEIGHTS_H
 #define STRATA_TEST_GGUF_WEIGHTS_H
 
 #include "formats/ggml_types.h"
 #include "formats/gguf.h"
+#include "formats/tensor_names.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/model/model.h"
+#include "runtime/model/weight_slots.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,20 +63,20 @@ static const float *gw_f32(gguf_model *gm, const gguf_tensor *t)
     return d;
 }
 
-static const float *gw_vec(gguf_model *gm, const char *name, int layer)
+static const float *gw_vec(gguf_model *gm, tensor_role role, int layer)
 {
     char n[96];
-    snprintf(n, sizeof n, name, layer);
+    tensor_name(n, sizeof n, role, layer);
     const gguf_tensor *t = gguf_find_tensor(gm->f, n);
     return t ? gw_f32(gm, t) : NULL;
 }
 
 /* Fills n_slices weights from a 2-D (n_slices 1) or 3-D tensor, or (n_slices 0) one weight of
  * all its rows. Absent: data NULL. */
-static int gw_mat(gguf_model *gm, weight *w, int n_slices, const char *name, int layer)
+static int gw_mat(gguf_model *gm, weight *w, int n_slices, tensor_role role, int layer)
 {
     char n[96];
-    snprintf(n, sizeof n, name, layer);
+    tensor_name(n, sizeof n, role, layer);
     const gguf_tensor *t = gguf_find_tensor(gm->f, n);
     memset(w, 0, sizeof *w * (size_t)(n_slices ? n_slices : 1));
     if (!t) return 0;
@@ -134,57 +137,31 @@ static int gguf_model_load(gguf_model *gm, const char *path, int keep_native, ch
         hparams_rope_scaling(&gm->hp, gguf_get_str(gm->f, rkey), err, errlen) != 0)
         goto fail;
     const model_hparams *hp = &gm->hp;
-    int bad = gw_mat(gm, &gm->w.tok_embd, 1, "token_embd.weight%.0d", 0) |
-              gw_mat(gm, &gm->w.output, 1, "output.weight%.0d", 0);
-    gm->w.output_norm = gw_vec(gm, "output_norm.weight%.0d", 0);
-    gm->w.rope_freqs = gw_vec(gm, "rope_freqs.weight%.0d", 0);
-    if (gm->w.rope_freqs) gm->w.n_rope_freqs = (int)gguf_find_tensor(gm->f, "rope_freqs.weight")->ne[0];
+    int bad = gw_mat(gm, &gm->w.tok_embd, 1, TN_TOKEN_EMBD, 0) | gw_mat(gm, &gm->w.output, 1, TN_OUTPUT, 0);
+    gm->w.output_norm = gw_vec(gm, TN_OUTPUT_NORM, 0);
+    gm->w.rope_freqs = gw_vec(gm, TN_ROPE_FREQS, 0);
+    char rf[96];
+    if (gm->w.rope_freqs)
+        gm->w.n_rope_freqs = (int)gguf_find_tensor(gm->f, tensor_name(rf, sizeof rf, TN_ROPE_FREQS, 0))->ne[0];
     gm->w.layers = calloc((size_t)hp->n_layer, sizeof *gm->w.layers);
     if (!gm->w.layers) goto oom;
     for (int l = 0; l < hp->n_layer; l++) {
         layer_weights *L = &gm->w.layers[l];
-        L->attn_norm = gw_vec(gm, "blk.%d.attn_norm.weight", l);
-        char ffn_norm[64];
-        snprintf(ffn_norm, sizeof ffn_norm, "blk.%%d.%s.weight", hp->arch.ffn_norm_name ? hp->arch.ffn_norm_name : "ffn_norm");
-        L->ffn_norm = gw_vec(gm, ffn_norm, l);
-        L->q_norm = gw_vec(gm, "blk.%d.attn_q_norm.weight", l);
-        L->k_norm = gw_vec(gm, "blk.%d.attn_k_norm.weight", l);
-        L->bq = gw_vec(gm, "blk.%d.attn_q.bias", l);
-        L->bk = gw_vec(gm, "blk.%d.attn_k.bias", l);
-        L->bv = gw_vec(gm, "blk.%d.attn_v.bias", l);
-        L->exp_probs_b = gw_vec(gm, "blk.%d.exp_probs_b.bias", l);
-        L->bo = gw_vec(gm, "blk.%d.attn_output.bias", l);
-        L->sinks = gw_vec(gm, "blk.%d.attn_sinks.weight", l);
-        L->router_b = gw_vec(gm, "blk.%d.ffn_gate_inp.bias", l);
-        L->exp_gate_b = gw_vec(gm, "blk.%d.ffn_gate_exps.bias", l);
-        L->exp_up_b = gw_vec(gm, "blk.%d.ffn_up_exps.bias", l);
-        L->exp_down_b = gw_vec(gm, "blk.%d.ffn_down_exps.bias", l);
-        L->q_a_norm = gw_vec(gm, "blk.%d.attn_q_a_norm.weight", l);
-        L->kv_a_norm = gw_vec(gm, "blk.%d.attn_kv_a_norm.weight", l);
-        bad |= gw_mat(gm, &L->wq_a, 1, "blk.%d.attn_q_a.weight", l) | gw_mat(gm, &L->wq_b, 1, "blk.%d.attn_q_b.weight", l) |
-               gw_mat(gm, &L->wkv_a, 1, "blk.%d.attn_kv_a_mqa.weight", l) |
-               gw_mat(gm, &L->wk_b, 0, "blk.%d.attn_k_b.weight", l) | gw_mat(gm, &L->wv_b, 0, "blk.%d.attn_v_b.weight", l);
-        bad |= gw_mat(gm, &L->wq, 1, "blk.%d.attn_q.weight", l) | gw_mat(gm, &L->wk, 1, "blk.%d.attn_k.weight", l) |
-               gw_mat(gm, &L->wv, 1, "blk.%d.attn_v.weight", l) |
-               gw_mat(gm, &L->wo, 1, "blk.%d.attn_output.weight", l) |
-               gw_mat(gm, &L->wqkv, 1, "blk.%d.attn_qkv.weight", l) |
-               gw_mat(gm, &L->ffn_gate, 1, "blk.%d.ffn_gate.weight", l) |
-               gw_mat(gm, &L->ffn_up, 1, "blk.%d.ffn_up.weight", l) |
-               gw_mat(gm, &L->ffn_down, 1, "blk.%d.ffn_down.weight", l) |
-               gw_mat(gm, &L->router, 1, "blk.%d.ffn_gate_inp.weight", l) |
-               gw_mat(gm, &L->sh_gate, 1, "blk.%d.ffn_gate_shexp.weight", l) |
-               gw_mat(gm, &L->sh_up, 1, "blk.%d.ffn_up_shexp.weight", l) |
-               gw_mat(gm, &L->sh_down, 1, "blk.%d.ffn_down_shexp.weight", l) |
-               gw_mat(gm, &L->sh_router, 1, "blk.%d.ffn_gate_inp_shexp.weight", l);
+        for (int k = 0; k < N_LAYER_SLOTS; k++) { /* the pack loader's table; lengths are model_create()'s to check */
+            const weight_slot *s = &LAYER_SLOTS[k];
+            const tensor_role role = tensor_arch_role(hp->arch.name, s->role);
+            if (s->kind == SLOT_VEC) *slot_vec(L, s) = gw_vec(gm, role, l);
+            else bad |= gw_mat(gm, slot_mat(L, s), s->kind == SLOT_BLOCKS ? 0 : 1, role, l);
+        }
         if (hparams_layer_moe(hp, l)) {
             size_t n = (size_t)hp->n_expert;
             L->exp_gate = calloc(n, sizeof(weight));
             L->exp_up = calloc(n, sizeof(weight));
             L->exp_down = calloc(n, sizeof(weight));
             if (!L->exp_gate || !L->exp_up || !L->exp_down) goto oom;
-            bad |= gw_mat(gm, L->exp_gate, hp->n_expert, "blk.%d.ffn_gate_exps.weight", l) |
-                   gw_mat(gm, L->exp_up, hp->n_expert, "blk.%d.ffn_up_exps.weight", l) |
-                   gw_mat(gm, L->exp_down, hp->n_expert, "blk.%d.ffn_down_exps.weight", l);
+            bad |= gw_mat(gm, L->exp_gate, hp->n_expert, TN_FFN_GATE_EXPS, l) |
+                   gw_mat(gm, L->exp_up, hp->n_expert, TN_FFN_UP_EXPS, l) |
+                   gw_mat(gm, L->exp_down, hp->n_expert, TN_FFN_DOWN_EXPS, l);
         }
     }
     if (bad) { snprintf(err, errlen, "%s: a tensor has an unexpected shape or cannot be decoded", path); goto fail; }

@@ -35,6 +35,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "formats/tensor_names.h"
 #include "runtime/device/cuda/cuda_backend.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/model/backend.h"
@@ -195,21 +196,25 @@ static int up_vec(struct device_model *d, const float *v, int n, const float **d
     return up_bytes(d, v, (size_t)n * sizeof(float), (void **)dst, err, errlen);
 }
 
-static int refuse_form(const weight *w, const char *name, int l, char *err, size_t errlen)
+static int refuse_named(const weight *w, const char *name, char *err, size_t errlen)
 {
     if (!weight_present(w) || w->form != WF_GGML) return 0;
-    char n[96];
-    snprintf(n, sizeof n, name, l);
-    snprintf(err, errlen, "%s: native ggml blocks (WF_GGML) are not supported on the GPU; use --device cpu", n);
+    snprintf(err, errlen, "%s: native ggml blocks (WF_GGML) are not supported on the GPU; use --device cpu", name);
     return -1;
 }
 
-static int up_weight(struct device_model *d, const weight *w, weight *dw, const char *name, int l, char *err,
+static int refuse_form(const weight *w, tensor_role role, int l, char *err, size_t errlen)
+{
+    char n[96];
+    return refuse_named(w, tensor_label(n, sizeof n, role, l), err, errlen);
+}
+
+static int up_weight(struct device_model *d, const weight *w, weight *dw, tensor_role role, int l, char *err,
                      size_t errlen)
 {
     memset(dw, 0, sizeof *dw);
     if (!weight_present(w)) return 0;
-    if (refuse_form(w, name, l, err, errlen)) return -1;
+    if (refuse_form(w, role, l, err, errlen)) return -1;
     const void *src[4];
     size_t size[4];
     void *dst[4] = { NULL, NULL, NULL, NULL };
@@ -224,26 +229,28 @@ static int up_weight(struct device_model *d, const weight *w, weight *dw, const 
 static int check_forms(const host_model *m, char *err, size_t errlen)
 {
     const weight *out = weight_present(&m->w.output) ? &m->w.output : &m->w.tok_embd;
-    if (refuse_form(out, weight_present(&m->w.output) ? "output%.0d" : "token_embd (tied output)%.0d", 0, err, errlen))
-        return -1;
+    char tn[96], on[112];
+    if (weight_present(&m->w.output)) tensor_label(on, sizeof on, TN_OUTPUT, 0);
+    else snprintf(on, sizeof on, "%s (tied output)", tensor_label(tn, sizeof tn, TN_TOKEN_EMBD, 0));
+    if (refuse_named(out, on, err, errlen)) return -1;
     for (int l = 0; l < m->hp.n_layer; l++) {
         const layer_weights *L = &m->w.layers[l];
-        if (refuse_form(&L->wq, "blk.%d.attn_q", l, err, errlen) || refuse_form(&L->wk, "blk.%d.attn_k", l, err, errlen) ||
-            refuse_form(&L->wv, "blk.%d.attn_v", l, err, errlen) ||
-            refuse_form(&L->wo, "blk.%d.attn_output", l, err, errlen) ||
-            refuse_form(&L->ffn_gate, "blk.%d.ffn_gate", l, err, errlen) ||
-            refuse_form(&L->ffn_up, "blk.%d.ffn_up", l, err, errlen) ||
-            refuse_form(&L->ffn_down, "blk.%d.ffn_down", l, err, errlen) ||
-            refuse_form(&L->router, "blk.%d.ffn_gate_inp", l, err, errlen) ||
-            refuse_form(&L->sh_gate, "blk.%d.ffn_gate_shexp", l, err, errlen) ||
-            refuse_form(&L->sh_up, "blk.%d.ffn_up_shexp", l, err, errlen) ||
-            refuse_form(&L->sh_down, "blk.%d.ffn_down_shexp", l, err, errlen) ||
-            refuse_form(&L->sh_router, "blk.%d.ffn_gate_inp_shexp", l, err, errlen))
+        if (refuse_form(&L->wq, TN_ATTN_Q, l, err, errlen) || refuse_form(&L->wk, TN_ATTN_K, l, err, errlen) ||
+            refuse_form(&L->wv, TN_ATTN_V, l, err, errlen) ||
+            refuse_form(&L->wo, TN_ATTN_OUT, l, err, errlen) ||
+            refuse_form(&L->ffn_gate, TN_FFN_GATE, l, err, errlen) ||
+            refuse_form(&L->ffn_up, TN_FFN_UP, l, err, errlen) ||
+            refuse_form(&L->ffn_down, TN_FFN_DOWN, l, err, errlen) ||
+            refuse_form(&L->router, TN_FFN_GATE_INP, l, err, errlen) ||
+            refuse_form(&L->sh_gate, TN_FFN_GATE_SHEXP, l, err, errlen) ||
+            refuse_form(&L->sh_up, TN_FFN_UP_SHEXP, l, err, errlen) ||
+            refuse_form(&L->sh_down, TN_FFN_DOWN_SHEXP, l, err, errlen) ||
+            refuse_form(&L->sh_router, TN_FFN_GATE_INP_SHEXP, l, err, errlen))
             return -1;
         for (int e = 0; e < m->hp.n_expert; e++)
-            if (refuse_form(&L->exp_gate[e], "blk.%d.ffn_gate_exps", l, err, errlen) ||
-                refuse_form(&L->exp_up[e], "blk.%d.ffn_up_exps", l, err, errlen) ||
-                refuse_form(&L->exp_down[e], "blk.%d.ffn_down_exps", l, err, errlen))
+            if (refuse_form(&L->exp_gate[e], TN_FFN_GATE_EXPS, l, err, errlen) ||
+                refuse_form(&L->exp_up[e], TN_FFN_UP_EXPS, l, err, errlen) ||
+                refuse_form(&L->exp_down[e], TN_FFN_DOWN_EXPS, l, err, errlen))
                 return -1;
     }
     return 0;
@@ -258,18 +265,18 @@ static int upload_dense(struct device_model *d, const host_model *m, char *err, 
     for (int l = 0; l < hp->n_layer; l++) {
         const layer_weights *L = &m->w.layers[l];
         dlayer *G = &d->L[l];
-        if (up_weight(d, &L->wq, &G->wq, "blk.%d.attn_q", l, err, errlen) ||
-            up_weight(d, &L->wk, &G->wk, "blk.%d.attn_k", l, err, errlen) ||
-            up_weight(d, &L->wv, &G->wv, "blk.%d.attn_v", l, err, errlen) ||
-            up_weight(d, &L->wo, &G->wo, "blk.%d.attn_output", l, err, errlen) ||
-            up_weight(d, &L->ffn_gate, &G->ffn_gate, "blk.%d.ffn_gate", l, err, errlen) ||
-            up_weight(d, &L->ffn_up, &G->ffn_up, "blk.%d.ffn_up", l, err, errlen) ||
-            up_weight(d, &L->ffn_down, &G->ffn_down, "blk.%d.ffn_down", l, err, errlen) ||
-            up_weight(d, &L->router, &G->router, "blk.%d.ffn_gate_inp", l, err, errlen) ||
-            up_weight(d, &L->sh_gate, &G->sh_gate, "blk.%d.ffn_gate_shexp", l, err, errlen) ||
-            up_weight(d, &L->sh_up, &G->sh_up, "blk.%d.ffn_up_shexp", l, err, errlen) ||
-            up_weight(d, &L->sh_down, &G->sh_down, "blk.%d.ffn_down_shexp", l, err, errlen) ||
-            up_weight(d, &L->sh_router, &G->sh_router, "blk.%d.ffn_gate_inp_shexp", l, err, errlen) ||
+        if (up_weight(d, &L->wq, &G->wq, TN_ATTN_Q, l, err, errlen) ||
+            up_weight(d, &L->wk, &G->wk, TN_ATTN_K, l, err, errlen) ||
+            up_weight(d, &L->wv, &G->wv, TN_ATTN_V, l, err, errlen) ||
+            up_weight(d, &L->wo, &G->wo, TN_ATTN_OUT, l, err, errlen) ||
+            up_weight(d, &L->ffn_gate, &G->ffn_gate, TN_FFN_GATE, l, err, errlen) ||
+            up_weight(d, &L->ffn_up, &G->ffn_up, TN_FFN_UP, l, err, errlen) ||
+            up_weight(d, &L->ffn_down, &G->ffn_down, TN_FFN_DOWN, l, err, errlen) ||
+            up_weight(d, &L->router, &G->router, TN_FFN_GATE_INP, l, err, errlen) ||
+            up_weight(d, &L->sh_gate, &G->sh_gate, TN_FFN_GATE_SHEXP, l, err, errlen) ||
+            up_weight(d, &L->sh_up, &G->sh_up, TN_FFN_UP_SHEXP, l, err, errlen) ||
+            up_weight(d, &L->sh_down, &G->sh_down, TN_FFN_DOWN_SHEXP, l, err, errlen) ||
+            up_weight(d, &L->sh_router, &G->sh_router, TN_FFN_GATE_INP_SHEXP, l, err, errlen) ||
             up_vec(d, L->attn_norm, hp->n_embd, &G->attn_norm, err, errlen) ||
             up_vec(d, L->ffn_norm, hp->n_embd, &G->ffn_norm, err, errlen))
             return -1;
@@ -282,7 +289,7 @@ static int upload_dense(struct device_model *d, const host_model *m, char *err, 
             return -1;
     }
     const weight *out = weight_present(&m->w.output) ? &m->w.output : &m->w.tok_embd;
-    return up_weight(d, out, &d->output, "output%.0d", 0, err, errlen) ||
+    return up_weight(d, out, &d->output, TN_OUTPUT, 0, err, errlen) ||
                    up_vec(d, m->w.output_norm, hp->n_embd, &d->output_norm, err, errlen)
                ? -1
                : 0;

@@ -71,7 +71,6 @@ typedef struct arch_spec {
     int mha;                    /* as many kv heads as heads (llama.cpp's dots1 takes no other) */
     int rot;                    /* rope.dimension_count, 0: no key (all of head_dim) */
     int nextn;                  /* next-token-prediction blocks after the run ones (GLM-4.5's MTP) */
-    const char *ffn_norm;       /* the FFN norm's name, NULL: ffn_norm */
     int used;                   /* experts per token, 0: USED */
     int swa_off_control;        /* the control writes attention.sliding_window 0 (Llama 4: RoPE everywhere) */
     uint32_t ctx;               /* context_length, 0: 512 */
@@ -100,11 +99,10 @@ static const arch_spec specs[] = {
     { .name = "ernie4_5-moe", .arch = "ernie4_5-moe", .layers = 3, .dense_lead = 1, .n_shared = 2, .ff_sh = 64, .probs_b = 1,
       .moe_step = 1, .rope_base = 5e5f },
     { .name = "glm4moe", .arch = "glm4moe", .layers = 3, .dense_lead = 1, .n_shared = 1, .ff_sh = FF_EXP, .bias = 1,
-      .sigmoid = 1, .probs_b = 1, .w_scale = 1.5f, .norm_w = 2, .rot = 8, .nextn = 1,
-      .ffn_norm = "post_attention_norm", .rope_base = 1e6f },
+      .sigmoid = 1, .probs_b = 1, .w_scale = 1.5f, .norm_w = 2, .rot = 8, .nextn = 1, .rope_base = 1e6f },
     { .name = "glm4moe-qknorm", .arch = "glm4moe", .layers = 3, .dense_lead = 1, .n_shared = 1, .ff_sh = FF_EXP,
       .bias = 1, .qk_norm = 1, .sigmoid = 1, .probs_b = 1, .w_scale = 2.5f, .norm_w = 2, .rot = 8, .nextn = 1,
-      .ffn_norm = "post_attention_norm", .rope_base = 1e6f },
+      .rope_base = 1e6f },
     /* Llama 4: layer 3 without RoPE; Scout-like top-1 in every layer, Maverick-like top-2 every 2nd */
     { .name = "llama4", .arch = "llama4", .layers = 4, .ff_sh = FF_EXP, .moe_step = 1, .used = 1,
       .swa_off_control = 1, .rope_base = 5e5f },
@@ -145,9 +143,9 @@ static const arch_spec specs[] = {
      * experts' products large enough that the GLU's clamp at 7 bites, YaRN as gpt-oss ships it (factor 32
      * there, 4 here over an original context of 64) */
     { .name = "gpt-oss", .arch = "gpt-oss", .layers = 3, .bias = 1, .oai = 4, .experts = 8, .used = 4, .yarn = 4.0f,
-      .ffn_norm = "post_attention_norm", .rope_base = 1.5e5f },
+      .rope_base = 1.5e5f },
     { .name = "gpt-oss-mxfp4", .arch = "gpt-oss", .layers = 3, .bias = 1, .oai = 4, .experts = 8, .used = 4,
-      .yarn = 4.0f, .mxfp4 = 1, .ffn_norm = "post_attention_norm", .rope_base = 1.5e5f },
+      .yarn = 4.0f, .mxfp4 = 1, .rope_base = 1.5e5f },
     /* Ling 2.0 (bailingmoe2): fused qkv, per-head q/k norms, half the head rotated, DeepSeek V3's routing
      * (sigmoid, selection bias, 2 of 4 groups, renormalised and scaled), a dense first layer, a shared
      * expert, a next-token-prediction block that is not run */
@@ -319,91 +317,89 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
     const int n_exp = a->experts ? a->experts : EXPERTS;
     const int hd = EMBD / HEADS, kvd = (a->mha ? HEADS : KV_HEADS) * hd;
     const float in_d = 1.0f / sqrtf((float)EMBD), in_ff = 1.0f / sqrtf((float)FF_EXP);
-    rc |= add_tensor(w, &s, "token_embd.weight", 2, EMBD, VOCAB, 1, 1.0f, 0);
-    rc |= add_tensor(w, &s, "output_norm.weight", 1, EMBD, 1, 1, 0.1f, 1.0f);
-    rc |= add_tensor(w, &s, "output.weight", 2, EMBD, VOCAB, 1, 2 * in_d, 0);
     char n[96];
-#define T(fmt, ...) (snprintf(n, sizeof n, fmt, l), add_tensor(w, &s, n, __VA_ARGS__))
+    rc |= add_tensor(w, &s, tensor_name(n, sizeof n, TN_TOKEN_EMBD, 0), 2, EMBD, VOCAB, 1, 1.0f, 0);
+    rc |= add_tensor(w, &s, tensor_name(n, sizeof n, TN_OUTPUT_NORM, 0), 1, EMBD, 1, 1, 0.1f, 1.0f);
+    rc |= add_tensor(w, &s, tensor_name(n, sizeof n, TN_OUTPUT, 0), 2, EMBD, VOCAB, 1, 2 * in_d, 0);
+#define T(role, ...) add_tensor(w, &s, tensor_name(n, sizeof n, role, l), __VA_ARGS__)
     for (int l = 0; rc == 0 && l < a->layers + a->nextn; l++) {
         if (l >= a->layers) { /* a next-token-prediction block: its own tensors, then a MoE layer's */
-            rc |= T("blk.%d.nextn.eh_proj.weight", 2, 2 * EMBD, EMBD, 1, in_d, 0);
-            rc |= T("blk.%d.nextn.enorm.weight", 1, EMBD, 1, 1, 0.1f, 1.0f);
-            rc |= T("blk.%d.nextn.hnorm.weight", 1, EMBD, 1, 1, 0.1f, 1.0f);
-            rc |= T("blk.%d.nextn.shared_head_norm.weight", 1, EMBD, 1, 1, 0.1f, 1.0f);
-            if (a->fused) rc |= T("blk.%d.layer_output_norm.weight", 1, EMBD, 1, 1, 0.1f, 1.0f); /* Ling 2.0's */
+            rc |= T(TN_NEXTN_EH_PROJ, 2, 2 * EMBD, EMBD, 1, in_d, 0);
+            rc |= T(TN_NEXTN_ENORM, 1, EMBD, 1, 1, 0.1f, 1.0f);
+            rc |= T(TN_NEXTN_HNORM, 1, EMBD, 1, 1, 0.1f, 1.0f);
+            rc |= T(TN_NEXTN_SHARED_HEAD_NORM, 1, EMBD, 1, 1, 0.1f, 1.0f);
+            if (a->fused) rc |= T(TN_LAYER_OUT_NORM, 1, EMBD, 1, 1, 0.1f, 1.0f); /* Ling 2.0's */
         }
-        rc |= T("blk.%d.attn_norm.weight", 1, EMBD, 1, 1, 0.1f, 1.0f);
+        rc |= T(TN_ATTN_NORM, 1, EMBD, 1, 1, 0.1f, 1.0f);
         if (a->mla) {
             const int qk = MLA_NOPE + a->rot;
             if (a->q_lora) {
-                rc |= T("blk.%d.attn_q_a.weight", 2, EMBD, a->q_lora, 1, in_d, 0);
-                rc |= T("blk.%d.attn_q_a_norm.weight", 1, a->q_lora, 1, 1, 0.1f, 1.0f);
-                rc |= T("blk.%d.attn_q_b.weight", 2, a->q_lora, HEADS * qk, 1, 1.0f / sqrtf((float)a->q_lora), 0);
+                rc |= T(TN_ATTN_Q_A, 2, EMBD, a->q_lora, 1, in_d, 0);
+                rc |= T(TN_ATTN_Q_A_NORM, 1, a->q_lora, 1, 1, 0.1f, 1.0f);
+                rc |= T(TN_ATTN_Q_B, 2, a->q_lora, HEADS * qk, 1, 1.0f / sqrtf((float)a->q_lora), 0);
             } else {
-                rc |= T("blk.%d.attn_q.weight", 2, EMBD, HEADS * qk, 1, in_d, 0);
+                rc |= T(TN_ATTN_Q, 2, EMBD, HEADS * qk, 1, in_d, 0);
             }
-            rc |= T("blk.%d.attn_kv_a_mqa.weight", 2, EMBD, MLA_R + a->rot, 1, in_d, 0);
-            rc |= T("blk.%d.attn_kv_a_norm.weight", 1, MLA_R, 1, 1, 0.1f, 1.0f);
-            rc |= T("blk.%d.attn_k_b.weight", 3, MLA_NOPE, MLA_R, HEADS, 1.0f / sqrtf((float)MLA_NOPE), 0);
-            rc |= T("blk.%d.attn_v_b.weight", 3, MLA_R, MLA_V, HEADS, 1.0f / sqrtf((float)MLA_R), 0);
-            rc |= T("blk.%d.attn_output.weight", 2, HEADS * MLA_V, EMBD, 1, 1.0f / sqrtf((float)(HEADS * MLA_V)), 0);
+            rc |= T(TN_ATTN_KV_A_MQA, 2, EMBD, MLA_R + a->rot, 1, in_d, 0);
+            rc |= T(TN_ATTN_KV_A_NORM, 1, MLA_R, 1, 1, 0.1f, 1.0f);
+            rc |= T(TN_ATTN_K_B, 3, MLA_NOPE, MLA_R, HEADS, 1.0f / sqrtf((float)MLA_NOPE), 0);
+            rc |= T(TN_ATTN_V_B, 3, MLA_R, MLA_V, HEADS, 1.0f / sqrtf((float)MLA_R), 0);
+            rc |= T(TN_ATTN_OUT, 2, HEADS * MLA_V, EMBD, 1, 1.0f / sqrtf((float)(HEADS * MLA_V)), 0);
         } else {
             if (a->fused) {
-                rc |= T("blk.%d.attn_qkv.weight", 2, EMBD, EMBD + 2 * kvd, 1, in_d, 0);
+                rc |= T(TN_ATTN_QKV, 2, EMBD, EMBD + 2 * kvd, 1, in_d, 0);
             } else {
-                rc |= T("blk.%d.attn_q.weight", 2, EMBD, EMBD, 1, in_d, 0);
-                rc |= T("blk.%d.attn_k.weight", 2, EMBD, kvd, 1, in_d, 0);
-                rc |= T("blk.%d.attn_v.weight", 2, EMBD, kvd, 1, in_d, 0);
+                rc |= T(TN_ATTN_Q, 2, EMBD, EMBD, 1, in_d, 0);
+                rc |= T(TN_ATTN_K, 2, EMBD, kvd, 1, in_d, 0);
+                rc |= T(TN_ATTN_V, 2, EMBD, kvd, 1, in_d, 0);
             }
             if (a->bias) {
-                rc |= T("blk.%d.attn_q.bias", 1, EMBD, 1, 1, 0.1f, 0);
-                rc |= T("blk.%d.attn_k.bias", 1, kvd, 1, 1, 0.1f, 0);
-                rc |= T("blk.%d.attn_v.bias", 1, kvd, 1, 1, 0.1f, 0);
+                rc |= T(TN_ATTN_Q_BIAS, 1, EMBD, 1, 1, 0.1f, 0);
+                rc |= T(TN_ATTN_K_BIAS, 1, kvd, 1, 1, 0.1f, 0);
+                rc |= T(TN_ATTN_V_BIAS, 1, kvd, 1, 1, 0.1f, 0);
             }
             if (a->qk_norm) {
-                rc |= T("blk.%d.attn_q_norm.weight", 1, a->qk_norm == 2 ? EMBD : hd, 1, 1, 0.1f, 1.0f);
-                rc |= T("blk.%d.attn_k_norm.weight", 1, a->qk_norm == 2 ? kvd : hd, 1, 1, 0.1f, 1.0f);
+                rc |= T(TN_ATTN_Q_NORM, 1, a->qk_norm == 2 ? EMBD : hd, 1, 1, 0.1f, 1.0f);
+                rc |= T(TN_ATTN_K_NORM, 1, a->qk_norm == 2 ? kvd : hd, 1, 1, 0.1f, 1.0f);
             }
-            rc |= T("blk.%d.attn_output.weight", 2, EMBD, EMBD, 1, in_d, 0);
+            rc |= T(TN_ATTN_OUT, 2, EMBD, EMBD, 1, in_d, 0);
             if (a->oai) {
-                rc |= T("blk.%d.attn_output.bias", 1, EMBD, 1, 1, 0.1f, 0);
-                rc |= T("blk.%d.attn_sinks.weight", 1, HEADS, 1, 1, 1.0f, control ? -100.0f : 0.5f);
+                rc |= T(TN_ATTN_OUT_BIAS, 1, EMBD, 1, 1, 0.1f, 0);
+                rc |= T(TN_ATTN_SINKS, 1, HEADS, 1, 1, 1.0f, control ? -100.0f : 0.5f);
             }
         }
-        char norm[64];
-        snprintf(norm, sizeof norm, "blk.%%d.%s.weight", a->ffn_norm ? a->ffn_norm : "ffn_norm");
-        rc |= T(norm, 1, EMBD, 1, 1, 0.1f, 1.0f);
+        rc |= T(tensor_arch_role(arch, TN_FFN_NORM), 1, EMBD, 1, 1, 0.1f, 1.0f);
         if (l < lead || a->dense || (a->moe_step > 1 && (l + 1) % a->moe_step)) {
-            rc |= T("blk.%d.ffn_gate.weight", 2, EMBD, FF, 1, in_d, 0);
-            rc |= T("blk.%d.ffn_up.weight", 2, EMBD, FF, 1, in_d, 0);
-            rc |= T("blk.%d.ffn_down.weight", 2, FF, EMBD, 1, 1.0f / sqrtf((float)FF), 0);
+            rc |= T(TN_FFN_GATE, 2, EMBD, FF, 1, in_d, 0);
+            rc |= T(TN_FFN_UP, 2, EMBD, FF, 1, in_d, 0);
+            rc |= T(TN_FFN_DOWN, 2, FF, EMBD, 1, 1.0f / sqrtf((float)FF), 0);
             continue;
         }
-        rc |= T("blk.%d.ffn_gate_inp.weight", 2, EMBD, n_exp, 1, 4 * in_d, 0);
-        if (a->probs_b && !control) rc |= T("blk.%d.exp_probs_b.bias", 1, n_exp, 1, 1, 0.2f, 0);
+        rc |= T(TN_FFN_GATE_INP, 2, EMBD, n_exp, 1, 4 * in_d, 0);
+        if (a->probs_b && !control) rc |= T(TN_FFN_EXP_PROBS_B, 1, n_exp, 1, 1, 0.2f, 0);
         const float big = a->oai ? 6.0f : 1.0f; /* gpt-oss: past the GLU's clamp */
         if (a->mxfp4) { /* the same magnitudes: up to 12 x 2^-4 and 12 x 2^-9 */
-            const char *const part[3] = { "gate", "up", "down" };
+            const tensor_role part[3] = { TN_FFN_GATE_EXPS, TN_FFN_UP_EXPS, TN_FFN_DOWN_EXPS };
             for (int k = 0; k < 3 && rc == 0; k++) {
-                snprintf(n, sizeof n, "blk.%d.ffn_%s_exps.weight", l, part[k]);
+                tensor_name(n, sizeof n, part[k], l);
                 rc = add_mxfp4(w, &s, n, k < 2 ? EMBD : FF_EXP, k < 2 ? FF_EXP : EMBD, n_exp, k < 2 ? 122 : 117);
             }
         } else {
-            rc |= T("blk.%d.ffn_gate_exps.weight", 3, EMBD, FF_EXP, n_exp, big * in_d, 0);
-            rc |= T("blk.%d.ffn_up_exps.weight", 3, EMBD, FF_EXP, n_exp, big * in_d, 0);
-            rc |= T("blk.%d.ffn_down_exps.weight", 3, FF_EXP, EMBD, n_exp, in_ff / big, 0);
+            rc |= T(TN_FFN_GATE_EXPS, 3, EMBD, FF_EXP, n_exp, big * in_d, 0);
+            rc |= T(TN_FFN_UP_EXPS, 3, EMBD, FF_EXP, n_exp, big * in_d, 0);
+            rc |= T(TN_FFN_DOWN_EXPS, 3, FF_EXP, EMBD, n_exp, in_ff / big, 0);
         }
         if (a->oai) {
-            rc |= T("blk.%d.ffn_gate_inp.bias", 1, n_exp, 1, 1, 0.5f, 0);
-            rc |= T("blk.%d.ffn_gate_exps.bias", 2, FF_EXP, n_exp, 1, 0.5f, 0);
-            rc |= T("blk.%d.ffn_up_exps.bias", 2, FF_EXP, n_exp, 1, 0.5f, 0);
-            rc |= T("blk.%d.ffn_down_exps.bias", 2, EMBD, n_exp, 1, 0.1f, 0);
+            rc |= T(TN_FFN_GATE_INP_BIAS, 1, n_exp, 1, 1, 0.5f, 0);
+            rc |= T(TN_FFN_GATE_EXPS_BIAS, 2, FF_EXP, n_exp, 1, 0.5f, 0);
+            rc |= T(TN_FFN_UP_EXPS_BIAS, 2, FF_EXP, n_exp, 1, 0.5f, 0);
+            rc |= T(TN_FFN_DOWN_EXPS_BIAS, 2, EMBD, n_exp, 1, 0.1f, 0);
         }
         if (!ff_sh) continue;
-        if (a->shared_gate && !control) rc |= T("blk.%d.ffn_gate_inp_shexp.weight", 1, EMBD, 1, 1, 2 * in_d, 0);
-        rc |= T("blk.%d.ffn_gate_shexp.weight", 2, EMBD, ff_sh, 1, in_d, 0);
-        rc |= T("blk.%d.ffn_up_shexp.weight", 2, EMBD, ff_sh, 1, in_d, 0);
-        rc |= T("blk.%d.ffn_down_shexp.weight", 2, ff_sh, EMBD, 1, 1.0f / sqrtf((float)ff_sh), 0);
+        if (a->shared_gate && !control) rc |= T(TN_FFN_GATE_INP_SHEXP, 1, EMBD, 1, 1, 2 * in_d, 0);
+        rc |= T(TN_FFN_GATE_SHEXP, 2, EMBD, ff_sh, 1, in_d, 0);
+        rc |= T(TN_FFN_UP_SHEXP, 2, EMBD, ff_sh, 1, in_d, 0);
+        rc |= T(TN_FFN_DOWN_SHEXP, 2, ff_sh, EMBD, 1, 1.0f / sqrtf((float)ff_sh), 0);
     }
 #undef T
     if (rc) snprintf(err, errlen, "%s: cannot write the %s model", path, arch);
