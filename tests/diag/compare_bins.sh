@@ -40,7 +40,7 @@ for side in old new; do
     b=$old; [ $side = new ] && b=$new
     d="$out/$side/stories260K-keep"; [ -d "$d" ] || continue
     "$b/strata" serve "$d" --port 0 >"$out/$side/serve.out" 2>"$out/$side/serve.err" & pid=$!
-    port=""; for i in $(seq 100); do port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$out/$side/serve.out"); [ -n "$port" ] && break; sleep 0.1; done
+    port=""; for i in $(seq 100); do port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$out/$side/serve.out" 2>/dev/null); [ -n "$port" ] && break; sleep 0.1; done
     for i in $(seq 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ] && break; sleep 0.1; done
     curl -s "http://127.0.0.1:$port/v1/completions" -H 'Content-Type: application/json' \
         -d '{"prompt":"Once upon a time","max_tokens":24,"temperature":0}' | sed 's/"created":[0-9]*//; s/"id":"[^"]*"//' >"$out/$side/served.json"
