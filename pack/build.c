@@ -125,7 +125,7 @@ static int plan_dense(pack_layout *L, const source *s, uint64_t fbytes[2], char 
         pk_tensor *t = pack_layout_add(L);
         if (!t) { snprintf(err, errlen, "out of memory"); return -1; }
         snprintf(t->name, sizeof t->name, "%s", g->name);
-        t->file = strcmp(g->name, "token_embd.weight") ? PK_DENSE : PK_EMBD;
+        t->file = strcmp(g->name, "token_embd.weight") ? PACK_DENSE : PACK_EMBD;
         t->n_dims = (int)g->n_dims;
         memcpy(t->ne, g->ne, sizeof t->ne);
         t->elements = g->n_elements;
@@ -170,7 +170,7 @@ static int write_dense(const pack_layout *L, const source *s, const int fds[2], 
 {
     for (int i = 0; i < L->n_tensors; i++) {
         const pk_tensor *t = &L->tensors[i];
-        if (t->file == PK_EXPERTS) continue;
+        if (t->file == PACK_EXPERTS) continue;
         const gguf_tensor *g = source_find(s, t->name);
         const int64_t ne0 = t->ne[0], rows = t->elements / ne0;
         size_t per_row[PLANE_COUNT];
@@ -195,7 +195,7 @@ static int write_dense(const pack_layout *L, const source *s, const int fds[2], 
             for (int k = 0; k < PLANE_COUNT && !rc; k++)
                 if (per_row[k] && pwrite_all(fds[t->file], plane[k], per_row[k] * (size_t)n,
                                              t->plane_off[k] + per_row[k] * (uint64_t)r0)) {
-                    snprintf(err, errlen, "%s: write failed: %s", PK_FILE_NAMES[t->file], strerror(errno));
+                    snprintf(err, errlen, "%s: write failed: %s", PACK_FILE_NAMES[t->file], strerror(errno));
                     rc = -1;
                 }
         }
@@ -233,7 +233,7 @@ static void summary(const pack_layout *L, const build_opts *o, int n_reencoded, 
     for (int i = 0; i < L->n_tensors; i++) {
         const pk_tensor *t = &L->tensors[i];
         n_form[t->d.form]++;
-        if (t->file == PK_EXPERTS) {
+        if (t->file == PACK_EXPERTS) {
             n_how[t->how]++;
             if (t->how == EXP_ENCODED) n_imp[t->importance]++;
             if (t->how == EXP_CANONICAL && !o->experts_keep)
@@ -251,7 +251,7 @@ static void summary(const pack_layout *L, const build_opts *o, int n_reencoded, 
             n_how[EXP_TRANSCODED], n_how[EXP_CANONICAL]);
     if (n_reencoded) fprintf(out, " (%d expert slices re-encoded: 2*d overflows fp16)", n_reencoded);
     fprintf(out, "\n");
-    for (int f = 0; f < PK_NFILES; f++) fprintf(out, "  %-15s %12llu bytes\n", PK_FILE_NAMES[f], (unsigned long long)L->files[f].bytes);
+    for (int f = 0; f < PACK_NFILES; f++) fprintf(out, "  %-15s %12llu bytes\n", PACK_FILE_NAMES[f], (unsigned long long)L->files[f].bytes);
     fprintf(out, "  %.1f s, peak RSS %.1f MiB\n", secs, (double)peak_rss_kib() / 1024.0);
 }
 
@@ -281,9 +281,9 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
         snprintf(e, sizeof e, "%.200s: %.300s", o->src, what); /* the tensor, in this file */
         goto out;
     }
-    L.files[PK_DENSE].bytes = fb[0];
-    L.files[PK_EMBD].bytes = fb[1];
-    L.files[PK_EXPERTS].bytes = eb;
+    L.files[PACK_DENSE].bytes = fb[0];
+    L.files[PACK_EMBD].bytes = fb[1];
+    L.files[PACK_EXPERTS].bytes = eb;
     if (!(tmp = packdir_begin(o->out, fb[0] + fb[1] + eb + (16u << 20), e, sizeof e))) goto out;
     L.source_path = strdup(o->src);
     L.source_bytes = s.bytes;
@@ -295,50 +295,50 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
     for (int64_t i = 0; i < source_n_tensors(&s); i++)
         if (!build_tensor_dropped(source_tensor_at(&s, i)->name, dropped)) pg.total += source_tensor_at(&s, i)->size;
     for (int f = 0; f < 3; f++) {
-        char *p = path_join(tmp, PK_FILE_NAMES[f]);
+        char *p = pack_path(tmp, PACK_FILE_NAMES[f]);
         fds[f] = p ? open(p, O_WRONLY | O_CREAT | O_EXCL, 0644) : -1;
         free(p);
         if (fds[f] < 0 || ftruncate(fds[f], (off_t)L.files[f].bytes) != 0) {
-            snprintf(e, sizeof e, "%s/%s: %s", tmp, PK_FILE_NAMES[f], strerror(errno));
+            snprintf(e, sizeof e, "%s/%s: %s", tmp, PACK_FILE_NAMES[f], strerror(errno));
             goto out;
         }
     }
     if (write_dense(&L, &s, fds, &pg, e, sizeof e) ||
-        build_write_experts(&L, &s, im, fds[PK_EXPERTS], o->threads, &pg, &n_reencoded, e, sizeof e))
+        build_write_experts(&L, &s, im, fds[PACK_EXPERTS], o->threads, &pg, &n_reencoded, e, sizeof e))
         goto out;
     for (int f = 0; f < 3; f++) {
         if (fsync(fds[f]) != 0 || close(fds[f]) != 0) {
             fds[f] = -1;
-            snprintf(e, sizeof e, "%s: %s", PK_FILE_NAMES[f], strerror(errno));
+            snprintf(e, sizeof e, "%s: %s", PACK_FILE_NAMES[f], strerror(errno));
             goto out;
         }
         fds[f] = -1;
     }
-    char *tp = path_join(tmp, "tokenizer.gguf");
+    char *tp = pack_path(tmp, PACK_FILE_NAMES[PACK_TOKENIZER]);
     const int trc = tp ? write_tokenizer(source_meta(&s), tp, e, sizeof e) : -1;
     free(tp);
     if (trc) goto out;
-    for (int f = 0; f < PK_NFILES; f++) {
-        char *p = path_join(tmp, PK_FILE_NAMES[f]);
+    for (int f = 0; f < PACK_NFILES; f++) {
+        char *p = pack_path(tmp, PACK_FILE_NAMES[f]);
         uint64_t bytes = 0;
-        const int crc_rc = p ? file_crc32(p, &bytes, &L.files[f].crc32, e, sizeof e) : -1;
+        const int crc_rc = p ? pack_file_crc32(p, &bytes, &L.files[f].crc32, e, sizeof e) : -1;
         free(p);
         if (crc_rc) goto out;
-        if (f != PK_TOKENIZER && bytes != L.files[f].bytes) {
-            snprintf(e, sizeof e, "%s: %llu bytes written, %llu planned", PK_FILE_NAMES[f],
+        if (f != PACK_TOKENIZER && bytes != L.files[f].bytes) {
+            snprintf(e, sizeof e, "%s: %llu bytes written, %llu planned", PACK_FILE_NAMES[f],
                      (unsigned long long)bytes, (unsigned long long)L.files[f].bytes);
             goto out;
         }
         L.files[f].bytes = bytes;
     }
     char *js = pack_layout_to_json(&L);
-    char *mp = path_join(tmp, "manifest.json");
+    char *mp = pack_path(tmp, PACK_MANIFEST);
     atomic_out ao;
     int mrc = (js && mp) ? atomic_out_open(&ao, mp, e, sizeof e) : -1;
     if (mrc == 0) {
         if (fputs(js, ao.fp) < 0 || fputc('\n', ao.fp) < 0) {
             atomic_out_abort(&ao);
-            snprintf(e, sizeof e, "manifest.json: write failed");
+            snprintf(e, sizeof e, "%s: write failed", PACK_MANIFEST);
             mrc = -1;
         } else {
             mrc = atomic_out_commit(&ao, e, sizeof e);

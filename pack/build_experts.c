@@ -85,7 +85,7 @@ int build_plan_experts(pack_layout *L, const source *s, const imatrix *im, int k
             if (!t) { snprintf(err, errlen, "out of memory"); return -1; }
             /* one name for both layouts: the merged tensor's */
             snprintf(t->name, sizeof t->name, "blk.%d.ffn_%s_exps.weight", layer, EXPERT_PART_KEYS[kind]);
-            t->file = PK_EXPERTS;
+            t->file = PACK_EXPERTS;
             t->n_dims = 3;
             const int64_t K = x.K, N = x.N;
             t->ne[0] = K;

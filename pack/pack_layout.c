@@ -10,9 +10,7 @@
 #include <jansson.h>
 
 #include "formats/ggml_types.h"
-#include "pack/packdir.h"
 
-const char *const PK_FILE_NAMES[PK_NFILES] = { "dense.bin", "embd.bin", "experts.bin", "tokenizer.gguf" };
 static const char *const HOW_NAMES[] = { "iq3-encoded", "iq3-transcoded", "canonical" };
 static const char *const IMP_NAMES[] = { "none", "layer", "expert" };
 
@@ -90,7 +88,7 @@ static json_t *tensor_json(const pk_tensor *t)
     pk_type_upper(t->src_type, st);
     json_t *shape = json_array();
     for (int i = 0; i < t->n_dims; i++) json_array_append_new(shape, json_integer(t->ne[i]));
-    json_t *o = json_pack("{s:s,s:o,s:I,s:s,s:s}", "file", PK_FILE_NAMES[t->file], "shape", shape,
+    json_t *o = json_pack("{s:s,s:o,s:I,s:s,s:s}", "file", PACK_FILE_NAMES[t->file], "shape", shape,
                           "elements", (json_int_t)t->elements, "source_type", st, "form",
                           pack_form_name(t->d.form));
     const planes_desc *d = &t->d;
@@ -110,7 +108,7 @@ static json_t *tensor_json(const pk_tensor *t)
     }
     for (int k = 0; k < PLANE_COUNT; k++)
         if (t->plane_bytes[k]) json_object_set_new(o, PLANE_NAMES[k], plane_json(t->plane_off[k], t->plane_bytes[k]));
-    if (t->file == PK_EXPERTS) {
+    if (t->file == PACK_EXPERTS) {
         json_object_set_new(o, "layer", json_integer(t->layer));
         json_object_set_new(o, "part", json_integer(t->part));
         json_object_set_new(o, "n_expert", json_integer(t->n_expert));
@@ -142,7 +140,7 @@ char *pack_layout_to_json(const pack_layout *L)
 
     json_t *tensors = json_object(), *etensors = json_object();
     for (int i = 0; i < L->n_tensors; i++)
-        json_object_set_new(L->tensors[i].file == PK_EXPERTS ? etensors : tensors, L->tensors[i].name,
+        json_object_set_new(L->tensors[i].file == PACK_EXPERTS ? etensors : tensors, L->tensors[i].name,
                             tensor_json(&L->tensors[i]));
     json_object_set_new(root, "tensors", tensors);
 
@@ -162,8 +160,8 @@ char *pack_layout_to_json(const pack_layout *L)
     json_object_set_new(root, "experts", json_pack("{s:i,s:o,s:o}", "blob_align", PACK_EXPERT_ALIGN, "tensors",
                                                    etensors, "layers", layers));
     json_t *files = json_object();
-    for (int f = 0; f < PK_NFILES; f++)
-        json_object_set_new(files, PK_FILE_NAMES[f], json_pack("{s:I,s:I}", "bytes", (json_int_t)L->files[f].bytes,
+    for (int f = 0; f < PACK_NFILES; f++)
+        json_object_set_new(files, PACK_FILE_NAMES[f], json_pack("{s:I,s:I}", "bytes", (json_int_t)L->files[f].bytes,
                                                                "crc32", (json_int_t)L->files[f].crc32));
     json_object_set_new(root, "files", files);
     char *s = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
@@ -218,8 +216,8 @@ static int read_tensor(rd *r, pack_layout *L, const char *name, const json_t *v,
     if (strlen(name) >= sizeof t->name) return fail(r, "%s: name too long", name);
     snprintf(t->name, sizeof t->name, "%s", name);
     const char *f = json_string_value(json_object_get(v, "file"));
-    t->file = name_index(PK_FILE_NAMES, 3, f);
-    if (t->file < 0 || (t->file == PK_EXPERTS) != expert) return fail(r, "%s: unexpected file %s", name, f ? f : "(none)");
+    t->file = name_index(PACK_FILE_NAMES, 3, f);
+    if (t->file < 0 || (t->file == PACK_EXPERTS) != expert) return fail(r, "%s: unexpected file %s", name, f ? f : "(none)");
     const json_t *shape = json_object_get(v, "shape");
     if (!json_is_array(shape) || json_array_size(shape) < 1 || json_array_size(shape) > 4)
         return fail(r, "%s: `shape` must be 1 to 4 integers", name);
@@ -326,7 +324,7 @@ static int read_layers(rd *r, pack_layout *L, const json_t *layers)
             const char *tn = json_string_value(json_object_get(pj, "tensor"));
             p->part_tensor[k] = -1;
             for (int i = 0; i < L->n_tensors; i++)
-                if (tn && L->tensors[i].file == PK_EXPERTS && !strcmp(L->tensors[i].name, tn)) p->part_tensor[k] = i;
+                if (tn && L->tensors[i].file == PACK_EXPERTS && !strcmp(L->tensors[i].name, tn)) p->part_tensor[k] = i;
             if (p->part_tensor[k] < 0) return fail(r, "layer %d: part names unknown tensor %s", p->layer, tn ? tn : "(none)");
             const pk_tensor *t = &L->tensors[p->part_tensor[k]];
             if (get_u64(r, pj, "offset", "experts part", &p->part_off[k])) return -1;
@@ -334,7 +332,7 @@ static int read_layers(rd *r, pack_layout *L, const json_t *layers)
                 t->n_expert != p->n_expert || t->layer != p->layer)
                 return fail(r, "layer %d: part %s does not fit its blob", p->layer, t->name);
         }
-        if (p->base + p->stride * (uint64_t)p->n_expert > L->files[PK_EXPERTS].bytes)
+        if (p->base + p->stride * (uint64_t)p->n_expert > L->files[PACK_EXPERTS].bytes)
             return fail(r, "layer %d: arena overruns experts.bin", p->layer);
     }
     return 0;
@@ -360,10 +358,10 @@ int pack_layout_from_json(pack_layout *L, const char *path, char *err, size_t er
         fail(&r, "not a strata-pack version 1 manifest");
         goto out;
     }
-    for (int f = 0; f < PK_NFILES; f++) {
-        const json_t *fj = json_object_get(files, PK_FILE_NAMES[f]);
+    for (int f = 0; f < PACK_NFILES; f++) {
+        const json_t *fj = json_object_get(files, PACK_FILE_NAMES[f]);
         uint64_t crc;
-        if (get_u64(&r, fj, "bytes", PK_FILE_NAMES[f], &L->files[f].bytes) || get_u64(&r, fj, "crc32", PK_FILE_NAMES[f], &crc))
+        if (get_u64(&r, fj, "bytes", PACK_FILE_NAMES[f], &L->files[f].bytes) || get_u64(&r, fj, "crc32", PACK_FILE_NAMES[f], &crc))
             goto out;
         L->files[f].crc32 = (uint32_t)crc;
     }
@@ -382,10 +380,10 @@ int pack_layout_from_json(pack_layout *L, const char *path, char *err, size_t er
         if (read_tensor(&r, L, name, v, 1)) goto out;
     for (int i = 0; i < L->n_tensors; i++) {
         const pk_tensor *t = &L->tensors[i];
-        if (t->file == PK_EXPERTS) continue;
+        if (t->file == PACK_EXPERTS) continue;
         for (int k = 0; k < PLANE_COUNT; k++)
             if (t->plane_bytes[k] && t->plane_off[k] + t->plane_bytes[k] > L->files[t->file].bytes) {
-                fail(&r, "%s: plane %s overruns %s", t->name, PLANE_NAMES[k], PK_FILE_NAMES[t->file]);
+                fail(&r, "%s: plane %s overruns %s", t->name, PLANE_NAMES[k], PACK_FILE_NAMES[t->file]);
                 goto out;
             }
     }
@@ -400,7 +398,7 @@ out:
 int pack_layout_from_dir(pack_layout *L, const char *dir, char *err, size_t errlen)
 {
     memset(L, 0, sizeof *L);
-    char *mp = path_join(dir, "manifest.json");
+    char *mp = pack_path(dir, PACK_MANIFEST);
     if (!mp) {
         snprintf(err, errlen, "out of memory");
         return -1;

@@ -12,14 +12,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "formats/pack_files.h"
 #include "formats/planes.h"
 
 #define PACK_ALIGN        64
 #define PACK_EXPERT_ALIGN 4096
 #define PACK_MAX_PARTS    4
 
-enum { PK_DENSE = 0, PK_EMBD = 1, PK_EXPERTS = 2, PK_TOKENIZER = 3, PK_NFILES = 4 };
-extern const char *const PK_FILE_NAMES[PK_NFILES];
 
 /* How an expert part came to be, for the summary and for verify's rule:
  * TRANSCODED and CANONICAL must be bit-exact, ENCODED is measured. */
@@ -29,7 +28,7 @@ enum { IMP_NONE = 0, IMP_LAYER = 1, IMP_EXPERT = 2 };
 
 typedef struct pk_tensor {
     char     name[64];
-    int      file;            /* PK_DENSE / PK_EMBD / PK_EXPERTS */
+    int      file;            /* PACK_DENSE / PACK_EMBD / PACK_EXPERTS */
     int      n_dims;
     int64_t  ne[4];
     int64_t  elements;
@@ -56,7 +55,7 @@ typedef struct pack_layout {
     int        n_tensors, cap_tensors;
     pk_layer  *layers;
     int        n_layers;
-    pk_file    files[PK_NFILES];
+    pk_file    files[PACK_NFILES];
     char      *source_path;   /* first (or only) source file */
     uint64_t   source_bytes;
     char       source_sha256[65];

@@ -20,6 +20,7 @@
 
 #include "formats/fileio.h"
 #include "formats/ggml_types.h"
+#include "formats/pack_files.h"
 #include "pack/pack_layout.h"
 #include "pack/packindex_ext.h"
 
@@ -28,7 +29,6 @@
 enum { VERBATIM = 0, BF16_IN_F32 = 1, F32_COPY = 2, F16_IN_F32 = 3, N_KINDS = 4 };
 enum { ACT_Q8_0 = 0, ACT_Q8_K = 1 };
 
-static const char *const FILE_NAMES[] = { "dense.bin", "embd.bin", "experts.bin" };
 static const char *const KIND_NAMES[N_KINDS] = { "VERBATIM", "BF16_IN_F32", "F32", "F16_IN_F32" };
 
 /* Which activation a quantized weight wants. No combination of the S-form
@@ -417,7 +417,7 @@ static int tensor(pi_ctx *c, const char *name, const json_t *v, pi_row *r)
     const json_t *fj = json_object_get(v, "file");
     int fid = -1;
     for (int i = 0; i < 3 && json_is_string(fj); i++)
-        if (!strcmp(json_string_value(fj), FILE_NAMES[i])) fid = i;
+        if (!strcmp(json_string_value(fj), PACK_FILE_NAMES[i])) fid = i;
     if (fid < 0) {
         char rep[256];
         py_repr(rep, sizeof rep, fj);
@@ -642,8 +642,8 @@ int packindex_run(const char *pack_dir, const char *out_path, FILE *out, FILE *e
     pi_ctx c;
     memset(&c, 0, sizeof c);
     c.err = err;
-    char *mpath = path_join(pack_dir, "manifest.json");
-    char *opath = out_path ? strdup(out_path) : path_join(pack_dir, "index.txt");
+    char *mpath = path_join(pack_dir, PACK_MANIFEST);
+    char *opath = out_path ? strdup(out_path) : path_join(pack_dir, PACK_INDEX);
     json_t *man = NULL;
     int rc = 1;
     if (!mpath || !opath) {

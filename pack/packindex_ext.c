@@ -84,8 +84,8 @@ int packindex_ext_text(const char *manifest_path, const json_t *man, char **text
     memset(&L, 0, sizeof L);
     if (rc == 0 && (json_object_get(man, "files") || json_object_get(man, "experts"))) {
         rc = pack_layout_from_json(&L, manifest_path, err, errlen);
-        for (int f = 0; rc == 0 && f < PK_NFILES; f++)
-            fprintf(fp, "@file %s %" PRIu64 " %" PRIu32 "\n", PK_FILE_NAMES[f], L.files[f].bytes, L.files[f].crc32);
+        for (int f = 0; rc == 0 && f < PACK_NFILES; f++)
+            fprintf(fp, "@file %s %" PRIu64 " %" PRIu32 "\n", PACK_FILE_NAMES[f], L.files[f].bytes, L.files[f].crc32);
         for (int i = 0; rc == 0 && i < L.n_layers; i++) {
             const pk_layer *y = &L.layers[i];
             fprintf(fp, "@expert_layer %d %d %" PRIu64 " %" PRIu64 " %" PRIu64 " %d\n", y->layer, y->n_expert,

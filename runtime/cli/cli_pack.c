@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "formats/gguf.h"
+#include "formats/pack_files.h"
 #include "runtime/chat/chat_template.h"
 
 static int want_help(int argc, char **argv, const char *usage)
@@ -77,7 +78,7 @@ int cmd_info(int argc, char **argv)
            tokenizer_eos(loader_tokenizer(p)));
     /* the chat template strata serve will render (the loader keeps only the tokenizer) */
     char tpath[4096];
-    snprintf(tpath, sizeof tpath, "%s/tokenizer.gguf", argv[1]);
+    snprintf(tpath, sizeof tpath, "%s/%s", argv[1], PACK_FILE_NAMES[PACK_TOKENIZER]);
     gguf_file *g = gguf_open(tpath, err, sizeof err);
     const char *tmpl = g ? gguf_get_str(g, "tokenizer.chat_template") : NULL;
     const chat_family fam = chat_template_detect(tmpl);

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "formats/pack_files.h"
 #include "runtime/serve/engine_fake.h"
 #include "runtime/serve/engine_model.h"
 #include "runtime/serve/server.h"
@@ -156,7 +157,7 @@ static engine *load_engine(const serve_opts *o, char *err, size_t errlen)
     char path[PATH_MAX];
     struct stat st;
     if (stat(o->pack, &st) == 0 && S_ISDIR(st.st_mode))
-        snprintf(path, sizeof path, "%s/tokenizer.gguf", o->pack);
+        snprintf(path, sizeof path, "%s/%s", o->pack, PACK_FILE_NAMES[PACK_TOKENIZER]);
     else
         snprintf(path, sizeof path, "%s", o->pack);
     /* a scripted answer (tool calls) comes with a template, whose prompts want room; --ctx sets it

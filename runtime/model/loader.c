@@ -8,6 +8,7 @@
 #include "formats/fp16.h"
 #include "formats/ggml_types.h"
 #include "formats/iq3.h"
+#include "formats/pack_files.h"
 #include "formats/planes.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/kfactor.h"
@@ -30,8 +31,8 @@ struct loaded_pack {
     pack_index x;
     uint8_t *pool;
     size_t pool_bytes;
-    void *map[PI_NFILES];
-    size_t map_bytes[PI_NFILES];
+    void *map[PACK_NFILES];
+    size_t map_bytes[PACK_NFILES];
     model_hparams hp;
     model_weights w;
     tokenizer *tok;
@@ -66,19 +67,11 @@ static void *own(loaded_pack *p, size_t bytes)
     return m;
 }
 
-static char *join(const char *dir, const char *leaf)
-{
-    size_t n = strlen(dir), m = strlen(leaf);
-    char *s = malloc(n + m + 2);
-    if (s) snprintf(s, n + m + 2, "%s/%s", dir, leaf);
-    return s;
-}
-
 /* ------------------------------------------------------------ index, files */
 
 static int read_index(loaded_pack *p)
 {
-    char *path = join(p->dir, "index.txt");
+    char *path = pack_path(p->dir, PACK_INDEX);
     if (!path) return fail(p, "%s: out of memory", p->dir);
     struct stat st;
     int rc = -1;
@@ -101,11 +94,11 @@ static int read_index(loaded_pack *p)
 /* Sizes first, so a short file is one clear line instead of a fault. */
 static int map_files(loaded_pack *p)
 {
-    for (int f = 0; f < PI_NFILES; f++) {
+    for (int f = 0; f < PACK_NFILES; f++) {
         if (!p->x.have_file[f])
             return fail(p, "%s/index.txt: no @file line for %s (an index from an older packindex: run it again)",
-                        p->dir, PI_FILE_NAMES[f]);
-        char *path = join(p->dir, PI_FILE_NAMES[f]);
+                        p->dir, PACK_FILE_NAMES[f]);
+        char *path = pack_path(p->dir, PACK_FILE_NAMES[f]);
         if (!path) return fail(p, "%s: out of memory", p->dir);
         struct stat st;
         int fd = open(path, O_RDONLY);
@@ -123,7 +116,7 @@ static int map_files(loaded_pack *p)
             free(path);
             return -1;
         }
-        if (f != PI_TOKENIZER && st.st_size > 0) {
+        if (f != PACK_TOKENIZER && st.st_size > 0) {
             void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
             if (m == MAP_FAILED) {
                 fail(p, "%s: mmap: %s", path, strerror(errno));
@@ -135,7 +128,7 @@ static int map_files(loaded_pack *p)
              * (where the kernel maps file pages that way) save the TLB walks.
              * Only a hint: a refusal changes nothing. */
 #ifdef MADV_HUGEPAGE
-            if (f == PI_EXPERTS) (void)madvise(m, (size_t)st.st_size, MADV_HUGEPAGE);
+            if (f == PACK_EXPERTS) (void)madvise(m, (size_t)st.st_size, MADV_HUGEPAGE);
 #endif
             p->map[f] = m;
             p->map_bytes[f] = (size_t)st.st_size;
@@ -180,7 +173,7 @@ static int fill_tensor(loaded_pack *p, const pi_tensor *t)
     uint8_t *dst = p->pool + t->dst_off;
     if ((uint64_t)t->src_off + (uint64_t)t->src_bytes > p->x.file_bytes[t->file])
         return fail(p, "%s: bytes %lld..%lld are past the end of %s", t->name, (long long)t->src_off,
-                    (long long)(t->src_off + t->src_bytes), PI_FILE_NAMES[t->file]);
+                    (long long)(t->src_off + t->src_bytes), PACK_FILE_NAMES[t->file]);
     if (t->dst_off % p->x.align || t->dst_off + t->dst_bytes > p->x.pool)
         return fail(p, "%s: pool range %lld+%lld is misaligned or past the pool (%lld)", t->name,
                     (long long)t->dst_off, (long long)t->dst_bytes, (long long)p->x.pool);
@@ -348,7 +341,7 @@ static int vec(loaded_pack *p, const float **out, const char *fmt, int layer) { 
 
 static int expert_weight(loaded_pack *p, const pi_expert *x, const pi_layer *l, int e, weight *w)
 {
-    const uint8_t *base = (const uint8_t *)p->map[PI_EXPERTS] + l->base + (int64_t)e * l->stride + x->blob_off;
+    const uint8_t *base = (const uint8_t *)p->map[PACK_EXPERTS] + l->base + (int64_t)e * l->stride + x->blob_off;
     const int64_t elems = x->ne0 * x->ne1;
     memset(w, 0, sizeof *w);
     w->rows = x->ne1;
@@ -415,7 +408,7 @@ static int load_experts(loaded_pack *p)
         if (l->layer >= hp->n_layer || l->n_expert != hp->n_expert)
             return fail(p, "%s/index.txt: expert layer %d with %d experts does not fit %d layers of %d experts",
                         p->dir, l->layer, l->n_expert, hp->n_layer, hp->n_expert);
-        if ((uint64_t)l->base + (uint64_t)l->stride * (uint64_t)l->n_expert > p->x.file_bytes[PI_EXPERTS])
+        if ((uint64_t)l->base + (uint64_t)l->stride * (uint64_t)l->n_expert > p->x.file_bytes[PACK_EXPERTS])
             return fail(p, "%s/experts.bin: layer %d's arena ends past the file", p->dir, l->layer);
     }
     for (int j = 0; j < p->x.n_e; j++) {
@@ -504,7 +497,7 @@ static int load_weights(loaded_pack *p)
 
 static int load_tokenizer(loaded_pack *p)
 {
-    char *path = join(p->dir, "tokenizer.gguf");
+    char *path = pack_path(p->dir, PACK_FILE_NAMES[PACK_TOKENIZER]);
     if (!path) return fail(p, "%s: out of memory", p->dir);
     char e[256];
     gguf_file *g = gguf_open(path, e, sizeof e);
@@ -540,7 +533,7 @@ loaded_pack *loader_open(const char *dir, char *err, size_t errlen)
 void loader_close(loaded_pack *p)
 {
     if (!p) return;
-    for (int f = 0; f < PI_NFILES; f++)
+    for (int f = 0; f < PACK_NFILES; f++)
         if (p->map[f]) munmap(p->map[f], p->map_bytes[f]);
     for (int i = 0; i < p->n_owned; i++) free(p->owned[i]);
     free(p->owned);
@@ -565,5 +558,5 @@ const model_hparams *loader_hparams(const loaded_pack *p) { return &p->hp; }
 const model_weights *loader_weights(const loaded_pack *p) { return &p->w; }
 const tokenizer *loader_tokenizer(const loaded_pack *p) { return p->tok; }
 size_t loader_pool_bytes(const loaded_pack *p) { return p->pool_bytes; }
-size_t loader_expert_bytes(const loaded_pack *p) { return p->map_bytes[PI_EXPERTS]; }
+size_t loader_expert_bytes(const loaded_pack *p) { return p->map_bytes[PACK_EXPERTS]; }
 int loader_n_tensors(const loaded_pack *p) { return p->x.n_t + p->x.n_e; }

@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const PI_FILE_NAMES[PI_NFILES] = { "dense.bin", "embd.bin", "experts.bin", "tokenizer.gguf" };
-
 #define MAX_LINE   1024
 #define MAX_FIELDS 32
 #define MAX_ITEMS  (1 << 20)
@@ -210,7 +208,7 @@ static int ext(cur *c, pack_index *x)
     if (!strcmp(k, "@file")) {
         int f = -1;
         int64_t b, crc;
-        for (int i = 0; c->nf == 4 && i < PI_NFILES; i++) if (!strcmp(c->f[1], PI_FILE_NAMES[i])) f = i;
+        for (int i = 0; c->nf == 4 && i < PACK_NFILES; i++) if (!strcmp(c->f[1], PACK_FILE_NAMES[i])) f = i;
         if (f < 0) return bad(c, "@file names no pack file");
         if (num(c, c->f[2], 0, BIG, &b) || num(c, c->f[3], 0, UINT32_MAX, &crc)) return -1;
         x->have_file[f] = 1;

@@ -17,8 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "formats/pack_files.h"
+
 enum { PI_VERBATIM = 0, PI_BF16_IN_F32 = 1, PI_F32 = 2, PI_F16_IN_F32 = 3 };
-enum { PI_DENSE = 0, PI_EMBD = 1, PI_EXPERTS = 2, PI_TOKENIZER = 3, PI_NFILES = 4 };
 
 typedef struct pi_tensor {
     char name[96];
@@ -56,12 +57,10 @@ typedef struct pack_index {
     pi_expert *e;   int n_e;
     pi_layer  *l;   int n_l;
     pi_hparam *h;   int n_h;
-    int have_file[PI_NFILES];
-    uint64_t file_bytes[PI_NFILES];
-    uint32_t file_crc[PI_NFILES];
+    int have_file[PACK_NFILES];
+    uint64_t file_bytes[PACK_NFILES];
+    uint32_t file_crc[PACK_NFILES];
 } pack_index;
-
-extern const char *const PI_FILE_NAMES[PI_NFILES];
 
 int pindex_parse(pack_index *x, const char *text, size_t len, const char *path, char *err, size_t errlen);
 /* The @hparam value of key, or NULL. */
