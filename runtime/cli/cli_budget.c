@@ -4,9 +4,9 @@
  * slots left over would give. */
 #include "runtime/cli/budget.h"
 
+#include "formats/pack_index.h"
 #include "runtime/cli/cli.h"
 #include "runtime/device/expert_cache.h"
-#include "runtime/model/loader_index.h"
 #include "runtime/model/model.h"
 #include "runtime/util/strbuf.h"
 

@@ -9,10 +9,10 @@
 #include "formats/ggml_types.h"
 #include "formats/iq3.h"
 #include "formats/pack_files.h"
+#include "formats/pack_index.h"
 #include "formats/planes.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/kfactor.h"
-#include "runtime/model/loader_index.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,7 +5,7 @@
 
 #include "formats/fileio.h"
 #include "formats/pack_files.h"
-#include "runtime/model/loader_index.h"
+#include "formats/pack_index.h"
 
 #include <errno.h>
 #include <stdint.h>
