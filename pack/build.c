@@ -16,6 +16,7 @@
 #include "convert/transcode.h"
 #include "formats/fileio.h"
 #include "formats/ggml_types.h"
+#include "formats/hparam_keys.h"
 #include "formats/imatrix.h"
 #include "pack/expert_src.h"
 #include "pack/packdir.h"
@@ -28,29 +29,30 @@ static json_t *hparams_json(const gguf_file *g)
     const char *arch = gguf_get_str(g, "general.architecture");
     json_object_set_new(h, "arch", json_string(arch ? arch : ""));
     char key[128];
-    for (size_t i = 0; i < PK_N_HPARAM_KEYS; i++) {
-        const pk_hparam_key *k = &PK_HPARAM_KEYS[i];
+    for (size_t i = 0; i < HPK_COUNT; i++) {
+        const hparam_key *k = &HPARAM_KEYS[i];
         uint64_t u;
         double f;
         bool b;
         snprintf(key, sizeof key, "%s.%s", arch ? arch : "", k->key);
-        if (k->kind == PKH_UINT && gguf_get_uint(g, key, &u) == 0)
+        if (k->kind == HPARAM_UINT && gguf_get_uint(g, key, &u) == 0)
             json_object_set_new(h, k->json, json_integer((json_int_t)u));
-        else if (k->kind == PKH_FLOAT && gguf_get_float(g, key, &f) == 0)
+        else if (k->kind == HPARAM_FLOAT && gguf_get_float(g, key, &f) == 0)
             json_object_set_new(h, k->json, json_real(f));
-        else if (k->kind == PKH_BOOL && gguf_get_bool(g, key, &b) == 0)
+        else if (k->kind == HPARAM_BOOL && gguf_get_bool(g, key, &b) == 0)
             json_object_set_new(h, k->json, json_boolean(b));
     }
     /* rope.scale_linear: llama.cpp's older name for the factor. */
+    const char *factor = HPARAM_KEYS[HPK_ROPE_SCALING_FACTOR].json;
     double old_factor;
-    snprintf(key, sizeof key, "%s.rope.scale_linear", arch ? arch : "");
-    if (!json_object_get(h, "rope_scaling_factor") && gguf_get_float(g, key, &old_factor) == 0)
-        json_object_set_new(h, "rope_scaling_factor", json_real(old_factor));
-    snprintf(key, sizeof key, "%s.rope.scaling.type", arch ? arch : "");
+    snprintf(key, sizeof key, "%s.%s", arch ? arch : "", HPARAM_ROPE_SCALE_LINEAR);
+    if (!json_object_get(h, factor) && gguf_get_float(g, key, &old_factor) == 0)
+        json_object_set_new(h, factor, json_real(old_factor));
+    snprintf(key, sizeof key, "%s.%s", arch ? arch : "", HPARAM_ROPE_SCALING.key);
     /* llama.cpp reads a missing type as "linear": a factor alone scales. */
     const char *rs = gguf_get_str(g, key);
-    if (!rs) rs = json_object_get(h, "rope_scaling_factor") ? "linear" : "none";
-    json_object_set_new(h, "rope_scaling", json_string(rs));
+    if (!rs) rs = json_object_get(h, factor) ? "linear" : "none";
+    json_object_set_new(h, HPARAM_ROPE_SCALING.json, json_string(rs));
     /* llama.cpp decides the rope layout by architecture, not by a key. */
     static const char *const NEOX[] = { "qwen2", "qwen2moe", "qwen3", "qwen3moe", "olmoe", "phi3", "gemma", "gemma2",
                                         "gemma3", "falcon", "gptneox", "stablelm", "dots1", "glm4moe",

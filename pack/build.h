@@ -16,7 +16,7 @@
 #include <stdio.h>
 
 #include "pack/build_common.h"
-#include "pack/pack_layout.h"
+#include "formats/pack_manifest.h"
 #include "pack/source.h"
 
 typedef struct build_opts {

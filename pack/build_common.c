@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "formats/hparam_keys.h"
+
 double build_now(void)
 {
     struct timespec ts;
@@ -31,9 +33,9 @@ int build_first_dropped_layer(const source *s)
     const char *arch = gguf_get_str(source_meta(s), "general.architecture");
     char key[128];
     uint64_t blocks, nextn;
-    snprintf(key, sizeof key, "%s.block_count", arch ? arch : "");
+    snprintf(key, sizeof key, "%s.%s", arch ? arch : "", HPARAM_KEYS[HPK_LAYERS].key);
     if (gguf_get_uint(source_meta(s), key, &blocks) != 0) return INT_MAX;
-    snprintf(key, sizeof key, "%s.nextn_predict_layers", arch ? arch : "");
+    snprintf(key, sizeof key, "%s.%s", arch ? arch : "", HPARAM_KEYS[HPK_NEXTN_LAYERS].key);
     if (gguf_get_uint(source_meta(s), key, &nextn) != 0 || nextn == 0 || nextn >= blocks) return INT_MAX;
     return (int)(blocks - nextn);
 }

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pack/pack_layout.h"
+#include "formats/pack_manifest.h"
 #include "pack/source.h"
 
 extern const char *const EXPERT_PART_KEYS[PACK_MAX_PARTS]; /* gate, up, gate_up, down */

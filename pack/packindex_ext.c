@@ -8,9 +8,10 @@
 #include <string.h>
 
 #include "formats/ggml_types.h"
+#include "formats/hparam_keys.h"
 #include "formats/pack_index.h"
+#include "formats/pack_manifest.h"
 #include "formats/planes.h"
-#include "pack/pack_layout.h"
 
 static int hparams(FILE *fp, const json_t *h, char *err, size_t errlen)
 {
@@ -21,27 +22,27 @@ static int hparams(FILE *fp, const json_t *h, char *err, size_t errlen)
         return -1;
     }
     pindex_put_hparam_str(fp, NULL, "general.architecture", arch);
-    for (size_t i = 0; i < PK_N_HPARAM_KEYS; i++) {
-        const pk_hparam_key *k = &PK_HPARAM_KEYS[i];
+    for (size_t i = 0; i < HPK_COUNT; i++) {
+        const hparam_key *k = &HPARAM_KEYS[i];
         const json_t *v = json_object_get(h, k->json);
         if (!v || json_is_null(v)) continue;
-        int ok = k->kind == PKH_UINT ? json_is_integer(v) && json_integer_value(v) >= 0
-               : k->kind == PKH_BOOL ? json_is_boolean(v) : json_is_number(v);
+        int ok = k->kind == HPARAM_UINT ? json_is_integer(v) && json_integer_value(v) >= 0
+               : k->kind == HPARAM_BOOL ? json_is_boolean(v) : json_is_number(v);
         if (!ok) {
             snprintf(err, errlen, "hparams: `%s` is not a valid %s", k->json,
-                     k->kind == PKH_UINT ? "count" : k->kind == PKH_BOOL ? "true/false" : "number");
+                     k->kind == HPARAM_UINT ? "count" : k->kind == HPARAM_BOOL ? "true/false" : "number");
             return -1;
         }
-        if (k->kind == PKH_UINT) pindex_put_hparam_int(fp, arch, k->key, (int64_t)json_integer_value(v));
-        else if (k->kind == PKH_BOOL) pindex_put_hparam_int(fp, arch, k->key, json_is_true(v));
+        if (k->kind == HPARAM_UINT) pindex_put_hparam_int(fp, arch, k->key, (int64_t)json_integer_value(v));
+        else if (k->kind == HPARAM_BOOL) pindex_put_hparam_int(fp, arch, k->key, json_is_true(v));
         else pindex_put_hparam_real(fp, arch, k->key, json_number_value(v));
     }
     /* A scaled RoPE changes every angle: the loader must see it and refuse
      * what it cannot do, rather than run the unscaled model. */
-    const char *rs = json_string_value(json_object_get(h, "rope_scaling"));
+    const char *rs = json_string_value(json_object_get(h, HPARAM_ROPE_SCALING.json));
     if (rs) {
         if (!pindex_token_ok(rs)) { snprintf(err, errlen, "hparams: `rope_scaling` must be one word"); return -1; }
-        pindex_put_hparam_str(fp, arch, "rope.scaling.type", rs);
+        pindex_put_hparam_str(fp, arch, HPARAM_ROPE_SCALING.key, rs);
     }
     return 0;
 }

@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "pack/pack_layout.h"
+#include "formats/pack_manifest.h"
 
 int pack_info(const char *dir, FILE *out, FILE *err)
 {

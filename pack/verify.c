@@ -15,7 +15,7 @@
 
 #include "formats/ggml_types.h"
 #include "pack/expert_src.h"
-#include "pack/pack_layout.h"
+#include "formats/pack_manifest.h"
 #include "pack/packdir.h"
 #include "pack/source.h"
 

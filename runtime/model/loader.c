@@ -7,6 +7,7 @@
 #include "formats/fileio.h"
 #include "formats/fp16.h"
 #include "formats/ggml_types.h"
+#include "formats/hparam_keys.h"
 #include "formats/iq3.h"
 #include "formats/pack_files.h"
 #include "formats/pack_index.h"
@@ -157,7 +158,7 @@ static int load_hparams(loaded_pack *p)
     const char *arch = pindex_hparam(&p->x, "general.architecture");
     if (!arch) return fail(p, "%s/index.txt: no @hparam general.architecture (an index from an older packindex)", p->dir);
     char key[128];
-    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    snprintf(key, sizeof key, "%s.%s", arch, HPARAM_ROPE_SCALING.key);
     const char *rs = pindex_hparam(&p->x, key);
     char e[256];
     if (hparams_load(&p->hp, arch, hp_get, &p->x, e, sizeof e) || hparams_rope_scaling(&p->hp, rs, e, sizeof e))

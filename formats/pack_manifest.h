@@ -1,13 +1,14 @@
-/* pack_layout.h: a pack's layout in memory, the one thing build, verify
- * and info share, and its manifest.json form (docs/pack-manifest.md).
+/* pack_manifest.h: a pack's layout in memory, the one thing build, verify,
+ * info and packindex share, and its manifest.json form, read and written
+ * here only (docs/pack-manifest.md).
  *
  * Contract. pack_layout_to_json() writes exactly what the manifest holds;
  * pack_layout_from_json() reads it back with every size and offset checked
  * against the form arithmetic (planes_sizes) and the recorded file sizes, so
  * verify and info never trust a manifest offset they did not re-derive.
  * Errors: one line "<path>: <what>" and -1. pack_layout_free() frees all. */
-#ifndef STRATA_PACK_LAYOUT_H
-#define STRATA_PACK_LAYOUT_H
+#ifndef STRATA_PACK_MANIFEST_H
+#define STRATA_PACK_MANIFEST_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -73,14 +74,6 @@ int pack_layout_from_json(pack_layout *L, const char *path, char *err, size_t er
 /* pack_layout_from_json() on DIR/manifest.json, the one manifest of a pack
  * directory (verify and info); "out of memory" when the path cannot be made. */
 int pack_layout_from_dir(pack_layout *L, const char *dir, char *err, size_t errlen);
-
-/* The manifest's `hparams` names and the GGUF keys they come from
- * ("<arch>.<key>"): build writes them, packindex turns them back into the
- * GGUF keys the runtime asks for. One table, so the two cannot drift. */
-enum { PKH_UINT, PKH_FLOAT, PKH_BOOL };
-typedef struct pk_hparam_key { const char *json, *key; int kind; } pk_hparam_key;
-extern const pk_hparam_key PK_HPARAM_KEYS[];
-extern const size_t PK_N_HPARAM_KEYS;
 
 /* "Q4_K", "IQ3_XXS", "F32": the manifest's source_type spelling. */
 void pk_type_upper(int ggml_type, char out[16]);

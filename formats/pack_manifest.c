@@ -1,5 +1,5 @@
-/* pack_layout.c: the pack layout <-> manifest.json (jansson). */
-#include "pack/pack_layout.h"
+/* pack_manifest.c: the pack layout <-> manifest.json (jansson). */
+#include "formats/pack_manifest.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -13,35 +13,6 @@
 
 static const char *const HOW_NAMES[] = { "iq3-encoded", "iq3-transcoded", "canonical" };
 static const char *const IMP_NAMES[] = { "none", "layer", "expert" };
-
-const pk_hparam_key PK_HPARAM_KEYS[] = {
-    { "layers", "block_count", PKH_UINT }, { "embd", "embedding_length", PKH_UINT },
-    { "ff", "feed_forward_length", PKH_UINT }, { "expert_ff", "expert_feed_forward_length", PKH_UINT },
-    { "shared_expert_ff", "expert_shared_feed_forward_length", PKH_UINT },
-    { "heads", "attention.head_count", PKH_UINT }, { "kv_heads", "attention.head_count_kv", PKH_UINT },
-    { "head_dim", "attention.key_length", PKH_UINT }, { "head_dim_v", "attention.value_length", PKH_UINT },
-    { "q_lora_rank", "attention.q_lora_rank", PKH_UINT }, { "kv_lora_rank", "attention.kv_lora_rank", PKH_UINT },
-    { "head_dim_mla", "attention.key_length_mla", PKH_UINT }, { "head_dim_v_mla", "attention.value_length_mla", PKH_UINT },
-    { "experts", "expert_count", PKH_UINT },
-    { "experts_used", "expert_used_count", PKH_UINT }, { "shared_experts", "expert_shared_count", PKH_UINT },
-    { "dense_lead_layers", "leading_dense_block_count", PKH_UINT },
-    { "moe_layer_step", "interleave_moe_layer_step", PKH_UINT }, { "gating", "expert_gating_func", PKH_UINT },
-    { "nextn_layers", "nextn_predict_layers", PKH_UINT }, { "sliding_window", "attention.sliding_window", PKH_UINT },
-    { "expert_weights_scale", "expert_weights_scale", PKH_FLOAT },
-    { "expert_groups", "expert_group_count", PKH_UINT }, { "expert_groups_used", "expert_group_used_count", PKH_UINT },
-    { "context", "context_length", PKH_UINT }, { "vocab", "vocab_size", PKH_UINT },
-    { "rope_dim", "rope.dimension_count", PKH_UINT },
-    { "rope_base", "rope.freq_base", PKH_FLOAT }, { "rope_scaling_factor", "rope.scaling.factor", PKH_FLOAT },
-    { "rope_scaling_attn_factor", "rope.scaling.attn_factor", PKH_FLOAT },
-    { "rope_scaling_orig_context", "rope.scaling.original_context_length", PKH_UINT },
-    { "rope_yarn_log_multiplier", "rope.scaling.yarn_log_multiplier", PKH_FLOAT },
-    { "norm_eps", "attention.layer_norm_rms_epsilon", PKH_FLOAT },
-    { "norm_eps_ln", "attention.layer_norm_epsilon", PKH_FLOAT },
-    { "expert_weights_norm", "expert_weights_norm", PKH_BOOL },
-    { "embedding_scale", "embedding_scale", PKH_FLOAT }, { "residual_scale", "residual_scale", PKH_FLOAT },
-    { "attention_scale", "attention.scale", PKH_FLOAT }, { "logit_scale", "logit_scale", PKH_FLOAT },
-};
-const size_t PK_N_HPARAM_KEYS = sizeof PK_HPARAM_KEYS / sizeof PK_HPARAM_KEYS[0];
 
 uint64_t pk_align_up(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
 
