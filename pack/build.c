@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "convert/transcode.h"
+#include "formats/arch_facts.h"
 #include "formats/fileio.h"
 #include "formats/ggml_types.h"
 #include "formats/hparam_keys.h"
@@ -53,14 +54,10 @@ static json_t *hparams_json(const gguf_file *g)
     const char *rs = gguf_get_str(g, key);
     if (!rs) rs = json_object_get(h, factor) ? "linear" : "none";
     json_object_set_new(h, HPARAM_ROPE_SCALING.json, json_string(rs));
-    /* llama.cpp decides the rope layout by architecture, not by a key. */
-    static const char *const NEOX[] = { "qwen2", "qwen2moe", "qwen3", "qwen3moe", "olmoe", "phi3", "gemma", "gemma2",
-                                        "gemma3", "falcon", "gptneox", "stablelm", "dots1", "glm4moe",
-                                        "hunyuan-moe", "minimax-m2", "gpt-oss", "bailingmoe2" };
-    const char *rope = "norm";
-    for (size_t i = 0; i < sizeof NEOX / sizeof NEOX[0]; i++)
-        if (arch && !strcmp(arch, NEOX[i])) rope = "neox";
-    json_object_set_new(h, "rope_type", json_string(rope));
+    /* llama.cpp decides the rope layout by architecture, not by a key; an
+     * architecture without a row rotates adjacent pairs. */
+    const arch_facts *af = arch_facts_find(arch);
+    json_object_set_new(h, "rope_type", json_string(rope_kind_name(af ? af->rope : ROPE_NORM)));
     if (!json_object_get(h, "vocab")) {
         const int64_t k = gguf_find_key(g, "tokenizer.ggml.tokens");
         if (k >= 0) json_object_set_new(h, "vocab", json_integer((json_int_t)gguf_kv_arr_n(g, k)));

@@ -124,7 +124,7 @@ void model_rope_rows(model *m, float *v, int n_heads, int B, int pos0)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < n_heads; h++)
             rope_head(v + ((size_t)b * n_heads + h) * m->hp.head_dim, m->rope_cs + (size_t)b * m->hp.n_rot,
-                      m->hp.n_rot, m->hp.arch.rope);
+                      m->hp.n_rot, m->hp.arch.facts->rope);
 }
 
 static void qk_norm(const model *m, float *v, int n_heads, const float *w, int B)
@@ -321,8 +321,8 @@ static void mla_attention_block(model *m, int l, int B, int pos0)
     for (int b = 0; b < B; b++) {
         const float *cs = m->rope_cs + (size_t)b * rot;
         float *qb = m->mla_q + (size_t)b * H * qk, *kva = m->mla_kva + (size_t)b * kva_w;
-        for (int h = 0; h < H; h++) rope_head(qb + (size_t)h * qk + nope, cs, rot, hp->arch.rope);
-        rope_head(kva + r, cs, rot, hp->arch.rope);
+        for (int h = 0; h < H; h++) rope_head(qb + (size_t)h * qk + nope, cs, rot, hp->arch.facts->rope);
+        rope_head(kva + r, cs, rot, hp->arch.facts->rope);
         rmsnorm(kva, kva, L->kv_a_norm, r, hp->rms_eps);
         memcpy(m->kx + (size_t)b * m->kv_dim, kva, (size_t)kva_w * sizeof(float));
         memcpy(m->vx + (size_t)b * m->kv_dim_v, kva, (size_t)r * sizeof(float));
@@ -372,8 +372,8 @@ static void attention_block(model *m, int l, int B, int pos0)
         const float *cs = m->rope_cs + (size_t)b * hp->n_rot;
         float *qb = m->q + (size_t)b * m->q_dim, *kb = m->kx + (size_t)b * m->kv_dim;
         if (rope) {
-            for (int h = 0; h < hp->n_head; h++) rope_head(qb + h * hp->head_dim, cs, hp->n_rot, hp->arch.rope);
-            for (int h = 0; h < hp->n_head_kv; h++) rope_head(kb + h * hp->head_dim, cs, hp->n_rot, hp->arch.rope);
+            for (int h = 0; h < hp->n_head; h++) rope_head(qb + h * hp->head_dim, cs, hp->n_rot, hp->arch.facts->rope);
+            for (int h = 0; h < hp->n_head_kv; h++) rope_head(kb + h * hp->head_dim, cs, hp->n_rot, hp->arch.facts->rope);
         } else if (hp->attn_chunk > 0) {
             /* Llama 4's temperature on the no-RoPE layers: 1 below the first chunk */
             const float fl = floorf(((float)(pos0 + b) + 1.0f) / (float)hp->attn_chunk);

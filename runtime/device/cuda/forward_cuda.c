@@ -475,7 +475,7 @@ static int attention_block(struct device_model *d, model *m, int l, int B, int p
         TRY(scuda_rmsnorm(d->c, d->q, G->q_norm, d->q, B * hp->n_head, hd, hp->rms_eps, err, errlen));
         TRY(scuda_rmsnorm(d->c, d->kx, G->k_norm, d->kx, B * hp->n_head_kv, hd, hp->rms_eps, err, errlen));
     }
-    const int neox = hp->arch.rope == ROPE_NEOX;
+    const int neox = hp->arch.facts->rope == ROPE_NEOX;
     TRY(scuda_rope(d->c, d->q, B, hp->n_head, hd, hp->n_rot, pos0, hp->rope_base, neox, err, errlen));
     TRY(scuda_rope(d->c, d->kx, B, hp->n_head_kv, hd, hp->n_rot, pos0, hp->rope_base, neox, err, errlen));
     const size_t lo = (size_t)l * (size_t)m->n_ctx * (size_t)m->kv_dim;
@@ -663,7 +663,7 @@ static int build(struct device_model *d, model *m, const device_opts *o, char *e
     const arch_info *a = &m->hp.arch;
     if (a->mla || a->qk_norm_after_rope || a->qk_norm_optional || a->l2_qk_norm || a->weight_before_ffn ||
         a->attn_sinks || a->swa_pattern > 0 || m->hp.no_rope_step > 0 || m->hp.attn_chunk > 0) {
-        snprintf(err, errlen, "the CUDA backend does not run %s's attention yet (%s: --device cpu)", a->name,
+        snprintf(err, errlen, "the CUDA backend does not run %s's attention yet (%s: --device cpu)", a->facts->name,
                  a->mla ? "multi-head latent attention"
                  : a->attn_sinks || a->swa_pattern > 0 ? "attention sinks and sliding-window layers"
                  : a->qk_norm_after_rope ? "q/k norms after RoPE"
