@@ -304,7 +304,7 @@ static int read_layers(rd *r, pack_layout *L, const json_t *layers)
                 return fail(r, "layer %d: part %s does not fit its blob", p->layer, t->name);
         }
         if (p->base + p->stride * (uint64_t)p->n_expert > L->files[PACK_EXPERTS].bytes)
-            return fail(r, "layer %d: arena overruns experts.bin", p->layer);
+            return fail(r, "layer %d: arena overruns %s", p->layer, PACK_FILE_NAMES[PACK_EXPERTS]);
     }
     return 0;
 }

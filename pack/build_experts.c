@@ -174,7 +174,8 @@ static int write_all(int fd, const void *buf, size_t n, uint64_t off, char *err,
     while (n) {
         const ssize_t w = pwrite(fd, p, n, (off_t)off);
         if (w <= 0) {
-            snprintf(err, errlen, "experts.bin: write failed: %s", w < 0 ? strerror(errno) : "no progress");
+            snprintf(err, errlen, "%s: write failed: %s", PACK_FILE_NAMES[PACK_EXPERTS],
+                     w < 0 ? strerror(errno) : "no progress");
             return -1;
         }
         p += w; n -= (size_t)w; off += (uint64_t)w;

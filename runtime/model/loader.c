@@ -97,8 +97,8 @@ static int map_files(loaded_pack *p)
 {
     for (int f = 0; f < PACK_NFILES; f++) {
         if (!p->x.have_file[f])
-            return fail(p, "%s/index.txt: no @file line for %s (an index from an older packindex: run it again)",
-                        p->dir, PACK_FILE_NAMES[f]);
+            return fail(p, "%s/%s: no @file line for %s (an index from an older packindex: run it again)",
+                        p->dir, PACK_INDEX, PACK_FILE_NAMES[f]);
         char *path = pack_path(p->dir, PACK_FILE_NAMES[f]);
         if (!path) return fail(p, "%s: out of memory", p->dir);
         struct stat st;
@@ -156,7 +156,8 @@ static int hp_get(void *ctx, const char *key, double *out)
 static int load_hparams(loaded_pack *p)
 {
     const char *arch = pindex_hparam(&p->x, "general.architecture");
-    if (!arch) return fail(p, "%s/index.txt: no @hparam general.architecture (an index from an older packindex)", p->dir);
+    if (!arch)
+        return fail(p, "%s/%s: no @hparam general.architecture (an index from an older packindex)", p->dir, PACK_INDEX);
     char key[128];
     snprintf(key, sizeof key, "%s.%s", arch, HPARAM_ROPE_SCALING.key);
     const char *rs = pindex_hparam(&p->x, key);
@@ -407,10 +408,10 @@ static int load_experts(loaded_pack *p)
     for (int i = 0; i < p->x.n_l; i++) {
         const pi_layer *l = &p->x.l[i];
         if (l->layer >= hp->n_layer || l->n_expert != hp->n_expert)
-            return fail(p, "%s/index.txt: expert layer %d with %d experts does not fit %d layers of %d experts",
-                        p->dir, l->layer, l->n_expert, hp->n_layer, hp->n_expert);
+            return fail(p, "%s/%s: expert layer %d with %d experts does not fit %d layers of %d experts",
+                        p->dir, PACK_INDEX, l->layer, l->n_expert, hp->n_layer, hp->n_expert);
         if ((uint64_t)l->base + (uint64_t)l->stride * (uint64_t)l->n_expert > p->x.file_bytes[PACK_EXPERTS])
-            return fail(p, "%s/experts.bin: layer %d's arena ends past the file", p->dir, l->layer);
+            return fail(p, "%s/%s: layer %d's arena ends past the file", p->dir, PACK_FILE_NAMES[PACK_EXPERTS], l->layer);
     }
     for (int j = 0; j < p->x.n_e; j++) {
         const pi_expert *x = &p->x.e[j];
@@ -507,7 +508,8 @@ static int load_tokenizer(loaded_pack *p)
     free(path);
     if (!p->tok) return fail(p, "%s", e);
     if (p->hp.n_vocab && tokenizer_n_vocab(p->tok) > p->hp.n_vocab)
-        return fail(p, "%s/tokenizer.gguf: %d tokens for a model of %d", p->dir, tokenizer_n_vocab(p->tok), p->hp.n_vocab);
+        return fail(p, "%s/%s: %d tokens for a model of %d", p->dir, PACK_FILE_NAMES[PACK_TOKENIZER],
+                    tokenizer_n_vocab(p->tok), p->hp.n_vocab);
     return 0;
 }
 
