@@ -184,7 +184,7 @@ fuzz:
 	    n=$$(basename $$f .c); mkdir -p build/fuzz/corpus-$$n; \
 	    extra=$$(sed -n '/^ \* fuzz-link: /{s///;s|\*/||;p;}' $$f); \
 	    $(FUZZ_CC) $(CSTD) -O1 -g -I. -fsanitize=fuzzer,address,undefined $$f \
-	        $(filter-out %_main.c,$(wildcard formats/*.c)) $$extra -o build/fuzz/$$n -lm -pthread; \
+	        $(filter-out %_main.c,$(wildcard formats/*.c)) $$extra -o build/fuzz/$$n $(TOOL_LIBS) -lm -pthread; \
 	    echo "== $$n for $(FUZZ_SECONDS)s"; \
 	    if [ -x tests/fuzz/seed.sh ]; then STRATA_SHARED=$(SHARED) sh tests/fuzz/seed.sh $$n build/fuzz/corpus-$$n; fi; \
 	    STRATA_SHARED=$(SHARED) build/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=build/fuzz/$$n- build/fuzz/corpus-$$n; \

@@ -9,39 +9,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "convert/transcode.h"
+#include "formats/arch_facts.h"
 #include "formats/fileio.h"
 #include "formats/ggml_types.h"
+#include "formats/hparam_keys.h"
 #include "formats/imatrix.h"
 #include "formats/tensor_names.h"
 #include "pack/expert_src.h"
 #include "pack/packdir.h"
 #include "pack/packindex.h"
-
-double build_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-void build_progress_step(build_progress *p, uint64_t bytes, const char *what)
-{
-    p->done += bytes;
-    if (!p->on || !p->total) return;
-    const double frac = (double)p->done / (double)p->total, el = build_now() - p->t0;
-    const double eta = frac > 0 ? el / frac - el : 0;
-    char bar[31];
-    for (int i = 0; i < 30; i++) bar[i] = i < (int)(frac * 30) ? '#' : '.';
-    bar[30] = 0;
-    fprintf(stderr, "\r[%s] %3.0f%%  ETA %4.0fs  %-40.40s", bar, 100 * frac, eta, what);
-    if (p->done >= p->total) fputc('\n', stderr);
-}
 
 /* The hyperparameters the runtime needs, from the source's arch keys. */
 static json_t *hparams_json(const gguf_file *g)
@@ -50,37 +31,34 @@ static json_t *hparams_json(const gguf_file *g)
     const char *arch = gguf_get_str(g, "general.architecture");
     json_object_set_new(h, "arch", json_string(arch ? arch : ""));
     char key[128];
-    for (size_t i = 0; i < PK_N_HPARAM_KEYS; i++) {
-        const pk_hparam_key *k = &PK_HPARAM_KEYS[i];
+    for (size_t i = 0; i < HPK_COUNT; i++) {
+        const hparam_key *k = &HPARAM_KEYS[i];
         uint64_t u;
         double f;
         bool b;
         snprintf(key, sizeof key, "%s.%s", arch ? arch : "", k->key);
-        if (k->kind == PKH_UINT && gguf_get_uint(g, key, &u) == 0)
+        if (k->kind == HPARAM_UINT && gguf_get_uint(g, key, &u) == 0)
             json_object_set_new(h, k->json, json_integer((json_int_t)u));
-        else if (k->kind == PKH_FLOAT && gguf_get_float(g, key, &f) == 0)
+        else if (k->kind == HPARAM_FLOAT && gguf_get_float(g, key, &f) == 0)
             json_object_set_new(h, k->json, json_real(f));
-        else if (k->kind == PKH_BOOL && gguf_get_bool(g, key, &b) == 0)
+        else if (k->kind == HPARAM_BOOL && gguf_get_bool(g, key, &b) == 0)
             json_object_set_new(h, k->json, json_boolean(b));
     }
     /* rope.scale_linear: llama.cpp's older name for the factor. */
+    const char *factor = HPARAM_KEYS[HPK_ROPE_SCALING_FACTOR].json;
     double old_factor;
-    snprintf(key, sizeof key, "%s.rope.scale_linear", arch ? arch : "");
-    if (!json_object_get(h, "rope_scaling_factor") && gguf_get_float(g, key, &old_factor) == 0)
-        json_object_set_new(h, "rope_scaling_factor", json_real(old_factor));
-    snprintf(key, sizeof key, "%s.rope.scaling.type", arch ? arch : "");
+    snprintf(key, sizeof key, "%s.%s", arch ? arch : "", HPARAM_ROPE_SCALE_LINEAR);
+    if (!json_object_get(h, factor) && gguf_get_float(g, key, &old_factor) == 0)
+        json_object_set_new(h, factor, json_real(old_factor));
+    snprintf(key, sizeof key, "%s.%s", arch ? arch : "", HPARAM_ROPE_SCALING.key);
     /* llama.cpp reads a missing type as "linear": a factor alone scales. */
     const char *rs = gguf_get_str(g, key);
-    if (!rs) rs = json_object_get(h, "rope_scaling_factor") ? "linear" : "none";
-    json_object_set_new(h, "rope_scaling", json_string(rs));
-    /* llama.cpp decides the rope layout by architecture, not by a key. */
-    static const char *const NEOX[] = { "qwen2", "qwen2moe", "qwen3", "qwen3moe", "olmoe", "phi3", "gemma", "gemma2",
-                                        "gemma3", "falcon", "gptneox", "stablelm", "dots1", "glm4moe",
-                                        "hunyuan-moe", "minimax-m2", "gpt-oss", "bailingmoe2" };
-    const char *rope = "norm";
-    for (size_t i = 0; i < sizeof NEOX / sizeof NEOX[0]; i++)
-        if (arch && !strcmp(arch, NEOX[i])) rope = "neox";
-    json_object_set_new(h, "rope_type", json_string(rope));
+    if (!rs) rs = json_object_get(h, factor) ? "linear" : "none";
+    json_object_set_new(h, HPARAM_ROPE_SCALING.json, json_string(rs));
+    /* llama.cpp decides the rope layout by architecture, not by a key; an
+     * architecture without a row rotates adjacent pairs. */
+    const arch_facts *af = arch_facts_find(arch);
+    json_object_set_new(h, "rope_type", json_string(rope_kind_name(af ? af->rope : ROPE_NORM)));
     if (!json_object_get(h, "vocab")) {
         const int64_t k = gguf_find_key(g, "tokenizer.ggml.tokens");
         if (k >= 0) json_object_set_new(h, "vocab", json_integer((json_int_t)gguf_kv_arr_n(g, k)));
@@ -94,23 +72,6 @@ static json_t *hparams_json(const gguf_file *g)
     }
     json_object_set_new(h, "special_tokens", sp);
     return h;
-}
-
-int build_first_dropped_layer(const source *s)
-{
-    const char *arch = gguf_get_str(source_meta(s), "general.architecture");
-    char key[128];
-    uint64_t blocks, nextn;
-    snprintf(key, sizeof key, "%s.block_count", arch ? arch : "");
-    if (gguf_get_uint(source_meta(s), key, &blocks) != 0) return INT_MAX;
-    snprintf(key, sizeof key, "%s.nextn_predict_layers", arch ? arch : "");
-    if (gguf_get_uint(source_meta(s), key, &nextn) != 0 || nextn == 0 || nextn >= blocks) return INT_MAX;
-    return (int)(blocks - nextn);
-}
-
-int build_tensor_dropped(const char *name, int first)
-{
-    return tensor_name_layer(name) >= first;
 }
 
 /* Dense tensors: every plane of a tensor contiguous (codes, scales,
@@ -127,7 +88,7 @@ static int plan_dense(pack_layout *L, const source *s, uint64_t fbytes[2], char 
         pk_tensor *t = pack_layout_add(L);
         if (!t) { snprintf(err, errlen, "out of memory"); return -1; }
         snprintf(t->name, sizeof t->name, "%s", g->name);
-        t->file = strcmp(g->name, embd) ? PK_DENSE : PK_EMBD;
+        t->file = strcmp(g->name, embd) ? PACK_DENSE : PACK_EMBD;
         t->n_dims = (int)g->n_dims;
         memcpy(t->ne, g->ne, sizeof t->ne);
         t->elements = g->n_elements;
@@ -172,7 +133,7 @@ static int write_dense(const pack_layout *L, const source *s, const int fds[2], 
 {
     for (int i = 0; i < L->n_tensors; i++) {
         const pk_tensor *t = &L->tensors[i];
-        if (t->file == PK_EXPERTS) continue;
+        if (t->file == PACK_EXPERTS) continue;
         const gguf_tensor *g = source_find(s, t->name);
         const int64_t ne0 = t->ne[0], rows = t->elements / ne0;
         size_t per_row[PLANE_COUNT];
@@ -197,7 +158,7 @@ static int write_dense(const pack_layout *L, const source *s, const int fds[2], 
             for (int k = 0; k < PLANE_COUNT && !rc; k++)
                 if (per_row[k] && pwrite_all(fds[t->file], plane[k], per_row[k] * (size_t)n,
                                              t->plane_off[k] + per_row[k] * (uint64_t)r0)) {
-                    snprintf(err, errlen, "%s: write failed: %s", PK_FILE_NAMES[t->file], strerror(errno));
+                    snprintf(err, errlen, "%s: write failed: %s", PACK_FILE_NAMES[t->file], strerror(errno));
                     rc = -1;
                 }
         }
@@ -235,7 +196,7 @@ static void summary(const pack_layout *L, const build_opts *o, int n_reencoded, 
     for (int i = 0; i < L->n_tensors; i++) {
         const pk_tensor *t = &L->tensors[i];
         n_form[t->d.form]++;
-        if (t->file == PK_EXPERTS) {
+        if (t->file == PACK_EXPERTS) {
             n_how[t->how]++;
             if (t->how == EXP_ENCODED) n_imp[t->importance]++;
             if (t->how == EXP_CANONICAL && !o->experts_keep)
@@ -253,7 +214,7 @@ static void summary(const pack_layout *L, const build_opts *o, int n_reencoded, 
             n_how[EXP_TRANSCODED], n_how[EXP_CANONICAL]);
     if (n_reencoded) fprintf(out, " (%d expert slices re-encoded: 2*d overflows fp16)", n_reencoded);
     fprintf(out, "\n");
-    for (int f = 0; f < PK_NFILES; f++) fprintf(out, "  %-15s %12llu bytes\n", PK_FILE_NAMES[f], (unsigned long long)L->files[f].bytes);
+    for (int f = 0; f < PACK_NFILES; f++) fprintf(out, "  %-15s %12llu bytes\n", PACK_FILE_NAMES[f], (unsigned long long)L->files[f].bytes);
     fprintf(out, "  %.1f s, peak RSS %.1f MiB\n", secs, (double)peak_rss_kib() / 1024.0);
 }
 
@@ -283,9 +244,9 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
         snprintf(e, sizeof e, "%.200s: %.300s", o->src, what); /* the tensor, in this file */
         goto out;
     }
-    L.files[PK_DENSE].bytes = fb[0];
-    L.files[PK_EMBD].bytes = fb[1];
-    L.files[PK_EXPERTS].bytes = eb;
+    L.files[PACK_DENSE].bytes = fb[0];
+    L.files[PACK_EMBD].bytes = fb[1];
+    L.files[PACK_EXPERTS].bytes = eb;
     if (!(tmp = packdir_begin(o->out, fb[0] + fb[1] + eb + (16u << 20), e, sizeof e))) goto out;
     L.source_path = strdup(o->src);
     L.source_bytes = s.bytes;
@@ -297,50 +258,50 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
     for (int64_t i = 0; i < source_n_tensors(&s); i++)
         if (!build_tensor_dropped(source_tensor_at(&s, i)->name, dropped)) pg.total += source_tensor_at(&s, i)->size;
     for (int f = 0; f < 3; f++) {
-        char *p = path_join(tmp, PK_FILE_NAMES[f]);
+        char *p = pack_path(tmp, PACK_FILE_NAMES[f]);
         fds[f] = p ? open(p, O_WRONLY | O_CREAT | O_EXCL, 0644) : -1;
         free(p);
         if (fds[f] < 0 || ftruncate(fds[f], (off_t)L.files[f].bytes) != 0) {
-            snprintf(e, sizeof e, "%s/%s: %s", tmp, PK_FILE_NAMES[f], strerror(errno));
+            snprintf(e, sizeof e, "%s/%s: %s", tmp, PACK_FILE_NAMES[f], strerror(errno));
             goto out;
         }
     }
     if (write_dense(&L, &s, fds, &pg, e, sizeof e) ||
-        build_write_experts(&L, &s, im, fds[PK_EXPERTS], o->threads, &pg, &n_reencoded, e, sizeof e))
+        build_write_experts(&L, &s, im, fds[PACK_EXPERTS], o->threads, &pg, &n_reencoded, e, sizeof e))
         goto out;
     for (int f = 0; f < 3; f++) {
         if (fsync(fds[f]) != 0 || close(fds[f]) != 0) {
             fds[f] = -1;
-            snprintf(e, sizeof e, "%s: %s", PK_FILE_NAMES[f], strerror(errno));
+            snprintf(e, sizeof e, "%s: %s", PACK_FILE_NAMES[f], strerror(errno));
             goto out;
         }
         fds[f] = -1;
     }
-    char *tp = path_join(tmp, "tokenizer.gguf");
+    char *tp = pack_path(tmp, PACK_FILE_NAMES[PACK_TOKENIZER]);
     const int trc = tp ? write_tokenizer(source_meta(&s), tp, e, sizeof e) : -1;
     free(tp);
     if (trc) goto out;
-    for (int f = 0; f < PK_NFILES; f++) {
-        char *p = path_join(tmp, PK_FILE_NAMES[f]);
+    for (int f = 0; f < PACK_NFILES; f++) {
+        char *p = pack_path(tmp, PACK_FILE_NAMES[f]);
         uint64_t bytes = 0;
-        const int crc_rc = p ? file_crc32(p, &bytes, &L.files[f].crc32, e, sizeof e) : -1;
+        const int crc_rc = p ? pack_file_crc32(p, &bytes, &L.files[f].crc32, e, sizeof e) : -1;
         free(p);
         if (crc_rc) goto out;
-        if (f != PK_TOKENIZER && bytes != L.files[f].bytes) {
-            snprintf(e, sizeof e, "%s: %llu bytes written, %llu planned", PK_FILE_NAMES[f],
+        if (f != PACK_TOKENIZER && bytes != L.files[f].bytes) {
+            snprintf(e, sizeof e, "%s: %llu bytes written, %llu planned", PACK_FILE_NAMES[f],
                      (unsigned long long)bytes, (unsigned long long)L.files[f].bytes);
             goto out;
         }
         L.files[f].bytes = bytes;
     }
     char *js = pack_layout_to_json(&L);
-    char *mp = path_join(tmp, "manifest.json");
+    char *mp = pack_path(tmp, PACK_MANIFEST);
     atomic_out ao;
     int mrc = (js && mp) ? atomic_out_open(&ao, mp, e, sizeof e) : -1;
     if (mrc == 0) {
         if (fputs(js, ao.fp) < 0 || fputc('\n', ao.fp) < 0) {
             atomic_out_abort(&ao);
-            snprintf(e, sizeof e, "manifest.json: write failed");
+            snprintf(e, sizeof e, "%s: write failed", PACK_MANIFEST);
             mrc = -1;
         } else {
             mrc = atomic_out_commit(&ao, e, sizeof e);

@@ -15,7 +15,8 @@
 
 #include <stdio.h>
 
-#include "pack/pack_layout.h"
+#include "pack/build_common.h"
+#include "formats/pack_manifest.h"
 #include "pack/source.h"
 
 typedef struct build_opts {
@@ -27,23 +28,8 @@ typedef struct build_opts {
 
 int pack_build(const build_opts *o, FILE *out, FILE *err);
 
-/* ---- internal pieces, shared by build.c and build_experts.c ---- */
+/* ---- the experts' half, in build_experts.c ---- */
 struct imatrix;
-typedef struct build_progress {
-    uint64_t total, done;
-    double   t0;
-    int      on;
-} build_progress;
-void build_progress_step(build_progress *p, uint64_t bytes, const char *what);
-double build_now(void);
-
-/* The first layer a pack leaves out: llama.cpp's next-token-prediction
- * layers (<arch>.nextn_predict_layers, the last blocks: GLM-4.5's MTP) are
- * never run by the runtime, so they cost no disk. INT_MAX when none. */
-int build_first_dropped_layer(const source *s);
-/* "blk.N...." with N >= first. */
-int build_tensor_dropped(const char *name, int first);
-
 /* Plans the expert tensors of source into L (layers and arena). */
 int build_plan_experts(pack_layout *L, const source *s, const struct imatrix *im, int keep, uint64_t *experts_bytes,
                        char *err, size_t errlen);

@@ -87,7 +87,7 @@ int build_plan_experts(pack_layout *L, const source *s, const imatrix *im, int k
             if (!t) { snprintf(err, errlen, "out of memory"); return -1; }
             /* one name for both layouts: the merged tensor's */
             tensor_name(t->name, sizeof t->name, EXPERT_PART_ROLES[kind], layer);
-            t->file = PK_EXPERTS;
+            t->file = PACK_EXPERTS;
             t->n_dims = 3;
             const int64_t K = x.K, N = x.N;
             t->ne[0] = K;
@@ -176,7 +176,8 @@ static int write_all(int fd, const void *buf, size_t n, uint64_t off, char *err,
     while (n) {
         const ssize_t w = pwrite(fd, p, n, (off_t)off);
         if (w <= 0) {
-            snprintf(err, errlen, "experts.bin: write failed: %s", w < 0 ? strerror(errno) : "no progress");
+            snprintf(err, errlen, "%s: write failed: %s", PACK_FILE_NAMES[PACK_EXPERTS],
+                     w < 0 ? strerror(errno) : "no progress");
             return -1;
         }
         p += w; n -= (size_t)w; off += (uint64_t)w;

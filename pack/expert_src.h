@@ -19,8 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "formats/pack_manifest.h"
 #include "formats/tensor_names.h"
-#include "pack/pack_layout.h"
 #include "pack/source.h"
 
 extern const char *const EXPERT_PART_KEYS[PACK_MAX_PARTS]; /* gate, up, gate_up, down */

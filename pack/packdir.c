@@ -12,17 +12,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <zlib.h>
-
 #include "formats/fileio.h"
-
-char *path_join(const char *dir, const char *name)
-{
-    const size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    if (p) snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
+#include "formats/pack_files.h"
 
 static char *parent_of(const char *path)
 {
@@ -100,39 +91,11 @@ void packdir_discard(const char *tmp)
         struct dirent *e;
         while ((e = readdir(d)) != NULL) {
             if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-            char *p = path_join(tmp, e->d_name);
+            char *p = pack_path(tmp, e->d_name);
             if (p) unlink(p);
             free(p);
         }
         closedir(d);
     }
     rmdir(tmp);
-}
-
-int file_crc32(const char *path, uint64_t *bytes, uint32_t *crc, char *err, size_t errlen)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    enum { BUF = 1 << 20 };
-    unsigned char *buf = malloc(BUF);
-    uLong c = crc32(0L, Z_NULL, 0);
-    uint64_t n = 0;
-    size_t got;
-    while (buf && (got = fread(buf, 1, BUF, fp)) > 0) {
-        c = crc32(c, buf, (uInt)got);
-        n += got;
-    }
-    const int bad = !buf || ferror(fp);
-    free(buf);
-    fclose(fp);
-    if (bad) {
-        snprintf(err, errlen, "%s: read error", path);
-        return -1;
-    }
-    *bytes = n;
-    *crc = (uint32_t)c;
-    return 0;
 }

@@ -7,7 +7,7 @@
  * RENAME_NOREPLACE; rename(2) alone would silently replace an empty
  * directory). packdir_discard() removes the partial directory and the plain
  * files in it (nothing else: it never recurses into what it did not make).
- * file_crc32() streams a file through zlib's crc32. */
+ * The pack's file names and their crc32 walk are formats/pack_files.h's. */
 #ifndef STRATA_PACKDIR_H
 #define STRATA_PACKDIR_H
 
@@ -17,9 +17,5 @@
 char *packdir_begin(const char *target, uint64_t need, char *err, size_t errlen);
 int packdir_publish(const char *tmp, const char *target, char *err, size_t errlen);
 void packdir_discard(const char *tmp);
-
-int file_crc32(const char *path, uint64_t *bytes, uint32_t *crc, char *err, size_t errlen);
-/* dir/name in a malloc'd string. */
-char *path_join(const char *dir, const char *name);
 
 #endif

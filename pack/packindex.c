@@ -20,50 +20,24 @@
 
 #include "formats/fileio.h"
 #include "formats/ggml_types.h"
-#include "pack/pack_layout.h"
+#include "formats/pack_files.h"
+#include "formats/pack_index.h"
 #include "pack/packindex_ext.h"
 
 /* ------------------------------------------------------------------ types */
 
-enum { VERBATIM = 0, BF16_IN_F32 = 1, F32_COPY = 2, F16_IN_F32 = 3, N_KINDS = 4 };
-enum { ACT_Q8_0 = 0, ACT_Q8_K = 1 };
-
-static const char *const FILE_NAMES[] = { "dense.bin", "embd.bin", "experts.bin" };
-static const char *const KIND_NAMES[N_KINDS] = { "VERBATIM", "BF16_IN_F32", "F32", "F16_IN_F32" };
-
-/* Which activation a quantized weight wants. No combination of the S-form
- * fields tells Q5_0 from Q5_K or IQ4_NL from IQ4_XS, so it is decided from
- * source_type here and written down, never re-derived by the loader. */
-static const struct { const char *type; int act; } VDT[] = {
-    { "Q2_0", ACT_Q8_0 }, { "Q4_0", ACT_Q8_0 }, { "Q5_0", ACT_Q8_0 }, { "Q8_0", ACT_Q8_0 },
-    { "IQ4_NL", ACT_Q8_0 }, { "Q3_K", ACT_Q8_K }, { "Q4_K", ACT_Q8_K }, { "Q5_K", ACT_Q8_K },
-    { "Q6_K", ACT_Q8_K }, { "IQ4_XS", ACT_Q8_K },
-};
-
-int packindex_act_kind(int ggml_type)
-{
-    char up[16];
-    pk_type_upper(ggml_type, up);
-    for (size_t i = 0; i < sizeof VDT / sizeof VDT[0]; i++)
-        if (!strcmp(up, VDT[i].type)) return VDT[i].act;
-    return ACT_Q8_0;
-}
+/* The summary's names of the index's kinds (PI_VERBATIM ...). */
+static const char *const KIND_NAMES[PI_NKINDS] = { "VERBATIM", "BF16_IN_F32", "F32", "F16_IN_F32" };
 
 /* The plane key is `offsets`, not `mins`: a misspelt key in this list is not
  * an error, it is a shorter span (the seed's bug that dropped 54 planes). */
 static const char *const PLANE_KEYS[3] = { "codes", "scales", "offsets" };
 
-/* The 19 columns after the name, in the seed's order. */
-enum {
-    C_FILE, C_KIND, C_SRC_OFF, C_SRC_BYTES, C_DST_OFF, C_DST_BYTES, C_NE0, C_NE1,
-    C_CODE_BITS, C_CODE_BIAS, C_GROUP, C_CODEBOOK, C_HAS_OFFSET, C_CODES_BYTES,
-    C_SCALES_BYTES, C_OFFSET_BYTES, C_SCALES_FP16, C_ACT_KIND, N_COLS
-};
-
 typedef struct pi_row {
     const char *name;      /* borrowed from the parsed manifest */
-    int64_t col[N_COLS];
-    const json_t *shape;   /* kept when it has more than 2 dims: an @shape line */
+    int64_t col[PI_NCOLS]; /* the index row's columns (pack_index.h) */
+    int64_t *dims;         /* more than 2 dims: an @shape line (n_dims of them, owned) */
+    int n_dims;
     int offsets_fp16;      /* an fp16 offsets plane was widened: an @offsets_fp16 line */
     int native_type;       /* >= 0: ggml blocks verbatim, an @native line */
 } pi_row;
@@ -74,9 +48,9 @@ typedef struct pi_ctx {
     char deferred[1024];   /* first added refusal, reported after the seed's checks */
     char *ext;             /* @hparam/@file/@expert lines (packindex_ext.h) */
     pi_row *rows;
-    size_t n_rows;
+    size_t n_rows, cap_rows;
     int64_t align, pool;
-    int64_t kinds[N_KINDS];
+    int64_t kinds[PI_NKINDS];
     int64_t n_reduced, saved, n_widened, widened, n_owidened, owidened;
 } pi_ctx;
 
@@ -196,17 +170,6 @@ static int64_t align_up(int64_t n, int64_t a, int *ovf)
     int64_t t;
     if (__builtin_add_overflow(n, a - 1, &t)) { *ovf = 1; return 0; }
     return t / a * a;
-}
-
-/* A name is the first token of a whitespace-separated row: whitespace would
- * shift every column after it, and a leading # or @ would make the row read
- * as a header or an extension line. */
-static int name_ok(const char *s)
-{
-    if (!*s || *s == '#' || *s == '@') return 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        if (*p <= 0x20 || *p == 0x7f) return 0;
-    return 1;
 }
 
 /* ------------------------------------------------------------ one tensor */
@@ -360,9 +323,7 @@ static int quantized(pi_ctx *c, const char *name, const json_t *v, const char *s
 
     /* The seed's comment promises this refusal and its code defaults to Q8_0
      * instead: a guessed activation kind is a plausible wrong dot product. */
-    int act = -1;
-    for (size_t i = 0; i < sizeof VDT / sizeof VDT[0]; i++)
-        if (!strcmp(st, VDT[i].type)) act = VDT[i].act;
+    const int act = pindex_act_kind(st);
     if (act < 0) {
         char rep[160];
         py_repr_str(rep, sizeof rep, st);
@@ -370,13 +331,13 @@ static int quantized(pi_ctx *c, const char *name, const json_t *v, const char *s
                     "cannot be chosen, so it is refused rather than guessed", name, rep);
     }
 
-    r->col[C_SRC_OFF] = src_off;
-    r->col[C_SRC_BYTES] = src_bytes;
-    r->col[C_CODES_BYTES] = codes_bytes;
-    r->col[C_SCALES_BYTES] = scales4;
-    r->col[C_OFFSET_BYTES] = offs4;
-    r->col[C_SCALES_FP16] = sf16;
-    r->col[C_ACT_KIND] = act;
+    r->col[PI_C_SRC_OFF] = src_off;
+    r->col[PI_C_SRC_BYTES] = src_bytes;
+    r->col[PI_C_CODES_BYTES] = codes_bytes;
+    r->col[PI_C_SCALES_BYTES] = scales4;
+    r->col[PI_C_OFFSET_BYTES] = offs4;
+    r->col[PI_C_SCALES_FP16] = sf16;
+    r->col[PI_C_ACT_KIND] = act;
     return 0;
 }
 
@@ -391,15 +352,15 @@ static int native(pi_ctx *c, const char *name, const json_t *v, int64_t ne0, int
         return fail(c, "%s: native form with ggml_type %s, which has no decoder", name, tn ? tn : "None");
     const json_t *b = json_object_get(v, "blocks");
     if (!json_is_object(b)) return fail(c, "%s: native form without a `blocks` plane", name);
-    if (get_int(c, name, b, "offset", "blocks.offset", 1, 0, &r->col[C_SRC_OFF]) ||
-        get_int(c, name, b, "bytes", "blocks.bytes", 1, 0, &r->col[C_SRC_BYTES])) return -1;
+    if (get_int(c, name, b, "offset", "blocks.offset", 1, 0, &r->col[PI_C_SRC_OFF]) ||
+        get_int(c, name, b, "bytes", "blocks.bytes", 1, 0, &r->col[PI_C_SRC_BYTES])) return -1;
     const size_t rb = ggml_row_bytes(t->id, ne0);
     int64_t want;
     if (rb == 0 || ne0 <= 0) return fail(c, "%s: ne0 %" PRId64 " is not a whole number of %s blocks", name, ne0, t->name);
     CK_MUL(c, name, (int64_t)rb, rows > 0 ? rows : 1, &want);
-    if (r->col[C_SRC_OFF] < 0 || r->col[C_SRC_BYTES] != want)
+    if (r->col[PI_C_SRC_OFF] < 0 || r->col[PI_C_SRC_BYTES] != want)
         return fail(c, "%s: %s blocks of %" PRId64 " x %" PRId64 " are %" PRId64 " bytes, but the manifest says %"
-                    PRId64, name, t->name, ne0, rows, want, r->col[C_SRC_BYTES]);
+                    PRId64, name, t->name, ne0, rows, want, r->col[PI_C_SRC_BYTES]);
     r->native_type = t->id;
     return 0;
 }
@@ -410,14 +371,14 @@ static int tensor(pi_ctx *c, const char *name, const json_t *v, pi_row *r)
     r->name = name;
     r->native_type = -1;
     if (!json_is_object(v)) return fail(c, "%s: the tensor entry is not an object", name);
-    if (!name_ok(name))
+    if (!pindex_name_ok(name))
         defer(c, "%s: a tensor name must be non-empty, without whitespace or control characters, "
               "and not start with # or @ - it is the first column of a space-separated row", name);
 
     const json_t *fj = json_object_get(v, "file");
     int fid = -1;
     for (int i = 0; i < 3 && json_is_string(fj); i++)
-        if (!strcmp(json_string_value(fj), FILE_NAMES[i])) fid = i;
+        if (!strcmp(json_string_value(fj), PACK_FILE_NAMES[i])) fid = i;
     if (fid < 0) {
         char rep[256];
         py_repr(rep, sizeof rep, fj);
@@ -442,7 +403,10 @@ static int tensor(pi_ctx *c, const char *name, const json_t *v, pi_row *r)
     if (nd > 2) {
         for (size_t i = 2; i < nd; i++)
             CK_MUL(c, name, rows, (int64_t)json_integer_value(json_array_get(shape, i)), &rows);
-        r->shape = shape;
+        r->n_dims = (int)nd;
+        r->dims = malloc(nd * sizeof *r->dims);
+        if (!r->dims) return fail(c, "%s: out of memory", c->manifest_path);
+        for (size_t i = 0; i < nd; i++) r->dims[i] = (int64_t)json_integer_value(json_array_get(shape, i));
     }
     for (size_t i = 0; i < nd; i++) {
         int64_t d = (int64_t)json_integer_value(json_array_get(shape, i));
@@ -467,38 +431,38 @@ static int tensor(pi_ctx *c, const char *name, const json_t *v, pi_row *r)
         if (native(c, name, v, ne0, rows, r)) return -1;
     } else if (values) {
         if (!json_is_object(values)) return fail(c, "%s: `values` is not an object", name);
-        if (get_int(c, name, values, "offset", "values.offset", 1, 0, &r->col[C_SRC_OFF]) ||
-            get_int(c, name, values, "bytes", "values.bytes", 1, 0, &r->col[C_SRC_BYTES])) return -1;
-        if (r->col[C_SRC_OFF] < 0 || r->col[C_SRC_BYTES] < 0)
+        if (get_int(c, name, values, "offset", "values.offset", 1, 0, &r->col[PI_C_SRC_OFF]) ||
+            get_int(c, name, values, "bytes", "values.bytes", 1, 0, &r->col[PI_C_SRC_BYTES])) return -1;
+        if (r->col[PI_C_SRC_OFF] < 0 || r->col[PI_C_SRC_BYTES] < 0)
             defer(c, "%s: plane `values` has a negative offset or size", name);
     } else if (quantized(c, name, v, st, ne0, rows, elems, r, &widen_here)) {
         return -1;
     }
-    int64_t src_bytes = r->col[C_SRC_BYTES], dst_bytes, saved;
+    int64_t src_bytes = r->col[PI_C_SRC_BYTES], dst_bytes, saved;
 
     /* The engine form as an explicit kind: which of the four cases applies
      * takes source_type AND values_fp16, and guessing wrong is plausible. */
     int vf = 0, kind;
     if (get_flag(c, name, v, "values_fp16", &vf)) return -1;
     if (!strcmp(st, "BF16") || (!strcmp(st, "F16") && !vf)) {
-        kind = !strcmp(st, "BF16") ? BF16_IN_F32 : F16_IN_F32;
+        kind = !strcmp(st, "BF16") ? PI_BF16_IN_F32 : PI_F16_IN_F32;
         CK_MUL(c, name, elems, 2, &dst_bytes);
         CK_SUB(c, name, src_bytes, dst_bytes, &saved);
         CK_ADD(c, name, c->saved, saved, &c->saved);
         c->n_reduced++;
     } else if (!strcmp(st, "F16")) {
-        kind = VERBATIM; /* already 2 bytes on disk */
+        kind = PI_VERBATIM; /* already 2 bytes on disk */
         dst_bytes = src_bytes;
     } else if (!strcmp(st, "F32")) {
-        kind = F32_COPY;
+        kind = PI_F32;
         CK_MUL(c, name, elems, 4, &dst_bytes);
     } else if (is_native) {
-        kind = VERBATIM;
+        kind = PI_VERBATIM;
         dst_bytes = src_bytes;
     } else {
-        kind = VERBATIM;
-        CK_ADD(c, name, r->col[C_CODES_BYTES], r->col[C_SCALES_BYTES], &dst_bytes);
-        CK_ADD(c, name, dst_bytes, r->col[C_OFFSET_BYTES], &dst_bytes);
+        kind = PI_VERBATIM;
+        CK_ADD(c, name, r->col[PI_C_CODES_BYTES], r->col[PI_C_SCALES_BYTES], &dst_bytes);
+        CK_ADD(c, name, dst_bytes, r->col[PI_C_OFFSET_BYTES], &dst_bytes);
         /* The engine form differs from the pack by exactly the widening;
          * saying so makes the two plane sizes a check, not two guesses. */
         int64_t want;
@@ -529,20 +493,20 @@ static int tensor(pi_ctx *c, const char *name, const json_t *v, pi_row *r)
         get_int(c, name, v, "group_elems", "group_elems", 0, 0, &group) ||
         get_flag(c, name, v, "has_offset", &has_offset)) return -1;
 
-    r->col[C_FILE] = fid;
-    r->col[C_KIND] = kind;
-    r->col[C_DST_BYTES] = dst_bytes;
-    r->col[C_NE0] = ne0;
-    r->col[C_NE1] = ne1;
-    r->col[C_CODE_BITS] = code_bits;
-    r->col[C_CODE_BIAS] = code_bias;
-    r->col[C_GROUP] = group;
-    r->col[C_CODEBOOK] = cb && !strcmp(cb, "IQ4NL");
-    r->col[C_HAS_OFFSET] = has_offset;
+    r->col[PI_C_FILE] = fid;
+    r->col[PI_C_KIND] = kind;
+    r->col[PI_C_DST_BYTES] = dst_bytes;
+    r->col[PI_C_NE0] = ne0;
+    r->col[PI_C_NE1] = ne1;
+    r->col[PI_C_CODE_BITS] = code_bits;
+    r->col[PI_C_CODE_BIAS] = code_bias;
+    r->col[PI_C_GROUP] = group;
+    r->col[PI_C_CODEBOOK] = cb && !strcmp(cb, "IQ4NL");
+    r->col[PI_C_HAS_OFFSET] = has_offset;
 
     int ovf = 0;
     int64_t end;
-    r->col[C_DST_OFF] = c->pool;
+    r->col[PI_C_DST_OFF] = c->pool;
     CK_ADD(c, name, c->pool, dst_bytes, &end);
     c->pool = align_up(end, c->align, &ovf);
     if (ovf) return overflow(c, name);
@@ -554,27 +518,17 @@ static int tensor(pi_ctx *c, const char *name, const json_t *v, pi_row *r)
 
 static void write_index(const pi_ctx *c, FILE *fp)
 {
-    fprintf(fp, "# strata pack index v3  --  generated by tools/pack_index.py; do not hand-edit\n");
-    fprintf(fp, "# align %" PRId64 " pool %" PRId64 " tensors %zu\n", c->align, c->pool, c->n_rows);
-    fprintf(fp, "# name file kind src_off src_bytes dst_off dst_bytes ne0 ne1 code_bits code_bias "
-                "group_elems codebook has_offset codes_bytes scales_bytes offset_bytes scales_fp16 act_kind\n");
+    pindex_put_header(fp, c->align, c->pool, c->n_rows);
     for (size_t i = 0; i < c->n_rows; i++) {
         const pi_row *r = &c->rows[i];
-        fputs(r->name, fp);
-        for (int k = 0; k < N_COLS; k++) fprintf(fp, " %" PRId64, r->col[k]);
-        fputc('\n', fp);
+        pindex_put_row(fp, r->name, r->col);
         /* New facts go in lines of their own kind, never as extra columns on
          * the seed's rows, so a v3 row parser keeps working on every row. */
-        if (r->shape) {
-            fprintf(fp, "@shape %s", r->name);
-            for (size_t d = 0; d < json_array_size(r->shape); d++)
-                fprintf(fp, " %" PRId64, (int64_t)json_integer_value(json_array_get(r->shape, d)));
-            fputc('\n', fp);
-        }
-        if (r->offsets_fp16) fprintf(fp, "@offsets_fp16 %s\n", r->name);
+        if (r->dims) pindex_put_shape(fp, r->name, r->n_dims, r->dims);
+        if (r->offsets_fp16) pindex_put_offsets_fp16(fp, r->name);
         if (r->native_type >= 0) {
             const ggml_type_row *t = ggml_type_info(r->native_type);
-            fprintf(fp, "@native %s %d %" PRId64 " %zu\n", r->name, t->id, t->blck, t->bytes);
+            pindex_put_native(fp, r->name, t->id, t->blck, t->bytes);
         }
     }
     if (c->ext) fputs(c->ext, fp);
@@ -585,7 +539,7 @@ static void write_summary(const pi_ctx *c, const char *out_path, FILE *out)
     const double gib = 1073741824.0;
     fprintf(out, "%s: %zu tensors, engine pool %" PRId64 " B (%.3f GiB)\n", out_path, c->n_rows,
             c->pool, (double)c->pool / gib);
-    for (int k = 0; k < N_KINDS; k++)
+    for (int k = 0; k < PI_NKINDS; k++)
         if (c->kinds[k]) fprintf(out, "   kind %-12s %4" PRId64 " tensors\n", KIND_NAMES[k], c->kinds[k]);
     fprintf(out, "   %" PRId64 " tensors re-rounded to 16 bits, saving %" PRId64 " B (%.3f GiB)\n",
             c->n_reduced, c->saved, (double)c->saved / gib);
@@ -625,6 +579,7 @@ static int index_manifest(pi_ctx *c, const json_t *man)
     size_t n = json_object_size(tensors);
     c->rows = calloc(n ? n : 1, sizeof *c->rows);
     if (!c->rows) return fail(c, "%s: out of memory", c->manifest_path);
+    c->cap_rows = n;
     const char *name;
     const json_t *v;
     json_object_foreach((json_t *)tensors, name, v) {
@@ -642,8 +597,8 @@ int packindex_run(const char *pack_dir, const char *out_path, FILE *out, FILE *e
     pi_ctx c;
     memset(&c, 0, sizeof c);
     c.err = err;
-    char *mpath = path_join(pack_dir, "manifest.json");
-    char *opath = out_path ? strdup(out_path) : path_join(pack_dir, "index.txt");
+    char *mpath = path_join(pack_dir, PACK_MANIFEST);
+    char *opath = out_path ? strdup(out_path) : path_join(pack_dir, PACK_INDEX);
     json_t *man = NULL;
     int rc = 1;
     if (!mpath || !opath) {
@@ -685,6 +640,7 @@ int packindex_run(const char *pack_dir, const char *out_path, FILE *out, FILE *e
 done:
     json_decref(man);
     free(c.ext);
+    for (size_t i = 0; i < c.cap_rows; i++) free(c.rows[i].dims);
     free(c.rows);
     free(mpath);
     free(opath);

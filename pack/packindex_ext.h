@@ -8,17 +8,14 @@
  * seed vector is) in *text, or -1 with one line "<what>: <problem>" in err.
  * When `files` or `experts` is present, the whole manifest is re-read with
  * pack_layout_from_json(), so every expert size is checked against the form
- * arithmetic before it is written. The caller frees *text. No global state. */
+ * arithmetic before it is written. The lines are spelled by
+ * formats/pack_index.h's writers. The caller frees *text. No global state. */
 #ifndef STRATA_PACKINDEX_EXT_H
 #define STRATA_PACKINDEX_EXT_H
 
 #include <stddef.h>
 
 #include <jansson.h>
-
-/* 0 (Q8_0) or 1 (Q8_K): the activation an S-form of this ggml source type
- * wants, from the same table as the rows' act_kind column. */
-int packindex_act_kind(int ggml_type);
 
 int packindex_ext_text(const char *manifest_path, const json_t *man, char **text, char *err, size_t errlen);
 

@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "pack/pack_layout.h"
+#include "formats/pack_manifest.h"
 
 int pack_info(const char *dir, FILE *out, FILE *err)
 {
@@ -28,18 +28,18 @@ int pack_info(const char *dir, FILE *out, FILE *err)
         const pk_tensor *t = &L.tensors[i];
         uint64_t b = 0;
         for (int k = 0; k < PLANE_COUNT; k++) b += t->plane_bytes[k];
-        if (t->file == PK_EXPERTS) b *= (uint64_t)t->n_expert;
+        if (t->file == PACK_EXPERTS) b *= (uint64_t)t->n_expert;
         by_form[t->d.form] += b;
         n_form[t->d.form]++;
-        if (t->file == PK_DENSE) dense += b;
-        if (t->file == PK_EMBD) embd_row = b / (uint64_t)(t->elements / t->ne[0]);
+        if (t->file == PACK_DENSE) dense += b;
+        if (t->file == PACK_EMBD) embd_row = b / (uint64_t)(t->elements / t->ne[0]);
     }
     fprintf(out, "  by form:\n");
     for (int f = 0; f < FORM_COUNT; f++)
         if (n_form[f]) fprintf(out, "    %-7s %4d tensors %14llu bytes\n", pack_form_name(f), n_form[f], (unsigned long long)by_form[f]);
     fprintf(out, "  files:\n");
-    for (int f = 0; f < PK_NFILES; f++)
-        fprintf(out, "    %-15s %14llu bytes  crc32 %08x\n", PK_FILE_NAMES[f], (unsigned long long)L.files[f].bytes, L.files[f].crc32);
+    for (int f = 0; f < PACK_NFILES; f++)
+        fprintf(out, "    %-15s %14llu bytes  crc32 %08x\n", PACK_FILE_NAMES[f], (unsigned long long)L.files[f].bytes, L.files[f].crc32);
     const json_int_t used = json_integer_value(json_object_get(h, "experts_used"));
     for (int l = 0; l < L.n_layers; l++) expert_blob += L.layers[l].blob_bytes * (uint64_t)(used > 0 ? used : 0);
     fprintf(out, "  experts: %d layers, %lld of %d used per token\n", L.n_layers, (long long)used,

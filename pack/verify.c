@@ -15,7 +15,7 @@
 
 #include "formats/ggml_types.h"
 #include "pack/expert_src.h"
-#include "pack/pack_layout.h"
+#include "formats/pack_manifest.h"
 #include "pack/packdir.h"
 #include "pack/source.h"
 
@@ -23,7 +23,7 @@ typedef struct mapped { const uint8_t *p; size_t n; } mapped;
 
 static int map_file(const char *dir, const char *name, mapped *m, FILE *err)
 {
-    char *path = path_join(dir, name);
+    char *path = pack_path(dir, name);
     const int fd = path ? open(path, O_RDONLY) : -1;
     struct stat st;
     m->p = NULL;
@@ -76,12 +76,12 @@ static int decode_at(const pk_tensor *t, const uint8_t *base, int64_t rows, floa
 static int check_files(const char *dir, const pack_layout *L, FILE *out, FILE *err)
 {
     int bad = 0;
-    for (int f = 0; f < PK_NFILES; f++) {
+    for (int f = 0; f < PACK_NFILES; f++) {
         char e[300];
-        char *p = path_join(dir, PK_FILE_NAMES[f]);
+        char *p = pack_path(dir, PACK_FILE_NAMES[f]);
         uint64_t n = 0;
         uint32_t crc = 0;
-        if (!p || file_crc32(p, &n, &crc, e, sizeof e)) {
+        if (!p || pack_file_crc32(p, &n, &crc, e, sizeof e)) {
             fprintf(err, "%s\n", p ? e : "out of memory");
             bad = 1;
         } else if (n != L->files[f].bytes || crc != L->files[f].crc32) {
@@ -89,7 +89,7 @@ static int check_files(const char *dir, const pack_layout *L, FILE *out, FILE *e
                     (unsigned long long)n, crc, (unsigned long long)L->files[f].bytes, L->files[f].crc32);
             bad = 1;
         } else {
-            fprintf(out, "ok   %-15s %12llu bytes crc32 %08x\n", PK_FILE_NAMES[f], (unsigned long long)n, crc);
+            fprintf(out, "ok   %-15s %12llu bytes crc32 %08x\n", PACK_FILE_NAMES[f], (unsigned long long)n, crc);
         }
         free(p);
     }
@@ -101,7 +101,7 @@ static int check_dense(const pack_layout *L, const mapped files[3], const source
     int bad = 0, n = 0;
     for (int i = 0; i < L->n_tensors; i++) {
         const pk_tensor *t = &L->tensors[i];
-        if (t->file == PK_EXPERTS) continue;
+        if (t->file == PACK_EXPERTS) continue;
         const gguf_tensor *g = s ? source_find(s, t->name) : NULL;
         float *a = malloc((size_t)t->elements * sizeof(float));
         float *b = malloc((size_t)t->elements * sizeof(float));
@@ -208,9 +208,9 @@ int pack_verify(const char *dir, const char *source_path, FILE *out, FILE *err)
         }
     }
     mapped m[3] = { { 0 } };
-    for (int f = 0; f < 3 && !bad; f++) bad |= map_file(dir, PK_FILE_NAMES[f], &m[f], err);
+    for (int f = 0; f < 3 && !bad; f++) bad |= map_file(dir, PACK_FILE_NAMES[f], &m[f], err);
     if (!bad) bad |= check_dense(&L, m, sp, out, err);
-    if (!bad) bad |= check_experts(&L, &m[PK_EXPERTS], sp, out, err);
+    if (!bad) bad |= check_experts(&L, &m[PACK_EXPERTS], sp, out, err);
     for (int f = 0; f < 3; f++)
         if (m[f].p) munmap((void *)m[f].p, m[f].n);
     if (sp) source_close(sp);

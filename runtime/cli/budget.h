@@ -1,7 +1,7 @@
 /* budget.h: `strata budget PACK`: what of a pack fits where, before loading
  * it. Reads only the pack's index.txt (no bins are mapped or read).
  *
- * Contract: budget_compute() parses PACK/index.txt (loader_index.h) and its
+ * Contract: budget_compute() parses PACK/index.txt (formats/pack_index.h) and its
  * hyperparameters, then lays the pack out on a GPU of `vram` bytes (0: no
  * GPU) and a host of `ram` bytes (0: not checked):
  *  - dense: the engine pool (index @pool: every non-expert tensor, the

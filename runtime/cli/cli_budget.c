@@ -4,9 +4,9 @@
  * slots left over would give. */
 #include "runtime/cli/budget.h"
 
+#include "formats/pack_index.h"
 #include "runtime/cli/cli.h"
 #include "runtime/device/expert_cache.h"
-#include "runtime/model/loader_index.h"
 #include "runtime/model/model.h"
 #include "runtime/util/strbuf.h"
 
@@ -66,7 +66,7 @@ int budget_compute(const char *dir, const budget_opts *o, budget_report *r, char
 {
     memset(r, 0, sizeof *r);
     char path[4096];
-    snprintf(path, sizeof path, "%s/index.txt", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, PACK_INDEX);
     size_t len;
     char *text = read_index(path, &len, err, errlen);
     if (!text) return -1;
@@ -94,7 +94,7 @@ int budget_compute(const char *dir, const budget_opts *o, budget_report *r, char
     if ((uint64_t)hp.n_ff_shexp > ff) ff = (uint64_t)hp.n_ff_shexp;
     uint64_t wide = ff > (uint64_t)hp.n_embd ? ff : (uint64_t)hp.n_embd;
     r->work = 4 * (ub * (6 * (uint64_t)hp.n_embd + 3 * ff) + (uint64_t)hp.n_vocab + 256 * wide);
-    r->expert_file = x.file_bytes[PI_EXPERTS];
+    r->expert_file = x.file_bytes[PACK_EXPERTS];
     for (int l = 0; l < x.n_l; l++) {
         uint64_t s = expert_engine_bytes(&x, x.l[l].layer);
         if (s > r->slot_bytes) r->slot_bytes = s;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "formats/gguf.h"
+#include "formats/pack_files.h"
 #include "runtime/chat/chat_template.h"
 
 static int want_help(int argc, char **argv, const char *usage)
@@ -40,7 +41,7 @@ int cmd_info(int argc, char **argv)
     if (!p) { fprintf(stderr, "strata: %s\n", err); return 1; }
     const model_hparams *hp = loader_hparams(p);
     printf("%s\n  arch %s, %d layers, embd %d, heads %d (kv %d, dim %d), ff %d, context %d, vocab %d\n", argv[1],
-           hp->arch.name, hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv, hp->head_dim, hp->n_ff,
+           hp->arch.facts->name, hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv, hp->head_dim, hp->n_ff,
            hp->n_ctx_train, hp->n_vocab);
     if (hp->arch.mla) {
         printf("  latent attention: kv rank %d", hp->n_lora_kv);
@@ -61,7 +62,7 @@ int cmd_info(int argc, char **argv)
         putchar('\n');
     }
     static const char *const SCALING[] = { "none", "linear", "yarn" };
-    printf("  RoPE %s, %d dims, base %g, scaling %s", hp->arch.rope == ROPE_NEOX ? "neox" : "norm", hp->n_rot,
+    printf("  RoPE %s, %d dims, base %g, scaling %s", rope_kind_name(hp->arch.facts->rope), hp->n_rot,
            hp->rope_base, SCALING[hp->rope_scaling]);
     if (hp->rope_freq_scale != 1.0f) printf(" x%g", 1.0 / hp->rope_freq_scale);
     if (hp->rope_scaling == ROPE_SCALING_YARN) printf(" (original context %d)", hp->n_ctx_orig);
@@ -77,7 +78,7 @@ int cmd_info(int argc, char **argv)
            tokenizer_eos(loader_tokenizer(p)));
     /* the chat template strata serve will render (the loader keeps only the tokenizer) */
     char tpath[4096];
-    snprintf(tpath, sizeof tpath, "%s/tokenizer.gguf", argv[1]);
+    snprintf(tpath, sizeof tpath, "%s/%s", argv[1], PACK_FILE_NAMES[PACK_TOKENIZER]);
     gguf_file *g = gguf_open(tpath, err, sizeof err);
     const char *tmpl = g ? gguf_get_str(g, "tokenizer.chat_template") : NULL;
     const chat_family fam = chat_template_detect(tmpl);

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 
 #include "formats/gguf.h"
+#include "formats/pack_files.h"
 #include "runtime/chat/chat_request.h"
 #include "runtime/tokenizer/tokenizer.h"
 
@@ -61,7 +62,8 @@ int cmd_template(int argc, char **argv)
     char path[4096], err[1024] = "";
     struct stat st;
     if (stat(model, &st) != 0) { fprintf(stderr, "strata template: %s: %s\n", model, strerror(errno)); return 1; }
-    snprintf(path, sizeof path, S_ISDIR(st.st_mode) ? "%s/tokenizer.gguf" : "%s", model);
+    if (S_ISDIR(st.st_mode)) snprintf(path, sizeof path, "%s/%s", model, PACK_FILE_NAMES[PACK_TOKENIZER]);
+    else snprintf(path, sizeof path, "%s", model);
     gguf_file *g = gguf_open(path, err, sizeof err);
     if (!g) { fprintf(stderr, "strata template: %s\n", err); return 1; }
     tokenizer *t = tokenizer_load(g, err, sizeof err);

@@ -15,6 +15,7 @@
  * on stderr naming it), 2 usage. */
 #include "runtime/cli/cli.h"
 
+#include "formats/pack_files.h"
 #include "runtime/tokenizer/tokenizer.h"
 
 #include <errno.h>
@@ -94,7 +95,8 @@ static tokenizer *open_tokenizer(const char *model)
     char path[4096], err[1024] = "";
     struct stat st;
     if (stat(model, &st) != 0) { fprintf(stderr, "strata tokenize: %s: %s\n", model, strerror(errno)); return NULL; }
-    snprintf(path, sizeof path, S_ISDIR(st.st_mode) ? "%s/tokenizer.gguf" : "%s", model);
+    if (S_ISDIR(st.st_mode)) snprintf(path, sizeof path, "%s/%s", model, PACK_FILE_NAMES[PACK_TOKENIZER]);
+    else snprintf(path, sizeof path, "%s", model);
     gguf_file *f = gguf_open(path, err, sizeof err);
     if (!f) { fprintf(stderr, "strata tokenize: %s\n", err); return NULL; }
     tokenizer *t = tokenizer_load(f, err, sizeof err);

@@ -1,6 +1,11 @@
-/* arch.c: the architecture table and the hyperparameter keys (model.h).
+/* arch.c: the architecture table and which hyperparameters the runtime
+ * reads, with llama.cpp's defaults (model.h). Each row points at its shared
+ * row in formats/arch_facts.h (name, RoPE layout) and adds what only the
+ * forward pass needs; the keys' names are formats/hparam_keys.h's.
  * Adding an architecture is adding a row; the forward pass reads the flags. */
 #include "runtime/model/model.h"
+
+#include "formats/hparam_keys.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -8,107 +13,108 @@
 
 static const arch_info arch_table[] = {
     /* Llama 1/2/3 and Mixtral (llama.cpp builds Mixtral as `llama` with experts, norm_w = true). */
-    { .name = "llama",    .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true,
+    { .facts = &ARCH_FACTS[ARCH_LLAMA], .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true,
       .rope_freqs = true },
-    { .name = "qwen2",    .rope = ROPE_NEOX, .qk_norm = QK_NORM_NONE, .attn_bias = true,  .norm_topk = true },
-    { .name = "qwen3",    .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true },
-    { .name = "qwen3moe", .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true },
+    { .facts = &ARCH_FACTS[ARCH_QWEN2], .qk_norm = QK_NORM_NONE, .attn_bias = true,  .norm_topk = true },
+    { .facts = &ARCH_FACTS[ARCH_QWEN3], .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true },
+    { .facts = &ARCH_FACTS[ARCH_QWEN3MOE], .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true },
     /* Qwen1.5/Qwen2-MoE: qwen2 attention, raw top-k weights, a shared expert behind a sigmoid gate row. */
-    { .name = "qwen2moe", .rope = ROPE_NEOX, .qk_norm = QK_NORM_NONE, .attn_bias = true,  .norm_topk = false },
+    { .facts = &ARCH_FACTS[ARCH_QWEN2MOE], .qk_norm = QK_NORM_NONE, .attn_bias = true,  .norm_topk = false },
     /* DeepSeek-MoE (v1): llama attention, the first layers dense, shared experts without a gate, raw top-k weights. */
-    { .name = "deepseek", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false },
+    { .facts = &ARCH_FACTS[ARCH_DEEPSEEK], .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false },
     /* IBM Granite 3.x, dense and MoE (with or without a shared expert): llama plus four multipliers. */
-    { .name = "granite",  .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true,
+    { .facts = &ARCH_FACTS[ARCH_GRANITE], .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true,
       .rope_freqs = true, .granite_scales = true },
-    { .name = "granitemoe", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true,
+    { .facts = &ARCH_FACTS[ARCH_GRANITEMOE], .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true,
       .rope_freqs = true, .granite_scales = true },
     /* dots.llm1: qwen3 attention, DeepSeek-V3 routing (sigmoid, selection bias, scaled weights). */
-    { .name = "dots1",    .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = false,
+    { .facts = &ARCH_FACTS[ARCH_DOTS1], .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = false,
       .scale_w = true },
     /* ERNIE 4.5 MoE: llama attention, softmax routing with a selection bias, shared experts. */
-    { .name = "ernie4_5-moe", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true },
+    { .facts = &ARCH_FACTS[ARCH_ERNIE4_5_MOE], .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true },
     /* GLM-4.5 / 4.6 / 4.5-Air: q/k/v biases, partial NEOX rotary, optional q/k norms, DeepSeek-V3 routing,
      * the FFN norm named post_attention_norm; its next-token-prediction block is not run. */
-    { .name = "glm4moe",  .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = true, .norm_topk = false,
+    { .facts = &ARCH_FACTS[ARCH_GLM4MOE], .qk_norm = QK_NORM_HEAD, .attn_bias = true, .norm_topk = false,
       .scale_w = true, .qk_norm_optional = true },
     /* Llama 4 (Scout, Maverick): llama attention with no-RoPE layers, chunked attention, L2 q/k norms,
      * top-k sigmoid routing whose weight scales the expert's input, a shared expert. */
-    { .name = "llama4",   .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false,
+    { .facts = &ARCH_FACTS[ARCH_LLAMA4], .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false,
       .rope_freqs = true, .no_rope_step = 4, .attn_chunk = 8192, .l2_qk_norm = true, .weight_before_ffn = true },
     /* Hunyuan-A13B: llama-like attention with per-head q/k norms after RoPE, softmax top-k, a shared expert. */
-    { .name = "hunyuan-moe", .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true,
+    { .facts = &ARCH_FACTS[ARCH_HUNYUAN_MOE], .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true,
       .qk_norm_after_rope = true },
     /* MiniMax-M2: q/k norms over the whole projected width, partial NEOX rotary, sigmoid routing with a
      * selection bias, no shared expert. */
-    { .name = "minimax-m2", .rope = ROPE_NEOX, .qk_norm = QK_NORM_FULL, .attn_bias = false, .norm_topk = true },
+    { .facts = &ARCH_FACTS[ARCH_MINIMAX_M2], .qk_norm = QK_NORM_FULL, .attn_bias = false, .norm_topk = true },
     /* DeepSeek V2/V3, Kimi K2: multi-head latent attention, DeepSeek-MoE's FFN (dense lead, shared
      * experts), routed weights times expert_weights_scale, raw top-k unless expert_weights_norm. */
-    { .name = "deepseek2", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false,
+    { .facts = &ARCH_FACTS[ARCH_DEEPSEEK2], .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false,
       .scale_w = true, .mla = true },
     /* gpt-oss: q/k/v/o biases, attention sinks, sliding-window attention on every other layer, the FFN
      * norm named post_attention_norm, softmax over the chosen router logits, biased experts with a
      * clamped SwiGLU. */
-    { .name = "gpt-oss",  .rope = ROPE_NEOX, .qk_norm = QK_NORM_NONE, .attn_bias = true, .norm_topk = false,
+    { .facts = &ARCH_FACTS[ARCH_GPT_OSS], .qk_norm = QK_NORM_NONE, .attn_bias = true, .norm_topk = false,
       .attn_sinks = true, .swa_pattern = 2, .oai_moe = true },
     /* Ling 2.0 (bailingmoe2): fused qkv, per-head q/k norms, partial NEOX rotary, DeepSeek V3's routing
      * (sigmoid, selection bias, groups, scaled weights), dense lead, shared experts, an MTP block not run. */
-    { .name = "bailingmoe2", .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true,
+    { .facts = &ARCH_FACTS[ARCH_BAILINGMOE2], .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true,
       .scale_w = true },
     /* Ling v1 (bailingmoe): fused qkv, llama's rotation, softmax top-k, shared experts. */
-    { .name = "bailingmoe", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false },
+    { .facts = &ARCH_FACTS[ARCH_BAILINGMOE], .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false },
     /* OLMoE normalises q and k over the whole projected width, and keeps the raw top-k probabilities. */
-    { .name = "olmoe",    .rope = ROPE_NEOX, .qk_norm = QK_NORM_FULL, .attn_bias = false, .norm_topk = false },
+    { .facts = &ARCH_FACTS[ARCH_OLMOE], .qk_norm = QK_NORM_FULL, .attn_bias = false, .norm_topk = false },
 };
 
 const arch_info *arch_find(const char *name)
 {
     for (size_t i = 0; i < sizeof arch_table / sizeof arch_table[0]; i++)
-        if (name && strcmp(arch_table[i].name, name) == 0) return &arch_table[i];
+        if (name && strcmp(arch_table[i].facts->name, name) == 0) return &arch_table[i];
     return NULL;
 }
 
 enum { REQ, OPT };
-enum { I, F };
 
-/* Defaults that depend on other keys (-1) are resolved after the table. */
+/* Which keys the runtime reads, into which field, with llama.cpp's
+ * defaults; the key names and value kinds are formats/hparam_keys.h's.
+ * Defaults that depend on other keys (-1) are resolved after the table. */
 static const struct hkey {
-    const char *key;
+    hparam_id id;
     size_t off;
-    int kind, need;
+    int need;
     double def;
 } hkeys[] = {
-    { "vocab_size",                         offsetof(model_hparams, n_vocab),       I, OPT, 0 },
-    { "context_length",                     offsetof(model_hparams, n_ctx_train),   I, REQ, 0 },
-    { "embedding_length",                   offsetof(model_hparams, n_embd),        I, REQ, 0 },
-    { "feed_forward_length",                offsetof(model_hparams, n_ff),          I, OPT, 0 },
-    { "block_count",                        offsetof(model_hparams, n_layer),       I, REQ, 0 },
-    { "attention.head_count",               offsetof(model_hparams, n_head),        I, REQ, 0 },
-    { "attention.head_count_kv",            offsetof(model_hparams, n_head_kv),     I, OPT, -1 },
-    { "attention.key_length",               offsetof(model_hparams, head_dim),      I, OPT, -1 },
-    { "attention.value_length",             offsetof(model_hparams, head_dim_v),    I, OPT, -1 },
-    { "attention.q_lora_rank",              offsetof(model_hparams, n_lora_q),      I, OPT, 0 },
-    { "attention.kv_lora_rank",             offsetof(model_hparams, n_lora_kv),     I, OPT, 0 },
-    { "attention.key_length_mla",           offsetof(model_hparams, head_k_mla),    I, OPT, 0 },
-    { "attention.value_length_mla",         offsetof(model_hparams, head_v_mla),    I, OPT, 0 },
-    { "rope.scaling.yarn_log_multiplier",   offsetof(model_hparams, yarn_log_mul),  F, OPT, 0 },
-    { "rope.dimension_count",               offsetof(model_hparams, n_rot),         I, OPT, -1 },
-    { "rope.freq_base",                     offsetof(model_hparams, rope_base),     F, OPT, 10000.0 },
-    { "attention.layer_norm_rms_epsilon",   offsetof(model_hparams, rms_eps),       F, REQ, 0 },
-    { "expert_count",                       offsetof(model_hparams, n_expert),      I, OPT, 0 },
-    { "expert_used_count",                  offsetof(model_hparams, n_expert_used), I, OPT, 0 },
-    { "expert_feed_forward_length",         offsetof(model_hparams, n_ff_exp),      I, OPT, -1 },
-    { "expert_shared_feed_forward_length",  offsetof(model_hparams, n_ff_shexp),    I, OPT, 0 },
-    { "expert_shared_count",                offsetof(model_hparams, n_expert_shared), I, OPT, 0 },
-    { "leading_dense_block_count",          offsetof(model_hparams, n_layer_dense_lead), I, OPT, 0 },
-    { "interleave_moe_layer_step",          offsetof(model_hparams, n_moe_layer_step), I, OPT, 1 },
-    { "expert_gating_func",                 offsetof(model_hparams, gating),        I, OPT, GATING_SOFTMAX },
-    { "expert_group_count",                 offsetof(model_hparams, n_group),       I, OPT, 0 },
-    { "expert_group_used_count",            offsetof(model_hparams, n_group_used),  I, OPT, 0 },
-    { "expert_weights_scale",               offsetof(model_hparams, expert_weights_scale), F, OPT, 0 },
-    { "nextn_predict_layers",               offsetof(model_hparams, n_nextn),       I, OPT, 0 },
-    { "rope.scaling.factor",                offsetof(model_hparams, rope_factor),   F, OPT, 0 },
-    { "rope.scaling.attn_factor",           offsetof(model_hparams, rope_attn_factor), F, OPT, 1.0 },
-    { "rope.scaling.original_context_length", offsetof(model_hparams, n_ctx_orig), I, OPT, 0 },
+    { HPK_VOCAB,                       offsetof(model_hparams, n_vocab), OPT, 0 },
+    { HPK_CONTEXT,                     offsetof(model_hparams, n_ctx_train), REQ, 0 },
+    { HPK_EMBD,                        offsetof(model_hparams, n_embd), REQ, 0 },
+    { HPK_FF,                          offsetof(model_hparams, n_ff), OPT, 0 },
+    { HPK_LAYERS,                      offsetof(model_hparams, n_layer), REQ, 0 },
+    { HPK_HEADS,                       offsetof(model_hparams, n_head), REQ, 0 },
+    { HPK_KV_HEADS,                    offsetof(model_hparams, n_head_kv), OPT, -1 },
+    { HPK_HEAD_DIM,                    offsetof(model_hparams, head_dim), OPT, -1 },
+    { HPK_HEAD_DIM_V,                  offsetof(model_hparams, head_dim_v), OPT, -1 },
+    { HPK_Q_LORA_RANK,                 offsetof(model_hparams, n_lora_q), OPT, 0 },
+    { HPK_KV_LORA_RANK,                offsetof(model_hparams, n_lora_kv), OPT, 0 },
+    { HPK_HEAD_DIM_MLA,                offsetof(model_hparams, head_k_mla), OPT, 0 },
+    { HPK_HEAD_DIM_V_MLA,              offsetof(model_hparams, head_v_mla), OPT, 0 },
+    { HPK_ROPE_YARN_LOG_MULTIPLIER,    offsetof(model_hparams, yarn_log_mul), OPT, 0 },
+    { HPK_ROPE_DIM,                    offsetof(model_hparams, n_rot), OPT, -1 },
+    { HPK_ROPE_BASE,                   offsetof(model_hparams, rope_base), OPT, 10000.0 },
+    { HPK_NORM_EPS,                    offsetof(model_hparams, rms_eps), REQ, 0 },
+    { HPK_EXPERTS,                     offsetof(model_hparams, n_expert), OPT, 0 },
+    { HPK_EXPERTS_USED,                offsetof(model_hparams, n_expert_used), OPT, 0 },
+    { HPK_EXPERT_FF,                   offsetof(model_hparams, n_ff_exp), OPT, -1 },
+    { HPK_SHARED_EXPERT_FF,            offsetof(model_hparams, n_ff_shexp), OPT, 0 },
+    { HPK_SHARED_EXPERTS,              offsetof(model_hparams, n_expert_shared), OPT, 0 },
+    { HPK_DENSE_LEAD_LAYERS,           offsetof(model_hparams, n_layer_dense_lead), OPT, 0 },
+    { HPK_MOE_LAYER_STEP,              offsetof(model_hparams, n_moe_layer_step), OPT, 1 },
+    { HPK_GATING,                      offsetof(model_hparams, gating), OPT, GATING_SOFTMAX },
+    { HPK_EXPERT_GROUPS,               offsetof(model_hparams, n_group), OPT, 0 },
+    { HPK_EXPERT_GROUPS_USED,          offsetof(model_hparams, n_group_used), OPT, 0 },
+    { HPK_EXPERT_WEIGHTS_SCALE,        offsetof(model_hparams, expert_weights_scale), OPT, 0 },
+    { HPK_NEXTN_LAYERS,                offsetof(model_hparams, n_nextn), OPT, 0 },
+    { HPK_ROPE_SCALING_FACTOR,         offsetof(model_hparams, rope_factor), OPT, 0 },
+    { HPK_ROPE_SCALING_ATTN_FACTOR,    offsetof(model_hparams, rope_attn_factor), OPT, 1.0 },
+    { HPK_ROPE_SCALING_ORIG_CONTEXT,   offsetof(model_hparams, n_ctx_orig), OPT, 0 },
 };
 
 int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *ctx, char *err,
@@ -120,7 +126,7 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
         /* the list is the table's, so it cannot go stale */
         int n = snprintf(err, errlen, "architecture '%s' is not supported (", arch ? arch : "(none)");
         for (size_t i = 0; i < sizeof arch_table / sizeof arch_table[0] && n > 0 && (size_t)n < errlen; i++)
-            n += snprintf(err + n, errlen - (size_t)n, "%s%s", i ? ", " : "", arch_table[i].name);
+            n += snprintf(err + n, errlen - (size_t)n, "%s%s", i ? ", " : "", arch_table[i].facts->name);
         if (n > 0 && (size_t)n < errlen) snprintf(err + n, errlen - (size_t)n, ")");
         return -1;
     }
@@ -128,16 +134,17 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
     char key[160];
     for (size_t i = 0; i < sizeof hkeys / sizeof hkeys[0]; i++) {
         const struct hkey *k = &hkeys[i];
+        const int is_int = HPARAM_KEYS[k->id].kind != HPARAM_FLOAT;
         double v = k->def;
-        snprintf(key, sizeof key, "%s.%s", arch, k->key);
+        snprintf(key, sizeof key, "%s.%s", arch, HPARAM_KEYS[k->id].key);
         if (get(ctx, key, &v) != 0) {
             if (k->need == REQ) { snprintf(err, errlen, "hyperparameter %s is missing", key); return -1; }
             v = k->def;
-        } else if (!isfinite(v) || v < 0 || (k->kind == I && (v != floor(v) || v > 1e9))) {
+        } else if (!isfinite(v) || v < 0 || (is_int && (v != floor(v) || v > 1e9))) {
             snprintf(err, errlen, "hyperparameter %s = %g is not a valid value", key, v);
             return -1;
         }
-        if (k->kind == I) *(int *)((char *)hp + k->off) = (int)v;
+        if (is_int) *(int *)((char *)hp + k->off) = (int)v;
         else *(float *)((char *)hp + k->off) = (float)v;
     }
     /* Llama 4: the router is a sigmoid whatever the key says; the shared expert is an expert wide;
@@ -147,13 +154,13 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
     if (a->weight_before_ffn) {
         hp->gating = GATING_SIGMOID;
         double swa;
-        snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
+        snprintf(key, sizeof key, "%s.%s", arch, HPARAM_KEYS[HPK_SLIDING_WINDOW].key);
         if (get(ctx, key, &swa) == 0 && swa == 0) hp->no_rope_step = hp->attn_chunk = 0;
     }
     /* gpt-oss: the window of its sliding layers; its routing is fixed by the graph, not a key */
     if (a->swa_pattern > 0) {
         double swa;
-        snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
+        snprintf(key, sizeof key, "%s.%s", arch, HPARAM_KEYS[HPK_SLIDING_WINDOW].key);
         if (get(ctx, key, &swa) == 0) {
             if (!isfinite(swa) || swa < 0 || swa != floor(swa) || swa > 1e9) {
                 snprintf(err, errlen, "hyperparameter %s = %g is not a valid value", key, swa);
@@ -165,9 +172,9 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
     if (a->oai_moe) hp->gating = GATING_SOFTMAX_WEIGHT;
     /* llama.cpp's older name for the factor, read when the new one is absent. */
     double old_factor;
-    snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
+    snprintf(key, sizeof key, "%s.%s", arch, HPARAM_KEYS[HPK_ROPE_SCALING_FACTOR].key);
     if (get(ctx, key, &old_factor) != 0) {
-        snprintf(key, sizeof key, "%s.rope.scale_linear", arch);
+        snprintf(key, sizeof key, "%s.%s", arch, HPARAM_ROPE_SCALE_LINEAR);
         if (get(ctx, key, &old_factor) == 0) {
             if (!isfinite(old_factor) || old_factor < 0) {
                 snprintf(err, errlen, "hyperparameter %s = %g is not a valid value", key, old_factor);
@@ -177,15 +184,15 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
         }
     }
     /* Granite's multipliers: read only where llama.cpp's graph applies them. */
-    static const struct { const char *key; size_t off; } granite[] = {
-        { "embedding_scale", offsetof(model_hparams, embd_scale) },
-        { "residual_scale", offsetof(model_hparams, residual_scale) },
-        { "attention.scale", offsetof(model_hparams, attn_scale) },
-        { "logit_scale", offsetof(model_hparams, logit_scale) },
+    static const struct { hparam_id id; size_t off; } granite[] = {
+        { HPK_EMBEDDING_SCALE, offsetof(model_hparams, embd_scale) },
+        { HPK_RESIDUAL_SCALE, offsetof(model_hparams, residual_scale) },
+        { HPK_ATTENTION_SCALE, offsetof(model_hparams, attn_scale) },
+        { HPK_LOGIT_SCALE, offsetof(model_hparams, logit_scale) },
     };
     for (size_t i = 0; a->granite_scales && i < sizeof granite / sizeof granite[0]; i++) {
         double v;
-        snprintf(key, sizeof key, "%s.%s", arch, granite[i].key);
+        snprintf(key, sizeof key, "%s.%s", arch, HPARAM_KEYS[granite[i].id].key);
         if (get(ctx, key, &v) != 0) continue;
         if (!isfinite(v) || v < 0) {
             snprintf(err, errlen, "hyperparameter %s = %g is not a valid value", key, v);
@@ -195,7 +202,7 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
     }
     /* An explicit key beats the arch default for top-k renormalisation. */
     double norm;
-    snprintf(key, sizeof key, "%s.expert_weights_norm", arch);
+    snprintf(key, sizeof key, "%s.%s", arch, HPARAM_KEYS[HPK_EXPERT_WEIGHTS_NORM].key);
     if (get(ctx, key, &norm) == 0) hp->arch.norm_topk = norm != 0;
 
     if (hp->n_nextn >= hp->n_layer && hp->n_nextn > 0) {
@@ -255,9 +262,9 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
         return -1;
     }
     if (hp->gating != GATING_SOFTMAX && hp->gating != GATING_SIGMOID && hp->gating != GATING_SOFTMAX_WEIGHT) {
-        snprintf(err, errlen, "hyperparameter %s.expert_gating_func = %d: only softmax (1), sigmoid (2) and softmax "
+        snprintf(err, errlen, "hyperparameter %s.%s = %d: only softmax (1), sigmoid (2) and softmax "
                  "over the chosen (3) are known",
-                 arch, hp->gating);
+                 arch, HPARAM_KEYS[HPK_GATING].key, hp->gating);
         return -1;
     }
     /* Grouped routing (DeepSeek V3): one group, or all of them used, is plain top-k */
@@ -277,7 +284,7 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
     bool any_dense = false; /* a dense layer needs its width: all of a dense model, DeepSeek's lead, Llama 4's steps */
     for (int l = 0; l < hp->n_layer; l++) any_dense |= !hparams_layer_moe(hp, l);
     if (any_dense && hp->n_ff < 1) {
-        snprintf(err, errlen, "hyperparameter %s.feed_forward_length is missing", arch);
+        snprintf(err, errlen, "hyperparameter %s.%s is missing", arch, HPARAM_KEYS[HPK_FF].key);
         return -1;
     }
     return 0;

@@ -7,12 +7,14 @@
 #include "formats/fileio.h"
 #include "formats/fp16.h"
 #include "formats/ggml_types.h"
+#include "formats/hparam_keys.h"
 #include "formats/iq3.h"
+#include "formats/pack_files.h"
+#include "formats/pack_index.h"
 #include "formats/planes.h"
 #include "formats/tensor_names.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/kfactor.h"
-#include "runtime/model/loader_index.h"
 #include "runtime/model/weight_slots.h"
 
 #include <errno.h>
@@ -32,8 +34,8 @@ struct loaded_pack {
     pack_index x;
     uint8_t *pool;
     size_t pool_bytes;
-    void *map[PI_NFILES];
-    size_t map_bytes[PI_NFILES];
+    void *map[PACK_NFILES];
+    size_t map_bytes[PACK_NFILES];
     model_hparams hp;
     model_weights w;
     tokenizer *tok;
@@ -68,19 +70,11 @@ static void *own(loaded_pack *p, size_t bytes)
     return m;
 }
 
-static char *join(const char *dir, const char *leaf)
-{
-    size_t n = strlen(dir), m = strlen(leaf);
-    char *s = malloc(n + m + 2);
-    if (s) snprintf(s, n + m + 2, "%s/%s", dir, leaf);
-    return s;
-}
-
 /* ------------------------------------------------------------ index, files */
 
 static int read_index(loaded_pack *p)
 {
-    char *path = join(p->dir, "index.txt");
+    char *path = pack_path(p->dir, PACK_INDEX);
     if (!path) return fail(p, "%s: out of memory", p->dir);
     struct stat st;
     int rc = -1;
@@ -103,11 +97,11 @@ static int read_index(loaded_pack *p)
 /* Sizes first, so a short file is one clear line instead of a fault. */
 static int map_files(loaded_pack *p)
 {
-    for (int f = 0; f < PI_NFILES; f++) {
+    for (int f = 0; f < PACK_NFILES; f++) {
         if (!p->x.have_file[f])
-            return fail(p, "%s/index.txt: no @file line for %s (an index from an older packindex: run it again)",
-                        p->dir, PI_FILE_NAMES[f]);
-        char *path = join(p->dir, PI_FILE_NAMES[f]);
+            return fail(p, "%s/%s: no @file line for %s (an index from an older packindex: run it again)",
+                        p->dir, PACK_INDEX, PACK_FILE_NAMES[f]);
+        char *path = pack_path(p->dir, PACK_FILE_NAMES[f]);
         if (!path) return fail(p, "%s: out of memory", p->dir);
         struct stat st;
         int fd = open(path, O_RDONLY);
@@ -125,7 +119,7 @@ static int map_files(loaded_pack *p)
             free(path);
             return -1;
         }
-        if (f != PI_TOKENIZER && st.st_size > 0) {
+        if (f != PACK_TOKENIZER && st.st_size > 0) {
             void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
             if (m == MAP_FAILED) {
                 fail(p, "%s: mmap: %s", path, strerror(errno));
@@ -137,7 +131,7 @@ static int map_files(loaded_pack *p)
              * (where the kernel maps file pages that way) save the TLB walks.
              * Only a hint: a refusal changes nothing. */
 #ifdef MADV_HUGEPAGE
-            if (f == PI_EXPERTS) (void)madvise(m, (size_t)st.st_size, MADV_HUGEPAGE);
+            if (f == PACK_EXPERTS) (void)madvise(m, (size_t)st.st_size, MADV_HUGEPAGE);
 #endif
             p->map[f] = m;
             p->map_bytes[f] = (size_t)st.st_size;
@@ -164,9 +158,10 @@ static int hp_get(void *ctx, const char *key, double *out)
 static int load_hparams(loaded_pack *p)
 {
     const char *arch = pindex_hparam(&p->x, "general.architecture");
-    if (!arch) return fail(p, "%s/index.txt: no @hparam general.architecture (an index from an older packindex)", p->dir);
+    if (!arch)
+        return fail(p, "%s/%s: no @hparam general.architecture (an index from an older packindex)", p->dir, PACK_INDEX);
     char key[128];
-    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    snprintf(key, sizeof key, "%s.%s", arch, HPARAM_ROPE_SCALING.key);
     const char *rs = pindex_hparam(&p->x, key);
     char e[256];
     if (hparams_load(&p->hp, arch, hp_get, &p->x, e, sizeof e) || hparams_rope_scaling(&p->hp, rs, e, sizeof e))
@@ -182,7 +177,7 @@ static int fill_tensor(loaded_pack *p, const pi_tensor *t)
     uint8_t *dst = p->pool + t->dst_off;
     if ((uint64_t)t->src_off + (uint64_t)t->src_bytes > p->x.file_bytes[t->file])
         return fail(p, "%s: bytes %lld..%lld are past the end of %s", t->name, (long long)t->src_off,
-                    (long long)(t->src_off + t->src_bytes), PI_FILE_NAMES[t->file]);
+                    (long long)(t->src_off + t->src_bytes), PACK_FILE_NAMES[t->file]);
     if (t->dst_off % p->x.align || t->dst_off + t->dst_bytes > p->x.pool)
         return fail(p, "%s: pool range %lld+%lld is misaligned or past the pool (%lld)", t->name,
                     (long long)t->dst_off, (long long)t->dst_bytes, (long long)p->x.pool);
@@ -350,7 +345,7 @@ static int vec(loaded_pack *p, const float **out, tensor_role role) { return vec
 
 static int expert_weight(loaded_pack *p, const pi_expert *x, const pi_layer *l, int e, weight *w)
 {
-    const uint8_t *base = (const uint8_t *)p->map[PI_EXPERTS] + l->base + (int64_t)e * l->stride + x->blob_off;
+    const uint8_t *base = (const uint8_t *)p->map[PACK_EXPERTS] + l->base + (int64_t)e * l->stride + x->blob_off;
     const int64_t elems = x->ne0 * x->ne1;
     memset(w, 0, sizeof *w);
     w->rows = x->ne1;
@@ -415,10 +410,10 @@ static int load_experts(loaded_pack *p)
     for (int i = 0; i < p->x.n_l; i++) {
         const pi_layer *l = &p->x.l[i];
         if (l->layer >= hp->n_layer || l->n_expert != hp->n_expert)
-            return fail(p, "%s/index.txt: expert layer %d with %d experts does not fit %d layers of %d experts",
-                        p->dir, l->layer, l->n_expert, hp->n_layer, hp->n_expert);
-        if ((uint64_t)l->base + (uint64_t)l->stride * (uint64_t)l->n_expert > p->x.file_bytes[PI_EXPERTS])
-            return fail(p, "%s/experts.bin: layer %d's arena ends past the file", p->dir, l->layer);
+            return fail(p, "%s/%s: expert layer %d with %d experts does not fit %d layers of %d experts",
+                        p->dir, PACK_INDEX, l->layer, l->n_expert, hp->n_layer, hp->n_expert);
+        if ((uint64_t)l->base + (uint64_t)l->stride * (uint64_t)l->n_expert > p->x.file_bytes[PACK_EXPERTS])
+            return fail(p, "%s/%s: layer %d's arena ends past the file", p->dir, PACK_FILE_NAMES[PACK_EXPERTS], l->layer);
     }
     for (int j = 0; j < p->x.n_e; j++) {
         const pi_expert *x = &p->x.e[j];
@@ -462,7 +457,7 @@ static int load_weights(loaded_pack *p)
         layer_weights *L = &p->w.layers[l];
         for (int k = 0; k < N_LAYER_SLOTS; k++) {
             const weight_slot *s = &LAYER_SLOTS[k];
-            const tensor_role role = tensor_arch_role(hp->arch.name, s->role);
+            const tensor_role role = tensor_arch_role(hp->arch.facts->name, s->role);
             if (s->kind == SLOT_VEC ? vec_x(p, slot_vec(L, s), role, l, slot_len_of(hp, s->len), slot_len_of(hp, s->rows))
                                     : mat_x(p, slot_mat(L, s), role, l, s->kind))
                 return -1;
@@ -487,7 +482,7 @@ static int load_weights(loaded_pack *p)
 
 static int load_tokenizer(loaded_pack *p)
 {
-    char *path = join(p->dir, "tokenizer.gguf");
+    char *path = pack_path(p->dir, PACK_FILE_NAMES[PACK_TOKENIZER]);
     if (!path) return fail(p, "%s: out of memory", p->dir);
     char e[256];
     gguf_file *g = gguf_open(path, e, sizeof e);
@@ -496,7 +491,8 @@ static int load_tokenizer(loaded_pack *p)
     free(path);
     if (!p->tok) return fail(p, "%s", e);
     if (p->hp.n_vocab && tokenizer_n_vocab(p->tok) > p->hp.n_vocab)
-        return fail(p, "%s/tokenizer.gguf: %d tokens for a model of %d", p->dir, tokenizer_n_vocab(p->tok), p->hp.n_vocab);
+        return fail(p, "%s/%s: %d tokens for a model of %d", p->dir, PACK_FILE_NAMES[PACK_TOKENIZER],
+                    tokenizer_n_vocab(p->tok), p->hp.n_vocab);
     return 0;
 }
 
@@ -523,7 +519,7 @@ loaded_pack *loader_open(const char *dir, char *err, size_t errlen)
 void loader_close(loaded_pack *p)
 {
     if (!p) return;
-    for (int f = 0; f < PI_NFILES; f++)
+    for (int f = 0; f < PACK_NFILES; f++)
         if (p->map[f]) munmap(p->map[f], p->map_bytes[f]);
     for (int i = 0; i < p->n_owned; i++) free(p->owned[i]);
     free(p->owned);
@@ -548,5 +544,5 @@ const model_hparams *loader_hparams(const loaded_pack *p) { return &p->hp; }
 const model_weights *loader_weights(const loaded_pack *p) { return &p->w; }
 const tokenizer *loader_tokenizer(const loaded_pack *p) { return p->tok; }
 size_t loader_pool_bytes(const loaded_pack *p) { return p->pool_bytes; }
-size_t loader_expert_bytes(const loaded_pack *p) { return p->map_bytes[PI_EXPERTS]; }
+size_t loader_expert_bytes(const loaded_pack *p) { return p->map_bytes[PACK_EXPERTS]; }
 int loader_n_tensors(const loaded_pack *p) { return p->x.n_t + p->x.n_e; }

@@ -5,7 +5,7 @@
  * Contract:
  *  - loader_open() refuses, with one line "<pack>/<file>: <problem>" (a
  *    tensor's name where one is at fault): a pack with no index.txt, an index
- *    that does not parse (loader_index.h), a file whose size differs from the
+ *    that does not parse (formats/pack_index.h), a file whose size differs from the
  *    index's @file line, a row or expert part that reaches past its file or
  *    the pool, sizes that do not add up, a tensor the model graph has no use
  *    for, hyperparameters the model refuses.

@@ -6,8 +6,9 @@
  *    Mixtral-style MoE), qwen2, qwen2moe, qwen3, qwen3moe, olmoe, deepseek, granite,
  *    granitemoe, dots1, ernie4_5-moe, glm4moe, llama4, hunyuan-moe, minimax-m2,
  *    deepseek2 (multi-head latent attention: a graph of its own), gpt-oss,
- *    bailingmoe, bailingmoe2. A row
- *    says only how the shared forward pass is configured (RoPE layout, q/k norm kind,
+ *    bailingmoe, bailingmoe2. A row points at the architecture's shared
+ *    facts (name, RoPE layout: formats/arch_facts.h) and says how the
+ *    shared forward pass is configured (q/k norm kind,
  *    attention biases, top-k renormalisation); nothing is copied per model.
  *  - hparams_load() fills model_hparams from "<arch>.<key>" values read
  *    through a caller's getter (the pack loader, or the tests' GGUF adapter),
@@ -29,20 +30,19 @@
 #ifndef STRATA_MODEL_H
 #define STRATA_MODEL_H
 
+#include "formats/arch_facts.h"
 #include "runtime/kernels/weight.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum rope_kind { ROPE_NORM, ROPE_NEOX } rope_kind;           /* adjacent pairs / halves */
 typedef enum qk_norm_kind { QK_NORM_NONE, QK_NORM_HEAD, QK_NORM_FULL } qk_norm_kind;
 typedef enum kv_type { KV_F16, KV_F32 } kv_type;
 typedef enum rope_scaling_kind { ROPE_SCALING_NONE, ROPE_SCALING_LINEAR, ROPE_SCALING_YARN } rope_scaling_kind;
 
 typedef struct arch_info {
-    const char *name;           /* GGUF general.architecture */
-    rope_kind rope;
+    const arch_facts *facts;    /* name and RoPE layout, shared with the pack tools (formats/arch_facts.h) */
     qk_norm_kind qk_norm;
     bool attn_bias;             /* q/k/v biases (qwen2) */
     bool norm_topk;             /* renormalise the top-k router weights */

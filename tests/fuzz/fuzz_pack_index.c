@@ -1,9 +1,8 @@
 /* fuzz_pack_index.c: libFuzzer target for the runtime's index.txt parser
- * (runtime/model/loader_index.c, self-contained). Any input either parses or is
+ * (formats/pack_index.c, linked with the rest of formats/). Any input either parses or is
  * refused with a one-line message naming the file; a parsed index is walked
- * in full so ASan sees every field it claims to hold.
- * fuzz-link: runtime/model/loader_index.c */
-#include "runtime/model/loader_index.h"
+ * in full so ASan sees every field it claims to hold. */
+#include "formats/pack_index.h"
 
 #include <stdint.h>
 #include <stdlib.h>

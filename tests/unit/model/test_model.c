@@ -334,7 +334,7 @@ static void test_hparams(void **st)
     assert_int_equal(hp.head_dim, 32);
     assert_int_equal(hp.n_rot, 32);
     assert_true(hp.rope_base == 10000.0f);
-    assert_int_equal(hp.arch.rope, ROPE_NORM);
+    assert_int_equal(hp.arch.facts->rope, ROPE_NORM);
     assert_int_equal(hparams_load(&hp, "gpt2", hp_get, kv, err, sizeof err), -1);
     assert_non_null(strstr(err, "gpt2"));
     assert_non_null(strstr(err, "(llama, qwen2,")); /* the table's names, in order */

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "pack/pack_cli.h"
-#include "pack/pack_layout.h"
+#include "formats/pack_manifest.h"
 
 #define STORIES "models/stories260K/stories260K.gguf"
 

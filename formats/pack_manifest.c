@@ -1,5 +1,5 @@
-/* pack_layout.c: the pack layout <-> manifest.json (jansson). */
-#include "pack/pack_layout.h"
+/* pack_manifest.c: the pack layout <-> manifest.json (jansson). */
+#include "formats/pack_manifest.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -10,40 +10,9 @@
 #include <jansson.h>
 
 #include "formats/ggml_types.h"
-#include "pack/packdir.h"
 
-const char *const PK_FILE_NAMES[PK_NFILES] = { "dense.bin", "embd.bin", "experts.bin", "tokenizer.gguf" };
 static const char *const HOW_NAMES[] = { "iq3-encoded", "iq3-transcoded", "canonical" };
 static const char *const IMP_NAMES[] = { "none", "layer", "expert" };
-
-const pk_hparam_key PK_HPARAM_KEYS[] = {
-    { "layers", "block_count", PKH_UINT }, { "embd", "embedding_length", PKH_UINT },
-    { "ff", "feed_forward_length", PKH_UINT }, { "expert_ff", "expert_feed_forward_length", PKH_UINT },
-    { "shared_expert_ff", "expert_shared_feed_forward_length", PKH_UINT },
-    { "heads", "attention.head_count", PKH_UINT }, { "kv_heads", "attention.head_count_kv", PKH_UINT },
-    { "head_dim", "attention.key_length", PKH_UINT }, { "head_dim_v", "attention.value_length", PKH_UINT },
-    { "q_lora_rank", "attention.q_lora_rank", PKH_UINT }, { "kv_lora_rank", "attention.kv_lora_rank", PKH_UINT },
-    { "head_dim_mla", "attention.key_length_mla", PKH_UINT }, { "head_dim_v_mla", "attention.value_length_mla", PKH_UINT },
-    { "experts", "expert_count", PKH_UINT },
-    { "experts_used", "expert_used_count", PKH_UINT }, { "shared_experts", "expert_shared_count", PKH_UINT },
-    { "dense_lead_layers", "leading_dense_block_count", PKH_UINT },
-    { "moe_layer_step", "interleave_moe_layer_step", PKH_UINT }, { "gating", "expert_gating_func", PKH_UINT },
-    { "nextn_layers", "nextn_predict_layers", PKH_UINT }, { "sliding_window", "attention.sliding_window", PKH_UINT },
-    { "expert_weights_scale", "expert_weights_scale", PKH_FLOAT },
-    { "expert_groups", "expert_group_count", PKH_UINT }, { "expert_groups_used", "expert_group_used_count", PKH_UINT },
-    { "context", "context_length", PKH_UINT }, { "vocab", "vocab_size", PKH_UINT },
-    { "rope_dim", "rope.dimension_count", PKH_UINT },
-    { "rope_base", "rope.freq_base", PKH_FLOAT }, { "rope_scaling_factor", "rope.scaling.factor", PKH_FLOAT },
-    { "rope_scaling_attn_factor", "rope.scaling.attn_factor", PKH_FLOAT },
-    { "rope_scaling_orig_context", "rope.scaling.original_context_length", PKH_UINT },
-    { "rope_yarn_log_multiplier", "rope.scaling.yarn_log_multiplier", PKH_FLOAT },
-    { "norm_eps", "attention.layer_norm_rms_epsilon", PKH_FLOAT },
-    { "norm_eps_ln", "attention.layer_norm_epsilon", PKH_FLOAT },
-    { "expert_weights_norm", "expert_weights_norm", PKH_BOOL },
-    { "embedding_scale", "embedding_scale", PKH_FLOAT }, { "residual_scale", "residual_scale", PKH_FLOAT },
-    { "attention_scale", "attention.scale", PKH_FLOAT }, { "logit_scale", "logit_scale", PKH_FLOAT },
-};
-const size_t PK_N_HPARAM_KEYS = sizeof PK_HPARAM_KEYS / sizeof PK_HPARAM_KEYS[0];
 
 uint64_t pk_align_up(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
 
@@ -90,7 +59,7 @@ static json_t *tensor_json(const pk_tensor *t)
     pk_type_upper(t->src_type, st);
     json_t *shape = json_array();
     for (int i = 0; i < t->n_dims; i++) json_array_append_new(shape, json_integer(t->ne[i]));
-    json_t *o = json_pack("{s:s,s:o,s:I,s:s,s:s}", "file", PK_FILE_NAMES[t->file], "shape", shape,
+    json_t *o = json_pack("{s:s,s:o,s:I,s:s,s:s}", "file", PACK_FILE_NAMES[t->file], "shape", shape,
                           "elements", (json_int_t)t->elements, "source_type", st, "form",
                           pack_form_name(t->d.form));
     const planes_desc *d = &t->d;
@@ -110,7 +79,7 @@ static json_t *tensor_json(const pk_tensor *t)
     }
     for (int k = 0; k < PLANE_COUNT; k++)
         if (t->plane_bytes[k]) json_object_set_new(o, PLANE_NAMES[k], plane_json(t->plane_off[k], t->plane_bytes[k]));
-    if (t->file == PK_EXPERTS) {
+    if (t->file == PACK_EXPERTS) {
         json_object_set_new(o, "layer", json_integer(t->layer));
         json_object_set_new(o, "part", json_integer(t->part));
         json_object_set_new(o, "n_expert", json_integer(t->n_expert));
@@ -142,7 +111,7 @@ char *pack_layout_to_json(const pack_layout *L)
 
     json_t *tensors = json_object(), *etensors = json_object();
     for (int i = 0; i < L->n_tensors; i++)
-        json_object_set_new(L->tensors[i].file == PK_EXPERTS ? etensors : tensors, L->tensors[i].name,
+        json_object_set_new(L->tensors[i].file == PACK_EXPERTS ? etensors : tensors, L->tensors[i].name,
                             tensor_json(&L->tensors[i]));
     json_object_set_new(root, "tensors", tensors);
 
@@ -162,8 +131,8 @@ char *pack_layout_to_json(const pack_layout *L)
     json_object_set_new(root, "experts", json_pack("{s:i,s:o,s:o}", "blob_align", PACK_EXPERT_ALIGN, "tensors",
                                                    etensors, "layers", layers));
     json_t *files = json_object();
-    for (int f = 0; f < PK_NFILES; f++)
-        json_object_set_new(files, PK_FILE_NAMES[f], json_pack("{s:I,s:I}", "bytes", (json_int_t)L->files[f].bytes,
+    for (int f = 0; f < PACK_NFILES; f++)
+        json_object_set_new(files, PACK_FILE_NAMES[f], json_pack("{s:I,s:I}", "bytes", (json_int_t)L->files[f].bytes,
                                                                "crc32", (json_int_t)L->files[f].crc32));
     json_object_set_new(root, "files", files);
     char *s = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
@@ -218,8 +187,8 @@ static int read_tensor(rd *r, pack_layout *L, const char *name, const json_t *v,
     if (strlen(name) >= sizeof t->name) return fail(r, "%s: name too long", name);
     snprintf(t->name, sizeof t->name, "%s", name);
     const char *f = json_string_value(json_object_get(v, "file"));
-    t->file = name_index(PK_FILE_NAMES, 3, f);
-    if (t->file < 0 || (t->file == PK_EXPERTS) != expert) return fail(r, "%s: unexpected file %s", name, f ? f : "(none)");
+    t->file = name_index(PACK_FILE_NAMES, 3, f);
+    if (t->file < 0 || (t->file == PACK_EXPERTS) != expert) return fail(r, "%s: unexpected file %s", name, f ? f : "(none)");
     const json_t *shape = json_object_get(v, "shape");
     if (!json_is_array(shape) || json_array_size(shape) < 1 || json_array_size(shape) > 4)
         return fail(r, "%s: `shape` must be 1 to 4 integers", name);
@@ -326,7 +295,7 @@ static int read_layers(rd *r, pack_layout *L, const json_t *layers)
             const char *tn = json_string_value(json_object_get(pj, "tensor"));
             p->part_tensor[k] = -1;
             for (int i = 0; i < L->n_tensors; i++)
-                if (tn && L->tensors[i].file == PK_EXPERTS && !strcmp(L->tensors[i].name, tn)) p->part_tensor[k] = i;
+                if (tn && L->tensors[i].file == PACK_EXPERTS && !strcmp(L->tensors[i].name, tn)) p->part_tensor[k] = i;
             if (p->part_tensor[k] < 0) return fail(r, "layer %d: part names unknown tensor %s", p->layer, tn ? tn : "(none)");
             const pk_tensor *t = &L->tensors[p->part_tensor[k]];
             if (get_u64(r, pj, "offset", "experts part", &p->part_off[k])) return -1;
@@ -334,8 +303,8 @@ static int read_layers(rd *r, pack_layout *L, const json_t *layers)
                 t->n_expert != p->n_expert || t->layer != p->layer)
                 return fail(r, "layer %d: part %s does not fit its blob", p->layer, t->name);
         }
-        if (p->base + p->stride * (uint64_t)p->n_expert > L->files[PK_EXPERTS].bytes)
-            return fail(r, "layer %d: arena overruns experts.bin", p->layer);
+        if (p->base + p->stride * (uint64_t)p->n_expert > L->files[PACK_EXPERTS].bytes)
+            return fail(r, "layer %d: arena overruns %s", p->layer, PACK_FILE_NAMES[PACK_EXPERTS]);
     }
     return 0;
 }
@@ -360,10 +329,10 @@ int pack_layout_from_json(pack_layout *L, const char *path, char *err, size_t er
         fail(&r, "not a strata-pack version 1 manifest");
         goto out;
     }
-    for (int f = 0; f < PK_NFILES; f++) {
-        const json_t *fj = json_object_get(files, PK_FILE_NAMES[f]);
+    for (int f = 0; f < PACK_NFILES; f++) {
+        const json_t *fj = json_object_get(files, PACK_FILE_NAMES[f]);
         uint64_t crc;
-        if (get_u64(&r, fj, "bytes", PK_FILE_NAMES[f], &L->files[f].bytes) || get_u64(&r, fj, "crc32", PK_FILE_NAMES[f], &crc))
+        if (get_u64(&r, fj, "bytes", PACK_FILE_NAMES[f], &L->files[f].bytes) || get_u64(&r, fj, "crc32", PACK_FILE_NAMES[f], &crc))
             goto out;
         L->files[f].crc32 = (uint32_t)crc;
     }
@@ -382,10 +351,10 @@ int pack_layout_from_json(pack_layout *L, const char *path, char *err, size_t er
         if (read_tensor(&r, L, name, v, 1)) goto out;
     for (int i = 0; i < L->n_tensors; i++) {
         const pk_tensor *t = &L->tensors[i];
-        if (t->file == PK_EXPERTS) continue;
+        if (t->file == PACK_EXPERTS) continue;
         for (int k = 0; k < PLANE_COUNT; k++)
             if (t->plane_bytes[k] && t->plane_off[k] + t->plane_bytes[k] > L->files[t->file].bytes) {
-                fail(&r, "%s: plane %s overruns %s", t->name, PLANE_NAMES[k], PK_FILE_NAMES[t->file]);
+                fail(&r, "%s: plane %s overruns %s", t->name, PLANE_NAMES[k], PACK_FILE_NAMES[t->file]);
                 goto out;
             }
     }
@@ -400,7 +369,7 @@ out:
 int pack_layout_from_dir(pack_layout *L, const char *dir, char *err, size_t errlen)
 {
     memset(L, 0, sizeof *L);
-    char *mp = path_join(dir, "manifest.json");
+    char *mp = pack_path(dir, PACK_MANIFEST);
     if (!mp) {
         snprintf(err, errlen, "out of memory");
         return -1;

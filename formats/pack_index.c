@@ -1,7 +1,8 @@
-/* loader_index.c: index.txt -> pack_index (loader_index.h). One line at a
+/* pack_index.c: index.txt -> pack_index (pack_index.h). One line at a
  * time through a bounded cursor; every number is parsed strictly (no sign
- * where none belongs, no trailing junk, no overflow). */
-#include "runtime/model/loader_index.h"
+ * where none belongs, no trailing junk, no overflow). The writer is
+ * pack_index_write.c. */
+#include "formats/pack_index.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -9,8 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-const char *const PI_FILE_NAMES[PI_NFILES] = { "dense.bin", "embd.bin", "experts.bin", "tokenizer.gguf" };
 
 #define MAX_LINE   1024
 #define MAX_FIELDS 32
@@ -110,21 +109,23 @@ static int row_sums(cur *c, const pi_tensor *t)
 
 static int row(cur *c, pack_index *x)
 {
-    if (c->nf != 19) return bad(c, "a tensor row has %d fields, not 19", c->nf);
+    if (c->nf != 1 + PI_NCOLS) return bad(c, "a tensor row has %d fields, not 19", c->nf);
     if (grow(c, (void **)&x->t, &x->n_t, sizeof *x->t)) return -1;
     pi_tensor *t = &x->t[x->n_t - 1];
-    int64_t v[18];
-    for (int i = 0; i < 18; i++)
+    int64_t v[PI_NCOLS];
+    for (int i = 0; i < PI_NCOLS; i++)
         if (num(c, c->f[i + 1], -BIG, BIG, &v[i])) return -1;
     if (name_copy(c, t->name, sizeof t->name, c->f[0])) return -1;
-    t->file = (int)v[0];
-    t->kind = (int)v[1];
-    t->src_off = v[2]; t->src_bytes = v[3]; t->dst_off = v[4]; t->dst_bytes = v[5];
-    t->ne0 = v[6]; t->ne1 = v[7];
-    t->code_bits = (int)v[8]; t->code_bias = (int)v[9]; t->group = (int)v[10];
-    t->codebook = (int)v[11]; t->has_offset = (int)v[12];
-    t->codes_bytes = v[13]; t->scales_bytes = v[14]; t->offset_bytes = v[15];
-    t->scales_fp16 = (int)v[16]; t->act_kind = (int)v[17];
+    t->file = (int)v[PI_C_FILE];
+    t->kind = (int)v[PI_C_KIND];
+    t->src_off = v[PI_C_SRC_OFF]; t->src_bytes = v[PI_C_SRC_BYTES];
+    t->dst_off = v[PI_C_DST_OFF]; t->dst_bytes = v[PI_C_DST_BYTES];
+    t->ne0 = v[PI_C_NE0]; t->ne1 = v[PI_C_NE1];
+    t->code_bits = (int)v[PI_C_CODE_BITS]; t->code_bias = (int)v[PI_C_CODE_BIAS]; t->group = (int)v[PI_C_GROUP];
+    t->codebook = (int)v[PI_C_CODEBOOK]; t->has_offset = (int)v[PI_C_HAS_OFFSET];
+    t->codes_bytes = v[PI_C_CODES_BYTES]; t->scales_bytes = v[PI_C_SCALES_BYTES];
+    t->offset_bytes = v[PI_C_OFFSET_BYTES];
+    t->scales_fp16 = (int)v[PI_C_SCALES_FP16]; t->act_kind = (int)v[PI_C_ACT_KIND];
     t->native_type = -1;
     t->line = c->line;
     t->n_dims = t->ne1 ? 2 : 1;
@@ -132,8 +133,8 @@ static int row(cur *c, pack_index *x)
     t->rows = t->ne1 ? t->ne1 : 1;
     if (t->file < 0 || t->file > 1) return bad(c, "%s: dense tensors live in dense.bin or embd.bin (file %d)", t->name, t->file);
     if (t->kind < 0 || t->kind > 3) return bad(c, "%s: unknown kind %d", t->name, t->kind);
-    for (int i = 2; i < 18; i++)
-        if (v[i] < 0 && i != 9) return bad(c, "%s: a negative size or count", t->name);
+    for (int i = PI_C_SRC_OFF; i < PI_NCOLS; i++)
+        if (v[i] < 0 && i != PI_C_CODE_BIAS) return bad(c, "%s: a negative size or count", t->name);
     if (t->ne0 < 1) return bad(c, "%s: ne0 %" PRId64, t->name, t->ne0);
     return 0;
 }
@@ -210,7 +211,7 @@ static int ext(cur *c, pack_index *x)
     if (!strcmp(k, "@file")) {
         int f = -1;
         int64_t b, crc;
-        for (int i = 0; c->nf == 4 && i < PI_NFILES; i++) if (!strcmp(c->f[1], PI_FILE_NAMES[i])) f = i;
+        for (int i = 0; c->nf == 4 && i < PACK_NFILES; i++) if (!strcmp(c->f[1], PACK_FILE_NAMES[i])) f = i;
         if (f < 0) return bad(c, "@file names no pack file");
         if (num(c, c->f[2], 0, BIG, &b) || num(c, c->f[3], 0, UINT32_MAX, &crc)) return -1;
         x->have_file[f] = 1;
@@ -251,7 +252,7 @@ int pindex_parse(pack_index *x, const char *text, size_t len, const char *path, 
         pos += n + 1;
         if (memchr(c.buf, 0, n)) { bad(&c, "a NUL byte"); goto fail; }
         if (c.line == 1) {
-            if (strncmp(c.buf, "# strata pack index v3", 22)) { bad(&c, "not a strata pack index v3"); goto fail; }
+            if (strncmp(c.buf, PINDEX_MAGIC, strlen(PINDEX_MAGIC))) { bad(&c, "not a strata pack index v3"); goto fail; }
             continue;
         }
         if (c.line == 2) {

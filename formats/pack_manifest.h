@@ -1,25 +1,25 @@
-/* pack_layout.h: a pack's layout in memory, the one thing build, verify
- * and info share, and its manifest.json form (docs/pack-manifest.md).
+/* pack_manifest.h: a pack's layout in memory, the one thing build, verify,
+ * info and packindex share, and its manifest.json form, read and written
+ * here only (docs/pack-manifest.md).
  *
  * Contract. pack_layout_to_json() writes exactly what the manifest holds;
  * pack_layout_from_json() reads it back with every size and offset checked
  * against the form arithmetic (planes_sizes) and the recorded file sizes, so
  * verify and info never trust a manifest offset they did not re-derive.
  * Errors: one line "<path>: <what>" and -1. pack_layout_free() frees all. */
-#ifndef STRATA_PACK_LAYOUT_H
-#define STRATA_PACK_LAYOUT_H
+#ifndef STRATA_PACK_MANIFEST_H
+#define STRATA_PACK_MANIFEST_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "formats/pack_files.h"
 #include "formats/planes.h"
 
 #define PACK_ALIGN        64
 #define PACK_EXPERT_ALIGN 4096
 #define PACK_MAX_PARTS    4
 
-enum { PK_DENSE = 0, PK_EMBD = 1, PK_EXPERTS = 2, PK_TOKENIZER = 3, PK_NFILES = 4 };
-extern const char *const PK_FILE_NAMES[PK_NFILES];
 
 /* How an expert part came to be, for the summary and for verify's rule:
  * TRANSCODED and CANONICAL must be bit-exact, ENCODED is measured. */
@@ -29,7 +29,7 @@ enum { IMP_NONE = 0, IMP_LAYER = 1, IMP_EXPERT = 2 };
 
 typedef struct pk_tensor {
     char     name[64];
-    int      file;            /* PK_DENSE / PK_EMBD / PK_EXPERTS */
+    int      file;            /* PACK_DENSE / PACK_EMBD / PACK_EXPERTS */
     int      n_dims;
     int64_t  ne[4];
     int64_t  elements;
@@ -56,7 +56,7 @@ typedef struct pack_layout {
     int        n_tensors, cap_tensors;
     pk_layer  *layers;
     int        n_layers;
-    pk_file    files[PK_NFILES];
+    pk_file    files[PACK_NFILES];
     char      *source_path;   /* first (or only) source file */
     uint64_t   source_bytes;
     char       source_sha256[65];
@@ -74,14 +74,6 @@ int pack_layout_from_json(pack_layout *L, const char *path, char *err, size_t er
 /* pack_layout_from_json() on DIR/manifest.json, the one manifest of a pack
  * directory (verify and info); "out of memory" when the path cannot be made. */
 int pack_layout_from_dir(pack_layout *L, const char *dir, char *err, size_t errlen);
-
-/* The manifest's `hparams` names and the GGUF keys they come from
- * ("<arch>.<key>"): build writes them, packindex turns them back into the
- * GGUF keys the runtime asks for. One table, so the two cannot drift. */
-enum { PKH_UINT, PKH_FLOAT, PKH_BOOL };
-typedef struct pk_hparam_key { const char *json, *key; int kind; } pk_hparam_key;
-extern const pk_hparam_key PK_HPARAM_KEYS[];
-extern const size_t PK_N_HPARAM_KEYS;
 
 /* "Q4_K", "IQ3_XXS", "F32": the manifest's source_type spelling. */
 void pk_type_upper(int ggml_type, char out[16]);

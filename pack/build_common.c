@@ -1,0 +1,47 @@
+/* build_common.c: what build.c and build_experts.c share (build_common.h). */
+#include "pack/build_common.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "formats/hparam_keys.h"
+#include "formats/tensor_names.h"
+
+double build_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void build_progress_step(build_progress *p, uint64_t bytes, const char *what)
+{
+    p->done += bytes;
+    if (!p->on || !p->total) return;
+    const double frac = (double)p->done / (double)p->total, el = build_now() - p->t0;
+    const double eta = frac > 0 ? el / frac - el : 0;
+    char bar[31];
+    for (int i = 0; i < 30; i++) bar[i] = i < (int)(frac * 30) ? '#' : '.';
+    bar[30] = 0;
+    fprintf(stderr, "\r[%s] %3.0f%%  ETA %4.0fs  %-40.40s", bar, 100 * frac, eta, what);
+    if (p->done >= p->total) fputc('\n', stderr);
+}
+
+int build_first_dropped_layer(const source *s)
+{
+    const char *arch = gguf_get_str(source_meta(s), "general.architecture");
+    char key[128];
+    uint64_t blocks, nextn;
+    snprintf(key, sizeof key, "%s.%s", arch ? arch : "", HPARAM_KEYS[HPK_LAYERS].key);
+    if (gguf_get_uint(source_meta(s), key, &blocks) != 0) return INT_MAX;
+    snprintf(key, sizeof key, "%s.%s", arch ? arch : "", HPARAM_KEYS[HPK_NEXTN_LAYERS].key);
+    if (gguf_get_uint(source_meta(s), key, &nextn) != 0 || nextn == 0 || nextn >= blocks) return INT_MAX;
+    return (int)(blocks - nextn);
+}
+
+int build_tensor_dropped(const char *name, int first)
+{
+    return tensor_name_layer(name) >= first;
+}
