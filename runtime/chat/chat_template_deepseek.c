@@ -16,7 +16,7 @@
  * reasoning dropped (the text up to the first </think>). The generation
  * prompt follows only a user turn. */
 #include "runtime/chat/chat_template.h"
-#include "runtime/chat/chat_template_impl.h"
+#include "runtime/chat/chat_render.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  * <tool_call>NAME with <arg_key>/<arg_value> pairs (strings as they are,
  * other values as JSON). See chat_template.h. */
 #include "runtime/chat/chat_template.h"
-#include "runtime/chat/chat_template_impl.h"
+#include "runtime/chat/chat_render.h"
 
 #include <jansson.h>
 #include <stdint.h>

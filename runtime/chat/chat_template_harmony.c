@@ -8,7 +8,7 @@
  * line after 16 spaces; its oneOf "object" test never fires, Jinja's loop
  * scoping eating the flag). See chat_template.h. */
 #include "runtime/chat/chat_template.h"
-#include "runtime/chat/chat_template_impl.h"
+#include "runtime/chat/chat_render.h"
 
 #include <jansson.h>
 #include <stdio.h>

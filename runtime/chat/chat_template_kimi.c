@@ -8,7 +8,7 @@
  * arguments as the client gave them; results as "## Return of ID". See
  * chat_template.h. */
 #include "runtime/chat/chat_template.h"
-#include "runtime/chat/chat_template_impl.h"
+#include "runtime/chat/chat_render.h"
 
 #include <stdint.h>
 #include <stdio.h>

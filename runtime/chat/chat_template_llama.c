@@ -15,7 +15,7 @@
  * as they are and writes an assistant's text in <|python_start|>
  * <|python_end|> before its calls. */
 #include "runtime/chat/chat_template.h"
-#include "runtime/chat/chat_template_impl.h"
+#include "runtime/chat/chat_render.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
  * (strings as they are, other values as JSON), consecutive results in one
  * ]~b]tool turn of <response> blocks. See chat_template.h. */
 #include "runtime/chat/chat_template.h"
-#include "runtime/chat/chat_template_impl.h"
+#include "runtime/chat/chat_render.h"
 
 #include <jansson.h>
 #include <stdint.h>

@@ -15,7 +15,7 @@
  * must be 9 characters long, which the server's own ids are for this
  * template (server_new_call_id). */
 #include "runtime/chat/chat_template.h"
-#include "runtime/chat/chat_template_impl.h"
+#include "runtime/chat/chat_render.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  * block per argument; tool results in <tool_response> blocks inside one
  * user turn. See chat_template.h. */
 #include "runtime/chat/chat_template.h"
-#include "runtime/chat/chat_template_impl.h"
+#include "runtime/chat/chat_render.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -1,5 +1,7 @@
-/* chat_template_impl.h: what the whole-template renderers
- * (chat_template_*.c) share. Not for use outside them.
+/* chat_render.h: what the template renderers (chat_layouts.c,
+ * chat_template_*.c) share, defined in chat_render.c beneath them so that
+ * the dispatcher (chat_template.c) is the only file above the renderers.
+ * Not for use outside runtime/chat/.
  *
  * Contract:
  *  - chat_add_call_args() writes a call's arguments one by one, each as
@@ -13,8 +15,8 @@
  *  - chat_add_tojson_text() writes a JSON text as tojson writes the value it
  *    holds (a call's arguments given as text, rendered as an object), text
  *    that is not JSON as a JSON string. */
-#ifndef STRATA_CHAT_TEMPLATE_IMPL_H
-#define STRATA_CHAT_TEMPLATE_IMPL_H
+#ifndef STRATA_CHAT_RENDER_H
+#define STRATA_CHAT_RENDER_H
 
 #include <jansson.h>
 #include <stddef.h>
