@@ -29,6 +29,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "runtime/chat/tool_calls.h"
+#include "runtime/util/strbuf.h"
+
 typedef enum chat_family {
     CHAT_UNKNOWN = 0,
     CHAT_CHATML,
@@ -245,28 +248,68 @@ typedef struct chat_tools_opts {
 char *chat_template_render_tools(chat_tools style, const chat_msg *msgs, size_t n,
                                  const char *const *tools, size_t n_tools, const chat_tools_opts *o,
                                  bool add_generation_prompt, char *err, size_t errlen);
-char *chat_template_render_qwen3_coder(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
-                                       bool add_generation_prompt, char *err, size_t errlen);
-char *chat_template_render_minimax_tools(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
-                                         const chat_tools_opts *o, bool add_generation_prompt, char *err,
-                                         size_t errlen);
-char *chat_template_render_glm45(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
-                                 const chat_tools_opts *o, bool add_generation_prompt, char *err, size_t errlen);
-char *chat_template_render_kimi_k2(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
-                                   bool add_generation_prompt, char *err, size_t errlen);
-char *chat_template_render_kimi_k2_instruct(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
-                                            bool first_release, bool add_generation_prompt, char *err, size_t errlen);
-char *chat_template_render_deepseek_v31(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
-                                        const chat_tools_opts *o, bool add_generation_prompt, char *err, size_t errlen);
-char *chat_template_render_llama31(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
-                                   const chat_tools_opts *o, bool today, bool add_generation_prompt, char *err,
-                                   size_t errlen);
-char *chat_template_render_mistral_v3(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
-                                      const chat_tools_opts *o, bool system_in_last_user, char *err, size_t errlen);
-char *chat_template_render_llama4(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
-                                  const chat_tools_opts *o, bool add_generation_prompt, char *err, size_t errlen);
-char *chat_template_render_harmony_tools(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
-                                         const chat_tools_opts *o, bool add_generation_prompt, char *err,
-                                         size_t errlen);
+/* ---- The chat formats: one row per --chat-template name (chat_template.c) ----
+ *
+ * A row carries what every other file asks of a format, so nothing else
+ * switches on chat_family or chat_tools: its names, the markers detection
+ * recognises its template text by, its renderers, its tool-call syntax and
+ * its capabilities. A row may bring a layout (the conversation alone, as
+ * llama.cpp lays it out: chat_family), a whole template with its tool
+ * format (chat_tools), or both (gpt-oss, MiniMax-M2, Llama 4). */
+
+/* A template text is recognised when it holds all of `all` and none of `none`. */
+typedef struct chat_markers {
+    const char *all[8];
+    const char *none[3];
+} chat_markers;
+
+/* Where a format's tool calls are. */
+typedef enum chat_calls {
+    CHAT_CALLS_NONE = 0, /* no tool format */
+    CHAT_CALLS_IN_TEXT,  /* written into the answer's text, in the row's syntax: the server parses them out */
+    CHAT_CALLS_APART,    /* messages of their own (harmony's): the generation hands them over */
+} chat_calls;
+
+/* What a layout is given beyond the conversation. */
+typedef struct chat_layout_args {
+    const char *bos, *eos;      /* never NULL ("" for none) */
+    const char *default_system; /* chatml's, MiniMax's identity, or NULL */
+    int         variant;        /* the row's */
+    bool        gen;            /* add the generation prompt */
+} chat_layout_args;
+
+/* A layout: the conversation appended to b; false with err when the template would raise. */
+typedef bool chat_layout_fn(strbuf *b, const chat_msg *m, size_t n, const chat_layout_args *a, char *err,
+                            size_t errlen);
+/* A whole template (chat_template_render_tools()'s contract); variant: the row's. */
+typedef char *chat_render_fn(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
+                             const chat_tools_opts *o, int variant, bool gen, char *err, size_t errlen);
+
+typedef struct chat_format {
+    const char *name;       /* its --chat-template name; chat_family_name() / chat_tools_name() */
+    const char *aliases[2]; /* other names for it */
+    /* the layout */
+    chat_family     family;         /* the layout the name brings: the row's own when layout is set */
+    chat_layout_fn *layout;         /* set: this row defines family's layout, recognised by layout_markers */
+    chat_markers    layout_markers;
+    char *(*default_system)(const char *tmpl); /* the system prompt the layout puts first, read from the
+                                                * template's text, or NULL: none */
+    bool            harmony;        /* answers in harmony's channels: chats answer the final one only */
+    /* the whole template with its tool format */
+    chat_tools      tools;          /* CHAT_TOOLS_NONE: the name brings none */
+    chat_render_fn *render;         /* set with tools, recognised by tools_markers */
+    chat_markers    tools_markers;
+    int             variant;        /* the release layout or render draws (chat_render.h's CHAT_VARIANT_*) */
+    tool_format     syntax;         /* how its calls are written, parsed and forced (tool_calls.h) */
+    chat_calls      calls;
+    const char     *no_forcing;     /* why tool_choice cannot force a call with it, or NULL */
+} chat_format;
+
+/* The row that defines family f's layout, or a row named "unknown" with nothing set. */
+const chat_format *chat_format_of_family(chat_family f);
+/* The row of tool format t, or a row named "none" with nothing set (CHAT_TOOLS_NONE). */
+const chat_format *chat_format_of_tools(chat_tools t);
+/* The tool_calls.h syntax of a template's tool format (chat_format_of_tools(t)->syntax). */
+tool_format chat_tools_format(chat_tools t);
 
 #endif

@@ -60,8 +60,9 @@ static void tool_description(strbuf *b, const char *const *tools, size_t n_tools
 }
 
 char *chat_template_render_deepseek_v31(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
-                                        const chat_tools_opts *o, bool gen, char *err, size_t errlen)
+                                        const chat_tools_opts *o, int variant, bool gen, char *err, size_t errlen)
 {
+    (void)variant;
     const bool thinking = o && o->thinking;
     strbuf b = { 0 };
     strbuf_puts(&b, o && o->bos ? o->bos : "");

@@ -24,8 +24,9 @@ static bool ends_with(const char *s, const char *t)
 }
 
 char *chat_template_render_glm45(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
-                                 const chat_tools_opts *o, bool gen, char *err, size_t errlen)
+                                 const chat_tools_opts *o, int variant, bool gen, char *err, size_t errlen)
 {
+    (void)variant;
     const bool no_think = o && o->no_thinking;
     strbuf b = { 0 };
     strbuf_puts(&b, "[gMASK]<sop>");

@@ -202,8 +202,9 @@ static void add_arguments(strbuf *b, const char *args)
 
 
 char *chat_template_render_harmony_tools(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
-                                         const chat_tools_opts *o, bool gen, char *err, size_t errlen)
+                                         const chat_tools_opts *o, int variant, bool gen, char *err, size_t errlen)
 {
+    (void)variant;
     const char *date = o ? o->date : NULL, *effort = o && o->reasoning_effort ? o->reasoning_effort : "medium";
     char today[16];
     if (!date) {

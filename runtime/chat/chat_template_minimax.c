@@ -20,8 +20,9 @@
 
 
 char *chat_template_render_minimax_tools(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
-                                         const chat_tools_opts *o, bool gen, char *err, size_t errlen)
+                                         const chat_tools_opts *o, int variant, bool gen, char *err, size_t errlen)
 {
+    (void)variant;
     const char *identity = o && o->identity ? o->identity
                                             : "You are a helpful assistant. Your name is MiniMax-M2 and is built by MiniMax.";
     strbuf b = { 0 };
