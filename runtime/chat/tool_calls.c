@@ -44,6 +44,7 @@ typedef struct tool_syntax {
     bool               parts_between; /* ... only after a first call (Llama's ';' and ',') */
     parse_fn          *parse;        /* one call at *p */
     bool               typed;        /* values are text, typed by the offered tools' schemas */
+    bool               name_line;    /* parse_one_tagged: GLM's NAME on the <tool_call> line, not <function=NAME> */
     const char *const *markers;      /* tool_format_markers() */
     size_t             n_markers;
     const char        *prefix, *after_name; /* tool_call_prefix(): the opening up to the name, and after it */
@@ -250,7 +251,7 @@ static int take_call(tool_call *c, char **name, json_t *args, const char **p, co
 /* One call at *p, in Qwen3-Coder's or GLM-4.5's tags (tool_calls.h). */
 static int parse_one_tagged(const tool_scan *ts, json_t **schemas, const char **p, const char *end, tool_call *c)
 {
-    const bool glm = ts->format == TOOL_FORMAT_GLM45;
+    const bool glm = syntax(ts->format)->name_line;
     const char *s = *p;
     if (!take(&s, end, OPEN)) return -1;
     char *name = NULL;
@@ -456,14 +457,14 @@ static int parse_llama(const tool_scan *ts, json_t **schemas, const char **p, co
  * brackets and commas around it are taken by the caller); an id of 9 letters and digits is kept. */
 static int parse_mistral(const tool_scan *ts, json_t **schemas, const char **p, const char *end, tool_call *c)
 {
-    (void)ts;
     (void)schemas;
     const char *s = *p;
     json_t *o = object_at(&s, end);
     int rc = o ? take_name_args(json_object_get(o, "name"), json_object_get(o, "arguments"), c) : -1;
     const char *id = json_string_value(json_object_get(o, "id"));
-    bool alnum = rc == 0 && id && strlen(id) == 9;
-    for (size_t j = 0; alnum && j < 9; j++)
+    const size_t len = syntax(ts->format)->id_len; /* Mistral's 9 */
+    bool alnum = rc == 0 && id && len && strlen(id) == len;
+    for (size_t j = 0; alnum && j < len; j++)
         alnum = (id[j] >= '0' && id[j] <= '9') || (id[j] >= 'a' && id[j] <= 'z') || (id[j] >= 'A' && id[j] <= 'Z');
     if (alnum && !(c->id = strdup(id))) rc = -1;
     if (rc == 0) *p = s;
@@ -494,7 +495,8 @@ static const tool_syntax SYNTAX[] = {
                            .args_close = "}\n</tool_call>" },
     [TOOL_FORMAT_CODER] = { .open = OPEN, .parse = parse_one_tagged, .typed = true, .markers = MARKS(JSON_MARKS),
                             .prefix = "<tool_call>\n<function=", .after_name = ">\n" },
-    [TOOL_FORMAT_GLM45] = { .open = OPEN, .parse = parse_one_tagged, .typed = true, .markers = MARKS(GLM_MARKS),
+    [TOOL_FORMAT_GLM45] = { .open = OPEN, .parse = parse_one_tagged, .typed = true, .name_line = true,
+                            .markers = MARKS(GLM_MARKS),
                             .prefix = OPEN, .after_name = "\n" },
     [TOOL_FORMAT_MINIMAX] = { .open = MM_OPEN, .parts = MM_PARTS, .parse = parse_invoke, .typed = true,
                               .markers = MARKS(MM_MARKS), .prefix = "<minimax:tool_call>\n<invoke name=\"",
