@@ -83,7 +83,8 @@ static const chat_format FORMATS[] = {
       .tools_markers = { .all = { KIMI_TOOLS, "# Tools", "<|im_system|>{{role_name}}<|im_middle|>\n  {% endif %}" },
                          .none = { "<think>" } },
       .syntax = TOOL_FORMAT_KIMI, .calls = CHAT_CALLS_IN_TEXT },
-    /* DeepSeek V3.1: <｜tool▁output▁begin｜>, is_last_user and the </think> it opens answers with */
+    /* DeepSeek V3.1 (V3.1-Terminus, V3.2-Exp): <｜tool▁output▁begin｜>, is_last_user and the </think> it opens
+     * answers with (V3's, R1's and V3.2's templates differ and are not) */
     { .name = "deepseek-v3.1", .family = CHAT_DEEPSEEK, .tools = CHAT_TOOLS_DEEPSEEK_V31,
       .render = chat_template_render_deepseek_v31,
       .tools_markers = { .all = { "<" DS_BAR "tool" DS_SP "output" DS_SP "begin" DS_BAR ">", "is_last_user",

@@ -7,7 +7,10 @@
  * tests hold hand-written expected strings, cross-checked once against
  * jinja2). A template we do not recognise falls back to chatml and the
  * server warns at start: a silent wrong layout would give a model that
- * "works" but answers badly.
+ * "works" but answers badly. Every format is one row of the table in
+ * chat_template.c (struct chat_format, at the end of this header); adding
+ * one is its renderer's file (chat_template_NAME.c, or a layout in
+ * chat_layouts.c) and its row.
  *
  * Contract:
  *  - Roles are "system", "user", "assistant" (the caller maps OpenAI's
@@ -94,13 +97,12 @@ typedef enum chat_tools {
     CHAT_TOOLS_KIMI_K2_0711, /* Kimi K2 Instruct's first release's (as llama.cpp's tests hold it) */
 } chat_tools;
 
-/* The family a template's text belongs to, CHAT_UNKNOWN if none. */
+/* The family a template's text belongs to (the first layout row of the
+ * formats' table whose markers it holds), CHAT_UNKNOWN if none. */
 chat_family chat_template_detect(const char *tmpl);
-/* "chatml", "qwen" (= chatml), "llama2", "llama-2", "llama3", "llama-3",
- * "mistral", "gemma", "phi3", "phi-3", "deepseek", "deepseek3" (V3's layout), "deepseek2" (DeepSeek
- * LLM, MoE and V2's "User: ... Assistant:"), "granite", "llama4", "qwen3" (chatml, with Qwen3's
- * tool format), "gpt-oss" (with its template's tool format);
- * CHAT_UNKNOWN otherwise. */
+/* The family a --chat-template name brings (a row's name or alias: "chatml",
+ * "qwen", "llama2", ..., and the tool formats' names, which bring their
+ * layout: "qwen3" chatml, "glm-4.5" chatglm4); CHAT_UNKNOWN otherwise. */
 chat_family chat_family_from_name(const char *name);
 const char *chat_family_name(chat_family f);
 
@@ -120,39 +122,14 @@ char *chat_template_render(chat_family f, const chat_msg *msgs, size_t n, const 
                            const char *eos, const char *default_system,
                            bool add_generation_prompt, char *err, size_t errlen);
 
-/* The tool format of a template's text: Qwen3's is recognised by its
- * <tool_call> JSON literal, its string-or-tojson arguments test and its
- * last_query_index (Qwen2.5's and Qwen3-Coder's differ and are not), its
- * Thinking-2507 release's by a generation prompt of <think> without
- * enable_thinking, its Instruct-2507 release's by those markers without
- * last_query_index, <think> or reasoning_content;
- * gpt-oss's by harmony's <|channel|> and its render_tool_namespace macro;
- * Qwen3-Coder's by its <function= and <parameter= calls; GLM-4.5's and
- * 4.6's by [gMASK]<sop> with <arg_key> and <|observation|>; MiniMax-M2's by
- * ]~b]ai with <minimax:tool_call>; Kimi K2 Thinking's by its tool_declare
- * turn, <|tool_calls_section_begin|>, "## Return of" and <think></think>;
- * DeepSeek V3.1's by <｜tool▁output▁begin｜>, its is_last_user flag and the
- * </think> it opens answers with (V3's, R1's and V3.2's differ and are not);
- * Llama 4's by <|header_start|>, tools_in_user_message and <|python_start|>;
- * Llama 3.1's, 3.2's and 3.3's by <|start_header_id|>, tools_in_user_message
- * and its knowledge cutoff line, 3.2's by its strftime_now (3.0's template
- * has no tools and is not); Mistral v3's by [AVAILABLE_TOOLS], [TOOL_CALLS] [
- * and its 9-character call ids, the release that puts the system message
- * into the last user turn by that test (Mistral Nemo's and later ones,
- * without the space after [INST], are not); Kimi K2 Instruct's by its
- * tool_declare turn under "# Tools" and "## Return of" without <think>,
- * 0905's by its last turn left open without a generation prompt, the first
- * release's by the line break its header block leaves. */
+/* The tool format of a template's text: the first tool row of the formats'
+ * table (chat_template.c) whose markers it holds (each row says what
+ * recognises its template and which releases that leaves out), NONE if none. */
 chat_tools chat_template_tools(const char *tmpl);
-/* "qwen3", "qwen3-thinking", "qwen3-instruct", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2",
- * "kimi-k2-thinking", "deepseek-v3.1", "llama4", "llama3.1" (also 3.3's),
- * "llama3.2", "mistral-v3", "mistral-v3-user-system", "kimi-k2-0905" and
- * "kimi-k2-0711": the tool format a --chat-template name brings, NONE otherwise. */
+/* The tool format a --chat-template name brings ("qwen3", "gpt-oss",
+ * "llama3.3" = "llama3.1", ...: the table's names), NONE otherwise. */
 chat_tools chat_tools_from_name(const char *name);
-/* "qwen3", "qwen3-thinking", "qwen3-instruct", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2",
- * "kimi-k2-thinking", "deepseek-v3.1", "llama4",
- * "llama3.1", "llama3.2", "mistral-v3", "mistral-v3-user-system", "kimi-k2-0905", "kimi-k2-0711"
- * or "none". */
+/* Its row's name, or "none". */
 const char *chat_tools_name(chat_tools t);
 
 /* What the whole templates take beyond the conversation (their kwargs). */
