@@ -15,24 +15,13 @@ static char *fail(api_error *e, const char *param, const char *msg)
     return NULL;
 }
 
-tool_format chat_tools_format(chat_tools t)
-{
-    return t == CHAT_TOOLS_QWEN3_CODER ? TOOL_FORMAT_CODER
-         : t == CHAT_TOOLS_GLM45       ? TOOL_FORMAT_GLM45
-         : t == CHAT_TOOLS_MINIMAX     ? TOOL_FORMAT_MINIMAX
-         : t == CHAT_TOOLS_KIMI_K2 || t == CHAT_TOOLS_KIMI_K2_0905 || t == CHAT_TOOLS_KIMI_K2_0711 ? TOOL_FORMAT_KIMI
-         : t == CHAT_TOOLS_DEEPSEEK_V31 ? TOOL_FORMAT_DEEPSEEK
-         : t == CHAT_TOOLS_LLAMA4 || t == CHAT_TOOLS_LLAMA31 || t == CHAT_TOOLS_LLAMA32 ? TOOL_FORMAT_LLAMA
-         : t == CHAT_TOOLS_MISTRAL_V3 || t == CHAT_TOOLS_MISTRAL_V3_USER_SYSTEM ? TOOL_FORMAT_MISTRAL
-                                       : TOOL_FORMAT_JSON;
-}
-
 /* tool_choice forcing a call: the call's opening (through the name, when one is named) after the
  * rendered prompt, and before it the close of a reasoning block the prompt opened. */
 static char *force_call(const chat_setup *cs, const api_request *r, char *text, api_error *e)
 {
-    const char *why = cs->tools == CHAT_TOOLS_HARMONY ? "forcing a call is not available with gpt-oss's harmony template"
-                    : r->json_mode                  ? "JSON mode and a forced tool call do not go together"
+    const char *no_forcing = chat_format_of_tools(cs->tools)->no_forcing; /* gpt-oss's harmony */
+    const char *why = no_forcing                                   ? no_forcing
+                    : r->json_mode                                 ? "JSON mode and a forced tool call do not go together"
                     : r->force_name && strlen(r->force_name) > 200 ? "a tool name of more than 200 bytes"
                                                                    : NULL;
     char *pre = why ? NULL : tool_call_prefix(chat_tools_format(cs->tools), r->force_name);
@@ -67,8 +56,8 @@ void chat_setup_detect(chat_setup *cs, const char *tmpl, const char *name, char 
         *fell_back = true;
         cs->family = CHAT_CHATML;
     }
-    if (cs->family == CHAT_CHATML) *owned = chat_template_default_system(tmpl);
-    if (cs->family == CHAT_MINIMAX_M2) *owned = chat_template_minimax_identity(tmpl);
+    char *(*default_system)(const char *) = chat_format_of_family(cs->family)->default_system;
+    if (default_system) *owned = default_system(tmpl);
     cs->default_system = *owned;
 }
 
@@ -113,7 +102,7 @@ char *chat_request_render(const chat_setup *cs, const api_request *r, api_error 
     }
     char err[256] = "";
     const chat_tools_opts o = { .date = cs->date, .reasoning_effort = r->reasoning_effort, .no_thinking = r->no_thinking,
-                                .identity = cs->family == CHAT_MINIMAX_M2 ? cs->default_system : NULL,
+                                .identity = cs->default_system, /* MiniMax's (its identity); no other reads it */
                                 .thinking = r->thinking_on, .bos = cs->bos, .eos = cs->eos };
     char *text = tools || cs->tools != CHAT_TOOLS_NONE
                      ? chat_template_render_tools(cs->tools, m, r->n_msgs, (const char *const *)r->tools, r->n_tools,

@@ -36,9 +36,6 @@ typedef struct chat_setup {
  * eos (and date) are left to the caller. */
 void chat_setup_detect(chat_setup *cs, const char *tmpl, const char *name, char **owned, bool *fell_back);
 
-/* The tool_calls.h format of a template's tool format (not harmony's). */
-tool_format chat_tools_format(chat_tools t);
-
 /* Whether the request needs the template's tool format. */
 bool chat_request_has_tools(const api_request *r);
 char *chat_request_render(const chat_setup *cs, const api_request *r, api_error *e);

@@ -7,7 +7,10 @@
  * tests hold hand-written expected strings, cross-checked once against
  * jinja2). A template we do not recognise falls back to chatml and the
  * server warns at start: a silent wrong layout would give a model that
- * "works" but answers badly.
+ * "works" but answers badly. Every format is one row of the table in
+ * chat_template.c (struct chat_format, at the end of this header); adding
+ * one is its renderer's file (chat_template_NAME.c, or a layout in
+ * chat_layouts.c) and its row.
  *
  * Contract:
  *  - Roles are "system", "user", "assistant" (the caller maps OpenAI's
@@ -28,6 +31,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "runtime/chat/tool_calls.h"
+#include "runtime/util/strbuf.h"
 
 typedef enum chat_family {
     CHAT_UNKNOWN = 0,
@@ -91,13 +97,12 @@ typedef enum chat_tools {
     CHAT_TOOLS_KIMI_K2_0711, /* Kimi K2 Instruct's first release's (as llama.cpp's tests hold it) */
 } chat_tools;
 
-/* The family a template's text belongs to, CHAT_UNKNOWN if none. */
+/* The family a template's text belongs to (the first layout row of the
+ * formats' table whose markers it holds), CHAT_UNKNOWN if none. */
 chat_family chat_template_detect(const char *tmpl);
-/* "chatml", "qwen" (= chatml), "llama2", "llama-2", "llama3", "llama-3",
- * "mistral", "gemma", "phi3", "phi-3", "deepseek", "deepseek3" (V3's layout), "deepseek2" (DeepSeek
- * LLM, MoE and V2's "User: ... Assistant:"), "granite", "llama4", "qwen3" (chatml, with Qwen3's
- * tool format), "gpt-oss" (with its template's tool format);
- * CHAT_UNKNOWN otherwise. */
+/* The family a --chat-template name brings (a row's name or alias: "chatml",
+ * "qwen", "llama2", ..., and the tool formats' names, which bring their
+ * layout: "qwen3" chatml, "glm-4.5" chatglm4); CHAT_UNKNOWN otherwise. */
 chat_family chat_family_from_name(const char *name);
 const char *chat_family_name(chat_family f);
 
@@ -117,39 +122,14 @@ char *chat_template_render(chat_family f, const chat_msg *msgs, size_t n, const 
                            const char *eos, const char *default_system,
                            bool add_generation_prompt, char *err, size_t errlen);
 
-/* The tool format of a template's text: Qwen3's is recognised by its
- * <tool_call> JSON literal, its string-or-tojson arguments test and its
- * last_query_index (Qwen2.5's and Qwen3-Coder's differ and are not), its
- * Thinking-2507 release's by a generation prompt of <think> without
- * enable_thinking, its Instruct-2507 release's by those markers without
- * last_query_index, <think> or reasoning_content;
- * gpt-oss's by harmony's <|channel|> and its render_tool_namespace macro;
- * Qwen3-Coder's by its <function= and <parameter= calls; GLM-4.5's and
- * 4.6's by [gMASK]<sop> with <arg_key> and <|observation|>; MiniMax-M2's by
- * ]~b]ai with <minimax:tool_call>; Kimi K2 Thinking's by its tool_declare
- * turn, <|tool_calls_section_begin|>, "## Return of" and <think></think>;
- * DeepSeek V3.1's by <｜tool▁output▁begin｜>, its is_last_user flag and the
- * </think> it opens answers with (V3's, R1's and V3.2's differ and are not);
- * Llama 4's by <|header_start|>, tools_in_user_message and <|python_start|>;
- * Llama 3.1's, 3.2's and 3.3's by <|start_header_id|>, tools_in_user_message
- * and its knowledge cutoff line, 3.2's by its strftime_now (3.0's template
- * has no tools and is not); Mistral v3's by [AVAILABLE_TOOLS], [TOOL_CALLS] [
- * and its 9-character call ids, the release that puts the system message
- * into the last user turn by that test (Mistral Nemo's and later ones,
- * without the space after [INST], are not); Kimi K2 Instruct's by its
- * tool_declare turn under "# Tools" and "## Return of" without <think>,
- * 0905's by its last turn left open without a generation prompt, the first
- * release's by the line break its header block leaves. */
+/* The tool format of a template's text: the first tool row of the formats'
+ * table (chat_template.c) whose markers it holds (each row says what
+ * recognises its template and which releases that leaves out), NONE if none. */
 chat_tools chat_template_tools(const char *tmpl);
-/* "qwen3", "qwen3-thinking", "qwen3-instruct", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2",
- * "kimi-k2-thinking", "deepseek-v3.1", "llama4", "llama3.1" (also 3.3's),
- * "llama3.2", "mistral-v3", "mistral-v3-user-system", "kimi-k2-0905" and
- * "kimi-k2-0711": the tool format a --chat-template name brings, NONE otherwise. */
+/* The tool format a --chat-template name brings ("qwen3", "gpt-oss",
+ * "llama3.3" = "llama3.1", ...: the table's names), NONE otherwise. */
 chat_tools chat_tools_from_name(const char *name);
-/* "qwen3", "qwen3-thinking", "qwen3-instruct", "qwen3-coder", "gpt-oss", "glm-4.5", "minimax-m2",
- * "kimi-k2-thinking", "deepseek-v3.1", "llama4",
- * "llama3.1", "llama3.2", "mistral-v3", "mistral-v3-user-system", "kimi-k2-0905", "kimi-k2-0711"
- * or "none". */
+/* Its row's name, or "none". */
 const char *chat_tools_name(chat_tools t);
 
 /* What the whole templates take beyond the conversation (their kwargs). */
@@ -245,28 +225,68 @@ typedef struct chat_tools_opts {
 char *chat_template_render_tools(chat_tools style, const chat_msg *msgs, size_t n,
                                  const char *const *tools, size_t n_tools, const chat_tools_opts *o,
                                  bool add_generation_prompt, char *err, size_t errlen);
-char *chat_template_render_qwen3_coder(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
-                                       bool add_generation_prompt, char *err, size_t errlen);
-char *chat_template_render_minimax_tools(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
-                                         const chat_tools_opts *o, bool add_generation_prompt, char *err,
-                                         size_t errlen);
-char *chat_template_render_glm45(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
-                                 const chat_tools_opts *o, bool add_generation_prompt, char *err, size_t errlen);
-char *chat_template_render_kimi_k2(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
-                                   bool add_generation_prompt, char *err, size_t errlen);
-char *chat_template_render_kimi_k2_instruct(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
-                                            bool first_release, bool add_generation_prompt, char *err, size_t errlen);
-char *chat_template_render_deepseek_v31(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
-                                        const chat_tools_opts *o, bool add_generation_prompt, char *err, size_t errlen);
-char *chat_template_render_llama31(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
-                                   const chat_tools_opts *o, bool today, bool add_generation_prompt, char *err,
-                                   size_t errlen);
-char *chat_template_render_mistral_v3(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
-                                      const chat_tools_opts *o, bool system_in_last_user, char *err, size_t errlen);
-char *chat_template_render_llama4(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
-                                  const chat_tools_opts *o, bool add_generation_prompt, char *err, size_t errlen);
-char *chat_template_render_harmony_tools(const chat_msg *msgs, size_t n, const char *const *tools, size_t n_tools,
-                                         const chat_tools_opts *o, bool add_generation_prompt, char *err,
-                                         size_t errlen);
+/* ---- The chat formats: one row per --chat-template name (chat_template.c) ----
+ *
+ * A row carries what every other file asks of a format, so nothing else
+ * switches on chat_family or chat_tools: its names, the markers detection
+ * recognises its template text by, its renderers, its tool-call syntax and
+ * its capabilities. A row may bring a layout (the conversation alone, as
+ * llama.cpp lays it out: chat_family), a whole template with its tool
+ * format (chat_tools), or both (gpt-oss, MiniMax-M2, Llama 4). */
+
+/* A template text is recognised when it holds all of `all` and none of `none`. */
+typedef struct chat_markers {
+    const char *all[8];
+    const char *none[3];
+} chat_markers;
+
+/* Where a format's tool calls are. */
+typedef enum chat_calls {
+    CHAT_CALLS_NONE = 0, /* no tool format */
+    CHAT_CALLS_IN_TEXT,  /* written into the answer's text, in the row's syntax: the server parses them out */
+    CHAT_CALLS_APART,    /* messages of their own (harmony's): the generation hands them over */
+} chat_calls;
+
+/* What a layout is given beyond the conversation. */
+typedef struct chat_layout_args {
+    const char *bos, *eos;      /* never NULL ("" for none) */
+    const char *default_system; /* chatml's, MiniMax's identity, or NULL */
+    int         variant;        /* the row's */
+    bool        gen;            /* add the generation prompt */
+} chat_layout_args;
+
+/* A layout: the conversation appended to b; false with err when the template would raise. */
+typedef bool chat_layout_fn(strbuf *b, const chat_msg *m, size_t n, const chat_layout_args *a, char *err,
+                            size_t errlen);
+/* A whole template (chat_template_render_tools()'s contract); variant: the row's. */
+typedef char *chat_render_fn(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
+                             const chat_tools_opts *o, int variant, bool gen, char *err, size_t errlen);
+
+typedef struct chat_format {
+    const char *name;       /* its --chat-template name; chat_family_name() / chat_tools_name() */
+    const char *aliases[2]; /* other names for it */
+    /* the layout */
+    chat_family     family;         /* the layout the name brings: the row's own when layout is set */
+    chat_layout_fn *layout;         /* set: this row defines family's layout, recognised by layout_markers */
+    chat_markers    layout_markers;
+    char *(*default_system)(const char *tmpl); /* the system prompt the layout puts first, read from the
+                                                * template's text, or NULL: none */
+    bool            harmony;        /* answers in harmony's channels: chats answer the final one only */
+    /* the whole template with its tool format */
+    chat_tools      tools;          /* CHAT_TOOLS_NONE: the name brings none */
+    chat_render_fn *render;         /* set with tools, recognised by tools_markers */
+    chat_markers    tools_markers;
+    int             variant;        /* the release layout or render draws (chat_render.h's CHAT_VARIANT_*) */
+    tool_format     syntax;         /* how its calls are written, parsed and forced (tool_calls.h) */
+    chat_calls      calls;
+    const char     *no_forcing;     /* why tool_choice cannot force a call with it, or NULL */
+} chat_format;
+
+/* The row that defines family f's layout, or a row named "unknown" with nothing set. */
+const chat_format *chat_format_of_family(chat_family f);
+/* The row of tool format t, or a row named "none" with nothing set (CHAT_TOOLS_NONE). */
+const chat_format *chat_format_of_tools(chat_tools t);
+/* The tool_calls.h syntax of a template's tool format (chat_format_of_tools(t)->syntax). */
+tool_format chat_tools_format(chat_tools t);
 
 #endif

@@ -16,7 +16,7 @@
  * reasoning dropped (the text up to the first </think>). The generation
  * prompt follows only a user turn. */
 #include "runtime/chat/chat_template.h"
-#include "runtime/chat/chat_template_impl.h"
+#include "runtime/chat/chat_render.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -60,8 +60,9 @@ static void tool_description(strbuf *b, const char *const *tools, size_t n_tools
 }
 
 char *chat_template_render_deepseek_v31(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
-                                        const chat_tools_opts *o, bool gen, char *err, size_t errlen)
+                                        const chat_tools_opts *o, int variant, bool gen, char *err, size_t errlen)
 {
+    (void)variant;
     const bool thinking = o && o->thinking;
     strbuf b = { 0 };
     strbuf_puts(&b, o && o->bos ? o->bos : "");

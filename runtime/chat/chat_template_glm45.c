@@ -6,7 +6,7 @@
  * <tool_call>NAME with <arg_key>/<arg_value> pairs (strings as they are,
  * other values as JSON). See chat_template.h. */
 #include "runtime/chat/chat_template.h"
-#include "runtime/chat/chat_template_impl.h"
+#include "runtime/chat/chat_render.h"
 
 #include <jansson.h>
 #include <stdint.h>
@@ -24,8 +24,9 @@ static bool ends_with(const char *s, const char *t)
 }
 
 char *chat_template_render_glm45(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
-                                 const chat_tools_opts *o, bool gen, char *err, size_t errlen)
+                                 const chat_tools_opts *o, int variant, bool gen, char *err, size_t errlen)
 {
+    (void)variant;
     const bool no_think = o && o->no_thinking;
     strbuf b = { 0 };
     strbuf_puts(&b, "[gMASK]<sop>");

@@ -8,7 +8,7 @@
  * line after 16 spaces; its oneOf "object" test never fires, Jinja's loop
  * scoping eating the flag). See chat_template.h. */
 #include "runtime/chat/chat_template.h"
-#include "runtime/chat/chat_template_impl.h"
+#include "runtime/chat/chat_render.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -202,8 +202,9 @@ static void add_arguments(strbuf *b, const char *args)
 
 
 char *chat_template_render_harmony_tools(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
-                                         const chat_tools_opts *o, bool gen, char *err, size_t errlen)
+                                         const chat_tools_opts *o, int variant, bool gen, char *err, size_t errlen)
 {
+    (void)variant;
     const char *date = o ? o->date : NULL, *effort = o && o->reasoning_effort ? o->reasoning_effort : "medium";
     char today[16];
     if (!date) {

@@ -8,7 +8,7 @@
  * arguments as the client gave them; results as "## Return of ID". See
  * chat_template.h. */
 #include "runtime/chat/chat_template.h"
-#include "runtime/chat/chat_template_impl.h"
+#include "runtime/chat/chat_render.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -24,9 +24,11 @@ static void kimi_calls(strbuf *b, const chat_msg *x)
     strbuf_puts(b, "<|tool_calls_section_end|>");
 }
 
-char *chat_template_render_kimi_k2(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools, bool gen,
-                                   char *err, size_t errlen)
+char *chat_template_render_kimi_k2(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
+                                   const chat_tools_opts *o, int variant, bool gen, char *err, size_t errlen)
 {
+    (void)o;
+    (void)variant;
     strbuf b = { 0 };
     size_t hist_end = 0; /* messages before this are the history: through the last assistant without calls */
     for (size_t i = n; i-- > 0;)
@@ -70,8 +72,9 @@ char *chat_template_render_kimi_k2(const chat_msg *m, size_t n, const char *cons
  * of system and tool turns, and closes every turn; 0905's leaves the last
  * turn open without a generation prompt. */
 char *chat_template_render_kimi_k2_instruct(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
-                                            bool first_release, bool gen, char *err, size_t errlen)
+                                            const chat_tools_opts *o, int first_release, bool gen, char *err, size_t errlen)
 {
+    (void)o;
     strbuf b = { 0 };
     if (n_tools) {
         strbuf_puts(&b, "<|im_system|>tool_declare<|im_middle|>\n  # Tools\n  [");

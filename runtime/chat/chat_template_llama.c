@@ -15,7 +15,7 @@
  * as they are and writes an assistant's text in <|python_start|>
  * <|python_end|> before its calls. */
 #include "runtime/chat/chat_template.h"
-#include "runtime/chat/chat_template_impl.h"
+#include "runtime/chat/chat_render.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -84,7 +84,7 @@ static char *finish(strbuf *b, char *err, size_t errlen)
 }
 
 char *chat_template_render_llama31(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
-                                   const chat_tools_opts *o, bool today, bool gen, char *err, size_t errlen)
+                                   const chat_tools_opts *o, int today, bool gen, char *err, size_t errlen)
 {
     char date[32] = "26 Jul 2024";
     if (today) { /* Llama 3.2's strftime_now("%d %b %Y"); o->date (YYYY-MM-DD) stands for today in tests */
@@ -133,8 +133,9 @@ char *chat_template_render_llama31(const chat_msg *m, size_t n, const char *cons
 }
 
 char *chat_template_render_llama4(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
-                                  const chat_tools_opts *o, bool gen, char *err, size_t errlen)
+                                  const chat_tools_opts *o, int variant, bool gen, char *err, size_t errlen)
 {
+    (void)variant;
     strbuf b = { 0 };
     strbuf_puts(&b, o && o->bos ? o->bos : "");
     size_t i = 0;

@@ -7,7 +7,7 @@
  * (strings as they are, other values as JSON), consecutive results in one
  * ]~b]tool turn of <response> blocks. See chat_template.h. */
 #include "runtime/chat/chat_template.h"
-#include "runtime/chat/chat_template_impl.h"
+#include "runtime/chat/chat_render.h"
 
 #include <jansson.h>
 #include <stdint.h>
@@ -20,8 +20,9 @@
 
 
 char *chat_template_render_minimax_tools(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
-                                         const chat_tools_opts *o, bool gen, char *err, size_t errlen)
+                                         const chat_tools_opts *o, int variant, bool gen, char *err, size_t errlen)
 {
+    (void)variant;
     const char *identity = o && o->identity ? o->identity
                                             : "You are a helpful assistant. Your name is MiniMax-M2 and is built by MiniMax.";
     strbuf b = { 0 };

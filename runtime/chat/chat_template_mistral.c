@@ -15,7 +15,7 @@
  * must be 9 characters long, which the server's own ids are for this
  * template (server_new_call_id). */
 #include "runtime/chat/chat_template.h"
-#include "runtime/chat/chat_template_impl.h"
+#include "runtime/chat/chat_render.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -69,8 +69,9 @@ static void available_tools(strbuf *b, const char *const *tools, size_t n_tools)
 }
 
 char *chat_template_render_mistral_v3(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
-                                      const chat_tools_opts *o, bool system_in_last_user, char *err, size_t errlen)
+                                      const chat_tools_opts *o, int system_in_last_user, bool gen, char *err, size_t errlen)
 {
+    (void)gen;
     size_t first = n && chat_is(&m[0], "system") ? 1 : 0, last_user = n;
     const char *system = first ? m[0].content : NULL;
     for (size_t i = first; i < n; i++)

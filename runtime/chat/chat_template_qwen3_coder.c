@@ -6,7 +6,7 @@
  * block per argument; tool results in <tool_response> blocks inside one
  * user turn. See chat_template.h. */
 #include "runtime/chat/chat_template.h"
-#include "runtime/chat/chat_template_impl.h"
+#include "runtime/chat/chat_render.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -122,8 +122,10 @@ static bool blank(const char *s)
 }
 
 char *chat_template_render_qwen3_coder(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
-                                       bool gen, char *err, size_t errlen)
+                                       const chat_tools_opts *o, int variant, bool gen, char *err, size_t errlen)
 {
+    (void)o;
+    (void)variant;
     strbuf b = { 0 };
     size_t first = 0;
     const char *sys = NULL;

@@ -29,78 +29,29 @@ static const char KIMI_OPEN[] = "<|tool_calls_section_begin|>", KIMI_CLOSE[] = "
 
 #define DS_BAR "\xef\xbd\x9c" /* U+FF5C */
 #define DS_SP "\xe2\x96\x81"  /* U+2581 */
-static const char DS_OPEN[] = "<" DS_BAR "tool" DS_SP "calls" DS_SP "begin" DS_BAR ">",
-                  DS_CLOSE[] = "<" DS_BAR "tool" DS_SP "calls" DS_SP "end" DS_BAR ">",
-                  DS_CALL[] = "<" DS_BAR "tool" DS_SP "call" DS_SP "begin" DS_BAR ">",
-                  DS_CALL_END[] = "<" DS_BAR "tool" DS_SP "call" DS_SP "end" DS_BAR ">",
-                  DS_SEP[] = "<" DS_BAR "tool" DS_SP "sep" DS_BAR ">";
+#define DS_OPEN "<" DS_BAR "tool" DS_SP "calls" DS_SP "begin" DS_BAR ">"
+#define DS_CLOSE "<" DS_BAR "tool" DS_SP "calls" DS_SP "end" DS_BAR ">"
+#define DS_CALL "<" DS_BAR "tool" DS_SP "call" DS_SP "begin" DS_BAR ">"
+#define DS_CALL_END "<" DS_BAR "tool" DS_SP "call" DS_SP "end" DS_BAR ">"
+#define DS_SEP "<" DS_BAR "tool" DS_SP "sep" DS_BAR ">"
 
-size_t tool_format_markers(tool_format f, const char *const **texts)
-{
-    static const char *const json[] = { "<think>", "</think>", OPEN, CLOSE };
-    static const char *const glm[] = { "<think>", "</think>", OPEN, CLOSE, "<arg_key>", "</arg_key>", "<arg_value>",
-                                       "</arg_value>" };
-    static const char *const mm[] = { "<think>", "</think>", MM_OPEN, MM_CLOSE };
-    static const char *const kimi[] = { "<think>", "</think>", KIMI_OPEN, KIMI_CLOSE, "<|tool_call_begin|>",
-                                        "<|tool_call_argument_begin|>", "<|tool_call_end|>" };
-    static const char *const ds[] = { "<think>", "</think>", DS_OPEN, DS_CLOSE, DS_CALL, DS_CALL_END, DS_SEP };
-    static const char *const mistral[] = { MISTRAL_OPEN };
-    switch (f) {
-    case TOOL_FORMAT_GLM45: *texts = glm; return sizeof glm / sizeof *glm;
-    case TOOL_FORMAT_MINIMAX: *texts = mm; return sizeof mm / sizeof *mm;
-    case TOOL_FORMAT_KIMI: *texts = kimi; return sizeof kimi / sizeof *kimi;
-    case TOOL_FORMAT_DEEPSEEK: *texts = ds; return sizeof ds / sizeof *ds;
-    case TOOL_FORMAT_LLAMA: *texts = NULL; return 0; /* bare JSON; <|python_start|> is left out of text */
-    case TOOL_FORMAT_MISTRAL: *texts = mistral; return 1;
-    default: *texts = json; return sizeof json / sizeof *json; /* Qwen3's and Qwen3-Coder's tags */
-    }
-}
-
-char *tool_call_prefix(tool_format f, const char *name)
-{
-    strbuf b = { 0 };
-    const char *open, *after_name; /* the opening up to the name, and what follows a given name */
-    switch (f) {
-    case TOOL_FORMAT_CODER: open = "<tool_call>\n<function="; after_name = ">\n"; break;
-    case TOOL_FORMAT_GLM45: open = OPEN; after_name = "\n"; break;
-    case TOOL_FORMAT_MINIMAX: open = "<minimax:tool_call>\n<invoke name=\""; after_name = "\">\n"; break;
-    case TOOL_FORMAT_KIMI: open = "<|tool_calls_section_begin|><|tool_call_begin|>functions."; after_name = ":0<|tool_call_argument_begin|>"; break;
-    case TOOL_FORMAT_DEEPSEEK:
-        open = "<" DS_BAR "tool" DS_SP "calls" DS_SP "begin" DS_BAR "><" DS_BAR "tool" DS_SP "call" DS_SP "begin" DS_BAR ">";
-        after_name = DS_SEP;
-        break;
-    case TOOL_FORMAT_LLAMA: open = "{\"name\": \""; after_name = "\", \"parameters\": "; break;
-    case TOOL_FORMAT_MISTRAL: open = "[TOOL_CALLS] [{\"name\": \""; after_name = "\", \"arguments\": "; break;
-    default: open = "<tool_call>\n{\"name\": \""; after_name = "\", \"arguments\": "; break; /* Qwen3's */
-    }
-    strbuf_puts(&b, open);
-    if (name) strbuf_printf(&b, "%s%s", name, after_name);
-    return strbuf_take(&b);
-}
-
-const char *tool_call_args_close(tool_format f)
-{
-    static const char ds[] = "<" DS_BAR "tool" DS_SP "call" DS_SP "end" DS_BAR "><" DS_BAR "tool" DS_SP "calls" DS_SP "end" DS_BAR ">";
-    switch (f) {
-    case TOOL_FORMAT_JSON: return "}\n</tool_call>";
-    case TOOL_FORMAT_DEEPSEEK: return ds;
-    case TOOL_FORMAT_KIMI: return "<|tool_call_end|><|tool_calls_section_end|>";
-    case TOOL_FORMAT_LLAMA: return "}";
-    case TOOL_FORMAT_MISTRAL: return "}]";
-    default: return NULL; /* arguments as tagged pairs, not one JSON object */
-    }
-}
-
-/* The tag that starts the calls in a format. */
-static const char *open_tag(tool_format f)
-{
-    return f == TOOL_FORMAT_MINIMAX    ? MM_OPEN
-         : f == TOOL_FORMAT_KIMI       ? KIMI_OPEN
-         : f == TOOL_FORMAT_DEEPSEEK   ? DS_OPEN
-         : f == TOOL_FORMAT_LLAMA      ? LLAMA_OPEN
-         : f == TOOL_FORMAT_MISTRAL    ? MISTRAL_OPEN
-                                       : OPEN;
-}
+/* One row per tool_format (SYNTAX, below its parsers): how its calls are told apart from text,
+ * parsed and forced. Adding a syntax is a parser and a row. */
+typedef int parse_fn(const tool_scan *ts, json_t **schemas, const char **p, const char *end, tool_call *c);
+typedef struct tool_syntax {
+    const char        *open;         /* the text that starts the calls: the scan holds back any start of it */
+    const char *const *parts;        /* texts around and between calls that only part them (NULL-ended) */
+    bool               parts_between; /* ... only after a first call (Llama's ';' and ',') */
+    parse_fn          *parse;        /* one call at *p */
+    bool               typed;        /* values are text, typed by the offered tools' schemas */
+    bool               name_line;    /* parse_one_tagged: GLM's NAME on the <tool_call> line, not <function=NAME> */
+    const char *const *markers;      /* tool_format_markers() */
+    size_t             n_markers;
+    const char        *prefix, *after_name; /* tool_call_prefix(): the opening up to the name, and after it */
+    const char        *args_close;   /* tool_call_args_close() */
+    size_t             id_len;       /* tool_call_id_len() */
+} tool_syntax;
+static const tool_syntax *syntax(tool_format f);
 
 /* The first byte of the held text's tail that cannot yet be released:
  * trailing whitespace and a proper prefix of the opening tag at the end. */
@@ -136,7 +87,7 @@ void tool_scan_feed(tool_scan *ts, const char *d, size_t n, strbuf *out)
     }
     strbuf_add(&ts->held, d, n);
     if (ts->capturing || ts->held.oom || !ts->held.len) return;
-    const char *tag = open_tag(ts->format);
+    const char *tag = syntax(ts->format)->open;
     const char *h = ts->held.data, *o = find(h, ts->held.len, tag, strlen(tag));
     if (o) {
         /* the text before the call; the whitespace that parts them stays
@@ -181,8 +132,10 @@ size_t tool_calls_from(const char *const *names, const char *const *args, size_t
 }
 
 /* One "<tool_call> JSON </tool_call>" at *p (after whitespace); advances *p. */
-static int parse_one(const char **p, const char *end, tool_call *c)
+static int parse_one(const tool_scan *ts, json_t **schemas, const char **p, const char *end, tool_call *c)
 {
+    (void)ts;
+    (void)schemas;
     const char *s = *p;
     if ((size_t)(end - s) < OPEN_LEN || memcmp(s, OPEN, OPEN_LEN)) return -1;
     s += OPEN_LEN;
@@ -298,7 +251,7 @@ static int take_call(tool_call *c, char **name, json_t *args, const char **p, co
 /* One call at *p, in Qwen3-Coder's or GLM-4.5's tags (tool_calls.h). */
 static int parse_one_tagged(const tool_scan *ts, json_t **schemas, const char **p, const char *end, tool_call *c)
 {
-    const bool glm = ts->format == TOOL_FORMAT_GLM45;
+    const bool glm = syntax(ts->format)->name_line;
     const char *s = *p;
     if (!take(&s, end, OPEN)) return -1;
     char *name = NULL;
@@ -395,8 +348,10 @@ static void trim_ws(const char **t, size_t *n)
 
 /* One Kimi K2 <|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{...}<|tool_call_end|>
  * at *p: the name from the id, which is kept (Kimi reads its own ids back). */
-static int parse_kimi(const char **p, const char *end, tool_call *c)
+static int parse_kimi(const tool_scan *ts, json_t **schemas, const char **p, const char *end, tool_call *c)
 {
+    (void)ts;
+    (void)schemas;
     const char *s = *p;
     size_t idn;
     const char *id;
@@ -424,8 +379,10 @@ out:
 /* One DeepSeek <｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜> at *p;
  * also V3's and R1's older form, function<｜tool▁sep｜>NAME then the
  * arguments in a ```json fence, which V3.1 falls back to at times. */
-static int parse_deepseek(const char **p, const char *end, tool_call *c)
+static int parse_deepseek(const tool_scan *ts, json_t **schemas, const char **p, const char *end, tool_call *c)
 {
+    (void)ts;
+    (void)schemas;
     const char *s = *p;
     size_t nn;
     const char *nm;
@@ -484,8 +441,9 @@ static int take_name_args(json_t *name, json_t *args, tool_call *c)
 /* One Llama {"name": NAME, "parameters": {...}} at *p. Bare JSON has no tag
  * to tell a call from an answer that happens to be JSON, so the object must
  * name an offered tool and hold "parameters" (or "arguments"). */
-static int parse_llama(const tool_scan *ts, const char **p, const char *end, tool_call *c)
+static int parse_llama(const tool_scan *ts, json_t **schemas, const char **p, const char *end, tool_call *c)
 {
+    (void)schemas;
     const char *s = *p;
     json_t *o = object_at(&s, end), *name = json_object_get(o, "name"), *args = json_object_get(o, "parameters");
     if (!args) args = json_object_get(o, "arguments");
@@ -497,19 +455,99 @@ static int parse_llama(const tool_scan *ts, const char **p, const char *end, too
 
 /* One Mistral {"name": NAME, "arguments": {...}, "id": ID} at *p (the [TOOL_CALLS] tag and the list's
  * brackets and commas around it are taken by the caller); an id of 9 letters and digits is kept. */
-static int parse_mistral(const char **p, const char *end, tool_call *c)
+static int parse_mistral(const tool_scan *ts, json_t **schemas, const char **p, const char *end, tool_call *c)
 {
+    (void)schemas;
     const char *s = *p;
     json_t *o = object_at(&s, end);
     int rc = o ? take_name_args(json_object_get(o, "name"), json_object_get(o, "arguments"), c) : -1;
     const char *id = json_string_value(json_object_get(o, "id"));
-    bool alnum = rc == 0 && id && strlen(id) == 9;
-    for (size_t j = 0; alnum && j < 9; j++)
+    const size_t len = syntax(ts->format)->id_len; /* Mistral's 9 */
+    bool alnum = rc == 0 && id && len && strlen(id) == len;
+    for (size_t j = 0; alnum && j < len; j++)
         alnum = (id[j] >= '0' && id[j] <= '9') || (id[j] >= 'a' && id[j] <= 'z') || (id[j] >= 'A' && id[j] <= 'Z');
     if (alnum && !(c->id = strdup(id))) rc = -1;
     if (rc == 0) *p = s;
     json_decref(o);
     return rc;
+}
+
+
+static const char *const JSON_MARKS[] = { "<think>", "</think>", OPEN, CLOSE };
+static const char *const GLM_MARKS[] = { "<think>", "</think>", OPEN, CLOSE, "<arg_key>", "</arg_key>", "<arg_value>",
+                                         "</arg_value>" };
+static const char *const MM_MARKS[] = { "<think>", "</think>", MM_OPEN, MM_CLOSE };
+static const char *const KIMI_MARKS[] = { "<think>", "</think>", KIMI_OPEN, KIMI_CLOSE, "<|tool_call_begin|>",
+                                          "<|tool_call_argument_begin|>", "<|tool_call_end|>" };
+static const char *const DS_MARKS[] = { "<think>", "</think>", DS_OPEN, DS_CLOSE, DS_CALL, DS_CALL_END, DS_SEP };
+static const char *const MISTRAL_MARKS[] = { MISTRAL_OPEN };
+static const char *const MM_PARTS[] = { MM_OPEN, MM_CLOSE, NULL };
+static const char *const KIMI_PARTS[] = { KIMI_OPEN, KIMI_CLOSE, NULL };
+static const char *const DS_PARTS[] = { DS_OPEN, DS_CLOSE, NULL };
+static const char *const LLAMA_PARTS[] = { ";", ",", NULL };
+/* [TOOL_CALLS] then a JSON list of calls (or one call): the tag and the list's punctuation part them */
+static const char *const MISTRAL_PARTS[] = { MISTRAL_OPEN, "[", ",", "]", NULL };
+#define MARKS(a) a, sizeof a / sizeof *a
+
+static const tool_syntax SYNTAX[] = {
+    [TOOL_FORMAT_JSON] = { .open = OPEN, .parse = parse_one, .markers = MARKS(JSON_MARKS),
+                           .prefix = "<tool_call>\n{\"name\": \"", .after_name = "\", \"arguments\": ",
+                           .args_close = "}\n</tool_call>" },
+    [TOOL_FORMAT_CODER] = { .open = OPEN, .parse = parse_one_tagged, .typed = true, .markers = MARKS(JSON_MARKS),
+                            .prefix = "<tool_call>\n<function=", .after_name = ">\n" },
+    [TOOL_FORMAT_GLM45] = { .open = OPEN, .parse = parse_one_tagged, .typed = true, .name_line = true,
+                            .markers = MARKS(GLM_MARKS),
+                            .prefix = OPEN, .after_name = "\n" },
+    [TOOL_FORMAT_MINIMAX] = { .open = MM_OPEN, .parts = MM_PARTS, .parse = parse_invoke, .typed = true,
+                              .markers = MARKS(MM_MARKS), .prefix = "<minimax:tool_call>\n<invoke name=\"",
+                              .after_name = "\">\n" },
+    [TOOL_FORMAT_KIMI] = { .open = KIMI_OPEN, .parts = KIMI_PARTS, .parse = parse_kimi, .markers = MARKS(KIMI_MARKS),
+                           .prefix = "<|tool_calls_section_begin|><|tool_call_begin|>functions.",
+                           .after_name = ":0<|tool_call_argument_begin|>",
+                           .args_close = "<|tool_call_end|><|tool_calls_section_end|>" },
+    [TOOL_FORMAT_DEEPSEEK] = { .open = DS_OPEN, .parts = DS_PARTS, .parse = parse_deepseek, .markers = MARKS(DS_MARKS),
+                               .prefix = DS_OPEN DS_CALL, .after_name = DS_SEP,
+                               .args_close = DS_CALL_END DS_CLOSE },
+    /* bare JSON: no markers (<|python_start|> is left out of text) */
+    [TOOL_FORMAT_LLAMA] = { .open = LLAMA_OPEN, .parts = LLAMA_PARTS, .parts_between = true, .parse = parse_llama,
+                            .prefix = "{\"name\": \"", .after_name = "\", \"parameters\": ", .args_close = "}" },
+    /* the template refuses call ids that are not 9 characters: the server makes such ones */
+    [TOOL_FORMAT_MISTRAL] = { .open = MISTRAL_OPEN, .parts = MISTRAL_PARTS, .parse = parse_mistral,
+                              .markers = MARKS(MISTRAL_MARKS), .prefix = "[TOOL_CALLS] [{\"name\": \"",
+                              .after_name = "\", \"arguments\": ", .args_close = "}]", .id_len = 9 },
+};
+
+/* f's row; a value out of the enum reads as Qwen3's, the zeroed scan's */
+static const tool_syntax *syntax(tool_format f)
+{
+    return (unsigned)f < sizeof SYNTAX / sizeof *SYNTAX ? &SYNTAX[f] : &SYNTAX[TOOL_FORMAT_JSON];
+}
+
+size_t tool_format_markers(tool_format f, const char *const **texts)
+{
+    *texts = syntax(f)->markers;
+    return syntax(f)->n_markers;
+}
+
+char *tool_call_prefix(tool_format f, const char *name)
+{
+    strbuf b = { 0 };
+    strbuf_puts(&b, syntax(f)->prefix);
+    if (name) strbuf_printf(&b, "%s%s", name, syntax(f)->after_name);
+    return strbuf_take(&b);
+}
+
+const char *tool_call_args_close(tool_format f) { return syntax(f)->args_close; }
+
+size_t tool_call_id_len(tool_format f) { return syntax(f)->id_len; }
+
+/* Whether *p is at a text that only parts calls (taken). */
+static bool take_part(const tool_syntax *sx, const char **p, const char *end, size_t n_calls)
+{
+    if (!sx->parts || (sx->parts_between && !n_calls)) return false;
+    for (const char *const *t = sx->parts; *t; t++)
+        if (take(p, end, *t)) return true;
+    return false;
 }
 
 size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out)
@@ -527,38 +565,17 @@ size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out)
     tool_call *c = NULL;
     size_t n = 0;
     const char *p = h;
-    const bool tagged = ts->format != TOOL_FORMAT_JSON && ts->format != TOOL_FORMAT_KIMI &&
-                        ts->format != TOOL_FORMAT_DEEPSEEK && ts->format != TOOL_FORMAT_LLAMA &&
-                        ts->format != TOOL_FORMAT_MISTRAL;
-    json_t **schemas = tagged ? calloc(ts->n_tools + 1, sizeof *schemas) : NULL;
+    const tool_syntax *sx = syntax(ts->format);
+    json_t **schemas = sx->typed ? calloc(ts->n_tools + 1, sizeof *schemas) : NULL;
     for (;;) {
         while (p < end && is_ws(*p)) p++;
         if (p == end) break;
         tool_call *g = realloc(c, (n + 1) * sizeof *c);
-        if (!g || (tagged && !schemas)) break;
+        if (!g || (sx->typed && !schemas)) break;
         c = g;
         c[n] = (tool_call){ 0 };
-        int rc;
-        if (ts->format == TOOL_FORMAT_MINIMAX) {
-            /* blocks of invokes: the tags only part them (the last close may be missing) */
-            if (take(&p, end, MM_OPEN) || take(&p, end, MM_CLOSE)) continue;
-            rc = parse_invoke(ts, schemas, &p, end, &c[n]);
-        } else if (ts->format == TOOL_FORMAT_KIMI) {
-            if (take(&p, end, KIMI_OPEN) || take(&p, end, KIMI_CLOSE)) continue;
-            rc = parse_kimi(&p, end, &c[n]);
-        } else if (ts->format == TOOL_FORMAT_LLAMA) {
-            if (n && (*p == ';' || *p == ',')) { p++; continue; } /* between calls */
-            rc = parse_llama(ts, &p, end, &c[n]);
-        } else if (ts->format == TOOL_FORMAT_MISTRAL) {
-            /* [TOOL_CALLS] then a JSON list of calls (or one call): the tag and the list's punctuation part them */
-            if (take(&p, end, MISTRAL_OPEN) || take(&p, end, "[") || take(&p, end, ",") || take(&p, end, "]")) continue;
-            rc = parse_mistral(&p, end, &c[n]);
-        } else if (ts->format == TOOL_FORMAT_DEEPSEEK) {
-            if (take(&p, end, DS_OPEN) || take(&p, end, DS_CLOSE)) continue;
-            rc = parse_deepseek(&p, end, &c[n]);
-        } else {
-            rc = tagged ? parse_one_tagged(ts, schemas, &p, end, &c[n]) : parse_one(&p, end, &c[n]);
-        }
+        if (take_part(sx, &p, end, n)) continue;
+        int rc = sx->parse(ts, schemas, &p, end, &c[n]);
         if (rc != 0) { free(c[n].name); free(c[n].arguments); free(c[n].id); break; }
         n++;
     }

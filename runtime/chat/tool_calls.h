@@ -102,6 +102,9 @@ const char *tool_call_args_close(tool_format f);
  * token so, Kimi K2's and DeepSeek's, and any added token marked special),
  * and then the answer must keep their text for the scans to see them. */
 size_t tool_format_markers(tool_format f, const char *const **texts);
+/* The length a format's call ids must have (Mistral's template refuses ids
+ * that are not 9 characters), 0 when any id does. */
+size_t tool_call_id_len(tool_format f);
 /* Returns the number of calls (*calls malloc'd, NULL when 0). */
 size_t tool_scan_finish(tool_scan *ts, tool_call **calls, strbuf *out);
 /* Calls already apart from the text (gpt-oss's harmony: generate.h's

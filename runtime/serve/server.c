@@ -290,7 +290,7 @@ int server_set_engine(server *s, engine *e, char *err, size_t errlen)
     s->json_vocab = json_vocab_new(e); /* JSON mode's table; without it (out of memory) JSON mode answers 500 */
     /* a tool format's markers that the vocabulary holds as control tokens (their pieces empty) */
     const char *const *mark;
-    size_t n_mark = s->tools != CHAT_TOOLS_NONE && s->tools != CHAT_TOOLS_HARMONY
+    size_t n_mark = chat_format_of_tools(s->tools)->calls == CHAT_CALLS_IN_TEXT
                         ? tool_format_markers(chat_tools_format(s->tools), &mark) : 0;
     s->n_kept = 0;
     for (size_t k = 0; k < n_mark && s->n_kept < sizeof s->kept / sizeof s->kept[0]; k++) {
@@ -310,7 +310,7 @@ int server_set_engine(server *s, engine *e, char *err, size_t errlen)
         s->json_vocab_calls = json_vocab_new_marked(e, ids, texts, s->n_kept);
     }
     /* gpt-oss: its markers' ids, so that chat answers carry the final channel only */
-    if (s->family == CHAT_GPT_OSS) {
+    if (chat_format_of_family(s->family)->harmony) {
         static const char *const MARK[5] = { "<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|constrain|>" };
         int32_t id[5];
         for (int k = 0; k < 5; k++) {

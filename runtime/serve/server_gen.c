@@ -264,7 +264,7 @@ void server_gen_finish(server *s, gen *g, size_t n_prompt)
 
 void server_content(const server *s, const prepared *p, tool_scan *ts, const char *d, size_t n, strbuf *out)
 {
-    if (p->tools && s->tools != CHAT_TOOLS_HARMONY) {
+    if (p->tools && chat_format_of_tools(s->tools)->calls != CHAT_CALLS_APART) {
         ts->format = chat_tools_format(s->tools);
         ts->tools = p->tool_defs;
         ts->n_tools = p->n_tool_defs;
@@ -280,7 +280,7 @@ size_t server_calls(const server *s, const prepared *p, gen *g, tool_scan *ts, s
 {
     *calls = NULL;
     if (!p->tools) return 0;
-    if (s->tools != CHAT_TOOLS_HARMONY) {
+    if (chat_format_of_tools(s->tools)->calls != CHAT_CALLS_APART) { /* harmony's come apart, below */
         ts->format = chat_tools_format(s->tools);
         ts->tools = p->tool_defs;
         ts->n_tools = p->n_tool_defs;

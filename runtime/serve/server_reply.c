@@ -91,7 +91,8 @@ void server_new_id(server *s, const char *prefix, char *buf, size_t n)
 
 void server_new_call_id(server *s, const char *prefix, char *buf, size_t n)
 {
-    if (chat_tools_format(s->tools) != TOOL_FORMAT_MISTRAL) {
+    const size_t len = tool_call_id_len(chat_tools_format(s->tools)); /* the template's rule, or 0: ours */
+    if (!len) {
         server_new_id(s, prefix, buf, n);
         return;
     }
@@ -102,8 +103,9 @@ void server_new_call_id(server *s, const char *prefix, char *buf, size_t n)
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
     x ^= x >> 31;
-    char id[10];
-    for (int i = 0; i < 9; i++, x /= 62) id[i] = digits[x % 62];
-    id[9] = 0;
+    char id[16];
+    size_t i = 0;
+    for (; i < len && i < sizeof id - 1; i++, x /= 62) id[i] = digits[x % 62];
+    id[i] = 0;
     snprintf(buf, n, "%s", id);
 }

@@ -362,6 +362,32 @@ static void test_detect(void **st)
     assert_string_equal(chat_family_name(CHAT_PHI3), "phi3");
 }
 
+/* The formats' table (chat_template.c): every family and tool format has a row whose name picks it
+ * back, the tool formats say where their calls are, and only harmony's cannot be forced. */
+static void test_format_table(void **st)
+{
+    (void)st;
+    for (int f = CHAT_CHATML; f <= CHAT_DOTS1; f++) {
+        assert_non_null(chat_format_of_family((chat_family)f)->layout);
+        assert_int_equal(chat_family_from_name(chat_family_name((chat_family)f)), f);
+    }
+    for (int t = CHAT_TOOLS_QWEN3; t <= CHAT_TOOLS_KIMI_K2_0711; t++) {
+        const chat_format *r = chat_format_of_tools((chat_tools)t);
+        assert_non_null(r->render);
+        assert_int_equal(chat_tools_from_name(r->name), t);
+        assert_int_not_equal(chat_family_from_name(r->name), CHAT_UNKNOWN); /* a tool name brings a layout too */
+        assert_int_equal(r->calls, t == CHAT_TOOLS_HARMONY ? CHAT_CALLS_APART : CHAT_CALLS_IN_TEXT);
+        assert_true((r->no_forcing != NULL) == (t == CHAT_TOOLS_HARMONY));
+    }
+    assert_string_equal(chat_family_name(CHAT_UNKNOWN), "unknown");
+    assert_string_equal(chat_tools_name(CHAT_TOOLS_NONE), "none");
+    assert_int_equal(chat_format_of_tools(CHAT_TOOLS_NONE)->calls, CHAT_CALLS_NONE);
+    assert_int_equal(chat_tools_format(CHAT_TOOLS_MISTRAL_V3_USER_SYSTEM), TOOL_FORMAT_MISTRAL);
+    assert_int_equal(chat_tools_format(CHAT_TOOLS_LLAMA32), TOOL_FORMAT_LLAMA);
+    assert_true(chat_format_of_family(CHAT_GPT_OSS)->harmony);
+    assert_false(chat_format_of_family(CHAT_CHATML)->harmony);
+}
+
 /* Qwen3's tool layout: jinja2's rendering of Qwen3's template (the same
  * conversation as an OpenAI body; tests/e2e/e2e_tool_template.sh runs many more
  * against the real template). The reasoning of an assistant turn after the
@@ -521,7 +547,8 @@ int main(void)
         cmocka_unit_test(test_mistral),  cmocka_unit_test(test_gemma),
         cmocka_unit_test(test_phi3),     cmocka_unit_test(test_deepseek),
         cmocka_unit_test(test_granite),  cmocka_unit_test(test_deepseek2), cmocka_unit_test(test_llama4), cmocka_unit_test(test_glm4), cmocka_unit_test(test_hunyuan), cmocka_unit_test(test_kimi_k2), cmocka_unit_test(test_gpt_oss), cmocka_unit_test(test_bailing), cmocka_unit_test(test_minimax_m2), cmocka_unit_test(test_dots1),
-        cmocka_unit_test(test_refusals), cmocka_unit_test(test_detect), cmocka_unit_test(test_qwen3_tools),
+        cmocka_unit_test(test_refusals), cmocka_unit_test(test_detect), cmocka_unit_test(test_format_table),
+        cmocka_unit_test(test_qwen3_tools),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

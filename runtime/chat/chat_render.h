@@ -1,5 +1,7 @@
-/* chat_template_impl.h: what the whole-template renderers
- * (chat_template_*.c) share. Not for use outside them.
+/* chat_render.h: what the template renderers (chat_layouts.c,
+ * chat_template_*.c) share, defined in chat_render.c beneath them so that
+ * the dispatcher (chat_template.c) is the only file above the renderers.
+ * Not for use outside runtime/chat/.
  *
  * Contract:
  *  - chat_add_call_args() writes a call's arguments one by one, each as
@@ -13,8 +15,8 @@
  *  - chat_add_tojson_text() writes a JSON text as tojson writes the value it
  *    holds (a call's arguments given as text, rendered as an object), text
  *    that is not JSON as a JSON string. */
-#ifndef STRATA_CHAT_TEMPLATE_IMPL_H
-#define STRATA_CHAT_TEMPLATE_IMPL_H
+#ifndef STRATA_CHAT_RENDER_H
+#define STRATA_CHAT_RENDER_H
 
 #include <jansson.h>
 #include <stddef.h>
@@ -36,6 +38,27 @@ int chat_add_call_args(strbuf *b, const chat_call *c, size_t msg, const chat_arg
 void chat_add_strip(strbuf *b, const char *s, size_t n);
 void chat_add_strip_nl(strbuf *b, const char *s, size_t n);
 void chat_add_tojson_text(strbuf *b, const char *text);
+
+/* The releases a renderer draws (chat_format.variant); 0 is each one's first. */
+enum {
+    CHAT_VARIANT_QWEN3_HYBRID = 0, CHAT_VARIANT_QWEN3_THINKING, CHAT_VARIANT_QWEN3_INSTRUCT, /* qwen3 */
+};
+enum { CHAT_VARIANT_BAILING = 0, CHAT_VARIANT_BAILING_V2, CHAT_VARIANT_BAILING_THINKING };      /* bailing */
+enum { CHAT_VARIANT_KIMI_0905 = 0, CHAT_VARIANT_KIMI_0711 };                                    /* kimi_k2_instruct */
+enum { CHAT_VARIANT_LLAMA31 = 0, CHAT_VARIANT_LLAMA32 };                                        /* llama31 */
+enum { CHAT_VARIANT_MISTRAL_V3 = 0, CHAT_VARIANT_MISTRAL_V3_USER_SYSTEM };                      /* mistral_v3 */
+
+/* The layouts (chat_layouts.c). */
+chat_layout_fn chat_layout_chatml, chat_layout_llama2, chat_layout_mistral, chat_layout_llama3, chat_layout_llama4,
+    chat_layout_gemma, chat_layout_phi3, chat_layout_granite, chat_layout_deepseek2, chat_layout_deepseek,
+    chat_layout_glm4, chat_layout_hunyuan, chat_layout_kimi_k2, chat_layout_gpt_oss, chat_layout_dots1,
+    chat_layout_bailing, chat_layout_minimax;
+
+/* The whole templates, each in its own file (chat_template_NAME.c). */
+chat_render_fn chat_template_render_qwen3, chat_template_render_qwen3_coder, chat_template_render_harmony_tools,
+    chat_template_render_glm45, chat_template_render_minimax_tools, chat_template_render_kimi_k2,
+    chat_template_render_kimi_k2_instruct, chat_template_render_deepseek_v31, chat_template_render_llama31,
+    chat_template_render_llama4, chat_template_render_mistral_v3;
 
 /* DeepSeek's markers: U+FF5C bars, U+2581 for spaces (kept as separate
  * literals: a hex escape would swallow the letters that follow). */
