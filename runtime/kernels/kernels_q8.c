@@ -245,20 +245,18 @@ float kscalar_qdot_iq3(const weight *w, int64_t r, const qrow *a)
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     float acc[8] = { 0 };
     for (int64_t b = 0; b < w->cols / IQ3_QK; b++) {
-        const uint8_t *blk = row + b * IQ3_BLOCK_BYTES;
+        const iq3_block *blk = (const iq3_block *)row + b;
         const int8_t *q = a->q + b * IQ3_QK;
-        uint16_t dh;
-        memcpy(&dh, blk + 96, 2);
+        const uint16_t dh = iq3_block_d(blk);
         int32_t lane[8] = { 0 };
         for (int s = 0; s < 8; s++) {
-            uint32_t word;
-            memcpy(&word, blk + 64 + 4 * s, 4);
+            const uint32_t word = iq3_block_word(blk, s);
             const int32_t mul = (int32_t)(2 * (word >> 28) + 1);
             for (int k = 0; k < 4; k++) {
                 const unsigned s7 = (word >> (7 * k)) & 127u;
                 const unsigned signs = s7 | ((unsigned)__builtin_parity(s7) << 7);
                 for (int h = 0; h < 2; h++) {
-                    const uint32_t gv = ggml_iq3xxs_grid[blk[s * 8 + k * 2 + h]];
+                    const uint32_t gv = ggml_iq3xxs_grid[blk->grid[s * 8 + k * 2 + h]];
                     int32_t sub = 0;
                     for (int j = 0; j < 4; j++) {
                         const int e = k * 8 + h * 4 + j;

@@ -503,10 +503,10 @@ AVX2 void kavx2_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qr
  * the float steps per block (dd, one fused multiply-add, one horizontal sum
  * at the end) are those of the kernel this one replaced, so the results are
  * the same bits. */
-AVX2 static inline __attribute__((always_inline)) void iq3_words(const uint8_t *blk, uint32_t mask[8],
+AVX2 static inline __attribute__((always_inline)) void iq3_words(const iq3_block *blk, uint32_t mask[8],
                                                                  uint32_t mul[8])
 {
-    const __m256i w = _mm256_loadu_si256((const __m256i *)(blk + 64));
+    const __m256i w = _mm256_loadu_si256((const __m256i *)blk->word);
     const __m256i b7 = _mm256_set1_epi32(0x7f);
     __m256i m = _mm256_or_si256(
         _mm256_or_si256(_mm256_and_si256(w, b7), _mm256_and_si256(_mm256_slli_epi32(w, 1), _mm256_set1_epi32(0x7f00))),
@@ -556,17 +556,16 @@ AVX2 float kavx2_qdot_iq3(const weight *w, int64_t r, const qrow *a)
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < w->cols / IQ3_QK; b++) {
-        const uint8_t *blk = row + b * IQ3_BLOCK_BYTES;
+        const iq3_block *blk = (const iq3_block *)row + b;
         const int8_t *q = a->q + b * IQ3_QK;
         _mm_prefetch((const char *)blk + QD_AHEAD, QD_HINT);
-        uint16_t dh;
-        memcpy(&dh, blk + 96, 2);
+        const uint16_t dh = iq3_block_d(blk);
         uint32_t mask[8], mul[8];
         iq3_words(blk, mask, mul);
         __m256i isum = _mm256_setzero_si256();
         QD_UNROLL
         for (int s = 0; s < 8; s++) {
-            const __m256i p16 = _mm256_maddubs_epi16(iq3_grid8(blk + s * 8, IQ3_GATHER), iq3_signed_q(q + s * 32, mask[s]));
+            const __m256i p16 = _mm256_maddubs_epi16(iq3_grid8(blk->grid + s * 8, IQ3_GATHER), iq3_signed_q(q + s * 32, mask[s]));
             isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16, _mm256_set1_epi32((int)mul[s])));
         }
         const float dd = _cvtsh_ss(dh) * a->d[b] * 0.125f; /* F16C: fp16_to_f32 bit for bit, inline */
@@ -587,15 +586,14 @@ AVX2 void kavx2_qdotn_iq3(const weight *w, int64_t r, const qrow *a, int nt, flo
     __m256 acc[KQ_NT_MAX];
     for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < w->cols / IQ3_QK; b++) {
-        const uint8_t *blk = row + b * IQ3_BLOCK_BYTES;
-        uint16_t dh;
-        memcpy(&dh, blk + 96, 2);
+        const iq3_block *blk = (const iq3_block *)row + b;
+        const uint16_t dh = iq3_block_d(blk);
         const float d = _cvtsh_ss(dh);
         uint32_t mask[8], mul[8];
         iq3_words(blk, mask, mul);
         __m256i grid[8], sign[8];
         for (int s = 0; s < 8; s++) {
-            grid[s] = iq3_grid8(blk + s * 8, IQ3_GATHER);
+            grid[s] = iq3_grid8(blk->grid + s * 8, IQ3_GATHER);
             sign[s] = iq3_sign_pm1(mask[s]);
         }
         for (int t = 0; t < nt; t++) {
@@ -769,17 +767,16 @@ VNNI float kvnni_qdot_iq3(const weight *w, int64_t r, const qrow *a)
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < w->cols / IQ3_QK; b++) {
-        const uint8_t *blk = row + b * IQ3_BLOCK_BYTES;
+        const iq3_block *blk = (const iq3_block *)row + b;
         const int8_t *q = a->q + b * IQ3_QK;
         _mm_prefetch((const char *)blk + QD_AHEAD, QD_HINT);
-        uint16_t dh;
-        memcpy(&dh, blk + 96, 2);
+        const uint16_t dh = iq3_block_d(blk);
         uint32_t mask[8], mul[8];
         iq3_words(blk, mask, mul);
         __m256i isum = _mm256_setzero_si256();
         QD_UNROLL
         for (int s = 0; s < 8; s++) {
-            const __m256i p16 = _mm256_maddubs_epi16(iq3_grid8(blk + s * 8, IQ3_GATHER), iq3_signed_q(q + s * 32, mask[s]));
+            const __m256i p16 = _mm256_maddubs_epi16(iq3_grid8(blk->grid + s * 8, IQ3_GATHER), iq3_signed_q(q + s * 32, mask[s]));
             isum = _mm256_dpwssd_avx_epi32(isum, p16, _mm256_set1_epi32((int)mul[s]));
         }
         const float dd = _cvtsh_ss(dh) * a->d[b] * 0.125f; /* F16C: fp16_to_f32 bit for bit, inline */
@@ -817,10 +814,10 @@ VNNI float kvnni_qdot_iq3(const weight *w, int64_t r, const qrow *a)
  * in input bit 7 (matrix row for output bit i is qword byte 7 - i). The
  * multiplier is (w >> 27) | 1 = 2 * code + 1. The same masks and
  * multipliers as iq3_words(). */
-AVX512 static inline __attribute__((always_inline)) void iq3_words_gfni(const uint8_t *blk, uint32_t mask[8],
+AVX512 static inline __attribute__((always_inline)) void iq3_words_gfni(const iq3_block *blk, uint32_t mask[8],
                                                                         uint32_t mul[8])
 {
-    const __m256i w = _mm256_loadu_si256((const __m256i *)(blk + 64));
+    const __m256i w = _mm256_loadu_si256((const __m256i *)blk->word);
     __m256i m = _mm256_mask_blend_epi8(0x22222222u, w, _mm256_slli_epi32(w, 1));
     m = _mm256_mask_blend_epi8(0x44444444u, m, _mm256_slli_epi32(w, 2));
     m = _mm256_mask_blend_epi8(0x88888888u, m, _mm256_slli_epi32(w, 3));
@@ -927,10 +924,10 @@ AVX512 static inline __attribute__((always_inline)) void iq3_zmm_init(iq3_zmm *z
 
 /* One block's 256 grid bytes in element order: g[m] holds sub-blocks 2m
  * and 2m + 1. */
-AVX512 static inline __attribute__((always_inline)) void iq3_grid_zmm(const iq3_zmm *z, const uint8_t *blk,
+AVX512 static inline __attribute__((always_inline)) void iq3_grid_zmm(const iq3_zmm *z, const iq3_block *blk,
                                                                       __m512i g[4])
 {
-    const __m512i idx = _mm512_permutexvar_epi8(z->zord, _mm512_loadu_si512((const void *)blk));
+    const __m512i idx = _mm512_permutexvar_epi8(z->zord, _mm512_loadu_si512((const void *)blk->grid));
     const __mmask64 k7 = _mm512_test_epi8_mask(idx, z->bit7);
     __m512i pl[4];
     QD_UNROLL
@@ -954,11 +951,10 @@ AVX512 float kavx512_qdot_iq3(const weight *w, int64_t r, const qrow *a)
     const __m512i two = _mm512_set1_epi32(2);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < w->cols / IQ3_QK; b++) {
-        const uint8_t *blk = row + b * IQ3_BLOCK_BYTES;
+        const iq3_block *blk = (const iq3_block *)row + b;
         const int8_t *q = a->q + b * IQ3_QK;
         _mm_prefetch((const char *)blk + QD_AHEAD, QD_HINT);
-        uint16_t dh;
-        memcpy(&dh, blk + 96, 2);
+        const uint16_t dh = iq3_block_d(blk);
         uint32_t mask[8], mul[8];
         iq3_words_gfni(blk, mask, mul);
         const __m512i mulv = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)mul));
@@ -995,9 +991,8 @@ AVX512 void kavx512_qdotn_iq3(const weight *w, int64_t r, const qrow *a, int nt,
     __m256 acc[KQ_NT_MAX];
     for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < w->cols / IQ3_QK; b++) {
-        const uint8_t *blk = row + b * IQ3_BLOCK_BYTES;
-        uint16_t dh;
-        memcpy(&dh, blk + 96, 2);
+        const iq3_block *blk = (const iq3_block *)row + b;
+        const uint16_t dh = iq3_block_d(blk);
         const float d = _cvtsh_ss(dh);
         uint32_t mask[8], mul[8];
         iq3_words_gfni(blk, mask, mul);
