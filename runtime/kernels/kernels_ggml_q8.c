@@ -1,6 +1,6 @@
 /* kernels_ggml_q8.c: integer dots for native ggml blocks with quantized
- * activations, in ggml-cpu's x86 (AVX2) order, scalar: one table entry
- * (qdot[WF_GGML]) for every table.
+ * activations, in ggml-cpu's x86 (AVX2) order, scalar: one entry per type
+ * (qdot_ggml[type], kernel_table.c) that the SIMD layers keep or replace.
  *
  * Each super-block (or Q8_0 block) is summed as ggml's AVX2 vec_dot does:
  * integer products into 8 lanes (lane l = elements 4l..4l+3 of every 32),
@@ -211,28 +211,26 @@ static float dot_mxfp4(const uint8_t *row, int64_t cols, const qrow *a)
     return ggml_order_hsum8(s8);
 }
 
-int kq8_ggml_qdot_ok(int ggml_type)
+/* The table's entries (kernel_table.c: qdot_ggml[type]): row r of w. */
+static const uint8_t *row_of(const weight *w, int64_t r) { return (const uint8_t *)w->data + (size_t)r * w->row_bytes; }
+
+float kscalar_qdot_q8_0(const weight *w, int64_t r, const qrow *a) { return dot_q8_0(row_of(w, r), w->cols, a); }
+float kscalar_qdot_q4_k(const weight *w, int64_t r, const qrow *a) { return dot_qk(row_of(w, r), w->cols, a, 4); }
+float kscalar_qdot_q5_k(const weight *w, int64_t r, const qrow *a) { return dot_qk(row_of(w, r), w->cols, a, 5); }
+float kscalar_qdot_q6_k(const weight *w, int64_t r, const qrow *a) { return dot_q6_k(row_of(w, r), w->cols, a); }
+float kscalar_qdot_iq3_xxs(const weight *w, int64_t r, const qrow *a) { return dot_iq3_xxs(row_of(w, r), w->cols, a); }
+float kscalar_qdot_iq2_s(const weight *w, int64_t r, const qrow *a) { return dot_iq2_s(row_of(w, r), w->cols, a); }
+float kscalar_qdot_mxfp4(const weight *w, int64_t r, const qrow *a) { return dot_mxfp4(row_of(w, r), w->cols, a); }
+
+/* One row against nt tokens, one dot per token: the scalar table's qdotn
+ * for the types whose SIMD qdotn shares work across tokens (so a batch
+ * takes the same path whichever table runs it). */
+void kscalar_qdotn_iq2_s(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
 {
-    switch (ggml_type) {
-    case GGML_TYPE_Q8_0: case GGML_TYPE_Q4_K: case GGML_TYPE_Q5_K: case GGML_TYPE_Q6_K:
-    case GGML_TYPE_IQ3_XXS: case GGML_TYPE_IQ2_S: case GGML_TYPE_MXFP4:
-        return 1;
-    default:
-        return 0;
-    }
+    for (int t = 0; t < nt; t++) y[t * ystride] = kscalar_qdot_iq2_s(w, r, &a[t]);
 }
 
-float kscalar_qdot_ggml(const weight *w, int64_t r, const qrow *a)
+void kscalar_qdotn_mxfp4(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
 {
-    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    switch (w->ggml_type) {
-    case GGML_TYPE_Q8_0: return dot_q8_0(row, w->cols, a);
-    case GGML_TYPE_Q4_K: return dot_qk(row, w->cols, a, 4);
-    case GGML_TYPE_Q5_K: return dot_qk(row, w->cols, a, 5);
-    case GGML_TYPE_Q6_K: return dot_q6_k(row, w->cols, a);
-    case GGML_TYPE_IQ3_XXS: return dot_iq3_xxs(row, w->cols, a);
-    case GGML_TYPE_IQ2_S: return dot_iq2_s(row, w->cols, a);
-    case GGML_TYPE_MXFP4: return dot_mxfp4(row, w->cols, a);
-    default: return 0.0f; /* kernels_qdot_ok() keeps other types away */
-    }
+    for (int t = 0; t < nt; t++) y[t * ystride] = kscalar_qdot_mxfp4(w, r, &a[t]);
 }

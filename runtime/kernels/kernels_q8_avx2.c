@@ -1204,7 +1204,7 @@ AVX2 static inline float mxfp4_finish(const uint8_t *row, const qrow *a, int64_t
     return mxfp4_tail(row, a, nb, hsum_ps(_mm256_add_ps(even, odd)));
 }
 
-AVX2 static float mxfp4_dot(const weight *w, int64_t r, const qrow *a)
+AVX2 float kavx2_qdot_mxfp4(const weight *w, int64_t r, const qrow *a)
 {
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     __m256 even = _mm256_setzero_ps(), odd = even;
@@ -1217,8 +1217,8 @@ AVX2 static float mxfp4_dot(const weight *w, int64_t r, const qrow *a)
 }
 
 /* Four MXFP4 rows (r, r + stride, ...) against one activation, each y
- * mxfp4_dot's bits: the activation blocks and their biases are made once. */
-AVX2 static void mxfp4_dot4(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
+ * kavx2_qdot_mxfp4's bits: the activation blocks and their biases are made once. */
+AVX2 void kavx2_qdot4_mxfp4(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
 {
     const size_t rs = (size_t)stride * w->row_bytes;
     const uint8_t *r0 = (const uint8_t *)w->data + (size_t)r * w->row_bytes, *r1 = r0 + rs, *r2 = r1 + rs, *r3 = r2 + rs;
@@ -1245,25 +1245,14 @@ AVX2 static void mxfp4_dot4(const weight *w, int64_t r, int64_t stride, const qr
     y[3 * stride] = mxfp4_finish(r3, a, nb, e3, o3);
 }
 
-/* qdot4 for native blocks: MXFP4's four-row kernel, the table's single dot
- * four times for the other types (the same bits either way). */
-AVX2 void kavx2_qdot4_ggml(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
-{
-    if (w->ggml_type == GGML_TYPE_MXFP4) { mxfp4_dot4(w, r, stride, a, y); return; }
-    for (int k = 0; k < 4; k++) y[k * stride] = kavx2_qdot_ggml(w, r + k * stride, a);
-}
-
 /* Native IQ2_S blocks on AVX2 (kernels_ggml_q8.c has the scalar spelling):
  * per 32 elements the four 8-byte grid entries, the 32 sign bits applied
  * to the activation codes, maddubs, and madd by the two 16-element scales
  * give the same 8 integer lanes; summed over the block, converted, one
  * fused multiply-add by d x (activation scale), 0.125 x hsum: the same
- * bits as the scalar kernel. MXFP4: mxfp4_dot. Other native types take
- * the scalar kernels. */
-AVX2 float kavx2_qdot_ggml(const weight *w, int64_t r, const qrow *a)
+ * bits as the scalar kernel. */
+AVX2 float kavx2_qdot_iq2_s(const weight *w, int64_t r, const qrow *a)
 {
-    if (w->ggml_type == GGML_TYPE_MXFP4) return mxfp4_dot(w, r, a);
-    if (w->ggml_type != GGML_TYPE_IQ2_S) return kscalar_qdot_ggml(w, r, a);
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < w->cols / 256; b++) {
@@ -1295,8 +1284,8 @@ AVX2 float kavx2_qdot_ggml(const weight *w, int64_t r, const qrow *a)
 /* One MXFP4 row against nt <= KQ_NT_MAX tokens (prefill): each block's
  * signed values and their magnitudes, and its scale, are made once and
  * met by every token; per token the integer lanes, the scale product and
- * the two accumulators are mxfp4_dot's, so each y is its bits. */
-AVX2 static void mxfp4_dotn(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+ * the two accumulators are kavx2_qdot_mxfp4's, so each y is its bits. */
+AVX2 void kavx2_qdotn_mxfp4(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
 {
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     const __m256i values = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ggml_kvalues_fp4));
@@ -1322,18 +1311,12 @@ AVX2 static void mxfp4_dotn(const weight *w, int64_t r, const qrow *a, int nt, f
     for (int t = 0; t < nt; t++) y[t * ystride] = mxfp4_finish(row, &a[t], nb, even[t], odd[t]);
 }
 
-/* kavx2_qdot_ggml of one IQ2_S row against nt <= KQ_NT_MAX tokens: a
- * block's grid bytes, sign vectors and scales are made once and met by
- * every token; per token the integer lanes and float steps are
- * kavx2_qdot_ggml's, so each y is its bits. Other native types: the
- * table's single dot per token (kernels_qdotn_ok keeps them on it). */
-AVX2 void kavx2_qdotn_ggml(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+/* kavx2_qdot_iq2_s of one row against nt <= KQ_NT_MAX tokens: a block's
+ * grid bytes, sign vectors and scales are made once and met by every
+ * token; per token the integer lanes and float steps are
+ * kavx2_qdot_iq2_s's, so each y is its bits. */
+AVX2 void kavx2_qdotn_iq2_s(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
 {
-    if (w->ggml_type == GGML_TYPE_MXFP4) { mxfp4_dotn(w, r, a, nt, y, ystride); return; }
-    if (w->ggml_type != GGML_TYPE_IQ2_S) {
-        for (int t = 0; t < nt; t++) y[t * ystride] = kavx2_qdot_ggml(w, r, &a[t]);
-        return;
-    }
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     __m256 acc[KQ_NT_MAX];
     for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
@@ -1369,7 +1352,7 @@ AVX2 void kavx2_qdotn_ggml(const weight *w, int64_t r, const qrow *a, int nt, fl
 }
 
 /* Four MXFP4 rows with AVX-512 VNNI and VBMI: one zmm holds a row's even
- * block (lanes 0..7) and the odd one after it (lanes 8..15), mxfp4_dot's
+ * block (lanes 0..7) and the odd one after it (lanes 8..15), kavx2_qdot_mxfp4's
  * two accumulators side by side. Both blocks (34 bytes) come in with one
  * masked load (nothing past them is touched); one two-source byte
  * permute of those bytes and of them shifted right by 4 lays out block
@@ -1379,8 +1362,8 @@ AVX2 void kavx2_qdotn_ggml(const weight *w, int64_t r, const qrow *a, int nt, fl
  * of those against both blocks' activations, 12 x their 4-element sums
  * taken off (the same integers); the two E8M0 bytes are permuted into
  * their dword lanes and scale the activation scales through scalef; one
- * fused multiply-add. A last odd block as mxfp4_dot4 takes it. y equals
- * mxfp4_dot's bits (tested). */
+ * fused multiply-add. A last odd block as kavx2_qdot4_mxfp4 takes it. y equals
+ * kavx2_qdot_mxfp4's bits (tested). */
 /* byte i of the layout: 128-bit lane i / 16 (low, high nibbles of block b, then of b+1), position
  * i % 16 of the block's codes; 64 + picks the shifted copy */
 static const uint8_t mxfp4_layout[64] = {
@@ -1394,7 +1377,7 @@ static const uint8_t mxfp4_scale_at[64] = {
     [32] = 17, [36] = 17, [40] = 17, [44] = 17, [48] = 17, [52] = 17, [56] = 17, [60] = 17,
 };
 #define AVX512VNNI_VBMI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
-/* a zmm's even-block half plus its odd-block half, summed as mxfp4_dot's two accumulators are */
+/* a zmm's even-block half plus its odd-block half, summed as kavx2_qdot_mxfp4's two accumulators are */
 AVX512VNNI_VBMI static inline float mxfp4_zsum(__m512 acc)
 {
     const __m256 lo = _mm512_castps512_ps256(acc);
@@ -1416,7 +1399,7 @@ AVX512VNNI_VBMI static inline __attribute__((always_inline)) __m512 mxfp4_pair_z
     return _mm512_fmadd_ps(dv, _mm512_cvtepi32_ps(lanes), acc);
 }
 
-AVX512VNNI_VBMI static void mxfp4_dot4_z(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
+AVX512VNNI_VBMI void kavx512_qdot4_mxfp4(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
 {
     const uint8_t *row[4];
     for (int k = 0; k < 4; k++) row[k] = (const uint8_t *)w->data + (size_t)(r + k * stride) * w->row_bytes;
@@ -1446,18 +1429,12 @@ AVX512VNNI_VBMI static void mxfp4_dot4_z(const weight *w, int64_t r, int64_t str
     for (int k = 0; k < 4; k++) y[k * stride] = mxfp4_tail(row[k], a, nb, mxfp4_zsum(acc[k]));
 }
 
-AVX512VNNI_VBMI void kavx512_qdot4_ggml(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
-{
-    if (w->ggml_type == GGML_TYPE_MXFP4) { mxfp4_dot4_z(w, r, stride, a, y); return; }
-    kavx2_qdot4_ggml(w, r, stride, a, y);
-}
-
 /* One MXFP4 row against nt <= KQ_NT_MAX tokens (prefill) with AVX-512
- * VNNI: a block pair is laid out and looked up once (as in mxfp4_dot4_z,
+ * VNNI: a block pair is laid out and looked up once (as in kavx512_qdot4_mxfp4,
  * but signed values: their magnitudes meet each token's activation with
  * the values' signs put on, so no bias is needed per token), its scales'
  * exponents converted once; per token one vpdpbusd, the scale product
- * and one fused multiply-add, mxfp4_dot4_z's steps, so each y is its bits. */
+ * and one fused multiply-add, kavx512_qdot4_mxfp4's steps, so each y is its bits. */
 AVX512VNNI_VBMI static inline __attribute__((always_inline)) void mxfp4_dotn_z_body(const weight *w, int64_t r,
                                                                                     const qrow *a, int nt, float *y,
                                                                                     int64_t ystride)
@@ -1489,17 +1466,11 @@ AVX512VNNI_VBMI static inline __attribute__((always_inline)) void mxfp4_dotn_z_b
     for (int t = 0; t < nt; t++) y[t * ystride] = mxfp4_tail(row, &a[t], nb, mxfp4_zsum(acc[t]));
 }
 
-AVX512VNNI_VBMI static void mxfp4_dotn_z(const weight *w, int64_t r, const qrow *a, int nt, float *y,
+AVX512VNNI_VBMI void kavx512_qdotn_mxfp4(const weight *w, int64_t r, const qrow *a, int nt, float *y,
                                          int64_t ystride)
 {
     if (nt == KQ_NT_MAX) mxfp4_dotn_z_body(w, r, a, KQ_NT_MAX, y, ystride);
     else mxfp4_dotn_z_body(w, r, a, nt, y, ystride);
-}
-
-AVX512VNNI_VBMI void kavx512_qdotn_ggml(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
-{
-    if (w->ggml_type == GGML_TYPE_MXFP4) { mxfp4_dotn_z(w, r, a, nt, y, ystride); return; }
-    kavx2_qdotn_ggml(w, r, a, nt, y, ystride);
 }
 
 #endif
