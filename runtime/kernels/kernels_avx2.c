@@ -9,19 +9,11 @@
 #include "runtime/kernels/kernels_impl.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "runtime/kernels/kernels_x86.h"
+
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
-
-#define AVX2 __attribute__((target("avx2,fma,f16c")))
-
-AVX2 static inline float hsum(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 /* ggml_vec_dot_f32's order on x86 (kernels.c spells it out). */
 AVX2 float kavx2_dot_f32(const float *a, const float *b, int64_t n)
@@ -56,7 +48,7 @@ AVX2 float kavx2_dot_f16(const uint16_t *a, const float *b, int64_t n)
         s1 = _mm256_fmadd_ps(load_h8(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
     }
     for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(load_h8(a + i), _mm256_loadu_ps(b + i), s0);
-    float s = hsum(_mm256_add_ps(s0, s1));
+    float s = hsum_ps(_mm256_add_ps(s0, s1));
     for (; i < n; i++) s += _cvtsh_ss(a[i]) * b[i];
     return s;
 }
@@ -66,7 +58,7 @@ AVX2 float kavx2_dot8_f32(const float *a, const float *b, int64_t n)
 {
     __m256 s = _mm256_setzero_ps();
     for (int64_t i = 0; i < n; i += 8) s = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s);
-    return hsum(s);
+    return hsum_ps(s);
 }
 
 /* dot8_f32 for a block of rows x tokens, 4 x 3 at a time in 12
@@ -93,7 +85,7 @@ AVX2 void kavx2_gemm8_f32(const float *A, int64_t lda, int64_t m, const float *B
                 }
             }
             for (int a = 0; a < 4; a++)
-                for (int b = 0; b < 3; b++) C[(j + b) * ldc + i + a] = hsum(c[a][b]);
+                for (int b = 0; b < 3; b++) C[(j + b) * ldc + i + a] = hsum_ps(c[a][b]);
         }
         for (; i < m; i++)
             for (int b = 0; b < 3; b++) C[(j + b) * ldc + i] = kavx2_dot8_f32(A + i * lda, B + (j + b) * ldb, k);
@@ -157,7 +149,7 @@ AVX2 void kavx2_softmax_f32(const float *x, int64_t n, float *y, float sink)
     for (; i + 8 <= n; i += 8) {
         const __m256 e = v_expf(_mm256_sub_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(mx)));
         _mm256_storeu_ps(y + i, e);
-        sum += (double)hsum(e);
+        sum += (double)hsum_ps(e);
     }
     for (; i < n; i++) {
         y[i] = expf(x[i] - mx);

@@ -5,6 +5,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include "runtime/kernels/kernels_x86.h"
+#include "formats/ggml_blocks.h"
 #include "formats/ggml_dequant.h"
 #include "formats/ggml_tables.h"
 
@@ -106,10 +107,10 @@ AVX2 float kavx2_qdot_iq2_s(const weight *w, int64_t r, const qrow *a)
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < w->cols / 256; b++) {
-        const uint8_t *blk = row + b * 82, *qs = blk + 2, *signs = blk + 34, *qh = blk + 66, *sc = blk + 74;
+        const block_iq2_s *blk = (const block_iq2_s *)row + b;
+        const uint8_t *qs = blk->qs, *signs = blk->qs + 32, *qh = blk->qh, *sc = blk->scales;
         const int8_t *q = a->q + b * 256;
-        uint16_t dh;
-        memcpy(&dh, blk, 2);
+        const uint16_t dh = blk->d;
         __m256i lanes = _mm256_setzero_si256();
         for (int ib = 0; ib < 8; ib++) {
             const __m256i grid = _mm256_setr_epi64x(
@@ -171,9 +172,9 @@ AVX2 void kavx2_qdotn_iq2_s(const weight *w, int64_t r, const qrow *a, int nt, f
     __m256 acc[KQ_NT_MAX];
     for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < w->cols / 256; b++) {
-        const uint8_t *blk = row + b * 82, *qs = blk + 2, *signs = blk + 34, *qh = blk + 66, *sc = blk + 74;
-        uint16_t dh;
-        memcpy(&dh, blk, 2);
+        const block_iq2_s *blk = (const block_iq2_s *)row + b;
+        const uint8_t *qs = blk->qs, *signs = blk->qs + 32, *qh = blk->qh, *sc = blk->scales;
+        const uint16_t dh = blk->d;
         const float d = _cvtsh_ss(dh);
         __m256i grid[8], sgn[8], scv[8];
         for (int ib = 0; ib < 8; ib++) {

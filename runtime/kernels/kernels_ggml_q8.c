@@ -12,6 +12,7 @@
 #include "runtime/kernels/kernels_impl.h"
 
 #include "formats/fp16.h"
+#include "formats/ggml_blocks.h"
 #include "formats/ggml_dequant.h"
 #include "formats/ggml_tables.h"
 #include "formats/ggml_types.h"
@@ -19,13 +20,6 @@
 
 #include <math.h>
 #include <string.h>
-
-static float f16at(const uint8_t *p)
-{
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return fp16_to_f32(h);
-}
 
 /* lane[(e % 32) / 4] += v[e] * mul[e / 16] * q[e] over 256 elements. */
 static void lanes256(const int16_t *v, const int32_t *mul16, const int8_t *q, int32_t lane[8])
@@ -37,11 +31,11 @@ static float dot_q8_0(const uint8_t *row, int64_t cols, const qrow *a)
 {
     float acc[8] = { 0 };
     for (int64_t b = 0; b < cols / 32; b++) {
-        const uint8_t *blk = row + b * 34;
-        const int8_t *w = (const int8_t *)(blk + 2), *q = a->q + b * 32;
+        const block_q8_0 *blk = (const block_q8_0 *)row + b;
+        const int8_t *w = blk->qs, *q = a->q + b * 32;
         int32_t lane[8] = { 0 };
         for (int e = 0; e < 32; e++) lane[e / 4] += (int32_t)w[e] * q[e];
-        const float d = f16at(blk) * a->d[b];
+        const float d = fp16_to_f32(blk->d) * a->d[b];
         for (int l = 0; l < 8; l++) acc[l] = fmaf(d, (float)lane[l], acc[l]);
     }
     return ggml_order_hsum8(acc);
@@ -62,11 +56,17 @@ static void scale_min_k4(int j, const uint8_t *s, int32_t *sc, int32_t *m)
 /* Q4_K (style 4) and Q5_K (style 5): q in 0..15 / 0..31, value d*sc*q - dmin*m. */
 static float dot_qk(const uint8_t *row, int64_t cols, const qrow *a, int style)
 {
-    const size_t bytes = style == 4 ? 144 : 176;
     float acc[8] = { 0 }, accm[4] = { 0 }, summs = 0.0f;
     for (int64_t i = 0; i < cols / 256; i++) {
-        const uint8_t *blk = row + i * bytes, *scales = blk + 4;
-        const uint8_t *qh = blk + 16, *qs = style == 4 ? blk + 16 : blk + 48;
+        const uint8_t *scales, *qh = NULL, *qs;
+        uint16_t dh, mh;
+        if (style == 4) {
+            const block_q4_K *blk = (const block_q4_K *)row + i;
+            scales = blk->scales, qs = blk->qs, dh = blk->d, mh = blk->dmin;
+        } else {
+            const block_q5_K *blk = (const block_q5_K *)row + i;
+            scales = blk->scales, qh = blk->qh, qs = blk->qs, dh = blk->d, mh = blk->dmin;
+        }
         int16_t v[256];
         for (int j = 0; j < 4; j++)
             for (int l = 0; l < 32; l++) {
@@ -88,9 +88,9 @@ static float dot_qk(const uint8_t *row, int64_t cols, const qrow *a, int style)
             bs[j] = a->sum16[(i * 256 + 32 * j) / 16] + a->sum16[(i * 256 + 32 * j) / 16 + 1];
         }
         lanes256(v, mul16, a->q + i * 256, lane);
-        const float yd = a->d[i], D = yd * f16at(blk);
+        const float yd = a->d[i], D = yd * fp16_to_f32(dh);
         for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
-        summs = ggml_order_kmins(style, -yd * f16at(blk + 2), m, bs, accm, summs);
+        summs = ggml_order_kmins(style, -yd * fp16_to_f32(mh), m, bs, accm, summs);
     }
     return ggml_order_hsum8(acc) + ggml_order_kmins_total(style, accm, summs);
 }
@@ -99,8 +99,9 @@ static float dot_q6_k(const uint8_t *row, int64_t cols, const qrow *a)
 {
     float acc[8] = { 0 };
     for (int64_t i = 0; i < cols / 256; i++) {
-        const uint8_t *blk = row + i * 210, *ql = blk, *qh = blk + 128;
-        const int8_t *sc = (const int8_t *)(blk + 192);
+        const block_q6_K *blk = (const block_q6_K *)row + i;
+        const uint8_t *ql = blk->ql, *qh = blk->qh;
+        const int8_t *sc = blk->scales;
         int16_t v[256];
         for (int n = 0; n < 2; n++)
             for (int l = 0; l < 32; l++) {
@@ -113,7 +114,7 @@ static float dot_q6_k(const uint8_t *row, int64_t cols, const qrow *a)
         int32_t mul16[16], lane[8] = { 0 };
         for (int k = 0; k < 16; k++) mul16[k] = sc[k];
         lanes256(v, mul16, a->q + i * 256, lane);
-        const float D = a->d[i] * f16at(blk + 208);
+        const float D = a->d[i] * fp16_to_f32(blk->d);
         for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
     }
     return ggml_order_hsum8(acc);
@@ -125,7 +126,8 @@ static float dot_iq3_xxs(const uint8_t *row, int64_t cols, const qrow *a)
 {
     float acc[8] = { 0 };
     for (int64_t i = 0; i < cols / 256; i++) {
-        const uint8_t *blk = row + i * 98, *qs = blk + 2;
+        const block_iq3_xxs *blk = (const block_iq3_xxs *)row + i;
+        const uint8_t *qs = blk->qs;
         int16_t v[256];
         int32_t mul16[16], lane[8] = { 0 };
         for (int s = 0; s < 8; s++) {
@@ -144,7 +146,7 @@ static float dot_iq3_xxs(const uint8_t *row, int64_t cols, const qrow *a)
             }
         }
         lanes256(v, mul16, a->q + i * 256, lane);
-        const float D = f16at(blk) * a->d[i];
+        const float D = fp16_to_f32(blk->d) * a->d[i];
         for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
     }
     return 0.25f * ggml_order_hsum8(acc);
@@ -156,7 +158,8 @@ static float dot_iq2_s(const uint8_t *row, int64_t cols, const qrow *a)
 {
     float acc[8] = { 0 };
     for (int64_t b = 0; b < cols / 256; b++) {
-        const uint8_t *blk = row + b * 82, *qs = blk + 2, *signs = blk + 34, *qh = blk + 66, *sc = blk + 74;
+        const block_iq2_s *blk = (const block_iq2_s *)row + b;
+        const uint8_t *qs = blk->qs, *signs = blk->qs + 32, *qh = blk->qh, *sc = blk->scales;
         int16_t v[256];
         int32_t mul16[16], lane[8] = { 0 };
         for (int ib = 0; ib < 8; ib++) {
@@ -172,7 +175,7 @@ static float dot_iq2_s(const uint8_t *row, int64_t cols, const qrow *a)
             }
         }
         lanes256(v, mul16, a->q + b * 256, lane);
-        const float D = f16at(blk) * a->d[b];
+        const float D = fp16_to_f32(blk->d) * a->d[b];
         for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
     }
     return 0.125f * ggml_order_hsum8(acc);
@@ -189,14 +192,14 @@ static float dot_mxfp4(const uint8_t *row, int64_t cols, const qrow *a)
     const int64_t nb = cols / 32;
     int64_t b = 0;
     for (; b < nb; b++) {
-        const uint8_t *blk = row + b * 17;
+        const block_mxfp4 *blk = (const block_mxfp4 *)row + b;
         const int8_t *q = a->q + b * 32;
         int32_t lane[8] = { 0 };
         for (int j = 0; j < 16; j++) {
-            lane[j / 4] += (int32_t)ggml_kvalues_fp4[blk[1 + j] & 15] * q[j];
-            lane[4 + j / 4] += (int32_t)ggml_kvalues_fp4[blk[1 + j] >> 4] * q[16 + j];
+            lane[j / 4] += (int32_t)ggml_kvalues_fp4[blk->qs[j] & 15] * q[j];
+            lane[4 + j / 4] += (int32_t)ggml_kvalues_fp4[blk->qs[j] >> 4] * q[16 + j];
         }
-        const float d = a->d[b] * ggml_e8m0_half(blk[0]);
+        const float d = a->d[b] * ggml_e8m0_half(blk->e);
         if (b + 1 == nb && nb % 2) { /* the tail, after the pairs' sum */
             float s8[8];
             for (int l = 0; l < 8; l++) s8[l] = acc[0][l] + acc[1][l];
