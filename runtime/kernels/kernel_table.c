@@ -6,7 +6,8 @@
  * the later one for a slot winning), so a slot an ISA has no kernel for
  * keeps the one beneath:
  *
- *   scalar   every slot: kernels.c, kernels_q8.c, kernels_ggml_q8.c
+ *   scalar   the reference of every slot (kernels.c, kernels_q8.c,
+ *            kernels_ggml_q8.c)
  *   AVX2     (+FMA, F16C) primitives, decoders, quantizers, S-form, IQ3,
  *            IQ2_S and MXFP4 dots
  *   VNNI     (AVX-VNNI) the Q8_0-shaped S-form dots and the IQ3 dot
@@ -65,9 +66,10 @@
 
 #define AVX512_LAYER .qdot[WF_IQ3] = kavx512_qdot_iq3, .qdotn[WF_IQ3] = kavx512_qdotn_iq3,
 
+#define VNNI512_MXFP4                                                                                   \
+    .qdot4_ggml[GGML_TYPE_MXFP4] = kavx512_qdot4_mxfp4, .qdotn_ggml[GGML_TYPE_MXFP4] = kavx512_qdotn_mxfp4,
 /* Its four-row S8 kernel hands the rows it does not take to the S-form
  * kernel beneath: AVX2's, or AVX-VNNI's where that layer is there. */
-#define VNNI512_MXFP4 .qdot4_ggml[GGML_TYPE_MXFP4] = kavx512_qdot4_mxfp4, .qdotn_ggml[GGML_TYPE_MXFP4] = kavx512_qdotn_mxfp4,
 #define VNNI512_LAYER .qdot4[WF_SCODE] = kavx512_qdot4_scode, VNNI512_MXFP4
 #define VNNI512_OVER_VNNI_LAYER .qdot4[WF_SCODE] = kavx512v_qdot4_scode, VNNI512_MXFP4
 
