@@ -1,50 +1,54 @@
 /* ggml_types.c: the type table (see ggml_types.h). One row per ggml type id;
  * removed ids have no row. Decoders live in dequant_*.c (ggml_dequant.h).
- * Q8_1 and the integer/f64 types have no to_f32: ggml has none to match. */
+ * Q8_1 and the integer/f64 types have no to_f32: ggml has none to match.
+ * The last column is the row's act (ggml_types.h). */
 #include "ggml_types.h"
 
+#include "ggml_blocks.h"
 #include "ggml_dequant.h"
 
 #include <strings.h>
 
-#define ROW(ID, NAME, BLCK, BYTES, FN) [ID] = { NAME, ID, BLCK, BYTES, FN }
+/* BLOCK is the block's struct (ggml_blocks.h) or the element's C type: the
+ * row's bytes are its size, so the struct is the one statement of it. */
+#define ROW(ID, NAME, BLCK, BLOCK, FN, ACT) [ID] = { NAME, ID, BLCK, sizeof(BLOCK), FN, GGML_TYPE_##ACT }
 
 static const ggml_type_row type_table[GGML_TYPE_COUNT] = {
-    ROW(GGML_TYPE_F32,     "f32",     1,   4,   dequantize_row_f32),
-    ROW(GGML_TYPE_F16,     "f16",     1,   2,   dequantize_row_f16),
-    ROW(GGML_TYPE_Q4_0,    "q4_0",    32,  18,  dequantize_row_q4_0),
-    ROW(GGML_TYPE_Q4_1,    "q4_1",    32,  20,  dequantize_row_q4_1),
-    ROW(GGML_TYPE_Q5_0,    "q5_0",    32,  22,  dequantize_row_q5_0),
-    ROW(GGML_TYPE_Q5_1,    "q5_1",    32,  24,  dequantize_row_q5_1),
-    ROW(GGML_TYPE_Q8_0,    "q8_0",    32,  34,  dequantize_row_q8_0),
-    ROW(GGML_TYPE_Q8_1,    "q8_1",    32,  36,  NULL),
-    ROW(GGML_TYPE_Q2_K,    "q2_K",    256, 84,  dequantize_row_q2_K),
-    ROW(GGML_TYPE_Q3_K,    "q3_K",    256, 110, dequantize_row_q3_K),
-    ROW(GGML_TYPE_Q4_K,    "q4_K",    256, 144, dequantize_row_q4_K),
-    ROW(GGML_TYPE_Q5_K,    "q5_K",    256, 176, dequantize_row_q5_K),
-    ROW(GGML_TYPE_Q6_K,    "q6_K",    256, 210, dequantize_row_q6_K),
-    ROW(GGML_TYPE_Q8_K,    "q8_K",    256, 292, dequantize_row_q8_K),
-    ROW(GGML_TYPE_IQ2_XXS, "iq2_xxs", 256, 66,  dequantize_row_iq2_xxs),
-    ROW(GGML_TYPE_IQ2_XS,  "iq2_xs",  256, 74,  dequantize_row_iq2_xs),
-    ROW(GGML_TYPE_IQ3_XXS, "iq3_xxs", 256, 98,  dequantize_row_iq3_xxs),
-    ROW(GGML_TYPE_IQ1_S,   "iq1_s",   256, 50,  dequantize_row_iq1_s),
-    ROW(GGML_TYPE_IQ4_NL,  "iq4_nl",  32,  18,  dequantize_row_iq4_nl),
-    ROW(GGML_TYPE_IQ3_S,   "iq3_s",   256, 110, dequantize_row_iq3_s),
-    ROW(GGML_TYPE_IQ2_S,   "iq2_s",   256, 82,  dequantize_row_iq2_s),
-    ROW(GGML_TYPE_IQ4_XS,  "iq4_xs",  256, 136, dequantize_row_iq4_xs),
-    ROW(GGML_TYPE_I8,      "i8",      1,   1,   NULL),
-    ROW(GGML_TYPE_I16,     "i16",     1,   2,   NULL),
-    ROW(GGML_TYPE_I32,     "i32",     1,   4,   NULL),
-    ROW(GGML_TYPE_I64,     "i64",     1,   8,   NULL),
-    ROW(GGML_TYPE_F64,     "f64",     1,   8,   NULL),
-    ROW(GGML_TYPE_IQ1_M,   "iq1_m",   256, 56,  dequantize_row_iq1_m),
-    ROW(GGML_TYPE_BF16,    "bf16",    1,   2,   dequantize_row_bf16),
-    ROW(GGML_TYPE_TQ1_0,   "tq1_0",   256, 54,  dequantize_row_tq1_0),
-    ROW(GGML_TYPE_TQ2_0,   "tq2_0",   256, 66,  dequantize_row_tq2_0),
-    ROW(GGML_TYPE_MXFP4,   "mxfp4",   32,  17,  dequantize_row_mxfp4),
-    ROW(GGML_TYPE_NVFP4,   "nvfp4",   64,  36,  dequantize_row_nvfp4),
-    ROW(GGML_TYPE_Q1_0,    "q1_0",    128, 18,  dequantize_row_q1_0),
-    ROW(GGML_TYPE_Q2_0,    "q2_0",    64,  18,  dequantize_row_q2_0),
+    ROW(GGML_TYPE_F32,     "f32",     1,   float,         dequantize_row_f32,      F32),
+    ROW(GGML_TYPE_F16,     "f16",     1,   uint16_t,      dequantize_row_f16,      F32),
+    ROW(GGML_TYPE_Q4_0,    "q4_0",    32,  block_q4_0,    dequantize_row_q4_0,     Q8_0),
+    ROW(GGML_TYPE_Q4_1,    "q4_1",    32,  block_q4_1,    dequantize_row_q4_1,     Q8_0),
+    ROW(GGML_TYPE_Q5_0,    "q5_0",    32,  block_q5_0,    dequantize_row_q5_0,     Q8_0),
+    ROW(GGML_TYPE_Q5_1,    "q5_1",    32,  block_q5_1,    dequantize_row_q5_1,     Q8_0),
+    ROW(GGML_TYPE_Q8_0,    "q8_0",    32,  block_q8_0,    dequantize_row_q8_0,     Q8_0),
+    ROW(GGML_TYPE_Q8_1,    "q8_1",    32,  block_q8_1,    NULL,                    F32),
+    ROW(GGML_TYPE_Q2_K,    "q2_K",    256, block_q2_K,    dequantize_row_q2_K,     Q8_K),
+    ROW(GGML_TYPE_Q3_K,    "q3_K",    256, block_q3_K,    dequantize_row_q3_K,     Q8_K),
+    ROW(GGML_TYPE_Q4_K,    "q4_K",    256, block_q4_K,    dequantize_row_q4_K,     Q8_K),
+    ROW(GGML_TYPE_Q5_K,    "q5_K",    256, block_q5_K,    dequantize_row_q5_K,     Q8_K),
+    ROW(GGML_TYPE_Q6_K,    "q6_K",    256, block_q6_K,    dequantize_row_q6_K,     Q8_K),
+    ROW(GGML_TYPE_Q8_K,    "q8_K",    256, block_q8_K,    dequantize_row_q8_K,     F32),
+    ROW(GGML_TYPE_IQ2_XXS, "iq2_xxs", 256, block_iq2_xxs, dequantize_row_iq2_xxs,  Q8_K),
+    ROW(GGML_TYPE_IQ2_XS,  "iq2_xs",  256, block_iq2_xs,  dequantize_row_iq2_xs,   Q8_K),
+    ROW(GGML_TYPE_IQ3_XXS, "iq3_xxs", 256, block_iq3_xxs, dequantize_row_iq3_xxs,  Q8_K),
+    ROW(GGML_TYPE_IQ1_S,   "iq1_s",   256, block_iq1_s,   dequantize_row_iq1_s,    Q8_K),
+    ROW(GGML_TYPE_IQ4_NL,  "iq4_nl",  32,  block_iq4_nl,  dequantize_row_iq4_nl,   Q8_0),
+    ROW(GGML_TYPE_IQ3_S,   "iq3_s",   256, block_iq3_s,   dequantize_row_iq3_s,    Q8_K),
+    ROW(GGML_TYPE_IQ2_S,   "iq2_s",   256, block_iq2_s,   dequantize_row_iq2_s,    Q8_K),
+    ROW(GGML_TYPE_IQ4_XS,  "iq4_xs",  256, block_iq4_xs,  dequantize_row_iq4_xs,   Q8_K),
+    ROW(GGML_TYPE_I8,      "i8",      1,   int8_t,        NULL,                    F32),
+    ROW(GGML_TYPE_I16,     "i16",     1,   int16_t,       NULL,                    F32),
+    ROW(GGML_TYPE_I32,     "i32",     1,   int32_t,       NULL,                    F32),
+    ROW(GGML_TYPE_I64,     "i64",     1,   int64_t,       NULL,                    F32),
+    ROW(GGML_TYPE_F64,     "f64",     1,   double,        NULL,                    F32),
+    ROW(GGML_TYPE_IQ1_M,   "iq1_m",   256, block_iq1_m,   dequantize_row_iq1_m,    Q8_K),
+    ROW(GGML_TYPE_BF16,    "bf16",    1,   uint16_t,      dequantize_row_bf16,     F32),
+    ROW(GGML_TYPE_TQ1_0,   "tq1_0",   256, block_tq1_0,   dequantize_row_tq1_0,    Q8_K),
+    ROW(GGML_TYPE_TQ2_0,   "tq2_0",   256, block_tq2_0,   dequantize_row_tq2_0,    Q8_K),
+    ROW(GGML_TYPE_MXFP4,   "mxfp4",   32,  block_mxfp4,   dequantize_row_mxfp4,    Q8_0),
+    ROW(GGML_TYPE_NVFP4,   "nvfp4",   64,  block_nvfp4,   dequantize_row_nvfp4,    F32),
+    ROW(GGML_TYPE_Q1_0,    "q1_0",    128, block_q1_0,    dequantize_row_q1_0,     F32),
+    ROW(GGML_TYPE_Q2_0,    "q2_0",    64,  block_q2_0,    dequantize_row_q2_0,     F32),
 };
 
 const ggml_type_row *ggml_type_info(int id)

@@ -13,7 +13,9 @@
  *    Q8_K), which GGUF's 32-byte tensor alignment guarantees.
  *  - ggml_row_bytes(id, n) is the byte size of n elements, or 0 when n is not
  *    a multiple of the block size or the type is unknown.
- * Block layouts are declared in ggml_blocks.h with static size assertions. */
+ *  - ->act is the activation type of the CPU's dot for the type (below).
+ * Block layouts are declared in ggml_blocks.h with static size assertions;
+ * ->bytes is the size of the type's block struct. */
 #ifndef STRATA_GGML_TYPES_H
 #define STRATA_GGML_TYPES_H
 
@@ -41,6 +43,12 @@ typedef struct ggml_type_row {
     int64_t        blck;   /* elements per block */
     size_t         bytes;  /* bytes per block */
     ggml_to_f32_fn to_f32; /* NULL when no decoder exists */
+    /* The type a CPU rounds the activation to before it meets a row of this
+     * type: ggml-cpu's vec_dot_type where that is GGML_TYPE_Q8_0 or _Q8_K
+     * (Q8_0 also for Q4_1 and Q5_1, whose Q8_1 holds the same codes plus a
+     * sum), else GGML_TYPE_F32: the activation stays float (F16, BF16, and
+     * the types without a quantized dot here). */
+    int            act;
 } ggml_type_row;
 
 const ggml_type_row *ggml_type_info(int id);

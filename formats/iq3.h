@@ -28,6 +28,39 @@
 #define IQ3_SUB         32  /* weights per sign/scale word */
 #define IQ3_BLOCK_BYTES 98
 
+/* One block as it lies in a row (the layout above). Byte arrays only, so the
+ * struct has alignment 1: rows are 98-byte strides from wherever a pack or a
+ * test buffer puts them, and a block pointer never promises more. The u32
+ * words and the fp16 are little-endian (iq3_block_word, iq3_block_d). */
+typedef struct iq3_block {
+    uint8_t grid[IQ3_QK / 4];          /* one ggml iq3xxs_grid index per 4 weights */
+    uint8_t word[IQ3_QK / IQ3_SUB][4]; /* per 32 weights: 4 x 7 sign bits, scale code in 28..31 */
+    uint8_t d[2];                      /* fp16 super-scale */
+} iq3_block;
+_Static_assert(sizeof(iq3_block) == IQ3_BLOCK_BYTES, "iq3_block is not IQ3_BLOCK_BYTES bytes");
+
+/* Sign/scale word s (0..7) of b. */
+static inline uint32_t iq3_block_word(const iq3_block *b, int s)
+{
+    const uint8_t *p = b->word[s];
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* The fp16 bits of b's super-scale d. */
+static inline uint16_t iq3_block_d(const iq3_block *b) { return (uint16_t)(b->d[0] | b->d[1] << 8); }
+
+static inline void iq3_block_set_word(iq3_block *b, int s, uint32_t v)
+{
+    uint8_t *p = b->word[s];
+    p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
+}
+
+static inline void iq3_block_set_d(iq3_block *b, uint16_t h)
+{
+    b->d[0] = (uint8_t)h;
+    b->d[1] = (uint8_t)(h >> 8);
+}
+
 typedef enum iq3_mode {
     IQ3_MODE_QUALITY = 0,
     IQ3_MODE_REFERENCE = 1,

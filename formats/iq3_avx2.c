@@ -1,6 +1,7 @@
 /* iq3_avx2.c: AVX2 brute-force nearest grid point, 8 grid points per step.
- * Same operations and order as the scalar versions in iq3.c, so the same
- * index comes back; callers dispatch on __builtin_cpu_supports. */
+ * Same operations and order as the scalar versions in iq3_search.c (the
+ * decode: iq3.c), so the same index comes back; callers dispatch on
+ * __builtin_cpu_supports. */
 #include "iq3_impl.h"
 #include "ggml_tables.h"
 
@@ -112,13 +113,12 @@ float iq3_lattice_bound_avx2(const float *m, float db, const float *w)
  * (+-g) * db as in the scalar decode, so the floats are the same bits. No
  * table to build, so decoding one short row costs no set-up. */
 __attribute__((target("avx2,fma")))
-void iq3_decode_block_avx2(const uint8_t *b, float d, float *y)
+void iq3_decode_block_avx2(const iq3_block *b, float d, float *y)
 {
     const __m256i bits = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
     const __m256 half = _mm256_set1_ps(0.5f);
     for (int ib = 0; ib < 8; ib++) {
-        const uint8_t *wp = b + 64 + 4 * ib;
-        uint32_t w = (uint32_t)wp[0] | (uint32_t)wp[1] << 8 | (uint32_t)wp[2] << 16 | (uint32_t)wp[3] << 24;
+        uint32_t w = iq3_block_word(b, ib);
         __m256 db = _mm256_set1_ps(d * (0.5f + (float)(w >> 28)) * 0.5f);
         for (int l = 0; l < 4; l++) {
             uint32_t s7 = (w >> (7 * l)) & 0x7F, p = s7 ^ (s7 >> 4);
@@ -126,8 +126,8 @@ void iq3_decode_block_avx2(const uint8_t *b, float d, float *y)
             p ^= p >> 1;
             __m256i sg = _mm256_set1_epi32((int)(s7 | (p & 1) << 7));
             __m256i neg = _mm256_cmpeq_epi32(_mm256_and_si256(sg, bits), bits);
-            __m128i two = _mm_set_epi32(0, 0, (int)ggml_iq3xxs_grid[b[8 * ib + 2 * l + 1]],
-                                        (int)ggml_iq3xxs_grid[b[8 * ib + 2 * l]]);
+            __m128i two = _mm_set_epi32(0, 0, (int)ggml_iq3xxs_grid[b->grid[8 * ib + 2 * l + 1]],
+                                        (int)ggml_iq3xxs_grid[b->grid[8 * ib + 2 * l]]);
             __m256 g = _mm256_mul_ps(half, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(two)));
             g = _mm256_xor_ps(g, _mm256_castsi256_ps(_mm256_slli_epi32(neg, 31)));
             _mm256_storeu_ps(y + 32 * ib + 8 * l, _mm256_mul_ps(g, db));
@@ -261,7 +261,7 @@ void iq3_cells32_avx2(const float *c, int cell[8], unsigned *in, unsigned *safe)
 {
     iq3_cells32_scalar(c, cell, in, safe);
 }
-void iq3_decode_block_avx2(const uint8_t *b, float d, float *y)
+void iq3_decode_block_avx2(const iq3_block *b, float d, float *y)
 {
     (void)b; (void)d; (void)y;
 }

@@ -11,6 +11,8 @@
 #ifndef STRATA_IQ3_IMPL_H
 #define STRATA_IQ3_IMPL_H
 
+#include "iq3.h"
+
 #include <math.h>
 #include <stdint.h>
 
@@ -134,16 +136,16 @@ static inline float iq3_lattice_bound(const float *m, float db, const float *w, 
     return simd ? iq3_lattice_bound_avx2(m, db, w) : iq3_lattice_bound_scalar(m, db, w);
 }
 
-/* 98 bytes -> 256 floats with d the block's decoded fp16 scale; the same
+/* One block -> 256 floats with d the block's decoded fp16 scale; the same
  * bits as the scalar decode in iq3.c. Only called when the CPU has AVX2. */
-void iq3_decode_block_avx2(const uint8_t *b, float d, float *y);
+void iq3_decode_block_avx2(const iq3_block *b, float d, float *y);
 /* nb blocks -> nb*256 floats; simd 0 forces the scalar decode (what
  * iq3_decode does on a CPU without AVX2), so tests can compare the two. */
 void iq3_decode_blocks(const uint8_t *in, int64_t nb, float *out, int simd);
 
-/* One 256-weight block -> 98 bytes. */
-void iq3_encode_block_ref(const iq3_tables *t, const float *x, uint8_t *out, int simd);
+/* One 256-weight block -> one iq3_block. */
+void iq3_encode_block_ref(const iq3_tables *t, const float *x, iq3_block *out, int simd);
 void iq3_encode_block_quality(const iq3_tables *t, const float *x, const float *imp,
-                              uint8_t *out, int simd);
+                              iq3_block *out, int simd);
 
 #endif

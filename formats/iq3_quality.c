@@ -150,13 +150,8 @@ static void best_sub(const iq3_tables *t, const float *m, const uint8_t *neg, co
     }
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
-}
-
 void iq3_encode_block_quality(const iq3_tables *t, const float *x, const float *imp,
-                              uint8_t *out, int simd)
+                              iq3_block *out, int simd)
 {
     float m[256], w[256], amax[8] = { 0 }, top = 0;
     uint8_t neg[256];
@@ -202,12 +197,11 @@ void iq3_encode_block_quality(const iq3_tables *t, const float *x, const float *
         }
     }
     for (int ib = 0; ib < 8; ib++) {
-        memcpy(out + 8 * ib, best[ib].idx, 8);
+        memcpy(out->grid + 8 * ib, best[ib].idx, 8);
         uint32_t wd = (uint32_t)best[ib].code << 28;
         for (int l = 0; l < 4; l++)
             for (int j = 0; j < 7; j++) wd |= (uint32_t)best[ib].neg[8 * l + j] << (7 * l + j);
-        put32(out + 64 + 4 * ib, wd);
+        iq3_block_set_word(out, ib, wd);
     }
-    out[96] = (uint8_t)best_h;
-    out[97] = (uint8_t)(best_h >> 8);
+    iq3_block_set_d(out, best_h);
 }

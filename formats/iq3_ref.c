@@ -45,12 +45,7 @@ static int nearest_ref(const iq3_tables *t, const float *c, int cell, int q, uns
     return simd ? iq3_nearest_ref_list_avx2(t, c, cell) : iq3_nearest_ref_list(t, c, cell);
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
-}
-
-void iq3_encode_block_ref(const iq3_tables *t, const float *x, uint8_t *out, int simd)
+void iq3_encode_block_ref(const iq3_tables *t, const float *x, iq3_block *out, int simd)
 {
     float mag[256], sq[256];
     uint8_t neg[256];
@@ -112,12 +107,11 @@ void iq3_encode_block_ref(const iq3_tables *t, const float *x, uint8_t *out, int
                 memcpy(best_idx, idx, 8);
             }
         }
-        memcpy(out + 8 * ib, best_idx, 8);
+        memcpy(out->grid + 8 * ib, best_idx, 8);
         uint32_t w = (uint32_t)best_code << 28;
         for (int l = 0; l < 4; l++)
             for (int j = 0; j < 7; j++) w |= (uint32_t)neg[32 * ib + 8 * l + j] << (7 * l + j);
-        put32(out + 64 + 4 * ib, w);
+        iq3_block_set_word(out, ib, w);
     }
-    out[96] = (uint8_t)h;
-    out[97] = (uint8_t)(h >> 8);
+    iq3_block_set_d(out, h);
 }

@@ -1,6 +1,7 @@
-/* kernels.c: the scalar kernel table, the reference every faster path is
- * tested against. Written to be read: one loop per primitive, sums taken
- * left to right, decoders that spell out each form's formula. */
+/* kernels.c: the scalar primitives and row decoders, the reference every
+ * faster path is tested against (kernel_table.c puts them in the scalar
+ * table, beneath every other). Written to be read: one loop per primitive,
+ * sums taken left to right, decoders that spell out each form's formula. */
 #include "runtime/kernels/kernels_impl.h"
 
 #include "runtime/kernels/ggml_order.h"
@@ -19,7 +20,7 @@
  * one product at a time (ggml's sumf += x*y: its build fuses a*b - c*d
  * expressions, as in RoPE, but not such loop-carried chains; stories260K,
  * whose head_dim 8 and n_ff 172 are all tail, is bit for bit so). */
-static float dot_f32(const float *a, const float *b, int64_t n)
+float kscalar_dot_f32(const float *a, const float *b, int64_t n)
 {
     float l[32] = { 0 };
     const int64_t np = n & ~(int64_t)31;
@@ -30,7 +31,7 @@ static float dot_f32(const float *a, const float *b, int64_t n)
     return s;
 }
 
-static float dot_f16(const uint16_t *a, const float *b, int64_t n)
+float kscalar_dot_f16(const uint16_t *a, const float *b, int64_t n)
 {
     float s = 0.0f;
     for (int64_t i = 0; i < n; i++) s += fp16_to_f32(a[i]) * b[i];
@@ -39,7 +40,7 @@ static float dot_f16(const uint16_t *a, const float *b, int64_t n)
 
 /* llamafile tinyBLAS's order for an f32 batch (n % 8 == 0): element i into
  * lane i % 8 by fused multiply-add, then the 8 lanes' horizontal sum. */
-static float dot8_f32(const float *a, const float *b, int64_t n)
+float kscalar_dot8_f32(const float *a, const float *b, int64_t n)
 {
     float l[8] = { 0 };
     for (int64_t i = 0; i < n; i += 8)
@@ -48,35 +49,35 @@ static float dot8_f32(const float *a, const float *b, int64_t n)
 }
 
 /* y += a * x, each element one fused multiply-add (as the AVX2 table). */
-static void gemm8_f32(const float *A, int64_t lda, int64_t m, const float *B, int64_t ldb, int64_t n, float *C,
+void kscalar_gemm8_f32(const float *A, int64_t lda, int64_t m, const float *B, int64_t ldb, int64_t n, float *C,
                       int64_t ldc, int64_t k)
 {
     for (int64_t j = 0; j < n; j++)
-        for (int64_t i = 0; i < m; i++) C[j * ldc + i] = dot8_f32(A + i * lda, B + j * ldb, k);
+        for (int64_t i = 0; i < m; i++) C[j * ldc + i] = kscalar_dot8_f32(A + i * lda, B + j * ldb, k);
 }
 
-static void swiglu_f32(float *x, const float *g, int64_t n)
+void kscalar_swiglu_f32(float *x, const float *g, int64_t n)
 {
     const int64_t nv = n & ~(int64_t)7;
     for (int64_t i = 0; i < nv; i++) x[i] = ggml_order_silu(x[i]) * g[i];
     for (int64_t i = nv; i < n; i++) x[i] = x[i] / (1.0f + expf(-x[i])) * g[i];
 }
 
-static void softmax_f32(const float *x, int64_t n, float *y, float sink) { ggml_order_softmax(x, (int)n, y, sink); }
+void kscalar_softmax_f32(const float *x, int64_t n, float *y, float sink) { ggml_order_softmax(x, (int)n, y, sink); }
 
-static void axpy_f32(float *y, float a, const float *x, int64_t n)
+void kscalar_axpy_f32(float *y, float a, const float *x, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) y[i] = fmaf(a, x[i], y[i]);
 }
 
-static void axpy_f16(float *y, float a, const uint16_t *x, int64_t n)
+void kscalar_axpy_f16(float *y, float a, const uint16_t *x, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) y[i] += a * fp16_to_f32(x[i]);
 }
 
-static void f16_to_f32_row(const uint16_t *src, float *dst, int64_t n) { fp16_row_to_f32(src, dst, n); }
+void kscalar_f16_to_f32(const uint16_t *src, float *dst, int64_t n) { fp16_row_to_f32(src, dst, n); }
 
-static void f32_to_f16_row(const float *src, uint16_t *dst, int64_t n)
+void kscalar_f32_to_f16(const float *src, uint16_t *dst, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) dst[i] = f32_to_fp16(src[i]);
 }
@@ -119,41 +120,6 @@ void kscalar_row_iq3(const weight *w, int64_t r, float *dst)
 {
     char err[8]; /* cols was checked when the model was built: cannot fail */
     iq3_decode((const uint8_t *)w->data + (size_t)r * w->row_bytes, 1, w->cols, dst, err, sizeof err);
-}
-
-static const kernels scalar_table = {
-    .name = "scalar",
-    .dot_f32 = dot_f32,
-    .dot8_f32 = dot8_f32,
-    .gemm8_f32 = gemm8_f32,
-    .swiglu_f32 = swiglu_f32,
-    .softmax_f32 = softmax_f32,
-    .dot_f16 = dot_f16,
-    .axpy_f32 = axpy_f32,
-    .axpy_f16 = axpy_f16,
-    .f16_to_f32 = f16_to_f32_row,
-    .f32_to_f16 = f32_to_f16_row,
-    .row_f32 = {
-        [WF_P32] = kscalar_row_p32,
-        [WF_P16] = kscalar_row_p16,
-        [WF_SCODE] = kscalar_row_scode,
-        [WF_GGML] = kscalar_row_ggml,
-        [WF_IQ3] = kscalar_row_iq3,
-    },
-    .quant_q8 = { [WA_Q8_0] = kscalar_quant_q8_0, [WA_Q8_K] = kscalar_quant_q8_k },
-    .qdot = { [WF_SCODE] = kscalar_qdot_scode, [WF_IQ3] = kscalar_qdot_iq3, [WF_GGML] = kscalar_qdot_ggml },
-    .qdotn = { [WF_SCODE] = kscalar_qdotn_scode, [WF_GGML] = kscalar_qdotn_ggml, [WF_IQ3] = kscalar_qdotn_iq3 },
-    .qdot4 = { [WF_SCODE] = kscalar_qdot4_scode },
-};
-
-const kernels *kernels_scalar(void) { return &scalar_table; }
-
-const kernels *kernels_get(int want_simd)
-{
-    const kernels *k = want_simd ? kernels_avx512() : NULL;
-    if (!k && want_simd) k = kernels_avx2_vnni();
-    if (!k && want_simd) k = kernels_avx2();
-    return k ? k : &scalar_table;
 }
 
 float weight_dot(const kernels *k, const weight *w, int64_t r, const float *x, float *scratch)

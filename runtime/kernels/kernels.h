@@ -1,5 +1,8 @@
 /* kernels.h: the CPU kernel table: vector primitives and one row decoder per
- * weight form (weight.h), in a portable scalar version and an AVX2 version.
+ * weight form (weight.h), in a portable scalar version and ISA layers over
+ * it (kernel_table.c builds every table: the scalar one, then each ISA's
+ * entries over it, so a slot an ISA does not implement keeps the one
+ * beneath).
  *
  * Contract:
  *  - kernels_scalar() is the reference: plain loops, summed left to right.
@@ -47,6 +50,7 @@
 #ifndef STRATA_KERNELS_H
 #define STRATA_KERNELS_H
 
+#include "formats/ggml_types.h"
 #include "runtime/kernels/weight.h"
 
 #include <stdint.h>
@@ -97,6 +101,15 @@ typedef struct kernels {
     qdot_fn qdot[WF_COUNT];     /* [WF_SCODE], [WF_IQ3] */
     qdot4_fn qdot4[WF_COUNT];   /* [WF_SCODE]: rows r + k * stride, k < 4 */
     qdotn_fn qdotn[WF_COUNT];   /* [WF_SCODE], [WF_GGML], [WF_IQ3]: one row, up to KQ_NT_MAX tokens */
+    /* Native ggml blocks by type, the dot-kernel slots that qdot[WF_GGML],
+     * qdot4[WF_GGML] and qdotn[WF_GGML] look w->ggml_type up in: qdot_ggml
+     * set for the types with an integer dot (the others have none:
+     * kernels_qdot_ok says 0), qdot4_ggml where a four-row kernel exists
+     * (else four single dots), qdotn_ggml where one row shares work across
+     * tokens (else a dot per token; kernels_qdotn_ok says 0). */
+    qdot_fn qdot_ggml[GGML_TYPE_COUNT];
+    qdot4_fn qdot4_ggml[GGML_TYPE_COUNT];
+    qdotn_fn qdotn_ggml[GGML_TYPE_COUNT];
 } kernels;
 
 const kernels *kernels_scalar(void);

@@ -1,28 +1,22 @@
-/* kernels_avx2.c: the AVX2+FMA+F16C kernel table, chosen at run time (the
- * build has no -march). Float sums use 8-lane partial sums, so they differ
- * from the scalar table by summation order only; decoders produce the very
- * same floats as the scalar ones (integer unpacking, then the same multiply
- * and add, never fused). Forms without a vector decoder reuse the scalar one. */
+/* kernels_avx2.c: the AVX2+FMA+F16C primitives and row decoders, compiled
+ * with target attributes (the build has no -march) and put in the AVX2
+ * layer by kernel_table.c, which checks the CPU at run time. The dots keep
+ * ggml's x86 orders (kernels.c spells them out), so they give the scalar
+ * ones' bits (axpy may differ by rounding, kernels.h); decoders produce the
+ * very same floats as the scalar ones (integer unpacking, then the same
+ * multiply and add, never fused). Forms without a vector decoder keep the
+ * scalar one. */
 #include "runtime/kernels/kernels_impl.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <cpuid.h>
+#include "runtime/kernels/kernels_x86.h"
+
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
-#define AVX2 __attribute__((target("avx2,fma,f16c")))
-
-AVX2 static inline float hsum(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
 /* ggml_vec_dot_f32's order on x86 (kernels.c spells it out). */
-AVX2 static float dot_f32(const float *a, const float *b, int64_t n)
+AVX2 float kavx2_dot_f32(const float *a, const float *b, int64_t n)
 {
     __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     const int64_t np = n & ~(int64_t)31;
@@ -45,7 +39,7 @@ AVX2 static inline __m256 load_h8(const uint16_t *p)
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 }
 
-AVX2 static float dot_f16(const uint16_t *a, const float *b, int64_t n)
+AVX2 float kavx2_dot_f16(const uint16_t *a, const float *b, int64_t n)
 {
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
     int64_t i = 0;
@@ -54,23 +48,23 @@ AVX2 static float dot_f16(const uint16_t *a, const float *b, int64_t n)
         s1 = _mm256_fmadd_ps(load_h8(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
     }
     for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(load_h8(a + i), _mm256_loadu_ps(b + i), s0);
-    float s = hsum(_mm256_add_ps(s0, s1));
+    float s = hsum_ps(_mm256_add_ps(s0, s1));
     for (; i < n; i++) s += _cvtsh_ss(a[i]) * b[i];
     return s;
 }
 
 /* llamafile tinyBLAS's order (kernels.c). */
-AVX2 static float dot8_f32(const float *a, const float *b, int64_t n)
+AVX2 float kavx2_dot8_f32(const float *a, const float *b, int64_t n)
 {
     __m256 s = _mm256_setzero_ps();
     for (int64_t i = 0; i < n; i += 8) s = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s);
-    return hsum(s);
+    return hsum_ps(s);
 }
 
 /* dot8_f32 for a block of rows x tokens, 4 x 3 at a time in 12
  * accumulators (each product's order is dot8_f32's: one 8-lane chain over
  * k, then hsum), so every element has the same bits as one dot8_f32. */
-AVX2 static void gemm8_f32(const float *A, int64_t lda, int64_t m, const float *B, int64_t ldb, int64_t n, float *C,
+AVX2 void kavx2_gemm8_f32(const float *A, int64_t lda, int64_t m, const float *B, int64_t ldb, int64_t n, float *C,
                            int64_t ldc, int64_t k)
 {
     int64_t j = 0;
@@ -91,13 +85,13 @@ AVX2 static void gemm8_f32(const float *A, int64_t lda, int64_t m, const float *
                 }
             }
             for (int a = 0; a < 4; a++)
-                for (int b = 0; b < 3; b++) C[(j + b) * ldc + i + a] = hsum(c[a][b]);
+                for (int b = 0; b < 3; b++) C[(j + b) * ldc + i + a] = hsum_ps(c[a][b]);
         }
         for (; i < m; i++)
-            for (int b = 0; b < 3; b++) C[(j + b) * ldc + i] = dot8_f32(A + i * lda, B + (j + b) * ldb, k);
+            for (int b = 0; b < 3; b++) C[(j + b) * ldc + i] = kavx2_dot8_f32(A + i * lda, B + (j + b) * ldb, k);
     }
     for (; j < n; j++)
-        for (int64_t i = 0; i < m; i++) C[j * ldc + i] = dot8_f32(A + i * lda, B + j * ldb, k);
+        for (int64_t i = 0; i < m; i++) C[j * ldc + i] = kavx2_dot8_f32(A + i * lda, B + j * ldb, k);
 }
 
 /* ggml_v_expf on 8 lanes, operation for operation (ggml_order.h has the
@@ -132,7 +126,7 @@ AVX2 static inline __m256 v_expf(__m256 x)
                                       _mm256_andnot_ps(_mm256_castsi256_ps(c), _mm256_fmadd_ps(k, j, k)))));
 }
 
-AVX2 static void swiglu_f32(float *x, const float *g, int64_t n)
+AVX2 void kavx2_swiglu_f32(float *x, const float *g, int64_t n)
 {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -145,7 +139,7 @@ AVX2 static void swiglu_f32(float *x, const float *g, int64_t n)
 }
 
 /* ggml_order_softmax with the groups of 8 in vectors: the same bits. */
-AVX2 static void softmax_f32(const float *x, int64_t n, float *y, float sink)
+AVX2 void kavx2_softmax_f32(const float *x, int64_t n, float *y, float sink)
 {
     float mx = -INFINITY;
     for (int64_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
@@ -155,7 +149,7 @@ AVX2 static void softmax_f32(const float *x, int64_t n, float *y, float sink)
     for (; i + 8 <= n; i += 8) {
         const __m256 e = v_expf(_mm256_sub_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(mx)));
         _mm256_storeu_ps(y + i, e);
-        sum += (double)hsum(e);
+        sum += (double)hsum_ps(e);
     }
     for (; i < n; i++) {
         y[i] = expf(x[i] - mx);
@@ -167,7 +161,7 @@ AVX2 static void softmax_f32(const float *x, int64_t n, float *y, float sink)
     for (; i < n; i++) y[i] *= _mm256_cvtss_f32(inv);
 }
 
-AVX2 static void axpy_f32(float *y, float a, const float *x, int64_t n)
+AVX2 void kavx2_axpy_f32(float *y, float a, const float *x, int64_t n)
 {
     __m256 va = _mm256_set1_ps(a);
     int64_t i = 0;
@@ -176,7 +170,7 @@ AVX2 static void axpy_f32(float *y, float a, const float *x, int64_t n)
     for (; i < n; i++) y[i] = fmaf(a, x[i], y[i]);
 }
 
-AVX2 static void axpy_f16(float *y, float a, const uint16_t *x, int64_t n)
+AVX2 void kavx2_axpy_f16(float *y, float a, const uint16_t *x, int64_t n)
 {
     __m256 va = _mm256_set1_ps(a);
     int64_t i = 0;
@@ -185,7 +179,7 @@ AVX2 static void axpy_f16(float *y, float a, const uint16_t *x, int64_t n)
     for (; i < n; i++) y[i] += a * _cvtsh_ss(x[i]);
 }
 
-AVX2 static void f16_to_f32(const uint16_t *src, float *dst, int64_t n)
+AVX2 void kavx2_f16_to_f32(const uint16_t *src, float *dst, int64_t n)
 {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load_h8(src + i));
@@ -194,7 +188,7 @@ AVX2 static void f16_to_f32(const uint16_t *src, float *dst, int64_t n)
 
 /* Round to nearest even, as fp16.h does; (NaN payloads aside, which the KV
  * cache never holds.) */
-AVX2 static void f32_to_f16(const float *src, uint16_t *dst, int64_t n)
+AVX2 void kavx2_f32_to_f16(const float *src, uint16_t *dst, int64_t n)
 {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
@@ -203,9 +197,9 @@ AVX2 static void f32_to_f16(const float *src, uint16_t *dst, int64_t n)
     for (; i < n; i++) dst[i] = (uint16_t)_cvtss_sh(src[i], _MM_FROUND_TO_NEAREST_INT);
 }
 
-AVX2 static void row_p16(const weight *w, int64_t r, float *dst)
+AVX2 void kavx2_row_p16(const weight *w, int64_t r, float *dst)
 {
-    f16_to_f32((const uint16_t *)((const uint8_t *)w->data + (size_t)r * w->row_bytes), dst, w->cols);
+    kavx2_f16_to_f32((const uint16_t *)((const uint8_t *)w->data + (size_t)r * w->row_bytes), dst, w->cols);
 }
 
 /* 8 codes of `bits` bits starting at byte p (8 codes = `bits` bytes). */
@@ -222,7 +216,7 @@ AVX2 static inline __m256i codes8(const uint8_t *p, int bits)
                             _mm256_set1_epi32((1 << bits) - 1));
 }
 
-AVX2 static void row_scode(const weight *w, int64_t r, float *dst)
+AVX2 void kavx2_row_scode(const weight *w, int64_t r, float *dst)
 {
     if (w->group % 8) { kscalar_row_scode(w, r, dst); return; }
     const int bits = w->code_bits;
@@ -243,109 +237,4 @@ AVX2 static void row_scode(const weight *w, int64_t r, float *dst)
     }
 }
 
-/* What the x86 tables share; they differ only in their quantized dots. */
-#define AVX2_COMMON_ENTRIES                                                           \
-    .dot_f32 = dot_f32, .dot8_f32 = dot8_f32, .gemm8_f32 = gemm8_f32, .swiglu_f32 = swiglu_f32, .softmax_f32 = softmax_f32, .dot_f16 = dot_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, \
-    .f16_to_f32 = f16_to_f32, .f32_to_f16 = f32_to_f16,                               \
-    .row_f32 = { [WF_P32] = kscalar_row_p32, [WF_P16] = row_p16, [WF_SCODE] = row_scode, \
-                 [WF_GGML] = kscalar_row_ggml, [WF_IQ3] = kscalar_row_iq3 },          \
-    .quant_q8 = { [WA_Q8_0] = kavx2_quant_q8_0, [WA_Q8_K] = kavx2_quant_q8_k },
-
-static const kernels avx2_table = {
-    .name = "avx2",
-    AVX2_COMMON_ENTRIES
-    .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx2_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
-    .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_GGML] = kavx2_qdotn_ggml, [WF_IQ3] = kavx2_qdotn_iq3 },
-    .qdot4 = { [WF_SCODE] = kavx2_qdot4_scode, [WF_GGML] = kavx2_qdot4_ggml },
-};
-
-/* The AVX2 table with the Q8_0-shaped S-form dots on AVX-VNNI
- * (kernels_q8_avx2.c): the same results bit for bit. */
-static const kernels avx2_vnni_table = {
-    .name = "avx2+vnni",
-    AVX2_COMMON_ENTRIES
-    .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kvnni_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
-    .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_GGML] = kavx2_qdotn_ggml, [WF_IQ3] = kavx2_qdotn_iq3 },
-    .qdot4 = { [WF_SCODE] = kvnni_qdot4_scode, [WF_GGML] = kavx2_qdot4_ggml },
-};
-
-/* The AVX2 table, or the AVX-VNNI one, with the IQ3 dot on AVX-512
- * (F, BW, VL, VBMI, and GFNI: the grid lookups as permutes, the sign
- * parities as a GF(2) affine map, kernels_q8_avx2.c):
- * the same results bit for bit. */
-static const kernels avx512_table = {
-    .name = "avx2+avx512",
-    AVX2_COMMON_ENTRIES
-    .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
-    .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_GGML] = kavx2_qdotn_ggml, [WF_IQ3] = kavx512_qdotn_iq3 },
-    .qdot4 = { [WF_SCODE] = kavx2_qdot4_scode, [WF_GGML] = kavx2_qdot4_ggml },
-};
-
-static const kernels avx512_vnni_table = {
-    .name = "avx2+vnni+avx512",
-    AVX2_COMMON_ENTRIES
-    .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
-    .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_GGML] = kavx2_qdotn_ggml, [WF_IQ3] = kavx512_qdotn_iq3 },
-    .qdot4 = { [WF_SCODE] = kvnni_qdot4_scode, [WF_GGML] = kavx2_qdot4_ggml },
-};
-
-/* The same two with AVX-512 VNNI too: the four-row S8 (Q8_0-shaped) dot
- * on 512-bit registers (kavx512_qdot4_scode, one unit of two rows per
- * instruction; the same results bit for bit). */
-static const kernels avx512_z_table = {
-    .name = "avx2+avx512+vnni512",
-    AVX2_COMMON_ENTRIES
-    .qdot = { [WF_SCODE] = kavx2_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
-    .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_GGML] = kavx512_qdotn_ggml, [WF_IQ3] = kavx512_qdotn_iq3 },
-    .qdot4 = { [WF_SCODE] = kavx512_qdot4_scode, [WF_GGML] = kavx512_qdot4_ggml },
-};
-
-static const kernels avx512_vnni_z_table = {
-    .name = "avx2+vnni+avx512+vnni512",
-    AVX2_COMMON_ENTRIES
-    .qdot = { [WF_SCODE] = kvnni_qdot_scode, [WF_IQ3] = kavx512_qdot_iq3, [WF_GGML] = kavx2_qdot_ggml },
-    .qdotn = { [WF_SCODE] = kavx2_qdotn_scode, [WF_GGML] = kavx512_qdotn_ggml, [WF_IQ3] = kavx512_qdotn_iq3 },
-    .qdot4 = { [WF_SCODE] = kavx512v_qdot4_scode, [WF_GGML] = kavx512_qdot4_ggml },
-};
-
-/* F16C is read from CPUID leaf 1 (ECX bit 29): not every clang knows the
- * "f16c" name in __builtin_cpu_supports. */
-const kernels *kernels_avx2(void)
-{
-    unsigned a, b, c, d;
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return NULL;
-    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 29))) return NULL;
-    return &avx2_table;
-}
-
-/* AVX-VNNI is CPUID leaf 7 sub-leaf 1, EAX bit 4 (its registers are the
- * AVX ones, whose OS support the AVX2 check has covered). */
-const kernels *kernels_avx2_vnni(void)
-{
-    unsigned a, b, c, d;
-    if (!kernels_avx2()) return NULL;
-    if (!__get_cpuid_count(7, 1, &a, &b, &c, &d) || !(a & (1u << 4))) return NULL;
-    return &avx2_vnni_table;
-}
-
-/* __builtin_cpu_supports reports the AVX-512 features only when the OS
- * saves the zmm and mask registers (XCR0), in gcc's and clang's runtimes. */
-const kernels *kernels_avx512(void)
-{
-    if (!kernels_avx2()) return NULL;
-    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-        !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512vbmi"))
-        return NULL;
-    unsigned a, b, c, d; /* GFNI: CPUID leaf 7 sub-leaf 0, ECX bit 8 */
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(c & (1u << 8))) return NULL;
-    const int vnni = kernels_avx2_vnni() != NULL;
-    if (__builtin_cpu_supports("avx512vnni")) return vnni ? &avx512_vnni_z_table : &avx512_z_table;
-    return vnni ? &avx512_vnni_table : &avx512_table;
-}
-
-#else
-const kernels *kernels_avx2(void) { return 0; }
-const kernels *kernels_avx2_vnni(void) { return 0; }
-const kernels *kernels_avx512(void) { return 0; }
 #endif

@@ -1,6 +1,6 @@
 /* kernels_ggml_q8.c: integer dots for native ggml blocks with quantized
- * activations, in ggml-cpu's x86 (AVX2) order, scalar: one table entry
- * (qdot[WF_GGML]) for every table.
+ * activations, in ggml-cpu's x86 (AVX2) order, scalar: one entry per type
+ * (qdot_ggml[type], kernel_table.c) that the SIMD layers keep or replace.
  *
  * Each super-block (or Q8_0 block) is summed as ggml's AVX2 vec_dot does:
  * integer products into 8 lanes (lane l = elements 4l..4l+3 of every 32),
@@ -12,6 +12,7 @@
 #include "runtime/kernels/kernels_impl.h"
 
 #include "formats/fp16.h"
+#include "formats/ggml_blocks.h"
 #include "formats/ggml_dequant.h"
 #include "formats/ggml_tables.h"
 #include "formats/ggml_types.h"
@@ -19,13 +20,6 @@
 
 #include <math.h>
 #include <string.h>
-
-static float f16at(const uint8_t *p)
-{
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return fp16_to_f32(h);
-}
 
 /* lane[(e % 32) / 4] += v[e] * mul[e / 16] * q[e] over 256 elements. */
 static void lanes256(const int16_t *v, const int32_t *mul16, const int8_t *q, int32_t lane[8])
@@ -37,11 +31,11 @@ static float dot_q8_0(const uint8_t *row, int64_t cols, const qrow *a)
 {
     float acc[8] = { 0 };
     for (int64_t b = 0; b < cols / 32; b++) {
-        const uint8_t *blk = row + b * 34;
-        const int8_t *w = (const int8_t *)(blk + 2), *q = a->q + b * 32;
+        const block_q8_0 *blk = (const block_q8_0 *)row + b;
+        const int8_t *w = blk->qs, *q = a->q + b * 32;
         int32_t lane[8] = { 0 };
         for (int e = 0; e < 32; e++) lane[e / 4] += (int32_t)w[e] * q[e];
-        const float d = f16at(blk) * a->d[b];
+        const float d = fp16_to_f32(blk->d) * a->d[b];
         for (int l = 0; l < 8; l++) acc[l] = fmaf(d, (float)lane[l], acc[l]);
     }
     return ggml_order_hsum8(acc);
@@ -62,11 +56,17 @@ static void scale_min_k4(int j, const uint8_t *s, int32_t *sc, int32_t *m)
 /* Q4_K (style 4) and Q5_K (style 5): q in 0..15 / 0..31, value d*sc*q - dmin*m. */
 static float dot_qk(const uint8_t *row, int64_t cols, const qrow *a, int style)
 {
-    const size_t bytes = style == 4 ? 144 : 176;
     float acc[8] = { 0 }, accm[4] = { 0 }, summs = 0.0f;
     for (int64_t i = 0; i < cols / 256; i++) {
-        const uint8_t *blk = row + i * bytes, *scales = blk + 4;
-        const uint8_t *qh = blk + 16, *qs = style == 4 ? blk + 16 : blk + 48;
+        const uint8_t *scales, *qh = NULL, *qs;
+        uint16_t dh, mh;
+        if (style == 4) {
+            const block_q4_K *blk = (const block_q4_K *)row + i;
+            scales = blk->scales, qs = blk->qs, dh = blk->d, mh = blk->dmin;
+        } else {
+            const block_q5_K *blk = (const block_q5_K *)row + i;
+            scales = blk->scales, qh = blk->qh, qs = blk->qs, dh = blk->d, mh = blk->dmin;
+        }
         int16_t v[256];
         for (int j = 0; j < 4; j++)
             for (int l = 0; l < 32; l++) {
@@ -88,9 +88,9 @@ static float dot_qk(const uint8_t *row, int64_t cols, const qrow *a, int style)
             bs[j] = a->sum16[(i * 256 + 32 * j) / 16] + a->sum16[(i * 256 + 32 * j) / 16 + 1];
         }
         lanes256(v, mul16, a->q + i * 256, lane);
-        const float yd = a->d[i], D = yd * f16at(blk);
+        const float yd = a->d[i], D = yd * fp16_to_f32(dh);
         for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
-        summs = ggml_order_kmins(style, -yd * f16at(blk + 2), m, bs, accm, summs);
+        summs = ggml_order_kmins(style, -yd * fp16_to_f32(mh), m, bs, accm, summs);
     }
     return ggml_order_hsum8(acc) + ggml_order_kmins_total(style, accm, summs);
 }
@@ -99,8 +99,9 @@ static float dot_q6_k(const uint8_t *row, int64_t cols, const qrow *a)
 {
     float acc[8] = { 0 };
     for (int64_t i = 0; i < cols / 256; i++) {
-        const uint8_t *blk = row + i * 210, *ql = blk, *qh = blk + 128;
-        const int8_t *sc = (const int8_t *)(blk + 192);
+        const block_q6_K *blk = (const block_q6_K *)row + i;
+        const uint8_t *ql = blk->ql, *qh = blk->qh;
+        const int8_t *sc = blk->scales;
         int16_t v[256];
         for (int n = 0; n < 2; n++)
             for (int l = 0; l < 32; l++) {
@@ -113,7 +114,7 @@ static float dot_q6_k(const uint8_t *row, int64_t cols, const qrow *a)
         int32_t mul16[16], lane[8] = { 0 };
         for (int k = 0; k < 16; k++) mul16[k] = sc[k];
         lanes256(v, mul16, a->q + i * 256, lane);
-        const float D = a->d[i] * f16at(blk + 208);
+        const float D = a->d[i] * fp16_to_f32(blk->d);
         for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
     }
     return ggml_order_hsum8(acc);
@@ -125,7 +126,8 @@ static float dot_iq3_xxs(const uint8_t *row, int64_t cols, const qrow *a)
 {
     float acc[8] = { 0 };
     for (int64_t i = 0; i < cols / 256; i++) {
-        const uint8_t *blk = row + i * 98, *qs = blk + 2;
+        const block_iq3_xxs *blk = (const block_iq3_xxs *)row + i;
+        const uint8_t *qs = blk->qs;
         int16_t v[256];
         int32_t mul16[16], lane[8] = { 0 };
         for (int s = 0; s < 8; s++) {
@@ -144,7 +146,7 @@ static float dot_iq3_xxs(const uint8_t *row, int64_t cols, const qrow *a)
             }
         }
         lanes256(v, mul16, a->q + i * 256, lane);
-        const float D = f16at(blk) * a->d[i];
+        const float D = fp16_to_f32(blk->d) * a->d[i];
         for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
     }
     return 0.25f * ggml_order_hsum8(acc);
@@ -156,7 +158,8 @@ static float dot_iq2_s(const uint8_t *row, int64_t cols, const qrow *a)
 {
     float acc[8] = { 0 };
     for (int64_t b = 0; b < cols / 256; b++) {
-        const uint8_t *blk = row + b * 82, *qs = blk + 2, *signs = blk + 34, *qh = blk + 66, *sc = blk + 74;
+        const block_iq2_s *blk = (const block_iq2_s *)row + b;
+        const uint8_t *qs = blk->qs, *signs = blk->qs + 32, *qh = blk->qh, *sc = blk->scales;
         int16_t v[256];
         int32_t mul16[16], lane[8] = { 0 };
         for (int ib = 0; ib < 8; ib++) {
@@ -172,7 +175,7 @@ static float dot_iq2_s(const uint8_t *row, int64_t cols, const qrow *a)
             }
         }
         lanes256(v, mul16, a->q + b * 256, lane);
-        const float D = f16at(blk) * a->d[b];
+        const float D = fp16_to_f32(blk->d) * a->d[b];
         for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
     }
     return 0.125f * ggml_order_hsum8(acc);
@@ -189,14 +192,14 @@ static float dot_mxfp4(const uint8_t *row, int64_t cols, const qrow *a)
     const int64_t nb = cols / 32;
     int64_t b = 0;
     for (; b < nb; b++) {
-        const uint8_t *blk = row + b * 17;
+        const block_mxfp4 *blk = (const block_mxfp4 *)row + b;
         const int8_t *q = a->q + b * 32;
         int32_t lane[8] = { 0 };
         for (int j = 0; j < 16; j++) {
-            lane[j / 4] += (int32_t)ggml_kvalues_fp4[blk[1 + j] & 15] * q[j];
-            lane[4 + j / 4] += (int32_t)ggml_kvalues_fp4[blk[1 + j] >> 4] * q[16 + j];
+            lane[j / 4] += (int32_t)ggml_kvalues_fp4[blk->qs[j] & 15] * q[j];
+            lane[4 + j / 4] += (int32_t)ggml_kvalues_fp4[blk->qs[j] >> 4] * q[16 + j];
         }
-        const float d = a->d[b] * ggml_e8m0_half(blk[0]);
+        const float d = a->d[b] * ggml_e8m0_half(blk->e);
         if (b + 1 == nb && nb % 2) { /* the tail, after the pairs' sum */
             float s8[8];
             for (int l = 0; l < 8; l++) s8[l] = acc[0][l] + acc[1][l];
@@ -211,28 +214,26 @@ static float dot_mxfp4(const uint8_t *row, int64_t cols, const qrow *a)
     return ggml_order_hsum8(s8);
 }
 
-int kq8_ggml_qdot_ok(int ggml_type)
+/* The table's entries (kernel_table.c: qdot_ggml[type]): row r of w. */
+static const uint8_t *row_of(const weight *w, int64_t r) { return (const uint8_t *)w->data + (size_t)r * w->row_bytes; }
+
+float kscalar_qdot_q8_0(const weight *w, int64_t r, const qrow *a) { return dot_q8_0(row_of(w, r), w->cols, a); }
+float kscalar_qdot_q4_k(const weight *w, int64_t r, const qrow *a) { return dot_qk(row_of(w, r), w->cols, a, 4); }
+float kscalar_qdot_q5_k(const weight *w, int64_t r, const qrow *a) { return dot_qk(row_of(w, r), w->cols, a, 5); }
+float kscalar_qdot_q6_k(const weight *w, int64_t r, const qrow *a) { return dot_q6_k(row_of(w, r), w->cols, a); }
+float kscalar_qdot_iq3_xxs(const weight *w, int64_t r, const qrow *a) { return dot_iq3_xxs(row_of(w, r), w->cols, a); }
+float kscalar_qdot_iq2_s(const weight *w, int64_t r, const qrow *a) { return dot_iq2_s(row_of(w, r), w->cols, a); }
+float kscalar_qdot_mxfp4(const weight *w, int64_t r, const qrow *a) { return dot_mxfp4(row_of(w, r), w->cols, a); }
+
+/* One row against nt tokens, one dot per token: the scalar table's qdotn
+ * for the types whose SIMD qdotn shares work across tokens (so a batch
+ * takes the same path whichever table runs it). */
+void kscalar_qdotn_iq2_s(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
 {
-    switch (ggml_type) {
-    case GGML_TYPE_Q8_0: case GGML_TYPE_Q4_K: case GGML_TYPE_Q5_K: case GGML_TYPE_Q6_K:
-    case GGML_TYPE_IQ3_XXS: case GGML_TYPE_IQ2_S: case GGML_TYPE_MXFP4:
-        return 1;
-    default:
-        return 0;
-    }
+    for (int t = 0; t < nt; t++) y[t * ystride] = kscalar_qdot_iq2_s(w, r, &a[t]);
 }
 
-float kscalar_qdot_ggml(const weight *w, int64_t r, const qrow *a)
+void kscalar_qdotn_mxfp4(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
 {
-    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    switch (w->ggml_type) {
-    case GGML_TYPE_Q8_0: return dot_q8_0(row, w->cols, a);
-    case GGML_TYPE_Q4_K: return dot_qk(row, w->cols, a, 4);
-    case GGML_TYPE_Q5_K: return dot_qk(row, w->cols, a, 5);
-    case GGML_TYPE_Q6_K: return dot_q6_k(row, w->cols, a);
-    case GGML_TYPE_IQ3_XXS: return dot_iq3_xxs(row, w->cols, a);
-    case GGML_TYPE_IQ2_S: return dot_iq2_s(row, w->cols, a);
-    case GGML_TYPE_MXFP4: return dot_mxfp4(row, w->cols, a);
-    default: return 0.0f; /* kernels_qdot_ok() keeps other types away */
-    }
+    for (int t = 0; t < nt; t++) y[t * ystride] = kscalar_qdot_mxfp4(w, r, &a[t]);
 }

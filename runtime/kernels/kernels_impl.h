@@ -1,10 +1,27 @@
-/* kernels_impl.h: what the scalar and AVX2 kernel files share (private to
- * runtime/kernels/kernels*.c). The AVX2 table reuses the scalar decoders for forms
- * it has no faster path for, so "AVX2 equals scalar" is trivially true there. */
+/* kernels_impl.h: the kernels' pieces, private to runtime/kernels/. Every
+ * primitive, decoder, quantizer and dot is declared here once, with its ISA
+ * in its prefix (kscalar_, kavx2_, kvnni_, kavx512_); kernel_table.c is the
+ * one file that puts them into tables (the scalar table, and each ISA layer
+ * over it), so the files that define them never refer to a table or to one
+ * another's ISA, except where a faster kernel falls back to a slower one
+ * for rows it does not take. */
 #ifndef STRATA_KERNELS_IMPL_H
 #define STRATA_KERNELS_IMPL_H
 
 #include "runtime/kernels/kernels.h"
+
+/* ---- scalar (kernels.c, kernels_q8.c, kernels_ggml_q8.c) ---- */
+float kscalar_dot_f32(const float *a, const float *b, int64_t n);
+float kscalar_dot8_f32(const float *a, const float *b, int64_t n);
+void kscalar_gemm8_f32(const float *A, int64_t lda, int64_t m, const float *B, int64_t ldb, int64_t n, float *C,
+                       int64_t ldc, int64_t k);
+float kscalar_dot_f16(const uint16_t *a, const float *b, int64_t n);
+void kscalar_swiglu_f32(float *x, const float *g, int64_t n);
+void kscalar_softmax_f32(const float *x, int64_t n, float *y, float sink);
+void kscalar_axpy_f32(float *y, float a, const float *x, int64_t n);
+void kscalar_axpy_f16(float *y, float a, const uint16_t *x, int64_t n);
+void kscalar_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
+void kscalar_f32_to_f16(const float *src, uint16_t *dst, int64_t n);
 
 void kscalar_row_p32(const weight *w, int64_t r, float *dst);
 void kscalar_row_p16(const weight *w, int64_t r, float *dst);
@@ -16,13 +33,38 @@ void kscalar_quant_q8_0(const float *x, int64_t n, int8_t *q, float *d, int32_t 
 void kscalar_quant_q8_k(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16);
 float kscalar_qdot_scode(const weight *w, int64_t r, const qrow *a);
 float kscalar_qdot_kf(const weight *w, int64_t r, const qrow *a);
-float kscalar_qdot_ggml(const weight *w, int64_t r, const qrow *a);
-void kscalar_qdotn_ggml(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
-int kq8_ggml_qdot_ok(int ggml_type); /* kscalar_qdot_ggml takes this native type */
 void kscalar_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
 void kscalar_qdotn_scode(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 float kscalar_qdot_iq3(const weight *w, int64_t r, const qrow *a);
 void kscalar_qdotn_iq3(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
+/* native ggml blocks, one per type (qdot_ggml[type]) */
+float kscalar_qdot_q8_0(const weight *w, int64_t r, const qrow *a);
+float kscalar_qdot_q4_k(const weight *w, int64_t r, const qrow *a);
+float kscalar_qdot_q5_k(const weight *w, int64_t r, const qrow *a);
+float kscalar_qdot_q6_k(const weight *w, int64_t r, const qrow *a);
+float kscalar_qdot_iq3_xxs(const weight *w, int64_t r, const qrow *a);
+float kscalar_qdot_iq2_s(const weight *w, int64_t r, const qrow *a);
+float kscalar_qdot_mxfp4(const weight *w, int64_t r, const qrow *a);
+void kscalar_qdotn_iq2_s(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
+void kscalar_qdotn_mxfp4(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
+/* The codebook as int8 when every entry is an integer in [-128, 127]. */
+int kq8_codebook_i8(const weight *w, int8_t out[16]);
+
+/* ---- AVX2 + FMA + F16C (kernels_avx2.c, kernels_q8_avx2.c) ---- */
+float kavx2_dot_f32(const float *a, const float *b, int64_t n);
+float kavx2_dot8_f32(const float *a, const float *b, int64_t n);
+void kavx2_gemm8_f32(const float *A, int64_t lda, int64_t m, const float *B, int64_t ldb, int64_t n, float *C,
+                     int64_t ldc, int64_t k);
+float kavx2_dot_f16(const uint16_t *a, const float *b, int64_t n);
+void kavx2_swiglu_f32(float *x, const float *g, int64_t n);
+void kavx2_softmax_f32(const float *x, int64_t n, float *y, float sink);
+void kavx2_axpy_f32(float *y, float a, const float *x, int64_t n);
+void kavx2_axpy_f16(float *y, float a, const uint16_t *x, int64_t n);
+void kavx2_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
+void kavx2_f32_to_f16(const float *src, uint16_t *dst, int64_t n);
+void kavx2_row_p16(const weight *w, int64_t r, float *dst);
+void kavx2_row_scode(const weight *w, int64_t r, float *dst);
+
 void kavx2_quant_q8_0(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16);
 void kavx2_quant_q8_k(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16);
 float kavx2_qdot_scode(const weight *w, int64_t r, const qrow *a);
@@ -30,20 +72,24 @@ void kavx2_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a
 void kavx2_qdotn_scode(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 float kavx2_qdot_iq3(const weight *w, int64_t r, const qrow *a);
 void kavx2_qdotn_iq3(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
-float kavx2_qdot_ggml(const weight *w, int64_t r, const qrow *a);
-void kavx2_qdotn_ggml(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
-void kavx2_qdot4_ggml(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
-void kavx512_qdot4_ggml(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
-void kavx512_qdotn_ggml(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
+float kavx2_qdot_iq2_s(const weight *w, int64_t r, const qrow *a);
+void kavx2_qdotn_iq2_s(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
+float kavx2_qdot_mxfp4(const weight *w, int64_t r, const qrow *a);
+void kavx2_qdot4_mxfp4(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
+void kavx2_qdotn_mxfp4(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
+
+/* ---- AVX-VNNI ---- */
 float kvnni_qdot_scode(const weight *w, int64_t r, const qrow *a);
 void kvnni_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
 float kvnni_qdot_iq3(const weight *w, int64_t r, const qrow *a);
+
+/* ---- AVX-512 (F, BW, VL, VBMI, GFNI; "512" names: AVX-512 VNNI too) ---- */
 float kavx512_qdot_iq3(const weight *w, int64_t r, const qrow *a);
 void kavx512_qdotn_iq3(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
+/* the S8 four-row dot on zmm; other rows to AVX2's (kavx512_) or AVX-VNNI's (kavx512v_) */
 void kavx512_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
 void kavx512v_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
-/* The codebook as int8 when every entry is an integer in [-128, 127]. */
-int kq8_codebook_i8(const weight *w, int8_t out[16]);
-
+void kavx512_qdot4_mxfp4(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
+void kavx512_qdotn_mxfp4(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 
 #endif

@@ -19,18 +19,9 @@ int qrow_block(int act) { return act == WA_Q8_0 ? 32 : act == WA_Q8_K ? 256 : 0;
 
 int kernels_ggml_act(int t)
 {
-    switch (t) {
-    case GGML_TYPE_Q4_0: case GGML_TYPE_Q4_1: case GGML_TYPE_Q5_0: case GGML_TYPE_Q5_1:
-    case GGML_TYPE_Q8_0: case GGML_TYPE_IQ4_NL: case GGML_TYPE_MXFP4:
-        return WA_Q8_0; /* Q8_1 for the _1 types: the same codes, plus a sum */
-    case GGML_TYPE_Q2_K: case GGML_TYPE_Q3_K: case GGML_TYPE_Q4_K: case GGML_TYPE_Q5_K:
-    case GGML_TYPE_Q6_K: case GGML_TYPE_IQ2_XXS: case GGML_TYPE_IQ2_XS: case GGML_TYPE_IQ3_XXS:
-    case GGML_TYPE_IQ1_S: case GGML_TYPE_IQ3_S: case GGML_TYPE_IQ2_S: case GGML_TYPE_IQ4_XS:
-    case GGML_TYPE_IQ1_M: case GGML_TYPE_TQ1_0: case GGML_TYPE_TQ2_0:
-        return WA_Q8_K;
-    default:
-        return WA_F32;
-    }
+    const ggml_type_row *row = ggml_type_info(t);
+    const int act = row ? row->act : GGML_TYPE_F32;
+    return act == GGML_TYPE_Q8_0 ? WA_Q8_0 : act == GGML_TYPE_Q8_K ? WA_Q8_K : WA_F32;
 }
 
 /* ggml-cpu's x86 quantize_row_q8_0, the rounding llama.cpp applies to every
@@ -121,33 +112,6 @@ int kq8_codebook_i8(const weight *w, int8_t out[16])
         out[i] = (int8_t)c;
     }
     return 1;
-}
-
-int kernels_qdot_ok(const weight *w)
-{
-    const int blk = qrow_block(w->act);
-    if (!blk || w->cols % blk) return 0;
-    if (w->form == WF_IQ3) return w->act == WA_Q8_K;
-    if (w->form == WF_GGML) return w->act == kernels_ggml_act(w->ggml_type) && kq8_ggml_qdot_ok(w->ggml_type);
-    if (w->form != WF_SCODE) return 0;
-    const int g = w->group;
-    if (g % 16 || (g <= blk ? blk % g : g % blk)) return 0;
-    if (w->codebook) {
-        int8_t cb[16];
-        return w->code_bits == 4 && kq8_codebook_i8(w, cb);
-    }
-    if (w->code_bits == 8) return 1;   /* the AVX2 path widens to int16 unless bias is -128 */
-    const int maxcode = (1 << w->code_bits) - 1;
-    return w->code_bias >= -128 && w->code_bias + maxcode <= 127;
-}
-
-
-int kernels_qdotn_ok(const kernels *k, const weight *w)
-{
-    if (!k->qdotn[w->form] || !kernels_qdot_ok(w)) return 0;
-    if (w->form == WF_IQ3) return 1;
-    if (w->form == WF_GGML) return w->ggml_type == GGML_TYPE_IQ2_S || w->ggml_type == GGML_TYPE_MXFP4;
-    return w->form == WF_SCODE && w->kf && w->act == WA_Q8_K;
 }
 
 /* A K-quant S-form with its factors (kfactor.h), as ggml-cpu's x86
@@ -245,20 +209,18 @@ float kscalar_qdot_iq3(const weight *w, int64_t r, const qrow *a)
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     float acc[8] = { 0 };
     for (int64_t b = 0; b < w->cols / IQ3_QK; b++) {
-        const uint8_t *blk = row + b * IQ3_BLOCK_BYTES;
+        const iq3_block *blk = (const iq3_block *)row + b;
         const int8_t *q = a->q + b * IQ3_QK;
-        uint16_t dh;
-        memcpy(&dh, blk + 96, 2);
+        const uint16_t dh = iq3_block_d(blk);
         int32_t lane[8] = { 0 };
         for (int s = 0; s < 8; s++) {
-            uint32_t word;
-            memcpy(&word, blk + 64 + 4 * s, 4);
+            const uint32_t word = iq3_block_word(blk, s);
             const int32_t mul = (int32_t)(2 * (word >> 28) + 1);
             for (int k = 0; k < 4; k++) {
                 const unsigned s7 = (word >> (7 * k)) & 127u;
                 const unsigned signs = s7 | ((unsigned)__builtin_parity(s7) << 7);
                 for (int h = 0; h < 2; h++) {
-                    const uint32_t gv = ggml_iq3xxs_grid[blk[s * 8 + k * 2 + h]];
+                    const uint32_t gv = ggml_iq3xxs_grid[blk->grid[s * 8 + k * 2 + h]];
                     int32_t sub = 0;
                     for (int j = 0; j < 4; j++) {
                         const int e = k * 8 + h * 4 + j;
@@ -278,11 +240,6 @@ float kscalar_qdot_iq3(const weight *w, int64_t r, const qrow *a)
 void kscalar_qdotn_scode(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
 {
     for (int t = 0; t < nt; t++) y[t * ystride] = kscalar_qdot_scode(w, r, &a[t]);
-}
-
-void kscalar_qdotn_ggml(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
-{
-    for (int t = 0; t < nt; t++) y[t * ystride] = kscalar_qdot_ggml(w, r, &a[t]);
 }
 
 void kscalar_qdotn_iq3(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)

@@ -1,0 +1,205 @@
+/* kernels_ggml_avx2.c: native ggml blocks on AVX2 (the AVX2 layer's
+ * qdot_ggml slots in kernel_table.c): MXFP4 and IQ2_S, in the scalar
+ * kernels' order (kernels_ggml_q8.c), so their bits. */
+#include "runtime/kernels/kernels_impl.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "runtime/kernels/kernels_x86.h"
+#include "formats/ggml_blocks.h"
+#include "formats/ggml_dequant.h"
+#include "formats/ggml_tables.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Native MXFP4 on AVX2, in the scalar dot_mxfp4's order (kernels_ggml_q8.c,
+ * ggml's vec_dot_mxfp4_q8_0). A block's integer lanes are |value| x (the
+ * activation with the value's sign), as ggml's AVX2 kernel makes them.
+ * Even and odd blocks go into two float accumulators, their sum's hsum, a
+ * last odd block's integer total fused-multiply-added after it. */
+
+/* One row's blocks b (at b0) and b+1 into the even and odd accumulators;
+ * q the activation of block b. Callers keep four rows' eight accumulators
+ * in named variables (indexed by b % 2 in an array, gcc kept them in
+ * memory); with them, the table and the masks, AVX2's 16 registers are
+ * nearly full, hence the signed lanes (no biases to hold) and the
+ * activation read here. */
+AVX2 static inline __attribute__((always_inline)) void mxfp4_pair(const uint8_t *b0, const int8_t *q,
+                                                                  const float *sc, __m256 *even, __m256 *odd)
+{
+    const __m256i la = mxfp4_lanes_signed(b0, q), lb = mxfp4_lanes_signed(b0 + 17, q + 32);
+    *even = _mm256_fmadd_ps(_mm256_broadcast_ss(sc), _mm256_cvtepi32_ps(la), *even);
+    *odd = _mm256_fmadd_ps(_mm256_broadcast_ss(sc + 1), _mm256_cvtepi32_ps(lb), *odd);
+}
+
+/* The eight scales of four rows' block pairs (row 0 block b, row 0 block
+ * b+1, row 1 block b, ...) into sc: ggml_e8m0_half of each E8M0 byte on
+ * vectors (subnormal bits for e < 2), times the activation scale, the
+ * product ggml rounds. */
+AVX2 static inline __attribute__((always_inline)) void mxfp4_scales4(const uint8_t *r0, const uint8_t *r1,
+                                                                     const uint8_t *r2, const uint8_t *r3,
+                                                                     const float *d, float *sc)
+{
+    const __m256i e = _mm256_setr_epi32(r0[0], r0[17], r1[0], r1[17], r2[0], r2[17], r3[0], r3[17]);
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    const __m256i bits = _mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e));
+    double dpair;
+    memcpy(&dpair, d, sizeof dpair);
+    _mm256_storeu_ps(sc, _mm256_mul_ps(_mm256_castpd_ps(_mm256_set1_pd(dpair)), _mm256_castsi256_ps(bits)));
+}
+
+/* The total of a row's two accumulators, and a last odd block's product after it. */
+AVX2 static inline float mxfp4_finish(const uint8_t *row, const qrow *a, int64_t nb, __m256 even, __m256 odd)
+{
+    return mxfp4_tail(row, a, nb, hsum_ps(_mm256_add_ps(even, odd)));
+}
+
+AVX2 float kavx2_qdot_mxfp4(const weight *w, int64_t r, const qrow *a)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    __m256 even = _mm256_setzero_ps(), odd = even;
+    const int64_t nb = w->cols / 32;
+    for (int64_t b = 0; b + 1 < nb; b += 2) {
+        const float sc[2] = { a->d[b] * ggml_e8m0_half(row[b * 17]), a->d[b + 1] * ggml_e8m0_half(row[b * 17 + 17]) };
+        mxfp4_pair(row + b * 17, a->q + b * 32, sc, &even, &odd);
+    }
+    return mxfp4_finish(row, a, nb, even, odd);
+}
+
+/* Four MXFP4 rows (r, r + stride, ...) against one activation, each y
+ * kavx2_qdot_mxfp4's bits: the activation blocks and their biases are made once. */
+AVX2 void kavx2_qdot4_mxfp4(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
+{
+    const size_t rs = (size_t)stride * w->row_bytes;
+    const uint8_t *r0 = (const uint8_t *)w->data + (size_t)r * w->row_bytes, *r1 = r0 + rs, *r2 = r1 + rs, *r3 = r2 + rs;
+    const size_t ahead = qd4_ahead(w->row_bytes, stride);
+    __m256 e0 = _mm256_setzero_ps(), o0 = e0, e1 = e0, o1 = e0, e2 = e0, o2 = e0, e3 = e0, o3 = e0;
+    const int64_t nb = w->cols / 32;
+    for (int64_t b = 0; b + 1 < nb; b += 2) {
+        const int8_t *q = a->q + b * 32;
+        const size_t off = (size_t)b * 17;
+        float sc[8];
+        mxfp4_scales4(r0 + off, r1 + off, r2 + off, r3 + off, a->d + b, sc);
+        _mm_prefetch((const char *)r0 + off + ahead, QD_HINT);
+        _mm_prefetch((const char *)r1 + off + ahead, QD_HINT);
+        _mm_prefetch((const char *)r2 + off + ahead, QD_HINT);
+        _mm_prefetch((const char *)r3 + off + ahead, QD_HINT);
+        mxfp4_pair(r0 + off, q, sc + 0, &e0, &o0);
+        mxfp4_pair(r1 + off, q, sc + 2, &e1, &o1);
+        mxfp4_pair(r2 + off, q, sc + 4, &e2, &o2);
+        mxfp4_pair(r3 + off, q, sc + 6, &e3, &o3);
+    }
+    y[0] = mxfp4_finish(r0, a, nb, e0, o0);
+    y[stride] = mxfp4_finish(r1, a, nb, e1, o1);
+    y[2 * stride] = mxfp4_finish(r2, a, nb, e2, o2);
+    y[3 * stride] = mxfp4_finish(r3, a, nb, e3, o3);
+}
+
+/* Native IQ2_S blocks on AVX2 (kernels_ggml_q8.c has the scalar spelling):
+ * per 32 elements the four 8-byte grid entries, the 32 sign bits applied
+ * to the activation codes, maddubs, and madd by the two 16-element scales
+ * give the same 8 integer lanes; summed over the block, converted, one
+ * fused multiply-add by d x (activation scale), 0.125 x hsum: the same
+ * bits as the scalar kernel. */
+AVX2 float kavx2_qdot_iq2_s(const weight *w, int64_t r, const qrow *a)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < w->cols / 256; b++) {
+        const block_iq2_s *blk = (const block_iq2_s *)row + b;
+        const uint8_t *qs = blk->qs, *signs = blk->qs + 32, *qh = blk->qh, *sc = blk->scales;
+        const int8_t *q = a->q + b * 256;
+        const uint16_t dh = blk->d;
+        __m256i lanes = _mm256_setzero_si256();
+        for (int ib = 0; ib < 8; ib++) {
+            const __m256i grid = _mm256_setr_epi64x(
+                (long long)ggml_iq2s_grid[qs[ib * 4 + 0] | ((qh[ib] << 8) & 0x300)],
+                (long long)ggml_iq2s_grid[qs[ib * 4 + 1] | ((qh[ib] << 6) & 0x300)],
+                (long long)ggml_iq2s_grid[qs[ib * 4 + 2] | ((qh[ib] << 4) & 0x300)],
+                (long long)ggml_iq2s_grid[qs[ib * 4 + 3] | ((qh[ib] << 2) & 0x300)]);
+            uint32_t sw;
+            memcpy(&sw, signs + ib * 4, 4);
+            const __m256i p16 = _mm256_maddubs_epi16(grid, iq3_signed_q(q + ib * 32, sw));
+            const short lo = (short)(2 * (sc[ib] & 15) + 1), hi = (short)(2 * (sc[ib] >> 4) + 1);
+            const __m256i scv = _mm256_setr_epi16(lo, lo, lo, lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi);
+            lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(p16, scv));
+        }
+        const float D = _cvtsh_ss(dh) * a->d[b];
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc);
+    }
+    return 0.125f * hsum_ps(acc);
+}
+
+
+/* One MXFP4 row against nt <= KQ_NT_MAX tokens (prefill): each block's
+ * signed values and their magnitudes, and its scale, are made once and
+ * met by every token; per token the integer lanes, the scale product and
+ * the two accumulators are kavx2_qdot_mxfp4's, so each y is its bits. */
+AVX2 void kavx2_qdotn_mxfp4(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    const __m256i values = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ggml_kvalues_fp4));
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 even[KQ_NT_MAX], odd[KQ_NT_MAX];
+    for (int t = 0; t < nt; t++) even[t] = odd[t] = _mm256_setzero_ps();
+    const int64_t nb = w->cols / 32;
+    for (int64_t b = 0; b + 1 < nb; b += 2) {
+        const uint8_t *b0 = row + b * 17;
+        const __m256i v0 = _mm256_shuffle_epi8(values, mxfp4_nibbles(b0));
+        const __m256i v1 = _mm256_shuffle_epi8(values, mxfp4_nibbles(b0 + 17));
+        const __m256i m0 = _mm256_sign_epi8(v0, v0), m1 = _mm256_sign_epi8(v1, v1);
+        const float s0 = ggml_e8m0_half(b0[0]), s1 = ggml_e8m0_half(b0[17]);
+        for (int t = 0; t < nt; t++) {
+            const int8_t *q = a[t].q + b * 32;
+            const __m256i q0 = _mm256_loadu_si256((const __m256i *)q), q1 = _mm256_loadu_si256((const __m256i *)(q + 32));
+            const __m256i l0 = _mm256_madd_epi16(_mm256_maddubs_epi16(m0, _mm256_sign_epi8(q0, v0)), ones);
+            const __m256i l1 = _mm256_madd_epi16(_mm256_maddubs_epi16(m1, _mm256_sign_epi8(q1, v1)), ones);
+            even[t] = _mm256_fmadd_ps(_mm256_set1_ps(a[t].d[b] * s0), _mm256_cvtepi32_ps(l0), even[t]);
+            odd[t] = _mm256_fmadd_ps(_mm256_set1_ps(a[t].d[b + 1] * s1), _mm256_cvtepi32_ps(l1), odd[t]);
+        }
+    }
+    for (int t = 0; t < nt; t++) y[t * ystride] = mxfp4_finish(row, &a[t], nb, even[t], odd[t]);
+}
+
+/* kavx2_qdot_iq2_s of one row against nt <= KQ_NT_MAX tokens: a block's
+ * grid bytes, sign vectors and scales are made once and met by every
+ * token; per token the integer lanes and float steps are
+ * kavx2_qdot_iq2_s's, so each y is its bits. */
+AVX2 void kavx2_qdotn_iq2_s(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    __m256 acc[KQ_NT_MAX];
+    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < w->cols / 256; b++) {
+        const block_iq2_s *blk = (const block_iq2_s *)row + b;
+        const uint8_t *qs = blk->qs, *signs = blk->qs + 32, *qh = blk->qh, *sc = blk->scales;
+        const uint16_t dh = blk->d;
+        const float d = _cvtsh_ss(dh);
+        __m256i grid[8], sgn[8], scv[8];
+        for (int ib = 0; ib < 8; ib++) {
+            grid[ib] = _mm256_setr_epi64x((long long)ggml_iq2s_grid[qs[ib * 4 + 0] | ((qh[ib] << 8) & 0x300)],
+                                          (long long)ggml_iq2s_grid[qs[ib * 4 + 1] | ((qh[ib] << 6) & 0x300)],
+                                          (long long)ggml_iq2s_grid[qs[ib * 4 + 2] | ((qh[ib] << 4) & 0x300)],
+                                          (long long)ggml_iq2s_grid[qs[ib * 4 + 3] | ((qh[ib] << 2) & 0x300)]);
+            uint32_t sw;
+            memcpy(&sw, signs + ib * 4, 4);
+            sgn[ib] = iq3_sign_pm1(sw);
+            const short lo = (short)(2 * (sc[ib] & 15) + 1), hi = (short)(2 * (sc[ib] >> 4) + 1);
+            scv[ib] = _mm256_setr_epi16(lo, lo, lo, lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi);
+        }
+        for (int t = 0; t < nt; t++) {
+            const int8_t *q = a[t].q + b * 256;
+            __m256i lanes = _mm256_setzero_si256();
+            for (int ib = 0; ib < 8; ib++) {
+                const __m256i qs8 = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q + ib * 32)), sgn[ib]);
+                lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(_mm256_maddubs_epi16(grid[ib], qs8), scv[ib]));
+            }
+            const float D = d * a[t].d[b];
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc[t]);
+        }
+    }
+    for (int t = 0; t < nt; t++) y[t * ystride] = 0.125f * hsum_ps(acc[t]);
+}
+
+#endif

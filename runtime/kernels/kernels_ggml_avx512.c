@@ -1,0 +1,134 @@
+/* kernels_ggml_avx512.c: native MXFP4 with AVX-512 VNNI and VBMI (the
+ * AVX-512 VNNI layer's qdot4_ggml and qdotn_ggml slots in kernel_table.c),
+ * the AVX2 kernels' bits. */
+#include "runtime/kernels/kernels_impl.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "runtime/kernels/kernels_x86.h"
+#include "formats/ggml_tables.h"
+
+#include <string.h>
+
+/* Four MXFP4 rows with AVX-512 VNNI and VBMI: one zmm holds a row's even
+ * block (lanes 0..7) and the odd one after it (lanes 8..15), kavx2_qdot_mxfp4's
+ * two accumulators side by side. Both blocks (34 bytes) come in with one
+ * masked load (nothing past them is touched); one two-source byte
+ * permute of those bytes and of them shifted right by 4 lays out block
+ * b's low nibbles, its high nibbles, then block b+1's (the high bits of
+ * each byte are don't-cares), and one 64-entry byte permute of the
+ * biased table (16 values, four times) turns them into values. vpdpbusd
+ * of those against both blocks' activations, 12 x their 4-element sums
+ * taken off (the same integers); the two E8M0 bytes are permuted into
+ * their dword lanes and scale the activation scales through scalef; one
+ * fused multiply-add. A last odd block as kavx2_qdot4_mxfp4 takes it. y equals
+ * kavx2_qdot_mxfp4's bits (tested). */
+/* byte i of the layout: 128-bit lane i / 16 (low, high nibbles of block b, then of b+1), position
+ * i % 16 of the block's codes; 64 + picks the shifted copy */
+static const uint8_t mxfp4_layout[64] = {
+    1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16,
+    65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80,
+    18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33,
+    82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97,
+};
+/* the low byte of dword lanes 0..7: block b's E8M0 byte (offset 0), of lanes 8..15: block b+1's (17) */
+static const uint8_t mxfp4_scale_at[64] = {
+    [32] = 17, [36] = 17, [40] = 17, [44] = 17, [48] = 17, [52] = 17, [56] = 17, [60] = 17,
+};
+#define AVX512VNNI_VBMI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
+/* a zmm's even-block half plus its odd-block half, summed as kavx2_qdot_mxfp4's two accumulators are */
+AVX512VNNI_VBMI static inline float mxfp4_zsum(__m512 acc)
+{
+    const __m256 lo = _mm512_castps512_ps256(acc);
+    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
+    return hsum_ps(_mm256_add_ps(lo, hi));
+}
+/* one row's block pair at b0 into acc */
+AVX512VNNI_VBMI static inline __attribute__((always_inline)) __m512 mxfp4_pair_z(
+    const uint8_t *b0, size_t ahead, __m512i layout, __m512i scale_idx, __m512i values, __m512i nbias, __m512i q2,
+    __m512 ad, __m512 acc)
+{
+    const __mmask64 two_blocks = ((__mmask64)1 << 34) - 1, dword_low = 0x1111111111111111ull;
+    _mm_prefetch((const char *)b0 + ahead, QD_HINT);
+    const __m512i raw = _mm512_maskz_loadu_epi8(two_blocks, b0);
+    const __m512i nib = _mm512_permutex2var_epi8(raw, layout, _mm512_srli_epi16(raw, 4));
+    const __m512i lanes = _mm512_dpbusd_epi32(nbias, _mm512_permutexvar_epi8(nib, values), q2);
+    const __m512i e = _mm512_maskz_permutexvar_epi8(dword_low, scale_idx, raw);
+    const __m512 dv = _mm512_scalef_ps(ad, _mm512_cvtepi32_ps(_mm512_add_epi32(e, _mm512_set1_epi32(-128))));
+    return _mm512_fmadd_ps(dv, _mm512_cvtepi32_ps(lanes), acc);
+}
+
+AVX512VNNI_VBMI void kavx512_qdot4_mxfp4(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
+{
+    const uint8_t *row[4];
+    for (int k = 0; k < 4; k++) row[k] = (const uint8_t *)w->data + (size_t)(r + k * stride) * w->row_bytes;
+    const __m512i values = _mm512_broadcast_i32x4(
+        _mm_add_epi8(_mm_loadu_si128((const __m128i *)ggml_kvalues_fp4), _mm_set1_epi8(12)));
+    const __m512i layout = _mm512_loadu_si512(mxfp4_layout), scale_idx = _mm512_loadu_si512(mxfp4_scale_at);
+    const __m512i twelve8 = _mm512_set1_epi8(12);
+    const size_t ahead = qd4_ahead(w->row_bytes, stride);
+    /* four named accumulators: in an array gcc stored each one back to the stack every step */
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    const int64_t nb = w->cols / 32;
+    for (int64_t b = 0; b + 1 < nb; b += 2) {
+        const __m512i q2 = _mm512_loadu_si512((const void *)(a->q + b * 32));
+        /* the bias's part, -12 x the 4-element sums, starts each row's integer sum */
+        const __m512i nbias = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                               _mm512_dpbusd_epi32(_mm512_setzero_si512(), twelve8, q2));
+        /* the activation scales of both blocks, each times 2^(e - 128): scalef multiplies by an
+         * exact power of two, the same rounding as the product with ggml_e8m0_half(e) */
+        const __m512 ad = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(a->d[b]), _mm512_set1_ps(a->d[b + 1]));
+        const size_t off = (size_t)b * 17;
+        acc0 = mxfp4_pair_z(row[0] + off, ahead, layout, scale_idx, values, nbias, q2, ad, acc0);
+        acc1 = mxfp4_pair_z(row[1] + off, ahead, layout, scale_idx, values, nbias, q2, ad, acc1);
+        acc2 = mxfp4_pair_z(row[2] + off, ahead, layout, scale_idx, values, nbias, q2, ad, acc2);
+        acc3 = mxfp4_pair_z(row[3] + off, ahead, layout, scale_idx, values, nbias, q2, ad, acc3);
+    }
+    const __m512 acc[4] = { acc0, acc1, acc2, acc3 };
+    for (int k = 0; k < 4; k++) y[k * stride] = mxfp4_tail(row[k], a, nb, mxfp4_zsum(acc[k]));
+}
+
+/* One MXFP4 row against nt <= KQ_NT_MAX tokens (prefill) with AVX-512
+ * VNNI: a block pair is laid out and looked up once (as in kavx512_qdot4_mxfp4,
+ * but signed values: their magnitudes meet each token's activation with
+ * the values' signs put on, so no bias is needed per token), its scales'
+ * exponents converted once; per token one vpdpbusd, the scale product
+ * and one fused multiply-add, kavx512_qdot4_mxfp4's steps, so each y is its bits. */
+AVX512VNNI_VBMI static inline __attribute__((always_inline)) void mxfp4_dotn_z_body(const weight *w, int64_t r,
+                                                                                    const qrow *a, int nt, float *y,
+                                                                                    int64_t ystride)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    const __m512i values = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)ggml_kvalues_fp4));
+    const __m512i layout = _mm512_loadu_si512(mxfp4_layout), scale_idx = _mm512_loadu_si512(mxfp4_scale_at);
+    const __mmask64 two_blocks = ((__mmask64)1 << 34) - 1, dword_low = 0x1111111111111111ull;
+    __m512 acc[KQ_NT_MAX];
+    for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
+    const int64_t nb = w->cols / 32;
+    for (int64_t b = 0; b + 1 < nb; b += 2) {
+        const __m512i raw = _mm512_maskz_loadu_epi8(two_blocks, row + b * 17);
+        const __m512i v = _mm512_permutexvar_epi8(_mm512_permutex2var_epi8(raw, layout, _mm512_srli_epi16(raw, 4)),
+                                                  values);
+        const __mmask64 neg = _mm512_movepi8_mask(v);
+        const __m512i mag = _mm512_abs_epi8(v);
+        const __m512 ev = _mm512_cvtepi32_ps(
+            _mm512_add_epi32(_mm512_maskz_permutexvar_epi8(dword_low, scale_idx, raw), _mm512_set1_epi32(-128)));
+        QD_UNROLL /* with nt a constant (a full batch), the accumulators stay in registers */
+        for (int t = 0; t < nt; t++) {
+            const __m512i q2 = _mm512_loadu_si512((const void *)(a[t].q + b * 32));
+            const __m512i sq = _mm512_mask_sub_epi8(q2, neg, _mm512_setzero_si512(), q2);
+            const __m512i lanes = _mm512_dpbusd_epi32(_mm512_setzero_si512(), mag, sq);
+            const __m512 ad = _mm512_mask_mov_ps(_mm512_set1_ps(a[t].d[b]), 0xFF00, _mm512_set1_ps(a[t].d[b + 1]));
+            acc[t] = _mm512_fmadd_ps(_mm512_scalef_ps(ad, ev), _mm512_cvtepi32_ps(lanes), acc[t]);
+        }
+    }
+    for (int t = 0; t < nt; t++) y[t * ystride] = mxfp4_tail(row, &a[t], nb, mxfp4_zsum(acc[t]));
+}
+
+AVX512VNNI_VBMI void kavx512_qdotn_mxfp4(const weight *w, int64_t r, const qrow *a, int nt, float *y,
+                                         int64_t ystride)
+{
+    if (nt == KQ_NT_MAX) mxfp4_dotn_z_body(w, r, a, KQ_NT_MAX, y, ystride);
+    else mxfp4_dotn_z_body(w, r, a, nt, y, ystride);
+}
+
+#endif

@@ -1,0 +1,188 @@
+/* kernels_x86.h: what the x86 kernel files share (private to
+ * runtime/kernels/, included inside their x86 guard): the AVX2 target
+ * attribute, the read-ahead and unrolling settings, and the small inline
+ * pieces more than one ISA file uses (horizontal sums, S-form code
+ * unpacking, IQ3's sign/scale words and grid lookups, MXFP4's nibbles).
+ * Each piece computes exactly what the one file it came from computed, so
+ * every kernel keeps its bits. */
+#ifndef STRATA_KERNELS_X86_H
+#define STRATA_KERNELS_X86_H
+
+#include "formats/ggml_dequant.h"
+#include "formats/ggml_tables.h"
+#include "formats/iq3.h"
+#include "runtime/kernels/kernels.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+
+AVX2 static inline float hsum_ps(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* Rows are read QD_AHEAD bytes ahead of the hardware prefetcher, which
+ * stops at 4 KiB page boundaries. */
+#define QD_AHEAD 1024
+/* Read-ahead goes to L2 (T1), not L1: a core holds few more L1 misses in
+ * flight than one DRAM stream needs, and the four-row kernels' streams are
+ * one row long; into L1 (T0), one core streamed the S8 four-row kernel from
+ * DRAM at 8-10 GB/s, into L2 at 13-17 (the single-row kernel: 18), with the
+ * same speed from cache (Zen 4). */
+#define QD_HINT _MM_HINT_T1
+
+/* Rows the four-row kernels (qdot4) take at once. */
+#define QD_ROWS 4
+/* The loops over the four rows and the eight units are unrolled so that the
+ * eight accumulators live in registers (rolled, gcc kept them on the stack:
+ * a store and a reload around every multiply-add). Unrolling changes no
+ * operation and no order. */
+#define QD_PRAGMA(x) _Pragma(#x)
+#define QD_UNROLL QD_PRAGMA(GCC unroll 8)
+/* Read-ahead distance of the four-row kernels. Adjacent rows (stride 1):
+ * the same place in the next four rows. Rows a stride apart are four
+ * sequential streams (each continues into its own next row), so each
+ * reads QD_AHEAD bytes ahead within its stream; the hardware prefetchers
+ * then see four forward streams instead of four 2 KiB pieces per group. */
+static inline size_t qd4_ahead(size_t row_bytes, int64_t stride)
+{
+    return stride == 1 ? QD_ROWS * row_bytes : QD_AHEAD;
+}
+
+/* 32 codes as int8 weight values (code + bias, or the codebook's). */
+AVX2 static inline __m256i values32(const uint8_t *p, int bits, __m256i bias, __m256i cb, int use_cb)
+{
+    __m256i v;
+    if (bits == 8) {
+        v = _mm256_loadu_si256((const __m256i *)p);
+    } else if (bits == 4) {
+        __m128i x = _mm_loadu_si128((const __m128i *)p), m = _mm_set1_epi8(15);
+        __m128i lo = _mm_and_si128(x, m), hi = _mm_and_si128(_mm_srli_epi16(x, 4), m);
+        v = _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
+    } else {
+        int8_t t[32];
+        for (int i = 0; i < 32; i++) t[i] = (int8_t)((p[i / 4] >> (2 * (i % 4))) & 3);
+        v = _mm256_loadu_si256((const __m256i *)t);
+    }
+    return use_cb ? _mm256_shuffle_epi8(cb, v) : _mm256_add_epi8(v, bias);
+}
+
+/* int8 w times int8 q, 8 int32 partial sums (elements 4i..4i+3 in lane i). */
+AVX2 static inline __m256i dot32_i8(__m256i w, __m256i q)
+{
+    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(q, w));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+/* IQ3. One block's eight sign/scale words are turned into eight 32-bit
+ * sign masks (bit e = element e of the sub-block negative) and eight
+ * (2*code + 1) multipliers with a handful of vector operations on all eight
+ * words at once: the four 7-bit groups are spread to the four bytes of a
+ * lane, and the parity of each byte's seven bits (the eighth sign) is
+ * folded into bit 0 of that byte with shifts and xors (bits that a 32-bit
+ * shift brings in from the next byte land in bits 4..7 and never reach bit
+ * 0). Per sub-block of 32 the mask is broadcast, expanded to bytes, and put
+ * on the activations; the grid bytes (unsigned, at most 62) meet them in
+ * maddubs (no saturation: 2 x 62 x 127 < 32767), then madd by the
+ * multiplier. Every int32 lane holds the same integer as the scalar sum of
+ * its four elements times the multiplier, summed over the eight subs, and
+ * the float steps per block (dd, one fused multiply-add, one horizontal sum
+ * at the end) are those of the kernel this one replaced, so the results are
+ * the same bits. */
+AVX2 static inline __attribute__((always_inline)) void iq3_words(const iq3_block *blk, uint32_t mask[8],
+                                                                 uint32_t mul[8])
+{
+    const __m256i w = _mm256_loadu_si256((const __m256i *)blk->word);
+    const __m256i b7 = _mm256_set1_epi32(0x7f);
+    __m256i m = _mm256_or_si256(
+        _mm256_or_si256(_mm256_and_si256(w, b7), _mm256_and_si256(_mm256_slli_epi32(w, 1), _mm256_set1_epi32(0x7f00))),
+        _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi32(w, 2), _mm256_set1_epi32(0x7f0000)),
+                        _mm256_and_si256(_mm256_slli_epi32(w, 3), _mm256_set1_epi32(0x7f000000))));
+    __m256i t = _mm256_xor_si256(m, _mm256_srli_epi32(m, 4));
+    t = _mm256_xor_si256(t, _mm256_srli_epi32(t, 2));
+    t = _mm256_xor_si256(t, _mm256_srli_epi32(t, 1));
+    m = _mm256_or_si256(m, _mm256_slli_epi32(_mm256_and_si256(t, _mm256_set1_epi32(0x01010101)), 7));
+    __m256i c = _mm256_add_epi32(_mm256_slli_epi32(_mm256_srli_epi32(w, 28), 1), _mm256_set1_epi32(1));
+    c = _mm256_or_si256(c, _mm256_slli_epi32(c, 16)); /* two int16 copies per lane, for madd */
+    _mm256_storeu_si256((__m256i *)mask, m);
+    _mm256_storeu_si256((__m256i *)mul, c);
+}
+
+/* The eight grid words of one sub-block: eight scalar loads, or one gather. */
+AVX2 static inline __attribute__((always_inline)) __m256i iq3_grid8(const uint8_t *ix, int gather)
+{
+    if (gather)
+        return _mm256_i32gather_epi32((const int *)ggml_iq3xxs_grid,
+                                      _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)ix)), 4);
+    return _mm256_setr_epi32((int)ggml_iq3xxs_grid[ix[0]], (int)ggml_iq3xxs_grid[ix[1]], (int)ggml_iq3xxs_grid[ix[2]],
+                             (int)ggml_iq3xxs_grid[ix[3]], (int)ggml_iq3xxs_grid[ix[4]], (int)ggml_iq3xxs_grid[ix[5]],
+                             (int)ggml_iq3xxs_grid[ix[6]], (int)ggml_iq3xxs_grid[ix[7]]);
+}
+
+/* 32 activations with a sub-block's signs put on (mask bit e: element e);
+ * IQ3 and native IQ2_S both keep one sign bit per element in such a word. */
+AVX2 static inline __m256i iq3_sign_pm1(uint32_t mask)
+{
+    const __m256i sidx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bitsel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i sb = _mm256_shuffle_epi8(_mm256_set1_epi32((int)mask), sidx);
+    const __m256i neg = _mm256_cmpeq_epi8(_mm256_and_si256(sb, bitsel), bitsel);
+    return _mm256_or_si256(neg, _mm256_set1_epi8(1)); /* -1 where the bit is set, else +1 */
+}
+
+AVX2 static inline __m256i iq3_signed_q(const int8_t *q, uint32_t mask)
+{
+    return _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)q), iq3_sign_pm1(mask));
+}
+
+#define IQ3_GATHER 0
+
+/* MXFP4 (kernels_ggml_avx2.c has the method). */
+
+/* The 32 code indices of an MXFP4 block at blk, low nibbles first: its 16
+ * bytes broadcast to both 128-bit lanes (a load, no shuffle), the upper
+ * lane shifted down by 4, so that one in-lane table shuffle finds the
+ * values (instead of two 128-bit shuffles and an insert). */
+AVX2 static inline __m256i mxfp4_nibbles(const uint8_t *blk)
+{
+    const __m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(blk + 1)));
+    return _mm256_and_si256(_mm256_blend_epi32(x, _mm256_srli_epi16(x, 4), 0xF0), _mm256_set1_epi8(0x0f));
+}
+
+/* The 8 integer lanes (lane l: elements 4l..4l+3) of the block at blk
+ * against the activation q: |value| x (q with the value's sign). */
+AVX2 static inline __m256i mxfp4_lanes_signed(const uint8_t *blk, const int8_t *q)
+{
+    const __m256i v = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ggml_kvalues_fp4)),
+                                          mxfp4_nibbles(blk));
+    const __m256i q8 = _mm256_loadu_si256((const __m256i *)q);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(q8, v)),
+                             _mm256_set1_epi16(1));
+}
+
+AVX2 static inline int32_t hsum_epi32(__m256i v)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* s (the row's accumulators summed), and a last odd block's product after it. */
+AVX2 static inline float mxfp4_tail(const uint8_t *row, const qrow *a, int64_t nb, float s)
+{
+    if (nb % 2 == 0) return s;
+    const uint8_t *blk = row + (nb - 1) * 17;
+    const __m256i lanes = mxfp4_lanes_signed(blk, a->q + (nb - 1) * 32);
+    return fmaf(a->d[nb - 1] * ggml_e8m0_half(blk[0]), (float)hsum_epi32(lanes), s);
+}
+
+#endif
