@@ -1,4 +1,4 @@
-// forward_ops.cu: the small kernels the GPU forward pass (forward_cuda.c)
+// forward_ops.cu: the small kernels the GPU forward pass (backend_cuda.c)
 // needs beyond ops.cu: activation rounding as the CPU does it for quantized
 // weights (ggml's Q8_0 / Q8_K, kernels_q8.c), bias rows, the MoE gather /
 // scatter / weighted combine, the shared expert's sigmoid gate, copies on the

@@ -1,7 +1,7 @@
 // ops.cu: the non-matmul steps of the forward pass on the GPU
 // (cuda_backend.h): RMSNorm, RoPE, SwiGLU, axpy, the f16 KV cache store,
 // causal attention over the cache, and the MoE router's top-k. Each follows
-// forward.c's scalar reference (sums in double where it uses double).
+// the CPU backend's scalar reference (runtime/model/backend_cpu*.c) (sums in double where it uses double).
 #include "runtime/device/cuda/scuda_impl.cuh"
 
 #include <float.h>
@@ -187,7 +187,7 @@ extern "C" int scuda_attention(scuda_ctx *c, const float *q, const uint16_t *kca
 
 // ------------------------------------------------------------------ router
 
-// One thread per token: n_expert <= 256 and k small, as forward.c's route().
+// One thread per token: n_expert <= 256 and k small, as the CPU backend's router (backend_cpu_moe.c).
 __global__ void scuda_router_topk_kernel(const float *logits, int n_tok, int n_expert, int k, int renorm,
                                          int32_t *sel, float *wts)
 {
