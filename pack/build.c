@@ -14,7 +14,7 @@
 #include <jansson.h>
 
 #include "convert/transcode.h"
-#include "formats/arch_facts.h"
+#include "formats/arch_table.h"
 #include "formats/fileio.h"
 #include "formats/ggml_types.h"
 #include "formats/hparam_keys.h"
@@ -57,7 +57,7 @@ static json_t *hparams_json(const gguf_file *g)
     json_object_set_new(h, HPARAM_ROPE_SCALING.json, json_string(rs));
     /* llama.cpp decides the rope layout by architecture, not by a key; an
      * architecture without a row rotates adjacent pairs. */
-    const arch_facts *af = arch_facts_find(arch);
+    const arch_info *af = arch_table_find(arch);
     json_object_set_new(h, "rope_type", json_string(rope_kind_name(af ? af->rope : ROPE_NORM)));
     if (!json_object_get(h, "vocab")) {
         const int64_t k = gguf_find_key(g, "tokenizer.ggml.tokens");

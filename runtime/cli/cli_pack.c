@@ -41,7 +41,7 @@ int cmd_info(int argc, char **argv)
     if (!p) { fprintf(stderr, "strata: %s\n", err); return 1; }
     const model_hparams *hp = loader_hparams(p);
     printf("%s\n  arch %s, %d layers, embd %d, heads %d (kv %d, dim %d), ff %d, context %d, vocab %d\n", argv[1],
-           hp->arch.facts->name, hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv, hp->head_dim, hp->n_ff,
+           hp->arch.name, hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv, hp->head_dim, hp->n_ff,
            hp->n_ctx_train, hp->n_vocab);
     if (hp->arch.mla) {
         printf("  latent attention: kv rank %d", hp->n_lora_kv);
@@ -62,7 +62,7 @@ int cmd_info(int argc, char **argv)
         putchar('\n');
     }
     static const char *const SCALING[] = { "none", "linear", "yarn" };
-    printf("  RoPE %s, %d dims, base %g, scaling %s", rope_kind_name(hp->arch.facts->rope), hp->n_rot,
+    printf("  RoPE %s, %d dims, base %g, scaling %s", rope_kind_name(hp->arch.rope), hp->n_rot,
            hp->rope_base, SCALING[hp->rope_scaling]);
     if (hp->rope_freq_scale != 1.0f) printf(" x%g", 1.0 / hp->rope_freq_scale);
     if (hp->rope_scaling == ROPE_SCALING_YARN) printf(" (original context %d)", hp->n_ctx_orig);

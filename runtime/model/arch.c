@@ -1,8 +1,7 @@
-/* arch.c: the architecture table and which hyperparameters the runtime
- * reads, with llama.cpp's defaults (model.h). Each row points at its shared
- * row in formats/arch_facts.h (name, RoPE layout) and adds what only the
- * forward pass needs; the keys' names are formats/hparam_keys.h's.
- * Adding an architecture is adding a row; the forward pass reads the flags. */
+/* arch.c: which hyperparameters the runtime reads, with llama.cpp's
+ * defaults (model.h), and which architectures it runs: the rows of
+ * formats/arch_table.h not marked pack_only. The keys' names are
+ * formats/hparam_keys.h's. */
 #include "runtime/model/model.h"
 
 #include "formats/hparam_keys.h"
@@ -11,65 +10,12 @@
 #include <stdio.h>
 #include <string.h>
 
-static const arch_info arch_table[] = {
-    /* Llama 1/2/3 and Mixtral (llama.cpp builds Mixtral as `llama` with experts, norm_w = true). */
-    { .facts = &ARCH_FACTS[ARCH_LLAMA], .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true,
-      .rope_freqs = true },
-    { .facts = &ARCH_FACTS[ARCH_QWEN2], .qk_norm = QK_NORM_NONE, .attn_bias = true,  .norm_topk = true },
-    { .facts = &ARCH_FACTS[ARCH_QWEN3], .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true },
-    { .facts = &ARCH_FACTS[ARCH_QWEN3MOE], .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true },
-    /* Qwen1.5/Qwen2-MoE: qwen2 attention, raw top-k weights, a shared expert behind a sigmoid gate row. */
-    { .facts = &ARCH_FACTS[ARCH_QWEN2MOE], .qk_norm = QK_NORM_NONE, .attn_bias = true,  .norm_topk = false },
-    /* DeepSeek-MoE (v1): llama attention, the first layers dense, shared experts without a gate, raw top-k weights. */
-    { .facts = &ARCH_FACTS[ARCH_DEEPSEEK], .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false },
-    /* IBM Granite 3.x, dense and MoE (with or without a shared expert): llama plus four multipliers. */
-    { .facts = &ARCH_FACTS[ARCH_GRANITE], .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true,
-      .rope_freqs = true, .granite_scales = true },
-    { .facts = &ARCH_FACTS[ARCH_GRANITEMOE], .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true,
-      .rope_freqs = true, .granite_scales = true },
-    /* dots.llm1: qwen3 attention, DeepSeek-V3 routing (sigmoid, selection bias, scaled weights). */
-    { .facts = &ARCH_FACTS[ARCH_DOTS1], .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = false,
-      .scale_w = true },
-    /* ERNIE 4.5 MoE: llama attention, softmax routing with a selection bias, shared experts. */
-    { .facts = &ARCH_FACTS[ARCH_ERNIE4_5_MOE], .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true },
-    /* GLM-4.5 / 4.6 / 4.5-Air: q/k/v biases, partial NEOX rotary, optional q/k norms, DeepSeek-V3 routing,
-     * the FFN norm named post_attention_norm; its next-token-prediction block is not run. */
-    { .facts = &ARCH_FACTS[ARCH_GLM4MOE], .qk_norm = QK_NORM_HEAD, .attn_bias = true, .norm_topk = false,
-      .scale_w = true, .qk_norm_optional = true },
-    /* Llama 4 (Scout, Maverick): llama attention with no-RoPE layers, chunked attention, L2 q/k norms,
-     * top-k sigmoid routing whose weight scales the expert's input, a shared expert. */
-    { .facts = &ARCH_FACTS[ARCH_LLAMA4], .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false,
-      .rope_freqs = true, .no_rope_step = 4, .attn_chunk = 8192, .l2_qk_norm = true, .weight_before_ffn = true },
-    /* Hunyuan-A13B: llama-like attention with per-head q/k norms after RoPE, softmax top-k, a shared expert. */
-    { .facts = &ARCH_FACTS[ARCH_HUNYUAN_MOE], .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true,
-      .qk_norm_after_rope = true },
-    /* MiniMax-M2: q/k norms over the whole projected width, partial NEOX rotary, sigmoid routing with a
-     * selection bias, no shared expert. */
-    { .facts = &ARCH_FACTS[ARCH_MINIMAX_M2], .qk_norm = QK_NORM_FULL, .attn_bias = false, .norm_topk = true },
-    /* DeepSeek V2/V3, Kimi K2: multi-head latent attention, DeepSeek-MoE's FFN (dense lead, shared
-     * experts), routed weights times expert_weights_scale, raw top-k unless expert_weights_norm. */
-    { .facts = &ARCH_FACTS[ARCH_DEEPSEEK2], .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false,
-      .scale_w = true, .mla = true },
-    /* gpt-oss: q/k/v/o biases, attention sinks, sliding-window attention on every other layer, the FFN
-     * norm named post_attention_norm, softmax over the chosen router logits, biased experts with a
-     * clamped SwiGLU. */
-    { .facts = &ARCH_FACTS[ARCH_GPT_OSS], .qk_norm = QK_NORM_NONE, .attn_bias = true, .norm_topk = false,
-      .attn_sinks = true, .swa_pattern = 2, .oai_moe = true },
-    /* Ling 2.0 (bailingmoe2): fused qkv, per-head q/k norms, partial NEOX rotary, DeepSeek V3's routing
-     * (sigmoid, selection bias, groups, scaled weights), dense lead, shared experts, an MTP block not run. */
-    { .facts = &ARCH_FACTS[ARCH_BAILINGMOE2], .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true,
-      .scale_w = true },
-    /* Ling v1 (bailingmoe): fused qkv, llama's rotation, softmax top-k, shared experts. */
-    { .facts = &ARCH_FACTS[ARCH_BAILINGMOE], .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false },
-    /* OLMoE normalises q and k over the whole projected width, and keeps the raw top-k probabilities. */
-    { .facts = &ARCH_FACTS[ARCH_OLMOE], .qk_norm = QK_NORM_FULL, .attn_bias = false, .norm_topk = false },
-};
-
+/* The rows are formats/arch_table.h's; a pack-only row is refused like an
+ * unknown name. */
 const arch_info *arch_find(const char *name)
 {
-    for (size_t i = 0; i < sizeof arch_table / sizeof arch_table[0]; i++)
-        if (name && strcmp(arch_table[i].facts->name, name) == 0) return &arch_table[i];
-    return NULL;
+    const arch_info *a = arch_table_find(name);
+    return a && !a->pack_only ? a : NULL;
 }
 
 enum { REQ, OPT };
@@ -125,8 +71,13 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
     if (!a) {
         /* the list is the table's, so it cannot go stale */
         int n = snprintf(err, errlen, "architecture '%s' is not supported (", arch ? arch : "(none)");
-        for (size_t i = 0; i < sizeof arch_table / sizeof arch_table[0] && n > 0 && (size_t)n < errlen; i++)
-            n += snprintf(err + n, errlen - (size_t)n, "%s%s", i ? ", " : "", arch_table[i].facts->name);
+        const char *sep = "";
+        const arch_info *r;
+        for (size_t i = 0; (r = arch_table_row(i)) && n > 0 && (size_t)n < errlen; i++)
+            if (!r->pack_only) {
+                n += snprintf(err + n, errlen - (size_t)n, "%s%s", sep, r->name);
+                sep = ", ";
+            }
         if (n > 0 && (size_t)n < errlen) snprintf(err + n, errlen - (size_t)n, ")");
         return -1;
     }

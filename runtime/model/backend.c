@@ -51,7 +51,7 @@ int backend_check(const backend_caps *c, const model *m, char *err, size_t errle
     const char *att = missing_attention(c, &hp->arch, hp);
     if (att) {
         snprintf(err, errlen, "the %s backend does not run %s's attention yet (%s: --device cpu)", c->name,
-                 hp->arch.facts->name, att);
+                 hp->arch.name, att);
         return -1;
     }
     if ((hparams_rope_scaled(hp) || m->w.rope_freqs) && !c->rope_scaled) {

@@ -98,7 +98,7 @@ void model_rope_rows(model *m, float *v, int n_heads, int B, int pos0)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < n_heads; h++)
             rope_head(v + ((size_t)b * n_heads + h) * m->hp.head_dim, m->rope_cs + (size_t)b * m->hp.n_rot,
-                      m->hp.n_rot, m->hp.arch.facts->rope);
+                      m->hp.n_rot, m->hp.arch.rope);
 }
 
 
@@ -318,7 +318,7 @@ static int cpu_rope(void *c, float *v, int B, size_t row_stride, int n_heads, si
     for (int b = 0; b < B; b++) {
         const float *cs = m->rope_cs + (size_t)b * m->hp.n_rot;
         for (int h = 0; h < n_heads; h++)
-            rope_head(v + (size_t)b * row_stride + (size_t)h * head_stride, cs, m->hp.n_rot, m->hp.arch.facts->rope);
+            rope_head(v + (size_t)b * row_stride + (size_t)h * head_stride, cs, m->hp.n_rot, m->hp.arch.rope);
     }
     return 0;
 }

@@ -457,7 +457,7 @@ static int load_weights(loaded_pack *p)
         layer_weights *L = &p->w.layers[l];
         for (int k = 0; k < N_LAYER_SLOTS; k++) {
             const weight_slot *s = &LAYER_SLOTS[k];
-            const tensor_role role = tensor_arch_role(hp->arch.facts->name, s->role);
+            const tensor_role role = tensor_arch_role(hp->arch.name, s->role);
             if (s->kind == SLOT_VEC ? vec_x(p, slot_vec(L, s), role, l, slot_len_of(hp, s->len), slot_len_of(hp, s->rows))
                                     : mat_x(p, slot_mat(L, s), role, l, s->kind))
                 return -1;

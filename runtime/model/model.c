@@ -226,7 +226,7 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
     if (m->w.rope_freqs && (!h->arch.rope_freqs || m->w.n_rope_freqs != h->n_rot / 2)) {
         if (!h->arch.rope_freqs)
             snprintf(err, errlen, "rope_freqs.weight: architecture %s does not use RoPE frequency factors",
-                     h->arch.facts->name);
+                     h->arch.name);
         else
             snprintf(err, errlen, "rope_freqs.weight: %d factors, the %d RoPE dimensions need %d",
                      m->w.n_rope_freqs, h->n_rot, h->n_rot / 2);

@@ -2,14 +2,15 @@
  * and the context that runs the forward pass.
  *
  * Contract:
- *  - Architectures are rows of one table (arch.c): llama (dense and
- *    Mixtral-style MoE), qwen2, qwen2moe, qwen3, qwen3moe, olmoe, deepseek, granite,
- *    granitemoe, dots1, ernie4_5-moe, glm4moe, llama4, hunyuan-moe, minimax-m2,
- *    deepseek2 (multi-head latent attention: a graph of its own), gpt-oss,
- *    bailingmoe, bailingmoe2. A row points at the architecture's shared
- *    facts (name, RoPE layout: formats/arch_facts.h) and says how the
- *    shared forward pass is configured (q/k norm kind,
- *    attention biases, top-k renormalisation); nothing is copied per model.
+ *  - Architectures are rows of one table (formats/arch_table.h), shared
+ *    with the pack tools: llama (dense and Mixtral-style MoE), qwen2,
+ *    qwen2moe, qwen3, qwen3moe, olmoe, deepseek, granite, granitemoe, dots1,
+ *    ernie4_5-moe, glm4moe, llama4, hunyuan-moe, minimax-m2, deepseek2
+ *    (multi-head latent attention: a graph of its own), gpt-oss, bailingmoe,
+ *    bailingmoe2. A row names the architecture, its RoPE layout and how the
+ *    shared forward pass is configured (q/k norm kind, attention biases,
+ *    top-k renormalisation); arch_find() is NULL for a name without a row
+ *    and for the pack-only rows, which the runtime does not run.
  *  - hparams_load() fills model_hparams from "<arch>.<key>" values read
  *    through a caller's getter (the pack loader, or the tests' GGUF adapter),
  *    applying llama.cpp's defaults (n_rot = head_dim = n_embd / n_head ...).
@@ -30,62 +31,23 @@
 #ifndef STRATA_MODEL_H
 #define STRATA_MODEL_H
 
-#include "formats/arch_facts.h"
+#include "formats/arch_table.h"
 #include "runtime/kernels/weight.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum qk_norm_kind { QK_NORM_NONE, QK_NORM_HEAD, QK_NORM_FULL } qk_norm_kind;
 typedef enum kv_type { KV_F16, KV_F32 } kv_type;
 typedef enum rope_scaling_kind { ROPE_SCALING_NONE, ROPE_SCALING_LINEAR, ROPE_SCALING_YARN } rope_scaling_kind;
-
-typedef struct arch_info {
-    const arch_facts *facts;    /* name and RoPE layout, shared with the pack tools (formats/arch_facts.h) */
-    qk_norm_kind qk_norm;
-    bool attn_bias;             /* q/k/v biases (qwen2) */
-    bool norm_topk;             /* renormalise the top-k router weights */
-    bool rope_freqs;            /* the graph divides RoPE angles by rope_freqs.weight when present (Llama 3) */
-    bool granite_scales;        /* the graph reads Granite's four multipliers (model_hparams) */
-    bool scale_w;               /* the routed weights are multiplied by expert_weights_scale */
-    bool qk_norm_optional;      /* q/k norms applied where the layer has them (GLM-4.5 has, GLM-4.5-Air not) */
-    bool qk_norm_after_rope;    /* the q/k norms follow RoPE instead of preceding it (Hunyuan) */
-    /* Llama 4: every no_rope_step-th layer has no RoPE and full attention
-     * (its queries scaled by the temperature log(floor((pos+1)/chunk)+1)*0.1+1),
-     * the others attend within chunks of attn_chunk positions and, unless
-     * the model has 128 experts, normalise q and k per head (no weight)
-     * after RoPE; the router's sigmoid weight multiplies an expert's input,
-     * not its output. */
-    int no_rope_step, attn_chunk;
-    bool l2_qk_norm, weight_before_ffn;
-    /* DeepSeek V2/V3's multi-head latent attention, as llama.cpp runs it
-     * (absorbed): q from a low-rank pair (or one matrix), k and v share one
-     * compressed row per position (kv_lora_rank, normed) plus a rotated
-     * part n_rot wide; each head's q_nope goes through attn_k_b into that
-     * row's space, its attention output back through attn_v_b. One KV
-     * "head": K = [compressed, rotated], V = compressed. */
-    bool mla;
-    /* gpt-oss: a learned sink logit per head in each softmax's denominator
-     * (attn_sinks) and a bias on o; every swa_pattern-th layer attends to
-     * all positions, the others only to the last attention.sliding_window
-     * (llama.cpp's pattern: layer l slides when l % swa_pattern <
-     * swa_pattern - 1); routed by the router's biased logits, the chosen
-     * ones' weights a softmax over those K logits; every expert product
-     * plus its bias row, the activation clamped:
-     * min(g, 7) sigmoid(1.702 min(g, 7)) (clamp(u, -7, 7) + 1). */
-    bool attn_sinks;
-    int swa_pattern;
-    bool oai_moe;
-} arch_info;
 
 /* GGUF expert_gating_func; SOFTMAX_WEIGHT: select by raw logits, softmax over the chosen (gpt-oss) */
 typedef enum gating_kind { GATING_SOFTMAX = 1, GATING_SIGMOID = 2, GATING_SOFTMAX_WEIGHT = 3 } gating_kind;
 
-const arch_info *arch_find(const char *name);  /* NULL if unknown */
+const arch_info *arch_find(const char *name);  /* NULL if unknown or pack-only */
 
 typedef struct model_hparams {
-    arch_info arch;
+    arch_info arch;             /* a copy of its row (formats/arch_table.h); expert_weights_norm may set norm_topk */
     int n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_rot, n_ff, n_ctx_train;
     int head_dim_v;             /* attention.value_length: V's width per KV head (head_dim unless MLA) */
     /* MLA (arch.mla): q_lora_rank (0: one q matrix), kv_lora_rank, and the

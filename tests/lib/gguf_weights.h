@@ -149,7 +149,7 @@ static int gguf_model_load(gguf_model *gm, const char *path, int keep_native, ch
         layer_weights *L = &gm->w.layers[l];
         for (int k = 0; k < N_LAYER_SLOTS; k++) { /* the pack loader's table; lengths are model_create()'s to check */
             const weight_slot *s = &LAYER_SLOTS[k];
-            const tensor_role role = tensor_arch_role(hp->arch.facts->name, s->role);
+            const tensor_role role = tensor_arch_role(hp->arch.name, s->role);
             if (s->kind == SLOT_VEC) *slot_vec(L, s) = gw_vec(gm, role, l);
             else bad |= gw_mat(gm, slot_mat(L, s), s->kind == SLOT_BLOCKS ? 0 : 1, role, l);
         }

@@ -538,7 +538,7 @@ static int cu_rope(void *c, float *v, int B, size_t row_stride, int n_heads, siz
                  head_stride, row_stride);
         return -1;
     }
-    return scuda_rope(d->c, v, B, n_heads, hp->head_dim, hp->n_rot, pos0, hp->rope_base, hp->arch.facts->rope == ROPE_NEOX,
+    return scuda_rope(d->c, v, B, n_heads, hp->head_dim, hp->n_rot, pos0, hp->rope_base, hp->arch.rope == ROPE_NEOX,
                       ERR);
 }
 

@@ -8,7 +8,7 @@
 
 #include <unistd.h>
 
-#include "formats/arch_facts.h"
+#include "formats/arch_table.h"
 #include "formats/hparam_keys.h"
 #include "formats/pack_files.h"
 #include "formats/pack_index.h"
@@ -123,14 +123,16 @@ static void test_tables_filled(void **state)
             assert_true(strcmp(HPARAM_KEYS[i].key, HPARAM_KEYS[j].key) != 0);
         }
     }
-    for (int i = 0; i < ARCH_COUNT; i++) {
-        assert_non_null(ARCH_FACTS[i].name);
-        assert_ptr_equal(arch_facts_find(ARCH_FACTS[i].name), &ARCH_FACTS[i]);
+    for (size_t i = 0; arch_table_row(i); i++) {
+        assert_non_null(arch_table_row(i)->name);
+        assert_ptr_equal(arch_table_find(arch_table_row(i)->name), arch_table_row(i));
     }
-    assert_null(arch_facts_find("no-such-arch"));
-    assert_null(arch_facts_find(NULL));
-    assert_string_equal(rope_kind_name(arch_facts_find("qwen3moe")->rope), "neox");
-    assert_string_equal(rope_kind_name(arch_facts_find("deepseek2")->rope), "norm");
+    assert_null(arch_table_find("no-such-arch"));
+    assert_null(arch_table_find(NULL));
+    assert_string_equal(rope_kind_name(arch_table_find("qwen3moe")->rope), "neox");
+    assert_string_equal(rope_kind_name(arch_table_find("deepseek2")->rope), "norm");
+    assert_string_equal(rope_kind_name(arch_table_find("phi3")->rope), "neox"); /* recorded, not run */
+    assert_true(arch_table_find("phi3")->pack_only && !arch_table_find("olmoe")->pack_only);
 }
 
 static void test_crc_walk(void **state)

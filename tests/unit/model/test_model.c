@@ -334,7 +334,7 @@ static void test_hparams(void **st)
     assert_int_equal(hp.head_dim, 32);
     assert_int_equal(hp.n_rot, 32);
     assert_true(hp.rope_base == 10000.0f);
-    assert_int_equal(hp.arch.facts->rope, ROPE_NORM);
+    assert_int_equal(hp.arch.rope, ROPE_NORM);
     assert_int_equal(hparams_load(&hp, "gpt2", hp_get, kv, err, sizeof err), -1);
     assert_non_null(strstr(err, "gpt2"));
     assert_non_null(strstr(err, "(llama, qwen2,")); /* the table's names, in order */
@@ -362,6 +362,12 @@ static void test_hparams(void **st)
     assert_false(arch_find("olmoe")->norm_topk);
     assert_int_equal(arch_find("qwen3")->qk_norm, QK_NORM_HEAD);
     assert_true(arch_find("qwen2")->attn_bias);
+    /* a pack-only row is refused like an unknown name, and not listed */
+    assert_null(arch_find("phi3"));
+    assert_int_equal(hparams_load(&hp, "gemma2", hp_get, kv, err, sizeof err), -1);
+    assert_non_null(strstr(err, "architecture 'gemma2' is not supported (llama, qwen2,"));
+    assert_non_null(strstr(err, ", olmoe)"));
+    assert_null(strstr(err, "phi3"));
 }
 
 int main(void)
