@@ -22,6 +22,18 @@
     "[AVAILABLE_TOOLS] [", "[TOOL_CALLS] [", "[TOOL_RESULTS] {", "tool_call.id|length != 9",                         \
         "\"[INST] \" + message[\"content\"] + \"[/INST]\""
 
+/* The functions the rows name, each defined in its own file (chat_template_NAME.c, the layouts in
+ * chat_layouts.c) and declared there too, so the compiler checks it against its row's type. A new
+ * row declares its function here, beside it. */
+chat_layout_fn chat_layout_chatml, chat_layout_llama2, chat_layout_mistral, chat_layout_llama3, chat_layout_llama4,
+    chat_layout_gemma, chat_layout_phi3, chat_layout_granite, chat_layout_deepseek2, chat_layout_deepseek,
+    chat_layout_glm4, chat_layout_hunyuan, chat_layout_kimi_k2, chat_layout_gpt_oss, chat_layout_dots1,
+    chat_layout_bailing, chat_layout_minimax;
+chat_render_fn chat_template_render_qwen3, chat_template_render_qwen3_coder, chat_template_render_harmony_tools,
+    chat_template_render_glm45, chat_template_render_kimi_k2, chat_template_render_kimi_k2_instruct,
+    chat_template_render_deepseek_v31, chat_template_render_llama31, chat_template_render_llama4,
+    chat_template_render_mistral_v3;
+
 /* Detection tries the rows in this order, the layouts among themselves and
  * the tool formats among themselves; the first whose markers match wins, so
  * a row whose markers another's contain comes first ([INST] is shared by
