@@ -31,6 +31,7 @@ static bool alternates(const chat_msg *m, size_t n, const char *fam, char *err, 
     return true;
 }
 
+chat_layout_fn chat_layout_chatml;
 bool chat_layout_chatml(strbuf *b, const chat_msg *m, size_t n, const chat_layout_args *a, char *err, size_t errlen)
 {
     const char *def_sys = a->default_system;
@@ -45,6 +46,7 @@ bool chat_layout_chatml(strbuf *b, const chat_msg *m, size_t n, const chat_layou
     return true;
 }
 
+chat_layout_fn chat_layout_llama2;
 bool chat_layout_llama2(strbuf *b, const chat_msg *m, size_t n, const chat_layout_args *a, char *err, size_t errlen)
 {
     const char *bos = a->bos, *eos = a->eos;
@@ -66,6 +68,7 @@ bool chat_layout_llama2(strbuf *b, const chat_msg *m, size_t n, const chat_layou
     return true;
 }
 
+chat_layout_fn chat_layout_mistral;
 bool chat_layout_mistral(strbuf *b, const chat_msg *m, size_t n, const chat_layout_args *a, char *err, size_t errlen)
 {
     const char *bos = a->bos, *eos = a->eos;
@@ -82,6 +85,7 @@ bool chat_layout_mistral(strbuf *b, const chat_msg *m, size_t n, const chat_layo
     return true;
 }
 
+chat_layout_fn chat_layout_llama3;
 bool chat_layout_llama3(strbuf *b, const chat_msg *m, size_t n, const chat_layout_args *a, char *err, size_t errlen)
 {
     const char *bos = a->bos;
@@ -99,6 +103,7 @@ bool chat_layout_llama3(strbuf *b, const chat_msg *m, size_t n, const chat_layou
 }
 
 /* Llama 4: only a leading system message is trimmed; every turn ends <|eot|>. */
+chat_layout_fn chat_layout_llama4;
 bool chat_layout_llama4(strbuf *b, const chat_msg *m, size_t n, const chat_layout_args *a, char *err, size_t errlen)
 {
     const char *bos = a->bos;
@@ -118,6 +123,7 @@ bool chat_layout_llama4(strbuf *b, const chat_msg *m, size_t n, const chat_layou
     return true;
 }
 
+chat_layout_fn chat_layout_gemma;
 bool chat_layout_gemma(strbuf *b, const chat_msg *m, size_t n, const chat_layout_args *a, char *err, size_t errlen)
 {
     const char *bos = a->bos;
@@ -136,6 +142,7 @@ bool chat_layout_gemma(strbuf *b, const chat_msg *m, size_t n, const chat_layout
     return true;
 }
 
+chat_layout_fn chat_layout_phi3;
 bool chat_layout_phi3(strbuf *b, const chat_msg *m, size_t n, const chat_layout_args *a, char *err, size_t errlen)
 {
     const char *eos = a->eos;
@@ -150,6 +157,7 @@ bool chat_layout_phi3(strbuf *b, const chat_msg *m, size_t n, const chat_layout_
 
 /* IBM Granite 3.0: every turn is <|start_of_role|>ROLE<|end_of_role|>TEXT<|end_of_text|> and a
  * newline, in order; the generation prompt comes after the last message. */
+chat_layout_fn chat_layout_granite;
 bool chat_layout_granite(strbuf *b, const chat_msg *m, size_t n, const chat_layout_args *a, char *err, size_t errlen)
 {
     const bool gen = a->gen;
@@ -163,6 +171,7 @@ bool chat_layout_granite(strbuf *b, const chat_msg *m, size_t n, const chat_layo
 
 /* DeepSeek LLM, MoE and V2: every message in place, system ones as bare
  * paragraphs; an assistant turn ends with the EOS text. */
+chat_layout_fn chat_layout_deepseek2;
 bool chat_layout_deepseek2(strbuf *b, const chat_msg *m, size_t n, const chat_layout_args *a, char *err, size_t errlen)
 {
     const char *bos = a->bos, *eos = a->eos;
@@ -181,6 +190,7 @@ bool chat_layout_deepseek2(strbuf *b, const chat_msg *m, size_t n, const chat_la
 
 
 /* DeepSeek-V3 gathers every system message first, joined by blank lines. */
+chat_layout_fn chat_layout_deepseek;
 bool chat_layout_deepseek(strbuf *b, const chat_msg *m, size_t n, const chat_layout_args *a, char *err, size_t errlen)
 {
     const char *bos = a->bos;
@@ -205,6 +215,7 @@ bool chat_layout_deepseek(strbuf *b, const chat_msg *m, size_t n, const chat_lay
 
 /* GLM-4 (llama.cpp's chatglm4, which it also uses for GLM-4.5 without
  * --jinja): every message in place after its role tag and a newline. */
+chat_layout_fn chat_layout_glm4;
 bool chat_layout_glm4(strbuf *b, const chat_msg *m, size_t n, const chat_layout_args *a, char *err, size_t errlen)
 {
     const bool gen = a->gen;
@@ -220,6 +231,7 @@ bool chat_layout_glm4(strbuf *b, const chat_msg *m, size_t n, const chat_layout_
  * <|startoftext|> and closes with its role's marker; an assistant turn is
  * its text and <|eos|>. The closing <|extra_0|> already asks for the
  * answer, so there is no generation prompt. */
+chat_layout_fn chat_layout_hunyuan;
 bool chat_layout_hunyuan(strbuf *b, const chat_msg *m, size_t n, const chat_layout_args *a, char *err, size_t errlen)
 {
     (void)a;
@@ -236,6 +248,7 @@ bool chat_layout_hunyuan(strbuf *b, const chat_msg *m, size_t n, const chat_layo
 /* Kimi K2 (llama.cpp's kimi-k2): <|im_ROLE|>ROLE<|im_middle|>TEXT<|im_end|>
  * per message. Moonshot's own template adds a default system prompt when a
  * request has none; llama.cpp's layout, which this is, does not. */
+chat_layout_fn chat_layout_kimi_k2;
 bool chat_layout_kimi_k2(strbuf *b, const chat_msg *m, size_t n, const chat_layout_args *a, char *err, size_t errlen)
 {
     const bool gen = a->gen;
@@ -254,6 +267,7 @@ bool chat_layout_kimi_k2(strbuf *b, const chat_msg *m, size_t n, const chat_layo
  * template also writes a system preamble (date, reasoning level, the valid
  * channels) and turns a system message into a developer one; llama.cpp's
  * layout, which this is, does not. */
+chat_layout_fn chat_layout_gpt_oss;
 bool chat_layout_gpt_oss(strbuf *b, const chat_msg *m, size_t n, const chat_layout_args *a, char *err, size_t errlen)
 {
     const bool gen = a->gen;
@@ -268,6 +282,7 @@ bool chat_layout_gpt_oss(strbuf *b, const chat_msg *m, size_t n, const chat_layo
 
 /* dots.llm1 (llama.cpp's dots1): <|system|>S<|endofsystem|>,
  * <|userprompt|>U<|endofuserprompt|>, <|response|>A<|endofresponse|>. */
+chat_layout_fn chat_layout_dots1;
 bool chat_layout_dots1(strbuf *b, const chat_msg *m, size_t n, const chat_layout_args *a, char *err, size_t errlen)
 {
     const bool gen = a->gen;
@@ -287,6 +302,7 @@ bool chat_layout_dots1(strbuf *b, const chat_msg *m, size_t n, const chat_layout
  * answer with <think>; Ling 2.0 closes each message with <|role_end|> and,
  * as its template does, writes the system message "detailed thinking off"
  * when a conversation brings none. */
+chat_layout_fn chat_layout_bailing;
 bool chat_layout_bailing(strbuf *b, const chat_msg *m, size_t n, const chat_layout_args *a, char *err, size_t errlen)
 {
     const bool gen = a->gen, v2 = a->variant == CHAT_VARIANT_BAILING_V2, think = a->variant == CHAT_VARIANT_BAILING_THINKING;
@@ -305,6 +321,7 @@ bool chat_layout_bailing(strbuf *b, const chat_msg *m, size_t n, const chat_layo
 }
 
 /* MiniMax-M2: its whole template with no tools (one renderer for both). */
+chat_layout_fn chat_layout_minimax;
 bool chat_layout_minimax(strbuf *b, const chat_msg *m, size_t n, const chat_layout_args *a, char *err, size_t errlen)
 {
     const chat_tools_opts o = { .identity = a->default_system };

@@ -48,17 +48,11 @@ enum { CHAT_VARIANT_KIMI_0905 = 0, CHAT_VARIANT_KIMI_0711 };                    
 enum { CHAT_VARIANT_LLAMA31 = 0, CHAT_VARIANT_LLAMA32 };                                        /* llama31 */
 enum { CHAT_VARIANT_MISTRAL_V3 = 0, CHAT_VARIANT_MISTRAL_V3_USER_SYSTEM };                      /* mistral_v3 */
 
-/* The layouts (chat_layouts.c). */
-chat_layout_fn chat_layout_chatml, chat_layout_llama2, chat_layout_mistral, chat_layout_llama3, chat_layout_llama4,
-    chat_layout_gemma, chat_layout_phi3, chat_layout_granite, chat_layout_deepseek2, chat_layout_deepseek,
-    chat_layout_glm4, chat_layout_hunyuan, chat_layout_kimi_k2, chat_layout_gpt_oss, chat_layout_dots1,
-    chat_layout_bailing, chat_layout_minimax;
-
-/* The whole templates, each in its own file (chat_template_NAME.c). */
-chat_render_fn chat_template_render_qwen3, chat_template_render_qwen3_coder, chat_template_render_harmony_tools,
-    chat_template_render_glm45, chat_template_render_minimax_tools, chat_template_render_kimi_k2,
-    chat_template_render_kimi_k2_instruct, chat_template_render_deepseek_v31, chat_template_render_llama31,
-    chat_template_render_llama4, chat_template_render_mistral_v3;
+/* The renderers are declared beside their rows in chat_template.c (and each
+ * in its own file, so that the compiler checks it against its row's type):
+ * adding one touches no header. This one is also a layout's (MiniMax-M2's,
+ * chat_layouts.c renders the conversation alone through it). */
+chat_render_fn chat_template_render_minimax_tools;
 
 /* DeepSeek's markers: U+FF5C bars, U+2581 for spaces (kept as separate
  * literals: a hex escape would swallow the letters that follow). */

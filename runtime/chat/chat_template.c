@@ -22,6 +22,18 @@
     "[AVAILABLE_TOOLS] [", "[TOOL_CALLS] [", "[TOOL_RESULTS] {", "tool_call.id|length != 9",                         \
         "\"[INST] \" + message[\"content\"] + \"[/INST]\""
 
+/* The functions the rows name, each defined in its own file (chat_template_NAME.c, the layouts in
+ * chat_layouts.c) and declared there too, so the compiler checks it against its row's type. A new
+ * row declares its function here, beside it. */
+chat_layout_fn chat_layout_chatml, chat_layout_llama2, chat_layout_mistral, chat_layout_llama3, chat_layout_llama4,
+    chat_layout_gemma, chat_layout_phi3, chat_layout_granite, chat_layout_deepseek2, chat_layout_deepseek,
+    chat_layout_glm4, chat_layout_hunyuan, chat_layout_kimi_k2, chat_layout_gpt_oss, chat_layout_dots1,
+    chat_layout_bailing, chat_layout_minimax;
+chat_render_fn chat_template_render_qwen3, chat_template_render_qwen3_coder, chat_template_render_harmony_tools,
+    chat_template_render_glm45, chat_template_render_kimi_k2, chat_template_render_kimi_k2_instruct,
+    chat_template_render_deepseek_v31, chat_template_render_llama31, chat_template_render_llama4,
+    chat_template_render_mistral_v3;
+
 /* Detection tries the rows in this order, the layouts among themselves and
  * the tool formats among themselves; the first whose markers match wins, so
  * a row whose markers another's contain comes first ([INST] is shared by
@@ -172,17 +184,29 @@ static const chat_format *by_name(const char *name)
     return NULL;
 }
 
+/* A row's layout and tool format: the enum values the tests name, or for a row that names none its
+ * position, so that a new row needs no enum value. */
+static chat_family family_of(const chat_format *r)
+{
+    return r->family || !r->layout ? r->family : (chat_family)(CHAT_FAMILY_ROW + (r - FORMATS));
+}
+
+static chat_tools tools_of(const chat_format *r)
+{
+    return !r->render ? CHAT_TOOLS_NONE : r->tools ? r->tools : (chat_tools)(CHAT_TOOLS_ROW + (r - FORMATS));
+}
+
 const chat_format *chat_format_of_family(chat_family f)
 {
     for (size_t i = 0; i < N_FORMATS; i++)
-        if (FORMATS[i].layout && FORMATS[i].family == f) return &FORMATS[i];
+        if (FORMATS[i].layout && family_of(&FORMATS[i]) == f) return &FORMATS[i];
     return &UNKNOWN_LAYOUT;
 }
 
 const chat_format *chat_format_of_tools(chat_tools t)
 {
     for (size_t i = 0; i < N_FORMATS; i++)
-        if (FORMATS[i].render && FORMATS[i].tools == t) return &FORMATS[i];
+        if (FORMATS[i].render && tools_of(&FORMATS[i]) == t) return &FORMATS[i];
     return &NO_TOOLS;
 }
 
@@ -191,13 +215,13 @@ tool_format chat_tools_format(chat_tools t) { return chat_format_of_tools(t)->sy
 chat_family chat_family_from_name(const char *name)
 {
     const chat_format *r = by_name(name);
-    return r ? r->family : CHAT_UNKNOWN;
+    return r ? family_of(r) : CHAT_UNKNOWN;
 }
 
 chat_tools chat_tools_from_name(const char *name)
 {
     const chat_format *r = by_name(name);
-    return r ? r->tools : CHAT_TOOLS_NONE;
+    return r ? tools_of(r) : CHAT_TOOLS_NONE;
 }
 
 const char *chat_family_name(chat_family f) { return chat_format_of_family(f)->name; }
@@ -207,14 +231,14 @@ const char *chat_tools_name(chat_tools t) { return chat_format_of_tools(t)->name
 chat_family chat_template_detect(const char *t)
 {
     for (size_t i = 0; t && i < N_FORMATS; i++)
-        if (FORMATS[i].layout && matches(&FORMATS[i].layout_markers, t)) return FORMATS[i].family;
+        if (FORMATS[i].layout && matches(&FORMATS[i].layout_markers, t)) return family_of(&FORMATS[i]);
     return CHAT_UNKNOWN;
 }
 
 chat_tools chat_template_tools(const char *t)
 {
     for (size_t i = 0; t && i < N_FORMATS; i++)
-        if (FORMATS[i].render && matches(&FORMATS[i].tools_markers, t)) return FORMATS[i].tools;
+        if (FORMATS[i].render && matches(&FORMATS[i].tools_markers, t)) return tools_of(&FORMATS[i]);
     return CHAT_TOOLS_NONE;
 }
 

@@ -56,6 +56,9 @@ typedef enum chat_family {
     CHAT_MINIMAX_M2,
     CHAT_BAILING_THINK,
     CHAT_DOTS1,
+    /* A layout row that names no value above (a new one needs none) is CHAT_FAMILY_ROW plus its
+     * position in the formats' table. */
+    CHAT_FAMILY_ROW = 0x100,
 } chat_family;
 
 /* A tool call an assistant made: its name and the JSON text of its arguments. */
@@ -95,6 +98,9 @@ typedef enum chat_tools {
     CHAT_TOOLS_MISTRAL_V3_USER_SYSTEM, /* the same, the system message in the last user turn */
     CHAT_TOOLS_KIMI_K2_0905, /* Kimi K2 Instruct 0905's: Thinking's tool_declare turn and calls, no <think> */
     CHAT_TOOLS_KIMI_K2_0711, /* Kimi K2 Instruct's first release's (as llama.cpp's tests hold it) */
+    /* A tool row that names no value above (a new one needs none) is CHAT_TOOLS_ROW plus its position
+     * in the formats' table. */
+    CHAT_TOOLS_ROW = 0x100,
 } chat_tools;
 
 /* The family a template's text belongs to (the first layout row of the
@@ -266,14 +272,16 @@ typedef struct chat_format {
     const char *name;       /* its --chat-template name; chat_family_name() / chat_tools_name() */
     const char *aliases[2]; /* other names for it */
     /* the layout */
-    chat_family     family;         /* the layout the name brings: the row's own when layout is set */
+    chat_family     family;         /* the layout the name brings: the row's own when layout is set (unset
+                                     * there: CHAT_FAMILY_ROW + the row's position) */
     chat_layout_fn *layout;         /* set: this row defines family's layout, recognised by layout_markers */
     chat_markers    layout_markers;
     char *(*default_system)(const char *tmpl); /* the system prompt the layout puts first, read from the
                                                 * template's text, or NULL: none */
     bool            harmony;        /* answers in harmony's channels: chats answer the final one only */
     /* the whole template with its tool format */
-    chat_tools      tools;          /* CHAT_TOOLS_NONE: the name brings none */
+    chat_tools      tools;          /* the row's tool format when render is set (unset: CHAT_TOOLS_ROW + the
+                                     * row's position); without render, none */
     chat_render_fn *render;         /* set with tools, recognised by tools_markers */
     chat_markers    tools_markers;
     int             variant;        /* the release layout or render draws (chat_render.h's CHAT_VARIANT_*) */

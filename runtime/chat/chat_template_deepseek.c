@@ -59,6 +59,7 @@ static void tool_description(strbuf *b, const char *const *tools, size_t n_tools
                    "- For multiple tool calls, chain them directly without separators or spaces");
 }
 
+chat_render_fn chat_template_render_deepseek_v31;
 char *chat_template_render_deepseek_v31(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
                                         const chat_tools_opts *o, int variant, bool gen, char *err, size_t errlen)
 {

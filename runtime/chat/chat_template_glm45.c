@@ -23,6 +23,7 @@ static bool ends_with(const char *s, const char *t)
     return n >= k && !memcmp(s + n - k, t, k);
 }
 
+chat_render_fn chat_template_render_glm45;
 char *chat_template_render_glm45(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
                                  const chat_tools_opts *o, int variant, bool gen, char *err, size_t errlen)
 {

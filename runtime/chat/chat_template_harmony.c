@@ -201,6 +201,7 @@ static void add_arguments(strbuf *b, const char *args)
 }
 
 
+chat_render_fn chat_template_render_harmony_tools;
 char *chat_template_render_harmony_tools(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
                                          const chat_tools_opts *o, int variant, bool gen, char *err, size_t errlen)
 {

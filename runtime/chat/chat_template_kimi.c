@@ -24,6 +24,7 @@ static void kimi_calls(strbuf *b, const chat_msg *x)
     strbuf_puts(b, "<|tool_calls_section_end|>");
 }
 
+chat_render_fn chat_template_render_kimi_k2;
 char *chat_template_render_kimi_k2(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
                                    const chat_tools_opts *o, int variant, bool gen, char *err, size_t errlen)
 {
@@ -71,6 +72,7 @@ char *chat_template_render_kimi_k2(const chat_msg *m, size_t n, const char *cons
  * text. The first release's template leaves a line break after the header
  * of system and tool turns, and closes every turn; 0905's leaves the last
  * turn open without a generation prompt. */
+chat_render_fn chat_template_render_kimi_k2_instruct;
 char *chat_template_render_kimi_k2_instruct(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
                                             const chat_tools_opts *o, int first_release, bool gen, char *err, size_t errlen)
 {

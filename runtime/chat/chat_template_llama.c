@@ -83,6 +83,7 @@ static char *finish(strbuf *b, char *err, size_t errlen)
     return out;
 }
 
+chat_render_fn chat_template_render_llama31;
 char *chat_template_render_llama31(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
                                    const chat_tools_opts *o, int today, bool gen, char *err, size_t errlen)
 {
@@ -132,6 +133,7 @@ char *chat_template_render_llama31(const chat_msg *m, size_t n, const char *cons
     return finish(&b, err, errlen);
 }
 
+chat_render_fn chat_template_render_llama4;
 char *chat_template_render_llama4(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
                                   const chat_tools_opts *o, int variant, bool gen, char *err, size_t errlen)
 {

@@ -68,6 +68,7 @@ static void available_tools(strbuf *b, const char *const *tools, size_t n_tools)
     strbuf_puts(b, "[/AVAILABLE_TOOLS]");
 }
 
+chat_render_fn chat_template_render_mistral_v3;
 char *chat_template_render_mistral_v3(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
                                       const chat_tools_opts *o, int system_in_last_user, bool gen, char *err, size_t errlen)
 {

@@ -31,6 +31,7 @@ static void qwen3_calls(strbuf *b, const chat_msg *x, bool after_text)
  * Thinking ones always open the answer with <think> (enable_thinking is not
  * read), the Instruct ones render assistants' text as it is (no reasoning,
  * no last-query scan). */
+chat_render_fn chat_template_render_qwen3;
 char *chat_template_render_qwen3(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
                                  const chat_tools_opts *o, int kind, bool gen, char *err, size_t errlen)
 {

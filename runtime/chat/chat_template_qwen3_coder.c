@@ -121,6 +121,7 @@ static bool blank(const char *s)
     return true;
 }
 
+chat_render_fn chat_template_render_qwen3_coder;
 char *chat_template_render_qwen3_coder(const chat_msg *m, size_t n, const char *const *tools, size_t n_tools,
                                        const chat_tools_opts *o, int variant, bool gen, char *err, size_t errlen)
 {
