@@ -1,6 +1,6 @@
 /* cli_run.c: `strata run PACK -p TEXT ...`: tokenize, prefill in one
  * batch, then sample and stream each piece to stdout as it is decoded.
- * Also the helpers cli.h promises. */
+ * Also the helpers cli.h promises but cli_args.c (pack path and options). */
 #include "runtime/cli/cli.h"
 
 #include "runtime/model/sampler.h"
@@ -12,25 +12,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-int cli_int(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = s ? strtol(s, &end, 10) : 0;
-    if (!s || !*s || *end || errno || v < lo || v > hi) return -1;
-    *out = v;
-    return 0;
-}
-
-int cli_float(const char *s, double *out)
-{
-    char *end;
-    double v = s ? strtod(s, &end) : 0;
-    if (!s || !*s || *end || !isfinite(v)) return -1;
-    *out = v;
-    return 0;
-}
 
 double cli_now(void)
 {
@@ -82,6 +63,7 @@ int cli_open_dev(cli_model *cm, const char *dir, int threads, kv_type kv, int n_
 {
     char err[1024];
     memset(cm, 0, sizeof *cm);
+    if (cli_check_pack_path(dir, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return -1; }
     cm->pack = loader_open(dir, err, sizeof err);
     if (!cm->pack) { fprintf(stderr, "strata: %s\n", err); return -1; }
     model_options o = model_default_options();
@@ -128,7 +110,7 @@ void cli_close(cli_model *cm)
 static void usage(FILE *fp)
 {
     fprintf(fp, "usage: strata run PACK -p TEXT [-n N] [--temp T] [--top-p P] [--top-k K] [--min-p P]\n"
-                "                  [--seed S] [-t N] [--kv-type f16|f32] [--logits-out FILE]\n"
+                "                  [--seed S] [-t|--threads N] [--kv-type f16|f32] [--logits-out FILE]\n"
                 "                  [--device auto|cpu|cuda] [--vram-reserve SIZE] [--miss cpu|pcie|auto]\n"
                 "                  [--profile FILE] [--record-routing FILE]\n"
                 "  Streams the continuation of TEXT to stdout (N tokens, default 64; stops at EOS).\n"
@@ -157,28 +139,30 @@ static int parse(run_opts *o, int argc, char **argv)
         double d;
         long l;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 1; }
-        if (a[0] != '-') { if (o->pack) return -1; o->pack = a; continue; }
-        if (!v) return -1;
+        if (a[0] != '-') { if (o->pack) return cli_opt_bad("run", a, NULL); o->pack = a; continue; }
+        if (!v) return cli_opt_bad("run", a, NULL);
         i++;
         int dr = cli_device_arg("run", &o->dev, a, v);
         if (dr < 0) return -1;
         if (dr > 0) continue;
         if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
-        else if (!strcmp(a, "-n")) { if (cli_int(v, 0, 1 << 24, &o->n)) return -1; }
-        else if (!strcmp(a, "-t")) { if (cli_int(v, 0, 1024, &o->threads)) return -1; }
-        else if (!strcmp(a, "--seed")) { if (cli_int(v, 0, 0x7fffffffL, &o->seed)) return -1; o->sp.seed = (uint64_t)o->seed; }
-        else if (!strcmp(a, "--temp")) { if (cli_float(v, &d)) return -1; o->sp.temp = (float)d; }
-        else if (!strcmp(a, "--top-p")) { if (cli_float(v, &d)) return -1; o->sp.top_p = (float)d; }
-        else if (!strcmp(a, "--min-p")) { if (cli_float(v, &d)) return -1; o->sp.min_p = (float)d; }
-        else if (!strcmp(a, "--top-k")) { if (cli_int(v, 0, 1 << 24, &l)) return -1; o->sp.top_k = (int)l; }
+        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) { if (cli_opt_int("run", a, v, 0, 1 << 24, &o->n)) return -1; }
+        else if (cli_is_threads(a)) { if (cli_opt_int("run", a, v, 0, 1024, &o->threads)) return -1; }
+        else if (!strcmp(a, "--seed")) { if (cli_opt_int("run", a, v, 0, 0x7fffffffL, &o->seed)) return -1; o->sp.seed = (uint64_t)o->seed; }
+        else if (!strcmp(a, "--temp")) { if (cli_opt_float("run", a, v, 0, 100, &d)) return -1; o->sp.temp = (float)d; }
+        else if (!strcmp(a, "--top-p")) { if (cli_opt_float("run", a, v, 0, 1, &d)) return -1; o->sp.top_p = (float)d; }
+        else if (!strcmp(a, "--min-p")) { if (cli_opt_float("run", a, v, 0, 1, &d)) return -1; o->sp.min_p = (float)d; }
+        else if (!strcmp(a, "--top-k")) { if (cli_opt_int("run", a, v, 0, 1 << 24, &l)) return -1; o->sp.top_k = (int)l; }
         else if (!strcmp(a, "--logits-out")) o->logits_out = v;
         else if (!strcmp(a, "--kv-type")) {
             if (!strcmp(v, "f16")) o->kv = KV_F16;
             else if (!strcmp(v, "f32")) o->kv = KV_F32;
-            else return -1;
-        } else return -1;
+            else return cli_opt_bad("run", a, v);
+        } else return cli_opt_bad("run", a, NULL);
     }
-    return o->pack && o->prompt ? 0 : -1;
+    if (!o->pack) { fprintf(stderr, "strata run: no PACK given\n"); return -1; }
+    if (!o->prompt) { fprintf(stderr, "strata run: no prompt given (-p TEXT)\n"); return -1; }
+    return 0;
 }
 
 static int write_rows(FILE *fp, const float *rows, size_t n)
