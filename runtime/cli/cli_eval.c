@@ -276,7 +276,7 @@ static double read_bandwidth(size_t bytes, int threads)
 
 static void bench_usage(FILE *fp)
 {
-    fprintf(fp, "usage: strata bench PACK [-p N] [-n N] [-t|--threads N] [--device auto|cpu|cuda]\n"
+    fprintf(fp, "usage: strata bench PACK [-p N] [-n N] [-t|--threads N] [-c|--ctx N] [--device auto|cpu|cuda]\n"
                 "                    [--vram-reserve SIZE] [--miss cpu|pcie|auto] [--profile FILE] [--record-routing FILE]\n"
                 "  Prefill of N tokens (default 128; timed after one untimed warm-up pass) and decode of\n"
                 "  N tokens (default 32) with an f16 KV cache; prints tokens/s, the weight bytes one\n"
@@ -290,7 +290,7 @@ static void bench_usage(FILE *fp)
 int cmd_bench(int argc, char **argv)
 {
     const char *pack = NULL;
-    long np = 128, ng = 32, threads = 0;
+    long np = 128, ng = 32, threads = 0, ctx = 0;
     device_opts dev;
     device_opts_default(&dev);
     for (int i = 1; i < argc; i++) {
@@ -305,13 +305,14 @@ int cmd_bench(int argc, char **argv)
         if (!v) bad = cli_opt_bad("bench", a, NULL);
         else if (!strcmp(a, "-p")) bad = cli_opt_int("bench", a, v, 1, 1 << 20, &np);
         else if (!strcmp(a, "-n")) bad = cli_opt_int("bench", a, v, 1, 1 << 20, &ng);
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) bad = cli_opt_int("bench", a, v, 2, 1 << 24, &ctx);
         else if (cli_is_threads(a)) bad = cli_opt_int("bench", a, v, 0, 1024, &threads);
         else bad = cli_opt_bad("bench", a, NULL);
         if (bad) { bench_usage(stderr); return 2; }
     }
     if (!pack) { fprintf(stderr, "strata bench: no PACK given\n"); bench_usage(stderr); return 2; }
     cli_model cm;
-    if (cli_open_dev(&cm, pack, (int)threads, KV_F16, 0, &dev)) return 1;
+    if (cli_open_dev(&cm, pack, (int)threads, KV_F16, (int)ctx, &dev)) return 1;
     const model_hparams *hp = loader_hparams(cm.pack);
     const long n_ctx = model_n_ctx(cm.m);
     if (np + ng > n_ctx) {

@@ -77,6 +77,10 @@ int cli_open_dev(cli_model *cm, const char *dir, int threads, kv_type kv, int n_
         cm->pack = NULL;
         return -1;
     }
+    const int n_train = loader_hparams(cm->pack)->n_ctx_train;
+    if (n_ctx > n_train && n_train > 0)
+        fprintf(stderr, "strata: warning: a context of %d tokens is beyond the %d the model was trained on; "
+                        "output past token %d may degrade\n", n_ctx, n_train, n_train);
     if (!dev) return 0;
     /* refused before any work: ec_profile_save never overwrites */
     if (dev->record && access(dev->record, F_OK) == 0) {
@@ -110,10 +114,12 @@ void cli_close(cli_model *cm)
 static void usage(FILE *fp)
 {
     fprintf(fp, "usage: strata run PACK -p TEXT [-n N] [--temp T] [--top-p P] [--top-k K] [--min-p P]\n"
-                "                  [--seed S] [-t|--threads N] [--kv-type f16|f32] [--logits-out FILE]\n"
+                "                  [--seed S] [-t|--threads N] [-c|--ctx N] [--kv-type f16|f32] [--logits-out FILE]\n"
                 "                  [--device auto|cpu|cuda] [--vram-reserve SIZE] [--miss cpu|pcie|auto]\n"
                 "                  [--profile FILE] [--record-routing FILE]\n"
-                "  Streams the continuation of TEXT to stdout (N tokens, default 64; stops at EOS).\n"
+                "  Streams the continuation of TEXT to stdout (N tokens, default 64; stops at EOS or\n"
+                "  at the end of the context, -c N, default the model's trained context), then one\n"
+                "  line of timings on stderr.\n"
                 "  --temp 0 is greedy. --logits-out writes the f32 logits of every evaluated\n"
                 "  position (prompt rows, then one row per generated token) as raw little-endian f32.\n"
                 DEVICE_HELP);
@@ -121,7 +127,7 @@ static void usage(FILE *fp)
 
 typedef struct run_opts {
     const char *pack, *prompt, *logits_out;
-    long n, threads, seed;
+    long n, threads, seed, ctx;
     kv_type kv;
     sampler_params sp;
     device_opts dev;
@@ -148,6 +154,7 @@ static int parse(run_opts *o, int argc, char **argv)
         if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) { if (cli_opt_int("run", a, v, 0, 1 << 24, &o->n)) return -1; }
         else if (cli_is_threads(a)) { if (cli_opt_int("run", a, v, 0, 1024, &o->threads)) return -1; }
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) { if (cli_opt_int("run", a, v, 1, 1 << 24, &o->ctx)) return -1; }
         else if (!strcmp(a, "--seed")) { if (cli_opt_int("run", a, v, 0, 0x7fffffffL, &o->seed)) return -1; o->sp.seed = (uint64_t)o->seed; }
         else if (!strcmp(a, "--temp")) { if (cli_opt_float("run", a, v, 0, 100, &d)) return -1; o->sp.temp = (float)d; }
         else if (!strcmp(a, "--top-p")) { if (cli_opt_float("run", a, v, 0, 1, &d)) return -1; o->sp.top_p = (float)d; }
@@ -178,7 +185,7 @@ int cmd_run(int argc, char **argv)
     if (pr > 0) return 0;
     if (pr < 0) { usage(stderr); return 2; }
     cli_model cm;
-    if (cli_open_dev(&cm, o.pack, (int)o.threads, o.kv, 0, &o.dev)) return 1;
+    if (cli_open_dev(&cm, o.pack, (int)o.threads, o.kv, (int)o.ctx, &o.dev)) return 1;
     const tokenizer *tk = loader_tokenizer(cm.pack);
     const int nv = loader_hparams(cm.pack)->n_vocab;
     int32_t *ids = NULL;
@@ -200,12 +207,22 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     for (size_t i = 0; i < n_ids; i++) sampler_accept(s, ids[i]);
+    const int n_ctx = model_n_ctx(cm.m);
+    if (n_ids > (size_t)n_ctx) {
+        fprintf(stderr, "strata run: the prompt is %zu tokens, longer than the context of %d (-c N sets it)\n", n_ids, n_ctx);
+        goto out;
+    }
+    const double t0 = cli_now();
+    double t_prompt = 0;
+    long n_gen = 0;
     if (model_forward(cm.m, ids, (int)n_ids, logits, lf != NULL, err, sizeof err) ||
         write_rows(lf, logits, (lf ? n_ids : 0) * (size_t)nv)) {
         fprintf(stderr, "strata: %s\n", err);
         goto out;
     }
+    t_prompt = cli_now() - t0;
     const float *last = lf ? logits + (n_ids - 1) * (size_t)nv : logits;
+    int full = 0;
     for (long i = 0; i < o.n; i++) {
         int32_t t = sampler_sample(s, last);
         sampler_accept(s, t);
@@ -213,7 +230,11 @@ int cmd_run(int argc, char **argv)
         int len = tokenizer_piece(tk, t, false, piece, sizeof piece);
         if (len > 0) fwrite(piece, 1, (size_t)len < sizeof piece ? (size_t)len : sizeof piece, stdout);
         fflush(stdout);
+        n_gen++;
         if (i + 1 == o.n) break;
+        /* a full context is where generation ends, as at EOS: the text so
+         * far is the answer, not a failure */
+        if (model_n_past(cm.m) >= n_ctx) { full = 1; break; }
         if (model_forward(cm.m, &t, 1, logits, false, err, sizeof err) || write_rows(lf, logits, (size_t)nv)) {
             fprintf(stderr, "\nstrata: %s\n", err);
             goto out;
@@ -221,6 +242,16 @@ int cmd_run(int argc, char **argv)
         last = logits;
     }
     fputc('\n', stdout);
+    fflush(stdout);
+    if (full) fprintf(stderr, "strata run: stopped at the end of the context (%d tokens; -c N for a longer one)\n", n_ctx);
+    {
+        /* the first token comes from the prompt's logits; the rest took one
+         * decode step each */
+        const double t_gen = cli_now() - t0 - t_prompt;
+        fprintf(stderr, "strata run: prompt %zu tokens, %.1f tokens/s; generation %ld tokens, %.1f tokens/s\n", n_ids,
+                t_prompt > 0 ? (double)n_ids / t_prompt : 0.0, n_gen,
+                n_gen > 1 && t_gen > 0 ? (double)(n_gen - 1) / t_gen : 0.0);
+    }
     rc = cli_save_routing(&cm, &o.dev) ? 1 : 0;
 out:
     if (lf && fclose(lf) != 0 && rc == 0) { fprintf(stderr, "strata: %s: write failed\n", o.logits_out); rc = 1; }
