@@ -59,6 +59,9 @@ int cli_opt_int(const char *cmd, const char *opt, const char *val, long lo, long
 int cli_opt_float(const char *cmd, const char *opt, const char *val, double lo, double hi, double *out);
 int cli_opt_bad(const char *cmd, const char *opt, const char *val);
 int cli_is_threads(const char *opt);
+/* The warning (stderr) for a context asked beyond the trained one; quiet
+ * otherwise, and when the trained context is unknown (0). */
+void cli_warn_ctx(long n_ctx, long n_ctx_train);
 
 /* Strict number parsing for option values; -1 on junk. */
 int cli_int(const char *s, long lo, long hi, long *out);

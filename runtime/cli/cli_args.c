@@ -52,7 +52,7 @@ int cli_check_pack_path(const char *path, char *err, size_t errlen)
     int rc = stat(index, &st);
     free(index);
     if (rc != 0) {
-        snprintf(err, errlen, "%s: no index (%s is missing): not a finished pack; build it again with "
+        snprintf(err, errlen, "%s: no index (%s is missing): not a finished pack; remove it and build it again with "
                  "`iq3pack build MODEL.gguf -o %s`", path, PACK_INDEX, path);
         return -1;
     }
@@ -111,4 +111,11 @@ int cli_opt_bad(const char *cmd, const char *opt, const char *val)
     else if (val) fprintf(stderr, "strata %s: %s does not take '%s'\n", cmd, opt, val);
     else fprintf(stderr, "strata %s: unknown option or missing value: %s\n", cmd, opt);
     return -1;
+}
+
+void cli_warn_ctx(long n_ctx, long n_ctx_train)
+{
+    if (n_ctx_train > 0 && n_ctx > n_ctx_train)
+        fprintf(stderr, "strata: warning: a context of %ld tokens is beyond the %ld the model was trained on; "
+                        "output past token %ld may degrade\n", n_ctx, n_ctx_train, n_ctx_train);
 }

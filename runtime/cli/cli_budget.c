@@ -85,6 +85,7 @@ int budget_compute(const char *dir, const budget_opts *o, budget_report *r, char
     r->n_expert = hp.n_expert;
     r->n_expert_used = hp.n_expert_used;
     r->n_ctx = o->n_ctx > 0 ? o->n_ctx : (hp.n_ctx_train < 4096 ? hp.n_ctx_train : 4096);
+    r->n_ctx_train = hp.n_ctx_train;
     r->dense = (uint64_t)x.pool;
     r->kv = (uint64_t)hp.n_layer * (uint64_t)r->n_ctx * (uint64_t)hp.n_head_kv *
             (uint64_t)(hp.head_dim + hp.head_dim_v) * 2;
@@ -166,6 +167,7 @@ int cmd_budget(int argc, char **argv)
     char err[1024];
     if (cli_check_pack_path(dir, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return 1; }
     if (budget_compute(dir, &o, &r, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return 1; }
+    cli_warn_ctx(r.n_ctx, r.n_ctx_train);
     char a[32], b[32], c[32], d[32], e[32];
     size_str(a, sizeof a, r.dense);
     size_str(b, sizeof b, r.kv);

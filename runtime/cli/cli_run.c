@@ -77,10 +77,7 @@ int cli_open_dev(cli_model *cm, const char *dir, int threads, kv_type kv, int n_
         cm->pack = NULL;
         return -1;
     }
-    const int n_train = loader_hparams(cm->pack)->n_ctx_train;
-    if (n_ctx > n_train && n_train > 0)
-        fprintf(stderr, "strata: warning: a context of %d tokens is beyond the %d the model was trained on; "
-                        "output past token %d may degrade\n", n_ctx, n_train, n_train);
+    cli_warn_ctx(n_ctx, loader_hparams(cm->pack)->n_ctx_train);
     if (!dev) return 0;
     /* refused before any work: ec_profile_save never overwrites */
     if (dev->record && access(dev->record, F_OK) == 0) {

@@ -50,7 +50,7 @@ for c in run info bench check budget perplexity; do
     # shellcheck disable=SC2086
     expect 1 "$TMP/nope: does not exist" $(echo "$a" | sed "s#PACK#$TMP/nope#")
     # shellcheck disable=SC2086
-    expect 1 "no index (index.txt is missing): not a finished pack" $(echo "$a" | sed "s#PACK#$TMP/half#")
+    expect 1 "no index (index.txt is missing): not a finished pack; remove it and build it again" $(echo "$a" | sed "s#PACK#$TMP/half#")
 done
 
 # the rejected argument is named; exit 2

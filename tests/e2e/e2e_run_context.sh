@@ -3,7 +3,7 @@
 # 2048) ends at a full context as it ends at EOS: the text so far on stdout,
 # a note on stderr, exit 0; every run ends with one line of timings (prompt
 # and generation tokens/s) on stderr; -c/--ctx beyond the trained context
-# gets a warning from run, perplexity and bench.
+# gets a warning from run, perplexity, bench and budget.
 set -u
 BIN=${STRATA_BIN:?STRATA_BIN is not set}
 M=${STRATA_SHARED:-../shared}/models/stories260K
@@ -42,6 +42,10 @@ W="beyond the 2048 the model was trained on"
 grep -q "warning: a context of 4096 tokens is $W" "$TMP/err" || bad "run -c 4096: no warning: $(cat "$TMP/err")"
 "$S" bench "$TMP/p" --ctx 4096 -p 16 -n 4 -t 1 >/dev/null 2>"$TMP/err" || bad "bench --ctx 4096: exit $?"
 grep -q "$W" "$TMP/err" || bad "bench --ctx 4096: no warning: $(cat "$TMP/err")"
+"$S" budget "$TMP/p" --ctx 4096 >/dev/null 2>"$TMP/err" || bad "budget --ctx 4096: exit $?"
+grep -q "$W" "$TMP/err" || bad "budget --ctx 4096: no warning: $(cat "$TMP/err")"
+"$S" budget "$TMP/p" --ctx 2048 >/dev/null 2>"$TMP/err" || bad "budget --ctx 2048: exit $?"
+[ -s "$TMP/err" ] && bad "budget --ctx 2048 warns: $(cat "$TMP/err")"
 for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40; do
     cat "$M"/v[0-3].prompt.txt "$M"/v[0-3].gen.txt
 done >"$TMP/text.txt"
