@@ -32,6 +32,7 @@ typedef struct budget_opts {
 typedef struct budget_report {
     char arch[32];
     int n_layer, n_ctx, n_expert, n_expert_used, expert_layers;
+    int n_ctx_train;                    /* the context the model was trained on */
     uint64_t dense, kv, work;
     uint64_t slot_bytes, expert_file;   /* one slot; experts.bin */
     int64_t n_experts, slots;           /* routed experts in the pack; that fit in VRAM */

@@ -6,7 +6,12 @@
  * usage on --help (exit 0) and on bad arguments (exit 2), a one-line error
  * on stderr and exit 1 when the pack or the run fails, 0 otherwise.
  * cli_open() loads a pack and builds the model (threads, KV type, context);
- * cli_close() frees both. */
+ * cli_close() frees both.
+ * cli_check_pack_path() is the one check of a PACK argument every subcommand
+ * that takes a pack runs first (serve too): 0 when PATH is a pack folder
+ * (a folder with index.txt); -1 otherwise, with one line in err that says
+ * what PATH is (missing, a GGUF to build with `iq3pack build`, a file, an
+ * unfinished folder) and what to run. */
 #ifndef STRATA_CLI_H
 #define STRATA_CLI_H
 
@@ -23,11 +28,14 @@ int cmd_perplexity(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv); /* cli_tokenize.c */
 int cmd_template(int argc, char **argv); /* cli_template.c */
+int cmd_version(int argc, char **argv);  /* cli_version.c */
 
 typedef struct cli_model {
     loaded_pack *pack;
     model *m;
 } cli_model;
+
+int cli_check_pack_path(const char *path, char *err, size_t errlen);
 
 int cli_open(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx);
 /* As cli_open, then device_attach (a note goes to stderr) and, with
@@ -40,6 +48,20 @@ void cli_close(cli_model *cm);
 /* Parses a device option for command `cmd`: 1 taken, 0 not one, -1 bad
  * (message on stderr). */
 int cli_device_arg(const char *cmd, device_opts *o, const char *opt, const char *val);
+
+/* Option refusals that name what they reject, one line on stderr
+ * "strata CMD: ...": cli_opt_int/cli_opt_float parse VAL of OPT into
+ * [lo, hi] (0, or -1 with the line printed; VAL NULL: "needs a value");
+ * cli_opt_bad prints the line for an unknown option, a value OPT does not
+ * take, or a second positional argument, and returns -1.
+ * cli_is_threads: OPT is -t or --threads, the one spelling for threads. */
+int cli_opt_int(const char *cmd, const char *opt, const char *val, long lo, long hi, long *out);
+int cli_opt_float(const char *cmd, const char *opt, const char *val, double lo, double hi, double *out);
+int cli_opt_bad(const char *cmd, const char *opt, const char *val);
+int cli_is_threads(const char *opt);
+/* The warning (stderr) for a context asked beyond the trained one; quiet
+ * otherwise, and when the trained context is unknown (0). */
+void cli_warn_ctx(long n_ctx, long n_ctx_train);
 
 /* Strict number parsing for option values; -1 on junk. */
 int cli_int(const char *s, long lo, long hi, long *out);

@@ -85,6 +85,7 @@ int budget_compute(const char *dir, const budget_opts *o, budget_report *r, char
     r->n_expert = hp.n_expert;
     r->n_expert_used = hp.n_expert_used;
     r->n_ctx = o->n_ctx > 0 ? o->n_ctx : (hp.n_ctx_train < 4096 ? hp.n_ctx_train : 4096);
+    r->n_ctx_train = hp.n_ctx_train;
     r->dense = (uint64_t)x.pool;
     r->kv = (uint64_t)hp.n_layer * (uint64_t)r->n_ctx * (uint64_t)hp.n_head_kv *
             (uint64_t)(hp.head_dim + hp.head_dim_v) * 2;
@@ -147,18 +148,26 @@ int cmd_budget(int argc, char **argv)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(USAGE, stdout); return 0; }
         int has = i + 1 < argc;
         long v;
-        if (!strcmp(a, "--vram") && has) { if (ec_parse_size(argv[++i], &o.vram)) goto usage; }
-        else if (!strcmp(a, "--vram-reserve") && has) { if (ec_parse_size(argv[++i], &o.vram_reserve)) goto usage; }
-        else if (!strcmp(a, "--ram") && has) { if (ec_parse_size(argv[++i], &o.ram)) goto usage; }
-        else if (!strcmp(a, "--ctx") && has) { if (cli_int(argv[++i], 1, 1 << 24, &v)) goto usage; o.n_ctx = (int)v; }
-        else if (!strcmp(a, "--profile") && has) o.profile = argv[++i];
-        else if (a[0] == '-' || dir) goto usage;
+        uint64_t *size = !strcmp(a, "--vram") ? &o.vram : !strcmp(a, "--vram-reserve") ? &o.vram_reserve
+                       : !strcmp(a, "--ram")  ? &o.ram : NULL;
+        if (size && has) {
+            if (ec_parse_size(argv[++i], size)) {
+                fprintf(stderr, "strata budget: %s takes a size like 512M or 24G, not '%s'\n", a, argv[i]);
+                goto usage;
+            }
+        } else if ((!strcmp(a, "--ctx") || !strcmp(a, "-c")) && has) {
+            if (cli_opt_int("budget", a, argv[++i], 1, 1 << 24, &v)) goto usage;
+            o.n_ctx = (int)v;
+        } else if (!strcmp(a, "--profile") && has) o.profile = argv[++i];
+        else if (a[0] == '-' || dir) { cli_opt_bad("budget", a, NULL); goto usage; }
         else dir = a;
     }
-    if (!dir) goto usage;
+    if (!dir) { fprintf(stderr, "strata budget: no PACK given\n"); goto usage; }
     budget_report r;
     char err[1024];
+    if (cli_check_pack_path(dir, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return 1; }
     if (budget_compute(dir, &o, &r, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return 1; }
+    cli_warn_ctx(r.n_ctx, r.n_ctx_train);
     char a[32], b[32], c[32], d[32], e[32];
     size_str(a, sizeof a, r.dense);
     size_str(b, sizeof b, r.kv);

@@ -16,7 +16,8 @@
 
 static void ppl_usage(FILE *fp)
 {
-    fprintf(fp, "usage: strata perplexity PACK (-f TEXT | --kld-base LLAMA.kld) [-c N] [-t N] [--kv-type f16|f32]\n"
+    fprintf(fp, "usage: strata perplexity PACK (-f TEXT | --kld-base LLAMA.kld) [-c|--ctx N] [-t|--threads N]\n"
+                "                         [--kv-type f16|f32]\n"
                 "                         [--logits-out FILE] [--kld-base FILE] [--device auto|cpu|cuda]\n"
                 "                         [--vram-reserve SIZE] [--miss cpu|pcie|auto] [--profile FILE]\n"
                 "                         [--record-routing FILE]\n"
@@ -64,19 +65,21 @@ int cmd_perplexity(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { ppl_usage(stdout); return 0; }
-        if (a[0] != '-') { if (pack) { ppl_usage(stderr); return 2; } pack = a; continue; }
-        if (!v) { ppl_usage(stderr); return 2; }
+        if (a[0] != '-') { if (pack) { cli_opt_bad("perplexity", a, NULL); ppl_usage(stderr); return 2; } pack = a; continue; }
+        if (!v) { cli_opt_bad("perplexity", a, NULL); ppl_usage(stderr); return 2; }
         i++;
         int dr = cli_device_arg("perplexity", &dev, a, v);
         if (dr < 0) { ppl_usage(stderr); return 2; }
         if (dr > 0) continue;
-        if (!strcmp(a, "-f")) text_path = v;
+        int bad = 0;
+        if (!strcmp(a, "-f") || !strcmp(a, "--file")) text_path = v;
         else if (!strcmp(a, "--logits-out")) out_path = v;
         else if (!strcmp(a, "--kld-base")) base_path = v;
-        else if (!strcmp(a, "-c") && !cli_int(v, 4, 1 << 20, &c)) c_given = 1;
-        else if (!strcmp(a, "-t") && !cli_int(v, 0, 1024, &threads)) {}
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) { bad = cli_opt_int("perplexity", a, v, 4, 1 << 20, &c); c_given = 1; }
+        else if (cli_is_threads(a)) bad = cli_opt_int("perplexity", a, v, 0, 1024, &threads);
         else if (!strcmp(a, "--kv-type") && (!strcmp(v, "f16") || !strcmp(v, "f32"))) kv = v[1] == '3' ? KV_F32 : KV_F16;
-        else { ppl_usage(stderr); return 2; }
+        else bad = cli_opt_bad("perplexity", a, !strcmp(a, "--kv-type") ? v : NULL);
+        if (bad) { ppl_usage(stderr); return 2; }
     }
     unsigned char *text = NULL;
     float *base = NULL, *logits = NULL;
@@ -105,7 +108,12 @@ int cmd_perplexity(int argc, char **argv)
         if (llama_base) c = (long)lk.n_ctx;
     }
     /* a llama-perplexity base file carries its tokens; other runs need the text */
-    if (!pack || (!text_path && !llama_base)) { ppl_usage(stderr); free(base); return 2; }
+    if (!pack || (!text_path && !llama_base)) {
+        fprintf(stderr, "strata perplexity: %s\n", !pack ? "no PACK given" : "no text given (-f TEXT or --kld-base FILE)");
+        ppl_usage(stderr);
+        free(base);
+        return 2;
+    }
     if (!llama_base && read_file(text_path, &text, &text_len, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); free(base); return 1; }
     if (cli_open_dev(&cm, pack, (int)threads, kv, (int)c, &dev)) goto out;
     const tokenizer *tk = loader_tokenizer(cm.pack);
@@ -268,8 +276,8 @@ static double read_bandwidth(size_t bytes, int threads)
 
 static void bench_usage(FILE *fp)
 {
-    fprintf(fp, "usage: strata bench PACK [-p N] [-n N] [-t N] [--device auto|cpu|cuda] [--vram-reserve SIZE]\n"
-                "                    [--miss cpu|pcie|auto] [--profile FILE] [--record-routing FILE]\n"
+    fprintf(fp, "usage: strata bench PACK [-p N] [-n N] [-t|--threads N] [-c|--ctx N] [--device auto|cpu|cuda]\n"
+                "                    [--vram-reserve SIZE] [--miss cpu|pcie|auto] [--profile FILE] [--record-routing FILE]\n"
                 "  Prefill of N tokens (default 128; timed after one untimed warm-up pass) and decode of\n"
                 "  N tokens (default 32) with an f16 KV cache; prints tokens/s, the weight bytes one\n"
                 "  decode step reads, the measured read\n"
@@ -282,26 +290,29 @@ static void bench_usage(FILE *fp)
 int cmd_bench(int argc, char **argv)
 {
     const char *pack = NULL;
-    long np = 128, ng = 32, threads = 0;
+    long np = 128, ng = 32, threads = 0, ctx = 0;
     device_opts dev;
     device_opts_default(&dev);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { bench_usage(stdout); return 0; }
-        if (a[0] != '-') { if (pack) return 2; pack = a; continue; }
+        if (a[0] != '-') { if (pack) { cli_opt_bad("bench", a, NULL); bench_usage(stderr); return 2; } pack = a; continue; }
         i++;
         int dr = v ? cli_device_arg("bench", &dev, a, v) : 0;
         if (dr < 0) { bench_usage(stderr); return 2; }
         if (dr > 0) continue;
-        if (!v || !((!strcmp(a, "-p") && !cli_int(v, 1, 1 << 20, &np)) || (!strcmp(a, "-n") && !cli_int(v, 1, 1 << 20, &ng)) ||
-                    (!strcmp(a, "-t") && !cli_int(v, 0, 1024, &threads)))) {
-            bench_usage(stderr);
-            return 2;
-        }
+        int bad;
+        if (!v) bad = cli_opt_bad("bench", a, NULL);
+        else if (!strcmp(a, "-p")) bad = cli_opt_int("bench", a, v, 1, 1 << 20, &np);
+        else if (!strcmp(a, "-n")) bad = cli_opt_int("bench", a, v, 1, 1 << 20, &ng);
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) bad = cli_opt_int("bench", a, v, 2, 1 << 24, &ctx);
+        else if (cli_is_threads(a)) bad = cli_opt_int("bench", a, v, 0, 1024, &threads);
+        else bad = cli_opt_bad("bench", a, NULL);
+        if (bad) { bench_usage(stderr); return 2; }
     }
-    if (!pack) { bench_usage(stderr); return 2; }
+    if (!pack) { fprintf(stderr, "strata bench: no PACK given\n"); bench_usage(stderr); return 2; }
     cli_model cm;
-    if (cli_open_dev(&cm, pack, (int)threads, KV_F16, 0, &dev)) return 1;
+    if (cli_open_dev(&cm, pack, (int)threads, KV_F16, (int)ctx, &dev)) return 1;
     const model_hparams *hp = loader_hparams(cm.pack);
     const long n_ctx = model_n_ctx(cm.m);
     if (np + ng > n_ctx) {

@@ -13,7 +13,9 @@ static int want_help(int argc, char **argv, const char *usage)
 {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { fputs(usage, stdout); return 1; }
-    if (argc != 2 || argv[1][0] == '-') { fputs(usage, stderr); return 2; }
+    for (int i = 1; i < argc; i++)
+        if (argv[i][0] == '-' || i > 1) { cli_opt_bad(argv[0], argv[i], NULL); fputs(usage, stderr); return 2; }
+    if (argc < 2) { fprintf(stderr, "strata %s: no PACK given\n", argv[0]); fputs(usage, stderr); return 2; }
     return 0;
 }
 
@@ -25,6 +27,7 @@ int cmd_check(int argc, char **argv)
     int h = want_help(argc, argv, u);
     if (h) return h == 1 ? 0 : 2;
     char err[1024];
+    if (cli_check_pack_path(argv[1], err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return 1; }
     if (loader_check(argv[1], stdout, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return 1; }
     printf("%s: every file matches its index\n", argv[1]);
     return 0;
@@ -37,6 +40,7 @@ int cmd_info(int argc, char **argv)
     int h = want_help(argc, argv, u);
     if (h) return h == 1 ? 0 : 2;
     char err[1024];
+    if (cli_check_pack_path(argv[1], err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return 1; }
     loaded_pack *p = loader_open(argv[1], err, sizeof err);
     if (!p) { fprintf(stderr, "strata: %s\n", err); return 1; }
     const model_hparams *hp = loader_hparams(p);

@@ -1,6 +1,6 @@
 /* cli_run.c: `strata run PACK -p TEXT ...`: tokenize, prefill in one
  * batch, then sample and stream each piece to stdout as it is decoded.
- * Also the helpers cli.h promises. */
+ * Also the helpers cli.h promises but cli_args.c (pack path and options). */
 #include "runtime/cli/cli.h"
 
 #include "runtime/model/sampler.h"
@@ -12,25 +12,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-int cli_int(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = s ? strtol(s, &end, 10) : 0;
-    if (!s || !*s || *end || errno || v < lo || v > hi) return -1;
-    *out = v;
-    return 0;
-}
-
-int cli_float(const char *s, double *out)
-{
-    char *end;
-    double v = s ? strtod(s, &end) : 0;
-    if (!s || !*s || *end || !isfinite(v)) return -1;
-    *out = v;
-    return 0;
-}
 
 double cli_now(void)
 {
@@ -82,6 +63,7 @@ int cli_open_dev(cli_model *cm, const char *dir, int threads, kv_type kv, int n_
 {
     char err[1024];
     memset(cm, 0, sizeof *cm);
+    if (cli_check_pack_path(dir, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return -1; }
     cm->pack = loader_open(dir, err, sizeof err);
     if (!cm->pack) { fprintf(stderr, "strata: %s\n", err); return -1; }
     model_options o = model_default_options();
@@ -95,6 +77,7 @@ int cli_open_dev(cli_model *cm, const char *dir, int threads, kv_type kv, int n_
         cm->pack = NULL;
         return -1;
     }
+    cli_warn_ctx(n_ctx, loader_hparams(cm->pack)->n_ctx_train);
     if (!dev) return 0;
     /* refused before any work: ec_profile_save never overwrites */
     if (dev->record && access(dev->record, F_OK) == 0) {
@@ -128,10 +111,12 @@ void cli_close(cli_model *cm)
 static void usage(FILE *fp)
 {
     fprintf(fp, "usage: strata run PACK -p TEXT [-n N] [--temp T] [--top-p P] [--top-k K] [--min-p P]\n"
-                "                  [--seed S] [-t N] [--kv-type f16|f32] [--logits-out FILE]\n"
+                "                  [--seed S] [-t|--threads N] [-c|--ctx N] [--kv-type f16|f32] [--logits-out FILE]\n"
                 "                  [--device auto|cpu|cuda] [--vram-reserve SIZE] [--miss cpu|pcie|auto]\n"
                 "                  [--profile FILE] [--record-routing FILE]\n"
-                "  Streams the continuation of TEXT to stdout (N tokens, default 64; stops at EOS).\n"
+                "  Streams the continuation of TEXT to stdout (N tokens, default 64; stops at EOS or\n"
+                "  at the end of the context, -c N, default the model's trained context), then one\n"
+                "  line of timings on stderr.\n"
                 "  --temp 0 is greedy. --logits-out writes the f32 logits of every evaluated\n"
                 "  position (prompt rows, then one row per generated token) as raw little-endian f32.\n"
                 DEVICE_HELP);
@@ -139,7 +124,7 @@ static void usage(FILE *fp)
 
 typedef struct run_opts {
     const char *pack, *prompt, *logits_out;
-    long n, threads, seed;
+    long n, threads, seed, ctx;
     kv_type kv;
     sampler_params sp;
     device_opts dev;
@@ -157,28 +142,31 @@ static int parse(run_opts *o, int argc, char **argv)
         double d;
         long l;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 1; }
-        if (a[0] != '-') { if (o->pack) return -1; o->pack = a; continue; }
-        if (!v) return -1;
+        if (a[0] != '-') { if (o->pack) return cli_opt_bad("run", a, NULL); o->pack = a; continue; }
+        if (!v) return cli_opt_bad("run", a, NULL);
         i++;
         int dr = cli_device_arg("run", &o->dev, a, v);
         if (dr < 0) return -1;
         if (dr > 0) continue;
         if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
-        else if (!strcmp(a, "-n")) { if (cli_int(v, 0, 1 << 24, &o->n)) return -1; }
-        else if (!strcmp(a, "-t")) { if (cli_int(v, 0, 1024, &o->threads)) return -1; }
-        else if (!strcmp(a, "--seed")) { if (cli_int(v, 0, 0x7fffffffL, &o->seed)) return -1; o->sp.seed = (uint64_t)o->seed; }
-        else if (!strcmp(a, "--temp")) { if (cli_float(v, &d)) return -1; o->sp.temp = (float)d; }
-        else if (!strcmp(a, "--top-p")) { if (cli_float(v, &d)) return -1; o->sp.top_p = (float)d; }
-        else if (!strcmp(a, "--min-p")) { if (cli_float(v, &d)) return -1; o->sp.min_p = (float)d; }
-        else if (!strcmp(a, "--top-k")) { if (cli_int(v, 0, 1 << 24, &l)) return -1; o->sp.top_k = (int)l; }
+        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) { if (cli_opt_int("run", a, v, 0, 1 << 24, &o->n)) return -1; }
+        else if (cli_is_threads(a)) { if (cli_opt_int("run", a, v, 0, 1024, &o->threads)) return -1; }
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) { if (cli_opt_int("run", a, v, 1, 1 << 24, &o->ctx)) return -1; }
+        else if (!strcmp(a, "--seed")) { if (cli_opt_int("run", a, v, 0, 0x7fffffffL, &o->seed)) return -1; o->sp.seed = (uint64_t)o->seed; }
+        else if (!strcmp(a, "--temp")) { if (cli_opt_float("run", a, v, 0, 100, &d)) return -1; o->sp.temp = (float)d; }
+        else if (!strcmp(a, "--top-p")) { if (cli_opt_float("run", a, v, 0, 1, &d)) return -1; o->sp.top_p = (float)d; }
+        else if (!strcmp(a, "--min-p")) { if (cli_opt_float("run", a, v, 0, 1, &d)) return -1; o->sp.min_p = (float)d; }
+        else if (!strcmp(a, "--top-k")) { if (cli_opt_int("run", a, v, 0, 1 << 24, &l)) return -1; o->sp.top_k = (int)l; }
         else if (!strcmp(a, "--logits-out")) o->logits_out = v;
         else if (!strcmp(a, "--kv-type")) {
             if (!strcmp(v, "f16")) o->kv = KV_F16;
             else if (!strcmp(v, "f32")) o->kv = KV_F32;
-            else return -1;
-        } else return -1;
+            else return cli_opt_bad("run", a, v);
+        } else return cli_opt_bad("run", a, NULL);
     }
-    return o->pack && o->prompt ? 0 : -1;
+    if (!o->pack) { fprintf(stderr, "strata run: no PACK given\n"); return -1; }
+    if (!o->prompt) { fprintf(stderr, "strata run: no prompt given (-p TEXT)\n"); return -1; }
+    return 0;
 }
 
 static int write_rows(FILE *fp, const float *rows, size_t n)
@@ -194,7 +182,7 @@ int cmd_run(int argc, char **argv)
     if (pr > 0) return 0;
     if (pr < 0) { usage(stderr); return 2; }
     cli_model cm;
-    if (cli_open_dev(&cm, o.pack, (int)o.threads, o.kv, 0, &o.dev)) return 1;
+    if (cli_open_dev(&cm, o.pack, (int)o.threads, o.kv, (int)o.ctx, &o.dev)) return 1;
     const tokenizer *tk = loader_tokenizer(cm.pack);
     const int nv = loader_hparams(cm.pack)->n_vocab;
     int32_t *ids = NULL;
@@ -216,12 +204,22 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     for (size_t i = 0; i < n_ids; i++) sampler_accept(s, ids[i]);
+    const int n_ctx = model_n_ctx(cm.m);
+    if (n_ids > (size_t)n_ctx) {
+        fprintf(stderr, "strata run: the prompt is %zu tokens, longer than the context of %d (-c N sets it)\n", n_ids, n_ctx);
+        goto out;
+    }
+    const double t0 = cli_now();
+    double t_prompt = 0;
+    long n_gen = 0;
     if (model_forward(cm.m, ids, (int)n_ids, logits, lf != NULL, err, sizeof err) ||
         write_rows(lf, logits, (lf ? n_ids : 0) * (size_t)nv)) {
         fprintf(stderr, "strata: %s\n", err);
         goto out;
     }
+    t_prompt = cli_now() - t0;
     const float *last = lf ? logits + (n_ids - 1) * (size_t)nv : logits;
+    int full = 0;
     for (long i = 0; i < o.n; i++) {
         int32_t t = sampler_sample(s, last);
         sampler_accept(s, t);
@@ -229,7 +227,11 @@ int cmd_run(int argc, char **argv)
         int len = tokenizer_piece(tk, t, false, piece, sizeof piece);
         if (len > 0) fwrite(piece, 1, (size_t)len < sizeof piece ? (size_t)len : sizeof piece, stdout);
         fflush(stdout);
+        n_gen++;
         if (i + 1 == o.n) break;
+        /* a full context is where generation ends, as at EOS: the text so
+         * far is the answer, not a failure */
+        if (model_n_past(cm.m) >= n_ctx) { full = 1; break; }
         if (model_forward(cm.m, &t, 1, logits, false, err, sizeof err) || write_rows(lf, logits, (size_t)nv)) {
             fprintf(stderr, "\nstrata: %s\n", err);
             goto out;
@@ -237,6 +239,16 @@ int cmd_run(int argc, char **argv)
         last = logits;
     }
     fputc('\n', stdout);
+    fflush(stdout);
+    if (full) fprintf(stderr, "strata run: stopped at the end of the context (%d tokens; -c N for a longer one)\n", n_ctx);
+    {
+        /* the first token comes from the prompt's logits; the rest took one
+         * decode step each */
+        const double t_gen = cli_now() - t0 - t_prompt;
+        fprintf(stderr, "strata run: prompt %zu tokens, %.1f tokens/s; generation %ld tokens, %.1f tokens/s\n", n_ids,
+                t_prompt > 0 ? (double)n_ids / t_prompt : 0.0, n_gen,
+                n_gen > 1 && t_gen > 0 ? (double)(n_gen - 1) / t_gen : 0.0);
+    }
     rc = cli_save_routing(&cm, &o.dev) ? 1 : 0;
 out:
     if (lf && fclose(lf) != 0 && rc == 0) { fprintf(stderr, "strata: %s: write failed\n", o.logits_out); rc = 1; }

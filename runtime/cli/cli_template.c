@@ -49,9 +49,11 @@ int cmd_template(int argc, char **argv)
         else if (i + 1 < argc && !strcmp(a, "--chat-template")) name = argv[++i];
         else if (i + 1 < argc && !strcmp(a, "-f")) file = argv[++i];
         else if (i + 1 < argc && !strcmp(a, "--date")) date = argv[++i];
-        else { usage(stderr); return 2; }
+        else { cli_opt_bad("template", a, NULL); usage(stderr); return 2; }
     }
-    if (!model || (strcmp(api, "openai") && strcmp(api, "anthropic") && strcmp(api, "responses"))) {
+    if (!model) { fprintf(stderr, "strata template: no MODEL given\n"); usage(stderr); return 2; }
+    if (strcmp(api, "openai") && strcmp(api, "anthropic") && strcmp(api, "responses")) {
+        fprintf(stderr, "strata template: --api takes openai, anthropic or responses, not '%s'\n", api);
         usage(stderr);
         return 2;
     }

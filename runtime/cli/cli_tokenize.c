@@ -50,18 +50,22 @@ static int parse(tok_opts *o, int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 1; }
-        if (a[0] != '-') { if (o->model) return -1; o->model = a; continue; }
+        if (a[0] != '-') { if (o->model) return cli_opt_bad("tokenize", a, NULL); o->model = a; continue; }
         if (!strcmp(a, "--no-bos")) o->no_bos = true;
         else if (!strcmp(a, "--parse-special")) o->parse_special = true;
         else if (!strcmp(a, "--decode")) o->decode = true;
         else if (!strcmp(a, "--special")) o->special = true;
         else if (i + 1 < argc && (!strcmp(a, "-p") || !strcmp(a, "--prompt"))) o->text = argv[++i];
         else if (i + 1 < argc && !strcmp(a, "--separator")) o->sep = argv[++i];
-        else return -1;
+        else return cli_opt_bad("tokenize", a, NULL);
     }
-    if (!o->model) return -1;
-    if (o->decode && (o->text || o->no_bos || o->parse_special)) return -1; /* encode-only options */
-    if (o->special && !o->decode) return -1;
+    if (!o->model) { fprintf(stderr, "strata tokenize: no MODEL given\n"); return -1; }
+    if (o->decode && (o->text || o->no_bos || o->parse_special)) { /* encode-only options */
+        fprintf(stderr, "strata tokenize: %s does not go with --decode\n",
+                o->text ? "-p" : o->no_bos ? "--no-bos" : "--parse-special");
+        return -1;
+    }
+    if (o->special && !o->decode) { fprintf(stderr, "strata tokenize: --special goes only with --decode\n"); return -1; }
     return 0;
 }
 

@@ -27,6 +27,7 @@ static const strata_command COMMANDS[] = {
     { "template", cmd_template, "the prompt strata serve renders for a chat request (tools included)" },
     { "budget", cmd_budget, "what fits where: dense pool, KV cache and expert slots per device" },
     { "pull", strata_cmd_pull, "download model files from Hugging Face, resumable and sha256-verified" },
+    { "version", cmd_version, "the version and build: compiler, CPU kernels, CUDA or not (also --version)" },
     { NULL, NULL, NULL }, /* rows are added above this sentinel */
 };
 
@@ -44,6 +45,7 @@ int main(int argc, char **argv)
         help(stdout);
         return 0;
     }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) return cmd_version(1, argv + 1);
     for (size_t i = 0; COMMANDS[i].name; i++)
         if (!strcmp(argv[1], COMMANDS[i].name)) return COMMANDS[i].run(argc - 1, argv + 1);
     fprintf(stderr, "strata: unknown command '%s'\n", argv[1]);

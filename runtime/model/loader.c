@@ -79,7 +79,7 @@ static int read_index(loaded_pack *p)
     struct stat st;
     int rc = -1;
     if (stat(path, &st) != 0) {
-        fail(p, "%s: %s (no index: not a finished pack; run packindex --pack %s)", path, strerror(errno), p->dir);
+        fail(p, "%s: %s (no index: not a finished pack; remove it and build it again with iq3pack build MODEL.gguf -o %s)", path, strerror(errno), p->dir);
     } else if ((uint64_t)st.st_size > MAX_INDEX_BYTES) {
         fail(p, "%s: %lld bytes is too large for an index", path, (long long)st.st_size);
     } else {
