@@ -2,7 +2,9 @@
  *
  * PACK is loaded after the server is listening, so /health says 503 while
  * a large pack loads and 200 once engine_model.h has built its contexts
- * (or the hooks' engine is open). */
+ * (or the hooks' engine is open). Before listening, the pack gets the
+ * cheap look of loader_precheck() (loader.h), so that a pack that cannot
+ * load ends with one error line and no "listening" line. */
 #include "runtime/cli/serve_cli.h"
 
 #include <errno.h>
@@ -12,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/model/loader.h"
 #include "runtime/serve/engine_model.h"
 
 static void usage(FILE *fp, const serve_engine_hooks *hooks)
@@ -22,7 +25,8 @@ static void usage(FILE *fp, const serve_engine_hooks *hooks)
         "                         [--cors ORIGIN] [--max-body BYTES] [--no-prompt-cache]\n"
         "                         [--strict-max-tokens]\n"
         "  Serves PACK over OpenAI- and Anthropic-compatible HTTP APIs (docs/server.md).\n"
-        "  --host          IPv4 address to bind (default 127.0.0.1: this machine only)\n"
+        "  --host          name or IPv4/IPv6 address to bind: localhost, 0.0.0.0, ::1 (default 127.0.0.1:\n"
+        "                  this machine only)\n"
         "  --port          TCP port (default 8080; 0 picks a free one and prints it)\n"
         "  --api-key       require Authorization: Bearer KEY or x-api-key: KEY\n"
         "  --parallel      generation slots, each with its own KV cache (default 1)\n"
@@ -164,10 +168,21 @@ int strata_cmd_serve_with(int argc, char **argv, const serve_engine_hooks *hooks
     pthread_sigmask(SIG_BLOCK, &set, NULL);
 
     char err[512] = "";
+    if (!hooks) {
+        /* TODO(issue 22): cli_check_pack_path(o.pack, err, sizeof err) (runtime/cli/cli.h) first. */
+        long n_train = 0;
+        if (loader_precheck(o.pack, &n_train, err, sizeof err) != 0) {
+            fprintf(stderr, "strata serve: %s: cannot load the pack: %s\n", o.pack, err);
+            return 1;
+        }
+        if (o.cfg.n_ctx > 0 && n_train > 0 && o.cfg.n_ctx > n_train)
+            fprintf(stderr, "strata serve: warning: --ctx %d is beyond the model's trained context (%ld tokens); "
+                            "answers past it may lose coherence\n", o.cfg.n_ctx, n_train);
+    }
     server *s = server_start(&o.cfg, err, sizeof err);
     if (!s) { fprintf(stderr, "strata serve: %s\n", err); return 1; }
-    printf("strata serve: listening on http://%s:%d\n", o.cfg.host ? o.cfg.host : "127.0.0.1",
-           server_port(s));
+    char url[320];
+    printf("strata serve: listening on %s\n", server_url(s, url, sizeof url));
     fflush(stdout);
 
     engine *e = load_engine(&o, err, sizeof err);
