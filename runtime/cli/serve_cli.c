@@ -13,8 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/model/loader.h"
+#include "runtime/pull/pull.h"
 #include "runtime/serve/engine_model.h"
 
 static void usage(FILE *fp, const serve_engine_hooks *hooks)
@@ -132,12 +134,45 @@ static int parse_args(int argc, char **argv, serve_opts *o)
     return 0;
 }
 
+/* Loading progress: a line at every tenth of the dense weights read, with
+ * the time left, on a terminal or not (a log of a server started by a
+ * service manager shows how far a large pack has come), as `strata pull`. */
+typedef struct load_progress {
+    const char *pack;
+    double      t0;
+    int         decile; /* the last tenth printed */
+} load_progress;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void on_load_progress(void *ctx, int64_t done, int64_t total)
+{
+    load_progress *lp = ctx;
+    int d = total > 0 ? (int)(done * 10 / total) : 10;
+    if (d <= lp->decile) return;
+    lp->decile = d;
+    double el = now_s() - lp->t0, left = done > 0 ? el * (double)(total - done) / (double)done : 0;
+    char a[32], b[32];
+    pull_human_bytes(a, sizeof a, (double)done);
+    pull_human_bytes(b, sizeof b, (double)total);
+    long t = (long)(left + 0.5);
+    fprintf(stderr, "strata serve: loading %s: %3d%% (%s of %s), %ld:%02ld left\n", lp->pack, d * 10, a, b,
+            t / 60, t % 60);
+}
+
 static engine *load_engine(const serve_opts *o, char *err, size_t errlen)
 {
     if (o->hooks) return o->hooks->open(o->hooks->ctx, o->pack, &o->cfg, err, errlen);
+    load_progress lp = { .pack = o->pack, .t0 = now_s() };
     engine_model_opts mo = { .parallel = o->cfg.parallel, .n_ctx = o->cfg.n_ctx,
                              .n_threads = (int)o->threads, .kv = KV_F16, .dev = &o->dev,
-                             .no_prompt_cache = o->no_prompt_cache };
+                             .no_prompt_cache = o->no_prompt_cache,
+                             .progress = on_load_progress, .progress_ctx = &lp };
     /* the reason is written after the prefix, so err holds one line */
     snprintf(err, errlen, "%s: cannot load the pack: ", o->pack);
     size_t k = strlen(err);

@@ -19,6 +19,10 @@
  *  - loader_check() recomputes the crc32 (zlib) and size of every file and
  *    compares them with the index; 0 when all agree, else -1 with the first
  *    mismatch in err. It prints one line per file to `out` when non-NULL.
+ *  - loader_open_progress() is loader_open() that calls fn(ctx, done,
+ *    total) as the dense weights are read into the pool (bytes, after each
+ *    tensor; the last call has done == total), the part of the load that
+ *    reads the disk.
  *  - loader_precheck() is the cheap look `strata serve` takes before it
  *    listens: index.txt parses and every file it names is present with the
  *    size its @file line states (stat only, nothing read). -1 and one line:
@@ -32,6 +36,7 @@
 #define STRATA_LOADER_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "runtime/model/model.h"
@@ -40,6 +45,8 @@
 typedef struct loaded_pack loaded_pack;
 
 loaded_pack *loader_open(const char *dir, char *err, size_t errlen);
+typedef void (*loader_progress_fn)(void *ctx, int64_t done, int64_t total);
+loaded_pack *loader_open_progress(const char *dir, loader_progress_fn fn, void *ctx, char *err, size_t errlen);
 void loader_close(loaded_pack *p);
 int loader_precheck(const char *dir, long *n_ctx_train, char *err, size_t errlen);
 

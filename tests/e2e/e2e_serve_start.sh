@@ -6,6 +6,9 @@
 # listen and answer /health (the ::1 part is skipped, with a note, where the
 # machine has no IPv6 loopback) and print the URL a browser takes
 # (http://[::1]:PORT); --ctx beyond the trained context is warned about.
+# Loading shows how far it has come with stderr not a terminal (a file
+# here): a line per tenth, the last at 100 %, each with the time left; and
+# serve, run and info print no internal words ("engine pool", "VERBATIM").
 # Uses a stories260K pack built by iq3pack.
 set -u
 bin=${STRATA_BIN:?STRATA_BIN is not set}
@@ -64,6 +67,14 @@ serve_on() {
     kill -TERM $pid; wait $pid; pid=""
 }
 serve_on localhost localhost ""
+grep -q "loading .*stories: 100% (.* of .*), [0-9]*:[0-9][0-9] left" "$tmp/err" || fail "no loading line at 100 %"
+n=$(grep -c "loading .*stories: " "$tmp/err")
+[ "$n" -ge 2 ] && [ "$n" -le 10 ] || fail "$n loading lines, want one per tenth reached"
+"$bin/strata" run "$pack" -p hi -n 2 >"$tmp/run" 2>&1 || fail "strata run: $(cat "$tmp/run")"
+"$bin/strata" info "$pack" >"$tmp/info" 2>&1 || fail "strata info: $(cat "$tmp/info")"
+for f in out err run info; do
+    if grep -n "engine pool\|VERBATIM" "$tmp/$f"; then fail "internal words in the output of $f"; fi
+done
 serve_on 127.0.0.1 127.0.0.1 "--ctx 8192"
 grep -q "warning: --ctx 8192 is beyond the model's trained context" "$tmp/err" || fail "no --ctx warning"
 serve_on 127.0.0.1 127.0.0.1 "--ctx 64"
