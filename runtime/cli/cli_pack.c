@@ -8,6 +8,7 @@
 #include "formats/gguf.h"
 #include "formats/pack_files.h"
 #include "runtime/chat/chat_template.h"
+#include "runtime/pull/pull.h"
 
 static int want_help(int argc, char **argv, const char *usage)
 {
@@ -75,8 +76,12 @@ int cmd_info(int argc, char **argv)
     if (hp->no_rope_step > 0) printf("; none on every %dth layer", hp->no_rope_step);
     if (hp->attn_chunk > 0) printf("; attention in %d-position chunks", hp->attn_chunk);
     putchar('\n');
-    printf("  %d tensors; dense engine pool %zu B; experts.bin mapped %zu B\n", loader_n_tensors(p),
-           loader_pool_bytes(p), loader_expert_bytes(p));
+    char dense[32], experts[32];
+    pull_human_bytes(dense, sizeof dense, (double)loader_pool_bytes(p));
+    pull_human_bytes(experts, sizeof experts, (double)loader_expert_bytes(p));
+    printf("  %d tensors; dense weights %s in memory", loader_n_tensors(p), dense);
+    if (loader_expert_bytes(p)) printf("; experts %s, read from experts.bin as needed", experts);
+    putchar('\n');
     printf("  tokenizer: %d tokens, pre '%s', bos %d eos %d\n", tokenizer_n_vocab(loader_tokenizer(p)),
            tokenizer_pre_name(loader_tokenizer(p)), tokenizer_bos(loader_tokenizer(p)),
            tokenizer_eos(loader_tokenizer(p)));

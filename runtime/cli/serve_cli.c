@@ -2,7 +2,9 @@
  *
  * PACK is loaded after the server is listening, so /health says 503 while
  * a large pack loads and 200 once engine_model.h has built its contexts
- * (or the hooks' engine is open). */
+ * (or the hooks' engine is open). Before listening, the pack gets the
+ * cheap look of loader_precheck() (loader.h), so that a pack that cannot
+ * load ends with one error line and no "listening" line. */
 #include "runtime/cli/serve_cli.h"
 
 #include <errno.h>
@@ -11,7 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "runtime/model/loader.h"
+#include "runtime/pull/pull.h"
 #include "runtime/serve/engine_model.h"
 
 static void usage(FILE *fp, const serve_engine_hooks *hooks)
@@ -22,7 +27,8 @@ static void usage(FILE *fp, const serve_engine_hooks *hooks)
         "                         [--cors ORIGIN] [--max-body BYTES] [--no-prompt-cache]\n"
         "                         [--strict-max-tokens]\n"
         "  Serves PACK over OpenAI- and Anthropic-compatible HTTP APIs (docs/server.md).\n"
-        "  --host          IPv4 address to bind (default 127.0.0.1: this machine only)\n"
+        "  --host          name or IPv4/IPv6 address to bind: localhost, 0.0.0.0, ::1 (default 127.0.0.1:\n"
+        "                  this machine only)\n"
         "  --port          TCP port (default 8080; 0 picks a free one and prints it)\n"
         "  --api-key       require Authorization: Bearer KEY or x-api-key: KEY\n"
         "  --parallel      generation slots, each with its own KV cache (default 1)\n"
@@ -128,12 +134,45 @@ static int parse_args(int argc, char **argv, serve_opts *o)
     return 0;
 }
 
+/* Loading progress: a line at every tenth of the dense weights read, with
+ * the time left, on a terminal or not (a log of a server started by a
+ * service manager shows how far a large pack has come), as `strata pull`. */
+typedef struct load_progress {
+    const char *pack;
+    double      t0;
+    int         decile; /* the last tenth printed */
+} load_progress;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void on_load_progress(void *ctx, int64_t done, int64_t total)
+{
+    load_progress *lp = ctx;
+    int d = total > 0 ? (int)(done * 10 / total) : 10;
+    if (d <= lp->decile) return;
+    lp->decile = d;
+    double el = now_s() - lp->t0, left = done > 0 ? el * (double)(total - done) / (double)done : 0;
+    char a[32], b[32];
+    pull_human_bytes(a, sizeof a, (double)done);
+    pull_human_bytes(b, sizeof b, (double)total);
+    long t = (long)(left + 0.5);
+    fprintf(stderr, "strata serve: loading %s: %3d%% (%s of %s), %ld:%02ld left\n", lp->pack, d * 10, a, b,
+            t / 60, t % 60);
+}
+
 static engine *load_engine(const serve_opts *o, char *err, size_t errlen)
 {
     if (o->hooks) return o->hooks->open(o->hooks->ctx, o->pack, &o->cfg, err, errlen);
+    load_progress lp = { .pack = o->pack, .t0 = now_s() };
     engine_model_opts mo = { .parallel = o->cfg.parallel, .n_ctx = o->cfg.n_ctx,
                              .n_threads = (int)o->threads, .kv = KV_F16, .dev = &o->dev,
-                             .no_prompt_cache = o->no_prompt_cache };
+                             .no_prompt_cache = o->no_prompt_cache,
+                             .progress = on_load_progress, .progress_ctx = &lp };
     /* the reason is written after the prefix, so err holds one line */
     snprintf(err, errlen, "%s: cannot load the pack: ", o->pack);
     size_t k = strlen(err);
@@ -164,10 +203,21 @@ int strata_cmd_serve_with(int argc, char **argv, const serve_engine_hooks *hooks
     pthread_sigmask(SIG_BLOCK, &set, NULL);
 
     char err[512] = "";
+    if (!hooks) {
+        /* TODO(issue 22): cli_check_pack_path(o.pack, err, sizeof err) (runtime/cli/cli.h) first. */
+        long n_train = 0;
+        if (loader_precheck(o.pack, &n_train, err, sizeof err) != 0) {
+            fprintf(stderr, "strata serve: %s: cannot load the pack: %s\n", o.pack, err);
+            return 1;
+        }
+        if (o.cfg.n_ctx > 0 && n_train > 0 && o.cfg.n_ctx > n_train)
+            fprintf(stderr, "strata serve: warning: --ctx %d is beyond the model's trained context (%ld tokens); "
+                            "answers past it may lose coherence\n", o.cfg.n_ctx, n_train);
+    }
     server *s = server_start(&o.cfg, err, sizeof err);
     if (!s) { fprintf(stderr, "strata serve: %s\n", err); return 1; }
-    printf("strata serve: listening on http://%s:%d\n", o.cfg.host ? o.cfg.host : "127.0.0.1",
-           server_port(s));
+    char url[320];
+    printf("strata serve: listening on %s\n", server_url(s, url, sizeof url));
     fflush(stdout);
 
     engine *e = load_engine(&o, err, sizeof err);

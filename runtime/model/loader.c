@@ -42,6 +42,8 @@ struct loaded_pack {
     void **owned;
     int n_owned, cap_owned;
     unsigned char *used_t, *used_e;
+    loader_progress_fn progress; /* NULL: none */
+    void *progress_ctx;
     float codebook[16];
     char *err;
     size_t errlen;
@@ -237,8 +239,12 @@ static int build_pool(loaded_pack *p)
 #ifdef MADV_HUGEPAGE
     if (align == POOL_HUGE) (void)madvise(p->pool, p->pool_bytes, MADV_HUGEPAGE);
 #endif
-    for (int i = 0; i < p->x.n_t; i++)
+    int64_t done = 0;
+    for (int i = 0; i < p->x.n_t; i++) {
         if (fill_tensor(p, &p->x.t[i])) return -1;
+        done += p->x.t[i].dst_bytes;
+        if (p->progress) p->progress(p->progress_ctx, done < p->x.pool ? done : p->x.pool, p->x.pool);
+    }
     /* The dense files are in the pool now; only experts.bin stays mapped. */
     for (int f = 0; f < 2; f++)
         if (p->map[f]) { munmap(p->map[f], p->map_bytes[f]); p->map[f] = NULL; }
@@ -500,8 +506,15 @@ static int load_tokenizer(loaded_pack *p)
 
 loaded_pack *loader_open(const char *dir, char *err, size_t errlen)
 {
+    return loader_open_progress(dir, NULL, NULL, err, errlen);
+}
+
+loaded_pack *loader_open_progress(const char *dir, loader_progress_fn fn, void *ctx, char *err, size_t errlen)
+{
     loaded_pack *p = calloc(1, sizeof *p);
     if (!p) { snprintf(err, errlen, "%s: out of memory", dir); return NULL; }
+    p->progress = fn;
+    p->progress_ctx = ctx;
     p->err = err;
     p->errlen = errlen;
     p->dir = strdup(dir);

@@ -19,11 +19,24 @@
  *  - loader_check() recomputes the crc32 (zlib) and size of every file and
  *    compares them with the index; 0 when all agree, else -1 with the first
  *    mismatch in err. It prints one line per file to `out` when non-NULL.
+ *  - loader_open_progress() is loader_open() that calls fn(ctx, done,
+ *    total) as the dense weights are read into the pool (bytes, after each
+ *    tensor; the last call has done == total), the part of the load that
+ *    reads the disk.
+ *  - loader_precheck() is the cheap look `strata serve` takes before it
+ *    listens: index.txt parses and every file it names is present with the
+ *    size its @file line states (stat only, nothing read). -1 and one line:
+ *    what is wrong with DIR itself ("does not exist", "not a pack folder",
+ *    "no index.txt: ... run packindex" when manifest.json is there), for the
+ *    caller to put after DIR, or "<file>: <problem>". On success
+ *    *n_ctx_train (NULL: skipped) is the index's ARCH.context_length, 0 when
+ *    it is not stated.
  * Everything belongs to the loaded_pack; loader_close() frees it all. */
 #ifndef STRATA_LOADER_H
 #define STRATA_LOADER_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "runtime/model/model.h"
@@ -32,7 +45,10 @@
 typedef struct loaded_pack loaded_pack;
 
 loaded_pack *loader_open(const char *dir, char *err, size_t errlen);
+typedef void (*loader_progress_fn)(void *ctx, int64_t done, int64_t total);
+loaded_pack *loader_open_progress(const char *dir, loader_progress_fn fn, void *ctx, char *err, size_t errlen);
 void loader_close(loaded_pack *p);
+int loader_precheck(const char *dir, long *n_ctx_train, char *err, size_t errlen);
 
 const model_hparams *loader_hparams(const loaded_pack *p);
 const model_weights *loader_weights(const loaded_pack *p);

@@ -1,9 +1,11 @@
 /* loader_check.c: `strata check`: every pack file's size and crc32 against
- * the index's @file lines (loader.h). The crc walk is formats/pack_files.h's
+ * the index's @file lines (loader.h); and loader_precheck(), the same
+ * without reading the files (their sizes only), for `strata serve`. The crc walk is formats/pack_files.h's
  * (each file read once in 1 MiB chunks: bounded memory for any pack). */
 #include "runtime/model/loader.h"
 
 #include "formats/fileio.h"
+#include "formats/hparam_keys.h"
 #include "formats/pack_files.h"
 #include "formats/pack_index.h"
 
@@ -11,18 +13,28 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-int loader_check(const char *dir, FILE *out, char *err, size_t errlen)
+/* DIR/index.txt read and parsed into x (pindex_free() it after). */
+static int read_index(const char *dir, pack_index *x, char *err, size_t errlen)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, PACK_INDEX);
     unsigned char *text;
     size_t len;
     if (read_file(path, &text, &len, err, errlen)) return -1;
-    pack_index x;
-    int rc = pindex_parse(&x, (const char *)text, len, path, err, errlen);
+    int rc = pindex_parse(x, (const char *)text, len, path, err, errlen);
     free(text);
-    if (rc) return -1;
+    return rc ? -1 : 0;
+}
+
+int loader_check(const char *dir, FILE *out, char *err, size_t errlen)
+{
+    char path[4096];
+    pack_index x;
+    if (read_index(dir, &x, err, errlen)) return -1;
+    int rc = 0;
     for (int f = 0; f < PACK_NFILES && rc == 0; f++) {
         uint64_t bytes;
         uint32_t crc;
@@ -42,6 +54,59 @@ int loader_check(const char *dir, FILE *out, char *err, size_t errlen)
         } else if (out) {
             fprintf(out, "ok  %-15s %14llu bytes  crc32 %08x\n", PACK_FILE_NAMES[f], (unsigned long long)bytes, crc);
         }
+    }
+    pindex_free(&x);
+    return rc;
+}
+
+/* Sizes by stat(), never a byte read: `strata serve` runs this before it
+ * listens, and a pack of hundreds of GB must pass it in milliseconds. */
+int loader_precheck(const char *dir, long *n_ctx_train, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        snprintf(err, errlen, "%s", errno == ENOENT ? "does not exist" : strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "not a pack folder (a pack is a folder with %s)", PACK_INDEX);
+        return -1;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, PACK_INDEX);
+    if (access(path, F_OK) != 0 && errno == ENOENT) {
+        /* a build that stopped before packindex leaves manifest.json alone */
+        snprintf(path, sizeof path, "%s/%s", dir, PACK_MANIFEST);
+        if (access(path, F_OK) == 0)
+            snprintf(err, errlen, "no %s: the pack is not finished (run packindex --pack %s)", PACK_INDEX, dir);
+        else
+            snprintf(err, errlen, "not a pack folder (no %s)", PACK_INDEX);
+        return -1;
+    }
+    pack_index x;
+    if (read_index(dir, &x, err, errlen)) return -1;
+    int rc = 0;
+    for (int f = 0; f < PACK_NFILES && rc == 0; f++) {
+        snprintf(path, sizeof path, "%s/%s", dir, PACK_FILE_NAMES[f]);
+        if (!x.have_file[f]) {
+            snprintf(err, errlen, "%s/%s: no @file line for %s", dir, PACK_INDEX, PACK_FILE_NAMES[f]);
+            rc = -1;
+        } else if (stat(path, &st) != 0) {
+            snprintf(err, errlen, "%s: %s", path, errno == ENOENT ? "missing" : strerror(errno));
+            rc = -1;
+        } else if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != x.file_bytes[f]) {
+            snprintf(err, errlen, "%s: %llu bytes, the index says %llu", path,
+                     (unsigned long long)st.st_size, (unsigned long long)x.file_bytes[f]);
+            rc = -1;
+        }
+    }
+    if (rc == 0 && n_ctx_train) {
+        *n_ctx_train = 0;
+        const char *arch = pindex_hparam(&x, "general.architecture");
+        char key[160];
+        snprintf(key, sizeof key, "%s.%s", arch ? arch : "", HPARAM_KEYS[HPK_CONTEXT].key);
+        const char *v = arch ? pindex_hparam(&x, key) : NULL;
+        if (v) *n_ctx_train = strtol(v, NULL, 10);
     }
     pindex_free(&x);
     return rc;

@@ -437,7 +437,7 @@ engine *engine_model_open(const char *dir, const engine_model_opts *o, char *err
     if (!me) { snprintf(err, errlen, "out of memory"); return NULL; }
     pthread_mutex_init(&me->mu, NULL);
     me->e.self = me;
-    me->pack = loader_open(dir, err, errlen);
+    me->pack = loader_open_progress(dir, opt.progress, opt.progress_ctx, err, errlen);
     if (!me->pack) { engine_model_free(&me->e); return NULL; }
     me->tok = loader_tokenizer(me->pack);
     me->n_vocab = loader_hparams(me->pack)->n_vocab;

@@ -43,6 +43,7 @@
 
 #include "runtime/device/device.h"
 #include "runtime/serve/engine.h"
+#include "runtime/model/loader.h"
 #include "runtime/model/model.h"
 
 typedef struct engine_model_opts {
@@ -56,6 +57,9 @@ typedef struct engine_model_opts {
      * engine_model_free(). */
     const device_opts *dev;
     bool no_prompt_cache; /* every session starts from an empty KV cache */
+    /* called as the pack's dense weights are read (loader_open_progress) */
+    loader_progress_fn progress;
+    void *progress_ctx;
 } engine_model_opts;
 
 engine *engine_model_open(const char *pack_dir, const engine_model_opts *o, char *err,

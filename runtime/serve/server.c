@@ -9,6 +9,7 @@
 #include "runtime/chat/json_mode.h"
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,23 +234,39 @@ server *server_start(const server_config *cfg, char *err, size_t errlen)
         free_server(s);
         return NULL;
     }
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)cfg->port) };
-    if (cfg->port < 0 || cfg->port > 65535 || inet_pton(AF_INET, s->host, &sa.sin_addr) != 1) {
-        snprintf(err, errlen, "cannot listen on %s:%d: the host must be an IPv4 address and the port 0..65535",
-                 s->host, cfg->port);
+    if (cfg->port < 0 || cfg->port > 65535) {
+        snprintf(err, errlen, "--port %d: the port must be 0..65535", cfg->port);
         free_server(s);
         return NULL;
     }
-    s->daemon = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                                     MHD_USE_POLL,
-                                 0, NULL, NULL, on_request, s,
-                                 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)300,
-                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned int)512,
-                                 MHD_OPTION_END);
+    /* The host is resolved (a name such as localhost, an IPv4 or an IPv6
+     * address); each address it names is tried in turn, so that localhost
+     * listens whether the resolver lists ::1 or 127.0.0.1 first. */
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV }, *res = NULL;
+    char port_s[16];
+    snprintf(port_s, sizeof port_s, "%d", cfg->port);
+    int gr = getaddrinfo(s->host, port_s, &hints, &res);
+    if (gr != 0) {
+        snprintf(err, errlen, "--host %s: cannot resolve it (%s)", s->host, gai_strerror(gr));
+        free_server(s);
+        return NULL;
+    }
+    for (const struct addrinfo *ai = res; ai && !s->daemon; ai = ai->ai_next) {
+        if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6) continue;
+        unsigned int v6 = ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0;
+        s->daemon = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                                         MHD_USE_POLL | v6,
+                                     0, NULL, NULL, on_request, s,
+                                     MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+                                     MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                                     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)300,
+                                     MHD_OPTION_CONNECTION_LIMIT, (unsigned int)512,
+                                     MHD_OPTION_END);
+    }
+    freeaddrinfo(res);
     if (!s->daemon) {
-        snprintf(err, errlen, "cannot listen on %s:%d (in use, or not an address of this machine)",
+        snprintf(err, errlen, "cannot listen on %s port %d (in use, or not an address of this machine)",
                  s->host, cfg->port);
         free_server(s);
         return NULL;
@@ -260,6 +277,14 @@ server *server_start(const server_config *cfg, char *err, size_t errlen)
 }
 
 int server_port(const server *s) { return s->port; }
+
+const char *server_url(const server *s, char *buf, size_t n)
+{
+    /* an IPv6 literal takes brackets in a URL (RFC 3986), a name does not */
+    bool brackets = strchr(s->host, ':') != NULL;
+    snprintf(buf, n, "http://%s%s%s:%d", brackets ? "[" : "", s->host, brackets ? "]" : "", s->port);
+    return buf;
+}
 
 const char *server_chat_summary(const server *s, char *buf, size_t n)
 {

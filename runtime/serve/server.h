@@ -3,8 +3,10 @@
  * docs/server.md lists the API surface.
  *
  * Contract:
- *  - server_start() binds host:port (port 0 picks a free one; server_port()
- *    says which) and serves at once; until server_set_engine() gives it a
+ *  - server_start() resolves host (a name such as localhost, an IPv4 or an
+ *    IPv6 address), binds the first of its addresses that accepts the port
+ *    (port 0 picks a free one; server_port() says which, server_url() gives
+ *    "http://HOST:PORT", an IPv6 literal in brackets) and serves at once; until server_set_engine() gives it a
  *    model, /health answers 503 and the API endpoints 503, so a load
  *    balancer can wait for the pack to load.
  *  - The server keeps pointers to the engine, never owns it: the caller
@@ -24,7 +26,7 @@
 #include "runtime/serve/engine.h"
 
 typedef struct server_config {
-    const char *host;          /* NULL: 127.0.0.1 (IPv4 literal) */
+    const char *host;          /* NULL: 127.0.0.1; a name or an IPv4/IPv6 address */
     int         port;          /* 0: any free port */
     const char *api_key;       /* NULL: no authentication */
     int         parallel;      /* generation slots; 0: 1 */
@@ -41,6 +43,7 @@ typedef struct server server;
 
 server *server_start(const server_config *cfg, char *err, size_t errlen);
 int server_port(const server *s);
+const char *server_url(const server *s, char *buf, size_t n);
 int server_set_engine(server *s, engine *e, char *err, size_t errlen);
 /* After server_set_engine: the chat layout in words ("chatml; tool calls:
  * qwen3" or "...; tool calls: none"), for the start-up line. */

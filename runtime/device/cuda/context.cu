@@ -31,8 +31,27 @@ static int create_parts(scuda_ctx *c, int device, size_t tile_bytes, char *err, 
 {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess || n == 0) {
-        snprintf(err, errlen, "no CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+    /* Without a driver the runtime answers "CUDA driver version is
+     * insufficient for CUDA runtime version", which sends the user to
+     * upgrade a driver they do not have: say what is missing instead. */
+    int drv = 0;
+    if (e == cudaErrorInsufficientDriver && (cudaDriverGetVersion(&drv) != cudaSuccess || drv == 0)) {
+        snprintf(err, errlen, "no NVIDIA driver found (--device cuda needs one; --device cpu runs without)");
+        return -1;
+    }
+    if (e == cudaErrorInsufficientDriver) {
+        int rt = 0;
+        cudaRuntimeGetVersion(&rt);
+        snprintf(err, errlen, "the NVIDIA driver supports CUDA %d.%d, this strata-cuda was built with CUDA %d.%d: "
+                 "update the driver or use --device cpu", drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+        return -1;
+    }
+    if (e == cudaErrorNoDevice || (e == cudaSuccess && n == 0)) {
+        snprintf(err, errlen, "no NVIDIA GPU found (the driver sees no CUDA device; --device cpu runs without)");
+        return -1;
+    }
+    if (e != cudaSuccess) {
+        snprintf(err, errlen, "no CUDA device: %s", cudaGetErrorString(e));
         return -1;
     }
     if (device >= n) {
