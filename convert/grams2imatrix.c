@@ -676,7 +676,7 @@ int grams2imatrix_run(const g2i_options *o, FILE *log)
     if (path_exists(o->out)) {
         /* An imatrix that exists is moved by a human, never overwritten by a
          * re-run: a second convert must not destroy the one the first fed. */
-        refuse(&r, "EXISTS %s: an imatrix is already there; move it to .AGENTTRASH/ or name"
+        refuse(&r, "EXISTS %s: an imatrix is already there; move or delete it, or name"
                " another -o", o->out);
         goto out;
     }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "convert/grams2imatrix.h"
+#include "formats/version.h"
 
 static const char USAGE[] =
     "usage: grams2imatrix [-h] -o OUT [--datasets DATASETS] [--chunk-size CHUNK_SIZE]\n"
@@ -16,6 +17,7 @@ static const char HELP[] =
     "  calib_dir             directory of RADGRAM2 gram.r<rank>.blk.<L>.ffn_down_exps[.<e>].bin\n\n"
     "options:\n"
     "  -h, --help            show this help message and exit\n"
+    "  --version             print the version and the build, and exit\n"
     "  -o OUT, --out OUT     output imatrix (never overwritten)\n"
     "  --datasets DATASETS   comma-separated names for imatrix.datasets\n"
     "  --chunk-size N        rows per chunk for imatrix.chunk_size (default 4096)\n"
@@ -70,6 +72,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(USAGE, stdout);
             fputs(HELP, stdout);
+            return 0;
+        } else if (!strcmp(a, "--version")) {
+            printf("grams2imatrix %s (%s; CPU only)\n", strata_version(), strata_build_info());
             return 0;
         } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
             o.verbose = true;

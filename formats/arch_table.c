@@ -3,6 +3,7 @@
  * follow. */
 #include "formats/arch_table.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const arch_info ARCH_TABLE[] = {
@@ -82,4 +83,16 @@ const arch_info *arch_table_find(const char *name)
 const char *rope_kind_name(rope_kind r)
 {
     return r == ROPE_NEOX ? "neox" : "norm";
+}
+
+int arch_table_runnable_names(char *buf, size_t n)
+{
+    int k = n ? snprintf(buf, n, "%s", "") : 0;
+    const char *sep = "";
+    for (size_t i = 0; i < sizeof ARCH_TABLE / sizeof ARCH_TABLE[0] && (size_t)k < n; i++)
+        if (!ARCH_TABLE[i].pack_only) {
+            k += snprintf(buf + k, n - (size_t)k, "%s%s", sep, ARCH_TABLE[i].name);
+            sep = ", ";
+        }
+    return k;
 }

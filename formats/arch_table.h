@@ -68,5 +68,9 @@ typedef struct arch_info {
 const arch_info *arch_table_find(const char *name);
 const arch_info *arch_table_row(size_t i);
 const char *rope_kind_name(rope_kind r);
+/* The names of the rows the runtime runs (not pack_only), in table order,
+ * ", "-separated, into buf (truncated to n); returns snprintf's count. For
+ * the refusals that list what is supported, so the list cannot go stale. */
+int arch_table_runnable_names(char *buf, size_t n);
 
 #endif

@@ -12,6 +12,9 @@
 
 #define GGML_F32 0
 
+/* The refusal of a file that is no importance matrix at all. */
+static const char NOT_IMATRIX[] = "neither an imatrix GGUF nor a legacy imatrix.dat";
+
 static imatrix *fail(imatrix *m, char *err, size_t errlen, const char *name, const char *fmt, ...)
 {
     va_list ap;
@@ -170,6 +173,12 @@ static imatrix *load_gguf(gguf_file *g, const char *name, char *err, size_t errl
             }
         }
     }
+    /* A GGUF with no imatrix key and no sums is a model (or another GGUF),
+     * not an empty imatrix: building with it would silently weigh nothing. */
+    if (m->n_entries == 0 && gguf_find_key(g, "imatrix.chunk_count") < 0 && kd < 0 &&
+        gguf_find_key(g, "imatrix.chunk_size") < 0)
+        return fail(m, err, errlen, name, "%s (a GGUF without imatrix.* keys or *.in_sum2 tensors)",
+                    NOT_IMATRIX);
     return m;
 }
 
@@ -194,16 +203,21 @@ static imatrix *load_dat(const uint8_t *data, size_t size, const char *name, cha
     m->format = IMATRIX_FORMAT_DAT;
     /* The smallest entry is 13 bytes: a count can never promise more than that. */
     if (take_i32(&c, &n) || n < 0 || (size_t)n > c.left / 13)
-        return fail(m, err, errlen, name, "not an imatrix: entry count %d does not fit %zu bytes",
-                    n, size);
+        return fail(m, err, errlen, name, "%s (as a .dat, its entry count %d does not fit %zu bytes)",
+                    NOT_IMATRIX, n, size);
     if (!(m->entries = calloc((size_t)n + 1, sizeof *m->entries)))
         return fail(m, err, errlen, name, "out of memory");
     for (int32_t i = 0; i < n; ++i) {
         int32_t len = 0, ncall = 0, nval = 0;
+        /* the first name is the last place a file of another kind can be told apart */
         if (take_i32(&c, &len) || len <= 0 || (size_t)len > c.left)
-            return fail(m, err, errlen, name, "entry %d: name length %d runs past the file", i, len);
+            return i ? fail(m, err, errlen, name, "entry %d: name length %d runs past the file", i, len)
+                     : fail(m, err, errlen, name, "%s (as a .dat, its first name length %d runs past"
+                            " the file)", NOT_IMATRIX, len);
         if (memchr(c.p, 0, (size_t)len))
-            return fail(m, err, errlen, name, "entry %d: name holds a NUL byte", i);
+            return i ? fail(m, err, errlen, name, "entry %d: name holds a NUL byte", i)
+                     : fail(m, err, errlen, name, "%s (as a .dat, its first name holds a NUL byte)",
+                            NOT_IMATRIX);
         imatrix_entry *e = &m->entries[m->n_entries];
         e->name = base_name((const char *)c.p, (size_t)len);
         if (!e->name) return fail(m, err, errlen, name, "out of memory");

@@ -1,29 +1,32 @@
-/* version.c: formats/version.h. The build string is fixed at compile time
- * from the compiler's own macros, so it says what built this binary. */
+/* version.c: the version string and the build description (version.h),
+ * assembled at compile time from the compiler's predefined macros. */
 #include "formats/version.h"
 
+#ifndef STRATA_VERSION_STRING
+#define STRATA_VERSION_STRING "0.1.0"
+#endif
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 #if defined(__clang__)
-#define STRATA_COMPILER "clang " __clang_version__
+#define BUILD_CC "clang " STR(__clang_major__) "." STR(__clang_minor__) "." STR(__clang_patchlevel__)
 #elif defined(__GNUC__)
-#define STRATA_COMPILER "gcc " __VERSION__
+#define BUILD_CC "gcc " STR(__GNUC__) "." STR(__GNUC_MINOR__) "." STR(__GNUC_PATCHLEVEL__)
 #else
-#define STRATA_COMPILER "an unknown compiler"
+#define BUILD_CC "an unknown C compiler"
 #endif
 
+/* The x86 kernels are compiled for their ISA with target attributes and
+ * chosen by the CPU's cpuid when a tool starts, whatever -march said. */
 #if defined(__x86_64__)
-#define STRATA_TARGET "x86-64"
+#define BUILD_ISA "x86-64, AVX2/AVX-512 kernels at run time"
 #elif defined(__aarch64__)
-#define STRATA_TARGET "aarch64"
+#define BUILD_ISA "aarch64, portable C kernels"
 #else
-#define STRATA_TARGET "an unknown target"
+#define BUILD_ISA "portable C kernels"
 #endif
 
-#ifdef STRATA_CUDA
-#define STRATA_CUDA_NOTE ", CUDA"
-#else
-#define STRATA_CUDA_NOTE ""
-#endif
+const char *strata_version(void) { return STRATA_VERSION_STRING; }
 
-const char *strata_version(void) { return "0.1.0"; }
-
-const char *strata_build_info(void) { return STRATA_COMPILER ", " STRATA_TARGET STRATA_CUDA_NOTE; }
+const char *strata_build_info(void) { return BUILD_CC ", " BUILD_ISA; }

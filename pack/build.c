@@ -165,6 +165,7 @@ static int write_dense(const pack_layout *L, const source *s, const int fds[2], 
         free(buf);
         source_release(s, g);
         build_progress_step(pg, g->size, t->name);
+        if (!rc && build_interrupted()) { snprintf(err, errlen, "interrupted"); rc = -1; }
         if (rc) return -1;
     }
     return 0;
@@ -190,19 +191,20 @@ static long peak_rss_kib(void)
     return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : -1;
 }
 
+/* Counts of zero are left out and the per-tensor detail is for --verbose:
+ * the normal output says what the pack is and where to go next. */
 static void summary(const pack_layout *L, const build_opts *o, int n_reencoded, double secs, FILE *out)
 {
-    int n_form[FORM_COUNT] = { 0 }, n_how[3] = { 0 }, n_imp[3] = { 0 };
+    int n_form[FORM_COUNT] = { 0 }, n_how[3] = { 0 };
     for (int i = 0; i < L->n_tensors; i++) {
         const pk_tensor *t = &L->tensors[i];
         n_form[t->d.form]++;
         if (t->file == PACK_EXPERTS) {
             n_how[t->how]++;
-            if (t->how == EXP_ENCODED) n_imp[t->importance]++;
             if (t->how == EXP_CANONICAL && !o->experts_keep)
                 fprintf(out, "note: %s keeps form %s: its input width %lld is not a multiple of 256\n", t->name,
                         pack_form_name(t->d.form), (long long)t->ne[0]);
-            if (t->how == EXP_ENCODED)
+            if (t->how == EXP_ENCODED && o->verbose)
                 fprintf(out, "  %s: IQ3 quality, importance %s\n", t->name,
                         t->importance == IMP_EXPERT ? "per expert" : t->importance == IMP_LAYER ? "layer" : "none");
         }
@@ -210,23 +212,51 @@ static void summary(const pack_layout *L, const build_opts *o, int n_reencoded, 
     fprintf(out, "pack %s: %d tensors (", o->out, L->n_tensors);
     for (int f = 0; f < FORM_COUNT; f++)
         if (n_form[f]) fprintf(out, " %s %d", pack_form_name(f), n_form[f]);
-    fprintf(out, " )\n  experts: %d IQ3-encoded, %d IQ3_XXS transcoded losslessly, %d canonical", n_how[EXP_ENCODED],
-            n_how[EXP_TRANSCODED], n_how[EXP_CANONICAL]);
-    if (n_reencoded) fprintf(out, " (%d expert slices re-encoded: 2*d overflows fp16)", n_reencoded);
-    fprintf(out, "\n");
-    for (int f = 0; f < PACK_NFILES; f++) fprintf(out, "  %-15s %12llu bytes\n", PACK_FILE_NAMES[f], (unsigned long long)L->files[f].bytes);
-    fprintf(out, "  %.1f s, peak RSS %.1f MiB\n", secs, (double)peak_rss_kib() / 1024.0);
+    fprintf(out, " )\n");
+    if (n_how[EXP_ENCODED] || n_how[EXP_TRANSCODED] || n_how[EXP_CANONICAL]) {
+        static const char *const HOW[3] = { "IQ3-encoded", "IQ3_XXS moved losslessly", "kept in their source form" };
+        const char *sep = "";
+        fprintf(out, "  expert tensors:");
+        for (int k = 0; k < 3; k++)
+            if (n_how[k]) { /* indexed by EXP_ENCODED, EXP_TRANSCODED, EXP_CANONICAL */
+                fprintf(out, "%s %d %s", sep, n_how[k], HOW[k]);
+                sep = ",";
+            }
+        if (n_reencoded) fprintf(out, " (%d expert slices re-encoded: 2*d overflows fp16)", n_reencoded);
+        fprintf(out, "\n");
+    }
+    for (int f = 0; f < PACK_NFILES; f++)
+        if (L->files[f].bytes || o->verbose)
+            fprintf(out, "  %-15s %12llu bytes\n", PACK_FILE_NAMES[f], (unsigned long long)L->files[f].bytes);
+    fprintf(out, "  %.1f s on %d thread%s, peak RSS %.1f MiB\n", secs, o->threads, o->threads == 1 ? "" : "s",
+            (double)peak_rss_kib() / 1024.0);
+    fprintf(out, "next: `strata budget %s` (the memory it needs), `strata run %s -p \"Hello\"`\n", o->out, o->out);
+}
+
+/* An architecture the runtime cannot run (a pack_only row, or no row) is
+ * refused before any work: a pack of it could only be refused by `strata
+ * run` afterwards. The list is the table's, as the runtime's refusal is. */
+static int refuse_arch(const char *src, const char *arch, char *e, size_t n)
+{
+    const arch_info *a = arch_table_find(arch);
+    if (a && !a->pack_only) return 0;
+    char names[1024];
+    arch_table_runnable_names(names, sizeof names);
+    snprintf(e, n, "%s: architecture '%s' is not one strata runs (it runs %s); nothing was written", src,
+             arch && *arch ? arch : "(none)", names);
+    return -1;
 }
 
 int pack_build(const build_opts *o, FILE *out, FILE *err)
 {
-    char e[512] = "";
+    char e[2048] = "";
     source s;
     imatrix *im = NULL;
     pack_layout L;
     memset(&L, 0, sizeof L);
     char *tmp = NULL;
-    int fds[3] = { -1, -1, -1 }, rc = 1, n_reencoded = 0;
+    int fds[3] = { -1, -1, -1 }, rc = 1, n_reencoded = 0, caught = 0;
+    build_signals sigs;
     const double t0 = build_now();
     if (path_exists(o->out)) {
         fprintf(err, "%s: already exists; a pack is never overwritten\n", o->out);
@@ -236,6 +266,7 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
         fprintf(err, "%s\n", e);
         return 1;
     }
+    if (refuse_arch(o->src, gguf_get_str(source_meta(&s), "general.architecture"), e, sizeof e)) goto out;
     if (o->imatrix && !(im = imatrix_load(o->imatrix, e, sizeof e))) goto out;
     uint64_t fb[2] = { 0, 0 }, eb = 0;
     if (plan_dense(&L, &s, fb, e, sizeof e) || build_plan_experts(&L, &s, im, o->experts_keep, &eb, e, sizeof e)) {
@@ -247,13 +278,19 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
     L.files[PACK_DENSE].bytes = fb[0];
     L.files[PACK_EMBD].bytes = fb[1];
     L.files[PACK_EXPERTS].bytes = eb;
+    char stale[4096];
+    if (packdir_find_stale(o->out, stale, sizeof stale))
+        fprintf(err, "note: %s is left from an interrupted build of %s; remove it with: rm -r '%s'\n", stale, o->out,
+                stale);
     if (!(tmp = packdir_begin(o->out, fb[0] + fb[1] + eb + (16u << 20), e, sizeof e))) goto out;
+    build_catch_signals(&sigs);
+    caught = 1;
     L.source_path = strdup(o->src);
     L.source_bytes = s.bytes;
     L.source_splits = s.n_parts;
     L.hparams = hparams_json(source_meta(&s));
     source_sha256(&s, L.source_sha256);
-    build_progress pg = { 0, 0, build_now(), o->progress };
+    build_progress pg = { 0, 0, build_now(), o->progress, 0, "iq3pack build" };
     const int dropped = build_first_dropped_layer(&s);
     for (int64_t i = 0; i < source_n_tensors(&s); i++)
         if (!build_tensor_dropped(source_tensor_at(&s, i)->name, dropped)) pg.total += source_tensor_at(&s, i)->size;
@@ -312,7 +349,9 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
     if (mrc) goto out;
     /* The index is written inside the partial directory, so the published
      * directory is complete the moment it appears. */
-    const int irc = packindex_run(tmp, NULL, out, err);
+    /* packindex's summary (under the temporary name) is for --verbose */
+    const int irc = packindex_run(tmp, NULL, o->verbose ? out : NULL, err);
+    if (build_interrupted()) { snprintf(e, sizeof e, "interrupted"); goto out; }
     if (packdir_publish(tmp, o->out, e, sizeof e)) goto out;
     free(tmp);
     tmp = NULL;
@@ -324,11 +363,14 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
     summary(&L, o, n_reencoded, build_now() - t0, out);
     rc = 0;
 out:
+    if (caught && build_interrupted())
+        snprintf(e, sizeof e, "%s: interrupted; the partial pack was removed", o->out);
     if (rc && e[0]) fprintf(err, "%s\n", e);
     for (int f = 0; f < 3; f++)
         if (fds[f] >= 0) close(fds[f]);
     if (tmp) packdir_discard(tmp);
     free(tmp);
+    if (caught) build_release_signals(&sigs); /* re-raises a caught signal, now that nothing is left */
     pack_layout_free(&L);
     imatrix_free(im);
     source_close(&s);

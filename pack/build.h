@@ -5,7 +5,10 @@
  * refuses before writing anything (existing output, undecodable type, an
  * imatrix entry of the wrong width, too little free space), then writes into
  * "<out>.partial.XXXXXX", runs the index step and renames the directory into
- * place; on any failure it removes the partial directory. Dense tensors are
+ * place; on any failure, and on SIGINT/SIGTERM (build_common.h), it removes
+ * the partial directory. It refuses first an architecture the runtime cannot
+ * run (formats/arch_table.h) and names a partial directory an earlier,
+ * killed build left, with the command that removes it. Dense tensors are
  * transcoded bit-exactly (convert/transcode.h); routed experts go into the
  * IQ3 container: IQ3_XXS sources moved losslessly, others dequantized and
  * encoded in quality mode with importance. A summary goes to `out`, one-line
@@ -23,7 +26,8 @@ typedef struct build_opts {
     const char *src, *out, *imatrix;
     int experts_keep; /* 1: experts keep a canonical form instead of IQ3 */
     int threads;
-    int progress;     /* draw a progress line (stderr is a terminal) */
+    int progress;     /* 1: redraw a progress line (stderr is a terminal); 2: a line every 10 % */
+    int verbose;      /* per-tensor lines and the index step's summary */
 } build_opts;
 
 int pack_build(const build_opts *o, FILE *out, FILE *err);

@@ -2,12 +2,41 @@
 #include "pack/build_common.h"
 
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "formats/hparam_keys.h"
 #include "formats/tensor_names.h"
+
+/* Set by the handler only (async-signal-safe), read by the write loops. */
+static volatile sig_atomic_t interrupted_by;
+
+static void on_signal(int sig) { interrupted_by = sig; }
+
+void build_catch_signals(build_signals *bs)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    interrupted_by = 0;
+    sigaction(SIGINT, &sa, &bs->old_int);
+    sigaction(SIGTERM, &sa, &bs->old_term);
+}
+
+int build_interrupted(void) { return interrupted_by != 0; }
+
+void build_release_signals(const build_signals *bs)
+{
+    sigaction(SIGINT, &bs->old_int, NULL);
+    sigaction(SIGTERM, &bs->old_term, NULL);
+    const int sig = interrupted_by;
+    interrupted_by = 0;
+    if (sig) raise(sig);
+}
 
 double build_now(void)
 {
@@ -22,6 +51,18 @@ void build_progress_step(build_progress *p, uint64_t bytes, const char *what)
     if (!p->on || !p->total) return;
     const double frac = (double)p->done / (double)p->total, el = build_now() - p->t0;
     const double eta = frac > 0 ? el / frac - el : 0;
+    if (p->on == 2) {
+        const int decile = (int)(frac * 10);
+        if (decile <= p->last_decile || decile >= 10) return;
+        p->last_decile = decile;
+        const long t = (long)(eta + 0.5);
+        char left[32];
+        if (t >= 3600) snprintf(left, sizeof left, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+        else snprintf(left, sizeof left, "%ld:%02ld", t / 60, t % 60);
+        fprintf(stderr, "%s: %d%% (%.1f of %.1f MiB) ETA %s\n", p->label ? p->label : "progress", decile * 10,
+                (double)p->done / 1048576.0, (double)p->total / 1048576.0, left);
+        return;
+    }
     char bar[31];
     for (int i = 0; i < 30; i++) bar[i] = i < (int)(frac * 30) ? '#' : '.';
     bar[30] = 0;

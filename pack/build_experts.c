@@ -236,6 +236,7 @@ int build_write_experts(const pack_layout *L, const source *s, const imatrix *im
                 if (!rc) rc = write_all(fd, buf, t->part_bytes, y->base + (uint64_t)e * y->stride + y->part_off[p],
                                         err, errlen);
                 build_progress_step(pg, x.slice_bytes, t->name);
+                if (!rc && build_interrupted()) { snprintf(err, errlen, "interrupted"); rc = -1; }
             }
             free(buf);
             free(tmp);

@@ -2,6 +2,7 @@
  * each subcommand is one row of COMMANDS (name, handler, one-line summary);
  * adding a subcommand is adding a row. Handlers get argv from the
  * subcommand's name on and return the exit status. */
+#include "formats/version.h"
 #include "pack/gguf_inspect.h"
 #include "pack/iq3_cli.h"
 #include "pack/pack_cli.h"
@@ -40,7 +41,8 @@ static const iq3pack_command COMMANDS[] = {
 
 static void help(FILE *fp)
 {
-    fprintf(fp, "usage: iq3pack <command> [options]   (iq3pack <command> --help for its options)\n");
+    fprintf(fp, "usage: iq3pack <command> [options]   (iq3pack <command> --help for its options)\n"
+                "       iq3pack --version              (the version and the build)\n");
     for (size_t i = 0; i < sizeof COMMANDS / sizeof *COMMANDS; i++)
         fprintf(fp, "  %-8s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
 }
@@ -50,6 +52,10 @@ int main(int argc, char **argv)
     if (argc < 2) { help(stderr); return 2; }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         help(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("iq3pack %s (%s; CPU only)\n", strata_version(), strata_build_info());
         return 0;
     }
     for (size_t i = 0; i < sizeof COMMANDS / sizeof *COMMANDS; i++)

@@ -14,7 +14,7 @@ static int usage(FILE *fp, const char *u, int rc)
     return rc;
 }
 
-static const char BUILD_USAGE[] = "build SRC.gguf -o PACKDIR [--imatrix IMAT] [--experts iq3|keep] [--threads N]";
+static const char BUILD_USAGE[] = "build SRC.gguf -o PACKDIR [--imatrix IMAT] [--experts iq3|keep] [--threads N] [-v]";
 static const char BUILD_HELP[] =
     "  Turns a GGUF checkpoint into a pack directory (written under a temporary name,\n"
     "  renamed when complete; an existing PACKDIR is never overwritten).\n"
@@ -25,11 +25,15 @@ static const char BUILD_HELP[] =
     "  --experts iq3    routed experts into the 3.0625-bit IQ3 container (default; IQ3_XXS moved\n"
     "                   losslessly)\n"
     "  --experts keep   routed experts kept in their source precision (bit-exact)\n"
-    "  --threads N      encoder threads (default 1)\n";
+    "  --threads N      encoder threads (default: all cores of this machine); the pack's bytes\n"
+    "                   do not depend on N\n"
+    "  -v, --verbose    one line per expert tensor and the index step's own summary\n";
 
 int iq3pack_cmd_build(int argc, char **argv)
 {
-    build_opts o = { .threads = 1, .progress = isatty(2) };
+    /* all cores: the encoder splits rows over threads and its bytes do not depend on how many */
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    build_opts o = { .threads = cores < 1 ? 1 : cores > 1024 ? 1024 : (int)cores, .progress = isatty(2) ? 1 : 2 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const int has = i + 1 < argc;
@@ -37,7 +41,8 @@ int iq3pack_cmd_build(int argc, char **argv)
             usage(stdout, BUILD_USAGE, 0);
             fputs(BUILD_HELP, stdout);
             return 0;
-        } else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && has) o.out = argv[++i];
+        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o.verbose = 1;
+        else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && has) o.out = argv[++i];
         else if (!strcmp(a, "--imatrix") && has) o.imatrix = argv[++i];
         else if (!strcmp(a, "--experts") && has) {
             const char *m = argv[++i];

@@ -59,6 +59,32 @@ char *packdir_begin(const char *target, uint64_t need, char *err, size_t errlen)
     return tmp;
 }
 
+int packdir_find_stale(const char *target, char *path, size_t n)
+{
+    char *parent = parent_of(target);
+    const char *slash = strrchr(target, '/');
+    const char *leaf = slash ? slash + 1 : target;
+    DIR *d = parent && *leaf ? opendir(parent) : NULL;
+    int found = 0;
+    if (d) {
+        const size_t ln = strlen(leaf);
+        struct dirent *e;
+        while (!found && (e = readdir(d)) != NULL) {
+            if (strncmp(e->d_name, leaf, ln) || strncmp(e->d_name + ln, ".partial.", 9)) continue;
+            char *p = slash ? pack_path(parent, e->d_name) : strdup(e->d_name);
+            struct stat st;
+            if (p && stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+                snprintf(path, n, "%s", p);
+                found = 1;
+            }
+            free(p);
+        }
+        closedir(d);
+    }
+    free(parent);
+    return found;
+}
+
 int packdir_publish(const char *tmp, const char *target, char *err, size_t errlen)
 {
     int fd = open(tmp, O_RDONLY | O_DIRECTORY);

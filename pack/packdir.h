@@ -15,6 +15,10 @@
 #include <stdint.h>
 
 char *packdir_begin(const char *target, uint64_t need, char *err, size_t errlen);
+/* A partial directory of `target` left by a build that was killed or
+ * interrupted ("<target>.partial.*" beside it, a directory): its path in
+ * `path` and 1, else 0. The build names it and the command that removes it. */
+int packdir_find_stale(const char *target, char *path, size_t n);
 int packdir_publish(const char *tmp, const char *target, char *err, size_t errlen);
 void packdir_discard(const char *tmp);
 

@@ -635,7 +635,7 @@ int packindex_run(const char *pack_dir, const char *out_path, FILE *out, FILE *e
         fprintf(err, "%s\n", msg);
         goto done;
     }
-    write_summary(&c, opath, out);
+    if (out) write_summary(&c, opath, out);
     rc = 0;
 done:
     json_decref(man);

@@ -6,7 +6,7 @@
  * refusals listed in docs/pack-format.md, and only when every tensor passes
  * writes the index to out_path (NULL: <pack_dir>/index.txt) atomically:
  * a temporary file linked into place, never overwriting an existing file.
- * The summary goes to `out`, a refusal as exactly one line to `err`.
+ * The summary goes to `out` (NULL: none), a refusal as exactly one line to `err`.
  * Returns the process exit status: 0 written, 1 refused (nothing written).
  * No global state; everything allocated is freed before returning. */
 #ifndef STRATA_PACKINDEX_H

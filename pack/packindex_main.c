@@ -4,9 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "formats/version.h"
 #include "pack/packindex.h"
 
-static const char USAGE[] = "usage: packindex [-h] [--pack PACK] [-o OUT]\n";
+static const char USAGE[] = "usage: packindex [-h] [--version] [--pack PACK] [-o OUT]\n";
 
 int main(int argc, char **argv)
 {
@@ -19,9 +20,14 @@ int main(int argc, char **argv)
                    "Flattens a pack's manifest.json into the index.txt the runtime loads.\n\n"
                    "options:\n"
                    "  -h, --help         show this help message and exit\n"
+                   "  --version          print the version and the build, and exit\n"
                    "  --pack PACK        the pack directory (default: pack/full)\n"
                    "  -o OUT, --out OUT  default: <pack>/index.txt; an existing file is never overwritten\n",
                    USAGE);
+            return 0;
+        }
+        if (!strcmp(a, "--version")) {
+            printf("packindex %s (%s; CPU only)\n", strata_version(), strata_build_info());
             return 0;
         }
         if (!strcmp(a, "--pack")) dst = &pack;

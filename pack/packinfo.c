@@ -4,10 +4,39 @@
 #include "pack/pack_cli.h"
 
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
 #include "formats/pack_manifest.h"
+
+static int have_file(const char *dir, const char *leaf)
+{
+    char *p = pack_path(dir, leaf);
+    struct stat st;
+    const int ok = p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
+    free(p);
+    return ok;
+}
+
+int pack_missing_files(const char *dir, char *list, size_t n)
+{
+    const char *want[PACK_NFILES + 2];
+    int k = 0, missing = 0;
+    want[k++] = PACK_MANIFEST;
+    for (int f = 0; f < PACK_NFILES; f++) want[k++] = PACK_FILE_NAMES[f];
+    want[k++] = PACK_INDEX;
+    size_t used = 0;
+    if (n) list[0] = 0;
+    for (int i = 0; i < k; i++) {
+        if (have_file(dir, want[i])) continue;
+        const int w = snprintf(list + used, n > used ? n - used : 0, "%s%s", missing ? ", " : "", want[i]);
+        if (w > 0 && used + (size_t)w < n) used += (size_t)w;
+        missing++;
+    }
+    return missing;
+}
 
 int pack_info(const char *dir, FILE *out, FILE *err)
 {
@@ -39,7 +68,9 @@ int pack_info(const char *dir, FILE *out, FILE *err)
         if (n_form[f]) fprintf(out, "    %-7s %4d tensors %14llu bytes\n", pack_form_name(f), n_form[f], (unsigned long long)by_form[f]);
     fprintf(out, "  files:\n");
     for (int f = 0; f < PACK_NFILES; f++)
-        fprintf(out, "    %-15s %14llu bytes  crc32 %08x\n", PACK_FILE_NAMES[f], (unsigned long long)L.files[f].bytes, L.files[f].crc32);
+        fprintf(out, "    %-15s %14llu bytes  crc32 %08x%s\n", PACK_FILE_NAMES[f], (unsigned long long)L.files[f].bytes,
+                L.files[f].crc32, have_file(dir, PACK_FILE_NAMES[f]) ? "" : "  MISSING");
+    fprintf(out, "    %-15s %s\n", PACK_INDEX, have_file(dir, PACK_INDEX) ? "present" : "MISSING");
     const json_int_t used = json_integer_value(json_object_get(h, "experts_used"));
     for (int l = 0; l < L.n_layers; l++) expert_blob += L.layers[l].blob_bytes * (uint64_t)(used > 0 ? used : 0);
     fprintf(out, "  experts: %d layers, %lld of %d used per token\n", L.n_layers, (long long)used,
@@ -48,5 +79,10 @@ int pack_info(const char *dir, FILE *out, FILE *err)
             (unsigned long long)(dense + embd_row + expert_blob), (unsigned long long)dense,
             (unsigned long long)embd_row, (unsigned long long)expert_blob);
     pack_layout_free(&L);
+    char missing[256];
+    if (pack_missing_files(dir, missing, sizeof missing)) {
+        fprintf(err, "%s: incomplete pack, missing %s (`iq3pack verify %s` checks it)\n", dir, missing, dir);
+        return 1;
+    }
     return 0;
 }

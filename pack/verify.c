@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "formats/ggml_types.h"
+#include "pack/build_common.h"
 #include "pack/expert_src.h"
 #include "formats/pack_manifest.h"
 #include "pack/packdir.h"
@@ -96,7 +97,15 @@ static int check_files(const char *dir, const pack_layout *L, FILE *out, FILE *e
     return bad;
 }
 
-static int check_dense(const pack_layout *L, const mapped files[3], const source *s, FILE *out, FILE *err)
+static uint64_t tensor_bytes(const pk_tensor *t)
+{
+    uint64_t b = 0;
+    for (int k = 0; k < PLANE_COUNT; k++) b += t->plane_bytes[k];
+    return t->file == PACK_EXPERTS ? b * (uint64_t)(t->n_expert > 0 ? t->n_expert : 1) : b;
+}
+
+static int check_dense(const pack_layout *L, const mapped files[3], const source *s, build_progress *pg, FILE *out,
+                       FILE *err)
 {
     int bad = 0, n = 0;
     for (int i = 0; i < L->n_tensors; i++) {
@@ -118,13 +127,15 @@ static int check_dense(const pack_layout *L, const mapped files[3], const source
         n += ok;
         free(a);
         free(b);
+        build_progress_step(pg, tensor_bytes(t), t->name);
     }
     fprintf(out, "%s %d dense tensors %s\n", bad ? "FAIL" : "ok  ", n,
             s ? "bit-exact against the source" : "decode (no source to compare)");
     return bad;
 }
 
-static int check_experts(const pack_layout *L, const mapped *ex, const source *s, FILE *out, FILE *err)
+static int check_experts(const pack_layout *L, const mapped *ex, const source *s, build_progress *pg, FILE *out,
+                         FILE *err)
 {
     stats st[PACK_MAX_PARTS] = { { 0, 0, 0 } };
     int bad = 0, exact = 0;
@@ -170,9 +181,10 @@ static int check_experts(const pack_layout *L, const mapped *ex, const source *s
             free(a);
             free(b);
             if (s) expert_src_release(s, &x);
+            build_progress_step(pg, tensor_bytes(t), t->name);
         }
     }
-    if (s) fprintf(out, "%s %d expert slices bit-exact (transcoded or canonical)\n", bad ? "FAIL" : "ok  ", exact);
+    if (s && (exact || bad)) fprintf(out, "%s %d expert slices bit-exact (transcoded or canonical)\n", bad ? "FAIL" : "ok  ", exact);
     for (int k = 0; k < PACK_MAX_PARTS; k++)
         if (st[k].n)
             fprintf(out, "     IQ3 %-8s %4d slices  rel-RMSE mean %.6f worst %.6f\n", EXPERT_PART_KEYS[k], st[k].n,
@@ -184,6 +196,24 @@ int pack_verify(const char *dir, const char *source_path, FILE *out, FILE *err)
 {
     char e[512];
     pack_layout L;
+    /* A missing file is named before anything is read: a pack without its
+     * index (or a bin) cannot be loaded, however well the rest checks out. */
+    char missing[256];
+    const int n_missing = pack_missing_files(dir, missing, sizeof missing);
+    if (n_missing) {
+        const char *first_comma = strchr(missing, ',');
+        char *first = pack_path(dir, missing);
+        if (first && first_comma) first[strlen(dir) + 1 + (size_t)(first_comma - missing)] = 0;
+        if (n_missing == 1 && !strcmp(missing, PACK_INDEX))
+            fprintf(err, "%s: missing; write it with `packindex --pack %s`\n", first ? first : dir, dir);
+        else if (first_comma)
+            fprintf(err, "%s: missing (also missing: %s); the pack is incomplete: build it again\n", first ? first : dir,
+                    first_comma + 2);
+        else
+            fprintf(err, "%s: missing; the pack is incomplete: build it again\n", first ? first : dir);
+        free(first);
+        return 1;
+    }
     if (pack_layout_from_dir(&L, dir, e, sizeof e)) {
         fprintf(err, "%s\n", e);
         return 1;
@@ -209,8 +239,11 @@ int pack_verify(const char *dir, const char *source_path, FILE *out, FILE *err)
     }
     mapped m[3] = { { 0 } };
     for (int f = 0; f < 3 && !bad; f++) bad |= map_file(dir, PACK_FILE_NAMES[f], &m[f], err);
-    if (!bad) bad |= check_dense(&L, m, sp, out, err);
-    if (!bad) bad |= check_experts(&L, &m[PACK_EXPERTS], sp, out, err);
+    /* a bar on a terminal, else a line every 10 %: a large pack takes minutes */
+    build_progress pg = { 0, 0, build_now(), isatty(fileno(err)) ? 1 : 2, 0, "iq3pack verify" };
+    for (int i = 0; i < L.n_tensors; i++) pg.total += tensor_bytes(&L.tensors[i]);
+    if (!bad) bad |= check_dense(&L, m, sp, &pg, out, err);
+    if (!bad) bad |= check_experts(&L, &m[PACK_EXPERTS], sp, &pg, out, err);
     for (int f = 0; f < 3; f++)
         if (m[f].p) munmap((void *)m[f].p, m[f].n);
     if (sp) source_close(sp);

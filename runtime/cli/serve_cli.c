@@ -13,8 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
+#include "runtime/cli/cli.h"
 #include "runtime/model/loader.h"
 #include "runtime/pull/pull.h"
 #include "runtime/serve/engine_model.h"
@@ -204,7 +206,13 @@ int strata_cmd_serve_with(int argc, char **argv, const serve_engine_hooks *hooks
 
     char err[512] = "";
     if (!hooks) {
-        /* TODO(issue 22): cli_check_pack_path(o.pack, err, sizeof err) (runtime/cli/cli.h) first. */
+        /* a GGUF or a missing path gets the advice every subcommand gives; a
+         * folder gets the pack check below, which names what is wrong in it */
+        struct stat st;
+        if ((stat(o.pack, &st) != 0 || !S_ISDIR(st.st_mode)) && cli_check_pack_path(o.pack, err, sizeof err) != 0) {
+            fprintf(stderr, "strata serve: %s\n", err);
+            return 1;
+        }
         long n_train = 0;
         if (loader_precheck(o.pack, &n_train, err, sizeof err) != 0) {
             fprintf(stderr, "strata serve: %s: cannot load the pack: %s\n", o.pack, err);

@@ -3,9 +3,11 @@
 # $STRATA_SHARED/vectors/imatrix/ and compares with the seed's answers: exit
 # status, stderr line for line (notes, -v lines, IMATRIX_OK or REFUSED), the
 # output GGUF byte for byte, and no output left behind after a refusal.
-# Two cases differ on purpose: usage_missing_out (argparse's own wording; only
-# the status and the complaint are compared) and ref_expert_conflict_nan (the
-# seed's NaN != NaN quirk: we refuse the NaN itself, NONFINITE, by name).
+# Three kinds of case differ on purpose: usage_missing_out (argparse's own
+# wording; only the status and the complaint are compared),
+# ref_expert_conflict_nan (the seed's NaN != NaN quirk: we refuse the NaN
+# itself, NONFINITE, by name) and ref_exists* (the seed's keyword and path,
+# with advice that names no private folder).
 # Also: --names llama on ok_basic gives a file that our reader opens.
 set -u
 BIN=${STRATA_BIN:?STRATA_BIN unset}
@@ -39,6 +41,10 @@ for dir in "$SET"/*/; do
     ref_expert_conflict_nan)
         want="REFUSED NONFINITE ref_expert_conflict_nan/calib/gram.r0.blk.0.ffn_down_exps.0.bin: diagonal element 1 is nan; a non-finite second moment is a corrupt recording"
         [ "$(cat "$T/$name.err")" = "$want" ] || fail "$name" "stderr: $(cat "$T/$name.err")" ;;
+    ref_exists*)
+        # the seed's line up to its advice, which named a private folder
+        want="$(sed 's/; move it to .AGENTTRASH\/ or name another -o$//' "$dir/stderr.txt"); move or delete it, or name another -o"
+        [ "$(cat "$T/$name.err")" = "$want" ] || fail "$name" "stderr: $(cat "$T/$name.err"), expected: $want" ;;
     *)
         cmp -s "$T/$name.err" "$dir/stderr.txt" ||
             { fail "$name" "stderr differs:"; diff "$dir/stderr.txt" "$T/$name.err" | head -n 10; } ;;

@@ -19,7 +19,7 @@ trap cleanup EXIT INT TERM
 
 # a pack that cannot be loaded is a clear one-line refusal
 "$bin/strata" serve "$tmp/no-such-pack" --port 0 >/dev/null 2>"$tmp/e1" && fail "served a missing pack"
-grep -q "no-such-pack: cannot load the pack" "$tmp/e1" || fail "unclear message: $(cat "$tmp/e1")"
+grep -q "no-such-pack: does not exist" "$tmp/e1" || fail "unclear message: $(cat "$tmp/e1")"
 "$fake" serve "$gguf" --chat-template nonesuch >/dev/null 2>"$tmp/e2" && fail "accepted --chat-template nonesuch"
 grep -q "nonesuch" "$tmp/e2" || fail "unclear message: $(cat "$tmp/e2")"
 

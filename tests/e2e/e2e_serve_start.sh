@@ -40,6 +40,7 @@ refused() { # NAME PATH WORD: PATH is refused and the line holds WORD
 }
 refused "missing" "$tmp/no-such-pack" "does not exist"
 refused "GGUF" "$gguf" "stories260K.gguf"
+refused "GGUF advice" "$gguf" "iq3pack build"
 mkdir "$tmp/empty"
 refused "no index" "$tmp/empty" "index.txt"
 cp -r "$pack" "$tmp/bad"; echo "garbage" >"$tmp/bad/index.txt"

@@ -254,6 +254,26 @@ static void test_dat_truncated(void **st)
     free(b);
 }
 
+/* A file of another kind (text, a model GGUF) is told apart from a broken
+ * imatrix: one line naming the file and the two forms --imatrix reads. */
+static void test_not_an_imatrix(void **st)
+{
+    (void)st;
+    char err[512];
+    static const char text[] = "hello, this is a text file and no importance matrix\n";
+    assert_null(imatrix_load_memory(text, sizeof text - 1, "notes.txt", err, sizeof err));
+    assert_non_null(strstr(err, "notes.txt: neither an imatrix GGUF nor a legacy imatrix.dat"));
+    assert_null(strchr(err, '\n'));
+    const char *model[] = { "token_embd.weight" };
+    static const int64_t ne[][2] = { { 4, 2 } };
+    static const int f32[] = { 0 };
+    assert_null(load_built(1, model, f32, ne, err, sizeof err));
+    assert_non_null(strstr(err, "t.gguf: neither an imatrix GGUF nor a legacy imatrix.dat"));
+    static const uint8_t tiny[] = { 1, 0 };
+    assert_null(imatrix_load_memory(tiny, sizeof tiny, "x.bin", err, sizeof err));
+    assert_non_null(strstr(err, "x.bin: neither an imatrix GGUF"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -264,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_llama_names_roundtrip),
         cmocka_unit_test(test_inconsistent_gguf),
         cmocka_unit_test(test_dat_truncated),
+        cmocka_unit_test(test_not_an_imatrix),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
