@@ -9,16 +9,9 @@
 # when node, npm or the packages are not to be had, or stories260K's
 # tokenizer is absent.
 set -u
-fake=${STRATA_FAKE:?STRATA_FAKE is not set}
-shared=${STRATA_SHARED:-../shared}
 here=$(cd "$(dirname "$0")/.." && pwd)
-gguf="$shared/models/stories260K/stories260K.gguf"
-[ -f "$gguf" ] || { echo "SKIP: $gguf is absent"; exit 77; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-e2e-readme-js-XXXXXX") || exit 1
-pid=""
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT INT TERM
 . "$here/lib/server.sh"
+fake_e2e_begin readme-js
 
 awk '/^```js$/ { on = 1; next } on && /^```$/ { exit } on { print }' "$here/../README.md" >"$tmp/block.js"
 [ -s "$tmp/block.js" ] || fail "README.md has no \`\`\`js block"
