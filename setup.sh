@@ -190,19 +190,56 @@ file=$(model_field "$model" 3)
 src="$models_dir/$model/$file"
 pack="$packs_dir/$model"
 
+# Folders this run creates, so that a failure removes them again when they
+# are still empty (rmdir never removes a folder with something in it).
+made_dirs=""
+note_new_dirs() { # DIR...: remember those of DIR... that do not exist yet
+    for d in "$@"; do [ -e "$d" ] || made_dirs="$d $made_dirs"; done
+}
+remove_empty_new_dirs() {
+    for d in $made_dirs; do rmdir "$d" 2>/dev/null || true; done
+}
+# One quick request to the hub (any HTTP answer will do) before the download,
+# so that a machine with no network is told so in one line within seconds
+# rather than after `strata pull`'s minute of retries. Only the errors that
+# mean "not reachable" stop here; anything else is left to strata pull.
+check_hub() {
+    command -v curl >/dev/null 2>&1 || return 0
+    endpoint=${HF_ENDPOINT:-https://huggingface.co}
+    endpoint=${endpoint%/}
+    why=$(curl -sS -o /dev/null --connect-timeout 8 -m 12 "$endpoint/" 2>&1) && return 0
+    rc=$?
+    case $rc in
+    5|6|7|28) ;;
+    *) return 0 ;;
+    esac
+    why=$(printf '%s\n' "$why" | tail -n 1 | sed 's/^curl: ([0-9]*) //')
+    echo "setup.sh: cannot download $model: $endpoint is unreachable ($why). No network? Connect (or set HF_ENDPOINT to a mirror you can reach) and run ./setup.sh --model $model again" >&2
+    exit 1
+}
+
 if [ -f "$pack/index.txt" ]; then
     echo "setup.sh: pack $pack is already built"
 else
     if [ -f "$src" ]; then
         echo "setup.sh: $src is already downloaded"
     else
+        check_hub
         echo "setup.sh: downloading $model ($(model_field "$model" 4)) from $repo"
+        note_new_dirs "$models_dir" "$models_dir/$model"
         "$bin/strata" pull "$repo" "$file" -o "$models_dir/$model" || {
-            echo "setup.sh: the download failed (see the message above). Run ./setup.sh again to resume;" >&2
+            remove_empty_new_dirs
+            if [ -d "$models_dir/$model" ] && [ -n "$(ls -A "$models_dir/$model" 2>/dev/null)" ]; then
+                echo "setup.sh: the download failed (see the message above). Run ./setup.sh again to resume;" >&2
+            else
+                echo "setup.sh: the download failed (see the message above); nothing was downloaded." >&2
+            fi
             echo "          for a gated model set HF_TOKEN, for a mirror set HF_ENDPOINT." >&2
             exit 1
         }
+        made_dirs=""
     fi
+    note_new_dirs "$packs_dir"
     mkdir -p "$packs_dir"
     if [ -e "$pack" ]; then
         echo "setup.sh: $pack exists but has no index.txt (an interrupted build?). Move it away and run ./setup.sh again." >&2
@@ -210,6 +247,7 @@ else
     fi
     echo "setup.sh: building the pack $pack"
     "$bin/iq3pack" build "$src" -o "$pack" || {
+        remove_empty_new_dirs
         echo "setup.sh: iq3pack build failed (see the message above); nothing was left under $pack" >&2
         exit 1
     }

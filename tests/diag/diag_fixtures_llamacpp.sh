@@ -1,7 +1,7 @@
 #!/bin/sh
 # diag_fixtures_llamacpp.sh: llama.cpp's outputs for the models a test
-# writes itself (a diagnostic, not run by CI; needs network access to
-# deb.debian.org, see tests/diag/diag_llamacpp_env.sh). Runs
+# writes itself (a diagnostic, not run by CI; needs network access to the
+# Debian mirror of this machine's apt sources, see tests/diag/diag_llamacpp_env.sh). Runs
 # build/.../TEST --write, which writes each model's GGUF and tokens and
 # prints "NAME N_PROMPT N_TOK [k] [ctx=N] [last=R]" per model; runs Debian's
 # llama.cpp on each (tests/diag/diag_llamacpp.sh: N_PROMPT tokens as one batch,

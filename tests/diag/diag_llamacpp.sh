@@ -2,8 +2,8 @@
 # diag_llamacpp.sh: llama.cpp's own logits and intermediate tensors for a
 # GGUF and a token file, from Debian's llama.cpp packages (a diagnostic for
 # agreement questions, docs/runtime.md "Agreement with llama.cpp"; not run by
-# CI, needs network access to deb.debian.org; the packages: see
-# tests/diag/diag_llamacpp_env.sh).
+# CI, needs network access to the Debian mirror of this machine's apt
+# sources; the packages: see tests/diag/diag_llamacpp_env.sh).
 #
 #   sh tests/diag/diag_llamacpp.sh MODEL.gguf TOKENS.i32 N_PROMPT OUT.f32 [CPU_VARIANT]
 #   DUMP=0 DUMPDIR=/tmp/d sh tests/diag/diag_llamacpp.sh ...   (tensors of the prompt batch)

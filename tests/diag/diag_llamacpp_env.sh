@@ -1,6 +1,8 @@
 # diag_llamacpp_env.sh: sourced by the llama.cpp diagnostics (tests/diag/diag_*.sh;
-# not run by CI, needs network access to deb.debian.org). Unpacks Debian sid's
-# llama.cpp and ggml packages, and the newer libc they need, under
+# not run by CI, needs network access to the Debian mirror this machine's apt
+# already uses: its URI is read from /etc/apt/sources.list and
+# /etc/apt/sources.list.d at run time, or taken from $STRATA_DEBIAN_MIRROR).
+# Unpacks Debian sid's llama.cpp and ggml packages, and the newer libc they need, under
 # $STRATA_LLAMACPP_DIR (default ~/.cache/strata/llamacpp-deb; no system
 # change, and not under build/, whose *.d files the Makefile includes), and
 # builds small C programs against them. Programs run through sid's ld.so:
@@ -10,10 +12,31 @@
 deb=${STRATA_LLAMACPP_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/strata/llamacpp-deb}
 sys=$deb/root/usr/lib/x86_64-linux-gnu
 
+# The Debian archive URI of this machine's apt configuration (one-line
+# "deb [opts] URI suite..." files and deb822 "URIs:" files), the first one
+# whose path ends in /debian; empty when there is none. Read at run time so
+# that no mirror host is written into the repository.
+apt_debian_mirror() {
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+        [ -f "$f" ] || continue
+        sed -e 's/#.*//' -e 's/\[[^]]*\]//' "$f" | awk '$1 == "deb" { print $2 }'
+    done
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [ -f "$f" ] || continue
+        sed 's/#.*//' "$f" | awk 'tolower($1) == "uris:" { for (i = 2; i <= NF; i++) print $i }'
+    done
+}
+llamacpp_mirror() {
+    [ -n "${STRATA_DEBIAN_MIRROR:-}" ] && { echo "$STRATA_DEBIAN_MIRROR"; return 0; }
+    apt_debian_mirror | grep -m 1 -E '/debian/?$'
+}
+
 llamacpp_fetch() {
     [ -f "$sys/libllama.so" ] && [ -f "$deb/root/usr/include/llama.h" ] && return 0
+    mirror=$(llamacpp_mirror)
+    [ -n "$mirror" ] || { echo "no Debian archive in /etc/apt/sources.list or /etc/apt/sources.list.d; set STRATA_DEBIAN_MIRROR to one" >&2; return 1; }
     mkdir -p "$deb/lists/partial" "$deb/cache/archives/partial" "$deb/debs"
-    echo 'deb http://deb.debian.org/debian sid main' > "$deb/sources.list"
+    echo "deb $mirror sid main" > "$deb/sources.list"
     opts="-o Dir::Etc::sourcelist=$deb/sources.list -o Dir::Etc::sourceparts=/dev/null -o Dir::State::Lists=$deb/lists -o Dir::Cache=$deb/cache"
     # shellcheck disable=SC2086
     apt-get $opts update >/dev/null

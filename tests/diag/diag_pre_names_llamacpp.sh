@@ -10,7 +10,7 @@
 # tests/e2e/e2e_vocab_npm.sh checks it on Llama 3's.
 # The texts hold no combining marks: after one, llama.cpp's emulation of
 # the gpt-4o pattern differs from the pattern as written (docs/runtime.md).
-# A diagnostic, not run by CI (needs deb.debian.org).
+# A diagnostic, not run by CI (needs the Debian mirror of this machine's apt sources).
 #
 #   sh tests/diag/diag_pre_names_llamacpp.sh [OUT]
 set -eu

@@ -17,6 +17,9 @@
 # agent's npm PACKAGE under DIR once (kept: they are hundreds of MB) and sets
 # agent to DIR/node_modules/.bin/BIN, or exits 77 (skip) with npm's last line.
 # qwen3_markers: a template text the server takes for Qwen3's tool format.
+# fake_e2e_begin NAME (an e2e script running strata-fake on stories260K's
+# tokenizer): sets fake ($STRATA_FAKE), shared, gguf and tmp, and a trap that
+# stops the server ($pid) and removes tmp; exits 77 without the GGUF.
 # agent_diag_begin NAME (the diag_*.sh agent checks, after setting root): sets
 # shared, gguf (stories260K), fake (the test program strata-fake: $STRATA_FAKE,
 # or the first build/*/tests/strata-fake) and tmp, and a trap that stops the
@@ -45,6 +48,16 @@ server_healthy() {
         code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$url/health"); [ "$code" = 200 ] && return 0; sleep 0.1
     done
     fail "/health never became 200"
+}
+
+fake_e2e_begin() {
+    fake=${STRATA_FAKE:?STRATA_FAKE is not set}
+    shared=${STRATA_SHARED:-../shared}
+    gguf="$shared/models/stories260K/stories260K.gguf"
+    [ -f "$gguf" ] || { echo "SKIP: $gguf is absent"; exit 77; }
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-e2e-$1-XXXXXX") || exit 1
+    pid=""
+    trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
 }
 
 agent_diag_begin() {
