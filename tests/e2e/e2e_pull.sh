@@ -19,7 +19,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-e2e-pull-XXXXXX") || exit 1
 srv=
 stop_server() { if [ -n "$srv" ]; then kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null; srv=; fi; }
-trap 'stop_server; cp -r "$tmp" /tmp/pulldbg; rm -rf "$tmp"' EXIT
+trap 'stop_server; rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM
 
 python3 "$here/fixtures/hf_mirror.py" --root "$models" --port-file "$tmp/port" --log "$tmp/log" \
