@@ -14,10 +14,8 @@ bin=${STRATA_BIN:?STRATA_BIN is not set}
 gguf=${STRATA_SHARED:?STRATA_SHARED is not set}/models/stories260K/stories260K.gguf
 [ -f "$gguf" ] || { echo "skip: $gguf (the model the pack is built from) is absent"; exit 77; }
 command -v python3 >/dev/null 2>&1 || { echo "skip: python3 (for the fixture server) is absent"; exit 77; }
-here=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-e2e-pull-pack-XXXXXX") || exit 1
-srv=
-stop_server() { if [ -n "$srv" ]; then kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null; srv=; fi; }
+. "$(dirname "$0")/../lib/hf_mirror.sh"
 trap 'stop_server; rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM
 
@@ -31,22 +29,8 @@ printf '\377' | dd of="$tmp/badpack/dense.bin" bs=1 seek=1000 conv=notrunc 2>/de
 mkdir -p "$tmp/nested"; cp -r "$tmp/pack" "$tmp/nested/mypack"
 mkdir -p "$tmp/models/gguf-only"; cp "$gguf" "$tmp/models/gguf-only/"
 
-python3 "$here/fixtures/hf_mirror.py" --root "$tmp/models" --port-file "$tmp/port" --log "$tmp/log" \
-    --lifetime 120 --max-requests 300 \
-    --repo "pack=$tmp/pack" --repo "badpack=$tmp/badpack" --repo "nested=$tmp/nested" &
-srv=$!
-n=0
-while [ ! -s "$tmp/port" ]; do
-    n=$((n + 1)); [ $n -le 200 ] || { echo "FAIL: the fixture server did not start"; exit 1; }
-    sleep 0.05
-done
-ep=http://127.0.0.1:$(cat "$tmp/port")
-unset HF_TOKEN
-export STRATA_PULL_BACKOFF_MS=10
-pull() { HF_ENDPOINT=$ep "$bin/strata" pull "$@"; }
-fails=0
-bad() { echo "FAIL: $*"; [ -f "$tmp/err" ] && sed 's/^/    /' "$tmp/err" | tail -n 8; fails=$((fails + 1)); }
-has() { grep -q -- "$1" "$2"; }
+mirror_start --root "$tmp/models" --lifetime 120 --max-requests 300 \
+    --repo "pack=$tmp/pack" --repo "badpack=$tmp/badpack" --repo "nested=$tmp/nested"
 oneline() { [ "$(wc -l <"$tmp/err")" -eq 1 ] || bad "$1: $(wc -l <"$tmp/err") lines on stderr, not one"; }
 
 # 1. the whole pack: every file byte-exact, the check passes, strata check agrees
