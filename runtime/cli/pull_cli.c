@@ -1,5 +1,5 @@
 /* pull_cli.c: `strata pull` argument parsing and environment (see pull.h
- * and docs/pull.md). Owns libcurl's process-wide init for the command. */
+ * and docs/pull.md): REPO FILE... pulls files, REPO alone a whole pack. Owns libcurl's process-wide init for the command. */
 #include "runtime/pull/pull.h"
 
 #include <ctype.h>
@@ -13,10 +13,12 @@
 static void usage(FILE *fp)
 {
     fprintf(fp,
-        "usage: strata pull REPO FILE... [--revision REV] [-o DIR] [--retries N]\n"
+        "usage: strata pull REPO [FILE...] [--revision REV] [-o DIR] [--retries N]\n"
         "  Downloads FILE(s) of the Hugging Face repository REPO (owner/name) into DIR\n"
         "  (default .), resumable (FILE.part) and verified against the sha256 the server\n"
         "  states. A split GGUF (name-00001-of-00003.gguf) pulls the whole set.\n"
+        "  With no FILE, REPO must be a pack (index.txt at its top, see docs/pull.md):\n"
+        "  every file is downloaded, then checked as `strata check DIR` does.\n"
         "  --revision REV  branch, tag or commit (default main)\n"
         "  -o, --output DIR  where to write (created if missing)\n"
         "  --retries N     give up after N failed attempts in a row (default 6)\n"
@@ -94,7 +96,7 @@ int strata_cmd_pull(int argc, char **argv)
             pos[npos++] = argv[i];
         }
     }
-    if (npos < 2) { usage(stderr); goto out; }
+    if (npos < 1) { usage(stderr); goto out; }
     if (!valid_repo(pos[0])) {
         fprintf(stderr, "strata pull: '%s' is not a repository name (owner/name)\n", pos[0]);
         goto out;
@@ -137,7 +139,7 @@ int strata_cmd_pull(int argc, char **argv)
         rc = 1;
         goto out;
     }
-    rc = pull_files(&cfg, pos + 1, npos - 1);
+    rc = npos == 1 ? pull_pack(&cfg) : pull_files(&cfg, pos + 1, npos - 1);
     curl_global_cleanup();
 out:
     free(pos);

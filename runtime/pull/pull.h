@@ -43,6 +43,29 @@ typedef struct pull_config {
 int strata_cmd_pull(int argc, char **argv);
 int pull_files(const pull_config *cfg, char *const *files, size_t nfiles);
 
+/* `strata pull REPO` (no FILE): the whole pack published as the repository
+ * (pull_pack.c). Lists its files through the hub's API
+ * ($endpoint/api/models/REPO/revision/REV, "siblings"), refuses a repository
+ * without index.txt at its top (not a pack: the user names files instead),
+ * downloads every listed file but .gitattributes with pull_files (index.txt
+ * last, so an interrupted pull does not look like a whole pack), then checks
+ * the folder with loader_check (size and crc32 of every pack file against
+ * index.txt, as `strata check` does). 0 when the pack is complete and
+ * checked, 1 otherwise. */
+int pull_pack(const pull_config *cfg);
+
+/* The hub's API answer (JSON text) -> the repo paths to download for a
+ * pack, malloc'd (free each and the array). Returns 0 with the names, 1
+ * when the repository is not a pack (err says why and what to do), -1 when
+ * the answer is not a usable file list (err says what is wrong). */
+int pull_pack_names(const pull_config *cfg, const char *json, size_t len, char ***names, size_t *n,
+                    char *err, size_t errlen);
+
+/* After failed attempt n (1-based), err its reason: logs the retry and
+ * sleeps the backoff; 0 to try again, -1 once cfg->max_failures attempts
+ * in a row have failed. */
+int pull_retry_wait(const pull_config *cfg, const char *err, int n);
+
 /* --- pure helpers (pull_names.c), exposed for the tests --- */
 
 /* "dir/name-00002-of-00005.gguf" -> 1 with *count = 5 and prefix

@@ -28,16 +28,22 @@ static void sleep_ms(long ms)
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
+int pull_retry_wait(const pull_config *cfg, const char *err, int n)
+{
+    if (n > cfg->max_failures) return -1;
+    long d = pull_backoff_ms(cfg->backoff_ms, n);
+    fprintf(cfg->log, "pull: %s; retrying in %.1f s (%d of %d)\n", err, d / 1000.0, n, cfg->max_failures);
+    sleep_ms(d);
+    return 0;
+}
+
 /* Runs a probe until it succeeds, fails for good, or runs out of tries. */
 static int probe_with_retries(CURL *h, const pull_config *cfg, pull_remote *r, char *err, size_t errlen)
 {
     for (int n = 1;; n++) {
         int rc = pull_probe(h, cfg, r, err, errlen);
         if (rc != PULL_RETRY) return rc;
-        if (n > cfg->max_failures) return PULL_FATAL;
-        long d = pull_backoff_ms(cfg->backoff_ms, n);
-        fprintf(cfg->log, "pull: %s; retrying in %.1f s (%d of %d)\n", err, d / 1000.0, n, cfg->max_failures);
-        sleep_ms(d);
+        if (pull_retry_wait(cfg, err, n)) return PULL_FATAL;
     }
 }
 

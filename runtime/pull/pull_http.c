@@ -179,6 +179,12 @@ int pull_status_message(long status, const char *x_error, const pull_config *cfg
         return PULL_FATAL;
     }
     if (status == 404) {
+        if (!file && strcmp(x_error, "RepoNotFound") && strcmp(x_error, "RevisionNotFound")) {
+            snprintf(err, errlen, "%s: 404 Not Found: %s lists no files for it at revision '%s' (is "
+                     "HF_ENDPOINT a Hugging Face hub? check the name and --revision)", cfg->repo,
+                     cfg->endpoint, cfg->revision);
+            return PULL_FATAL;
+        }
         if (!strcmp(x_error, "RepoNotFound"))
             snprintf(err, errlen, "%s: 404: repository not found on %s (misspelled, or private: set HF_TOKEN)",
                      cfg->repo, cfg->endpoint);
@@ -193,11 +199,14 @@ int pull_status_message(long status, const char *x_error, const pull_config *cfg
                      "file name and --revision)", cfg->repo, file, cfg->revision);
         return PULL_FATAL;
     }
+    char what[1100];
+    if (file) snprintf(what, sizeof what, "'%s'", file);
+    else snprintf(what, sizeof what, "its file list");
     if (status == 429 || status >= 500) {
-        snprintf(err, errlen, "%s: server answered HTTP %ld for '%s'", cfg->repo, status, file);
+        snprintf(err, errlen, "%s: server answered HTTP %ld for %s", cfg->repo, status, what);
         return PULL_RETRY;
     }
-    snprintf(err, errlen, "%s: unexpected HTTP %ld for '%s'", cfg->repo, status, file);
+    snprintf(err, errlen, "%s: unexpected HTTP %ld for %s", cfg->repo, status, what);
     return PULL_FATAL;
 }
 
@@ -382,5 +391,74 @@ int pull_fetch(CURL *h, const pull_config *cfg, const pull_remote *r, int fd, sh
                  (long long)sha->bytes, (long long)r->size);
         return PULL_RETRY;
     }
+    return PULL_OK;
+}
+
+int pull_api_url(char *out, size_t n, const pull_config *cfg)
+{
+    size_t pos = 0;
+    if (snprintf(out, n, "%s/api/models/", cfg->endpoint) >= (int)n) return -1;
+    pos = strlen(out);
+    return escape_into(out, n, &pos, cfg->repo, 1) || escape_into(out, n, &pos, "/revision/", 1) ||
+           escape_into(out, n, &pos, cfg->revision, 0) ? -1 : 0;
+}
+
+typedef struct doc_buf {
+    char *data;
+    size_t len, cap;
+} doc_buf;
+
+/* An API answer is a few KiB; 16 MiB bounds a server that sends garbage. */
+enum { DOC_MAX = 16 << 20 };
+
+static size_t on_doc(char *data, size_t size, size_t nmemb, void *user)
+{
+    doc_buf *b = user;
+    size_t len = size * nmemb;
+    if (b->len + len + 1 > DOC_MAX) return 0;
+    if (b->len + len + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + len + 1) cap *= 2;
+        char *grown = realloc(b->data, cap);
+        if (!grown) return 0;
+        b->data = grown;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, data, len);
+    b->len += len;
+    b->data[b->len] = 0;
+    return len;
+}
+
+int pull_get_doc(CURL *h, const pull_config *cfg, const char *url, char **body, size_t *len, char *err,
+                 size_t errlen)
+{
+    doc_buf b = { 0 };
+    hdrs hd;
+    char curl_err[CURL_ERROR_SIZE];
+    struct curl_slist *hl = auth_headers(cfg, url);
+    setup(h, cfg, url, hl, &hd, curl_err);
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(h, CURLOPT_MAXREDIRS, 8L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 120L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_doc);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+    CURLcode rc = curl_easy_perform(h);
+    curl_slist_free_all(hl);
+    long status = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    int out = PULL_OK;
+    if (rc == CURLE_WRITE_ERROR)
+        snprintf(err, errlen, "%s: the answer is over %d MiB or memory ran out", url, DOC_MAX >> 20),
+            out = PULL_FATAL;
+    else if (rc != CURLE_OK) out = curl_failure(rc, curl_err, url, err, errlen);
+    else if (status != 200) out = pull_status_message(status, hd.x_error, cfg, NULL, err, errlen);
+    if (out != PULL_OK) {
+        free(b.data);
+        return out;
+    }
+    *body = b.data ? b.data : calloc(1, 1);
+    *len = b.len;
+    if (!*body) { snprintf(err, errlen, "out of memory"); return PULL_FATAL; }
     return PULL_OK;
 }

@@ -15,29 +15,12 @@ orig=$models/stories260K/stories260K.gguf
 tok=$models/stories260K/tok512.model
 [ -f "$orig" ] || { echo "skip: $orig is absent"; exit 77; }
 command -v python3 >/dev/null 2>&1 || { echo "skip: python3 (for the fixture server) is absent"; exit 77; }
-here=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-e2e-pull-XXXXXX") || exit 1
-srv=
-stop_server() { if [ -n "$srv" ]; then kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null; srv=; fi; }
-trap 'stop_server; cp -r "$tmp" /tmp/pulldbg; rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/../lib/hf_mirror.sh"
+trap 'stop_server; rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM
 
-python3 "$here/fixtures/hf_mirror.py" --root "$models" --port-file "$tmp/port" --log "$tmp/log" \
-    --lifetime 120 --max-requests 400 --split stories260K/stories260K.gguf:3 &
-srv=$!
-n=0
-while [ ! -s "$tmp/port" ]; do
-    n=$((n + 1)); [ $n -le 200 ] || { echo "FAIL: the fixture server did not start"; exit 1; }
-    sleep 0.05
-done
-port=$(cat "$tmp/port")
-ep=http://127.0.0.1:$port
-unset HF_TOKEN
-export STRATA_PULL_BACKOFF_MS=10
-pull() { HF_ENDPOINT=$ep "$bin/strata" pull "$@"; }
-fails=0
-bad() { echo "FAIL: $*"; [ -f "$tmp/err" ] && sed 's/^/    /' "$tmp/err" | tail -n 8; fails=$((fails + 1)); }
-has() { grep -q -- "$1" "$2"; }
+mirror_start --root "$models" --lifetime 120 --max-requests 400 --split stories260K/stories260K.gguf:3
 
 # 1. LFS files byte-exact and verified; a text file (no sha256 stated) noted
 if pull t/stories260K stories260K.gguf tok512.model README.md -o "$tmp/a" 2>"$tmp/err"; then

@@ -1,6 +1,7 @@
 /* test_pull.c: the pure parts of strata pull: split-GGUF names, path
- * safety, sha256 in ETag headers, the backoff schedule, and the messages
- * for HTTP errors (the network paths are tested by e2e_pull.sh). */
+ * safety, sha256 in ETag headers, the backoff schedule, the messages
+ * for HTTP errors, and a pack's file list from the hub's API answer (the
+ * network paths are tested by e2e_pull.sh and e2e_pull_pack.sh). */
 #include "tests/lib/test_util.h"
 #include "runtime/pull/pull.h"
 #include "runtime/pull/pull_http.h"
@@ -117,6 +118,81 @@ static void test_url_layout(void **state)
     assert_string_equal(r.sha256, "");
 }
 
+static void test_list_url(void **state)
+{
+    (void)state;
+    pull_config cfg = { .endpoint = "https://hub.example", .repo = "org/Model-1", .revision = "refs/pr/1" };
+    char url[256];
+    assert_int_equal(pull_api_url(url, sizeof url, &cfg), 0);
+    assert_string_equal(url, "https://hub.example/api/models/org/Model-1/revision/refs%2Fpr%2F1");
+    assert_int_equal(pull_api_url(url, 20, &cfg), -1);
+    /* a listing 404 without the hub's error code: one line, no file name */
+    char err[1024];
+    assert_int_equal(pull_status_message(404, "", &cfg, NULL, err, sizeof err), PULL_FATAL);
+    assert_non_null(strstr(err, "lists no files"));
+    assert_null(strchr(err, '\n'));
+    assert_int_equal(pull_status_message(404, "RepoNotFound", &cfg, NULL, err, sizeof err), PULL_FATAL);
+    assert_non_null(strstr(err, "repository not found"));
+    assert_int_equal(pull_status_message(500, "", &cfg, NULL, err, sizeof err), PULL_RETRY);
+    assert_non_null(strstr(err, "its file list"));
+}
+
+static int names_of(const char *json, char ***names, size_t *n, char *err, size_t errlen)
+{
+    pull_config cfg = { .endpoint = "https://hub.example", .repo = "me/pack", .revision = "main" };
+    *names = NULL;
+    *n = 0;
+    return pull_pack_names(&cfg, json, strlen(json), names, n, err, errlen);
+}
+
+static void free_list(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+}
+
+static void test_pack_names(void **state)
+{
+    (void)state;
+    char **names;
+    size_t n;
+    char err[1024];
+    /* a pack: .gitattributes left out, index.txt moved last, the rest kept in order */
+    assert_int_equal(names_of("{\"siblings\":[{\"rfilename\":\".gitattributes\"},{\"rfilename\":\"README.md\"},"
+                              "{\"rfilename\":\"dense.bin\"},{\"rfilename\":\"index.txt\"},"
+                              "{\"rfilename\":\"tokenizer.gguf\"}]}", &names, &n, err, sizeof err), 0);
+    assert_int_equal(n, 4);
+    assert_string_equal(names[0], "README.md");
+    assert_string_equal(names[1], "dense.bin");
+    assert_string_equal(names[2], "tokenizer.gguf");
+    assert_string_equal(names[3], "index.txt");
+    free_list(names, n);
+    /* not a pack: no index.txt at the top; the message gives the command that works */
+    assert_int_equal(names_of("{\"siblings\":[{\"rfilename\":\".gitattributes\"},{\"rfilename\":\"m.gguf\"}]}",
+                              &names, &n, err, sizeof err), 1);
+    assert_null(names);
+    assert_non_null(strstr(err, "not a strata pack (no index.txt"));
+    assert_non_null(strstr(err, "strata pull me/pack FILE..."));
+    /* a pack in a folder is named */
+    assert_int_equal(names_of("{\"siblings\":[{\"rfilename\":\"p/dense.bin\"},{\"rfilename\":\"p/index.txt\"}]}",
+                              &names, &n, err, sizeof err), 1);
+    assert_non_null(strstr(err, "its index.txt is 'p/index.txt'"));
+    /* "xindex.txt" is not index.txt */
+    assert_int_equal(names_of("{\"siblings\":[{\"rfilename\":\"xindex.txt\"}]}", &names, &n, err, sizeof err), 1);
+    assert_non_null(strstr(err, "no index.txt"));
+    /* answers that are not a usable file list */
+    assert_int_equal(names_of("<html>", &names, &n, err, sizeof err), -1);
+    assert_non_null(strstr(err, "not a file list"));
+    assert_int_equal(names_of("{\"id\":\"me/pack\"}", &names, &n, err, sizeof err), -1);
+    assert_non_null(strstr(err, "no \"siblings\""));
+    assert_int_equal(names_of("{\"siblings\":[{\"size\":1}]}", &names, &n, err, sizeof err), -1);
+    assert_non_null(strstr(err, "without \"rfilename\""));
+    assert_int_equal(names_of("{\"siblings\":[{\"rfilename\":\"index.txt\"},{\"rfilename\":\"../x\"}]}",
+                              &names, &n, err, sizeof err), -1);
+    assert_non_null(strstr(err, "'../x', not a file path"));
+    assert_null(names);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -126,6 +202,8 @@ int main(void)
         cmocka_unit_test(test_backoff),
         cmocka_unit_test(test_status_messages),
         cmocka_unit_test(test_url_layout),
+        cmocka_unit_test(test_list_url),
+        cmocka_unit_test(test_pack_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
