@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "runtime/cli/cli.h"
@@ -206,10 +205,7 @@ int strata_cmd_serve_with(int argc, char **argv, const serve_engine_hooks *hooks
 
     char err[512] = "";
     if (!hooks) {
-        /* a GGUF or a missing path gets the advice every subcommand gives; a
-         * folder gets the pack check below, which names what is wrong in it */
-        struct stat st;
-        if ((stat(o.pack, &st) != 0 || !S_ISDIR(st.st_mode)) && cli_check_pack_path(o.pack, err, sizeof err) != 0) {
+        if (cli_check_pack_path(o.pack, err, sizeof err) != 0) {
             fprintf(stderr, "strata serve: %s\n", err);
             return 1;
         }
@@ -218,9 +214,7 @@ int strata_cmd_serve_with(int argc, char **argv, const serve_engine_hooks *hooks
             fprintf(stderr, "strata serve: %s: cannot load the pack: %s\n", o.pack, err);
             return 1;
         }
-        if (o.cfg.n_ctx > 0 && n_train > 0 && o.cfg.n_ctx > n_train)
-            fprintf(stderr, "strata serve: warning: --ctx %d is beyond the model's trained context (%ld tokens); "
-                            "answers past it may lose coherence\n", o.cfg.n_ctx, n_train);
+        cli_warn_ctx(o.cfg.n_ctx, n_train);
     }
     server *s = server_start(&o.cfg, err, sizeof err);
     if (!s) { fprintf(stderr, "strata serve: %s\n", err); return 1; }

@@ -24,11 +24,10 @@
  *    tensor; the last call has done == total), the part of the load that
  *    reads the disk.
  *  - loader_precheck() is the cheap look `strata serve` takes before it
- *    listens: index.txt parses and every file it names is present with the
- *    size its @file line states (stat only, nothing read). -1 and one line:
- *    what is wrong with DIR itself ("does not exist", "not a pack folder",
- *    "no index.txt: ... run packindex" when manifest.json is there), for the
- *    caller to put after DIR, or "<file>: <problem>". On success
+ *    listens on a DIR whose index.txt exists (the caller checks the path
+ *    first: runtime/cli's cli_check_pack_path()): index.txt parses and every
+ *    file it names is present with the size its @file line states (stat
+ *    only, nothing read). -1 and one line "<file>: <problem>". On success
  *    *n_ctx_train (NULL: skipped) is the index's ARCH.context_length, 0 when
  *    it is not stated.
  * Everything belongs to the loaded_pack; loader_close() frees it all. */

@@ -1,7 +1,7 @@
 /* loader_check.c: `strata check`: every pack file's size and crc32 against
- * the index's @file lines (loader.h); and loader_precheck(), the same
- * without reading the files (their sizes only), for `strata serve`. The crc walk is formats/pack_files.h's
- * (each file read once in 1 MiB chunks: bounded memory for any pack). */
+ * the index's @file lines (loader.h); and loader_precheck(), the same walk
+ * with sizes only (nothing read), for `strata serve`. The crc walk is
+ * formats/pack_files.h's (1 MiB chunks: bounded memory for any pack). */
 #include "runtime/model/loader.h"
 
 #include "formats/fileio.h"
@@ -10,11 +10,11 @@
 #include "formats/pack_index.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 /* DIR/index.txt read and parsed into x (pindex_free() it after). */
 static int read_index(const char *dir, pack_index *x, char *err, size_t errlen)
@@ -29,32 +29,49 @@ static int read_index(const char *dir, pack_index *x, char *err, size_t errlen)
     return rc ? -1 : 0;
 }
 
-int loader_check(const char *dir, FILE *out, char *err, size_t errlen)
+/* Every file the index names against its @file line: its size, and its
+ * crc32 too when crc is set (each file read once in 1 MiB chunks); without
+ * crc only stat() is asked, nothing is read. */
+static int check_files(const char *dir, const pack_index *x, bool crc, FILE *out, char *err, size_t errlen)
 {
     char path[4096];
+    for (int f = 0; f < PACK_NFILES; f++) {
+        uint64_t bytes;
+        uint32_t c = 0;
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, PACK_FILE_NAMES[f]);
+        if (!x->have_file[f]) {
+            snprintf(err, errlen, "%s/%s: no @file line for %s", dir, PACK_INDEX, PACK_FILE_NAMES[f]);
+            return -1;
+        }
+        if (crc) {
+            if (pack_file_crc32(path, &bytes, &c, err, errlen)) return -1;
+        } else {
+            if (stat(path, &st) != 0) {
+                snprintf(err, errlen, "%s: %s", path, errno == ENOENT ? "missing" : strerror(errno));
+                return -1;
+            }
+            bytes = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+        }
+        if (bytes != x->file_bytes[f]) {
+            snprintf(err, errlen, "%s: %llu bytes, the index says %llu", path, (unsigned long long)bytes,
+                     (unsigned long long)x->file_bytes[f]);
+            return -1;
+        }
+        if (crc && c != x->file_crc[f]) {
+            snprintf(err, errlen, "%s: crc32 %08x, the index says %08x (the file is corrupt)", path, c, x->file_crc[f]);
+            return -1;
+        }
+        if (out) fprintf(out, "ok  %-15s %14llu bytes  crc32 %08x\n", PACK_FILE_NAMES[f], (unsigned long long)bytes, c);
+    }
+    return 0;
+}
+
+int loader_check(const char *dir, FILE *out, char *err, size_t errlen)
+{
     pack_index x;
     if (read_index(dir, &x, err, errlen)) return -1;
-    int rc = 0;
-    for (int f = 0; f < PACK_NFILES && rc == 0; f++) {
-        uint64_t bytes;
-        uint32_t crc;
-        snprintf(path, sizeof path, "%s/%s", dir, PACK_FILE_NAMES[f]);
-        if (!x.have_file[f]) {
-            snprintf(err, errlen, "%s/%s: no @file line for %s", dir, PACK_INDEX, PACK_FILE_NAMES[f]);
-            rc = -1;
-        } else if (pack_file_crc32(path, &bytes, &crc, err, errlen)) {
-            rc = -1;
-        } else if (bytes != x.file_bytes[f]) {
-            snprintf(err, errlen, "%s: %llu bytes, the index says %llu", path, (unsigned long long)bytes,
-                     (unsigned long long)x.file_bytes[f]);
-            rc = -1;
-        } else if (crc != x.file_crc[f]) {
-            snprintf(err, errlen, "%s: crc32 %08x, the index says %08x (the file is corrupt)", path, crc, x.file_crc[f]);
-            rc = -1;
-        } else if (out) {
-            fprintf(out, "ok  %-15s %14llu bytes  crc32 %08x\n", PACK_FILE_NAMES[f], (unsigned long long)bytes, crc);
-        }
-    }
+    int rc = check_files(dir, &x, true, out, err, errlen);
     pindex_free(&x);
     return rc;
 }
@@ -63,43 +80,9 @@ int loader_check(const char *dir, FILE *out, char *err, size_t errlen)
  * listens, and a pack of hundreds of GB must pass it in milliseconds. */
 int loader_precheck(const char *dir, long *n_ctx_train, char *err, size_t errlen)
 {
-    struct stat st;
-    if (stat(dir, &st) != 0) {
-        snprintf(err, errlen, "%s", errno == ENOENT ? "does not exist" : strerror(errno));
-        return -1;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "not a pack folder (a pack is a folder with %s)", PACK_INDEX);
-        return -1;
-    }
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, PACK_INDEX);
-    if (access(path, F_OK) != 0 && errno == ENOENT) {
-        /* a build that stopped before packindex leaves manifest.json alone */
-        snprintf(path, sizeof path, "%s/%s", dir, PACK_MANIFEST);
-        if (access(path, F_OK) == 0)
-            snprintf(err, errlen, "no %s: the pack is not finished (run packindex --pack %s)", PACK_INDEX, dir);
-        else
-            snprintf(err, errlen, "not a pack folder (no %s)", PACK_INDEX);
-        return -1;
-    }
     pack_index x;
     if (read_index(dir, &x, err, errlen)) return -1;
-    int rc = 0;
-    for (int f = 0; f < PACK_NFILES && rc == 0; f++) {
-        snprintf(path, sizeof path, "%s/%s", dir, PACK_FILE_NAMES[f]);
-        if (!x.have_file[f]) {
-            snprintf(err, errlen, "%s/%s: no @file line for %s", dir, PACK_INDEX, PACK_FILE_NAMES[f]);
-            rc = -1;
-        } else if (stat(path, &st) != 0) {
-            snprintf(err, errlen, "%s: %s", path, errno == ENOENT ? "missing" : strerror(errno));
-            rc = -1;
-        } else if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != x.file_bytes[f]) {
-            snprintf(err, errlen, "%s: %llu bytes, the index says %llu", path,
-                     (unsigned long long)st.st_size, (unsigned long long)x.file_bytes[f]);
-            rc = -1;
-        }
-    }
+    int rc = check_files(dir, &x, false, NULL, err, errlen);
     if (rc == 0 && n_ctx_train) {
         *n_ctx_train = 0;
         const char *arch = pindex_hparam(&x, "general.architecture");

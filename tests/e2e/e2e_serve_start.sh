@@ -77,9 +77,9 @@ for f in out err run info; do
     if grep -n "engine pool\|VERBATIM" "$tmp/$f"; then fail "internal words in the output of $f"; fi
 done
 serve_on 127.0.0.1 127.0.0.1 "--ctx 8192"
-grep -q "warning: --ctx 8192 is beyond the model's trained context" "$tmp/err" || fail "no --ctx warning"
+grep -q "warning: a context of 8192 tokens is beyond the 2048 the model was trained on" "$tmp/err" || fail "no --ctx warning"
 serve_on 127.0.0.1 127.0.0.1 "--ctx 64"
-! grep -q "warning: --ctx" "$tmp/err" || fail "--ctx 64 warned"
+! grep -q "warning: a context of" "$tmp/err" || fail "--ctx 64 warned"
 
 if python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1",0))' 2>/dev/null ||
    { ! command -v python3 >/dev/null && ip -6 addr show lo 2>/dev/null | grep -q '::1'; }; then
