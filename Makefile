@@ -65,8 +65,18 @@ BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz_*.c)
 CU_SRCS    := $(wildcard runtime/device/cuda/*.cu)
 
-.PHONY: all test asan bench cuda strata-cuda fuzz install clean tests help
+.PHONY: all test asan bench cuda strata-cuda fuzz install clean tests help demo
 all: $(TOOLS)
+
+# The shipped model end to end: its pack (routed experts in IQ3, weighted by the
+# importance matrix of its calibration split), built once into packs/tiny-moe,
+# then served on DEMO_PORT. Needs no network.
+DEMO_PORT ?= 8080
+demo: $(TOOLS)
+	@if [ -f packs/tiny-moe/index.txt ]; then echo "packs/tiny-moe is already built"; \
+	elif [ -e packs/tiny-moe ]; then echo "packs/tiny-moe exists without index.txt (an interrupted build?): move it away" >&2; exit 1; \
+	else mkdir -p packs && $(BIN)/iq3pack build models/tiny-moe/tiny-moe.gguf --imatrix models/tiny-moe/imatrix.gguf -o packs/tiny-moe; fi
+	$(BIN)/strata serve packs/tiny-moe --port $(DEMO_PORT)
 
 help:
 	@echo "make            build every tool into bin/"
@@ -77,6 +87,7 @@ help:
 	@echo "make strata-cuda  bin/strata-cuda: strata with the CUDA backend (nvcc, cuBLAS)"
 	@echo "make fuzz       libFuzzer targets (clang), bounded time each (FUZZ_SECONDS)"
 	@echo "make install    copy the tools to \$$PREFIX/bin (PREFIX=$(PREFIX))"
+	@echo "make demo       build packs/tiny-moe from the shipped model and serve it (DEMO_PORT=8080)"
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# strata set-up, one file: dependencies, build, a model downloaded and turned
-# into a pack, and the command that serves it. Every step is skipped when it
-# is already done, so a second run does nothing new.
-#   ./setup.sh                 deps + build, then (on a terminal) offer a model
+# strata set-up, one file: dependencies, build, a model turned into a pack (the
+# one shipped in models/tiny-moe/ unless another is named, which is downloaded
+# first), and the command that serves it. Every step is skipped when it is
+# already done, so a second run does nothing new.
+#   ./setup.sh                 deps + build + the shipped model's pack (no network needed;
+#                              on a terminal, a choice of model first)
 #   ./setup.sh --deps          dependencies only (what CI runs)
 #   ./setup.sh --yes --model stories260K    non-interactive, a tiny model
 # This file is the only place that lists dependencies.
@@ -12,14 +14,16 @@ usage() {
     cat <<'USAGE'
 usage: ./setup.sh [options]
 
-  (no option)        install missing dependencies, build bin/; on a terminal, offer
-                     to download a model and build its pack
+  (no option)        install missing dependencies, build bin/ and the pack of the model
+                     shipped in models/tiny-moe/ (no network needed); on a terminal, offer
+                     the other models first
   --deps             install missing build and test dependencies only
   --no-build         same as --deps
-  --model NAME       download this model (see --list-models) and build its pack
+  --model NAME       build this model's pack (see --list-models), downloading it first
+                     unless it is shipped
   --list-models      the built-in model list with sizes and what each needs
-  --yes              never ask: take the default model for this machine unless
-                     --model says otherwise
+  --yes              never ask: take the largest download that fits this machine (the
+                     shipped model when none does) unless --model says otherwise
   --serve            start `strata serve` on the pack at the end
   --models-dir DIR   where downloads go (default: models)
   --packs-dir DIR    where packs go (default: packs)
@@ -53,10 +57,14 @@ done
 cd "$(dirname "$0")"
 
 # ---------------------------------------------------------------- models
-# name | repository | file | download | RAM needed (GiB) | what it is
-MODELS='stories260K|ggml-org/models|tinyllamas/stories260K.gguf|1.2 MB|1|a tiny Llama for trying strata out (tells children'"'"'s stories)
-qwen3-30b-a3b|Qwen/Qwen3-30B-A3B-GGUF|Qwen3-30B-A3B-Q4_K_M.gguf|18.6 GB|24|Qwen3 MoE, 128 experts (8 active), 3B active parameters
-mixtral-8x7b|TheBloke/Mixtral-8x7B-Instruct-v0.1-GGUF|mixtral-8x7b-instruct-v0.1.Q4_K_M.gguf|26.4 GB|32|Mixtral 8x7B Instruct, 8 experts (2 active)'
+# name | repository ("-": shipped in models/NAME/ of this repository) | file | download | RAM needed (GiB)
+# | what it is | a prompt to try it with
+MODELS='tiny-moe|-|tiny-moe.gguf|none|1|a small MoE trained for strata (8 experts, top 2), shipped here: works offline|And God said
+stories260K|ggml-org/models|tinyllamas/stories260K.gguf|1.2 MB|1|a tiny Llama for trying strata out (tells children'"'"'s stories)|Once upon a time
+qwen3-30b-a3b|Qwen/Qwen3-30B-A3B-GGUF|Qwen3-30B-A3B-Q4_K_M.gguf|18.6 GB|24|Qwen3 MoE, 128 experts (8 active), 3B active parameters|The capital of France is
+mixtral-8x7b|TheBloke/Mixtral-8x7B-Instruct-v0.1-GGUF|mixtral-8x7b-instruct-v0.1.Q4_K_M.gguf|26.4 GB|32|Mixtral 8x7B Instruct, 8 experts (2 active)|The capital of France is'
+# The model built when none is named: shipped, so set-up needs no network.
+SHIPPED_MODEL=tiny-moe
 
 ram_gib() {
     awk '/^MemTotal:/ { printf "%d", $2 / 1048576 }' /proc/meminfo 2>/dev/null || echo 0
@@ -66,15 +74,17 @@ vram_gib() {
     nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null |
         awk '{ s += $1 } END { printf "%d", s / 1024 }'
 }
-# The largest model that fits the machine's RAM plus VRAM; the tiny one otherwise.
+# --yes: the largest download that fits the machine's RAM plus VRAM (the tiny ones do not
+# count); the shipped model otherwise.
 default_model() {
     have=$(( $(ram_gib) + $(vram_gib) ))
-    echo "$MODELS" | awk -F'|' -v have="$have" '$5 <= have { best = $1 } END { print (best ? best : "stories260K") }'
+    echo "$MODELS" | awk -F'|' -v have="$have" -v dflt="$SHIPPED_MODEL" \
+        '$2 != "-" && $5 > 1 && $5 <= have { best = $1 } END { print (best ? best : dflt) }'
 }
 model_field() { echo "$MODELS" | awk -F'|' -v n="$1" -v f="$2" '$1 == n { print $f }'; }
 print_models() {
-    echo "Models (RAM here: $(ram_gib) GiB, VRAM: $(vram_gib) GiB; default: $(default_model)):"
-    echo "$MODELS" | awk -F'|' '{ printf "  %-15s %9s  needs %3d GiB RAM  %s\n", $1, $4, $5, $6 }'
+    echo "Models (RAM here: $(ram_gib) GiB, VRAM: $(vram_gib) GiB; --yes takes: $(default_model)):"
+    echo "$MODELS" | awk -F'|' '{ printf "  %-15s %9s  needs %3d GiB RAM  %s\n", $1, ($2 == "-" ? "shipped" : $4), $5, $6 }'
 }
 
 if [ "$list_models" -eq 1 ]; then print_models; exit 0; fi
@@ -164,30 +174,41 @@ if [ -z "${STRATA_BIN:-}" ] && { command -v nvcc >/dev/null 2>&1 || [ -x /usr/lo
 fi
 
 # ---------------------------------------------------------------- model
+# No --model: the shipped model (no network needed); --yes: the machine's default; on a
+# terminal, a choice with the shipped model as the answer to Enter.
 if [ -z "$model" ]; then
     if [ "$assume_yes" -eq 1 ]; then
         model=$(default_model)
     elif [ -t 0 ] && [ -t 1 ]; then
         print_models
-        printf 'Model to download and convert (a name, or "none") [%s]: ' "$(default_model)"
+        printf 'Model to convert (a name, or "none") [%s]: ' "$SHIPPED_MODEL"
         read -r answer || answer=none
-        model=${answer:-$(default_model)}
+        model=${answer:-$SHIPPED_MODEL}
         [ "$model" = none ] && model=""
         if [ -n "$model" ] && [ -z "$(model_field "$model" 1)" ]; then
             echo "setup.sh: unknown model '$model'; run ./setup.sh --model NAME" >&2
             exit 2
         fi
+    else
+        model=$SHIPPED_MODEL
     fi
 fi
 if [ -z "$model" ]; then
     echo "setup.sh: done. Tools are in bin/. Run the tests with: make test"
-    echo "          To download and convert a model: ./setup.sh --model NAME (see --list-models)"
+    echo "          To convert a model: ./setup.sh --model NAME (see --list-models)"
     exit 0
 fi
 
 repo=$(model_field "$model" 2)
 file=$(model_field "$model" 3)
 src="$models_dir/$model/$file"
+imatrix=""
+if [ "$repo" = - ]; then
+    # shipped with the repository, with the importance matrix of its calibration split
+    src="models/$model/$file"
+    [ -f "$src" ] || { echo "setup.sh: $src is missing from this checkout (git status shows why?)" >&2; exit 1; }
+    [ -f "models/$model/imatrix.gguf" ] && imatrix="models/$model/imatrix.gguf"
+fi
 pack="$packs_dir/$model"
 
 # Folders this run creates, so that a failure removes them again when they
@@ -245,8 +266,8 @@ else
         echo "setup.sh: $pack exists but has no index.txt (an interrupted build?). Move it away and run ./setup.sh again." >&2
         exit 1
     fi
-    echo "setup.sh: building the pack $pack"
-    "$bin/iq3pack" build "$src" -o "$pack" || {
+    echo "setup.sh: building the pack $pack${imatrix:+ (importance matrix: $imatrix)}"
+    "$bin/iq3pack" build "$src" ${imatrix:+--imatrix "$imatrix"} -o "$pack" || {
         remove_empty_new_dirs
         echo "setup.sh: iq3pack build failed (see the message above); nothing was left under $pack" >&2
         exit 1
@@ -260,7 +281,7 @@ fi
 echo
 echo "setup.sh: done. Your pack is $pack"
 echo "  check it:   $bin/iq3pack verify $pack --source $src"
-echo "  try it:     $bin/strata run $pack -p 'Once upon a time' -n 64"
+echo "  try it:     $bin/strata run $pack -p '$(model_field "$model" 7)' -n 64"
 echo "  serve it:   $bin/strata serve $pack --port 8080"
 echo "  then point an OpenAI or Anthropic client at http://127.0.0.1:8080/v1"
 if [ "$serve" -eq 1 ]; then

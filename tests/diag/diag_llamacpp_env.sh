@@ -7,6 +7,9 @@
 # change, and not under build/, whose *.d files the Makefile includes), and
 # builds small C programs against them. Programs run through sid's ld.so:
 #   llamacpp_fetch                   the packages, once
+#   llamacpp_fetch_tools             also llama.cpp-tools and -tools-extra (llama-imatrix,
+#                                    llama-perplexity, ...: $deb/root/usr/bin), once
+#   llamacpp_tool NAME ARGS...       runs $deb/root/usr/bin/NAME on the haswell CPU backend
 #   llamacpp_build SRC.c NAME        $deb/NAME from SRC.c, once
 #   "$sys/ld-linux-x86-64.so.2" --library-path "$sys" "$deb/NAME" ARGS...
 deb=${STRATA_LLAMACPP_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/strata/llamacpp-deb}
@@ -44,6 +47,24 @@ llamacpp_fetch() {
     (cd "$deb/debs" && apt-get $opts download libllama0 libllama-dev libggml0 libggml-dev libc6 libstdc++6 \
         libgcc-s1 libgomp1 libssl3t64 >/dev/null 2>&1)
     for f in "$deb"/debs/*.deb; do dpkg -x "$f" "$deb/root"; done
+}
+
+llamacpp_fetch_tools() {
+    llamacpp_fetch || return 1
+    [ -x "$deb/root/usr/bin/llama-imatrix" ] && return 0
+    opts="-o Dir::Etc::sourcelist=$deb/sources.list -o Dir::Etc::sourceparts=/dev/null -o Dir::State::Lists=$deb/lists -o Dir::Cache=$deb/cache"
+    # shellcheck disable=SC2086
+    (cd "$deb/debs" && apt-get $opts download llama.cpp-tools llama.cpp-tools-extra >/dev/null 2>&1)
+    for f in "$deb"/debs/llama.cpp-tools*.deb; do dpkg -x "$f" "$deb/root"; done
+    [ -x "$deb/root/usr/bin/llama-imatrix" ] || { echo "llama.cpp-tools-extra did not unpack llama-imatrix" >&2; return 1; }
+}
+
+# The tools load their CPU backend from GGML_BACKEND_PATH (Debian's own path
+# is under /usr, which is not where the packages were unpacked).
+llamacpp_tool() { # NAME ARGS...
+    t=$1; shift
+    GGML_BACKEND_PATH=$sys/ggml/backends0/libggml-cpu-${LLAMACPP_CPU_VARIANT:-haswell}.so \
+        "$sys/ld-linux-x86-64.so.2" --library-path "$sys" "$deb/root/usr/bin/$t" "$@"
 }
 
 llamacpp_build() { # SRC.c NAME

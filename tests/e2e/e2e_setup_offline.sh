@@ -1,5 +1,9 @@
 #!/bin/sh
-# e2e_setup_offline.sh: `./setup.sh --model stories260K` on a machine that
+# e2e_setup_offline.sh: first `./setup.sh` with no --model and no network
+# builds the pack of the model shipped in models/tiny-moe/, prints the
+# command to try it, and the README's first Quick start example runs on that
+# pack as written (bin/ and packs/ being the tools and the packs folder).
+# Then `./setup.sh --model stories260K` on a machine that
 # cannot reach the hub fails within 15 s with one line that says so (no
 # minute of retries, no "run again to resume" when nothing was downloaded),
 # and leaves no empty folder behind. No network is touched: HF_ENDPOINT
@@ -53,6 +57,28 @@ run_offline() { # NAME ENDPOINT
     [ -z "$left" ] || { echo "FAIL $1: left behind: $left"; exit 1; }
     echo "ok $1: ${secs}s: $(cat "$tmp/$1.err")"
 }
+# no --model: the shipped model's pack, with the hub unreachable
+(cd "$top" && PATH="$tmp/stub:$PATH" HF_ENDPOINT="http://127.0.0.1:$port" timeout 120 ./setup.sh \
+    --models-dir "$tmp/work/models" --packs-dir "$tmp/work/packs") >"$tmp/shipped.out" 2>&1 </dev/null
+rc=$?
+if grep -q "installing:" "$tmp/shipped.out"; then echo "skip: setup.sh's dependencies are not all installed here"; exit 77; fi
+[ $rc -eq 0 ] || { echo "FAIL shipped: setup.sh with no --model failed offline:"; cat "$tmp/shipped.out"; exit 1; }
+[ -f "$tmp/work/packs/tiny-moe/index.txt" ] || { echo "FAIL shipped: no pack in $tmp/work/packs/tiny-moe"; cat "$tmp/shipped.out"; exit 1; }
+[ ! -e "$tmp/work/models" ] || { echo "FAIL shipped: a models folder was made for a shipped model"; exit 1; }
+grep -q "try it: .*strata run .*packs/tiny-moe" "$tmp/shipped.out" || { echo "FAIL shipped: no next command:"; cat "$tmp/shipped.out"; exit 1; }
+grep -q "importance matrix: models/tiny-moe/imatrix.gguf" "$tmp/shipped.out" \
+    || { echo "FAIL shipped: the pack was not built with the shipped importance matrix:"; cat "$tmp/shipped.out"; exit 1; }
+# the README's first example, as written, from a folder where bin/ and packs/ are these
+example=$(sed -n '/^## Quick start/,/^## /p' "$top/README.md" | grep -m 1 '^bin/strata run ')
+[ -n "$example" ] || { echo "FAIL readme: no 'bin/strata run' line in the Quick start"; exit 1; }
+case $example in *packs/tiny-moe*) ;; *) echo "FAIL readme: the first example does not run the shipped model: $example"; exit 1 ;; esac
+mkdir "$tmp/cwd" && ln -s "$bin" "$tmp/cwd/bin" && ln -s "$tmp/work/packs" "$tmp/cwd/packs"
+(cd "$tmp/cwd" && eval "timeout 60 $example") >"$tmp/example.out" 2>"$tmp/example.err" \
+    || { echo "FAIL readme: '$example' failed:"; cat "$tmp/example.err"; exit 1; }
+[ "$(wc -w <"$tmp/example.out")" -ge 10 ] || { echo "FAIL readme: '$example' printed little:"; cat "$tmp/example.out"; exit 1; }
+echo "ok shipped: $(grep -c . "$tmp/shipped.out") lines of set-up, then '$example': $(head -c 120 "$tmp/example.out" | tr '\n' ' ')"
+rm -rf "$tmp/work/packs" "$tmp/cwd"
+
 run_offline refused "http://127.0.0.1:$port"
 run_offline unresolved "http://strata-no-such-host.invalid"
 
