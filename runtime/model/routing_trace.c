@@ -12,6 +12,7 @@
 
 #define TRACE_MAX_LAYERS  4096
 #define TRACE_MAX_EXPERTS 65536
+#define TRACE_MAX_ROW     (1 << 16)              /* layers x used: 256 KiB a token */
 #define TRACE_MAX_ENTRIES ((uint64_t)1 << 28)    /* tokens x layers x used: 1 GiB of rows */
 #define TRACE_MAX_FILE    ((size_t)1 << 30)
 
@@ -20,7 +21,7 @@ int routing_trace_init(routing_trace *t, int n_layer, int n_expert, int n_used, 
 {
     memset(t, 0, sizeof *t);
     if (n_layer < 1 || n_layer > TRACE_MAX_LAYERS || n_expert < 1 || n_expert > TRACE_MAX_EXPERTS || n_used < 1 ||
-        n_used > n_expert || (uint64_t)n_layer * (uint64_t)n_used > TRACE_MAX_ENTRIES)
+        n_used > n_expert || (int64_t)n_layer * n_used > TRACE_MAX_ROW)
         return err_printf(err, errlen, "routing trace: shape %d layers x %d experts, %d used is out of range", n_layer,
                           n_expert, n_used);
     int any = 0;
@@ -177,6 +178,9 @@ int routing_trace_parse(routing_trace *t, const char *text, size_t len, const ch
     if (nl < 1 || ne < 1 || nu < 1 || nu > ne)
         return tc_fail(&c, "%llu layers of %llu experts with %llu used is impossible", (unsigned long long)nl,
                        (unsigned long long)ne, (unsigned long long)nu);
+    if (nl * nu > TRACE_MAX_ROW)
+        return tc_fail(&c, "%llu layers x %llu experts used is above the limit of %d a token", (unsigned long long)nl,
+                       (unsigned long long)nu, TRACE_MAX_ROW);
     if (nt * nl * nu > TRACE_MAX_ENTRIES)
         return tc_fail(&c, "%llu tokens x %llu layers x %llu used is above the limit of %llu entries",
                        (unsigned long long)nt, (unsigned long long)nl, (unsigned long long)nu,
@@ -188,7 +192,6 @@ int routing_trace_parse(routing_trace *t, const char *text, size_t len, const ch
         return tc_fail(&c, "truncated: the header promises %llu tokens of %llu layers, more than %zu bytes can hold",
                        (unsigned long long)nt, (unsigned long long)nl, len);
     if (routing_trace_init(t, (int)nl, (int)ne, (int)nu, NULL, err, errlen)) return -1;
-    if (nt && grow(t, nt, err, errlen)) goto bad;
     for (uint64_t i = 0; i < nt; i++) {
         if (c.s >= c.end) {
             c.line++;
@@ -196,7 +199,8 @@ int routing_trace_parse(routing_trace *t, const char *text, size_t len, const ch
                     (unsigned long long)i);
             goto bad;
         }
-        if (tc_line(&c)) goto bad;
+        /* rows grow with the lines read, not with the header's promise */
+        if (tc_line(&c) || (i >= t->cap && grow(t, i + 1, err, errlen))) goto bad;
         for (int l = 0; l < t->n_layer; l++)
             if (parse_group(t, &c, i, l, t->ex + (i * nl + (uint64_t)l) * nu)) goto bad;
         if (tc_eol(&c)) goto bad;
