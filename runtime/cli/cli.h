@@ -26,6 +26,7 @@ int cmd_info(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_routing(int argc, char **argv);  /* cli_routing.c */
 int cmd_tokenize(int argc, char **argv); /* cli_tokenize.c */
 int cmd_template(int argc, char **argv); /* cli_template.c */
 int cmd_version(int argc, char **argv);  /* cli_version.c */
@@ -41,6 +42,13 @@ int cli_open(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx)
 /* As cli_open, then device_attach (a note goes to stderr) and, with
  * --record-routing, recording starts; dev NULL: the CPU. */
 int cli_open_dev(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx, const device_opts *dev);
+/* cli_open_dev in two steps, for a command that looks at the pack's
+ * hyperparameters before it sizes the model: cli_load checks PATH and
+ * loads the pack; cli_build creates the model and attaches the device
+ * (dir names the pack in errors). Each prints its error, and cli_build
+ * closes the pack when it fails. */
+int cli_load(cli_model *cm, const char *dir);
+int cli_build(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx, const device_opts *dev);
 /* Writes the --record-routing profile when one was asked for: 0, or -1
  * with the message printed. */
 int cli_save_routing(cli_model *cm, const device_opts *dev);

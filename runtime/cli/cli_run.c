@@ -59,13 +59,19 @@ int cli_save_routing(cli_model *cm, const device_opts *dev)
     return 0;
 }
 
-int cli_open_dev(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx, const device_opts *dev)
+int cli_load(cli_model *cm, const char *dir)
 {
     char err[1024];
     memset(cm, 0, sizeof *cm);
     if (cli_check_pack_path(dir, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return -1; }
     cm->pack = loader_open(dir, err, sizeof err);
     if (!cm->pack) { fprintf(stderr, "strata: %s\n", err); return -1; }
+    return 0;
+}
+
+int cli_build(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx, const device_opts *dev)
+{
+    char err[1024];
     model_options o = model_default_options();
     o.n_threads = threads;
     o.kv = kv;
@@ -73,8 +79,7 @@ int cli_open_dev(cli_model *cm, const char *dir, int threads, kv_type kv, int n_
     cm->m = model_create(loader_hparams(cm->pack), loader_weights(cm->pack), &o, err, sizeof err);
     if (!cm->m) {
         fprintf(stderr, "strata: %s: %s\n", dir, err);
-        loader_close(cm->pack);
-        cm->pack = NULL;
+        cli_close(cm);
         return -1;
     }
     cli_warn_ctx(n_ctx, loader_hparams(cm->pack)->n_ctx_train);
@@ -99,6 +104,11 @@ int cli_open_dev(cli_model *cm, const char *dir, int threads, kv_type kv, int n_
     }
     if (note[0]) fprintf(stderr, "strata: %s\n", note);
     return 0;
+}
+
+int cli_open_dev(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx, const device_opts *dev)
+{
+    return cli_load(cm, dir) ? -1 : cli_build(cm, dir, threads, kv, n_ctx, dev);
 }
 
 void cli_close(cli_model *cm)

@@ -36,6 +36,7 @@
 
 #include "runtime/device/expert_cache.h"
 #include "runtime/model/model.h"
+#include "runtime/model/routing_trace.h"
 
 typedef enum device_kind { DEVICE_AUTO, DEVICE_CPU, DEVICE_CUDA } device_kind;
 
@@ -89,8 +90,14 @@ void device_get_stats(const model *m, device_stats *out);
  * NULL when not recording. */
 int model_record_routing(model *m, char *err, size_t errlen);
 const ec_profile *model_routing(const model *m);
-/* While paused, forward passes add nothing to the profile (bench's untimed
- * warm-up pass is not part of what it measures). */
+/* The routing trace (runtime/model/routing_trace.h) of everything
+ * evaluated since model_record_trace(): every token's experts at every MoE
+ * layer, in order (rows complete after each model_forward); freed by
+ * model_free; NULL when not recording. Refused for a dense model. */
+int model_record_trace(model *m, char *err, size_t errlen);
+const routing_trace *model_trace(const model *m);
+/* While paused, forward passes add nothing to the profile or the trace
+ * (bench's untimed warm-up pass is not part of what it measures). */
 void model_pause_routing(model *m, bool paused);
 /* Adds src's counts to dst (same shape); -1 with err otherwise. */
 int device_profile_add(ec_profile *dst, const ec_profile *src, char *err, size_t errlen);

@@ -4,11 +4,11 @@
 #include "runtime/device/expert_cache.h"
 
 #include "runtime/util/strbuf.h"
+#include "runtime/util/textcur.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,128 +139,48 @@ int ec_profile_save(const ec_profile *p, const char *path, char *err, size_t err
     return 0;
 }
 
-/* A bounded cursor over the text: one line at a time, strict numbers. */
-typedef struct cursor {
-    const char *s, *end, *path;
-    int line;
-    const char *ls, *le;     /* the current line */
-    char *err;
-    size_t errlen;
-} cursor;
-
-static int cur_fail(cursor *c, const char *fmt, ...)
-{
-    char msg[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return err_printf(c->err, c->errlen, "%s:%d: %s", c->path, c->line, msg);
-}
-
-static int cur_line(cursor *c)
-{
-    if (c->s >= c->end) { c->line++; return cur_fail(c, "truncated: the file ends before its 'end' line"); }
-    c->line++;
-    c->ls = c->s;
-    const char *nl = memchr(c->s, '\n', (size_t)(c->end - c->s));
-    c->le = nl ? nl : c->end;
-    c->s = nl ? nl + 1 : c->end;
-    for (const char *q = c->ls; q < c->le; q++)
-        if (*q == '\0' || *q == '\r') return cur_fail(c, "a NUL or CR byte in the line");
-    return 0;
-}
-
-/* The next space-separated word of the line; -1 at the end of the line. */
-static int cur_word(cursor *c, const char **w, size_t *n)
-{
-    if (c->ls < c->le && *c->ls == ' ') c->ls++;
-    if (c->ls >= c->le || *c->ls == ' ') return -1;
-    *w = c->ls;
-    while (c->ls < c->le && *c->ls != ' ') c->ls++;
-    *n = (size_t)(c->ls - *w);
-    return 0;
-}
-
-static int cur_keyword(cursor *c, const char *kw)
-{
-    const char *w;
-    size_t n;
-    if (cur_word(c, &w, &n) || n != strlen(kw) || memcmp(w, kw, n))
-        return cur_fail(c, "expected '%s'", kw);
-    return 0;
-}
-
-static int cur_u64(cursor *c, const char *what, uint64_t max, uint64_t *out)
-{
-    const char *w;
-    size_t n;
-    if (cur_word(c, &w, &n)) return cur_fail(c, "missing %s", what);
-    if (n > 20) return cur_fail(c, "%s '%.*s' is too long", what, (int)(n > 24 ? 24 : n), w);
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (w[i] < '0' || w[i] > '9') return cur_fail(c, "%s '%.*s' is not an unsigned decimal number", what, (int)n, w);
-        if (v > (UINT64_MAX - (uint64_t)(w[i] - '0')) / 10) return cur_fail(c, "%s '%.*s' overflows", what, (int)n, w);
-        v = v * 10 + (uint64_t)(w[i] - '0');
-    }
-    if (v > max) return cur_fail(c, "%s %llu is above the limit %llu", what, (unsigned long long)v, (unsigned long long)max);
-    *out = v;
-    return 0;
-}
-
-static int cur_eol(cursor *c)
-{
-    if (c->ls != c->le) {
-        const char *t = *c->ls == ' ' ? c->ls + 1 : c->ls;
-        return cur_fail(c, "unexpected text '%.*s' at the end of the line", (int)(c->le - t > 24 ? 24 : c->le - t), t);
-    }
-    return 0;
-}
-
 int ec_profile_parse(ec_profile *p, const char *text, size_t len, const char *path, char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
-    cursor c = { .s = text, .end = text + len, .path = path, .err = err, .errlen = errlen };
+    textcur c;
+    tc_init(&c, text, len, path, "truncated: the file ends before its 'end' line", err, errlen);
     uint64_t nl, ne, nu, tokens;
-    if (cur_line(&c)) return -1;
+    if (tc_line(&c)) return -1;
     if ((size_t)(c.le - c.ls) != strlen("strata-routing-profile 1") || memcmp(c.ls, "strata-routing-profile 1", (size_t)(c.le - c.ls)))
-        return cur_fail(&c, "not a strata routing profile (the first line must be 'strata-routing-profile 1')");
-    if (cur_line(&c) || cur_keyword(&c, "shape") || cur_u64(&c, "layer count", EC_MAX_LAYERS, &nl) ||
-        cur_u64(&c, "expert count", EC_MAX_EXPERTS, &ne) || cur_u64(&c, "experts used", EC_MAX_EXPERTS, &nu) || cur_eol(&c))
+        return tc_fail(&c, "not a strata routing profile (the first line must be 'strata-routing-profile 1')");
+    if (tc_line(&c) || tc_keyword(&c, "shape") || tc_u64(&c, "layer count", EC_MAX_LAYERS, &nl) ||
+        tc_u64(&c, "expert count", EC_MAX_EXPERTS, &ne) || tc_u64(&c, "experts used", EC_MAX_EXPERTS, &nu) || tc_eol(&c))
         return -1;
-    if (nl < 1 || ne < 1 || nu < 1 || nu > ne) return cur_fail(&c, "shape %llu x %llu with %llu used is impossible",
+    if (nl < 1 || ne < 1 || nu < 1 || nu > ne) return tc_fail(&c, "shape %llu x %llu with %llu used is impossible",
                                                           (unsigned long long)nl, (unsigned long long)ne, (unsigned long long)nu);
-    if (nl * ne > EC_MAX_TOTAL) return cur_fail(&c, "%llu layers x %llu experts is above the limit %d",
+    if (nl * ne > EC_MAX_TOTAL) return tc_fail(&c, "%llu layers x %llu experts is above the limit %d",
                                                (unsigned long long)nl, (unsigned long long)ne, EC_MAX_TOTAL);
-    if (cur_line(&c) || cur_keyword(&c, "tokens") || cur_u64(&c, "token count", EC_MAX_TOKENS, &tokens) || cur_eol(&c))
+    if (tc_line(&c) || tc_keyword(&c, "tokens") || tc_u64(&c, "token count", EC_MAX_TOKENS, &tokens) || tc_eol(&c))
         return -1;
     ec_profile q;
     if (ec_profile_init(&q, (int)nl, (int)ne, (int)nu, err, errlen)) return -1;
     q.tokens = tokens;
     for (uint64_t l = 0; l < nl; l++) {
         uint64_t idx, sum = 0;
-        if (cur_line(&c) || cur_keyword(&c, "layer") || cur_u64(&c, "layer number", nl, &idx)) goto bad;
-        if (idx != l) { cur_fail(&c, "layer %llu where layer %llu was expected (layers in order, each once)", (unsigned long long)idx, (unsigned long long)l); goto bad; }
+        if (tc_line(&c) || tc_keyword(&c, "layer") || tc_u64(&c, "layer number", nl, &idx)) goto bad;
+        if (idx != l) { tc_fail(&c, "layer %llu where layer %llu was expected (layers in order, each once)", (unsigned long long)idx, (unsigned long long)l); goto bad; }
         for (uint64_t e = 0; e < ne; e++) {
             uint64_t v;
-            if (cur_u64(&c, "count", tokens, &v)) goto bad;   /* an expert serves a token at most once per layer */
+            if (tc_u64(&c, "count", tokens, &v)) goto bad;   /* an expert serves a token at most once per layer */
             q.count[l * ne + e] = v;
             sum += v;
         }
-        if (cur_eol(&c)) goto bad;
+        if (tc_eol(&c)) goto bad;
         /* the counts must be the routing of `tokens` tokens, n_used experts each:
          * a file cut or edited by hand would otherwise skew every score silently */
         if (sum != tokens * nu) {
-            cur_fail(&c, "layer %llu counts add up to %llu, but %llu tokens x %llu experts used is %llu", (unsigned long long)l,
+            tc_fail(&c, "layer %llu counts add up to %llu, but %llu tokens x %llu experts used is %llu", (unsigned long long)l,
                      (unsigned long long)sum, (unsigned long long)tokens, (unsigned long long)nu, (unsigned long long)(tokens * nu));
             goto bad;
         }
     }
-    if (cur_line(&c) || cur_keyword(&c, "end") || cur_eol(&c)) goto bad;
-    while (c.s < c.end) {
-        if (*c.s != '\n') { c.line++; cur_fail(&c, "text after the 'end' line"); goto bad; }
-        c.s++;
-    }
+    if (tc_line(&c) || tc_keyword(&c, "end") || tc_eol(&c)) goto bad;
+    if (tc_tail(&c, "text after the 'end' line")) goto bad;
     *p = q;
     return 0;
 bad:
@@ -271,17 +191,10 @@ bad:
 int ec_profile_load(ec_profile *p, const char *path, char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return err_printf(err, errlen, "%s: %s", path, strerror(errno));
-    char *buf = malloc(EC_MAX_FILE + 1);
-    if (!buf) { fclose(fp); return err_printf(err, errlen, "%s: out of memory", path); }
-    size_t n = fread(buf, 1, EC_MAX_FILE + 1, fp);
-    int rerr = ferror(fp);
-    fclose(fp);
-    int rc;
-    if (rerr) rc = err_printf(err, errlen, "%s: read error", path);
-    else if (n > EC_MAX_FILE) rc = err_printf(err, errlen, "%s: larger than %zu MiB: not a routing profile", path, EC_MAX_FILE >> 20);
-    else rc = ec_profile_parse(p, buf, n, path, err, errlen);
+    char *buf;
+    size_t n;
+    if (tc_slurp(path, EC_MAX_FILE, "a routing profile", &buf, &n, err, errlen)) return -1;
+    int rc = ec_profile_parse(p, buf, n, path, err, errlen);
     free(buf);
     return rc;
 }

@@ -168,7 +168,7 @@ static int moe_block(model *m, int l, int B)
     TRY(op->add_bias(c, a->rlog, L->router_b, B, m->hp.n_expert));
     const int *sel;
     TRY(op->route(c, l, B, &sel));
-    if (m->routing)
+    if (m->routing || m->trace)
         for (int b = 0; b < B; b++) model_observe_routing(m, l, sel + b * K);
     TRY(op->moe(c, l, B));
     if (weight_present(&L->sh_gate)) {

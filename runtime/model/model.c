@@ -398,6 +398,26 @@ int model_record_routing(model *m, char *err, size_t errlen)
 
 const ec_profile *model_routing(const model *m) { return m->routing; }
 
+int model_record_trace(model *m, char *err, size_t errlen)
+{
+    if (m->hp.n_expert == 0) {
+        snprintf(err, errlen, "the model has no routed experts (a dense model): no routing to trace");
+        return -1;
+    }
+    if (m->trace) return 0;
+    bool *routed = malloc((size_t)m->hp.n_layer * sizeof *routed);
+    routing_trace *t = calloc(1, sizeof *t);
+    if (!routed || !t) { free(routed); free(t); snprintf(err, errlen, "out of memory"); return -1; }
+    for (int l = 0; l < m->hp.n_layer; l++) routed[l] = hparams_layer_moe(&m->hp, l);
+    int rc = routing_trace_init(t, m->hp.n_layer, m->hp.n_expert, m->hp.n_expert_used, routed, err, errlen);
+    free(routed);
+    if (rc) { free(t); return -1; }
+    m->trace = t;
+    return 0;
+}
+
+const routing_trace *model_trace(const model *m) { return m->trace; }
+
 void model_pause_routing(model *m, bool paused) { m->routing_paused = paused; }
 
 void model_observe_routing(model *m, int layer, const int *sel)
@@ -407,8 +427,10 @@ void model_observe_routing(model *m, int layer, const int *sel)
     if (m->routing_paused) return;
     for (int j = 0; j < K && j < 256; j++) e[j] = (int32_t)sel[j];
     char err[160];
-    /* the router's picks are always in range; a failure here is a bug */
-    if (ec_profile_observe(m->routing, layer, e, K, err, sizeof err) != 0) fprintf(stderr, "strata: %s\n", err);
+    /* the router's picks are always in range; a failure here is a bug (or,
+     * for the trace, no memory left) */
+    if (m->routing && ec_profile_observe(m->routing, layer, e, K, err, sizeof err) != 0) fprintf(stderr, "strata: %s\n", err);
+    if (m->trace && routing_trace_observe(m->trace, layer, e, K, err, sizeof err) != 0) fprintf(stderr, "strata: %s\n", err);
 }
 
 void model_free(model *m)
@@ -416,6 +438,7 @@ void model_free(model *m)
     if (!m) return;
     if (m->ops && m->ops->free) m->ops->free(m->ctx);
     if (m->routing) { ec_profile_free(m->routing); free(m->routing); }
+    if (m->trace) { routing_trace_free(m->trace); free(m->trace); }
     if (m->w.layers) {
         for (int l = 0; l < m->hp.n_layer; l++) {
             free(m->w.layers[l].exp_gate);

@@ -8,6 +8,7 @@
 #include "runtime/kernels/matmul.h"
 #include "runtime/model/backend.h"
 #include "runtime/model/model.h"
+#include "runtime/model/routing_trace.h"
 
 struct model {
     model_hparams hp;
@@ -49,10 +50,13 @@ struct model {
     backend_bufs bufs;
     /* the routing profile being recorded (NULL: not recording) */
     ec_profile *routing;
-    bool routing_paused;   /* model_pause_routing: passes not counted */
+    /* the routing trace being recorded (NULL: not recording) */
+    routing_trace *trace;
+    bool routing_paused;   /* model_pause_routing: passes not counted (nor traced) */
 };
 
-/* Records one row's routing at layer l (forward.c). */
+/* Records one row's routing at layer l in the profile and the trace,
+ * whichever are being recorded (forward.c). */
 void model_observe_routing(model *m, int layer, const int *sel);
 /* RoPE as the forward pass applies it: B rows of n_heads heads at
  * positions pos0.. rotated in place (B <= the model's ubatch). For tests

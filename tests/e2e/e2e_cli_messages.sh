@@ -27,6 +27,7 @@ args() {
     case $1 in
     run) echo "run PACK -p hi" ;;
     perplexity) echo "perplexity PACK -f $TMP/t.txt" ;;
+    routing) echo "routing PACK -f $TMP/t.txt" ;;
     *) echo "$1 PACK" ;;
     esac
 }
@@ -40,7 +41,7 @@ expect() {
     grep -qF -- "$want" "$TMP/err" || bad "strata $*: '$(head -n 1 "$TMP/err")' does not say '$want'"
     ! grep -q packindex "$TMP/err" || bad "strata $*: suggests packindex: $(cat "$TMP/err")"
 }
-for c in run info bench check budget perplexity; do
+for c in run info bench check budget perplexity routing; do
     a=$(args $c)
     # shellcheck disable=SC2086
     expect 1 "is a GGUF model file, not a pack: make a pack with \`iq3pack build $TMP/m.gguf -o PACKDIR\`" $(echo "$a" | sed "s#PACK#$TMP/m.gguf#")
@@ -66,6 +67,9 @@ expect 2 "unexpected argument 'extra'" run "$TMP/half" extra -p hi
 expect 2 "--bogus" perplexity "$TMP/half" -f "$TMP/t.txt" --bogus 1
 expect 2 "-c needs an integer" perplexity "$TMP/half" -f "$TMP/t.txt" -c 2
 expect 2 "no text given" perplexity "$TMP/half"
+expect 2 "--bogus" routing "$TMP/half" -f "$TMP/t.txt" --bogus 1
+expect 2 "-c needs an integer" routing "$TMP/half" -f "$TMP/t.txt" -c 1
+expect 2 "no text given" routing "$TMP/half"
 expect 2 "--bogus" bench "$TMP/half" --bogus 1
 expect 2 "-p needs an integer" bench "$TMP/half" -p zero
 expect 2 "--bogus" info "$TMP/half" --bogus
@@ -79,7 +83,7 @@ expect 2 "--special goes only with --decode" tokenize "$TMP/m.gguf" --special
 expect 2 "--bogus" template "$TMP/m.gguf" --bogus
 expect 2 "--api takes openai, anthropic or responses, not 'x'" template "$TMP/m.gguf" --api x
 # one spelling for threads: -t and --threads everywhere threads are taken
-for c in run perplexity bench; do
+for c in run perplexity bench routing; do
     a=$(args $c | sed "s#PACK#$TMP/half#")
     for t in -t --threads; do
         # shellcheck disable=SC2086
@@ -103,7 +107,7 @@ if [ -x "$BIN/strata-cuda" ]; then
 fi
 
 # no help text points at private folders
-for c in "" run serve info check perplexity bench tokenize template budget pull version; do
+for c in "" run serve info check perplexity bench routing tokenize template budget pull version; do
     # shellcheck disable=SC2086
     "$BIN/strata" $c --help >"$TMP/help" 2>&1
     if grep -n "seeds/\|reference/\|\.\./shared\|AGENTTRASH" "$TMP/help" >"$TMP/hits"; then

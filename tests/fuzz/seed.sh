@@ -38,6 +38,13 @@ fuzz_kld_base)
     cp -f tests/fixtures/llamacpp-tinymoe-f32-c16.kld "$corpus/tinymoe.kld"
     chmod u+w "$corpus/tinymoe.kld"
     ;;
+fuzz_routing_trace)
+    # small traces: all layers routing, a dense lead layer, empty, cut short
+    printf 'strata-routing-trace 1 layers 2 experts 8 used 2 tokens 3\n0,1 5,2\n1,0 7,6\n3,4 2,5\n' >"$corpus/two"
+    printf 'strata-routing-trace 1 layers 3 experts 4 used 1 tokens 2\n- 3 0\n- 2 1\n' >"$corpus/dense-lead"
+    printf 'strata-routing-trace 1 layers 1 experts 4 used 4 tokens 0\n' >"$corpus/empty"
+    printf 'strata-routing-trace 1 layers 2 experts 8 used 2 tokens 9\n0,1 5,2\n' >"$corpus/cut"
+    ;;
 fuzz_tokenizer)
     # first byte: vocabulary (low 4 bits) and parse_special (bit 4), then
     # a few short texts (%b: the \t and \n are whitespace)

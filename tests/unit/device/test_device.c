@@ -3,7 +3,10 @@
  * recorded by the CPU forward pass on a tinymoe pack built by iq3pack
  * (counts = tokens x layers x top_k, every layer's row sums to tokens x
  * top_k, the router's own picks), saved and read back by the profile
- * reader, and profiles added. */
+ * reader, and profiles added; the routing trace recorded in the same
+ * passes (several ubatches, then a decode step) holds one row per token
+ * whose counts are the profile's and whose last row is the router's last
+ * picks. */
 #include "tests/lib/test_util.h"
 
 #include "runtime/device/device.h"
@@ -92,7 +95,9 @@ static void test_record_routing(void **state)
     model *m = model_create(loader_hparams(p), loader_weights(p), &mo, err, sizeof err);
     assert_non_null(m);
     assert_null(model_routing(m));
+    assert_null(model_trace(m));
     assert_int_equal(model_record_routing(m, err, sizeof err), 0);
+    assert_int_equal(model_record_trace(m, err, sizeof err), 0);
     const model_hparams *hp = model_hp(m);
     const int T = 13, V = hp->n_vocab, L = hp->n_layer, E = hp->n_expert, K = hp->n_expert_used;
     int32_t tok[13];
@@ -112,6 +117,15 @@ static void test_record_routing(void **state)
     for (int j = 0; j < K; j++) /* the last layer's picks of the last token */
         assert_true(r->count[(L - 1) * E + m->sel[j]] > before[(L - 1) * E + m->sel[j]]);
     assert_int_equal(r->tokens, T);
+    const routing_trace *tr = model_trace(m);
+    assert_non_null(tr);
+    assert_int_equal(tr->n_tokens, T);
+    assert_memory_equal(routing_trace_at(tr, T - 1, L - 1), m->sel, (size_t)K * sizeof(int32_t));
+    ec_profile tp;
+    assert_int_equal(routing_trace_profile(tr, &tp, err, sizeof err), 0);
+    assert_int_equal(tp.tokens, T);
+    assert_memory_equal(tp.count, r->count, (size_t)L * E * sizeof(uint64_t));
+    ec_profile_free(&tp);
     uint64_t total = 0;
     for (int i = 0; i < L * E; i++) total += r->count[i];
     assert_int_equal(total, (uint64_t)T * L * K);

@@ -1,10 +1,13 @@
 /* test_expert_cache.c: the expert-cache policy on the simulated device:
  * slot sizing, allocation and initial fill, decaying scores, eviction order,
  * miss decisions, the routing profile file (round trip, hostile files), and
- * the hit rate on a synthetic routing trace against the profile's prediction. */
+ * the hit rate on a synthetic routing trace against the profile's prediction,
+ * the trace generated on the fly and, through replay_trace(), a recorded
+ * one (runtime/model/routing_trace.h) saved and loaded back. */
 #include "tests/lib/test_util.h"
 
 #include "runtime/device/expert_cache.h"
+#include "runtime/model/routing_trace.h"
 
 #include <math.h>
 #include <unistd.h>
@@ -388,6 +391,19 @@ static void route(lcg *g, const int perm[TL][TE], int l, int32_t out[TK])
     }
 }
 
+/* The router's per-layer order of experts: a shuffle from `seed`. */
+static void router_perm(int perm[TL][TE], uint64_t seed)
+{
+    lcg g = { seed };
+    for (int l = 0; l < TL; l++) {
+        for (int e = 0; e < TE; e++) perm[l][e] = e;
+        for (int e = TE - 1; e > 0; e--) {
+            int j = (int)(lcg_unit(&g) * (e + 1));
+            int t = perm[l][e]; perm[l][e] = perm[l][j]; perm[l][j] = t;
+        }
+    }
+}
+
 static double run_trace(ec_miss_mode miss, const ec_profile *prof, const int perm[TL][TE], uint64_t seed, ec_sim *sim,
                         ec_stats *st_out)
 {
@@ -429,14 +445,7 @@ static void test_hit_rate_synthetic_trace(void **state)
     (void)state;
     char err[256];
     int perm[TL][TE];
-    lcg g = { 12345 };
-    for (int l = 0; l < TL; l++) {
-        for (int e = 0; e < TE; e++) perm[l][e] = e;
-        for (int e = TE - 1; e > 0; e--) {
-            int j = (int)(lcg_unit(&g) * (e + 1));
-            int t = perm[l][e]; perm[l][e] = perm[l][j]; perm[l][j] = t;
-        }
-    }
+    router_perm(perm, 12345);
     /* record a profile from one trace, serve another trace from the same router */
     ec_profile prof;
     assert_int_equal(ec_profile_init(&prof, TL, TE, TK, err, sizeof err), 0);
@@ -476,6 +485,100 @@ static void test_hit_rate_synthetic_trace(void **state)
     ec_profile_free(&prof);
 }
 
+/* Replays a recorded routing trace through the cache on the simulated
+ * device under the policy run_trace() drives: the slots filled from a
+ * profile of the trace's own counts, per-token decay 0.995, one
+ * ec_begin_token per token, then every routed layer's experts in order
+ * (ec_sync after a miss copied to the GPU). Returns the measured hit rate
+ * and sets *predicted to ec_profile_hit_rate's figure for the same counts
+ * and n_slots. Any trace works: a synthetic one here, a real model's
+ * (`strata routing --trace-out`) as a fixture. */
+static double replay_trace(const routing_trace *t, int n_slots, ec_miss_mode miss, double *predicted, ec_stats *st)
+{
+    char err[256];
+    ec_profile prof;
+    assert_int_equal(routing_trace_profile(t, &prof, err, sizeof err), 0);
+    *predicted = ec_profile_hit_rate(&prof, n_slots);
+    ec_sim sim;
+    ec_sim_init(&sim, 25e9);
+    ec_config cfg = { .n_layer = t->n_layer, .n_expert = t->n_expert, .n_slots = n_slots, .slot_bytes = 1 << 20,
+                      .decay = 0.995, .miss = miss };
+    expert_cache *c = ec_create(&cfg, ec_sim_device(&sim), err, sizeof err);
+    assert_non_null(c);
+    assert_int_equal(ec_fill(c, &prof, err, sizeof err), 0);
+    uint64_t uses = 0;
+    for (uint64_t i = 0; i < t->n_tokens; i++) {
+        ec_begin_token(c);
+        for (int l = 0; l < t->n_layer; l++) {
+            if (!t->routed[l]) continue;
+            const int32_t *ex = routing_trace_at(t, i, l);
+            for (int k = 0; k < t->n_used; k++, uses++) {
+                ec_result r;
+                assert_int_equal(ec_access(c, l, ex[k], &r, err, sizeof err), 0);
+                if (r.where == EC_MISS_ON_GPU) assert_int_equal(ec_sync(c, err, sizeof err), 0);
+            }
+        }
+    }
+    assert_int_equal(ec_sync(c, err, sizeof err), 0);
+    *st = *ec_get_stats(c);
+    assert_int_equal(st->accesses, uses);
+    assert_int_equal(st->hits + st->miss_cpu + st->miss_pcie, st->accesses);
+    assert_int_equal(st->bytes, sim.bytes);
+    double hr = ec_hit_rate(c);
+    ec_free(c);
+    ec_sim_free(&sim);
+    ec_profile_free(&prof);
+    return hr;
+}
+
+/* The synthetic Zipf router's trace, recorded into a routing trace with a
+ * dense first layer (as DeepSeek's), saved and loaded back, then replayed:
+ * the profile-filled cache under CPU misses keeps the frequent set, so it
+ * measures about what the prediction says. */
+static void test_hit_rate_replayed_trace(void **state)
+{
+    (void)state;
+    char err[512], dir[] = "/tmp/strata-ec-XXXXXX", path[300];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/zipf.trace", dir);
+    int perm[TL][TE];
+    router_perm(perm, 4242);
+    bool routed[TL + 1];
+    for (int l = 0; l <= TL; l++) routed[l] = l > 0;
+    routing_trace rec, t;
+    assert_int_equal(routing_trace_init(&rec, TL + 1, TE, TK, routed, err, sizeof err), 0);
+    lcg rg = { 31337 };
+    for (int i = 0; i < 4000; i++)
+        for (int l = 0; l < TL; l++) {
+            int32_t ex[TK];
+            route(&rg, perm, l, ex);
+            assert_int_equal(routing_trace_observe(&rec, l + 1, ex, TK, err, sizeof err), 0);
+        }
+    assert_int_equal(routing_trace_save(&rec, path, err, sizeof err), 0);
+    routing_trace_free(&rec);
+    assert_int_equal(routing_trace_load(&t, path, err, sizeof err), 0);
+    assert_int_equal(t.n_tokens, 4000);
+    double predicted, predicted_pcie;
+    ec_stats st_cpu, st_pcie;
+    double hr_cpu = replay_trace(&t, TSLOTS, EC_MISS_CPU, &predicted, &st_cpu);
+    double hr_pcie = replay_trace(&t, TSLOTS, EC_MISS_PCIE, &predicted_pcie, &st_pcie);
+    printf("replayed trace: predicted %.4f  cpu-miss %.4f  pcie-miss %.4f\n", predicted, hr_cpu, hr_pcie);
+    assert_true(predicted == predicted_pcie);
+    assert_true(predicted > 0.5 && predicted < 0.95);
+    assert_true(fabs(hr_cpu - predicted) < 0.03);
+    assert_true(hr_pcie <= hr_cpu + 0.01);
+    assert_true(st_pcie.copies > st_cpu.copies);
+    /* every slot for every expert: nothing misses */
+    double all_pred;
+    ec_stats st_all;
+    double hr_all = replay_trace(&t, (TL + 1) * TE, EC_MISS_CPU, &all_pred, &st_all);
+    assert_true(fabs(all_pred - 1.0) < 1e-12);
+    assert_true(fabs(hr_all - 1.0) < 1e-12);
+    routing_trace_free(&t);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -488,6 +591,7 @@ int main(void)
         cmocka_unit_test(test_profile_round_trip),
         cmocka_unit_test(test_profile_hostile),
         cmocka_unit_test(test_hit_rate_synthetic_trace),
+        cmocka_unit_test(test_hit_rate_replayed_trace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
