@@ -3,7 +3,10 @@
  * Contract: shared_path() builds a path under the shared reference folder
  * ($STRATA_SHARED, else ../shared); have_shared() tells whether a file there
  * exists so a test can skip() and say so when the data is absent.
- * slurp() reads a whole file or returns NULL. No global state. */
+ * slurp() reads a whole file or returns NULL. No global state.
+ * SHIPPED_MODEL is the model the repository ships, for the tests that need
+ * "a real model" or "a real tokenizer" rather than reference data: they run
+ * without ../shared and fail (never skip) when the file is missing. */
 #ifndef STRATA_TEST_UTIL_H
 #define STRATA_TEST_UTIL_H
 
@@ -17,6 +20,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
+
+/* glm4moe, F16, a 1536-token SentencePiece vocabulary (<unk> <s> </s>, then
+ * the 256 byte tokens <0x00>..<0xFF> at ids 3..258, as stories260K's); the
+ * path is relative to the project root, where make test runs. */
+#define SHIPPED_MODEL "models/tiny-moe/tiny-moe.gguf"
 
 static inline const char *shared_root(void)
 {

@@ -1,7 +1,7 @@
 /* vocab_relabel.h: TEST-ONLY. A copy of a GGUF (every key and tensor) whose
  * tokens first..first+n-1 are renamed to names[] and typed CONTROL, so a
  * test can give a small real vocabulary the special tokens of another
- * family (gpt-oss's harmony markers on stories260K's byte tokens, which
+ * family (gpt-oss's harmony markers on the shipped model's byte tokens, which
  * its texts do not need). Returns 0, or -1 with one line in err. */
 #ifndef STRATA_TEST_VOCAB_RELABEL_H
 #define STRATA_TEST_VOCAB_RELABEL_H
