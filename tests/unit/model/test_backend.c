@@ -140,21 +140,28 @@ static void test_bound_backend_same_logits(void **st)
     (void)st;
     bound_backend_same_logits(SHIPPED_MODEL, &wide);
     char path[4096];
-    if (have_shared(TINYMOE)) bound_backend_same_logits(shared_path(path, sizeof path, TINYMOE), &narrow);
-    else printf("SKIP (part) %s/%s is absent\n", shared_root(), TINYMOE);
+    if (shared_part(path, sizeof path, TINYMOE)) bound_backend_same_logits(path, &narrow);
 }
 
 /* The shipped model against the narrow row, one feature added at a time:
  * each refusal names the next thing it lacks, until none is left. */
-static void check_shipped(void)
+/* The model at path with an F32 KV cache, which the CPU's row runs. */
+static model *open_f32_kv(gguf_model *g, const char *path)
 {
     char err[256];
     model_options o = model_default_options();
     o.n_threads = 1;
     o.kv = KV_F32;
-    gguf_model g;
-    model *m = open_at(&g, SHIPPED_MODEL, o);
+    model *m = open_at(g, path, o);
     assert_int_equal(backend_check(backend_cpu.caps, m, err, sizeof err), 0);
+    return m;
+}
+
+static void check_shipped(void)
+{
+    char err[256];
+    gguf_model g;
+    model *m = open_f32_kv(&g, SHIPPED_MODEL);
     backend_caps c = narrow;
     assert_int_equal(backend_check(&c, m, err, sizeof err), -1);
     assert_string_equal(err, "the TEST backend keeps an f16 KV cache (--kv-type f32 runs on the CPU: --device cpu)");
@@ -180,12 +187,8 @@ static void check_shipped(void)
 static void check_tinymoe(const char *path)
 {
     char err[256];
-    model_options o = model_default_options();
-    o.n_threads = 1;
-    o.kv = KV_F32;
     gguf_model g;
-    model *m = open_at(&g, path, o);
-    assert_int_equal(backend_check(backend_cpu.caps, m, err, sizeof err), 0);
+    model *m = open_f32_kv(&g, path);
     assert_int_equal(backend_check(&narrow, m, err, sizeof err), -1);
     assert_string_equal(err, "the TEST backend keeps an f16 KV cache (--kv-type f32 runs on the CPU: --device cpu)");
     backend_caps f32 = narrow;
@@ -212,8 +215,7 @@ static void test_check_names_what_is_missing(void **st)
     (void)st;
     check_shipped();
     char path[4096];
-    if (have_shared(TINYMOE)) check_tinymoe(shared_path(path, sizeof path, TINYMOE));
-    else printf("SKIP (part) %s/%s is absent\n", shared_root(), TINYMOE);
+    if (shared_part(path, sizeof path, TINYMOE)) check_tinymoe(path);
 }
 
 int main(void)

@@ -192,9 +192,7 @@ static void test_threads_identical(void **st)
     (void)st;
     threads_identical(SHIPPED_MODEL);
     char path[4096];
-    if (have_shared("models/tinymoe/tinymoe-f16.gguf"))
-        threads_identical(shared_path(path, sizeof path, "models/tinymoe/tinymoe-f16.gguf"));
-    else printf("SKIP (part) %s/models/tinymoe/tinymoe-f16.gguf is absent\n", shared_root());
+    if (shared_part(path, sizeof path, "models/tinymoe/tinymoe-f16.gguf")) threads_identical(path);
 }
 
 /* On the shipped model, against its own default run (F32 KV cache, SIMD,
@@ -397,9 +395,7 @@ static void test_shape_errors_name_tensor(void **st)
     (void)st;
     shape_errors_name_tensor(SHIPPED_MODEL);
     char path[4096];
-    if (have_shared("models/archs/qwen2/qwen2-f16.gguf"))
-        shape_errors_name_tensor(shared_path(path, sizeof path, "models/archs/qwen2/qwen2-f16.gguf"));
-    else printf("SKIP (part) %s/models/archs/qwen2/qwen2-f16.gguf is absent\n", shared_root());
+    if (shared_part(path, sizeof path, "models/archs/qwen2/qwen2-f16.gguf")) shape_errors_name_tensor(path);
 }
 
 static int hp_get(void *ctx, const char *key, double *out)

@@ -80,9 +80,7 @@ static void test_shipped_and_stories260K(void **state)
     build_and_verify(SHIPPED_MODEL, NULL, NULL);
     build_and_verify(SHIPPED_MODEL, "--experts", "keep");
     char src[4096];
-    if (have_shared("models/stories260K/stories260K.gguf"))
-        build_and_verify(shared_path(src, sizeof src, "models/stories260K/stories260K.gguf"), NULL, NULL);
-    else printf("SKIP (part) %s/models/stories260K/stories260K.gguf is absent\n", shared_root());
+    if (shared_part(src, sizeof src, "models/stories260K/stories260K.gguf")) build_and_verify(src, NULL, NULL);
 }
 
 static void test_tinymoe_all(void **state)
