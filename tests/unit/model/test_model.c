@@ -195,9 +195,27 @@ static void test_threads_identical(void **st)
     if (shared_part(path, sizeof path, "models/tinymoe/tinymoe-f16.gguf")) threads_identical(path);
 }
 
+/* The runs that change only rounding, and the f16 KV cache (a little) */
+typedef struct variant { int n_batch, simd; kv_type kv; double tol; const char *what; } variant;
+static const variant VARIANTS[] = {
+    { 1, 1, KV_F32, REL_TOL, "n_batch 1 (token by token)" },
+    { 7, 1, KV_F32, REL_TOL, "n_batch 7" },
+    { 64, 0, KV_F32, REL_TOL, "scalar kernels" },
+    { 64, 1, KV_F16, 5e-3, "f16 KV cache" },
+};
+#define N_VARIANTS (sizeof VARIANTS / sizeof VARIANTS[0])
+
+static model_options variant_opts(const variant *v)
+{
+    model_options o = f32_opts(2);
+    o.n_batch = v->n_batch;
+    o.simd = v->simd;
+    o.kv = v->kv;
+    return o;
+}
+
 /* On the shipped model, against its own default run (F32 KV cache, SIMD,
- * the default ubatch): ubatch size and the scalar kernels change only
- * rounding, the f16 KV cache a little. */
+ * the default ubatch). */
 static void test_variants_agree(void **st)
 {
     (void)st;
@@ -208,22 +226,14 @@ static void test_variants_agree(void **st)
     float *base = run_seq(m, &s);
     model_free(m);
     s.ref = base;
-    struct { int n_batch, simd; kv_type kv; double tol; const char *what; } v[] = {
-        { 1, 1, KV_F32, REL_TOL, "shipped model, n_batch 1 vs the default" },
-        { 7, 1, KV_F32, REL_TOL, "shipped model, n_batch 7 vs the default" },
-        { 64, 0, KV_F32, REL_TOL, "shipped model, scalar kernels vs SIMD" },
-        { 64, 1, KV_F16, 5e-3, "shipped model, f16 KV cache vs f32" },
-    };
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
-        model_options o = f32_opts(2);
-        o.n_batch = v[i].n_batch;
-        o.simd = v[i].simd;
-        o.kv = v[i].kv;
-        char err[256];
+    for (size_t i = 0; i < N_VARIANTS; i++) {
+        char err[256], what[128];
+        const model_options o = variant_opts(&VARIANTS[i]);
         m = model_create(&gm.hp, &gm.w, &o, err, sizeof err);
         if (!m) fail_msg("%s", err);
         float *out = run_seq(m, &s);
-        assert_true(compare(&s, out, v[i].what, 0) < v[i].tol);
+        snprintf(what, sizeof what, "shipped model, %s vs the default run", VARIANTS[i].what);
+        assert_true(compare(&s, out, what, 0) < VARIANTS[i].tol);
         free(out);
         model_free(m);
     }
@@ -239,21 +249,11 @@ static void test_variants_close(void **st)
     SKIP_UNLESS_SHARED("models/stories260K/stories260K.gguf");
     seq s;
     assert_int_equal(seq_load(&s, "models/stories260K", "models/stories260K", "v3"), 0);
-    struct { int n_batch, simd; kv_type kv; double tol; const char *what; } v[] = {
-        { 1, 1, KV_F32, REL_TOL, "n_batch 1 (token by token)" },
-        { 7, 1, KV_F32, REL_TOL, "n_batch 7" },
-        { 64, 0, KV_F32, REL_TOL, "scalar kernels" },
-        { 64, 1, KV_F16, 5e-3, "f16 KV cache" },
-    };
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+    for (size_t i = 0; i < N_VARIANTS; i++) {
         gguf_model gm;
-        model_options o = f32_opts(2);
-        o.n_batch = v[i].n_batch;
-        o.simd = v[i].simd;
-        o.kv = v[i].kv;
-        model *m = open_model(&gm, "models/stories260K/stories260K.gguf", 0, o);
+        model *m = open_model(&gm, "models/stories260K/stories260K.gguf", 0, variant_opts(&VARIANTS[i]));
         float *out = run_seq(m, &s);
-        assert_true(compare(&s, out, v[i].what, v[i].kv == KV_F32) < v[i].tol);
+        assert_true(compare(&s, out, VARIANTS[i].what, VARIANTS[i].kv == KV_F32) < VARIANTS[i].tol);
         free(out);
         model_free(m);
         gguf_model_free(&gm);
