@@ -115,7 +115,7 @@ int ec_profile_observe(ec_profile *p, int layer, const int32_t *experts, int n, 
                 return err_printf(err, errlen, "routing profile: expert %d routed twice in one token", (int)experts[i]);
     }
     for (int i = 0; i < n; i++) p->count[(size_t)layer * (size_t)p->n_expert + (size_t)experts[i]]++;
-    if (layer == 0) p->tokens++;
+    if (layer == p->token_layer) p->tokens++;
     return 0;
 }
 
@@ -171,9 +171,10 @@ int ec_profile_parse(ec_profile *p, const char *text, size_t len, const char *pa
             sum += v;
         }
         if (tc_eol(&c)) goto bad;
-        /* the counts must be the routing of `tokens` tokens, n_used experts each:
-         * a file cut or edited by hand would otherwise skew every score silently */
-        if (sum != tokens * nu) {
+        /* the counts must be the routing of `tokens` tokens, n_used experts each (or none: a
+         * dense layer of an MoE model, as a leading one, routes nothing): a file cut or edited by
+         * hand would otherwise skew every score silently */
+        if (sum != tokens * nu && sum != 0) {
             tc_fail(&c, "layer %llu counts add up to %llu, but %llu tokens x %llu experts used is %llu", (unsigned long long)l,
                      (unsigned long long)sum, (unsigned long long)tokens, (unsigned long long)nu, (unsigned long long)(tokens * nu));
             goto bad;

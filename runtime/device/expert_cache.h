@@ -67,14 +67,16 @@ void ec_sim_free(ec_sim *s);
 
 typedef struct ec_profile {
     int n_layer, n_expert, n_used;
+    int token_layer;         /* the layer whose observations count tokens: 0 by default, the first
+                              * routed one where dense layers lead (their rows stay 0) */
     uint64_t tokens;
     uint64_t *count;         /* n_layer * n_expert */
 } ec_profile;
 
 int ec_profile_init(ec_profile *p, int n_layer, int n_expert, int n_used, char *err, size_t errlen);
 void ec_profile_free(ec_profile *p);
-/* One token's routing at one layer (n == n_used experts); tokens counts
- * layer-0 observations. -1 with err on an expert or layer out of range. */
+/* One token's routing at one layer (n == n_used experts); tokens counts the
+ * observations at token_layer. -1 with err on an expert or layer out of range. */
 int ec_profile_observe(ec_profile *p, int layer, const int32_t *experts, int n, char *err, size_t errlen);
 int ec_profile_save(const ec_profile *p, const char *path, char *err, size_t errlen);
 int ec_profile_load(ec_profile *p, const char *path, char *err, size_t errlen);

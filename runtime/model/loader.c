@@ -245,6 +245,8 @@ static int build_pool(loaded_pack *p)
         done += p->x.t[i].dst_bytes;
         if (p->progress) p->progress(p->progress_ctx, done < p->x.pool ? done : p->x.pool, p->x.pool);
     }
+    /* the tensors' bytes fall short of the pool by its alignment padding: the end is the whole pool */
+    if (p->progress) p->progress(p->progress_ctx, p->x.pool, p->x.pool);
     /* The dense files are in the pool now; only experts.bin stays mapped. */
     for (int f = 0; f < 2; f++)
         if (p->map[f]) { munmap(p->map[f], p->map_bytes[f]); p->map[f] = NULL; }

@@ -392,6 +392,8 @@ int model_record_routing(model *m, char *err, size_t errlen)
         free(p);
         return -1;
     }
+    /* tokens are counted where the first routing happens: dense layers may lead (GLM-4.5, DeepSeek) */
+    while (p->token_layer + 1 < m->hp.n_layer && !hparams_layer_moe(&m->hp, p->token_layer)) p->token_layer++;
     m->routing = p;
     return 0;
 }

@@ -1,15 +1,16 @@
 #!/bin/sh
-# e2e_device.sh: the device options (runtime/device/device.h) without a GPU, on a
-# tinymoe pack (and a stories260K one) built by iq3pack:
+# e2e_device.sh: the device options (runtime/device/device.h) without a GPU, on
+# the shipped model's pack (and, with ../shared, a stories260K one) built by iq3pack:
 #  - bin/strata (CPU-only) refuses --device cuda with one line naming
 #    `make strata-cuda` and exit 1; a bad --device value exits 2; an
 #    explicit --device auto notes the CPU on stderr and gives --device cpu's
 #    text; bench on the CPU prints no cache lines.
 #  - --record-routing on the CPU writes a routing profile whose counts match
-#    the router: tokens = evaluated positions, every layer's counts sum to
-#    tokens x top_k, so all counts sum to tokens x layers x top_k; the file
-#    is read back by `strata budget --profile` (the profile reader), is
-#    never overwritten, and a dense pack is refused.
+#    the router: tokens = evaluated positions, every MoE layer's counts sum
+#    to tokens x top_k and the dense first layer's to 0, so all counts sum to
+#    tokens x MoE layers x top_k; the file is read back by `strata budget
+#    --profile` (the profile reader), is never overwritten, and a dense pack
+#    (stories260K) is refused.
 #  - serve --record-routing writes the profile when the server stops, and
 #    /metrics carries strata_device_gpu 0.
 #  - bin/strata-cuda, when it was built (make strata-cuda): without a usable
@@ -20,9 +21,9 @@
 set -u
 bin=${STRATA_BIN:?STRATA_BIN is not set}
 shared=${STRATA_SHARED:-../shared}
-moe_gguf="$shared/models/tinymoe/tinymoe-f32.gguf"
+moe_gguf=$(cd "$(dirname "$0")/../.." && pwd)/models/tiny-moe/tiny-moe.gguf
 dense_gguf="$shared/models/stories260K/stories260K.gguf"
-[ -f "$moe_gguf" ] || { echo "SKIP: $moe_gguf is absent"; exit 77; }
+[ -f "$moe_gguf" ] || { echo "FAIL: $moe_gguf is missing (it is part of the repository)"; exit 1; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-e2e-device-XXXXXX") || exit 1
 pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }
@@ -30,7 +31,7 @@ trap cleanup EXIT INT TERM
 fails=0
 bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
 
-"$bin/iq3pack" build "$moe_gguf" -o "$tmp/moe" >/dev/null 2>&1 || { echo "FAIL: iq3pack build tinymoe"; exit 1; }
+"$bin/iq3pack" build "$moe_gguf" -o "$tmp/moe" >/dev/null 2>&1 || { echo "FAIL: iq3pack build tiny-moe"; exit 1; }
 
 # --device on the CPU-only binary
 "$bin/strata" run "$tmp/moe" -p "hello" -n 4 --device cuda >"$tmp/o" 2>"$tmp/e"; rc=$?
@@ -66,16 +67,17 @@ grep -q "of it" "$tmp/b" || bad "bench output: $(cat "$tmp/b")"
     --record-routing "$tmp/prof.txt" >"$tmp/rec.txt" 2>"$tmp/e" || bad "run --record-routing: $(cat "$tmp/e")"
 [ -f "$tmp/prof.txt" ] || { bad "no profile written"; }
 if [ -f "$tmp/prof.txt" ]; then
-    # evaluated positions = rows of --logits-out (512 f32 logits each)
-    rows=$(( $(wc -c <"$tmp/l.f32") / (512 * 4) ))
+    # evaluated positions = rows of --logits-out (1536 f32 logits each); 4 layers run, the
+    # first dense, 8 experts, top 2
+    rows=$(( $(wc -c <"$tmp/l.f32") / (1536 * 4) ))
     head -1 "$tmp/prof.txt" | grep -q "^strata-routing-profile 1$" || bad "profile header: $(head -1 "$tmp/prof.txt")"
-    grep -q "^shape 2 8 2$" "$tmp/prof.txt" || bad "profile shape: $(sed -n 2p "$tmp/prof.txt")"
+    grep -q "^shape 4 8 2$" "$tmp/prof.txt" || bad "profile shape: $(sed -n 2p "$tmp/prof.txt")"
     tokens=$(sed -n 's/^tokens //p' "$tmp/prof.txt")
-    [ "$tokens" = "$rows" ] || bad "profile tokens $tokens, evaluated positions $rows"
+    [ "$tokens" = "$rows" ] && [ "$rows" -gt 0 ] || bad "profile tokens $tokens, evaluated positions $rows"
     total=$(awk '/^layer/ { for (i = 3; i <= NF; i++) s += $i } END { print s }' "$tmp/prof.txt")
-    [ "$total" = $((rows * 2 * 2)) ] || bad "profile counts sum to $total, want tokens x layers x top_k = $((rows * 4))"
-    awk -v t="$tokens" '/^layer/ { s = 0; for (i = 3; i <= NF; i++) s += $i; if (s != 2 * t) exit 1 }' "$tmp/prof.txt" ||
-        bad "a layer's counts do not sum to tokens x top_k"
+    [ "$total" = $((rows * 3 * 2)) ] || bad "profile counts sum to $total, want tokens x MoE layers x top_k = $((rows * 6))"
+    awk -v t="$tokens" '/^layer/ { s = 0; for (i = 3; i <= NF; i++) s += $i; if (s != ($2 == 0 ? 0 : 2 * t)) exit 1 }' "$tmp/prof.txt" ||
+        bad "a layer's counts do not sum to tokens x top_k (0 for the dense first layer)"
     tail -1 "$tmp/prof.txt" | grep -q "^end$" || bad "profile does not end with 'end'"
     # read back by the profile reader
     "$bin/strata" budget "$tmp/moe" --vram 1G --profile "$tmp/prof.txt" >"$tmp/bud" 2>&1 || bad "budget --profile: $(cat "$tmp/bud")"

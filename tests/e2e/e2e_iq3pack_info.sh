@@ -1,11 +1,11 @@
 #!/bin/sh
-# iq3pack info / dump through the binary: the dump of an F32 tensor of
-# stories260K is byte-identical to the tensor's bytes in the file (located
+# iq3pack info / dump through the binary: the dump of an F32 tensor of the
+# shipped model is byte-identical to the tensor's bytes in the file (located
 # with info's own offsets), and refusals leave no output.
 set -u
-bin=${STRATA_BIN:?}; shared=${STRATA_SHARED:?}
-src=$shared/models/stories260K/stories260K.gguf
-[ -f "$src" ] || { echo "skip: $src is absent"; exit 77; }
+bin=${STRATA_BIN:?}
+src=$(cd "$(dirname "$0")/../.." && pwd)/models/tiny-moe/tiny-moe.gguf
+[ -f "$src" ] || { echo "FAIL: $src is missing (it is part of the repository)"; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$bin/iq3pack" info "$src" --tensors >"$tmp/info.txt" || { echo "info failed"; exit 1; }
 data=$(sed -n 's/.*data at \([0-9]*\)$/\1/p' "$tmp/info.txt")

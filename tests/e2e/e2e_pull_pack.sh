@@ -1,7 +1,7 @@
 #!/bin/sh
 # strata pull REPO (no file names): a whole pack published as a Hugging Face
 # repository, against tests/fixtures/hf_mirror.py (its /api/models file list
-# and resolve URLs) on 127.0.0.1. Builds a pack from stories260K.gguf with
+# and resolve URLs) on 127.0.0.1. Builds a pack from the shipped model with
 # iq3pack build, serves it as a repository, pulls it whole and checks it
 # (the pull's own check and `strata check`); a second pull downloads nothing;
 # a cut transfer resumes; a damaged pack (crc32 off, sha256 consistent) fails
@@ -11,8 +11,8 @@
 # list are retried.
 set -u
 bin=${STRATA_BIN:?STRATA_BIN is not set}
-gguf=${STRATA_SHARED:?STRATA_SHARED is not set}/models/stories260K/stories260K.gguf
-[ -f "$gguf" ] || { echo "skip: $gguf (the model the pack is built from) is absent"; exit 77; }
+gguf=$(cd "$(dirname "$0")/../.." && pwd)/models/tiny-moe/tiny-moe.gguf
+[ -f "$gguf" ] || { echo "FAIL: $gguf is missing (it is part of the repository)"; exit 1; }
 command -v python3 >/dev/null 2>&1 || { echo "skip: python3 (for the fixture server) is absent"; exit 77; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-e2e-pull-pack-XXXXXX") || exit 1
 . "$(dirname "$0")/../lib/hf_mirror.sh"

@@ -5,9 +5,9 @@
 # with node beside the official `openai` and `@anthropic-ai/sdk` packages
 # (installed as tests/lib/server.sh's sdk_install does) against strata-fake
 # (`strata serve` with the fake engine) answering a fixed sentence: node
-# must exit 0 and print the sentence twice (once per SDK). Exit 77 (skip)
-# when node, npm or the packages are not to be had, or stories260K's
-# tokenizer is absent.
+# must exit 0 and print the sentence twice (once per SDK); the fake engine
+# tokenizes with the shipped model. Exit 77 (skip) when node, npm or the
+# packages are not to be had.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/lib/server.sh"

@@ -3,19 +3,17 @@
 # load, /health 503 while loading then 200, the API key, a chat completion,
 # the OpenAI and Anthropic SSE streams, a client cut off mid-stream, and a
 # clean stop on SIGTERM. Uses the test program strata-fake (strata serve
-# with the fake engine, tests/lib/strata_fake_main.c) with the stories260K
-# tokenizer on a free 127.0.0.1 port chosen by the server.
+# with the fake engine, tests/lib/strata_fake_main.c) with the shipped
+# model's tokenizer on a free 127.0.0.1 port chosen by the server.
 set -u
 bin=${STRATA_BIN:?STRATA_BIN is not set}
 fake=${STRATA_FAKE:?STRATA_FAKE is not set}
-shared=${STRATA_SHARED:-../shared}
-gguf="$shared/models/stories260K/stories260K.gguf"
 command -v curl >/dev/null || { echo "curl is not installed"; exit 77; }
-[ -f "$gguf" ] || { echo "$gguf is absent"; exit 77; }
 tmp=$(mktemp -d); pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT INT TERM
 . "$(dirname "$0")/../lib/server.sh"
+shipped_gguf
 
 # a pack that cannot be loaded is a clear one-line refusal
 "$bin/strata" serve "$tmp/no-such-pack" --port 0 >/dev/null 2>"$tmp/e1" && fail "served a missing pack"

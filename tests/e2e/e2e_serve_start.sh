@@ -9,21 +9,19 @@
 # Loading shows how far it has come with stderr not a terminal (a file
 # here): a line per tenth, the last at 100 %, each with the time left; and
 # serve, run and info print no internal words ("engine pool", "VERBATIM").
-# Uses a stories260K pack built by iq3pack.
+# Uses the shipped model's pack built by iq3pack (its trained context: 512).
 set -u
 bin=${STRATA_BIN:?STRATA_BIN is not set}
-shared=${STRATA_SHARED:-../shared}
-gguf="$shared/models/stories260K/stories260K.gguf"
 command -v curl >/dev/null || { echo "SKIP: curl is not installed"; exit 77; }
-[ -f "$gguf" ] || { echo "SKIP: $gguf is absent"; exit 77; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-e2e-serve-start-XXXXXX") || exit 1
 pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT INT TERM
 . "$(dirname "$0")/../lib/server.sh"
+shipped_gguf
 curl() { command curl -g "$@"; } # in http://[::1]:PORT the brackets are the host's, not a glob
 
-pack="$tmp/stories"
+pack="$tmp/tiny-moe"
 "$bin/iq3pack" build "$gguf" -o "$pack" >/dev/null 2>&1 || fail "iq3pack build"
 
 # refused: exit 1, one line on stderr that names the path, nothing on stdout
@@ -39,7 +37,7 @@ refused() { # NAME PATH WORD: PATH is refused and the line holds WORD
     grep -q "$3" "$tmp/err" || fail "$1: the line does not say '$3'"
 }
 refused "missing" "$tmp/no-such-pack" "does not exist"
-refused "GGUF" "$gguf" "stories260K.gguf"
+refused "GGUF" "$gguf" "tiny-moe.gguf"
 refused "GGUF advice" "$gguf" "iq3pack build"
 mkdir "$tmp/empty"
 refused "no index" "$tmp/empty" "index.txt"
@@ -68,8 +66,8 @@ serve_on() {
     kill -TERM $pid; wait $pid; pid=""
 }
 serve_on localhost localhost ""
-grep -q "loading .*stories: 100% (.* of .*), [0-9]*:[0-9][0-9] left" "$tmp/err" || fail "no loading line at 100 %"
-n=$(grep -c "loading .*stories: " "$tmp/err")
+grep -q "loading .*tiny-moe: 100% (.* of .*), [0-9]*:[0-9][0-9] left" "$tmp/err" || fail "no loading line at 100 %"
+n=$(grep -c "loading .*tiny-moe: " "$tmp/err")
 [ "$n" -ge 2 ] && [ "$n" -le 10 ] || fail "$n loading lines, want one per tenth reached"
 "$bin/strata" run "$pack" -p hi -n 2 >"$tmp/run" 2>&1 || fail "strata run: $(cat "$tmp/run")"
 "$bin/strata" info "$pack" >"$tmp/info" 2>&1 || fail "strata info: $(cat "$tmp/info")"
@@ -77,7 +75,7 @@ for f in out err run info; do
     if grep -n "engine pool\|VERBATIM" "$tmp/$f"; then fail "internal words in the output of $f"; fi
 done
 serve_on 127.0.0.1 127.0.0.1 "--ctx 8192"
-grep -q "warning: a context of 8192 tokens is beyond the 2048 the model was trained on" "$tmp/err" || fail "no --ctx warning"
+grep -q "warning: a context of 8192 tokens is beyond the 512 the model was trained on" "$tmp/err" || fail "no --ctx warning"
 serve_on 127.0.0.1 127.0.0.1 "--ctx 64"
 ! grep -q "warning: a context of" "$tmp/err" || fail "--ctx 64 warned"
 

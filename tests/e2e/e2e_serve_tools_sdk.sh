@@ -7,19 +7,18 @@
 # answer (its own stream helper accumulating the deltas), and take the next
 # turn carrying its assistant message and the tool results. The same
 # answers are checked field by field in C (test_server.c); this is what the
-# clients people use make of them. Exit 77 (skip) when node, npm or the
-# packages are not to be had, or stories260K's tokenizer is absent.
+# clients people use make of them. The fake engine tokenizes with the
+# shipped model. Exit 77 (skip) when node, npm or the packages are not to be
+# had.
 set -u
 fake=${STRATA_FAKE:?STRATA_FAKE is not set}
-shared=${STRATA_SHARED:-../shared}
 here=$(cd "$(dirname "$0")/.." && pwd)
-gguf="$shared/models/stories260K/stories260K.gguf"
-[ -f "$gguf" ] || { echo "SKIP: $gguf is absent"; exit 77; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-e2e-tools-sdk-XXXXXX") || exit 1
 pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT INT TERM
 . "$here/lib/server.sh"
+shipped_gguf
 
 sdk_install "$tmp/sdk" || { echo "SKIP: the SDKs: $(tail -n 1 "$tmp/sdk-npm.log")"; exit 77; }
 

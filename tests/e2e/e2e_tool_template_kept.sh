@@ -31,14 +31,13 @@
 # Instruct's, 0905's and the first release's (the tools under "# Tools",
 # the template's indentation before results, calls after text); both APIs. `strata template
 # --chat-template NAME --date 2026-12-03` must reproduce each. Then the
-# templates' refusals. Needs only a GGUF with a tokenizer (stories260K from
-# ../shared); exit 77 when it is absent.
+# templates' refusals. Needs only a GGUF with a tokenizer: the shipped
+# model's (BOS <s>, EOS </s>).
 set -u
 bin=${STRATA_BIN:?STRATA_BIN is not set}
-shared=${STRATA_SHARED:-../shared}
 here=$(cd "$(dirname "$0")/.." && pwd)
-gguf=$shared/models/stories260K/stories260K.gguf
-[ -f "$gguf" ] || { echo "SKIP: $gguf is absent"; exit 77; }
+gguf=$(cd "$here/.." && pwd)/models/tiny-moe/tiny-moe.gguf
+[ -f "$gguf" ] || { echo "FAIL: $gguf is missing (it is part of the repository)"; exit 1; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-e2e-kept-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 fail() { echo "FAIL: $*"; exit 1; }

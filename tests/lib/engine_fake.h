@@ -1,7 +1,7 @@
 /* engine_fake.h: a deterministic stand-in for the model, for tests only.
  *
  * It tokenizes with a real tokenizer (any GGUF carrying tokenizer.* keys,
- * e.g. stories260K.gguf, or a pack's tokenizer.gguf) and "generates" by
+ * e.g. the shipped model's, or a pack's tokenizer.gguf) and "generates" by
  * replaying the tokens of a fixed story, then the end-of-generation token.
  * Which story is a function of the seed alone when temperature > 0 (story
  * 0 when greedy), so a streamed and a non-streamed request with the same

@@ -1,9 +1,9 @@
 /* llamacpp_fixture.h: TEST-ONLY helpers for models our GGUF writer makes
  * and llama.cpp ran (tests/diag/diag_fixtures_llamacpp.sh wrote its outputs to
  * tests/fixtures/<set>/): a scratch folder per model, the fixture files,
- * the token sequence with llama.cpp's logits, the relative distance of two
- * logit sets, and the same model built into a pack and run through the
- * loader. Fixture paths are relative to the project root (where make test
+ * the token sequence (a shared token file's head, or ids given) with
+ * llama.cpp's logits, the relative distance of two logit sets, and the same
+ * model built into a pack and run through the loader. Fixture paths are relative to the project root (where make test
  * runs); a missing fixture fails with its path. */
 #ifndef STRATA_TEST_LLAMACPP_FIXTURE_H
 #define STRATA_TEST_LLAMACPP_FIXTURE_H
@@ -60,6 +60,21 @@ static inline void fixture_seq(seq *s, const char *tokens_rel, int n_tok, int n_
     s->tok = slurp_shared(tokens_rel, &nt);
     assert_non_null(s->tok);
     assert_true(nt >= (size_t)n_tok * sizeof(int32_t));
+    s->ref = fixture_floats(set, name, "logits", 0, &nl);
+    s->n_rows = n_tok;
+    s->n_prompt = n_prompt;
+    s->n_vocab = (int)(nl / (size_t)n_tok);
+    assert_int_equal(nl, (size_t)s->n_rows * s->n_vocab);
+}
+
+/* The same with the token sequence given (n_tok ids, copied). */
+static inline void fixture_seq_ids(seq *s, const int32_t *ids, int n_tok, int n_prompt, const char *set,
+                                   const char *name)
+{
+    size_t nl = 0;
+    s->tok = malloc((size_t)n_tok * sizeof *s->tok);
+    assert_non_null(s->tok);
+    memcpy(s->tok, ids, (size_t)n_tok * sizeof *s->tok);
     s->ref = fixture_floats(set, name, "logits", 0, &nl);
     s->n_rows = n_tok;
     s->n_prompt = n_prompt;

@@ -1,6 +1,6 @@
 # tests/lib/server.sh: sourced by the end-to-end scripts that start
-# `strata serve` (e2e_serve.sh, e2e_serve_real.sh, e2e_serve_tools_sdk.sh, diag_claude_code.sh, diag_codex.sh,
-# diag_agents_chat.sh). Not a test itself:
+# `strata serve` (e2e_serve.sh, e2e_serve_real.sh, e2e_serve_start.sh, e2e_serve_tools_sdk.sh, e2e_readme_js.sh,
+# diag_claude_code.sh, diag_codex.sh, diag_agents_chat.sh). Not a test itself:
 # tests/run.sh runs only tests/e2e/e2e_*.sh.
 #
 # Contract: the caller sets $tmp (its scratch folder) and starts the server
@@ -17,9 +17,12 @@
 # agent's npm PACKAGE under DIR once (kept: they are hundreds of MB) and sets
 # agent to DIR/node_modules/.bin/BIN, or exits 77 (skip) with npm's last line.
 # qwen3_markers: a template text the server takes for Qwen3's tool format.
-# fake_e2e_begin NAME (an e2e script running strata-fake on stories260K's
-# tokenizer): sets fake ($STRATA_FAKE), shared, gguf and tmp, and a trap that
-# stops the server ($pid) and removes tmp; exits 77 without the GGUF.
+# shipped_gguf: the model the repository ships (models/tiny-moe/tiny-moe.gguf,
+# found from the sourcing script's place under tests/), or exit 1 naming it:
+# it is part of the repository, so its absence is a failure, not a skip.
+# fake_e2e_begin NAME (an e2e script running strata-fake on the shipped
+# model's tokenizer): sets fake ($STRATA_FAKE), gguf (shipped_gguf) and tmp,
+# and a trap that stops the server ($pid) and removes tmp.
 # agent_diag_begin NAME (the diag_*.sh agent checks, after setting root): sets
 # shared, gguf (stories260K), fake (the test program strata-fake: $STRATA_FAKE,
 # or the first build/*/tests/strata-fake) and tmp, and a trap that stops the
@@ -50,11 +53,14 @@ server_healthy() {
     fail "/health never became 200"
 }
 
+shipped_gguf() {
+    gguf="$(cd "$(dirname "$0")/../.." && pwd)/models/tiny-moe/tiny-moe.gguf"
+    [ -f "$gguf" ] || { echo "FAIL: $gguf is missing (it is part of the repository)"; exit 1; }
+}
+
 fake_e2e_begin() {
     fake=${STRATA_FAKE:?STRATA_FAKE is not set}
-    shared=${STRATA_SHARED:-../shared}
-    gguf="$shared/models/stories260K/stories260K.gguf"
-    [ -f "$gguf" ] || { echo "SKIP: $gguf is absent"; exit 77; }
+    shipped_gguf
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-e2e-$1-XXXXXX") || exit 1
     pid=""
     trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM

@@ -2,8 +2,12 @@
  *
  * Contract: shared_path() builds a path under the shared reference folder
  * ($STRATA_SHARED, else ../shared); have_shared() tells whether a file there
- * exists so a test can skip() and say so when the data is absent.
- * slurp() reads a whole file or returns NULL. No global state. */
+ * exists so a test can skip() and say so when the data is absent;
+ * shared_part() gives the path for the part of a test that needs it.
+ * slurp() reads a whole file or returns NULL. No global state.
+ * SHIPPED_MODEL is the model the repository ships, for the tests that need
+ * "a real model" or "a real tokenizer" rather than reference data: they run
+ * without ../shared and fail (never skip) when the file is missing. */
 #ifndef STRATA_TEST_UTIL_H
 #define STRATA_TEST_UTIL_H
 
@@ -17,6 +21,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
+
+/* glm4moe, F16, a 1536-token SentencePiece vocabulary (<unk> <s> </s>, then
+ * the 256 byte tokens <0x00>..<0xFF> at ids 3..258, as stories260K's); the
+ * path is relative to the project root, where make test runs. */
+#define SHIPPED_MODEL "models/tiny-moe/tiny-moe.gguf"
 
 static inline const char *shared_root(void)
 {
@@ -45,6 +54,16 @@ static inline int have_shared(const char *rel)
             skip();                                                          \
         }                                                                    \
     } while (0)
+
+/* The path of rel under the shared folder, for the part of a test that
+ * needs it; NULL, after a line "SKIP (part) PATH is absent", where it is not
+ * there (the rest of the test has run: the test passes, not skips). */
+static inline const char *shared_part(char *buf, size_t n, const char *rel)
+{
+    if (have_shared(rel)) return shared_path(buf, n, rel);
+    printf("SKIP (part) %s/%s is absent\n", shared_root(), rel);
+    return NULL;
+}
 
 static inline void *slurp(const char *path, size_t *size)
 {

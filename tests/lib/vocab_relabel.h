@@ -1,8 +1,11 @@
 /* vocab_relabel.h: TEST-ONLY. A copy of a GGUF (every key and tensor) whose
  * tokens first..first+n-1 are renamed to names[] and typed CONTROL, so a
  * test can give a small real vocabulary the special tokens of another
- * family (gpt-oss's harmony markers on stories260K's byte tokens, which
- * its texts do not need). Returns 0, or -1 with one line in err. */
+ * family (gpt-oss's harmony markers on the shipped model's byte tokens, which
+ * its texts do not need). Returns 0, or -1 with one line in err.
+ * vocab_keys_head() copies a GGUF's tokenizer.* keys into a writer with the
+ * token arrays cut to their first n entries: a real vocabulary for a test
+ * model whose embedding has n rows. Returns 0, or -1. */
 #ifndef STRATA_TEST_VOCAB_RELABEL_H
 #define STRATA_TEST_VOCAB_RELABEL_H
 
@@ -43,6 +46,32 @@ static inline int vocab_relabel(const char *src, const char *dst, int first, con
     gguf_close(g);
     free(tok);
     free(type);
+    return rc;
+}
+
+static inline int vocab_keys_head(gguf_writer *w, const gguf_file *f, uint64_t n)
+{
+    int rc = 0;
+    for (int64_t i = 0; rc == 0 && i < gguf_n_kv(f); i++) {
+        const char *k = gguf_kv_key(f, i);
+        if (strncmp(k, "tokenizer.", 10)) continue;
+        const int cut = !strcmp(k, "tokenizer.ggml.tokens") || !strcmp(k, "tokenizer.ggml.scores") ||
+                        !strcmp(k, "tokenizer.ggml.token_type");
+        if (!cut) { rc = gguf_writer_copy_kv(w, f, i); continue; }
+        if (gguf_kv_type(f, i) != GGUF_TYPE_ARRAY || gguf_kv_arr_n(f, i) < n) return -1;
+        const gguf_type t = gguf_kv_arr_type(f, i);
+        if (t == GGUF_TYPE_STRING) {
+            const char **tok = calloc(n + 1, sizeof *tok);
+            if (!tok) return -1;
+            for (uint64_t j = 0; j < n; j++) tok[j] = gguf_kv_arr_str(f, i, j);
+            rc = gguf_writer_add_arr_str(w, k, tok, n) ? -1 : 0;
+            free(tok);
+        } else if (t == GGUF_TYPE_FLOAT32 || t == GGUF_TYPE_INT32) {
+            rc = gguf_writer_add_arr(w, k, t, gguf_kv_arr_data(f, i), n) ? -1 : 0;
+        } else {
+            return -1;
+        }
+    }
     return rc;
 }
 

@@ -1,15 +1,15 @@
 /* test_json_mode.c: the JSON-mode mask (runtime/chat/json_mode.h) over a real
  * vocabulary: leads (an unnamed forced call's tool names, then that tool's
- * schema), and control tokens whose text a tool format keeps. stories260K's
- * first tokens are relabelled as DeepSeek's call markers, typed CONTROL as
- * llama.cpp's converter types them: their pieces are empty, so only the
- * marked table (json_vocab_new_marked) lets the mask write them. */
+ * schema), and control tokens whose text a tool format keeps. The shipped
+ * model's first tokens are relabelled as DeepSeek's call markers, typed
+ * CONTROL as llama.cpp's converter types them: their pieces are empty, so
+ * only the marked table (json_vocab_new_marked) lets the mask write them. */
 #include "tests/lib/test_util.h"
 #include "tests/lib/vocab_relabel.h"
 #include "tests/lib/engine_fake.h"
 #include "runtime/chat/json_mode.h"
 
-#define GGUF "models/stories260K/stories260K.gguf"
+#define GGUF SHIPPED_MODEL
 #define SEP "<\xef\xbd\x9ctool\xe2\x96\x81sep\xef\xbd\x9c>"
 
 typedef struct fixture {
@@ -44,11 +44,11 @@ static int32_t piece_id(const engine *e, const char *text)
 static void open_fixture(fixture *f)
 {
     static const char *const MARK[] = { SEP };
-    char src[4096], gg[4200], err[256];
+    char gg[4200], err[256];
     f->dir = make_scratch_dir();
     assert_non_null(f->dir);
     snprintf(gg, sizeof gg, "%s/markers.gguf", f->dir);
-    if (vocab_relabel(shared_path(src, sizeof src, GGUF), gg, 3, MARK, 1, err, sizeof err)) fail_msg("%s", err);
+    if (vocab_relabel(GGUF, gg, 3, MARK, 1, err, sizeof err)) fail_msg("%s", err);
     fake_engine_opts o = { .n_ctx = 512 };
     f->e = fake_engine_new(gg, &o, err, sizeof err);
     if (!f->e) fail_msg("%s", err);
@@ -96,7 +96,6 @@ static void leads_for(json_mode *m, const json_vocab *v)
 static void test_leads(void **st)
 {
     (void)st;
-    SKIP_UNLESS_SHARED(GGUF);
     fixture f = { 0 };
     open_fixture(&f);
     const int32_t n = piece_id(f.e, "n"), g = piece_id(f.e, "g"), x = piece_id(f.e, "x"),

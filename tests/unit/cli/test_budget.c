@@ -1,7 +1,9 @@
-/* test_budget.c: `strata budget` (budget.h) on packs built by iq3pack from
- * ../shared/models in a temporary directory: sizes recomputed here from the
- * hyperparameters, slots against VRAM, the hit rate from a profile, and the
- * refusals (no pack, a profile of another model, bad sizes). */
+/* test_budget.c: `strata budget` (budget.h) on packs built by iq3pack in a
+ * temporary directory, from the shipped model (an MoE whose first layer is
+ * dense) and, with ../shared, stories260K (dense): sizes recomputed here
+ * from the hyperparameters, slots against VRAM, the hit rate from a
+ * profile, and the refusals (no pack, a profile of another model, bad
+ * sizes). */
 #include "tests/lib/test_util.h"
 
 #include "formats/iq3.h"
@@ -13,11 +15,10 @@
 
 typedef struct fixture { char dir[64]; char moe[128], dense[128]; } fixture;
 
-static int build_pack(const char *gguf_rel, const char *out)
+static int build_pack(const char *src, const char *out)
 {
     const char *bin = getenv("STRATA_BIN");
-    char src[4096], cmd[8192];
-    shared_path(src, sizeof src, gguf_rel);
+    char cmd[8192];
     snprintf(cmd, sizeof cmd, "'%s/iq3pack' build '%s' -o '%s' >/dev/null 2>&1", bin && *bin ? bin : "bin", src, out);
     return system(cmd);
 }
@@ -29,8 +30,11 @@ static int setup(void **state)
     if (!f || !mkdtemp(f->dir)) return -1;
     snprintf(f->moe, sizeof f->moe, "%s/moe", f->dir);
     snprintf(f->dense, sizeof f->dense, "%s/dense", f->dir);
-    if (have_shared("models/tinymoe/tinymoe-f32.gguf") && build_pack("models/tinymoe/tinymoe-f32.gguf", f->moe)) return -1;
-    if (have_shared("models/stories260K/stories260K.gguf") && build_pack("models/stories260K/stories260K.gguf", f->dense)) return -1;
+    char src[4096];
+    if (build_pack(SHIPPED_MODEL, f->moe)) return -1;
+    if (have_shared("models/stories260K/stories260K.gguf") &&
+        build_pack(shared_path(src, sizeof src, "models/stories260K/stories260K.gguf"), f->dense))
+        return -1;
     *state = f;
     return 0;
 }
@@ -47,19 +51,18 @@ static int teardown(void **state)
 
 static void test_moe_layout(void **state)
 {
-    SKIP_UNLESS_SHARED("models/tinymoe/tinymoe-f32.gguf");
     fixture *f = *state;
     char err[1024];
     budget_opts o = { .vram_reserve = 1 << 20, .n_ctx = 100 };
     budget_report r;
     assert_int_equal(budget_compute(f->moe, &o, &r, err, sizeof err), 0);
-    assert_string_equal(r.arch, "llama");
+    assert_string_equal(r.arch, "glm4moe");
     assert_true(r.n_expert > 1 && r.n_expert_used >= 1);
-    assert_int_equal(r.expert_layers, r.n_layer);
-    assert_int_equal(r.n_experts, (int64_t)r.n_layer * r.n_expert);
+    assert_int_equal(r.expert_layers, r.n_layer - 1); /* the first layer is dense */
+    assert_int_equal(r.n_experts, (int64_t)r.expert_layers * r.n_expert);
     assert_int_equal(r.n_ctx, 100);
     /* gate and up: n_ff_exp rows of n_embd; down: n_embd rows of n_ff_exp; IQ3, no widening.
-     * tinymoe: n_embd 256, n_ff_exp 256 (index hparams); recomputed from the container size */
+     * the shipped model: n_embd 256, n_ff_exp 256 (index hparams); recomputed from the container size */
     uint64_t part = 256 * iq3_row_bytes(256);
     assert_int_equal(r.slot_bytes, (3 * part + 255) / 256 * 256);
     assert_true(r.dense > 0);
@@ -98,19 +101,21 @@ static void test_moe_layout(void **state)
 
 static void test_moe_profile(void **state)
 {
-    SKIP_UNLESS_SHARED("models/tinymoe/tinymoe-f32.gguf");
     fixture *f = *state;
     char err[1024], path[256];
     budget_opts o = { .vram_reserve = 1 << 20, .n_ctx = 64 };
     budget_report r;
     assert_int_equal(budget_compute(f->moe, &o, &r, err, sizeof err), 0);
-    /* a profile where layer 0 always routes experts 0..used-1 and the rest is uniform */
+    /* a profile where the first MoE layer always routes experts 0..used-1 and the rest is uniform;
+     * the dense layers before it route nothing */
+    const int lead = r.n_layer - r.expert_layers;
     ec_profile p;
     assert_int_equal(ec_profile_init(&p, r.n_layer, r.n_expert, r.n_expert_used, err, sizeof err), 0);
+    p.token_layer = lead;
     int32_t ex[64];
     for (int t = 0; t < r.n_expert * 4; t++)
-        for (int l = 0; l < r.n_layer; l++) {
-            for (int k = 0; k < r.n_expert_used; k++) ex[k] = l == 0 ? k : (t + k) % r.n_expert;
+        for (int l = lead; l < r.n_layer; l++) {
+            for (int k = 0; k < r.n_expert_used; k++) ex[k] = l == lead ? k : (t + k) % r.n_expert;
             assert_int_equal(ec_profile_observe(&p, l, ex, r.n_expert_used, err, sizeof err), 0);
         }
     snprintf(path, sizeof path, "%s/route.prof", f->dir);
@@ -122,8 +127,8 @@ static void test_moe_profile(void **state)
     assert_int_equal(budget_compute(f->moe, &o, &g, err, sizeof err), 0);
     assert_int_equal(g.slots, r.n_expert_used);
     assert_true(g.hit_from_profile);
-    /* the used slots hold layer 0's fixed experts: exactly one layer's share of the uses */
-    assert_true(fabs(g.hit_rate - 1.0 / r.n_layer) < 1e-12);
+    /* the used slots hold the first MoE layer's fixed experts: exactly one MoE layer's share of the uses */
+    assert_true(fabs(g.hit_rate - 1.0 / r.expert_layers) < 1e-12);
     assert_true(g.hit_rate == ec_profile_hit_rate(&p, g.slots));
     ec_profile_free(&p);
 
@@ -165,6 +170,8 @@ static void test_dense_and_refusals(void **state)
     assert_int_equal(cmd_budget(1, argv_none), 2);
     char *argv_help[] = { "budget", "--help", NULL };
     assert_int_equal(cmd_budget(2, argv_help), 0);
+    char *argv_moe[] = { "budget", f->moe, "--vram", "4M", "--vram-reserve", "1M", "--ctx", "64", NULL };
+    assert_int_equal(cmd_budget(8, argv_moe), 0);
     SKIP_UNLESS_SHARED("models/stories260K/stories260K.gguf");
     assert_int_equal(budget_compute(f->dense, &o, &r, err, sizeof err), 0);
     assert_int_equal(r.n_experts, 0);
@@ -173,10 +180,6 @@ static void test_dense_and_refusals(void **state)
     assert_true(r.hit_rate == 1.0);
     char *argv_ok[] = { "budget", f->dense, "--vram", "1G", "--ram", "8G", "--ctx", "128", NULL };
     assert_int_equal(cmd_budget(8, argv_ok), 0);
-    if (have_shared("models/tinymoe/tinymoe-f32.gguf")) {
-        char *argv_moe[] = { "budget", f->moe, "--vram", "4M", "--vram-reserve", "1M", "--ctx", "64", NULL };
-        assert_int_equal(cmd_budget(8, argv_moe), 0);
-    }
 }
 
 int main(void)

@@ -1,12 +1,12 @@
 /* test_device.c: device.h in the CPU-only build: option parsing (values,
  * refusals, defaults), the stub's answers to each --device kind, routing
- * recorded by the CPU forward pass on a tinymoe pack built by iq3pack
- * (counts = tokens x layers x top_k, every layer's row sums to tokens x
- * top_k, the router's own picks), saved and read back by the profile
- * reader, and profiles added; the routing trace recorded in the same
- * passes (several ubatches, then a decode step) holds one row per token
- * whose counts are the profile's and whose last row is the router's last
- * picks. */
+ * recorded by the CPU forward pass on the shipped model's pack built by
+ * iq3pack (counts = tokens x MoE layers x top_k, every MoE layer's row sums
+ * to tokens x top_k and the dense first layer's to 0, the router's own
+ * picks), saved and read back by the profile reader, and profiles added;
+ * the routing trace recorded in the same passes (several ubatches, then a
+ * decode step) holds one row per token whose counts are the profile's and
+ * whose last row is the router's last picks. */
 #include "tests/lib/test_util.h"
 
 #include "runtime/device/device.h"
@@ -79,12 +79,10 @@ static void test_stub(void **state)
 static void test_record_routing(void **state)
 {
     (void)state;
-    SKIP_UNLESS_SHARED("models/tinymoe/tinymoe-f32.gguf");
-    char dir[] = "/tmp/strata-device-XXXXXX", src[4096], cmd[8192], path[256], err[512];
+    char dir[] = "/tmp/strata-device-XXXXXX", cmd[8192], path[256], err[512];
     assert_non_null(mkdtemp(dir));
     const char *bin = getenv("STRATA_BIN");
-    shared_path(src, sizeof src, "models/tinymoe/tinymoe-f32.gguf");
-    snprintf(cmd, sizeof cmd, "'%s/iq3pack' build '%s' -o '%s/p' >/dev/null 2>&1", bin && *bin ? bin : "bin", src, dir);
+    snprintf(cmd, sizeof cmd, "'%s/iq3pack' build '%s' -o '%s/p' >/dev/null 2>&1", bin && *bin ? bin : "bin", SHIPPED_MODEL, dir);
     assert_int_equal(system(cmd), 0);
     snprintf(path, sizeof path, "%s/p", dir);
     loaded_pack *p = loader_open(path, err, sizeof err);
@@ -100,6 +98,9 @@ static void test_record_routing(void **state)
     assert_int_equal(model_record_trace(m, err, sizeof err), 0);
     const model_hparams *hp = model_hp(m);
     const int T = 13, V = hp->n_vocab, L = hp->n_layer, E = hp->n_expert, K = hp->n_expert_used;
+    int moe_layers = 0;
+    for (int l = 0; l < L; l++) moe_layers += hparams_layer_moe(hp, l);
+    assert_true(moe_layers > 0 && moe_layers < L); /* the first layer is dense */
     int32_t tok[13];
     for (int i = 0; i < T; i++) tok[i] = (int32_t)((i * 37 + 5) % V);
     float *logits = malloc((size_t)V * sizeof *logits);
@@ -112,7 +113,7 @@ static void test_record_routing(void **state)
     for (int l = 0; l < L; l++) {
         uint64_t added = 0;
         for (int e = 0; e < E; e++) added += r->count[l * E + e] - before[l * E + e];
-        assert_int_equal(added, K);
+        assert_int_equal(added, hparams_layer_moe(hp, l) ? K : 0);
     }
     for (int j = 0; j < K; j++) /* the last layer's picks of the last token */
         assert_true(r->count[(L - 1) * E + m->sel[j]] > before[(L - 1) * E + m->sel[j]]);
@@ -128,7 +129,7 @@ static void test_record_routing(void **state)
     ec_profile_free(&tp);
     uint64_t total = 0;
     for (int i = 0; i < L * E; i++) total += r->count[i];
-    assert_int_equal(total, (uint64_t)T * L * K);
+    assert_int_equal(total, (uint64_t)T * moe_layers * K);
 
     char prof[320];
     snprintf(prof, sizeof prof, "%s/prof.txt", dir);
@@ -140,7 +141,7 @@ static void test_record_routing(void **state)
     assert_int_equal(ec_profile_check(&back, L, E, K, prof, err, sizeof err), 0);
     assert_int_equal(device_profile_add(&back, r, err, sizeof err), 0);
     assert_int_equal(back.tokens, 2 * T);
-    assert_int_equal(back.count[0], 2 * r->count[0]);
+    for (int i = 0; i < L * E; i++) assert_int_equal(back.count[i], 2 * r->count[i]);
     ec_profile other;
     assert_int_equal(ec_profile_init(&other, L + 1, E, K, err, sizeof err), 0);
     assert_int_equal(device_profile_add(&back, &other, err, sizeof err), -1);

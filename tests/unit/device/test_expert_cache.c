@@ -1,9 +1,10 @@
 /* test_expert_cache.c: the expert-cache policy on the simulated device:
  * slot sizing, allocation and initial fill, decaying scores, eviction order,
- * miss decisions, the routing profile file (round trip, hostile files), and
- * the hit rate on a synthetic routing trace against the profile's prediction,
- * the trace generated on the fly and, through replay_trace(), a recorded
- * one (runtime/model/routing_trace.h) saved and loaded back. */
+ * miss decisions, the routing profile file (round trip, hostile files, a
+ * dense layer leading the MoE ones), and the hit rate on a synthetic routing
+ * trace against the profile's prediction, the trace generated on the fly
+ * and, through replay_trace(), a recorded one (runtime/model/routing_trace.h)
+ * saved and loaded back, and the shipped model's own trace. */
 #include "tests/lib/test_util.h"
 
 #include "runtime/device/expert_cache.h"
@@ -364,6 +365,43 @@ static void test_profile_hostile(void **state)
     ec_profile_free(&p);
 }
 
+/* A dense layer leading an MoE model routes nothing: with token_layer at the
+ * first routed layer the tokens are counted there, the dense layer's row is
+ * all 0, and the file reads back (a row of 0 is a layer without experts). */
+static void test_profile_dense_lead(void **state)
+{
+    (void)state;
+    char err[256];
+    ec_profile p;
+    assert_int_equal(ec_profile_init(&p, 3, 2, 1, err, sizeof err), 0);
+    assert_int_equal(p.token_layer, 0);
+    p.token_layer = 1;
+    for (int t = 0; t < 3; t++)
+        for (int l = 1; l < 3; l++) {
+            const int32_t e = (t + l) % 2;
+            assert_int_equal(ec_profile_observe(&p, l, &e, 1, err, sizeof err), 0);
+        }
+    assert_int_equal(p.tokens, 3);
+    char *dir = make_scratch_dir(), path[4200];
+    assert_non_null(dir);
+    snprintf(path, sizeof path, "%s/dense-lead.prof", dir);
+    assert_int_equal(ec_profile_save(&p, path, err, sizeof err), 0);
+    size_t n;
+    char *text = slurp(path, &n);
+    assert_non_null(text);
+    assert_string_equal(text, "strata-routing-profile 1\nshape 3 2 1\ntokens 3\nlayer 0 0 0\nlayer 1 1 2\nlayer 2 2 1\nend\n");
+    free(text);
+    ec_profile q;
+    if (ec_profile_load(&q, path, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(q.tokens, 3);
+    assert_memory_equal(q.count, p.count, 6 * sizeof(uint64_t));
+    ec_profile_free(&q);
+    unlink(path);
+    rmdir(dir);
+    free(dir);
+    ec_profile_free(&p);
+}
+
 /* A skewed synthetic router: per layer a fixed random permutation of
  * experts, picked with Zipf-like weights 1/(rank+1), top-k without repeats. */
 typedef struct lcg { uint64_t s; } lcg;
@@ -590,6 +628,7 @@ int main(void)
         cmocka_unit_test(test_eviction_order_pcie),
         cmocka_unit_test(test_profile_round_trip),
         cmocka_unit_test(test_profile_hostile),
+        cmocka_unit_test(test_profile_dense_lead),
         cmocka_unit_test(test_hit_rate_synthetic_trace),
         cmocka_unit_test(test_hit_rate_replayed_trace),
     };

@@ -1,6 +1,6 @@
 /* test_gguf.c: the GGUF reader and writer. A round trip of every value type
- * and several tensor types through our writer, every real GGUF in ../shared,
- * and hostile files: truncated at every byte and with each header field
+ * and several tensor types through our writer, the shipped model and every
+ * real GGUF in ../shared, and hostile files: truncated at every byte and with each header field
  * corrupted, each of which must be refused with a message naming the file
  * and the problem. */
 #include "tests/lib/test_util.h"
@@ -294,6 +294,24 @@ static void test_writer_refusals(void **state)
 
 /* ------------------------------------------------------------ real files */
 
+static void open_one(const char *path, int64_t min_tensors)
+{
+    char err[512];
+    gguf_file *f = gguf_open(path, err, sizeof err);
+    if (!f) fail_msg("%s", err);
+    assert_true(gguf_n_tensors(f) >= min_tensors);
+    assert_true(gguf_n_tensors(f) < 100000);
+    assert_true(gguf_n_kv(f) > 0);
+    /* models and vocabularies name an architecture; llama.cpp's imatrix files a type */
+    assert_true(gguf_get_str(f, "general.architecture") || gguf_get_str(f, "general.type"));
+    for (int64_t i = 0; i < gguf_n_tensors(f); i++) {
+        const gguf_tensor *t = gguf_tensor_at(f, i);
+        assert_ptr_equal(gguf_find_tensor(f, t->name), t);
+        assert_true(gguf_data_offset(f) + t->offset + t->size <= gguf_file_size(f));
+    }
+    gguf_close(f);
+}
+
 static void open_all_in(const char *rel, const char *suffix, int64_t min_tensors)
 {
     char dirp[4096];
@@ -303,21 +321,9 @@ static void open_all_in(const char *rel, const char *suffix, int64_t min_tensors
     for (struct dirent *de; (de = readdir(d));) {
         size_t l = strlen(de->d_name), sl = strlen(suffix);
         if (l < sl || strcmp(de->d_name + l - sl, suffix) != 0) continue;
-        char path[8300], err[512];
+        char path[8300];
         snprintf(path, sizeof path, "%s/%s", dirp, de->d_name);
-        gguf_file *f = gguf_open(path, err, sizeof err);
-        if (!f) fail_msg("%s", err);
-        assert_true(gguf_n_tensors(f) >= min_tensors);
-        assert_true(gguf_n_tensors(f) < 100000);
-        assert_true(gguf_n_kv(f) > 0);
-        /* models and vocabularies name an architecture; llama.cpp's imatrix files a type */
-        assert_true(gguf_get_str(f, "general.architecture") || gguf_get_str(f, "general.type"));
-        for (int64_t i = 0; i < gguf_n_tensors(f); i++) {
-            const gguf_tensor *t = gguf_tensor_at(f, i);
-            assert_ptr_equal(gguf_find_tensor(f, t->name), t);
-            assert_true(gguf_data_offset(f) + t->offset + t->size <= gguf_file_size(f));
-        }
-        gguf_close(f);
+        open_one(path, min_tensors);
         seen++;
     }
     closedir(d);
@@ -327,7 +333,9 @@ static void open_all_in(const char *rel, const char *suffix, int64_t min_tensors
 static void test_real_models(void **state)
 {
     (void)state;
-    SKIP_UNLESS_SHARED("models/stories260K/stories260K.gguf");
+    open_one(SHIPPED_MODEL, 1);
+    char path[4096];
+    if (!shared_part(path, sizeof path, "models/stories260K/stories260K.gguf")) return;
     open_all_in("models/stories260K", ".gguf", 1);
     open_all_in("models/tinymoe", ".gguf", 1);
     const char *archs[] = { "olmoe", "qwen2", "qwen3", "qwen3moe" };
@@ -382,21 +390,19 @@ static void test_real_vocab(void **state)
     gguf_close(f);
 }
 
-/* stories260K's F32 tensors hold exactly the bytes at data_offset + offset:
- * check one against a plain read of the file, independent of the mapping. */
-static void test_stories_f32(void **state)
+/* A real model's F32 tensors hold exactly the bytes at data_offset + offset:
+ * each checked against a plain read of the file, independent of the
+ * mapping; the shipped model's, and stories260K's where ../shared has it. */
+static void f32_bytes_exact(const char *p, const char *arch)
 {
-    (void)state;
-    SKIP_UNLESS_SHARED("models/stories260K/stories260K.gguf");
-    char p[4096], err[512];
-    shared_path(p, sizeof p, "models/stories260K/stories260K.gguf");
+    char err[512];
     gguf_file *f = gguf_open(p, err, sizeof err);
     if (!f) fail_msg("%s", err);
     size_t n;
     uint8_t *raw = slurp(p, &n);
     assert_non_null(raw);
     assert_int_equal(n, gguf_file_size(f));
-    assert_string_equal(gguf_get_str(f, "general.architecture"), "llama");
+    assert_string_equal(gguf_get_str(f, "general.architecture"), arch);
     int f32s = 0;
     for (int64_t i = 0; i < gguf_n_tensors(f); i++) {
         const gguf_tensor *t = gguf_tensor_at(f, i);
@@ -406,13 +412,21 @@ static void test_stories_f32(void **state)
         float v;
         for (int64_t k = 0; k < t->n_elements; k++) {
             memcpy(&v, t->data + 4 * k, 4);
-            assert_true(v == v && v < 1e6f && v > -1e6f); /* trained weights: finite, modest */
+            assert_true(v == v && v < 1e6f && v > -1e6f); /* weights: finite, modest */
         }
         f32s++;
     }
     assert_true(f32s > 0);
     free(raw);
     gguf_close(f);
+}
+
+static void test_real_f32(void **state)
+{
+    (void)state;
+    f32_bytes_exact(SHIPPED_MODEL, "glm4moe");
+    char p[4096];
+    if (shared_part(p, sizeof p, "models/stories260K/stories260K.gguf")) f32_bytes_exact(p, "llama");
 }
 
 
@@ -664,7 +678,7 @@ int main(void)
         cmocka_unit_test(test_real_models),
         cmocka_unit_test(test_real_imatrix),
         cmocka_unit_test(test_real_vocab),
-        cmocka_unit_test(test_stories_f32),
+        cmocka_unit_test(test_real_f32),
         cmocka_unit_test(test_hostile_truncation),
         cmocka_unit_test(test_hostile_fields),
         cmocka_unit_test(test_shared_payload_accepted),

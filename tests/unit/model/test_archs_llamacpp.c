@@ -1,8 +1,12 @@
 /* test_archs_llamacpp.c: architectures the shared models do not cover,
  * against llama.cpp. Each model is ours: small random weights written by
- * our GGUF writer with stories260K's tokenizer keys, llama.cpp's outputs for
- * it in tests/fixtures/archs/ (made by
- * `sh tests/diag/diag_fixtures_llamacpp.sh test_archs_llamacpp tests/fixtures/archs`).
+ * our GGUF writer with a 512-token vocabulary (the shipped model's first 512
+ * tokens), llama.cpp's outputs for it in tests/fixtures/archs/ (made by
+ * `sh tests/diag/diag_fixtures_llamacpp.sh test_archs_llamacpp tests/fixtures/archs`,
+ * when the models carried stories260K's 512 tokens: the vocabulary's text
+ * does not enter the forward pass, the weights and token ids are the same).
+ * The sequence is SEQ, stories260K's v3 tokens' first 20, so no test here
+ * needs ../shared (with it, SEQ is checked against that file).
  *  - qwen2moe (Qwen1.5-MoE, Qwen2-57B-A14B): q/k/v biases, raw top-k
  *    weights, a shared expert behind a sigmoid gate row stored as a 1-D
  *    [n_embd] tensor.
@@ -49,11 +53,13 @@
 
 #include "tests/lib/gguf_weights.h"
 #include "tests/lib/llamacpp_fixture.h"
+#include "tests/lib/vocab_relabel.h"
 
 enum { N_TOK = 20, N_PROMPT = 8 };
 enum { VOCAB = 512, EMBD = 64, HEADS = 4, KV_HEADS = 2, EXPERTS = 4, USED = 2, FF_EXP = 32, FF = 96 };
 #define TOKENS "models/stories260K/v3.tokens.i32"
-#define TOKENIZER_SRC "models/stories260K/stories260K.gguf"
+static const int32_t SEQ[N_TOK] = { 1, 301, 425, 411, 381, 410, 472, 352, 266, 261,
+                                    339, 305, 419, 426, 338, 336, 432, 313, 457, 303 };
 
 typedef struct arch_spec {
     const char *name, *arch;    /* name: the fixture's */
@@ -205,9 +211,7 @@ static int add_mxfp4(gguf_writer *w, uint64_t *s, const char *name, int64_t ne0,
  * norm order (the same weights as qwen3moe). */
 static int write_model(const arch_spec *a, const char *path, int control, char *err, size_t errlen)
 {
-    char src[512];
-    shared_path(src, sizeof src, TOKENIZER_SRC);
-    gguf_file *tf = gguf_open(src, err, errlen);
+    gguf_file *tf = gguf_open(SHIPPED_MODEL, err, errlen);
     if (!tf) return -1;
     gguf_writer *w = gguf_writer_new();
     int rc = w ? 0 : -1;
@@ -310,8 +314,7 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
         snprintf(key, sizeof key, "%s.%s", arch, gs[i].key);
         rc = gguf_writer_add_kv(w, key, GGUF_TYPE_FLOAT32, &gs[i].v);
     }
-    for (int64_t i = 0; rc == 0 && i < gguf_n_kv(tf); i++)
-        if (!strncmp(gguf_kv_key(tf, i), "tokenizer.", 10)) rc = gguf_writer_copy_kv(w, tf, i);
+    if (rc == 0) rc = vocab_keys_head(w, tf, VOCAB);
 
     uint64_t s = 20261202;
     const int n_exp = a->experts ? a->experts : EXPERTS;
@@ -431,15 +434,26 @@ static float *run_gguf(const char *path, const seq *s, int keep_native)
     return run_gguf_batch(path, s, keep_native, 0);
 }
 
+/* SEQ is the head of stories260K's v3 tokens, where ../shared has them */
+static void seq_is_stories260k_v3(void)
+{
+    size_t nt = 0;
+    int32_t *tok = slurp_shared(TOKENS, &nt);
+    if (!tok) return;
+    assert_true(nt >= sizeof SEQ);
+    assert_memory_equal(tok, SEQ, sizeof SEQ);
+    free(tok);
+}
+
 static void check_arch(const arch_spec *a)
 {
-    SKIP_UNLESS_SHARED(TOKENIZER_SRC);
+    seq_is_stories260k_v3();
     scratch sc;
     scratch_make(&sc, a->name);
     char err[256];
     if (write_model(a, sc.gguf, 0, err, sizeof err)) { printf("%s\n", err); fail(); }
     seq s;
-    fixture_seq(&s, TOKENS, N_TOK, N_PROMPT, "archs", a->name);
+    fixture_seq_ids(&s, SEQ, N_TOK, N_PROMPT, "archs", a->name);
     assert_int_equal(s.n_vocab, VOCAB);
     float *out = run_gguf(sc.gguf, &s, a->mxfp4 ? 2 : 0);
     const double rel = worst_rel(&s, out);
@@ -490,14 +504,13 @@ static void test_bailingmoe(void **st) { (void)st; check_arch(&specs[22]); }
 static void test_gpt_oss_ring(void **st)
 {
     (void)st;
-    SKIP_UNLESS_SHARED(TOKENIZER_SRC);
     const arch_spec *a = &specs[19];
     scratch sc;
     scratch_make(&sc, "gpt-oss-ring");
     char err[256];
     if (write_model(a, sc.gguf, 0, err, sizeof err)) { printf("%s\n", err); fail(); }
     seq s;
-    fixture_seq(&s, TOKENS, N_TOK, N_PROMPT, "archs", a->name);
+    fixture_seq_ids(&s, SEQ, N_TOK, N_PROMPT, "archs", a->name);
     float *out = run_gguf_batch(sc.gguf, &s, 0, 2);
     const double rel = worst_rel(&s, out);
     printf("%s in ubatches of 2 (rings of 6 rows): max |ours - llama.cpp| / max|logit| = %.3g\n", a->name, rel);
@@ -525,7 +538,6 @@ static int32_t *long_tokens(void)
 static void test_llama4_long(void **st)
 {
     (void)st;
-    SKIP_UNLESS_SHARED(TOKENIZER_SRC);
     const arch_spec *a = &specs[10];
     scratch sc;
     scratch_make(&sc, a->name);
@@ -563,9 +575,8 @@ static void test_llama4_long(void **st)
 /* --write DIR: the models and their token sequence, for llama.cpp. */
 static int write_all(const char *dir)
 {
-    size_t nt = 0;
-    int32_t *tok = slurp_shared(TOKENS, &nt);
-    int rc = tok && nt >= N_TOK * sizeof *tok ? 0 : 1;
+    const int32_t *tok = SEQ;
+    int rc = 0;
     int32_t *ltok = long_tokens();
     for (int i = 0; rc == 0 && i < N_SPECS; i++) {
         const int is_long = !strcmp(specs[i].name, "llama4-long");
@@ -582,7 +593,6 @@ static int write_all(const char *dir)
         else printf("%s %d %d\n", specs[i].name, N_PROMPT, N_TOK);
     }
     free(ltok);
-    free(tok);
     return rc;
 }
 

@@ -4,7 +4,10 @@
  * reads weights and buffers from the binding, and calls nothing behind its
  * back); model_free frees its context; binding twice or after evaluating is
  * refused; backend_check refuses, with the row's name and the missing
- * feature, what a row lacks (the CUDA row's refusals). */
+ * feature, what a row lacks (the CUDA row's refusals). On the shipped model
+ * (glm4moe: a dense first layer, sigmoid routing with a selection bias, q/k
+ * norms optional), and on tinymoe (all-MoE llama, softmax routing) where
+ * ../shared has it. */
 #include "tests/lib/test_util.h"
 
 #include "tests/lib/gguf_weights.h"
@@ -66,18 +69,22 @@ static void w_free(void *c) { ++*((wrap *)c)->freed; }
 
 /* llama's attention, plain RoPE, an f16 cache, softmax top-k: CUDA's row */
 static const backend_caps narrow = { .name = "TEST", .max_head_dim = 256 };
+/* and what the shipped model needs besides */
+static const backend_caps wide = { .name = "TEST", .max_head_dim = 256, .routing = true, .mixed_layers = true,
+                                   .qk_norm_optional = true };
 
-static const backend_ops wrap_ops = {
+static backend_ops wrap_ops = {
     .caps = &narrow, .begin = w_begin, .rmsnorm = w_rmsnorm, .matmul = w_matmul, .matvecs = w_matvecs,
     .add_bias = w_add_bias, .scale = w_scale, .add = w_add, .rope = w_rope, .attention = w_attention,
     .ffn = w_ffn, .route = w_route, .moe = w_moe, .gate_add = w_gate_add, .logits = w_logits,
     .error = w_error, .free = w_free,
 };
 
-static model *open_tinymoe(gguf_model *gm, model_options o)
+#define TINYMOE "models/tinymoe/tinymoe-f16.gguf"
+
+static model *open_at(gguf_model *gm, const char *path, model_options o)
 {
-    char path[512], err[1024];
-    shared_path(path, sizeof path, "models/tinymoe/tinymoe-f16.gguf");
+    char err[1024];
     if (gguf_model_load(gm, path, 0, err, sizeof err) != 0) { printf("%s\n", err); fail(); }
     model *m = model_create(&gm->hp, &gm->w, &o, err, sizeof err);
     if (!m) printf("%s\n", err);
@@ -85,16 +92,16 @@ static model *open_tinymoe(gguf_model *gm, model_options o)
     return m;
 }
 
-static void test_bound_backend_same_logits(void **st)
+/* The model at path, run by the CPU and by the wrapper (with these caps): the same bits. */
+static void bound_backend_same_logits(const char *path, const backend_caps *caps)
 {
-    (void)st;
-    SKIP_UNLESS_SHARED("models/tinymoe/tinymoe-f16.gguf");
     char err[256];
     model_options o = model_default_options();
     o.n_threads = 2;
     o.n_batch = 5; /* several ubatches, then decode steps */
     gguf_model g1, g2;
-    model *cpu = open_tinymoe(&g1, o), *m = open_tinymoe(&g2, o);
+    wrap_ops.caps = caps;
+    model *cpu = open_at(&g1, path, o), *m = open_at(&g2, path, o);
     const int T = 12, V = model_hp(cpu)->n_vocab;
     int32_t tok[12];
     for (int i = 0; i < T; i++) tok[i] = (int32_t)((i * 37 + 5) % V);
@@ -128,17 +135,60 @@ static void test_bound_backend_same_logits(void **st)
     free(b);
 }
 
-static void test_check_names_what_is_missing(void **st)
+static void test_bound_backend_same_logits(void **st)
 {
     (void)st;
-    SKIP_UNLESS_SHARED("models/tinymoe/tinymoe-f16.gguf");
+    bound_backend_same_logits(SHIPPED_MODEL, &wide);
+    char path[4096];
+    if (shared_part(path, sizeof path, TINYMOE)) bound_backend_same_logits(path, &narrow);
+}
+
+/* The shipped model against the narrow row, one feature added at a time:
+ * each refusal names the next thing it lacks, until none is left. */
+/* The model at path with an F32 KV cache, which the CPU's row runs. */
+static model *open_f32_kv(gguf_model *g, const char *path)
+{
     char err[256];
     model_options o = model_default_options();
     o.n_threads = 1;
     o.kv = KV_F32;
-    gguf_model g;
-    model *m = open_tinymoe(&g, o);
+    model *m = open_at(g, path, o);
     assert_int_equal(backend_check(backend_cpu.caps, m, err, sizeof err), 0);
+    return m;
+}
+
+static void check_shipped(void)
+{
+    char err[256];
+    gguf_model g;
+    model *m = open_f32_kv(&g, SHIPPED_MODEL);
+    backend_caps c = narrow;
+    assert_int_equal(backend_check(&c, m, err, sizeof err), -1);
+    assert_string_equal(err, "the TEST backend keeps an f16 KV cache (--kv-type f32 runs on the CPU: --device cpu)");
+    c.kv_f32 = true;
+    assert_int_equal(backend_check(&c, m, err, sizeof err), -1);
+    assert_non_null(strstr(err, "the TEST router does softmax top-k only"));
+    c.routing = true;
+    assert_int_equal(backend_check(&c, m, err, sizeof err), -1);
+    assert_non_null(strstr(err, "the TEST backend runs all-MoE or all-dense models (this one starts with 1 dense layers"));
+    c.mixed_layers = true;
+    assert_int_equal(backend_check(&c, m, err, sizeof err), -1);
+    assert_non_null(strstr(err, "the TEST backend does not run glm4moe's attention yet (q/k norms on some layers only"));
+    c.qk_norm_optional = true;
+    assert_int_equal(backend_check(&c, m, err, sizeof err), 0);
+    c.max_head_dim = model_hp(m)->head_dim - 1;
+    assert_int_equal(backend_check(&c, m, err, sizeof err), -1);
+    assert_non_null(strstr(err, "the TEST attention needs head_dim <= "));
+    model_free(m);
+    gguf_model_free(&g);
+}
+
+/* tinymoe: what the narrow row lacks for it is the f32 cache alone */
+static void check_tinymoe(const char *path)
+{
+    char err[256];
+    gguf_model g;
+    model *m = open_f32_kv(&g, path);
     assert_int_equal(backend_check(&narrow, m, err, sizeof err), -1);
     assert_string_equal(err, "the TEST backend keeps an f16 KV cache (--kv-type f32 runs on the CPU: --device cpu)");
     backend_caps f32 = narrow;
@@ -158,6 +208,14 @@ static void test_check_names_what_is_missing(void **st)
     assert_non_null(strstr(err, "the TEST router does softmax top-k only"));
     model_free(m);
     gguf_model_free(&g);
+}
+
+static void test_check_names_what_is_missing(void **st)
+{
+    (void)st;
+    check_shipped();
+    char path[4096];
+    if (shared_part(path, sizeof path, TINYMOE)) check_tinymoe(path);
 }
 
 int main(void)

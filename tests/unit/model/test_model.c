@@ -3,8 +3,10 @@
  * Each sequence is run as llama.cpp ran it: the prompt as one batch with the
  * logits of every row, then one token at a time. Every row must agree within
  * a tolerance relative to the row's largest |logit|, and greedy decoding must
- * pick the reference continuation. Also: thread-count independence, ubatch
- * sizes, f16 KV cache, native ggml blocks, context overflow, shape errors. */
+ * pick the reference continuation. Also: ubatch sizes, f16 KV cache, native
+ * ggml blocks against llama.cpp; and on the shipped model (no ../shared
+ * needed): thread-count independence, ubatch sizes, scalar kernels and the
+ * f16 KV cache against the default run, context overflow, shape errors. */
 #include "tests/lib/test_util.h"
 
 #include "tests/lib/gguf_weights.h"
@@ -34,15 +36,41 @@ static double compare(const seq *s, const float *out, const char *what, int chec
     return worst;
 }
 
-static model *open_model(gguf_model *gm, const char *rel, int keep_native, model_options o)
+static model *open_model_at(gguf_model *gm, const char *path, int keep_native, model_options o)
 {
-    char path[512], err[256];
-    shared_path(path, sizeof path, rel);
+    char err[256];
     if (gguf_model_load(gm, path, keep_native, err, sizeof err) != 0) { printf("%s\n", err); fail(); }
     model *m = model_create(&gm->hp, &gm->w, &o, err, sizeof err);
     if (!m) printf("%s\n", err);
     assert_non_null(m);
     return m;
+}
+
+/* rel: a file under ../shared */
+static model *open_model(gguf_model *gm, const char *rel, int keep_native, model_options o)
+{
+    char path[4096];
+    return open_model_at(gm, shared_path(path, sizeof path, rel), keep_native, o);
+}
+
+/* N_SEQ ids spread over a vocabulary of n_vocab, N_SEQ_PROMPT of them the prompt */
+enum { N_SEQ = 40, N_SEQ_PROMPT = 16 };
+static void spread_seq(seq *s, int n_vocab)
+{
+    static int32_t tok[N_SEQ];
+    for (int i = 0; i < N_SEQ; i++) tok[i] = (int32_t)((i * 37 + 5) % n_vocab);
+    *s = (seq){ .tok = tok, .n_rows = N_SEQ, .n_prompt = N_SEQ_PROMPT, .n_vocab = n_vocab };
+}
+
+/* The shipped model's n_vocab: its embedding's rows (the adapter leaves hp.n_vocab to model_create) */
+static int shipped_vocab(void)
+{
+    gguf_model gm;
+    char err[256];
+    if (gguf_model_load(&gm, SHIPPED_MODEL, 0, err, sizeof err) != 0) { printf("%s\n", err); fail(); }
+    const int n = (int)gm.w.tok_embd.rows;
+    gguf_model_free(&gm);
+    return n;
 }
 
 static model_options f32_opts(int threads)
@@ -134,20 +162,22 @@ static void test_olmoe(void **st)
     check_model("models/archs/olmoe/olmoe-f16.gguf", "models/archs/olmoe", "models/archs/olmoe", v4, 3);
 }
 
-/* Thread counts 1, 2, 3 give the same bits, prefill and decode alike. */
-static void test_threads_identical(void **st)
+/* Thread counts 1, 2, 3 give the same bits, prefill and decode alike: on
+ * the shipped model, and on tinymoe-f16 where ../shared has it. */
+static void threads_identical(const char *path)
 {
-    (void)st;
-    SKIP_UNLESS_SHARED("models/tinymoe/tinymoe-f16.gguf");
     seq s;
-    assert_int_equal(seq_load(&s, "models/tinymoe", "models/tinymoe/logits/f32", "v2"), 0);
+    gguf_model gm;
+    char err[256];
+    if (gguf_model_load(&gm, path, 0, err, sizeof err) != 0) fail_msg("%s", err);
+    spread_seq(&s, (int)gm.w.tok_embd.rows);
+    gguf_model_free(&gm);
     float *base = NULL;
     for (int t = 1; t <= 3; t++) {
-        gguf_model gm;
         model_options o = model_default_options();
         o.n_threads = t;
         o.n_batch = 8; /* several ubatches */
-        model *m = open_model(&gm, "models/tinymoe/tinymoe-f16.gguf", 0, o);
+        model *m = open_model_at(&gm, path, 0, o);
         float *out = run_seq(m, &s);
         if (!base) base = out;
         else { assert_memory_equal(base, out, (size_t)s.n_rows * s.n_vocab * sizeof(float)); free(out); }
@@ -155,7 +185,60 @@ static void test_threads_identical(void **st)
         gguf_model_free(&gm);
     }
     free(base);
-    seq_free(&s);
+}
+
+static void test_threads_identical(void **st)
+{
+    (void)st;
+    threads_identical(SHIPPED_MODEL);
+    char path[4096];
+    if (shared_part(path, sizeof path, "models/tinymoe/tinymoe-f16.gguf")) threads_identical(path);
+}
+
+/* The runs that change only rounding, and the f16 KV cache (a little) */
+typedef struct variant { int n_batch, simd; kv_type kv; double tol; const char *what; } variant;
+static const variant VARIANTS[] = {
+    { 1, 1, KV_F32, REL_TOL, "n_batch 1 (token by token)" },
+    { 7, 1, KV_F32, REL_TOL, "n_batch 7" },
+    { 64, 0, KV_F32, REL_TOL, "scalar kernels" },
+    { 64, 1, KV_F16, 5e-3, "f16 KV cache" },
+};
+#define N_VARIANTS (sizeof VARIANTS / sizeof VARIANTS[0])
+
+static model_options variant_opts(const variant *v)
+{
+    model_options o = f32_opts(2);
+    o.n_batch = v->n_batch;
+    o.simd = v->simd;
+    o.kv = v->kv;
+    return o;
+}
+
+/* On the shipped model, against its own default run (F32 KV cache, SIMD,
+ * the default ubatch). */
+static void test_variants_agree(void **st)
+{
+    (void)st;
+    seq s;
+    spread_seq(&s, shipped_vocab());
+    gguf_model gm;
+    model *m = open_model_at(&gm, SHIPPED_MODEL, 0, f32_opts(2));
+    float *base = run_seq(m, &s);
+    model_free(m);
+    s.ref = base;
+    for (size_t i = 0; i < N_VARIANTS; i++) {
+        char err[256], what[128];
+        const model_options o = variant_opts(&VARIANTS[i]);
+        m = model_create(&gm.hp, &gm.w, &o, err, sizeof err);
+        if (!m) fail_msg("%s", err);
+        float *out = run_seq(m, &s);
+        snprintf(what, sizeof what, "shipped model, %s vs the default run", VARIANTS[i].what);
+        assert_true(compare(&s, out, what, 0) < VARIANTS[i].tol);
+        free(out);
+        model_free(m);
+    }
+    free(base);
+    gguf_model_free(&gm);
 }
 
 /* ubatch size and the scalar kernels change only rounding; the f16 KV cache
@@ -166,21 +249,11 @@ static void test_variants_close(void **st)
     SKIP_UNLESS_SHARED("models/stories260K/stories260K.gguf");
     seq s;
     assert_int_equal(seq_load(&s, "models/stories260K", "models/stories260K", "v3"), 0);
-    struct { int n_batch, simd; kv_type kv; double tol; const char *what; } v[] = {
-        { 1, 1, KV_F32, REL_TOL, "n_batch 1 (token by token)" },
-        { 7, 1, KV_F32, REL_TOL, "n_batch 7" },
-        { 64, 0, KV_F32, REL_TOL, "scalar kernels" },
-        { 64, 1, KV_F16, 5e-3, "f16 KV cache" },
-    };
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+    for (size_t i = 0; i < N_VARIANTS; i++) {
         gguf_model gm;
-        model_options o = f32_opts(2);
-        o.n_batch = v[i].n_batch;
-        o.simd = v[i].simd;
-        o.kv = v[i].kv;
-        model *m = open_model(&gm, "models/stories260K/stories260K.gguf", 0, o);
+        model *m = open_model(&gm, "models/stories260K/stories260K.gguf", 0, variant_opts(&VARIANTS[i]));
         float *out = run_seq(m, &s);
-        assert_true(compare(&s, out, v[i].what, v[i].kv == KV_F32) < v[i].tol);
+        assert_true(compare(&s, out, VARIANTS[i].what, VARIANTS[i].kv == KV_F32) < VARIANTS[i].tol);
         free(out);
         model_free(m);
         gguf_model_free(&gm);
@@ -267,13 +340,14 @@ static void test_iq3_xxs_tables_identical(void **st)
 static void test_context_overflow(void **st)
 {
     (void)st;
-    SKIP_UNLESS_SHARED("models/stories260K/stories260K.gguf");
     gguf_model gm;
     model_options o = f32_opts(1);
     o.n_ctx = 8;
-    model *m = open_model(&gm, "models/stories260K/stories260K.gguf", 0, o);
+    model *m = open_model_at(&gm, SHIPPED_MODEL, 0, o);
+    const int32_t n_vocab = (int32_t)gm.w.tok_embd.rows;
     int32_t tok[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
-    float logits[512];
+    float *logits = malloc((size_t)n_vocab * sizeof *logits);
+    assert_non_null(logits);
     char err[256] = "";
     assert_int_equal(model_forward(m, tok, 6, logits, false, err, sizeof err), 0);
     assert_int_equal(model_forward(m, tok, 3, logits, false, err, sizeof err), -1);
@@ -281,29 +355,32 @@ static void test_context_overflow(void **st)
     assert_int_equal(model_n_past(m), 6); /* nothing was half-done */
     assert_int_equal(model_forward(m, tok, 2, logits, false, err, sizeof err), 0);
     assert_int_equal(model_n_past(m), 8);
-    int32_t bad = 512;
+    int32_t bad = n_vocab;
     model_rewind(m, 0);
     assert_int_equal(model_forward(m, &bad, 1, logits, false, err, sizeof err), -1);
     assert_non_null(strstr(err, "outside the vocabulary"));
+    free(logits);
     model_free(m);
     gguf_model_free(&gm);
 }
 
-static void test_shape_errors_name_tensor(void **st)
+/* A layer's K projection one row off, and a q bias the architecture needs
+ * missing: refused, naming the tensor (the shipped model; qwen2 too where
+ * ../shared has it). Both have q/k/v biases and 2 KV heads of 32. */
+static void shape_errors_name_tensor(const char *path)
 {
-    (void)st;
-    SKIP_UNLESS_SHARED("models/archs/qwen2/qwen2-f16.gguf");
-    char path[512], err[256];
+    char err[256];
     gguf_model gm;
-    assert_int_equal(gguf_model_load(&gm, shared_path(path, sizeof path, "models/archs/qwen2/qwen2-f16.gguf"), 0,
-                                     err, sizeof err), 0);
+    if (gguf_model_load(&gm, path, 0, err, sizeof err)) fail_msg("%s", err);
     model_options o = f32_opts(1);
+    assert_int_equal(gm.w.layers[1].wk.rows, 64);
     gm.w.layers[1].wk.rows = 65;
     assert_null(model_create(&gm.hp, &gm.w, &o, err, sizeof err));
     assert_non_null(strstr(err, "blk.1.attn_k"));
     gm.w.layers[1].wk.rows = 64;
     const float *bias = gm.w.layers[0].bq;
-    gm.w.layers[0].bq = NULL; /* qwen2 needs its biases */
+    assert_non_null(bias);
+    gm.w.layers[0].bq = NULL; /* the architecture needs its biases */
     assert_null(model_create(&gm.hp, &gm.w, &o, err, sizeof err));
     assert_non_null(strstr(err, "blk.0.attn_q.bias"));
     gm.w.layers[0].bq = bias;
@@ -311,6 +388,14 @@ static void test_shape_errors_name_tensor(void **st)
     assert_non_null(m);
     model_free(m);
     gguf_model_free(&gm);
+}
+
+static void test_shape_errors_name_tensor(void **st)
+{
+    (void)st;
+    shape_errors_name_tensor(SHIPPED_MODEL);
+    char path[4096];
+    if (shared_part(path, sizeof path, "models/archs/qwen2/qwen2-f16.gguf")) shape_errors_name_tensor(path);
 }
 
 static int hp_get(void *ctx, const char *key, double *out)
@@ -383,6 +468,7 @@ int main(void)
         cmocka_unit_test(test_olmoe),
         cmocka_unit_test(test_threads_identical),
         cmocka_unit_test(test_variants_close),
+        cmocka_unit_test(test_variants_agree),
         cmocka_unit_test(test_native_blocks),
         cmocka_unit_test(test_iq3_xxs_tables_identical),
         cmocka_unit_test(test_context_overflow),

@@ -1,7 +1,8 @@
-/* test_gguf_inspect.c: `iq3pack info` and `iq3pack dump` on the real models:
- * dump of an F32 tensor is exactly its bytes; dump of a Q4_K tensor is
- * exactly what the vectors-verified decoder computes; refusals are clean and
- * leave no file. */
+/* test_gguf_inspect.c: `iq3pack info` and `iq3pack dump` on the real models
+ * (the shipped one, and ../shared's where present): dump of an F32 tensor is
+ * exactly its bytes; dump of an F16 tensor, and of a Q4_K one (llama.cpp's
+ * tinymoe-q4_k), is exactly what the vectors-verified decoder computes;
+ * refusals are clean and leave no file. */
 #include "tests/lib/test_util.h"
 
 #include <unistd.h>
@@ -52,10 +53,9 @@ static const gguf_tensor *first_of_type(const gguf_file *f, int type)
 
 static void test_dump_f32_is_exact_bytes(void **state)
 {
-    SKIP_UNLESS_SHARED(STORIES);
     fixture *fx = *state;
-    char path[4096], out[4200], err[512];
-    shared_path(path, sizeof path, STORIES);
+    const char *path = SHIPPED_MODEL;
+    char out[4200], err[512];
     gguf_file *f = gguf_open(path, err, sizeof err);
     assert_non_null(f);
     const gguf_tensor *t = first_of_type(f, GGML_TYPE_F32);
@@ -76,17 +76,15 @@ static void test_dump_f32_is_exact_bytes(void **state)
     gguf_close(f);
 }
 
-static void test_dump_q4k_matches_decoder(void **state)
+/* The first tensor of this type in the file at path, dumped: the decoder's floats. */
+static void dump_matches_decoder(fixture *fx, const char *path, int type, const char *name)
 {
-    SKIP_UNLESS_SHARED(TINYQ4K);
-    fixture *fx = *state;
-    char path[4096], out[4200], err[512];
-    shared_path(path, sizeof path, TINYQ4K);
+    char out[4200], err[512];
     gguf_file *f = gguf_open(path, err, sizeof err);
     assert_non_null(f);
-    const gguf_tensor *t = first_of_type(f, GGML_TYPE_Q4_K);
+    const gguf_tensor *t = first_of_type(f, type);
     assert_non_null(t);
-    snprintf(out, sizeof out, "%s/q4k.f32", fx->dir);
+    snprintf(out, sizeof out, "%s/%s.f32", fx->dir, name);
     assert_int_equal(run_dump(fx, path, t->name, out), 0);
     size_t n = 0;
     float *got = slurp(out, &n);
@@ -100,12 +98,18 @@ static void test_dump_q4k_matches_decoder(void **state)
     gguf_close(f);
 }
 
+static void test_dump_matches_decoder(void **state)
+{
+    fixture *fx = *state;
+    dump_matches_decoder(fx, SHIPPED_MODEL, GGML_TYPE_F16, "f16");
+    char path[4096];
+    if (shared_part(path, sizeof path, TINYQ4K)) dump_matches_decoder(fx, path, GGML_TYPE_Q4_K, "q4k");
+}
+
 static void test_refusals_leave_nothing(void **state)
 {
-    SKIP_UNLESS_SHARED(STORIES);
     fixture *fx = *state;
-    char path[4096], out[4200];
-    shared_path(path, sizeof path, STORIES);
+    char *path = SHIPPED_MODEL, out[4200];
     snprintf(out, sizeof out, "%s/none.f32", fx->dir);
     assert_int_equal(run_dump(fx, path, "no.such.tensor", out), 1);
     assert_int_not_equal(access(out, F_OK), 0);
@@ -118,12 +122,13 @@ static void test_refusals_leave_nothing(void **state)
 static void test_info_every_model(void **state)
 {
     fixture *fx = *state;
-    const char *models[] = {STORIES, TINYQ4K, "models/tinymoe/tinymoe-iq3_xxs.gguf",
+    const char *models[] = {SHIPPED_MODEL, STORIES, TINYQ4K, "models/tinymoe/tinymoe-iq3_xxs.gguf",
                             "models/archs/qwen3moe/qwen3moe-f16.gguf"};
     for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
-        if (!have_shared(models[i])) continue;
         char path[4096];
-        shared_path(path, sizeof path, models[i]);
+        if (i == 0) snprintf(path, sizeof path, "%s", models[i]); /* the shipped one, from the project root */
+        else if (!have_shared(models[i])) continue;
+        else shared_path(path, sizeof path, models[i]);
         char *argv[] = {"info", path, "--tensors"};
         char *buf = NULL;
         size_t len = 0;
@@ -141,7 +146,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dump_f32_is_exact_bytes),
-        cmocka_unit_test(test_dump_q4k_matches_decoder),
+        cmocka_unit_test(test_dump_matches_decoder),
         cmocka_unit_test(test_refusals_leave_nothing),
         cmocka_unit_test(test_info_every_model),
     };

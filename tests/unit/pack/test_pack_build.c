@@ -1,6 +1,7 @@
-/* test_pack_build: build packs from the shared models and verify them;
- * hostile inputs refused with nothing left behind; a SIGKILLed build leaves
- * no directory that looks complete. Calls the subcommands directly. */
+/* test_pack_build: build packs from the shipped model (and, with ../shared,
+ * from stories260K and llama.cpp's tinymoe files) and verify them; hostile
+ * inputs refused with nothing left behind; a SIGKILLed build leaves no
+ * directory that looks complete. Calls the subcommands directly. */
 #include "tests/lib/test_util.h"
 
 #include <dirent.h>
@@ -43,20 +44,20 @@ static void rm_pack(const char *dir)
     rmdir(dir);
 }
 
-static void build_and_verify(const char *rel, const char *extra_flag, const char *extra_val)
+/* src: a path (shared_path() for ../shared's files) */
+static void build_and_verify(const char *src, const char *extra_flag, const char *extra_val)
 {
-    char src[4096], out[4096];
-    shared_path(src, sizeof src, rel);
+    char out[4096];
     char *scratch = make_scratch_dir();
     assert_non_null(scratch);
     snprintf(out, sizeof out, "%s/pack", scratch);
-    int rc = extra_flag ? run_cmd(iq3pack_cmd_build, 6, "build", src, "-o", out, extra_flag, extra_val)
-                        : run_cmd(iq3pack_cmd_build, 4, "build", src, "-o", out);
+    int rc = extra_flag ? run_cmd(iq3pack_cmd_build, 6, "build", (char *)src, "-o", out, extra_flag, extra_val)
+                        : run_cmd(iq3pack_cmd_build, 4, "build", (char *)src, "-o", out);
     assert_int_equal(rc, 0);
     assert_int_equal(run_cmd(iq3pack_cmd_verify, 2, "verify", out), 0);
     assert_int_equal(run_cmd(iq3pack_cmd_packinfo, 2, "info", out), 0);
     /* a second build into the same directory is refused and changes nothing */
-    assert_int_equal(run_cmd(iq3pack_cmd_build, 4, "build", src, "-o", out), 1);
+    assert_int_equal(run_cmd(iq3pack_cmd_build, 4, "build", (char *)src, "-o", out), 1);
     assert_int_equal(count_entries(scratch), 1);
     /* a flipped byte is caught by verify */
     char bin[4200];
@@ -73,11 +74,13 @@ static void build_and_verify(const char *rel, const char *extra_flag, const char
     free(scratch);
 }
 
-static void test_stories260K(void **state)
+static void test_shipped_and_stories260K(void **state)
 {
     (void)state;
-    SKIP_UNLESS_SHARED("models/stories260K/stories260K.gguf");
-    build_and_verify("models/stories260K/stories260K.gguf", NULL, NULL);
+    build_and_verify(SHIPPED_MODEL, NULL, NULL);
+    build_and_verify(SHIPPED_MODEL, "--experts", "keep");
+    char src[4096];
+    if (shared_part(src, sizeof src, "models/stories260K/stories260K.gguf")) build_and_verify(src, NULL, NULL);
 }
 
 static void test_tinymoe_all(void **state)
@@ -88,7 +91,8 @@ static void test_tinymoe_all(void **state)
         char rel[256];
         snprintf(rel, sizeof rel, "models/tinymoe/tinymoe-%s.gguf", M[i]);
         if (!have_shared(rel)) { printf("SKIP %s absent\n", rel); continue; }
-        build_and_verify(rel, NULL, NULL);
+        char src[4096];
+        build_and_verify(shared_path(src, sizeof src, rel), NULL, NULL);
     }
 }
 
@@ -96,22 +100,22 @@ static void test_tinymoe_imatrix_and_keep(void **state)
 {
     (void)state;
     SKIP_UNLESS_SHARED("models/tinymoe/tinymoe-q8_0.gguf");
-    char im[4096];
+    char im[4096], src[4096];
     if (have_shared("models/tinymoe/tinymoe-imatrix.dat"))
-        build_and_verify("models/tinymoe/tinymoe-q8_0.gguf", "--imatrix", shared_path(im, sizeof im, "models/tinymoe/tinymoe-imatrix.dat"));
-    build_and_verify("models/tinymoe/tinymoe-q4_k.gguf", "--experts", "keep");
+        build_and_verify(shared_path(src, sizeof src, "models/tinymoe/tinymoe-q8_0.gguf"), "--imatrix",
+                         shared_path(im, sizeof im, "models/tinymoe/tinymoe-imatrix.dat"));
+    build_and_verify(shared_path(src, sizeof src, "models/tinymoe/tinymoe-q4_k.gguf"), "--experts", "keep");
 }
 
 static void test_hostile(void **state)
 {
     (void)state;
-    SKIP_UNLESS_SHARED("models/stories260K/stories260K.gguf");
     char *scratch = make_scratch_dir();
     char trunc[4200], out[4200];
     snprintf(trunc, sizeof trunc, "%s/trunc.gguf", scratch);
     snprintf(out, sizeof out, "%s/pack", scratch);
     size_t n = 0;
-    unsigned char *data = slurp_shared("models/stories260K/stories260K.gguf", &n);
+    unsigned char *data = slurp(SHIPPED_MODEL, &n);
     assert_non_null(data);
     FILE *fp = fopen(trunc, "wb");
     fwrite(data, 1, n / 2, fp);
@@ -133,9 +137,7 @@ static void test_hostile(void **state)
 static void test_sigkill(void **state)
 {
     (void)state;
-    SKIP_UNLESS_SHARED("models/tinymoe/tinymoe-f32.gguf");
-    char src[4096], out[4200];
-    shared_path(src, sizeof src, "models/tinymoe/tinymoe-f32.gguf");
+    char *src = SHIPPED_MODEL, out[4200];
     char *scratch = make_scratch_dir();
     snprintf(out, sizeof out, "%s/pack", scratch);
     int killed_mid = 0;
@@ -177,7 +179,7 @@ static void test_sigkill(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_stories260K),
+        cmocka_unit_test(test_shipped_and_stories260K),
         cmocka_unit_test(test_tinymoe_all),
         cmocka_unit_test(test_tinymoe_imatrix_and_keep),
         cmocka_unit_test(test_hostile),

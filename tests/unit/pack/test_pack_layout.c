@@ -1,9 +1,9 @@
 /* test_pack_layout.c: the manifest reader takes the shapes real models have.
- * A real manifest (the stories260K pack's) with output.weight grown to
- * 2048 x 4096 (8M elements) must parse: an earlier overflow guard bounded the
- * running product instead of the next multiplication and refused every
- * matrix of 4M elements or more. A shape whose product overflows 64 bits is
- * still refused, naming the tensor. */
+ * A real manifest (the shipped model's pack) with one of its dense.bin
+ * matrices (TENSOR) grown to 2048 x 4096 (8M elements) must parse: an earlier
+ * overflow guard bounded the running product instead of the next
+ * multiplication and refused every matrix of 4M elements or more. A shape
+ * whose product overflows 64 bits is still refused, naming the tensor. */
 #include "tests/lib/test_util.h"
 
 #include <jansson.h>
@@ -12,9 +12,9 @@
 #include "pack/pack_cli.h"
 #include "formats/pack_manifest.h"
 
-#define STORIES "models/stories260K/stories260K.gguf"
+#define TENSOR "blk.0.attn_output.weight"
 
-/* Rewrites output.weight's shape in PACK/manifest.json into DIR/manifest.json. */
+/* Rewrites TENSOR's shape in PACK/manifest.json into DIR/manifest.json. */
 static void reshape(const char *pack, const char *dir, json_int_t ne0, json_int_t ne1, json_int_t elems)
 {
     char in[4300], out[4300];
@@ -23,13 +23,18 @@ static void reshape(const char *pack, const char *dir, json_int_t ne0, json_int_
     json_error_t je;
     json_t *m = json_load_file(in, 0, &je);
     assert_non_null(m);
-    json_t *t = json_object_get(json_object_get(m, "tensors"), "output.weight");
+    json_t *t = json_object_get(json_object_get(m, "tensors"), TENSOR);
     assert_non_null(t);
+    assert_string_equal(json_string_value(json_object_get(t, "file")), "dense.bin");
+    json_t *vals = json_object_get(t, "values");
+    const json_int_t bytes = json_integer_value(json_object_get(vals, "bytes")),
+                     was = json_integer_value(json_object_get(t, "elements"));
+    assert_true(was > 0 && bytes % was == 0);
+    const json_int_t width = bytes / was; /* P16 or P32: 2 or 4 bytes an element */
     json_object_set_new(t, "shape", json_pack("[I, I]", ne0, ne1));
     json_object_set_new(t, "elements", json_integer(elems));
-    json_t *vals = json_object_get(t, "values");
-    json_int_t grow = elems * 4 - json_integer_value(json_object_get(vals, "bytes"));
-    json_object_set_new(vals, "bytes", json_integer(elems * 4));
+    json_int_t grow = elems * width - bytes;
+    json_object_set_new(vals, "bytes", json_integer(elems * width));
     /* later planes in dense.bin move by the growth; the file grows with them */
     json_int_t at = json_integer_value(json_object_get(vals, "offset"));
     const char *name;
@@ -49,12 +54,10 @@ static void reshape(const char *pack, const char *dir, json_int_t ne0, json_int_
 static void test_large_shapes_parse(void **state)
 {
     (void)state;
-    SKIP_UNLESS_SHARED(STORIES);
-    char src[4096], pack[4200], err[512] = "";
-    shared_path(src, sizeof src, STORIES);
+    char pack[4200], err[512] = "";
     char *dir = make_scratch_dir();
     snprintf(pack, sizeof pack, "%s/pack", dir);
-    char *argv[] = {"build", src, "-o", pack};
+    char *argv[] = {"build", SHIPPED_MODEL, "-o", pack};
     assert_int_equal(run_quiet(iq3pack_cmd_build, 4, argv), 0);
 
     pack_layout L;
@@ -77,7 +80,7 @@ static void test_large_shapes_parse(void **state)
     reshape(pack, dir, 1LL << 40, 1LL << 40, 1);
     memset(&L, 0, sizeof L);
     assert_int_not_equal(pack_layout_from_json(&L, path, err, sizeof err), 0);
-    assert_non_null(strstr(err, "output.weight"));
+    assert_non_null(strstr(err, TENSOR));
     pack_layout_free(&L);
 
     char cmd[4300];

@@ -1,11 +1,13 @@
 /* test_pack_legacy_experts.c: GGUFs converted before April 2024 (Mixtral's
  * first files) store each routed expert as its own [K, N] tensor,
  * "blk.L.ffn_gate.E.weight", where llama.cpp now writes one [K, N, E]
- * tensor; current llama.cpp refuses them. Our writer rewrites tinymoe that
- * way; the pack built from it (experts kept, and IQ3 with the imatrix) must
- * be byte-identical to the pack of the original file, and verify against
- * its source. A broken set is refused, naming the tensor: a gap, a missing
- * expert 0, a type that differs, a layer past the model's blocks. */
+ * tensor; current llama.cpp refuses them. Our writer rewrites the shipped
+ * model that way (and, with ../shared, tinymoe); the pack built from it
+ * (experts kept, and IQ3: without an imatrix, and on tinymoe with its
+ * imatrix) must be byte-identical to the pack of the original file, and
+ * verify against its source. A broken set is refused, naming the tensor: a
+ * gap, a missing expert 0, a type that differs, a layer past the model's
+ * blocks. */
 #include "tests/lib/test_util.h"
 
 #include "formats/fp16.h"
@@ -18,16 +20,30 @@
 
 enum { KEEP_ALL = -1 };
 
-/* The source with every merged expert tensor split per expert; `drop`
- * leaves expert `drop` of layer 0's gate out, `f16` stores that expert as
- * F16 instead, `stray` adds expert 0 of a gate in layer `stray` (each -1
- * for none). */
-static void write_split(const char *path, int drop, int f16, int stray)
+/* The first layer of f with merged expert tensors (the shipped model's first layer is dense). */
+static int first_moe_layer(const gguf_file *f)
 {
-    char src[4096], err[512];
-    shared_path(src, sizeof src, TINYMOE);
+    int first = -1;
+    for (int64_t i = 0; i < gguf_n_tensors(f); i++) {
+        int l, n = 0;
+        if (sscanf(gguf_tensor_at(f, i)->name, "blk.%d.ffn_gate_exps.weight%n", &l, &n) == 1 && n &&
+            (first < 0 || l < first))
+            first = l;
+    }
+    assert_true(first >= 0);
+    return first;
+}
+
+/* src with every merged expert tensor split per expert; in the first MoE
+ * layer's gate, `drop` leaves expert `drop` out and `other` stores expert
+ * `other` in the other float type (F32 as F16, F16 as F32); `stray` adds
+ * expert 0 of a gate in layer `stray` (each -1 for none). */
+static void write_split(const char *src, const char *path, int drop, int other, int stray)
+{
+    char err[512];
     gguf_file *f = gguf_open(src, err, sizeof err);
-    assert_non_null(f);
+    if (!f) fail_msg("%s", err);
+    const int first = first_moe_layer(f);
     gguf_writer *w = gguf_writer_new();
     for (int64_t i = 0; i < gguf_n_kv(f); i++) assert_int_equal(gguf_writer_copy_kv(w, f, i), 0);
     for (int64_t i = 0; i < gguf_n_tensors(f); i++) {
@@ -42,16 +58,22 @@ static void write_split(const char *path, int drop, int f16, int stray)
         for (int e = 0; e < t->ne[2]; e++) {
             char name[96];
             const int64_t ne[2] = { t->ne[0], t->ne[1] };
-            const int here = l == 0 && !strcmp(part, "gate");
+            const int here = l == first && !strcmp(part, "gate");
             if (here && e == drop) continue;
             snprintf(name, sizeof name, "blk.%d.ffn_%s.%d.weight", l, part, e);
-            if (here && e == f16) {
-                const float *x = (const float *)(t->data + slice * (size_t)e);
-                uint16_t *h = malloc(slice / 2);
-                assert_non_null(h);
-                for (size_t k = 0; k < slice / 4; k++) h[k] = f32_to_fp16(x[k]);
-                assert_true(gguf_writer_add_tensor(w, name, GGML_TYPE_F16, 2, ne, h, slice / 2) >= 0);
-                free(h);
+            if (here && e == other) {
+                assert_true(t->type == GGML_TYPE_F32 || t->type == GGML_TYPE_F16);
+                const size_t n_el = (size_t)ne[0] * (size_t)ne[1];
+                const void *x = t->data + slice * (size_t)e;
+                void *o = malloc(n_el * 4);
+                assert_non_null(o);
+                for (size_t k = 0; k < n_el; k++) {
+                    if (t->type == GGML_TYPE_F32) ((uint16_t *)o)[k] = f32_to_fp16(((const float *)x)[k]);
+                    else ((float *)o)[k] = fp16_to_f32(((const uint16_t *)x)[k]);
+                }
+                const int ty = t->type == GGML_TYPE_F32 ? GGML_TYPE_F16 : GGML_TYPE_F32;
+                assert_true(gguf_writer_add_tensor(w, name, ty, 2, ne, o, n_el * (ty == GGML_TYPE_F32 ? 4 : 2)) >= 0);
+                free(o);
                 continue;
             }
             assert_true(gguf_writer_add_tensor(w, name, t->type, 2, ne, t->data + slice * (size_t)e, slice) >= 0);
@@ -66,19 +88,21 @@ static void write_split(const char *path, int drop, int f16, int stray)
     gguf_close(f);
 }
 
-static int build(const char *src, const char *out, int keep, char *err_out, size_t n)
+/* iq3pack build SRC -o OUT, experts kept (keep) or IQ3 (with imatrix when not NULL); the
+ * refusal's text into err_out. */
+static int build(const char *src, const char *out, int keep, const char *imatrix, char *err_out, size_t n)
 {
-    char im[4096];
-    shared_path(im, sizeof im, IMATRIX);
-    char *argv[] = { "build", (char *)src, "-o", (char *)out, keep ? "--experts" : "--imatrix", keep ? "keep" : im,
-                     NULL };
+    char *argv[] = { "build", (char *)src, "-o", (char *)out, NULL, NULL, NULL };
+    int argc = 4;
+    if (keep) { argv[argc++] = "--experts"; argv[argc++] = "keep"; }
+    else if (imatrix) { argv[argc++] = "--imatrix"; argv[argc++] = (char *)imatrix; }
     /* the refusal goes to stderr: catch it in a file to check the name */
     char errf[4200];
     snprintf(errf, sizeof errf, "%s.err", out);
     fflush(stderr);
     const int saved = dup(2);
     assert_non_null(freopen(errf, "w", stderr));
-    const int rc = run_quiet(iq3pack_cmd_build, 6, argv);
+    const int rc = run_quiet(iq3pack_cmd_build, argc, argv);
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
@@ -104,22 +128,19 @@ static void same_file(const char *a_dir, const char *b_dir, const char *name)
     free(y);
 }
 
-static void test_split_experts_same_pack(void **state)
+/* orig split per expert: kept, and IQ3 (with imatrix when given), the same packs as orig's */
+static void same_packs(const char *orig, const char *imatrix)
 {
-    (void)state;
-    SKIP_UNLESS_SHARED(TINYMOE);
-    SKIP_UNLESS_SHARED(IMATRIX);
     char *dir = make_scratch_dir();
-    char split[4200], orig[4096], err[1024];
+    char split[4200], err[1024];
     snprintf(split, sizeof split, "%s/split.gguf", dir);
-    shared_path(orig, sizeof orig, TINYMOE);
-    write_split(split, KEEP_ALL, KEEP_ALL, KEEP_ALL);
+    write_split(orig, split, KEEP_ALL, KEEP_ALL, KEEP_ALL);
     for (int keep = 1; keep >= 0; keep--) {
         char a[4200], b[4200];
         snprintf(a, sizeof a, "%s/a%d", dir, keep);
         snprintf(b, sizeof b, "%s/b%d", dir, keep);
-        assert_int_equal(build(split, a, keep, err, sizeof err), 0);
-        assert_int_equal(build(orig, b, keep, err, sizeof err), 0);
+        if (build(split, a, keep, imatrix, err, sizeof err)) fail_msg("%s", err);
+        if (build(orig, b, keep, imatrix, err, sizeof err)) fail_msg("%s", err);
         same_file(a, b, "experts.bin");
         same_file(a, b, "dense.bin");
         char *argv[] = { "verify", a, "--source", split, NULL };
@@ -131,14 +152,22 @@ static void test_split_experts_same_pack(void **state)
     free(dir);
 }
 
-static void refused(int drop, int f16, int stray, const char *tensor, const char *why)
+static void test_split_experts_same_pack(void **state)
+{
+    (void)state;
+    same_packs(SHIPPED_MODEL, NULL);
+    char orig[4096], im[4096];
+    if (shared_part(orig, sizeof orig, TINYMOE) && shared_part(im, sizeof im, IMATRIX)) same_packs(orig, im);
+}
+
+static void refused(int drop, int other, int stray, const char *tensor, const char *why)
 {
     char *dir = make_scratch_dir();
     char split[4200], out[4200], err[1024];
     snprintf(split, sizeof split, "%s/split.gguf", dir);
     snprintf(out, sizeof out, "%s/pack", dir);
-    write_split(split, drop, f16, stray);
-    assert_int_not_equal(build(split, out, 1, err, sizeof err), 0);
+    write_split(SHIPPED_MODEL, split, drop, other, stray);
+    assert_int_not_equal(build(split, out, 1, NULL, err, sizeof err), 0);
     printf("%s", err);
     assert_non_null(strstr(err, tensor));
     assert_non_null(strstr(err, why));
@@ -152,10 +181,16 @@ static void refused(int drop, int f16, int stray, const char *tensor, const char
 static void test_broken_sets_refused(void **state)
 {
     (void)state;
-    SKIP_UNLESS_SHARED(TINYMOE);
-    refused(1, KEEP_ALL, KEEP_ALL, "blk.0.ffn_gate.2.weight", "after a gap at expert 1");
-    refused(0, KEEP_ALL, KEEP_ALL, "blk.0.ffn_gate.", "without expert 0");
-    refused(KEEP_ALL, 2, KEEP_ALL, "blk.0.ffn_gate.2.weight", "where expert 0 is f32");
+    char err[512], gate[64], gate2[64];
+    gguf_file *f = gguf_open(SHIPPED_MODEL, err, sizeof err);
+    if (!f) fail_msg("%s", err);
+    const int first = first_moe_layer(f);
+    gguf_close(f);
+    snprintf(gate, sizeof gate, "blk.%d.ffn_gate.", first);
+    snprintf(gate2, sizeof gate2, "blk.%d.ffn_gate.2.weight", first);
+    refused(1, KEEP_ALL, KEEP_ALL, gate2, "after a gap at expert 1");
+    refused(0, KEEP_ALL, KEEP_ALL, gate, "without expert 0");
+    refused(KEEP_ALL, 2, KEEP_ALL, gate2, "where expert 0 is f16"); /* the shipped model is F16 */
     /* a layer index far past the blocks: refused at once, not planned */
     refused(KEEP_ALL, KEEP_ALL, 99999999, "blk.99999999", "layer 99999999 of a model with");
 }

@@ -1,16 +1,15 @@
-/* test_pack_split.c: a gguf-split checkpoint is one source. stories260K is
- * cut into two parts by our writer (llama.cpp's naming and split.* keys,
- * metadata in part 1, tensors halved); the pack built from part 1 verifies
- * against the parts and its files are byte-identical to the pack built from
- * the original single file; a missing part is refused with no pack left. */
+/* test_pack_split.c: a gguf-split checkpoint is one source. The shipped
+ * model is cut into two parts by our writer (llama.cpp's naming and split.*
+ * keys, metadata in part 1, tensors halved); the pack built from part 1
+ * verifies against the parts and its files are byte-identical to the pack
+ * built from the original single file; a missing part is refused with no
+ * pack left. */
 #include "tests/lib/test_util.h"
 
 #include <unistd.h>
 
 #include "formats/gguf.h"
 #include "pack/pack_cli.h"
-
-#define STORIES "models/stories260K/stories260K.gguf"
 
 static void copy_kv(gguf_writer *w, const gguf_file *f, int64_t i)
 {
@@ -39,9 +38,7 @@ static void write_part(const gguf_file *f, const char *path, int part, int n_par
 static void test_split_source_is_one_source(void **state)
 {
     (void)state;
-    SKIP_UNLESS_SHARED(STORIES);
-    char src[4096], err[512];
-    shared_path(src, sizeof src, STORIES);
+    char *src = SHIPPED_MODEL, err[512];
     gguf_file *f = gguf_open(src, err, sizeof err);
     assert_non_null(f);
     char *dir = make_scratch_dir();

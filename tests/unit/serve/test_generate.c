@@ -1,7 +1,7 @@
 /* test_generate.c: the text path from tokens to what a client receives:
  * UTF-8 hold-back and repair, stop strings split across tokens (held back,
  * never emitted), and the generation driver over the fake engine with the
- * stories260K tokenizer (streamed deltas concatenate to the whole text,
+ * shipped model's tokenizer (streamed deltas concatenate to the whole text,
  * max_tokens, end of generation, logprob records). */
 #include "tests/lib/test_util.h"
 #include "tests/lib/engine_fake.h"
@@ -10,7 +10,7 @@
 #include "runtime/util/strbuf.h"
 #include "runtime/util/utf8.h"
 
-#define GGUF "models/stories260K/stories260K.gguf"
+#define GGUF SHIPPED_MODEL
 
 static void test_utf8(void **st)
 {
@@ -59,9 +59,9 @@ static void test_stop_match(void **st)
 
 static engine *fake(int n_ctx)
 {
-    char p[4096], err[256] = "";
+    char err[256] = "";
     fake_engine_opts o = { .n_ctx = n_ctx };
-    engine *e = fake_engine_new(shared_path(p, sizeof p, GGUF), &o, err, sizeof err);
+    engine *e = fake_engine_new(GGUF, &o, err, sizeof err);
     if (!e) fail_msg("%s", err);
     return e;
 }
@@ -99,7 +99,6 @@ static char *run(engine *e, int max_tokens, const char *const *stops, size_t n_s
 static void test_generate_story(void **st)
 {
     (void)st;
-    SKIP_UNLESS_SHARED(GGUF);
     engine *e = fake(512);
     gen_finish f;
     size_t nt, nr;
@@ -122,12 +121,11 @@ static void test_generate_story(void **st)
 static void test_generate_stops(void **st)
 {
     (void)st;
-    SKIP_UNLESS_SHARED(GGUF);
     engine *e = fake(512);
     gen_finish f;
     int idx;
     size_t nr;
-    /* "Spot" is several tokens in this 512-token vocabulary */
+    /* "Spot" is several tokens in this vocabulary (S, p, ot) */
     const char *stops[] = { "nothing here", "Spot" };
     char *text = run(e, 1000, stops, 2, 1, &f, &idx, NULL, &nr);
     assert_int_equal(f, GEN_STOP);
@@ -154,7 +152,6 @@ static void test_generate_stops(void **st)
 static void test_fake_engine_context(void **st)
 {
     (void)st;
-    SKIP_UNLESS_SHARED(GGUF);
     engine *e = fake(3);
     int32_t prompt[3] = { 1, 2, 3 };
     gen_params p = { .max_tokens = 5 };

