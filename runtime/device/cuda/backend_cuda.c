@@ -259,6 +259,7 @@ static int check_forms(const host_model *m, char *err, size_t errlen)
 static int upload_dense(struct device_model *d, const host_model *m, char *err, size_t errlen)
 {
     const model_hparams *hp = &m->hp;
+    if (hp->n_layer <= 0) { snprintf(err, errlen, "the model has no layers"); return -1; }
     d->L = calloc((size_t)hp->n_layer, sizeof *d->L);
     if (!d->L) { snprintf(err, errlen, "out of host memory"); return -1; }
     const int qd = m->q_dim, kvd = m->kv_dim, qn = hp->arch.qk_norm == QK_NORM_FULL;
@@ -718,6 +719,10 @@ static void device_model_free(void *c)
 
 static int build(struct device_model *d, model *model, const device_opts *o, char *err, size_t errlen)
 {
+    /* the GPU first: on a machine without one, that is what the user needs to hear,
+     * whatever else this model would need */
+    d->c = scuda_create(-1, 0, err, errlen);
+    if (!d->c) return -1;
     if (backend_check(&cuda_caps, model, err, errlen)) return -1;
     const model_hparams *hp = model_hp(model);
     d->hm = (host_model){ .model = model, .hp = *hp, .w = *model_host_weights(model), .opt = *model_opts(model),
@@ -725,8 +730,6 @@ static int build(struct device_model *d, model *model, const device_opts *o, cha
                           .kv_dim = hp->n_head_kv * hp->head_dim };
     const host_model *m = &d->hm;
     if (check_forms(m, err, errlen)) return -1;
-    d->c = scuda_create(-1, 0, err, errlen);
-    if (!d->c) return -1;
     d->m = m;
     if (upload_dense(d, m, err, errlen) || alloc_buffers(d, m, err, errlen)) return -1;
     if (m->hp.n_expert > 0 && setup_experts(d, m, o, err, errlen)) return -1;
