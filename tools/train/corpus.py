@@ -23,7 +23,9 @@ Sources and licences (recorded again in models/tiny-moe/README.md):
 A document is a KJV chapter, one dictionary entry, 40 consecutive WordNet
 synsets, or one Python documentation page. Each document goes to exactly one
 split by a hash of its source and title: 2 % held-out, 2 % calibration, the
-rest train, so the held-out part is never in a calibration set. Output:
+rest train, so the held-out part is never in a calibration set. Documents
+naming a package registry's host are left out (the repository names none).
+Output:
 DIR/train.txt, DIR/calib.txt, DIR/heldout.txt (documents separated by one
 blank line; no blank line inside a document) and DIR/sources.tsv (document
 counts and bytes per source and split).
@@ -182,6 +184,12 @@ def pydoc(root):
     return docs
 
 
+# Package registries and mirrors are named nowhere in the repository (scripts read
+# them from the machine's configuration): a document naming one is left out.
+REGISTRY = re.compile(r"(pypi|pythonhosted|npmjs|rubygems|debian|ubuntu|fedoraproject|archlinux)\.(org|com)|crates\.io",
+                      re.IGNORECASE)
+
+
 def split_of(source, title):
     h = int(hashlib.sha256((source + "\0" + title).encode()).hexdigest()[:8], 16) % 100
     return "heldout" if h < 2 else "calib" if h < 4 else "train"
@@ -208,7 +216,7 @@ def main():
     stats = {}
     for source, title, text in docs:
         text = squash(text.replace("\ufffd", ""))
-        if not text:
+        if not text or REGISTRY.search(text):
             continue
         s = split_of(source, title)
         files[s].write(text + "\n\n")

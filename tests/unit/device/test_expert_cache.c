@@ -617,6 +617,42 @@ static void test_hit_rate_replayed_trace(void **state)
     rmdir(dir);
 }
 
+/* The shipped model's own routing (tests/fixtures/tiny-moe/heldout.trace:
+ * `strata routing` over the first 24 KB of models/tiny-moe/heldout.txt,
+ * recorded from the pack `make demo` builds, the IQ3 one), replayed with a
+ * quarter and half of the 24 routed experts in slots. A trained router is
+ * far from uniform, so the profile-filled slots serve more than their share
+ * of uses (a uniform router: exactly n_slots / 24), the prediction holds, and
+ * the measured rates stay above the floors this trace gave when the model
+ * shipped (models/tiny-moe/README.md), less about 0.03. */
+static void test_hit_rate_tiny_moe_trace(void **state)
+{
+    (void)state;
+    char err[512];
+    routing_trace t;
+    if (routing_trace_load(&t, "tests/fixtures/tiny-moe/heldout.trace", err, sizeof err)) { printf("%s\n", err); fail(); }
+    assert_int_equal(t.n_expert, 8);
+    assert_int_equal(t.n_used, 2);
+    int routed = 0;
+    for (int l = 0; l < t.n_layer; l++) routed += t.routed[l];
+    assert_int_equal(routed, 3);
+    assert_true(t.n_tokens > 5000);
+    static const struct { int slots; double floor; } cases[] = { { 6, 0.37 }, { 12, 0.64 } };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double predicted;
+        ec_stats st;
+        const double hr = replay_trace(&t, cases[i].slots, EC_MISS_CPU, &predicted, &st);
+        const double uniform = cases[i].slots / 24.0;
+        printf("tiny-moe held-out trace (%llu tokens), %d of 24 experts in slots: predicted %.4f, measured %.4f "
+               "(a uniform router: %.4f; floor %.2f)\n",
+               (unsigned long long)t.n_tokens, cases[i].slots, predicted, hr, uniform, cases[i].floor);
+        assert_true(predicted > uniform + 0.05);
+        assert_true(fabs(hr - predicted) < 0.05);
+        assert_true(hr >= cases[i].floor);
+    }
+    routing_trace_free(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -631,6 +667,7 @@ int main(void)
         cmocka_unit_test(test_profile_dense_lead),
         cmocka_unit_test(test_hit_rate_synthetic_trace),
         cmocka_unit_test(test_hit_rate_replayed_trace),
+        cmocka_unit_test(test_hit_rate_tiny_moe_trace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
