@@ -548,7 +548,8 @@ static void write_summary(const pi_ctx *c, const char *out_path, FILE *out)
     if (c->n_owidened)
         fprintf(out, "   %" PRId64 " tensors widened fp16 offsets -> f32, costing %" PRId64 " B (%.3f GiB)\n",
                 c->n_owidened, c->owidened, (double)c->owidened / gib);
-    fprintf(out, "   compare with tools/pack_budget.py: the pack's dense+embd engine figure should match this pool\n");
+    /* the reference tool names its own budget script here; ours is `strata budget` */
+    fprintf(out, "   compare with `strata budget PACK`: its dense pool should match this pool\n");
 }
 
 /* ----------------------------------------------------------------- entry */

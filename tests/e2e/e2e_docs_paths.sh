@@ -11,10 +11,8 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
 # pack/full: packindex's default --pack, a folder of the user's;
-# tools/pack_index.py: the literal text of index.txt's line 1 (docs/pack-format.md);
-# tools/pack_budget.py: the literal last line of packindex's summary, the
-# reference tool's text (docs/pack-format.md says what to run instead)
-ALLOWED=' pack/full tools/pack_index.py tools/pack_budget.py '
+# tools/pack_index.py: the literal text of index.txt's line 1 (docs/pack-format.md)
+ALLOWED=' pack/full tools/pack_index.py '
 bad=""
 for f in README.md setup.sh docs/*.md; do
     [ "$f" = docs/DESIGN.md ] && continue
