@@ -18,11 +18,12 @@ Contract:
   - The vocabulary is llama.cpp's "llama" (sentencepiece) kind: tokens,
     scores, token types (normal 1, unknown 2, control 3, unused 5, byte 6),
     BOS 1 / EOS 2 / UNK 0, BOS added, EOS not.
-  - The file is written to OUT.tmp and renamed; an error leaves no OUT.
+  - The file is written to OUT.tmp and renamed; an error leaves no OUT, and
+    an existing OUT is refused, never overwritten.
+GGUFWriter is also the writer of tests/fixtures/hf_vocab_gguf.py (vocab-only
+GGUFs), which runs without numpy: numpy is imported only for tensors.
 """
 import argparse, os, struct, sys
-
-import numpy as np
 
 ALIGN = 32
 GGML_F32, GGML_F16 = 0, 1
@@ -54,14 +55,18 @@ class GGUFWriter:
         if etype == T_STR:
             body = b"".join(self._str(s) for s in items)
         else:
-            body = np.asarray(items, dtype={T_I32: "<i4", T_F32: "<f4"}[etype]).tobytes()
+            body = struct.pack("<%d%s" % (len(items), {T_I32: "i", T_F32: "f"}[etype]), *items)
         self.kv.append(self._str(key) + struct.pack("<IIQ", T_ARR, etype, len(items)) + body)
 
     def add_tensor(self, name, array, ggml_type):
+        import numpy as np
         a = np.ascontiguousarray(array, dtype="<f4" if ggml_type == GGML_F32 else "<f2")
         self.tensors.append((name, a, ggml_type))
 
     def write(self, path):
+        """Refuses an existing path (FileExistsError); OSError on a failed write."""
+        if os.path.exists(path):
+            raise FileExistsError("%s: exists; not overwritten" % path)
         head = [b"GGUF", struct.pack("<IQQ", 3, len(self.tensors), len(self.kv))] + self.kv
         offset, infos = 0, []
         for name, a, t in self.tensors:
@@ -107,6 +112,7 @@ def add_vocab(w, tokenizer_path):
 
 
 def export(model_pt, tokenizer_path, out, name, mat_type=GGML_F16):
+    import numpy as np
     import torch
     ck = torch.load(model_pt, map_location="cpu")
     c, sd = ck["config"], {k: v.float().numpy() for k, v in ck["state"].items()}
@@ -177,6 +183,8 @@ def main():
     for p in (a.model_pt, a.tokenizer):
         if not os.path.isfile(p):
             sys.exit("gguf_write.py: %s: no such file" % p)
+    if os.path.exists(a.out):
+        sys.exit("gguf_write.py: %s: exists; not overwritten (move it away first)" % a.out)
     export(a.model_pt, a.tokenizer, a.out, a.name, GGML_F32 if a.f32 else GGML_F16)
     print("wrote %s (%d bytes)" % (a.out, os.path.getsize(a.out)))
 
