@@ -10,6 +10,8 @@
 #   llamacpp_fetch_tools             also llama.cpp-tools and -tools-extra (llama-imatrix,
 #                                    llama-perplexity, ...: $deb/root/usr/bin), once
 #   llamacpp_tool NAME ARGS...       runs $deb/root/usr/bin/NAME on the haswell CPU backend
+#                                    ($LLAMACPP_CPU_VARIANT picks another: zen4, icelake, ...;
+#                                    some tools keep their code in $sys/llama/libllama-NAME-impl.so)
 #   llamacpp_build SRC.c NAME        $deb/NAME from SRC.c, once
 #   "$sys/ld-linux-x86-64.so.2" --library-path "$sys" "$deb/NAME" ARGS...
 deb=${STRATA_LLAMACPP_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/strata/llamacpp-deb}
@@ -64,7 +66,7 @@ llamacpp_fetch_tools() {
 llamacpp_tool() { # NAME ARGS...
     t=$1; shift
     GGML_BACKEND_PATH=$sys/ggml/backends0/libggml-cpu-${LLAMACPP_CPU_VARIANT:-haswell}.so \
-        "$sys/ld-linux-x86-64.so.2" --library-path "$sys" "$deb/root/usr/bin/$t" "$@"
+        "$sys/ld-linux-x86-64.so.2" --library-path "$sys:$sys/llama" "$deb/root/usr/bin/$t" "$@"
 }
 
 llamacpp_build() { # SRC.c NAME
