@@ -68,10 +68,15 @@
 
 #define VNNI512_MXFP4                                                                                   \
     .qdot4_ggml[GGML_TYPE_MXFP4] = kavx512_qdot4_mxfp4, .qdotn_ggml[GGML_TYPE_MXFP4] = kavx512_qdotn_mxfp4,
-/* Its four-row S8 kernel hands the rows it does not take to the S-form
- * kernel beneath: AVX2's, or AVX-VNNI's where that layer is there. */
-#define VNNI512_LAYER .qdot4[WF_SCODE] = kavx512_qdot4_scode, VNNI512_MXFP4
-#define VNNI512_OVER_VNNI_LAYER .qdot4[WF_SCODE] = kavx512v_qdot4_scode, VNNI512_MXFP4
+/* Its S8 four-row kernel and its K-quant kernels (kernels_kq_avx512.c) hand
+ * the rows they do not take to the S-form kernels beneath: AVX2's, or
+ * AVX-VNNI's where that layer is there. */
+#define VNNI512_LAYER                                                                                   \
+    .qdot[WF_SCODE] = kavx512_qdot_scode, .qdot4[WF_SCODE] = kavx512_qdot4_scode,                       \
+    .qdotn[WF_SCODE] = kavx512_qdotn_scode, VNNI512_MXFP4
+#define VNNI512_OVER_VNNI_LAYER                                                                         \
+    .qdot[WF_SCODE] = kavx512v_qdot_scode, .qdot4[WF_SCODE] = kavx512v_qdot4_scode,                     \
+    .qdotn[WF_SCODE] = kavx512_qdotn_scode, VNNI512_MXFP4
 
 /* ------------------------------------------------- native ggml dispatch */
 

@@ -89,6 +89,13 @@ void kavx512_qdotn_iq3(const weight *w, int64_t r, const qrow *a, int nt, float 
 /* the S8 four-row dot on zmm; other rows to AVX2's (kavx512_) or AVX-VNNI's (kavx512v_) */
 void kavx512_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
 void kavx512v_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
+/* K-quant S-forms with factors against Q8_K (kernels_kq_avx512.c); other
+ * rows to AVX2's (kavx512_) or AVX-VNNI's (kavx512v_) S-form kernels.
+ * kavx512_qdot4_kq returns 0, computing nothing, for rows it does not take. */
+float kavx512_qdot_scode(const weight *w, int64_t r, const qrow *a);
+float kavx512v_qdot_scode(const weight *w, int64_t r, const qrow *a);
+int kavx512_qdot4_kq(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
+void kavx512_qdotn_scode(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 void kavx512_qdot4_mxfp4(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
 void kavx512_qdotn_mxfp4(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 

@@ -326,10 +326,12 @@ static int z4_takes(const weight *w, const qrow *a)
            w->code_bias == -128;
 }
 
-/* The two entries differ only in what takes the other rows: each table's
+/* K-quant rows go to kernels_kq_avx512.c's four-row kernel. The two
+ * entries differ only in what takes the other rows: each table's
  * own four-row kernel (no AVX-VNNI instruction in the AVX2 one). */
 AVX512VNNI void kavx512_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
 {
+    if (kavx512_qdot4_kq(w, r, stride, a, y)) return;
     if (!z4_takes(w, a)) { kavx2_qdot4_scode(w, r, stride, a, y); return; }
     const int64_t n32 = w->cols / 32;
     z4_s8((const uint8_t *)w->data + (size_t)r * w->row_bytes, w->row_bytes, a->q, w->scales + r * n32, n32, a->d, y,
@@ -338,6 +340,7 @@ AVX512VNNI void kavx512_qdot4_scode(const weight *w, int64_t r, int64_t stride, 
 
 AVX512VNNI void kavx512v_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
 {
+    if (kavx512_qdot4_kq(w, r, stride, a, y)) return;
     if (!z4_takes(w, a)) { kvnni_qdot4_scode(w, r, stride, a, y); return; }
     const int64_t n32 = w->cols / 32;
     z4_s8((const uint8_t *)w->data + (size_t)r * w->row_bytes, w->row_bytes, a->q, w->scales + r * n32, n32, a->d, y,

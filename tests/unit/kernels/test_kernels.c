@@ -671,20 +671,21 @@ static void k4_scale_min(int j, const uint8_t *s, int *sc, int *m)
  * factors back through kfactor_build): every table, bit for bit equal. The
  * S-form without factors sums per group and may differ in the last bits;
  * that it is a different order is what the factors are for. */
-/* Every table's qdot4 of native blocks (where it has one: MXFP4's four-row
- * kernels) gives the scalar qdot's bits for rows r + k * stride, with
- * stride 1 and 2 over the weight's rows (a multiple of 8). */
-static void check_qdot4_native(const kernels *const tabs[4], const weight *w, const qrow *a)
+/* Every table's qdot4 of a form (where it has one: MXFP4's four-row
+ * kernels for native blocks; S-forms' S8 and K-quant ones) gives the scalar
+ * qdot's bits for rows r + k * stride, with stride 1 and 2 over the
+ * weight's rows (a multiple of 8). */
+static void check_qdot4(const kernels *const tabs[4], const weight *w, wform form, const qrow *a)
 {
     for (int k = 1; k < 4; k++) {
-        if (!tabs[k] || !tabs[k]->qdot4[WF_GGML]) continue;
+        if (!tabs[k] || !tabs[k]->qdot4[form]) continue;
         for (int stride = 1; stride <= 2; stride++)
             for (int64_t r0 = 0; r0 + 3 * stride < w->rows; r0 += stride == 1 ? 4 : 1) {
                 if (stride == 2 && r0 % 4 > 1) continue;
                 float y[8];
-                tabs[k]->qdot4[WF_GGML](w, r0, stride, a, y);
+                tabs[k]->qdot4[form](w, r0, stride, a, y);
                 for (int i = 0; i < 4; i++) {
-                    const float ref = tabs[0]->qdot[WF_GGML](w, r0 + i * stride, a);
+                    const float ref = tabs[0]->qdot[form](w, r0 + i * stride, a);
                     assert_memory_equal(&y[i * stride], &ref, 4);
                 }
             }
@@ -797,12 +798,8 @@ static void test_native_equals_sform(void **st)
                     assert_memory_equal(&yn, &ref, 4);
                     assert_memory_equal(&ys, &ref, 4);
                 }
-                float y4[4];
-                if (r % 4 == 0 && tabs[1] && tabs[1]->qdot4[WF_SCODE]) {
-                    tabs[1]->qdot4[WF_SCODE](&sf, r, 1, &a, y4);
-                    assert_memory_equal(&y4[0], &ref, 4);
-                }
             }
+            check_qdot4(tabs, &sf, WF_SCODE, &a);
         }
         /* a batch takes qdotn for K-quant S-forms (shared code values and
          * scales), qdot4 for the rest; qdotn of 1..KQ_NT_MAX tokens is the
@@ -843,7 +840,7 @@ static void test_native_equals_sform(void **st)
                     assert_memory_equal(&y, &ref, 4);
                 }
             }
-            check_qdot4_native(tabs, &nat, &a);
+            check_qdot4(tabs, &nat, WF_GGML, &a);
         }
         /* one block fewer a row (an odd count: the last block after the pairs), the same bits */
         weight odd = nat;
@@ -859,7 +856,7 @@ static void test_native_equals_sform(void **st)
                     const float y = tabs[k]->qdot[WF_GGML](&odd, r, &a);
                     assert_memory_equal(&y, &ref, 4);
                 }
-            if (r == 0) check_qdot4_native(tabs, &odd, &a);
+            if (r == 0) check_qdot4(tabs, &odd, WF_GGML, &a);
         }
         /* a batch shares IQ2_S's grid and signs, MXFP4's values and scales, across tokens (qdotn),
          * the same bits */
@@ -920,7 +917,7 @@ static void test_qdot_mxfp4_random_blocks(void **st)
                     assert_memory_equal(&yv, &ys, sizeof yv);
                 }
             }
-            check_qdot4_native(tabs, &w, &a);
+            check_qdot4(tabs, &w, WF_GGML, &a);
         }
         /* qdotn: one row against 1..KQ_NT_MAX tokens, each the table's qdot bits */
         assert_true(check_qdotn(tabs, &w, WF_GGML, &rs, x, "MXFP4 random") > 0);

@@ -1,0 +1,248 @@
+/* kernels_kq_avx512.c: the K-quant S-forms (Q4_K, Q5_K and Q6_K with their
+ * factors, kfactor.h) against Q8_K activations on AVX-512 (F, BW, VL,
+ * VNNI): one row, four rows (decode) and one row against several tokens
+ * (prefill). Each gives the AVX2 kernel's bits (kernels_q8_avx2.c, kf_dot:
+ * ggml-cpu's order), because every float step is the same and the
+ * integers are the same:
+ *  - A zmm holds 64 elements, two groups of 32 (Q6_K: four of 16). Per
+ *    group maddubs makes pair sums of value x activation and vpdpwssd
+ *    multiplies them by the group's integer scale and adds them into 16
+ *    int32 lanes; the upper eight lanes are added onto the lower, so lane
+ *    k holds, summed over the super-block's groups, the scale times the
+ *    four products of elements 4k..4k+3: the AVX2 kernel's lane k, exactly
+ *    (integers: no rounding, any order; |lane| < 2^24).
+ *  - Q4_K's codes are packed two to a byte (element 2i low, 2i+1 high);
+ *    zero-extending 32 bytes to words and or-ing each word with itself
+ *    shifted left by four puts element 2i in the word's low byte and 2i+1
+ *    in its high byte after masking (one ternary-logic step): element order.
+ *  - Q6_K's values are code - 32: maddubs of the codes (0..63) minus
+ *    maddubs of 32, both exact in int16.
+ *  - The mins (Q4_K, Q5_K): the activations' sums of 32 as int16 pairs,
+ *    vpmaddwd by the integer mins: the AVX2 kernel's four pair sums.
+ * Why: the AVX2 kernel unpacked 32 codes at a time, took absolute values
+ * and signs for maddubs and multiplied the scales with a separate madd;
+ * here half the instructions do the same work, and four rows share each
+ * activation load. */
+#include "runtime/kernels/kernels_impl.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "runtime/kernels/ggml_order.h"
+#include "runtime/kernels/kernels_x86.h"
+
+#define KQ512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+#define KQ_INLINE static inline __attribute__((always_inline))
+
+/* 64 codes from p, as bytes in element order. */
+KQ512 KQ_INLINE __m512i kq_values64(const uint8_t *p, int bits)
+{
+    if (bits == 8) return _mm512_loadu_si512((const void *)p);
+    const __m512i w = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)p));
+    /* (w | w << 4) & 0x0f0f: A | B then & C is ternary-logic 0xa8 */
+    return _mm512_ternarylogic_epi32(w, _mm512_slli_epi16(w, 4), _mm512_set1_epi16(0x0f0f), 0xa8);
+}
+
+/* The int16 scale of every pair of zmm step p (elements 64p..64p+63 of a
+ * super-block) from the super-block's scales broadcast to every 128-bit
+ * lane (scb): groups of 32 (8 scales, 0..63): lanes 0-1 sc[2p], 2-3
+ * sc[2p + 1], zero-extended; groups of 16 (16 scales, signed): lane L
+ * sc[4p + L], put in the high byte and shifted down with its sign. */
+KQ512 KQ_INLINE __m512i kq_scale16(__m512i scb, int per_sb, int p)
+{
+    const unsigned long long w4 = 0x0001000100010001ull; /* a word in all four of a qword */
+    if (per_sb == 8) { /* control words 0x80 << 8 | index: the byte, then a zero */
+        const unsigned long long lo = (0x8000ull + (unsigned)(2 * p)) * w4, hi = (0x8000ull + (unsigned)(2 * p + 1)) * w4;
+        return _mm512_shuffle_epi8(scb, _mm512_set_epi64((long long)hi, (long long)hi, (long long)hi, (long long)hi,
+                                                         (long long)lo, (long long)lo, (long long)lo, (long long)lo));
+    }
+    unsigned long long c[4]; /* control words index << 8 | 0x80: a zero, then the byte */
+    for (int l = 0; l < 4; l++) c[l] = ((unsigned long long)(4 * p + l) << 8 | 0x80u) * w4;
+    const __m512i ctl = _mm512_set_epi64((long long)c[3], (long long)c[3], (long long)c[2], (long long)c[2],
+                                         (long long)c[1], (long long)c[1], (long long)c[0], (long long)c[0]);
+    return _mm512_srai_epi16(_mm512_shuffle_epi8(scb, ctl), 8);
+}
+
+/* A super-block's scales (8 or 16 int8) in every 128-bit lane. */
+KQ512 KQ_INLINE __m512i kq_scales(const int8_t *sc, int per_sb)
+{
+    if (per_sb == 8) {
+        long long v;
+        memcpy(&v, sc, 8);
+        return _mm512_set1_epi64(v);
+    }
+    return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)sc));
+}
+
+/* The activations' eight sums of 32 of super-block i as int16 (|sum| <=
+ * 32 x 127): pairs of its sixteen sums of 16. */
+KQ512 KQ_INLINE __m128i kq_bsums(const qrow *a, int64_t i)
+{
+    const __m512i s = _mm512_loadu_si512((const void *)(a->sum16 + i * 16));
+    return _mm512_cvtepi64_epi16(_mm512_add_epi32(s, _mm512_srli_epi64(s, 32)));
+}
+
+/* The activation side of one super-block: its four zmm of codes, their
+ * maddubs with 32 (Q6_K), its sums of 32 (Q4_K, Q5_K) and its scale. */
+typedef struct kq_act { __m512i q[4], q32[4]; __m128i bs; float yd; } kq_act;
+
+KQ512 KQ_INLINE void kq_act_load(kq_act *t, const qrow *a, int64_t i, const int style)
+{
+    for (int p = 0; p < 4; p++) {
+        t->q[p] = _mm512_loadu_si512((const void *)(a->q + i * 256 + p * 64));
+        t->q32[p] = style == 6 ? _mm512_maddubs_epi16(_mm512_set1_epi8(32), t->q[p]) : _mm512_setzero_si512();
+    }
+    t->bs = style != 6 ? kq_bsums(a, i) : _mm_setzero_si128();
+    t->yd = a->d[i];
+}
+
+/* The weight side of one super-block of one row: its values and scales. */
+typedef struct kq_wt { __m512i v[4], sc[4]; } kq_wt;
+
+KQ512 KQ_INLINE void kq_wt_load(kq_wt *u, const uint8_t *codes, const int8_t *sc, const int style)
+{
+    const int bits = style == 4 ? 4 : 8, per_sb = style == 6 ? 16 : 8;
+    const __m512i scb = kq_scales(sc, per_sb);
+    for (int p = 0; p < 4; p++) {
+        u->v[p] = kq_values64(codes + p * 64 * bits / 8, bits);
+        u->sc[p] = kq_scale16(scb, per_sb, p);
+    }
+}
+
+/* One super-block of one row against one token, added into acc (and the
+ * mins into accm or summs), in kf_dot's float steps. sb: the super-block's
+ * index among all of the weight's. */
+KQ512 KQ_INLINE void kq_step(const kfactor *kf, int64_t sb, const kq_wt *u, const kq_act *t, __m256 *acc, __m128 *accm,
+                             float *summs, const int style)
+{
+    __m512i lanes = _mm512_setzero_si512();
+    for (int p = 0; p < 4; p++) {
+        __m512i p16 = _mm512_maddubs_epi16(u->v[p], t->q[p]);
+        if (style == 6) p16 = _mm512_sub_epi16(p16, t->q32[p]);
+        lanes = _mm512_dpwssd_epi32(lanes, p16, u->sc[p]);
+    }
+    const __m256i l8 = _mm256_add_epi32(_mm512_castsi512_si256(lanes), _mm512_extracti64x4_epi64(lanes, 1));
+    const float D = t->yd * kf->d[sb];
+    *acc = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(l8), *acc);
+    if (style == 6) return;
+    const __m128i m16 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(kf->m + sb * 8)));
+    const __m128i pairs = _mm_madd_epi16(t->bs, m16); /* m[2k] bs[2k] + m[2k+1] bs[2k+1] */
+    const float dmin = -t->yd * kf->dmin[sb];
+    if (style == 5) {
+        const __m128i h = _mm_add_epi32(pairs, _mm_shuffle_epi32(pairs, 0x4e));
+        const int32_t tot = _mm_cvtsi128_si32(_mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1)));
+        *summs = fmaf(dmin, (float)tot, *summs);
+        return;
+    }
+    *accm = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(pairs), *accm);
+}
+
+KQ512 KQ_INLINE float kq_total(int style, __m256 acc, __m128 accm, float summs)
+{
+    float m4[4];
+    _mm_storeu_ps(m4, accm);
+    return hsum_ps(acc) + ggml_order_kmins_total(style, m4, summs);
+}
+
+/* Rows r + k * stride, k < NR, against one token; style (kfactor.h) and NR
+ * constants at each call, so each style's loop is its own code. */
+KQ512 KQ_INLINE void kq_rows(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y, const int NR,
+                             const int style)
+{
+    const kfactor *kf = w->kf;
+    const int per_sb = style == 6 ? 16 : 8;
+    const int64_t nsb = w->cols / 256;
+    const size_t sb_bytes = style == 4 ? 128 : 256, ahead = qd4_ahead(w->row_bytes, stride);
+    __m256 acc[QD_ROWS];
+    __m128 accm[QD_ROWS];
+    float summs[QD_ROWS];
+    for (int k = 0; k < NR; k++) { acc[k] = _mm256_setzero_ps(); accm[k] = _mm_setzero_ps(); summs[k] = 0.0f; }
+    for (int64_t i = 0; i < nsb; i++) {
+        kq_act t;
+        kq_act_load(&t, a, i, style);
+        QD_UNROLL
+        for (int k = 0; k < NR; k++) {
+            const int64_t rk = r + k * stride, sb = rk * nsb + i;
+            const uint8_t *c = (const uint8_t *)w->data + (size_t)rk * w->row_bytes + (size_t)i * sb_bytes;
+            for (size_t o = 0; o < sb_bytes; o += 64) _mm_prefetch((const char *)c + ahead + o, QD_HINT);
+            kq_wt u;
+            kq_wt_load(&u, c, kf->sc + sb * per_sb, style);
+            kq_step(kf, sb, &u, &t, &acc[k], &accm[k], &summs[k], style);
+        }
+    }
+    for (int k = 0; k < NR; k++) y[k * stride] = kq_total(style, acc[k], accm[k], summs[k]);
+}
+
+KQ512 static void kq_rows1(const weight *w, int64_t r, const qrow *a, float *y)
+{
+    switch (w->kf->style) {
+    case 4: kq_rows(w, r, 1, a, y, 1, 4); break;
+    case 5: kq_rows(w, r, 1, a, y, 1, 5); break;
+    default: kq_rows(w, r, 1, a, y, 1, 6); break;
+    }
+}
+
+static int kq_takes(const weight *w, const qrow *a) { return w->kf && a->kind == WA_Q8_K; }
+
+KQ512 float kavx512_qdot_scode(const weight *w, int64_t r, const qrow *a)
+{
+    if (!kq_takes(w, a)) return kavx2_qdot_scode(w, r, a);
+    float y;
+    kq_rows1(w, r, a, &y);
+    return y;
+}
+
+KQ512 float kavx512v_qdot_scode(const weight *w, int64_t r, const qrow *a)
+{
+    if (!kq_takes(w, a)) return kvnni_qdot_scode(w, r, a);
+    float y;
+    kq_rows1(w, r, a, &y);
+    return y;
+}
+
+KQ512 int kavx512_qdot4_kq(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
+{
+    if (!kq_takes(w, a)) return 0;
+    switch (w->kf->style) {
+    case 4: kq_rows(w, r, stride, a, y, QD_ROWS, 4); break;
+    case 5: kq_rows(w, r, stride, a, y, QD_ROWS, 5); break;
+    default: kq_rows(w, r, stride, a, y, QD_ROWS, 6); break;
+    }
+    return 1;
+}
+
+/* One row against nt tokens: the row's values and scales are made once per
+ * super-block and met by every token, each token's steps kq_step's. */
+KQ512 KQ_INLINE void kq_rown(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride, const int style)
+{
+    const kfactor *kf = w->kf;
+    const int per_sb = style == 6 ? 16 : 8;
+    const int64_t nsb = w->cols / 256;
+    const size_t sb_bytes = style == 4 ? 128 : 256;
+    __m256 acc[KQ_NT_MAX];
+    __m128 accm[KQ_NT_MAX];
+    float summs[KQ_NT_MAX];
+    for (int t = 0; t < nt; t++) { acc[t] = _mm256_setzero_ps(); accm[t] = _mm_setzero_ps(); summs[t] = 0.0f; }
+    for (int64_t i = 0; i < nsb; i++) {
+        const int64_t sb = r * nsb + i;
+        kq_wt u;
+        kq_wt_load(&u, (const uint8_t *)w->data + (size_t)r * w->row_bytes + (size_t)i * sb_bytes, kf->sc + sb * per_sb,
+                   style);
+        for (int t = 0; t < nt; t++) {
+            kq_act q;
+            kq_act_load(&q, &a[t], i, style);
+            kq_step(kf, sb, &u, &q, &acc[t], &accm[t], &summs[t], style);
+        }
+    }
+    for (int t = 0; t < nt; t++) y[t * ystride] = kq_total(style, acc[t], accm[t], summs[t]);
+}
+
+KQ512 void kavx512_qdotn_scode(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    if (!kq_takes(w, &a[0])) { kavx2_qdotn_scode(w, r, a, nt, y, ystride); return; }
+    switch (w->kf->style) {
+    case 4: kq_rown(w, r, a, nt, y, ystride, 4); break;
+    case 5: kq_rown(w, r, a, nt, y, ystride, 5); break;
+    default: kq_rown(w, r, a, nt, y, ystride, 6); break;
+    }
+}
+
+#endif

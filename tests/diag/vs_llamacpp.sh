@@ -1,0 +1,151 @@
+#!/bin/sh
+# vs_llamacpp.sh: strata against llama.cpp on the same synthetic MoE, prefill
+# and decode, side by side (a diagnostic; not run by CI: it downloads
+# llama.cpp's packages and writes several GB).
+#
+#   sh tests/diag/vs_llamacpp.sh [-f "q8_0 q4_K iq3_xxs"] [-t "1 2"] [-r ROUNDS] [-p N] [-n N] [-d DIR]
+#
+# The models: tests/bench/bench_moe_floor.c writes a Mixtral-style MoE
+# (10 layers, 8 experts of 2048 x 2048, top-2; 1.18 GB) in Q8_0;
+# llama-imatrix measures an importance matrix for it on the shipped model's
+# calibration text, and llama-quantize requantizes only its routed experts
+# to each other form with that matrix (attention and the rest stay Q8_0).
+# strata's packs keep the experts as they are (--experts keep), except the
+# IQ3_XXS one, whose experts move losslessly into the IQ3 container
+# (--experts iq3). Models and packs are made once and kept in DIR (default
+# ~/.cache/strata/vs-llamacpp); delete it to start over.
+#
+# llama.cpp is Debian's 0.7.0 (its packages unpacked under
+# ~/.cache/strata/llamacpp-deb, nothing installed; tests/diag/diag_llamacpp_env.sh),
+# with the CPU backend for this CPU (LLAMACPP_CPU_VARIANT overrides it:
+# zen4, skylakex, haswell, ...). Each round runs, for every form and thread
+# count, `strata bench -r 1` and `llama-bench -r 1` with the same -p and -n,
+# alternating which goes first; the medians over the rounds and their
+# ratio (strata / llama.cpp) are printed with every raw figure.
+set -eu
+here=$(cd "$(dirname "$0")/../.." && pwd)
+forms="q8_0 q4_K iq3_xxs"
+threads="1 2"
+rounds=3
+np=128
+ng=32
+dir=${STRATA_VS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/strata/vs-llamacpp}
+while [ $# -gt 0 ]; do
+    case $1 in
+        -f) forms=$2; shift 2 ;;
+        -t) threads=$2; shift 2 ;;
+        -r) rounds=$2; shift 2 ;;
+        -p) np=$2; shift 2 ;;
+        -n) ng=$2; shift 2 ;;
+        -d) dir=$2; shift 2 ;;
+        -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "vs_llamacpp.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+case $rounds in ''|*[!0-9]*|0) echo "vs_llamacpp.sh: -r needs a positive count, not '$rounds'" >&2; exit 2 ;; esac
+
+# shellcheck source=tests/diag/diag_llamacpp_env.sh
+. "$here/tests/diag/diag_llamacpp_env.sh"
+if [ -z "${LLAMACPP_CPU_VARIANT:-}" ]; then
+    flags=$(grep -m 1 '^flags' /proc/cpuinfo)
+    case $flags in
+        *avx512_bf16*) LLAMACPP_CPU_VARIANT=zen4 ;;
+        *avx512f*) LLAMACPP_CPU_VARIANT=skylakex ;;
+        *avx2*) LLAMACPP_CPU_VARIANT=haswell ;;
+        *) LLAMACPP_CPU_VARIANT=x64 ;;
+    esac
+fi
+export LLAMACPP_CPU_VARIANT
+llamacpp_fetch_tools
+ver=$(llamacpp_tool llama-bench --version 2>&1 | grep -m 1 -o 'version: [0-9]*' || true)
+echo "llama.cpp: Debian package $(cat "$deb"/root/usr/share/doc/llama.cpp-tools/changelog.Debian.gz 2>/dev/null | gzip -dc 2>/dev/null | head -1 | cut -d' ' -f2 | tr -d '()') ($ver), CPU backend $LLAMACPP_CPU_VARIANT"
+
+(cd "$here" && make -s bin/strata bin/iq3pack build/cc/bench/bench_moe_floor >/dev/null)
+mkdir -p "$dir"
+q8="$dir/q8_0.gguf"
+if [ ! -f "$q8" ]; then
+    echo "writing the Q8_0 model (1.18 GB) ..."
+    STRATA_MOE_FLOOR_GGUF="$q8.part" "$here/build/cc/bench/bench_moe_floor" >/dev/null
+    mv "$q8.part" "$q8"
+fi
+imat="$dir/imatrix.gguf"
+if [ ! -f "$imat" ]; then
+    echo "measuring its importance matrix ..."
+    head -c 60000 "$here/models/tiny-moe/calib.txt" > "$dir/calib.txt"
+    llamacpp_tool llama-imatrix -m "$q8" -f "$dir/calib.txt" -o "$imat.part.gguf" -c 256 --chunks 8 >/dev/null 2>&1
+    mv "$imat.part.gguf" "$imat"
+fi
+for f in $forms; do
+    g="$dir/$f.gguf"
+    if [ ! -f "$g" ] && [ "$f" = q8_0 ]; then
+        g=$q8
+    elif [ ! -f "$g" ]; then
+        echo "requantizing the experts to $f ..."
+        llamacpp_tool llama-quantize --allow-requantize --imatrix "$imat" --tensor-type "ffn_gate_exps=$f" \
+            --tensor-type "ffn_up_exps=$f" --tensor-type "ffn_down_exps=$f" "$q8" "$g.part" Q8_0 >/dev/null 2>&1
+        mv "$g.part" "$g"
+    fi
+    if [ ! -d "$dir/pack-$f" ]; then
+        mode=keep
+        case $f in iq3_xxs) mode=iq3 ;; esac
+        echo "building the $f pack (--experts $mode) ..."
+        "$here/bin/iq3pack" build "$dir/$f.gguf" -o "$dir/pack-$f" --experts $mode >/dev/null
+    fi
+done
+
+# strata bench repeats its runs itself where it can (-r); one run a round here.
+rep=
+if "$here/bin/strata" bench --help 2>&1 | grep -q -- '-r N'; then rep="-r 1"; fi
+# strata bench prints "prefill N tokens: X tokens/s ..." and "decode ...".
+strata_one() { # FORM THREADS -> "prefill decode"
+    "$here/bin/strata" bench "$dir/pack-$1" -t "$2" -p "$np" -n "$ng" $rep 2>/dev/null |
+        awk '/^prefill /{ sub(/.*: /, ""); p = $1 } /^decode /{ sub(/.*: /, ""); d = $1 } END { print p, d }'
+}
+# llama-bench -o csv: one line for pp, one for tg; avg_ts by its header name.
+llama_one() { # FORM THREADS -> "prefill decode"
+    llamacpp_tool llama-bench -m "$dir/$1.gguf" -t "$2" -p "$np" -n "$ng" -r 1 -o csv 2>/dev/null |
+        awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { h = $i; gsub(/"/, "", h); c[h] = i } next }
+                 { gsub(/"/, ""); if ($c["n_prompt"] > 0) p = $c["avg_ts"]; else d = $c["avg_ts"] }
+                 END { print p, d }'
+}
+
+raw="$dir/raw.tsv"
+printf 'round\tform\tthreads\tprogram\tprefill\tdecode\n' > "$raw"
+r=1
+while [ "$r" -le "$rounds" ]; do
+    for f in $forms; do
+        for t in $threads; do
+            if [ $((r % 2)) -eq 1 ]; then order="strata llama"; else order="llama strata"; fi
+            for prog in $order; do
+                res=$(${prog}_one "$f" "$t")
+                printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$f" "$t" "$prog" $res >> "$raw"
+            done
+        done
+    done
+    echo "round $r of $rounds done"
+    r=$((r + 1))
+done
+
+echo
+echo "raw figures (tokens/s), $raw:"
+column -t "$raw"
+echo
+echo "medians of $rounds alternating rounds (-p $np -n $ng), spread = (max - min) / median:"
+awk -F'\t' 'NR > 1 { k = $2 "\t" $3; key[k] = 1; n[k, $4]++; P[k, $4, n[k, $4]] = $5; D[k, $4, n[k, $4]] = $6 }
+    function med(A, k, p, m,   i, j, t, a) {
+        for (i = 1; i <= m; i++) a[i] = A[k, p, i] + 0
+        for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+        lo = a[1]; hi = a[m]
+        return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+    }
+    function spr(A, k, p, m,   x) { x = med(A, k, p, m); return x > 0 ? 100 * (hi - lo) / x : 0 }
+    END {
+        printf "%-8s %-7s | %-22s %-22s %-6s | %-22s %-22s %-6s\n", "experts", "threads", "prefill strata", "llama.cpp", "ratio", "decode strata", "llama.cpp", "ratio"
+        for (k in key) {
+            split(k, kk, "\t"); m = n[k, "strata"]; ml = n[k, "llama"]
+            ps = med(P, k, "strata", m); pss = spr(P, k, "strata", m); pl = med(P, k, "llama", ml); pls = spr(P, k, "llama", ml)
+            ds = med(D, k, "strata", m); dss = spr(D, k, "strata", m); dl = med(D, k, "llama", ml); dls = spr(D, k, "llama", ml)
+            printf "%-8s %-7s | %8.1f (%4.1f %%)      %8.1f (%4.1f %%)      %5.2fx | %8.1f (%4.1f %%)      %8.1f (%4.1f %%)      %5.2fx\n",
+                kk[1], kk[2], ps, pss, pl, pls, (pl > 0 ? ps / pl : 0), ds, dss, dl, dls, (dl > 0 ? ds / dl : 0)
+        }
+    }' "$raw" | sort
