@@ -24,8 +24,8 @@
 int cmd_run(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_check(int argc, char **argv);
-int cmd_perplexity(int argc, char **argv);
-int cmd_bench(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv); /* cli_eval.c */
+int cmd_bench(int argc, char **argv);      /* cli_bench.c */
 int cmd_routing(int argc, char **argv);  /* cli_routing.c */
 int cmd_tokenize(int argc, char **argv); /* cli_tokenize.c */
 int cmd_template(int argc, char **argv); /* cli_template.c */

@@ -1,10 +1,12 @@
-/* bench_util.h: the clock and the median every benchmark uses.
+/* bench_util.h: the clock and the median every benchmark uses (the median
+ * is runtime/util/stats.h's, the one `strata bench` prints).
  * Contract: bench_now() is monotonic seconds; bench_median() sorts v in
- * place and returns its middle element (the upper median for even n). */
+ * place and returns its median (the mean of the middle two for even n). */
 #ifndef STRATA_BENCH_UTIL_H
 #define STRATA_BENCH_UTIL_H
 
-#include <stdlib.h>
+#include "runtime/util/stats.h"
+
 #include <time.h>
 
 static inline double bench_now(void)
@@ -14,16 +16,6 @@ static inline double bench_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static inline int bench_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static inline double bench_median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
-    return v[n / 2];
-}
+static inline double bench_median(double *v, int n) { return stats_median(v, n); }
 
 #endif
