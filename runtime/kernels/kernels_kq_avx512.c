@@ -86,6 +86,7 @@ typedef struct kq_act { __m512i q[4], q32[4]; __m128i bs; float yd; } kq_act;
 
 KQ512 KQ_INLINE void kq_act_load(kq_act *t, const qrow *a, int64_t i, const int style)
 {
+    QD_UNROLL
     for (int p = 0; p < 4; p++) {
         t->q[p] = _mm512_loadu_si512((const void *)(a->q + i * 256 + p * 64));
         t->q32[p] = style == 6 ? _mm512_maddubs_epi16(_mm512_set1_epi8(32), t->q[p]) : _mm512_setzero_si512();
@@ -101,6 +102,7 @@ KQ512 KQ_INLINE void kq_wt_load(kq_wt *u, const uint8_t *codes, const int8_t *sc
 {
     const int bits = style == 4 ? 4 : 8, per_sb = style == 6 ? 16 : 8;
     const __m512i scb = kq_scales(sc, per_sb);
+    QD_UNROLL
     for (int p = 0; p < 4; p++) {
         u->v[p] = kq_values64(codes + p * 64 * bits / 8, bits);
         u->sc[p] = kq_scale16(scb, per_sb, p);
@@ -114,6 +116,7 @@ KQ512 KQ_INLINE void kq_step(const kfactor *kf, int64_t sb, const kq_wt *u, cons
                              float *summs, const int style)
 {
     __m512i lanes = _mm512_setzero_si512();
+    QD_UNROLL
     for (int p = 0; p < 4; p++) {
         __m512i p16 = _mm512_maddubs_epi16(u->v[p], t->q[p]);
         if (style == 6) p16 = _mm512_sub_epi16(p16, t->q32[p]);
@@ -209,39 +212,105 @@ KQ512 int kavx512_qdot4_kq(const weight *w, int64_t r, int64_t stride, const qro
     return 1;
 }
 
+/* kq_step for two tokens at once: token t0's float lanes in the lower half
+ * of acc2 (accm2), t1's in the upper; each lane meets the same operands in
+ * the same operation as in kq_step, so each token keeps its bits, while
+ * the conversions and multiply-adds are shared. */
+KQ512 KQ_INLINE void kq_step2(const kfactor *kf, int64_t sb, const kq_wt *u, const kq_act *t0, const kq_act *t1,
+                              __m512 *acc2, __m256 *accm2, float *summs0, float *summs1, const int style)
+{
+    __m512i l0 = _mm512_setzero_si512(), l1 = _mm512_setzero_si512();
+    QD_UNROLL
+    for (int p = 0; p < 4; p++) {
+        __m512i p0 = _mm512_maddubs_epi16(u->v[p], t0->q[p]), p1 = _mm512_maddubs_epi16(u->v[p], t1->q[p]);
+        if (style == 6) { p0 = _mm512_sub_epi16(p0, t0->q32[p]); p1 = _mm512_sub_epi16(p1, t1->q32[p]); }
+        l0 = _mm512_dpwssd_epi32(l0, p0, u->sc[p]);
+        l1 = _mm512_dpwssd_epi32(l1, p1, u->sc[p]);
+    }
+    /* [t0 lanes 0-7 | t1 lanes 0-7] + [t0 lanes 8-15 | t1 lanes 8-15] */
+    const __m512i l8 = _mm512_add_epi32(_mm512_shuffle_i64x2(l0, l1, 0x44), _mm512_shuffle_i64x2(l0, l1, 0xee));
+    const __m512 yd2 = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(_mm256_set1_ps(t0->yd))),
+                                                           _mm256_castps_pd(_mm256_set1_ps(t1->yd)), 1));
+    *acc2 = _mm512_fmadd_ps(_mm512_mul_ps(yd2, _mm512_set1_ps(kf->d[sb])), _mm512_cvtepi32_ps(l8), *acc2);
+    if (style == 6) return;
+    const __m256i m16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(kf->m + sb * 8))));
+    const __m256i pairs = _mm256_madd_epi16(_mm256_inserti128_si256(_mm256_castsi128_si256(t0->bs), t1->bs, 1), m16);
+    if (style == 5) {
+        const __m256i h = _mm256_add_epi32(pairs, _mm256_shuffle_epi32(pairs, 0x4e));
+        const __m256i s = _mm256_add_epi32(h, _mm256_shuffle_epi32(h, 0xb1));
+        *summs0 = fmaf(-t0->yd * kf->dmin[sb], (float)_mm256_cvtsi256_si32(s), *summs0);
+        *summs1 = fmaf(-t1->yd * kf->dmin[sb], (float)_mm256_extract_epi32(s, 4), *summs1);
+        return;
+    }
+    const __m256 nyd = _mm256_set_m128(_mm_set1_ps(-t1->yd), _mm_set1_ps(-t0->yd));
+    *accm2 = _mm256_fmadd_ps(_mm256_mul_ps(nyd, _mm256_set1_ps(kf->dmin[sb])), _mm256_cvtepi32_ps(pairs), *accm2);
+}
+
 /* One row against nt tokens: the row's values and scales are made once per
- * super-block and met by every token, each token's steps kq_step's. */
-KQ512 KQ_INLINE void kq_rown(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride, const int style)
+ * super-block and met by every token, two tokens at a time (kq_step2),
+ * an odd last one alone (kq_step). */
+KQ512 KQ_INLINE void kq_rown(const weight *w, int64_t r, const qrow *a, const int nt, float *y, int64_t ystride,
+                             const int style)
 {
     const kfactor *kf = w->kf;
     const int per_sb = style == 6 ? 16 : 8;
     const int64_t nsb = w->cols / 256;
     const size_t sb_bytes = style == 4 ? 128 : 256;
-    __m256 acc[KQ_NT_MAX];
-    __m128 accm[KQ_NT_MAX];
+    const int np = nt / 2;
+    __m512 acc2[KQ_NT_MAX / 2];
+    __m256 accm2[KQ_NT_MAX / 2], acc1 = _mm256_setzero_ps();
+    __m128 accm1 = _mm_setzero_ps();
     float summs[KQ_NT_MAX];
-    for (int t = 0; t < nt; t++) { acc[t] = _mm256_setzero_ps(); accm[t] = _mm_setzero_ps(); summs[t] = 0.0f; }
+    for (int t = 0; t < np; t++) { acc2[t] = _mm512_setzero_ps(); accm2[t] = _mm256_setzero_ps(); }
+    for (int t = 0; t < nt; t++) summs[t] = 0.0f;
     for (int64_t i = 0; i < nsb; i++) {
         const int64_t sb = r * nsb + i;
         kq_wt u;
         kq_wt_load(&u, (const uint8_t *)w->data + (size_t)r * w->row_bytes + (size_t)i * sb_bytes, kf->sc + sb * per_sb,
                    style);
-        for (int t = 0; t < nt; t++) {
+        QD_UNROLL
+        for (int t = 0; t < np; t++) {
+            kq_act q0, q1;
+            kq_act_load(&q0, &a[2 * t], i, style);
+            kq_act_load(&q1, &a[2 * t + 1], i, style);
+            kq_step2(kf, sb, &u, &q0, &q1, &acc2[t], &accm2[t], &summs[2 * t], &summs[2 * t + 1], style);
+        }
+        if (nt % 2) {
             kq_act q;
-            kq_act_load(&q, &a[t], i, style);
-            kq_step(kf, sb, &u, &q, &acc[t], &accm[t], &summs[t], style);
+            kq_act_load(&q, &a[nt - 1], i, style);
+            kq_step(kf, sb, &u, &q, &acc1, &accm1, &summs[nt - 1], style);
         }
     }
-    for (int t = 0; t < nt; t++) y[t * ystride] = kq_total(style, acc[t], accm[t], summs[t]);
+    for (int t = 0; t < np; t++) {
+        const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc2[t]), 1));
+        y[2 * t * ystride] = kq_total(style, _mm512_castps512_ps256(acc2[t]), _mm256_castps256_ps128(accm2[t]), summs[2 * t]);
+        y[(2 * t + 1) * ystride] = kq_total(style, hi, _mm256_extractf128_ps(accm2[t], 1), summs[2 * t + 1]);
+    }
+    if (nt % 2) y[(nt - 1) * ystride] = kq_total(style, acc1, accm1, summs[nt - 1]);
 }
+
+/* kq_rown with the style and the token count constant in each copy, so
+ * that the accumulators live in registers. */
+#define KQ_ROWN_NT(style)                                                                                \
+    switch (nt) {                                                                                        \
+    case 1: kq_rown(w, r, a, 1, y, ystride, style); break;                                             \
+    case 2: kq_rown(w, r, a, 2, y, ystride, style); break;                                             \
+    case 3: kq_rown(w, r, a, 3, y, ystride, style); break;                                             \
+    case 4: kq_rown(w, r, a, 4, y, ystride, style); break;                                             \
+    case 5: kq_rown(w, r, a, 5, y, ystride, style); break;                                             \
+    case 6: kq_rown(w, r, a, 6, y, ystride, style); break;                                             \
+    case 7: kq_rown(w, r, a, 7, y, ystride, style); break;                                             \
+    default: kq_rown(w, r, a, KQ_NT_MAX, y, ystride, style); break;                                    \
+    }
 
 KQ512 void kavx512_qdotn_scode(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
 {
     if (!kq_takes(w, &a[0])) { kavx2_qdotn_scode(w, r, a, nt, y, ystride); return; }
+    _Static_assert(KQ_NT_MAX == 8, "one case per token count");
     switch (w->kf->style) {
-    case 4: kq_rown(w, r, a, nt, y, ystride, 4); break;
-    case 5: kq_rown(w, r, a, nt, y, ystride, 5); break;
-    default: kq_rown(w, r, a, nt, y, ystride, 6); break;
+    case 4: KQ_ROWN_NT(4) break;
+    case 5: KQ_ROWN_NT(5) break;
+    default: KQ_ROWN_NT(6) break;
     }
 }
 
