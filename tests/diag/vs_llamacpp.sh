@@ -99,7 +99,8 @@ if "$here/bin/strata" bench --help 2>&1 | grep -q -- '-r N'; then rep="-r 1"; fi
 # strata bench prints "prefill N tokens: X tokens/s ..." and "decode ...".
 strata_one() { # FORM THREADS -> "prefill decode"
     "$here/bin/strata" bench "$dir/pack-$1" -t "$2" -p "$np" -n "$ng" $rep 2>/dev/null |
-        awk '/^prefill /{ sub(/.*: /, ""); p = $1 } /^decode /{ sub(/.*: /, ""); d = $1 } END { print p, d }'
+        awk '/^(prefill|decode) / { match($0, /tokens: [0-9.]+/); v = substr($0, RSTART + 8, RLENGTH - 8) }
+             /^prefill / { p = v } /^decode / { d = v } END { print p, d }'
 }
 # llama-bench -o csv: one line for pp, one for tg; avg_ts by its header name.
 llama_one() { # FORM THREADS -> "prefill decode"
