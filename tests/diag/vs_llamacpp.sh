@@ -57,11 +57,11 @@ if [ -z "${LLAMACPP_CPU_VARIANT:-}" ]; then
 fi
 export LLAMACPP_CPU_VARIANT
 llamacpp_fetch_tools
-ver=$(llamacpp_tool llama-bench --version 2>&1 | grep -m 1 -o 'version: [0-9]*' || true)
-echo "llama.cpp: Debian package $(cat "$deb"/root/usr/share/doc/llama.cpp-tools/changelog.Debian.gz 2>/dev/null | gzip -dc 2>/dev/null | head -1 | cut -d' ' -f2 | tr -d '()') ($ver), CPU backend $LLAMACPP_CPU_VARIANT"
+echo "llama.cpp: Debian package $(gzip -dc "$deb"/root/usr/share/doc/llama.cpp-tools/changelog.Debian.gz 2>/dev/null | head -1 | cut -d' ' -f2 | tr -d '()'), CPU backend $LLAMACPP_CPU_VARIANT"
 
 (cd "$here" && make -s bin/strata bin/iq3pack build/cc/bench/bench_moe_floor >/dev/null)
 mkdir -p "$dir"
+trap 'rm -f "$dir"/*.part "$dir"/*.part.gguf' EXIT # an interrupted step leaves no half file
 q8="$dir/q8_0.gguf"
 if [ ! -f "$q8" ]; then
     echo "writing the Q8_0 model (1.18 GB) ..."
@@ -76,10 +76,8 @@ if [ ! -f "$imat" ]; then
     mv "$imat.part.gguf" "$imat"
 fi
 for f in $forms; do
-    g="$dir/$f.gguf"
-    if [ ! -f "$g" ] && [ "$f" = q8_0 ]; then
-        g=$q8
-    elif [ ! -f "$g" ]; then
+    g="$dir/$f.gguf" # q8_0's is the model itself
+    if [ ! -f "$g" ]; then
         echo "requantizing the experts to $f ..."
         llamacpp_tool llama-quantize --allow-requantize --imatrix "$imat" --tensor-type "ffn_gate_exps=$f" \
             --tensor-type "ffn_up_exps=$f" --tensor-type "ffn_down_exps=$f" "$q8" "$g.part" Q8_0 >/dev/null 2>&1
@@ -93,12 +91,9 @@ for f in $forms; do
     fi
 done
 
-# strata bench repeats its runs itself where it can (-r); one run a round here.
-rep=
-if "$here/bin/strata" bench --help 2>&1 | grep -q -- '-r N'; then rep="-r 1"; fi
-# strata bench prints "prefill N tokens: X tokens/s ..." and "decode ...".
+# strata bench prints "prefill N tokens: X tokens/s ..." and "decode ..."; one run a round.
 strata_one() { # FORM THREADS -> "prefill decode"
-    "$here/bin/strata" bench "$dir/pack-$1" -t "$2" -p "$np" -n "$ng" $rep 2>/dev/null |
+    "$here/bin/strata" bench "$dir/pack-$1" -t "$2" -p "$np" -n "$ng" -r 1 2>/dev/null |
         awk '/^(prefill|decode) / { match($0, /tokens: [0-9.]+/); v = substr($0, RSTART + 8, RLENGTH - 8) }
              /^prefill / { p = v } /^decode / { d = v } END { print p, d }'
 }
