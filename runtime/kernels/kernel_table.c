@@ -73,10 +73,10 @@
  * AVX-VNNI's where that layer is there. */
 #define VNNI512_LAYER                                                                                   \
     .qdot[WF_SCODE] = kavx512_qdot_scode, .qdot4[WF_SCODE] = kavx512_qdot4_scode,                       \
-    .qdotn[WF_SCODE] = kavx512_qdotn_scode, VNNI512_MXFP4
+    .qdotn[WF_SCODE] = kavx512_qdotn_scode, .qdot4n[WF_SCODE] = kavx512_qdot4n_scode, VNNI512_MXFP4
 #define VNNI512_OVER_VNNI_LAYER                                                                         \
     .qdot[WF_SCODE] = kavx512v_qdot_scode, .qdot4[WF_SCODE] = kavx512v_qdot4_scode,                     \
-    .qdotn[WF_SCODE] = kavx512_qdotn_scode, VNNI512_MXFP4
+    .qdotn[WF_SCODE] = kavx512_qdotn_scode, .qdot4n[WF_SCODE] = kavx512_qdot4n_scode, VNNI512_MXFP4
 
 /* ------------------------------------------------- native ggml dispatch */
 

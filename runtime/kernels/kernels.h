@@ -46,7 +46,13 @@
  *    row's decoding is shared (IQ3 and native IQ2_S: the grid and sign
  *    expansion; S-forms with K-quant factors: the code values and integer
  *    scales; other S-forms gain nothing and go through qdot4, see
- *    kernels_qdotn_ok). */
+ *    kernels_qdotn_ok).
+ *  - qdot4n[form] (where set) fills y[k + t * ystride] with qdot[form] of
+ *    row r + k (k < 4) against a[t] (t < nt <= KQ_NT_MAX), bit for bit, or
+ *    returns 0 and writes nothing when it does not take the weight: a batch
+ *    meets four adjacent rows with several tokens at once, so each loaded
+ *    code serves every token and each activation load four rows (the
+ *    Q8_0-shaped S8 rows, whose decoding has nothing to share). */
 #ifndef STRATA_KERNELS_H
 #define STRATA_KERNELS_H
 
@@ -74,6 +80,9 @@ typedef void (*qdot4_fn)(const weight *w, int64_t r, int64_t stride, const qrow 
 /* Tokens a qdotn call takes at most. */
 #define KQ_NT_MAX 8
 typedef void (*qdotn_fn)(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
+/* Rows r..r + 3 against nt <= KQ_NT_MAX tokens into y[k + t * ystride];
+ * returns 0, computing nothing, for a weight it does not take. */
+typedef int (*qdot4n_fn)(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 
 typedef struct kernels {
     const char *name;
@@ -101,6 +110,7 @@ typedef struct kernels {
     qdot_fn qdot[WF_COUNT];     /* [WF_SCODE], [WF_IQ3] */
     qdot4_fn qdot4[WF_COUNT];   /* [WF_SCODE]: rows r + k * stride, k < 4 */
     qdotn_fn qdotn[WF_COUNT];   /* [WF_SCODE], [WF_GGML], [WF_IQ3]: one row, up to KQ_NT_MAX tokens */
+    qdot4n_fn qdot4n[WF_COUNT]; /* [WF_SCODE] (AVX-512 VNNI, Q8_0-shaped S8): four rows, up to KQ_NT_MAX tokens */
     /* Native ggml blocks by type, the dot-kernel slots that qdot[WF_GGML],
      * qdot4[WF_GGML] and qdotn[WF_GGML] look w->ggml_type up in: qdot_ggml
      * set for the types with an integer dot (the others have none:

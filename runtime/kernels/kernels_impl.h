@@ -89,6 +89,8 @@ void kavx512_qdotn_iq3(const weight *w, int64_t r, const qrow *a, int nt, float 
 /* the S8 four-row dot on zmm; other rows to AVX2's (kavx512_) or AVX-VNNI's (kavx512v_) */
 void kavx512_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
 void kavx512v_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
+/* the S8 four-row batch kernel (qdot4n); 0 for rows other than Q8_0-shaped S8 */
+int kavx512_qdot4n_scode(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 /* K-quant S-forms with factors against Q8_K (kernels_kq_avx512.c); other
  * rows to AVX2's (kavx512_) or AVX-VNNI's (kavx512v_) S-form kernels.
  * kavx512_qdot4_kq returns 0, computing nothing, for rows it does not take. */

@@ -326,6 +326,96 @@ static int z4_takes(const weight *w, const qrow *a)
            w->code_bias == -128;
 }
 
+/* z4_s8 for four adjacent rows against NT tokens (prefill), on ymm: one
+ * accumulator per row and token, as the AVX2 kernel has per row (Zen 4
+ * splits a zmm operation in two, so a zmm holding two rows saves nothing,
+ * and a ymm fma can take its scale as a broadcast from memory). Each
+ * unit's codes are loaded once per row and met by every token; each
+ * token's codes and bias once per unit and met by four rows; the scale
+ * products sc * d of a chunk of units are made 16 at a time beforehand.
+ * Per token and row the integers (vpdpbusd over the bias from the token's
+ * sums), the product sc * d and the multiply-add into one accumulator per
+ * row are z4_s8's, in the same unit order: its bits. NT is a constant in
+ * each copy (z4n_s8 dispatches), so the 4 x NT accumulators stay in
+ * registers. */
+#define Z4N_CHUNK 64
+
+AVX512VNNI static inline __attribute__((always_inline)) void z4n_s8_nt(const uint8_t *codes, size_t row_bytes,
+                                                                        const float *sc, int64_t n32,
+                                                                        const qrow *a, const int NT, float *y,
+                                                                        int64_t ystride)
+{
+    const __m256i one = _mm256_set1_epi8(1), bias16 = _mm256_set1_epi16(-128);
+    __m256 acc[4][4];
+    QD_UNROLL
+    for (int k = 0; k < 4; k++)
+        QD_UNROLL
+        for (int t = 0; t < NT; t++) acc[k][t] = _mm256_setzero_ps();
+    float sd[4][4][Z4N_CHUNK] __attribute__((aligned(64)));
+    const size_t ahead = 4 * row_bytes;
+    for (int64_t i0 = 0; i0 < n32; i0 += Z4N_CHUNK) {
+        const int n = n32 - i0 < Z4N_CHUNK ? (int)(n32 - i0) : Z4N_CHUNK;
+        for (int k = 0; k < 4; k++)
+            for (int t = 0; t < NT; t++) {
+                const float *s = sc + k * n32 + i0, *d = a[t].d + i0;
+                int i = 0;
+                for (; i + 16 <= n; i += 16)
+                    _mm512_store_ps(sd[k][t] + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), _mm512_loadu_ps(d + i)));
+                for (; i < n; i++) sd[k][t][i] = s[i] * d[i];
+            }
+        for (int i = 0; i < n; i++) {
+            const int64_t b = i0 + i;
+            __m256i wv[4];
+            QD_UNROLL
+            for (int k = 0; k < 4; k++) {
+                const uint8_t *p = codes + k * row_bytes + b * 32;
+                if (i % 2 == 0) _mm_prefetch((const char *)p + ahead, QD_HINT);
+                wv[k] = _mm256_loadu_si256((const __m256i *)p);
+            }
+            QD_UNROLL
+            for (int t = 0; t < NT; t++) {
+                const __m256i q = _mm256_loadu_si256((const __m256i *)(a[t].q + b * 32));
+                const __m256i bias = _mm256_madd_epi16(_mm256_maddubs_epi16(one, q), bias16);
+                QD_UNROLL
+                for (int k = 0; k < 4; k++) {
+                    const __m256i s = _mm256_dpbusd_epi32(bias, wv[k], q);
+                    acc[k][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(sd[k][t][i]), acc[k][t]);
+                }
+            }
+        }
+    }
+    QD_UNROLL
+    for (int t = 0; t < NT; t++)
+        QD_UNROLL
+        for (int k = 0; k < 4; k++) y[t * ystride + k] = hsum_ps(acc[k][t]);
+}
+
+AVX512VNNI static void z4n_s8(const uint8_t *codes, size_t row_bytes, const float *sc, int64_t n32, const qrow *a,
+                              int nt, float *y, int64_t ystride)
+{
+    for (int t0 = 0; t0 < nt; t0 += 4) {
+        const qrow *at = a + t0;
+        float *yt = y + t0 * ystride;
+        switch (nt - t0 < 4 ? nt - t0 : 4) {
+        case 1: z4n_s8_nt(codes, row_bytes, sc, n32, at, 1, yt, ystride); break;
+        case 2: z4n_s8_nt(codes, row_bytes, sc, n32, at, 2, yt, ystride); break;
+        case 3: z4n_s8_nt(codes, row_bytes, sc, n32, at, 3, yt, ystride); break;
+        default: z4n_s8_nt(codes, row_bytes, sc, n32, at, 4, yt, ystride); break;
+        }
+    }
+}
+
+/* Rows r..r + 3 against nt <= KQ_NT_MAX tokens, y[k + t * ystride]: the
+ * Q8_0-shaped S8 rows z4_takes; 0 (nothing computed) for others. */
+AVX512VNNI int kavx512_qdot4n_scode(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    if (!z4_takes(w, a) || r + 4 > w->rows) return 0;
+    const int64_t n32 = w->cols / 32;
+    z4n_s8((const uint8_t *)w->data + (size_t)r * w->row_bytes, w->row_bytes, w->scales + r * n32, n32, a, nt, y,
+           ystride);
+    return 1;
+}
+
 /* K-quant rows go to kernels_kq_avx512.c's four-row kernel. The two
  * entries differ only in what takes the other rows: each table's
  * own four-row kernel (no AVX-VNNI instruction in the AVX2 one). */

@@ -122,22 +122,26 @@ static void tile_task_q(void *arg, int task, int thread)
     (void)thread;
     mm_job *j = arg;
     const weight *w = j->w;
+    const kernels *k = j->c->k;
     int64_t r0 = (int64_t)task * MM_TILE, r1 = r0 + MM_TILE;
     if (r1 > w->rows) r1 = w->rows;
-    if (kernels_qdotn_ok(j->c->k, w)) {
-        const qdotn_fn qdotn = j->c->k->qdotn[w->form];
-        /* each row met by up to KQ_NT_MAX tokens at once: the same bits */
-        for (int b0 = 0; b0 < j->B; b0 += KQ_NT_MAX) {
-            const int nt = j->B - b0 < KQ_NT_MAX ? j->B - b0 : KQ_NT_MAX;
-            qrow a[KQ_NT_MAX];
-            for (int t = 0; t < nt; t++) a[t] = qrow_at(j->a0, b0 + t);
-            for (int64_t r = r0; r < r1; r++) qdotn(w, r, a, nt, j->Y + (size_t)b0 * w->rows + r, w->rows);
+    const int shared = kernels_qdotn_ok(k, w);
+    const qdot4n_fn dot4n = k->qdot4n[w->form];
+    /* each row (or four) met by up to KQ_NT_MAX tokens at once: the same bits */
+    for (int b0 = 0; b0 < j->B; b0 += KQ_NT_MAX) {
+        const int nt = j->B - b0 < KQ_NT_MAX ? j->B - b0 : KQ_NT_MAX;
+        qrow a[KQ_NT_MAX];
+        for (int t = 0; t < nt; t++) a[t] = qrow_at(j->a0, b0 + t);
+        float *y = j->Y + (size_t)b0 * w->rows;
+        if (shared) {
+            for (int64_t r = r0; r < r1; r++) k->qdotn[w->form](w, r, a, nt, y + r, w->rows);
+            continue;
         }
-        return;
-    }
-    for (int b = 0; b < j->B; b++) {
-        const qrow a = qrow_at(j->a0, b);
-        qdot_rows(j->c->k, w, &a, j->Y + (size_t)b * w->rows, r0, r1, NULL, 0, 0);
+        int64_t r = r0;
+        if (dot4n && r1 - r0 >= 4 && dot4n(w, r, a, nt, y + r, w->rows))
+            for (r += 4; r + 4 <= r1; r += 4) dot4n(w, r, a, nt, y + r, w->rows);
+        if (r < r1)
+            for (int t = 0; t < nt; t++) qdot_rows(k, w, &a[t], y + (size_t)t * w->rows, r, r1, NULL, 0, 0);
     }
 }
 

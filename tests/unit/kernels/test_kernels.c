@@ -692,6 +692,81 @@ static void check_qdot4(const kernels *const tabs[4], const weight *w, wform for
     }
 }
 
+/* qdot4n[form] of rows r0..r0 + 3 (r0 = 0, 1, 4, ...: aligned and not)
+ * against 1..KQ_NT_MAX tokens in every table that has it: each result the
+ * scalar qdot of that row and token bit for bit, written with a token
+ * stride of 2 x rows and the gaps left alone; returns how many were
+ * compared (0 when no table took the weight). */
+static int check_qdot4n(const kernels *const tabs[4], const weight *w, int form, uint64_t *rs, float *x)
+{
+    const int64_t C = w->cols, R = w->rows;
+    qrow an[KQ_NT_MAX];
+    for (int i = 0; i < KQ_NT_MAX; i++) {
+        an[i] = (qrow){ w->act, C, malloc(C), malloc(C / 32 * sizeof(float)), malloc(C / 16 * sizeof(int32_t)),
+                        malloc(C * sizeof(float)) };
+        fill_act(x, C, rs, i % 4);
+        qrow_fill(tabs[0], &an[i], x);
+    }
+    float *yn = malloc((size_t)(2 * R * KQ_NT_MAX) * sizeof *yn);
+    int checked = 0;
+    for (int k = 0; k < 4; k++) {
+        if (!tabs[k] || !tabs[k]->qdot4n[form]) continue;
+        for (int64_t r0 = 0; r0 + 4 <= R; r0 += r0 == 0 ? 1 : r0 == 1 ? 3 : 4)
+            for (int nt = 1; nt <= KQ_NT_MAX; nt++) {
+                memset(yn, 0xff, (size_t)(2 * R * KQ_NT_MAX) * sizeof *yn);
+                const qrow *at = an + (KQ_NT_MAX - nt);
+                if (!tabs[k]->qdot4n[form](w, r0, at, nt, yn + r0, 2 * R)) continue;
+                for (int t = 0; t < nt; t++)
+                    for (int64_t i = 0; i < 2 * R; i++) {
+                        float *got = &yn[t * 2 * R + i];
+                        if (i >= r0 && i < r0 + 4) {
+                            const float y1 = tabs[0]->qdot[form](w, i, &at[t]);
+                            if (memcmp(got, &y1, 4))
+                                printf("qdot4n (%s) rows %lld.. nt %d row %lld token %d: %.9g, qdot %.9g\n",
+                                       tabs[k]->name, (long long)r0, nt, (long long)i, t, *got, y1);
+                            assert_memory_equal(got, &y1, 4);
+                            checked++;
+                        } else {
+                            uint32_t gap;
+                            memcpy(&gap, got, 4);
+                            assert_int_equal(gap, 0xffffffffu);
+                        }
+                    }
+            }
+    }
+    free(yn);
+    for (int i = 0; i < KQ_NT_MAX; i++) { free(an[i].q); free(an[i].d); free(an[i].sum16); free(an[i].deq); }
+    return checked;
+}
+
+/* The S8 four-row batch kernel on random Q8_0-shaped rows longer than its
+ * chunk of scale products (75 units: one chunk of 64 and 11 more, neither
+ * a multiple of 16), with zero, negative and large scales: the scalar
+ * qdot's bits for every row and token. */
+static void test_qdot4n_s8_random(void **st)
+{
+    (void)st;
+    const kernels *tabs[4] = { kernels_scalar(), kernels_avx2(), kernels_avx2_vnni(), kernels_avx512() };
+    const int64_t R = 9, C = 75 * 32;
+    uint64_t rs = 4242;
+    uint8_t *codes = malloc((size_t)(R * C));
+    float *sc = malloc((size_t)(R * C / 32) * sizeof *sc), *x = malloc((size_t)C * sizeof *x);
+    for (int64_t i = 0; i < R * C; i++) codes[i] = (uint8_t)(rnd_(&rs) >> 8);
+    for (int64_t i = 0; i < R * C / 32; i++) {
+        const int kind = (int)(i % 7);
+        sc[i] = kind == 0 ? 0.0f : kind == 1 ? -1.5e-3f : kind == 2 ? 3.0e4f : rndf_(&rs) * 0.02f;
+    }
+    weight w = { .form = WF_SCODE, .rows = R, .cols = C, .data = codes, .act = WA_Q8_0, .group = 32,
+                 .scales = sc, .code_bits = 8, .code_bias = -128 };
+    char err[128];
+    assert_int_equal(weight_check(&w, "S8", err, sizeof err), 0);
+    const int n4 = check_qdot4n(tabs, &w, WF_SCODE, &rs, x);
+    const kernels *v512 = kernels_avx512();
+    if (v512 && v512->qdot4n[WF_SCODE]) assert_int_equal(n4, 3 * 4 * (KQ_NT_MAX * (KQ_NT_MAX + 1) / 2)); /* r0 = 0, 1, 4 */
+    else assert_int_equal(n4, 0);
+    free(codes); free(sc); free(x);
+}
+
 static void test_native_equals_sform(void **st)
 {
     (void)st;
@@ -807,6 +882,16 @@ static void test_native_equals_sform(void **st)
         for (int k = 0; k < 4; k++)
             if (tabs[k]) assert_int_equal(kernels_qdotn_ok(tabs[k], &sf), t > 0);
         if (t > 0) assert_true(check_qdotn(tabs, &sf, WF_SCODE, &rs, x, names[t]) > 0);
+        /* four rows against a batch (qdot4n): AVX-512 VNNI takes the
+         * Q8_0-shaped S8 rows, bit for bit its qdot's; no table takes the
+         * K-quant S-forms (qdotn shares their decoding instead) */
+        {
+            const kernels *v512 = kernels_avx512();
+            const int want = t == 0 && v512 && v512->qdot4n[WF_SCODE];
+            const int n4 = check_qdot4n(tabs, &sf, WF_SCODE, &rs, x);
+            if (want) assert_int_equal(n4, 3 * 4 * (KQ_NT_MAX * (KQ_NT_MAX + 1) / 2)); /* r0 = 0, 1, 4 */
+            else assert_int_equal(n4, 0);
+        }
         free(mem); free(codes); free(sc); free(off); free(blocks);
     }
     /* IQ2_S (AVX2 kernel), IQ3_XXS and MXFP4 (gpt-oss's experts, with Q8_0
@@ -1204,6 +1289,7 @@ int main(void)
         cmocka_unit_test(test_qdot_forms),
         cmocka_unit_test(test_qdot_iq3_random_blocks),
         cmocka_unit_test(test_native_equals_sform),
+        cmocka_unit_test(test_qdot4n_s8_random),
         cmocka_unit_test(test_qdot_mxfp4_random_blocks),
         cmocka_unit_test(test_ggml_kquant_two_superblocks),
         cmocka_unit_test(test_qdot_refusals),
