@@ -238,6 +238,40 @@ static void print_cache(const device_stats *ds, const device_stats *ds0)
     printf("cache total: hit rate %.3f, bytes moved %llu\n", ds->hit_rate, (unsigned long long)a->bytes);
 }
 
+/* The RAM tier over the decode runs (a..b): its hit rate, what it read,
+ * the disk's bandwidth measured the way misses read (whole experts, direct
+ * I/O, the tier's 4 threads), and the floor those set: the bytes the
+ * misses must read per token at that bandwidth (a prediction that went
+ * unused is not counted: it is the tier's own waste), plus the weights
+ * read from memory at the memory floor. */
+static void print_tier(expert_tier *t, const tier_stats *a, const tier_stats *b, long ng, int reps, double dec_tps,
+                       double mem_bw, double active, int n_meas)
+{
+    const uint64_t acc = b->accesses - a->accesses, hits = b->hits - a->hits, reads = b->reads - a->reads;
+    const double tokens = (double)ng * reps, read = (double)(b->bytes_read - a->bytes_read);
+    const double per_read = reads ? read / (double)reads : 0, miss_bytes = (double)(acc - hits) * per_read / tokens;
+    printf("tier: %d of %lld routed experts in memory (%.2f MiB a slot), the others read from experts.bin (%s)\n",
+           b->n_slots, (long long)b->n_experts, (double)b->slot_bytes / (double)MiB,
+           b->direct_io ? "direct I/O" : "buffered reads, pages dropped");
+    printf("tier decode: hit rate %.3f (%llu of %llu), %llu reads, %.1f MiB read per token (misses: %.1f), waited "
+           "%.2f ms per token, %llu bounce reads\n",
+           acc ? (double)hits / (double)acc : 0.0, (unsigned long long)hits, (unsigned long long)acc,
+           (unsigned long long)reads, read / tokens / (double)MiB, miss_bytes / (double)MiB,
+           1e3 * (b->stall_seconds - a->stall_seconds) / tokens, (unsigned long long)(b->bounces - a->bounces));
+    const uint64_t pf = b->prefetches - a->prefetches, pfh = b->prefetch_hits - a->prefetch_hits;
+    printf("tier prefetch: %llu reads started from the next layer's router applied early, %llu of them used (%.1f %%)\n",
+           (unsigned long long)pf, (unsigned long long)pfh, pf ? 100.0 * (double)pfh / (double)pf : 0.0);
+    char err[256];
+    const double disk = tier_measure_reads(t, n_meas, 4, err, sizeof err);
+    if (disk <= 0) { fprintf(stderr, "strata bench: the disk read measurement failed: %s\n", err); return; }
+    printf("disk read bandwidth (experts.bin, %d whole experts on 4 threads, as misses read): %.2f GB/s\n", n_meas,
+           disk / 1e9);
+    if (mem_bw <= 0 || tokens <= 0) return;
+    const double per_token = miss_bytes / disk + active / mem_bw;
+    printf("tier floor: %.1f tokens/s (the misses' bytes at the disk's rate plus the active bytes at memory's); "
+           "decode (median) is %.3f of it\n", 1.0 / per_token, dec_tps * per_token);
+}
+
 static void bench_usage(FILE *fp)
 {
     fprintf(fp, "usage: strata bench PACK [-p N] [-n N] [-r|--repetitions N] [-t|--threads N] [-c|--ctx N]\n"
@@ -335,7 +369,8 @@ static void fit_context(bench_opts *o, long n_ctx)
 /* Everything after the timed runs: the figures, the floor, the cache, and
  * last the warnings, so that they follow what they are about. */
 static void report(model *m, const bench_opts *o, const device_stats *ds, const device_stats *ds0,
-                   stats_summary pre, stats_summary dec, double *bw_runs)
+                   stats_summary pre, stats_summary dec, double *bw_runs, expert_tier *tier, const tier_stats *ts0,
+                   const tier_stats *ts1)
 {
     const int nt = model_n_threads(m);
     const double active = (double)model_active_bytes(m);
@@ -359,6 +394,10 @@ static void report(model *m, const bench_opts *o, const device_stats *ds, const 
                !ds->on_gpu && active < 64.0 * 1048576 ? " (weights fit in cache: not memory-bound, the fraction can exceed 1)" : "");
     }
     if (ds->on_gpu) print_cache(ds, ds0);
+    if (tier) {
+        const int n_meas = ts1->n_experts < 64 ? (int)ts1->n_experts : 64;
+        print_tier(tier, ts0, ts1, o->ng, (int)o->reps, dec.median, bw, active, n_meas);
+    }
     fflush(stdout);
     warn_spread("prefill", &pre, "other load on the machine, CPU frequency scaling or too few tokens per run (raise -p)");
     warn_spread("decode", &dec, "other load on the machine, CPU frequency scaling or too few tokens per run (raise -n)");
@@ -389,11 +428,15 @@ int cmd_bench(int argc, char **argv)
     if (model_forward(cm.m, tok, np, logits, false, err, sizeof err)) goto fail;
     if (time_prefill(cm.m, tok, np, reps, logits, runs, err, sizeof err)) goto fail;
     device_stats ds0, ds;
+    tier_stats ts0 = { 0 }, ts1 = { 0 };
     device_get_stats(cm.m, &ds0);
+    if (cm.tier) tier_get_stats(cm.tier, &ts0);
     if (time_decode(cm.m, tok, np, ng, reps, hp->n_vocab, logits, runs + reps, err, sizeof err)) goto fail;
     device_get_stats(cm.m, &ds);
+    if (cm.tier) tier_get_stats(cm.tier, &ts1);
     model_pause_routing(cm.m, false);
-    report(cm.m, &o, &ds, &ds0, stats_summarize(runs, reps), stats_summarize(runs + reps, reps), runs + 2 * reps);
+    report(cm.m, &o, &ds, &ds0, stats_summarize(runs, reps), stats_summarize(runs + reps, reps), runs + 2 * reps,
+           cm.tier, &ts0, &ts1);
     rc = cli_save_routing(&cm, &o.dev) ? 1 : 0;
     goto out;
 fail:

@@ -180,7 +180,7 @@ int cmd_routing(int argc, char **argv)
     char err[1024];
     int rc = 1;
     cli_model cm;
-    if (cli_load(&cm, pack)) return 1;
+    if (cli_load(&cm, pack, &dev, (int)c)) return 1;
     const model_hparams *hp = loader_hparams(cm.pack);
     if (hp->n_expert == 0) {
         fprintf(stderr, "strata: %s has no routed experts (a dense model): no routing to trace\n", pack);

@@ -59,13 +59,22 @@ int cli_save_routing(cli_model *cm, const device_opts *dev)
     return 0;
 }
 
-int cli_load(cli_model *cm, const char *dir)
+int cli_load(cli_model *cm, const char *dir, const device_opts *dev, int n_ctx)
 {
     char err[1024];
     memset(cm, 0, sizeof *cm);
     if (cli_check_pack_path(dir, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return -1; }
-    cm->pack = loader_open(dir, err, sizeof err);
+    mem_plan plan;
+    if (cli_mem_plan(dir, dev, n_ctx, 1, &plan, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return -1; }
+    const loader_opts lo = { NULL, NULL, plan.tier };
+    cm->pack = loader_open_opts(dir, &lo, err, sizeof err);
     if (!cm->pack) { fprintf(stderr, "strata: %s\n", err); return -1; }
+    if (cli_mem_tier(dir, &plan, cm->pack, &cm->tier, dev ? dev->profile : NULL, err, sizeof err)) {
+        fprintf(stderr, "strata: %s\n", err);
+        cli_close(cm);
+        return -1;
+    }
+    cli_mem_note(dir, &plan, cm->tier);
     return 0;
 }
 
@@ -76,6 +85,7 @@ int cli_build(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx
     o.n_threads = threads;
     o.kv = kv;
     o.n_ctx = n_ctx;
+    o.tier = cm->tier;
     cm->m = model_create(loader_hparams(cm->pack), loader_weights(cm->pack), &o, err, sizeof err);
     if (!cm->m) {
         fprintf(stderr, "strata: %s: %s\n", dir, err);
@@ -95,6 +105,19 @@ int cli_build(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx
         cli_close(cm);
         return -1;
     }
+    device_opts d = *dev;
+    if (cm->tier && d.kind != DEVICE_CPU && device_cuda_built()) {
+        /* the GPU's expert slots are filled from host memory, which a tier does not hold */
+        if (d.kind == DEVICE_CUDA) {
+            fprintf(stderr, "strata: %s: --device cuda needs the routed experts in memory, and they do not fit "
+                            "(see the line above); run on the CPU (--device cpu) or give more --mem\n", dir);
+            cli_close(cm);
+            return -1;
+        }
+        fprintf(stderr, "strata: --device auto: running on the CPU (the experts are read from disk)\n");
+        d.kind = DEVICE_CPU;
+    }
+    dev = &d;
     char note[512];
     int r = device_attach(cm->m, dev, note, sizeof note, err, sizeof err);
     if (r < 0) {
@@ -108,12 +131,13 @@ int cli_build(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx
 
 int cli_open_dev(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx, const device_opts *dev)
 {
-    return cli_load(cm, dir) ? -1 : cli_build(cm, dir, threads, kv, n_ctx, dev);
+    return cli_load(cm, dir, dev, n_ctx) ? -1 : cli_build(cm, dir, threads, kv, n_ctx, dev);
 }
 
 void cli_close(cli_model *cm)
 {
     model_free(cm->m);
+    tier_free(cm->tier);
     loader_close(cm->pack);
     memset(cm, 0, sizeof *cm);
 }

@@ -5,7 +5,7 @@
  * header is reachable from here.
  *
  * Contract:
- *  - The options `--device auto|cpu|cuda`, `--vram-reserve SIZE`,
+ *  - The options `--mem SIZE`, `--device auto|cpu|cuda`, `--vram-reserve SIZE`,
  *    `--miss cpu|pcie|auto`, `--profile FILE` and `--record-routing FILE`
  *    are parsed by device_parse_arg() for every command that runs a model
  *    (run, serve, bench, perplexity); DEVICE_HELP is their help text.
@@ -47,9 +47,14 @@ typedef struct device_opts {
     ec_miss_mode miss;          /* default EC_MISS_PCIE */
     const char *profile;        /* --profile FILE: fills the expert cache at start */
     const char *record;         /* --record-routing FILE: written at the end */
+    uint64_t mem;               /* --mem SIZE: the memory budget (runtime/cli/cli.h: cli_mem_plan) */
+    bool mem_given;
 } device_opts;
 
 #define DEVICE_HELP                                                                                   \
+    "  --mem SIZE       memory this run may use (default: what the machine can spare, a container's\n" \
+    "                   or cgroup's limit included); routed experts that do not fit stay on disk\n"  \
+    "                   and are read from experts.bin as the router picks them\n"                    \
     "  --device auto|cpu|cuda  where the forward pass runs (default auto: CUDA when this strata\n"    \
     "                   was built with it and a GPU is usable, else the CPU)\n"                       \
     "  --vram-reserve SIZE  GPU memory left free when sizing the expert slots (default 512M)\n"       \

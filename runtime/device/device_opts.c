@@ -38,6 +38,14 @@ int device_parse_arg(device_opts *o, const char *opt, const char *val, char *err
         o->kind_given = true;
         return 1;
     }
+    if (!strcmp(opt, "--mem")) {
+        if (!val || ec_parse_size(val, &o->mem) || o->mem == 0) {
+            snprintf(err, errlen, "--mem takes a size like 800M or 24G, not '%s'", val ? val : "");
+            return -1;
+        }
+        o->mem_given = true;
+        return 1;
+    }
     if (!strcmp(opt, "--vram-reserve")) {
         if (!val || ec_parse_size(val, &o->vram_reserve)) {
             snprintf(err, errlen, "--vram-reserve takes a size like 512M or 2G, not '%s'", val ? val : "");

@@ -298,6 +298,7 @@ struct expert_cache {
     int *slot_of;            /* n_total: -1 not resident */
     int64_t *owner;          /* n_slots: expert, -1 empty */
     int64_t *slot_used;      /* n_slots: tick of the last access */
+    int *pins;               /* n_slots: pin count */
     int64_t tick;
     ec_stats st;
 };
@@ -339,7 +340,8 @@ expert_cache *ec_create(const ec_config *cfg, ec_device dev, char *err, size_t e
     c->slot_of = malloc((size_t)n_total * sizeof *c->slot_of);
     c->owner = malloc(ns * sizeof *c->owner);
     c->slot_used = malloc(ns * sizeof *c->slot_used);
-    if (!c->score || !c->last || !c->slot_of || !c->owner || !c->slot_used) {
+    c->pins = calloc(ns, sizeof *c->pins);
+    if (!c->score || !c->last || !c->slot_of || !c->owner || !c->slot_used || !c->pins) {
         ec_free(c);
         err_printf(err, errlen, "expert cache: out of memory");
         return NULL;
@@ -358,6 +360,7 @@ void ec_free(expert_cache *c)
     free(c->slot_of);
     free(c->owner);
     free(c->slot_used);
+    free(c->pins);
     free(c);
 }
 
@@ -412,14 +415,16 @@ int ec_fill(expert_cache *c, const ec_profile *p, char *err, size_t errlen)
 void ec_begin_token(expert_cache *c) { c->tick++; }
 
 /* The resident with the lowest decayed score (ties: least recently used, then
- * lower slot) not used by the current token; -1 when every slot is in use. */
+ * lower slot) not pinned and (unless pin_only) not used by the current
+ * token; -1 when every slot is in use. */
 static int victim(const expert_cache *c, double *victim_score)
 {
     int best = -1;
     double bs = 0;
     for (int k = 0; k < c->cfg.n_slots; k++) {
+        if (c->pins[k] > 0) continue;
         if (c->owner[k] < 0) { *victim_score = -1; return k; }
-        if (c->slot_used[k] == c->tick) continue;
+        if (!c->cfg.pin_only && c->slot_used[k] == c->tick) continue;
         double s = decayed(c, c->owner[k]);
         if (best < 0 || s < bs || (s == bs && c->slot_used[k] < c->slot_used[best])) { best = k; bs = s; }
     }
@@ -463,6 +468,21 @@ int ec_access(expert_cache *c, int layer, int expert, ec_result *r, char *err, s
     return 0;
 }
 
+int ec_prefetch(expert_cache *c, int layer, int expert, char *err, size_t errlen)
+{
+    if (layer < 0 || layer >= c->cfg.n_layer || expert < 0 || expert >= c->cfg.n_expert)
+        return err_printf(err, errlen, "expert cache: layer %d expert %d is out of range (%d x %d)", layer, expert,
+                          c->cfg.n_layer, c->cfg.n_expert);
+    const int64_t i = (int64_t)layer * c->cfg.n_expert + expert;
+    if (c->slot_of[i] >= 0) return 0;
+    double vs;
+    const int v = victim(c, &vs);
+    if (v < 0 || !(decayed(c, i) + 1 > vs)) return 0;
+    if (place(c, v, i, err, errlen)) return -1;
+    c->slot_used[v] = c->tick;
+    return 1;
+}
+
 int ec_sync(expert_cache *c, char *err, size_t errlen)
 {
     if (c->cfg.n_slots == 0) return 0;
@@ -473,6 +493,16 @@ void ec_note_miss_seconds(expert_cache *c, double s)
 {
     c->st.miss_seconds += s;
     c->st.miss_timed++;
+}
+
+void ec_pin(expert_cache *c, int slot)
+{
+    if (slot >= 0 && slot < c->cfg.n_slots) c->pins[slot]++;
+}
+
+void ec_unpin(expert_cache *c, int slot)
+{
+    if (slot >= 0 && slot < c->cfg.n_slots && c->pins[slot] > 0) c->pins[slot]--;
 }
 
 int ec_slot_of(const expert_cache *c, int layer, int expert)

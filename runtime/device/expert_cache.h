@@ -19,7 +19,9 @@
  *    must ec_sync before computing with it; under EC_MISS_CPU the caller
  *    computes it on the CPU from host memory, and the expert is admitted
  *    (copied asynchronously) only when its score beats that victim's. A miss
- *    with no evictable slot is computed on the CPU.
+ *    with no evictable slot is computed on the CPU. A pinned slot (ec_pin)
+ *    is never evicted; with pin_only the current token's accesses do not
+ *    protect a slot, only pins do.
  *  - EC_MISS_AUTO resolves once, from start-up measurements of one expert's
  *    CPU compute time and PCIe copy time: the faster wins (CPU on a tie or
  *    when a measurement is missing).
@@ -123,6 +125,9 @@ typedef struct ec_config {
     size_t slot_bytes;
     double decay;            /* per token, in (0, 1); <= 0 means 0.99 */
     ec_miss_mode miss;       /* resolved: CPU or PCIE */
+    int pin_only;            /* 1: only ec_pin protects a slot from eviction (a CPU tier computes
+                              * synchronously); 0: so do the current token's accesses (a GPU's
+                              * queued kernels may still read them) */
 } ec_config;
 
 expert_cache *ec_create(const ec_config *cfg, ec_device dev, char *err, size_t errlen);
@@ -135,6 +140,15 @@ int ec_access(expert_cache *c, int layer, int expert, ec_result *r, char *err, s
 int ec_sync(expert_cache *c, char *err, size_t errlen);
 void ec_note_miss_seconds(expert_cache *c, double s);
 
+/* Brings an expert in ahead of its access (a prediction): when it is not
+ * resident and a victim exists whose decayed score is below the expert's
+ * plus one (what an access would give it), the copy into that slot starts;
+ * nothing is counted as an access. 1 when a copy started, 0 when not, -1
+ * with err. */
+int ec_prefetch(expert_cache *c, int layer, int expert, char *err, size_t errlen);
+/* A pinned slot is never chosen as a victim (pins count; unpin what was pinned). */
+void ec_pin(expert_cache *c, int slot);
+void ec_unpin(expert_cache *c, int slot);
 int ec_slot_of(const expert_cache *c, int layer, int expert);   /* -1: not resident */
 int64_t ec_slot_expert(const expert_cache *c, int slot);       /* -1: empty */
 double ec_score(const expert_cache *c, int layer, int expert);  /* decayed to now */

@@ -6,6 +6,8 @@
  * routed experts, the FFNs) are in backend_cpu_moe.c. */
 #include "runtime/model/backend_cpu.h"
 
+#include "runtime/model/expert_tier.h"
+
 #include "runtime/kernels/ggml_order.h"
 
 #include <math.h>
@@ -272,6 +274,7 @@ static int cpu_begin(void *c, const int32_t *tokens, int B, int pos0)
     model *m = c;
     model_embed_rows(m, tokens, B, m->x);
     rope_tables(m, B, pos0);
+    if (m->opt.tier) tier_begin_token(m->opt.tier);
     return 0;
 }
 
@@ -368,8 +371,8 @@ static int cpu_logits(void *c, const weight *w, const float *h, int rows, float 
 
 static const char *cpu_error(void *c)
 {
-    (void)c;
-    return "";
+    const model *m = c;
+    return m->cpu_err;
 }
 
 /* The CPU runs everything the graph has. */

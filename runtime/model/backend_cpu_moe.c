@@ -5,7 +5,10 @@
  * weighted sum, the shared expert's gate. */
 #include "runtime/model/backend_cpu.h"
 
+#include "runtime/model/expert_tier.h"
+
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* a = silu(a) * b over `rows` rows of ff, each row as ggml_vec_swiglu_f32
@@ -74,23 +77,44 @@ static void add_expert_bias(float *y, const float *bias, int e, int rows, int64_
 
 /* Routed expert e over B rows of h: the FFN of swiglu(), its f32 batch
  * products summed row by row (mm_ctx.rowwise) as llama.cpp's mul_mat_id
- * does, plus gpt-oss's bias rows after each product and its own GLU. */
-static void expert_ffn(model *m, const layer_weights *L, int e, const float *h, int B, float *out)
+ * does, plus gpt-oss's bias rows after each product and its own GLU. The
+ * parts come from the loaded weights or the expert tier's slot. */
+static void expert_ffn(model *m, const layer_weights *L, int e, const weight *gate, const weight *up,
+                       const weight *down, const float *h, int B, float *out)
 {
-    const int64_t ff = L->exp_gate[e].rows, D = L->exp_down[e].rows;
+    const int64_t ff = gate->rows, D = down->rows;
     m->mm.rowwise = 1;
-    mm_mul2(&m->mm, &L->exp_gate[e], &L->exp_up[e], h, B, m->ffa, m->ffb);
+    mm_mul2(&m->mm, gate, up, h, B, m->ffa, m->ffb);
     add_expert_bias(m->ffa, L->exp_gate_b, e, B, ff);
     add_expert_bias(m->ffb, L->exp_up_b, e, B, ff);
     expert_glu_rows(m, m->ffa, m->ffb, B, ff);
-    mm_mul(&m->mm, &L->exp_down[e], m->ffa, B, out);
+    mm_mul(&m->mm, down, m->ffa, B, out);
     add_expert_bias(out, L->exp_down_b, e, B, D);
     m->mm.rowwise = 0;
 }
 
+/* Reads ahead of the expert being computed in a batch (each pins a slot). */
+#define TIER_AHEAD 4
+
 void model_expert_cpu(model *m, int layer, int expert, const float *x, int n, float *out)
 {
-    expert_ffn(m, &m->w.layers[layer], expert, x, n, out);
+    const layer_weights *L = &m->w.layers[layer];
+    if (!m->opt.tier) {
+        expert_ffn(m, L, expert, &L->exp_gate[expert], &L->exp_up[expert], &L->exp_down[expert], x, n, out);
+        return;
+    }
+    /* (the CUDA backend's CPU misses; it does not run with a tier) */
+    tier_ref r;
+    const weight *g, *u, *d;
+    char err[256];
+    if (tier_get(m->opt.tier, layer, &expert, 1, &r, err, sizeof err) ||
+        tier_wait(m->opt.tier, &r, &g, &u, &d, err, sizeof err)) {
+        memset(out, 0, (size_t)n * (size_t)m->hp.n_embd * sizeof *out);
+        tier_put(m->opt.tier, &r);
+        return;
+    }
+    expert_ffn(m, L, expert, g, u, d, x, n, out);
+    tier_put(m->opt.tier, &r);
 }
 
 int cpu_ffn(void *c, const weight *gate, const weight *up, const weight *down, const float *x, int B, float *out)
@@ -168,6 +192,23 @@ static void route(const model *m, const float *bias, const float *logits, int *s
         for (int j = 0; j < K; j++) w[j] *= m->hp.expert_weights_scale;
 }
 
+/* The next layer's experts, predicted by its router applied to this
+ * layer's input (the residual stream changes little from one layer to the
+ * next), start reading while this layer computes; the prediction only
+ * moves reads earlier (tier_prefetch), never a result. */
+static int prefetch_next(model *m, expert_tier *tier, int l)
+{
+    if (l + 1 >= m->hp.n_layer || !hparams_layer_moe(&m->hp, l + 1)) return 0;
+    const layer_weights *N = &m->w.layers[l + 1];
+    const int E = m->hp.n_expert, K = m->hp.n_expert_used;
+    float lg[256], pw[256];
+    int ps[256];
+    mm_mul(&m->mm, &N->router, m->h, 1, lg);
+    add_bias(lg, N->router_b, 1, E);
+    route(m, N->exp_probs_b, lg, ps, pw);
+    return tier_prefetch(tier, l + 1, ps, K, m->cpu_err, sizeof m->cpu_err);
+}
+
 int cpu_route(void *c, int l, int B, const int **sel)
 {
     model *m = c;
@@ -187,33 +228,52 @@ int cpu_moe(void *c, int l, int B)
      * ggml_mul), and the outputs are summed unweighted */
     const bool wb = m->hp.arch.weight_before_ffn;
 
+    expert_tier *tier = m->opt.tier;
     if (B == 1 && 2 * K <= MM_VEC_MAX) {
         /* Decode: the gates and ups of the K chosen experts as one pool job,
          * then their downs as one (expert j's hidden row in ffa/ffb + j*ff,
          * its output straight into eo + j*D): the same kernel calls as the
-         * loop below, two barriers instead of 2K. */
+         * loop below, two barriers instead of 2K. With a tier, all K reads
+         * start before the first wait. */
         const int64_t ff = L->exp_gate[0].rows;
+        const weight *G[MM_VEC_MAX], *U[MM_VEC_MAX], *Dn[MM_VEC_MAX];
+        tier_ref refs[MM_VEC_MAX];
+        if (tier) {
+            int rc = tier_get(tier, l, m->sel, K, refs, m->cpu_err, sizeof m->cpu_err);
+            if (!rc) rc = prefetch_next(m, tier, l);
+            for (int j = 0; j < K && !rc; j++)
+                rc = tier_wait(tier, &refs[j], &G[j], &U[j], &Dn[j], m->cpu_err, sizeof m->cpu_err);
+            if (rc) {
+                for (int j = 0; j < K; j++) tier_put(tier, &refs[j]);
+                return -1;
+            }
+        } else {
+            for (int j = 0; j < K; j++) {
+                G[j] = &L->exp_gate[m->sel[j]];
+                U[j] = &L->exp_up[m->sel[j]];
+                Dn[j] = &L->exp_down[m->sel[j]];
+            }
+        }
         mm_vec v[MM_VEC_MAX] = { { NULL, NULL, NULL } }; /* K >= 1: gcc cannot tell */
         for (int j = 0; j < K; j++) {
-            const int e = m->sel[j];
             const float *in = m->h;
             if (wb) {
                 float *row = m->hg + (size_t)j * D;
                 for (int i = 0; i < D; i++) row[i] = m->h[i] * m->selw[j];
                 in = row;
             }
-            v[2 * j] = (mm_vec){ &L->exp_gate[e], in, m->ffa + j * ff };
-            v[2 * j + 1] = (mm_vec){ &L->exp_up[e], in, m->ffb + j * ff };
+            v[2 * j] = (mm_vec){ G[j], in, m->ffa + j * ff };
+            v[2 * j + 1] = (mm_vec){ U[j], in, m->ffb + j * ff };
         }
         mm_next next = { K, { NULL } };
-        for (int j = 0; j < K; j++) next.w[j] = &L->exp_down[m->sel[j]];
+        for (int j = 0; j < K; j++) next.w[j] = Dn[j];
         mm_mulv_next(&m->mm, v, 2 * K, &next);
         for (int j = 0; j < K; j++) {
             add_expert_bias(m->ffa + j * ff, L->exp_gate_b, m->sel[j], 1, ff);
             add_expert_bias(m->ffb + j * ff, L->exp_up_b, m->sel[j], 1, ff);
         }
         expert_glu_rows(m, m->ffa, m->ffb, K, ff);
-        for (int j = 0; j < K; j++) v[j] = (mm_vec){ &L->exp_down[m->sel[j]], m->ffa + j * ff, m->eo + (size_t)j * D };
+        for (int j = 0; j < K; j++) v[j] = (mm_vec){ Dn[j], m->ffa + j * ff, m->eo + (size_t)j * D };
         /* Then the next layer's q, k and v (a shared expert comes first). */
         next.n = 0;
         if (l + 1 < m->hp.n_layer && !weight_present(&L->sh_gate)) {
@@ -221,10 +281,41 @@ int cpu_moe(void *c, int l, int B)
             next = (mm_next){ 3, { &N->wq, &N->wk, &N->wv } };
         }
         mm_mulv_next(&m->mm, v, K, &next);
+        if (tier)
+            for (int j = 0; j < K; j++) tier_put(tier, &refs[j]);
         for (int j = 0; j < K; j++) add_expert_bias(m->eo + (size_t)j * D, L->exp_down_b, m->sel[j], 1, D);
     } else {
-    /* Each expert runs once over every row routed to it (a gathered batch). */
+    /* Each expert runs once over every row routed to it (a gathered batch);
+     * with a tier the resident experts go first and the reads of the next
+     * TIER_AHEAD run while one is computed (each expert's rows and result
+     * are the same in any order). */
+    int order[256], n_need = 0;
     for (int e = 0; e < E; e++) {
+        int used = 0;
+        for (int g = 0; g < B * K && !used; g++) used = m->sel[g] == e;
+        if (used) order[n_need++] = e;
+    }
+    if (tier) {
+        int front = 0;
+        for (int i = 0; i < n_need; i++)
+            if (tier_resident(tier, l, order[i])) {
+                const int e = order[i];
+                memmove(order + front + 1, order + front, (size_t)(i - front) * sizeof *order);
+                order[front++] = e;
+            }
+    }
+    tier_ref refs[TIER_AHEAD + 1];
+    int requested = 0, rc = 0;
+    for (int i = 0; i < n_need && !rc; i++) {
+        const int e = order[i];
+        const weight *g = &L->exp_gate[e], *u = &L->exp_up[e], *d = &L->exp_down[e];
+        if (tier) {
+            for (; requested < n_need && requested <= i + TIER_AHEAD && !rc; requested++)
+                rc = tier_get(tier, l, &order[requested], 1, &refs[requested % (TIER_AHEAD + 1)], m->cpu_err,
+                              sizeof m->cpu_err);
+            if (!rc) rc = tier_wait(tier, &refs[i % (TIER_AHEAD + 1)], &g, &u, &d, m->cpu_err, sizeof m->cpu_err);
+            if (rc) break;
+        }
         int n = 0;
         for (int b = 0; b < B; b++)
             for (int j = 0; j < K; j++)
@@ -233,13 +324,18 @@ int cpu_moe(void *c, int l, int B)
                     float *row = m->hg + (size_t)n * D;
                     memcpy(row, m->h + (size_t)b * D, (size_t)D * sizeof(float));
                     if (wb)
-                        for (int i = 0; i < D; i++) row[i] *= m->selw[b * K + j];
+                        for (int q = 0; q < D; q++) row[q] *= m->selw[b * K + j];
                     n++;
                 }
-        if (n == 0) continue;
-        expert_ffn(m, L, e, m->hg, n, m->gd);
-        for (int i = 0; i < n; i++)
-            memcpy(m->eo + (size_t)m->grp[i] * D, m->gd + (size_t)i * D, (size_t)D * sizeof(float));
+        expert_ffn(m, L, e, g, u, d, m->hg, n, m->gd);
+        if (tier) tier_put(tier, &refs[i % (TIER_AHEAD + 1)]);
+        for (int q = 0; q < n; q++)
+            memcpy(m->eo + (size_t)m->grp[q] * D, m->gd + (size_t)q * D, (size_t)D * sizeof(float));
+    }
+    if (rc) {
+        /* the refs taken and not yet put: from the failed one to the last requested */
+        for (int i = 0; i < requested; i++) tier_put(tier, &refs[i % (TIER_AHEAD + 1)]);
+        return -1; /* the tier's message is in m->cpu_err */
     }
     }
     if (wb)

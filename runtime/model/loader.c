@@ -42,6 +42,8 @@ struct loaded_pack {
     void **owned;
     int n_owned, cap_owned;
     unsigned char *used_t, *used_e;
+    int *xpart;                  /* n_layer x 3: the index entry of each routed part (gate, up, down), -1 none */
+    int lazy_experts;            /* loader_opts.lazy_experts */
     loader_progress_fn progress; /* NULL: none */
     void *progress_ctx;
     float codebook[16];
@@ -351,9 +353,13 @@ static int vec(loaded_pack *p, const float **out, tensor_role role) { return vec
 
 /* ------------------------------------------------------------------ experts */
 
-static int expert_weight(loaded_pack *p, const pi_expert *x, const pi_layer *l, int e, weight *w)
+/* Part x of an expert over its blob `blob` (the expert's bytes as in
+ * experts.bin): the weight's form and shape, data into the blob; an
+ * S-form's scales and offsets are left for part_derive(). The planes are
+ * checked against the shape (-1 with the tensor named). */
+static int part_weight(loaded_pack *p, const pi_expert *x, const uint8_t *blob, weight *w)
 {
-    const uint8_t *base = (const uint8_t *)p->map[PACK_EXPERTS] + l->base + (int64_t)e * l->stride + x->blob_off;
+    const uint8_t *base = blob + x->blob_off;
     const int64_t elems = x->ne0 * x->ne1;
     memset(w, 0, sizeof *w);
     w->rows = x->ne1;
@@ -387,29 +393,74 @@ static int expert_weight(loaded_pack *p, const pi_expert *x, const pi_layer *l, 
         w->group = x->group;
         w->act = x->act_kind ? WA_Q8_K : WA_Q8_0;
         w->codebook = x->codebook ? p->codebook : NULL;
-        /* Scales are widened per expert: the mapping stays read-only and
-         * f32 planes need not be 4-aligned after an odd codes plane. */
-        const uint8_t *s = base + x->plane[PLANE_CODES];
-        for (int k = 0; k < 1 + x->has_offset; k++) {
-            const int fp16 = k ? x->offsets_fp16 : x->scales_fp16;
-            float *f = own(p, (size_t)groups * sizeof *f);
-            if (!f) return fail(p, "%s: out of memory", x->name);
-            for (int64_t i = 0; i < groups; i++) {
-                if (fp16) { uint16_t h; memcpy(&h, s + 2 * i, 2); f[i] = fp16_to_f32(h); }
-                else memcpy(&f[i], s + 4 * i, 4);
-            }
-            s += groups * (fp16 ? 2 : 4);
-            if (k) w->offsets = f; else w->scales = f;
-        }
-        if (attach_kfactor(p, w, x->name)) return -1;
     } else {
         return fail(p, "%s: expert form %s is not one the runtime reads", x->name, x->form);
     }
+    /* row_bytes, which the kernels address rows by (the planes fit the
+     * shape; an S-form has none, and its check wants the scales) */
+    char e[256];
+    if (w->form != WF_SCODE && weight_check(w, x->name, e, sizeof e)) return fail(p, "%s", e);
     return 0;
 bad:
     return fail(p, "%s: expert planes (%lld %lld %lld %lld %lld) do not fit a %s %lld x %lld part", x->name,
                 (long long)x->plane[0], (long long)x->plane[1], (long long)x->plane[2], (long long)x->plane[3],
                 (long long)x->plane[4], x->form, (long long)x->ne0, (long long)x->ne1);
+}
+
+static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* Bytes part_derive() writes for an S-form part (its scales and offsets
+ * widened to f32, its K-quant factors); 0 for other forms. A K-quant's
+ * factor bytes are counted from the shape: the scales' values do not
+ * change them. */
+static size_t part_derived_bytes(const pi_expert *x, const weight *w)
+{
+    if (w->form != WF_SCODE) return 0;
+    const size_t groups = (size_t)(x->ne0 * x->ne1 / x->group);
+    weight shape = *w;
+    shape.offsets = x->has_offset ? (const float *)w->data : NULL; /* kfactor_bytes reads presence only */
+    return up64(groups * sizeof(float)) * (size_t)(1 + x->has_offset) + up64(kfactor_bytes(&shape));
+}
+
+/* Widens part x's fp16 (or copies its f32) scale and offset planes into
+ * mem (f32 planes need not be 4-aligned after an odd codes plane, and the
+ * blob stays read-only), and gives a K-quant its super-block factors back
+ * (kfactor.h: its products then follow ggml's order; one that does not
+ * factor keeps the per-group kernel). */
+static void part_derive(const pi_expert *x, weight *w, uint8_t *mem, kfactor *kf)
+{
+    if (w->form != WF_SCODE) return;
+    const int64_t groups = x->ne0 * x->ne1 / x->group;
+    const uint8_t *s = (const uint8_t *)w->data + x->plane[PLANE_CODES];
+    for (int k = 0; k < 1 + x->has_offset; k++) {
+        const int fp16 = k ? x->offsets_fp16 : x->scales_fp16;
+        float *f = (float *)mem;
+        for (int64_t i = 0; i < groups; i++) {
+            if (fp16) { uint16_t h; memcpy(&h, s + 2 * i, 2); f[i] = fp16_to_f32(h); }
+            else memcpy(&f[i], s + 4 * i, 4);
+        }
+        s += groups * (fp16 ? 2 : 4);
+        mem += up64((size_t)groups * sizeof(float));
+        if (k) w->offsets = f; else w->scales = f;
+    }
+    w->kf = kfactor_bytes(w) && kfactor_build(w, mem, kf) ? kf : NULL;
+    /* its row_bytes, as the model's check would fill it (part_weight checked the shape) */
+    char e[64];
+    (void)weight_check(w, "", e, sizeof e);
+}
+
+/* The index entry of layer l's routed part k (0 gate, 1 up, 2 down), or NULL. */
+static const pi_expert *layer_part(const loaded_pack *p, int l, int k)
+{
+    const int j = p->xpart ? p->xpart[3 * l + k] : -1;
+    return j >= 0 ? &p->x.e[j] : NULL;
+}
+
+static const pi_layer *expert_layer(const loaded_pack *p, int l)
+{
+    for (int i = 0; i < p->x.n_l; i++)
+        if (p->x.l[i].layer == l) return &p->x.l[i];
+    return NULL;
 }
 
 static int load_experts(loaded_pack *p)
@@ -423,10 +474,12 @@ static int load_experts(loaded_pack *p)
         if ((uint64_t)l->base + (uint64_t)l->stride * (uint64_t)l->n_expert > p->x.file_bytes[PACK_EXPERTS])
             return fail(p, "%s/%s: layer %d's arena ends past the file", p->dir, PACK_FILE_NAMES[PACK_EXPERTS], l->layer);
     }
+    if (hp->n_layer > 0 && !(p->xpart = malloc((size_t)hp->n_layer * 3 * sizeof *p->xpart)))
+        return fail(p, "%s: out of memory", p->dir);
+    for (int i = 0; i < 3 * hp->n_layer; i++) p->xpart[i] = -1;
     for (int j = 0; j < p->x.n_e; j++) {
         const pi_expert *x = &p->x.e[j];
-        const pi_layer *l = NULL;
-        for (int i = 0; i < p->x.n_l; i++) if (p->x.l[i].layer == x->layer) l = &p->x.l[i];
+        const pi_layer *l = expert_layer(p, x->layer);
         if (x->blob_off % 64 || x->blob_off + x->part_bytes > l->blob_bytes)
             return fail(p, "%s: part at %lld+%lld does not fit its %lld-byte blob", x->name, (long long)x->blob_off,
                         (long long)x->part_bytes, (long long)l->blob_bytes);
@@ -437,9 +490,33 @@ static int load_experts(loaded_pack *p)
         weight *arr = x->part == 0 ? L->exp_gate : x->part == 1 ? L->exp_up : x->part == 3 ? L->exp_down : NULL;
         if (!arr) return fail(p, "%s: fused gate_up experts are not supported by the runtime yet", x->name);
         if (arr[0].data) return fail(p, "%s: a second tensor for the same expert part", x->name);
-        for (int e = 0; e < l->n_expert; e++)
-            if (expert_weight(p, x, l, e, &arr[e])) return -1;
+        p->xpart[3 * x->layer + (x->part == 3 ? 2 : x->part)] = j;
+        /* every expert's planes are checked now; lazily loaded ones keep
+         * only their form and shape (loader_expert_build fills the rest) */
+        for (int e = 0; e < l->n_expert; e++) {
+            const uint8_t *blob = (const uint8_t *)p->map[PACK_EXPERTS] + l->base + (int64_t)e * l->stride;
+            if (part_weight(p, x, blob, &arr[e])) return -1;
+        }
         p->used_e[j] = 1;
+    }
+    if (p->lazy_experts) return 0;
+    for (int i = 0; i < p->x.n_l; i++) {
+        const int lay = p->x.l[i].layer;
+        const size_t nd = loader_expert_derived_bytes(p, lay);
+        if (!nd) continue;
+        layer_weights *L = &p->w.layers[lay];
+        for (int e = 0; e < p->x.l[i].n_expert; e++) {
+            uint8_t *mem = own(p, nd);
+            kfactor *kf = own(p, 3 * sizeof *kf);
+            if (!mem || !kf) return fail(p, "%s: out of memory", p->dir);
+            weight *parts[3] = { &L->exp_gate[e], &L->exp_up[e], &L->exp_down[e] };
+            for (int k = 0; k < 3; k++) {
+                const pi_expert *x = layer_part(p, lay, k);
+                if (!x) continue;
+                part_derive(x, parts[k], mem, &kf[k]);
+                mem += part_derived_bytes(x, parts[k]);
+            }
+        }
     }
     return 0;
 }
@@ -513,10 +590,19 @@ loaded_pack *loader_open(const char *dir, char *err, size_t errlen)
 
 loaded_pack *loader_open_progress(const char *dir, loader_progress_fn fn, void *ctx, char *err, size_t errlen)
 {
+    const loader_opts o = { fn, ctx, 0 };
+    return loader_open_opts(dir, &o, err, errlen);
+}
+
+loaded_pack *loader_open_opts(const char *dir, const loader_opts *o, char *err, size_t errlen)
+{
     loaded_pack *p = calloc(1, sizeof *p);
     if (!p) { snprintf(err, errlen, "%s: out of memory", dir); return NULL; }
-    p->progress = fn;
-    p->progress_ctx = ctx;
+    if (o) {
+        p->progress = o->progress;
+        p->progress_ctx = o->progress_ctx;
+        p->lazy_experts = o->lazy_experts;
+    }
     p->err = err;
     p->errlen = errlen;
     p->dir = strdup(dir);
@@ -550,6 +636,7 @@ void loader_close(loaded_pack *p)
     free(p->pool);
     free(p->used_t);
     free(p->used_e);
+    free(p->xpart);
     pindex_free(&p->x);
     free(p->dir);
     free(p);
@@ -561,3 +648,64 @@ const tokenizer *loader_tokenizer(const loaded_pack *p) { return p->tok; }
 size_t loader_pool_bytes(const loaded_pack *p) { return p->pool_bytes; }
 size_t loader_expert_bytes(const loaded_pack *p) { return p->map_bytes[PACK_EXPERTS]; }
 int loader_n_tensors(const loaded_pack *p) { return p->x.n_t + p->x.n_e; }
+
+const char *loader_dir(const loaded_pack *p) { return p->dir; }
+int loader_lazy_experts(const loaded_pack *p) { return p->lazy_experts; }
+
+int loader_expert_span(const loaded_pack *p, int layer, int e, uint64_t *off, size_t *bytes)
+{
+    const pi_layer *l = layer >= 0 && layer < p->hp.n_layer ? expert_layer(p, layer) : NULL;
+    if (!l || e < 0 || e >= l->n_expert) return -1;
+    *off = (uint64_t)l->base + (uint64_t)e * (uint64_t)l->stride;
+    *bytes = (size_t)l->blob_bytes;
+    return 0;
+}
+
+size_t loader_expert_derived_bytes(const loaded_pack *p, int layer)
+{
+    if (layer < 0 || layer >= p->hp.n_layer) return 0;
+    const layer_weights *L = &p->w.layers[layer];
+    const weight *parts[3] = { L->exp_gate, L->exp_up, L->exp_down };
+    size_t n = 0;
+    for (int k = 0; k < 3; k++) {
+        const pi_expert *x = layer_part(p, layer, k);
+        if (x && parts[k]) n += part_derived_bytes(x, &parts[k][0]);
+    }
+    return n;
+}
+
+size_t loader_expert_weight_bytes(const loaded_pack *p, int layer)
+{
+    if (layer < 0 || layer >= p->hp.n_layer) return 0;
+    size_t n = 0;
+    for (int k = 0; k < 3; k++) {
+        const pi_expert *x = layer_part(p, layer, k);
+        if (!x) continue;
+        /* an S-form's codes plane, then its groups' f32 scales (and offsets); other forms' one plane */
+        if (x->form[0] == 'S')
+            n += (size_t)x->plane[PLANE_CODES] + (size_t)(x->ne0 * x->ne1 / x->group) * 4 * (size_t)(1 + x->has_offset);
+        else
+            n += (size_t)x->plane[PLANE_BLOCKS] + (size_t)x->plane[PLANE_VALUES];
+    }
+    return n;
+}
+
+void loader_expert_build(const loaded_pack *p, int layer, int e, const uint8_t *blob, void *derived, weight out[3],
+                         kfactor kf[3])
+{
+    const layer_weights *L = &p->w.layers[layer];
+    const weight *parts[3] = { L->exp_gate, L->exp_up, L->exp_down };
+    uint8_t *mem = derived;
+    for (int k = 0; k < 3; k++) {
+        const pi_expert *x = layer_part(p, layer, k);
+        memset(&out[k], 0, sizeof out[k]);
+        if (!x || !parts[k]) continue;
+        /* the checked template's fields, the data moved onto this blob */
+        out[k] = parts[k][e];
+        out[k].data = blob + x->blob_off;
+        out[k].scales = out[k].offsets = NULL;
+        out[k].kf = NULL;
+        part_derive(x, &out[k], mem, &kf[k]);
+        mem += part_derived_bytes(x, &out[k]);
+    }
+}

@@ -16,6 +16,12 @@
  *    with round-to-nearest-even. experts.bin is mmapped read-only; expert
  *    parts point into the mapping (S-form scales are widened into owned f32).
  *  - 1-D tensors (norms, biases) are handed to the model as f32.
+ *  - loader_open_opts() with lazy_experts: every expert's planes are checked
+ *    as above, but the routed experts' weights (model_weights) keep only
+ *    their form and shape (data into the mapping, no scales, no K-quant
+ *    factors, nothing of experts.bin read): whoever runs the model builds
+ *    each expert when it needs it (loader_expert_build). Nothing of
+ *    experts.bin is then resident unless a caller touches the mapping.
  *  - loader_check() recomputes the crc32 (zlib) and size of every file and
  *    compares them with the index; 0 when all agree, else -1 with the first
  *    mismatch in err. It prints one line per file to `out` when non-NULL.
@@ -46,6 +52,12 @@ typedef struct loaded_pack loaded_pack;
 loaded_pack *loader_open(const char *dir, char *err, size_t errlen);
 typedef void (*loader_progress_fn)(void *ctx, int64_t done, int64_t total);
 loaded_pack *loader_open_progress(const char *dir, loader_progress_fn fn, void *ctx, char *err, size_t errlen);
+typedef struct loader_opts {
+    loader_progress_fn progress;    /* NULL: none */
+    void *progress_ctx;
+    int lazy_experts;               /* see the contract */
+} loader_opts;
+loaded_pack *loader_open_opts(const char *dir, const loader_opts *o, char *err, size_t errlen);
 void loader_close(loaded_pack *p);
 int loader_precheck(const char *dir, long *n_ctx_train, char *err, size_t errlen);
 
@@ -57,5 +69,26 @@ size_t loader_expert_bytes(const loaded_pack *p);   /* experts.bin mapping */
 int loader_n_tensors(const loaded_pack *p);         /* rows + expert parts */
 
 int loader_check(const char *dir, FILE *out, char *err, size_t errlen);
+
+/* Routed experts one at a time (runtime/model/expert_tier.h reads them
+ * from experts.bin into its slots). */
+const char *loader_dir(const loaded_pack *p);
+int loader_lazy_experts(const loaded_pack *p);
+/* Expert e of layer `layer` in experts.bin: its blob's offset and bytes; -1
+ * when that layer has no routed experts or e is out of range. */
+int loader_expert_span(const loaded_pack *p, int layer, int e, uint64_t *off, size_t *bytes);
+/* weight_bytes() summed over the parts loader_expert_build() gives for one
+ * expert of the layer (codes or blocks, and f32 scales and offsets). */
+size_t loader_expert_weight_bytes(const loaded_pack *p, int layer);
+/* Bytes loader_expert_build() writes to `derived` for one expert of the layer. */
+size_t loader_expert_derived_bytes(const loaded_pack *p, int layer);
+/* Expert e's gate, up and down (out[0..2]; an absent part has data NULL)
+ * over `blob`, its bytes as loader_expert_span gives them wherever they
+ * were read to: data into blob, S-form planes widened and K-quant factors
+ * into `derived` (64-aligned, loader_expert_derived_bytes), the factors'
+ * headers in kf. The same weights the eager load gives, bit for bit in
+ * every product. Reads only the pack's index: safe from any thread. */
+void loader_expert_build(const loaded_pack *p, int layer, int e, const uint8_t *blob, void *derived, weight out[3],
+                         kfactor kf[3]);
 
 #endif

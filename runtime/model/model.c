@@ -3,6 +3,8 @@
  * the ubatch buffers, the thread pool. The forward pass is in forward.c. */
 #include "runtime/model/model_impl.h"
 
+#include "runtime/model/expert_tier.h"
+
 #include "formats/tensor_names.h"
 
 #include "runtime/device/device.h"
@@ -22,6 +24,7 @@ typedef struct checker {
     char *err;
     size_t errlen;
     int64_t max_cols;
+    int tier;                /* the routed experts come through a tier: theirs are forms and shapes only */
 } checker;
 
 /* Checks presence and shape; name like "blk.3.attn_q" for the message. */
@@ -134,7 +137,25 @@ static int check_layer(checker *c, const model_hparams *hp, layer_weights *L, in
     tensor_label(gate, sizeof gate, TN_FFN_GATE_EXPS, l);
     tensor_label(up, sizeof up, TN_FFN_UP_EXPS, l);
     tensor_label(down, sizeof down, TN_FFN_DOWN_EXPS, l);
-    for (int e = 0; e < hp->n_expert; e++) {
+    /* Through a tier the routed experts' weights are their form and shape
+     * (loader.h, lazy experts: planes checked at load, built on demand) */
+    if (c->tier) {
+        const weight *w0[3] = { &L->exp_gate[0], &L->exp_up[0], &L->exp_down[0] };
+        const int64_t rows[3] = { hp->n_ff_exp, hp->n_ff_exp, D }, cols[3] = { D, D, hp->n_ff_exp };
+        const char *nm[3] = { gate, up, down };
+        for (int e = 0; e < hp->n_expert; e++)
+            for (int k = 0; k < 3; k++) {
+                const weight *w = w0[k] + e;
+                if (!weight_present(w) || w->rows != rows[k] || w->cols != cols[k]) {
+                    snprintf(c->err, c->errlen, "%s[%d]: shape %lld x %lld, the hyperparameters say %lld x %lld",
+                             nm[k], e, (long long)w->rows, (long long)w->cols, (long long)rows[k],
+                             (long long)cols[k]);
+                    return -1;
+                }
+                if (cols[k] > c->max_cols) c->max_cols = cols[k];
+            }
+    }
+    for (int e = 0; e < hp->n_expert && !c->tier; e++) {
         char f[128];
         snprintf(f, sizeof f, "%s[%d]", gate, e);
         if (check_named(c, &L->exp_gate[e], hp->n_ff_exp, D, f)) return -1;
@@ -208,7 +229,7 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
     }
     if (copy_weights(m, w) != 0) { snprintf(err, errlen, "out of memory"); model_free(m); return NULL; }
 
-    checker c = { err, errlen, 0 };
+    checker c = { err, errlen, 0, opt && opt->tier != NULL };
     const model_hparams *h = &m->hp;
     if (check_w(&c, &m->w.tok_embd, h->n_vocab, h->n_embd, TN_TOKEN_EMBD, 0) ||
         check_vec(&c, m->w.output_norm, TN_OUTPUT_NORM, 0) ||
@@ -371,7 +392,8 @@ size_t model_active_bytes(const model *m)
         }
         size_t all = 0;
         for (int e = 0; e < h->n_expert; e++)
-            all += weight_bytes(&L->exp_gate[e]) + weight_bytes(&L->exp_up[e]) + weight_bytes(&L->exp_down[e]);
+            all += m->opt.tier ? tier_expert_bytes(m->opt.tier, l)
+                               : weight_bytes(&L->exp_gate[e]) + weight_bytes(&L->exp_up[e]) + weight_bytes(&L->exp_down[e]);
         b += weight_bytes(&L->router) + all / (size_t)h->n_expert * (size_t)h->n_expert_used;
         if (weight_present(&L->sh_gate))
             b += weight_bytes(&L->sh_gate) + weight_bytes(&L->sh_up) + weight_bytes(&L->sh_down);

@@ -151,12 +151,16 @@ typedef struct model_weights {
     int n_rope_freqs;           /* its length, checked against n_rot/2 */
 } model_weights;
 
+typedef struct expert_tier expert_tier;
+
 typedef struct model_options {
     int n_threads;              /* <= 0: all online cores */
     int n_ctx;                  /* <= 0: the model's n_ctx_train */
     int n_batch;                /* tokens per prefill ubatch; <= 0: 64 */
     kv_type kv;                 /* KV_F16 by default */
     int simd;                   /* 1 (default) AVX2 when the CPU has it, 0 scalar reference */
+    expert_tier *tier;          /* NULL: the routed experts are in w; else read through this RAM tier
+                                 * (runtime/model/expert_tier.h), the caller's, shared by contexts */
 } model_options;
 
 model_options model_default_options(void);

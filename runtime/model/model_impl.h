@@ -48,6 +48,7 @@ struct model {
     void *ctx;
     const model_weights *bw;
     backend_bufs bufs;
+    char cpu_err[512];          /* the CPU backend's last error (an expert read) */
     /* the routing profile being recorded (NULL: not recording) */
     ec_profile *routing;
     /* the routing trace being recorded (NULL: not recording) */
