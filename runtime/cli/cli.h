@@ -41,26 +41,14 @@ typedef struct cli_model {
 /* The memory budget (--mem SIZE, default what this process may still use,
  * cgroup limits included: runtime/util/memavail.h). cli_mem_plan() decides
  * from PACK/index.txt whether the dense weights, KV cache and buffers of
- * `parallel` contexts plus every routed expert fit; when they do not, tier
- * is 1 and slot_budget the bytes left for expert slots (0, tier 0 when the
- * memory cannot be read and --mem was not given). -1 with one line naming
- * the pack and the figures when not even the dense part fits.
- * cli_mem_tier() creates the tier over a pack loaded with lazy experts
- * (fills it from a routing profile when one is given); cli_mem_note()
- * prints the one line that says so on stderr. */
-typedef struct mem_plan {
-    uint64_t mem;
-    const char *by;             /* "--mem", or what memavail found */
-    int tier;
-    uint64_t slot_budget, fixed, experts;
-    int min_slots;
-    int forced_slots;           /* STRATA_TIER_SLOTS=N (tests): the tier with N slots, whatever the memory */
-} mem_plan;
-int cli_mem_plan(const char *dir, const device_opts *dev, int n_ctx, int parallel, mem_plan *plan, char *err,
+ * `parallel` contexts plus every routed expert fit; when they do not, the
+ * plan's tier is 1 with the bytes left for expert slots (tier_plan,
+ * runtime/model/expert_tier.h; tier 0 when the memory cannot be read and
+ * --mem was not given). -1 with one line naming the pack and the figures
+ * when not even the dense part fits. STRATA_TIER_SLOTS=N (tests) forces
+ * the tier with N slots. */
+int cli_mem_plan(const char *dir, const device_opts *dev, int n_ctx, int parallel, tier_plan *plan, char *err,
                  size_t errlen);
-int cli_mem_tier(const char *dir, const mem_plan *plan, const loaded_pack *pack, expert_tier **out,
-                 const char *profile, char *err, size_t errlen);
-void cli_mem_note(const char *dir, const mem_plan *plan, expert_tier *t);
 
 int cli_check_pack_path(const char *path, char *err, size_t errlen);
 

@@ -24,7 +24,7 @@ static void human(char *buf, size_t n, uint64_t b)
     else snprintf(buf, n, "%.1f KiB", (double)b / 1024.0);
 }
 
-int cli_mem_plan(const char *dir, const device_opts *dev, int n_ctx, int parallel, mem_plan *plan, char *err,
+int cli_mem_plan(const char *dir, const device_opts *dev, int n_ctx, int parallel, tier_plan *plan, char *err,
                  size_t errlen)
 {
     memset(plan, 0, sizeof *plan);
@@ -79,46 +79,3 @@ int cli_mem_plan(const char *dir, const device_opts *dev, int n_ctx, int paralle
     return 0;
 }
 
-int cli_mem_tier(const char *dir, const mem_plan *plan, const loaded_pack *pack, expert_tier **out,
-                 const char *profile, char *err, size_t errlen)
-{
-    *out = NULL;
-    if (!plan->tier) return 0;
-    char e2[512];
-    const uint64_t budget =
-        plan->forced_slots ? (uint64_t)plan->forced_slots * tier_slot_bytes(pack) : plan->slot_budget;
-    expert_tier *t = tier_create(pack, budget, plan->min_slots, 4, e2, sizeof e2);
-    if (!t) {
-        char a[32], b[32];
-        human(a, sizeof a, plan->mem);
-        human(b, sizeof b, plan->fixed);
-        snprintf(err, errlen, "%s: %s of memory (%s), %s of it for the dense weights, KV cache and buffers: %s; "
-                              "give more with --mem",
-                 dir, a, plan->by, b, e2);
-        return -1;
-    }
-    if (profile) {
-        ec_profile p;
-        if (ec_profile_load(&p, profile, err, errlen)) { tier_free(t); return -1; }
-        int rc = tier_fill(t, &p, profile, err, errlen);
-        ec_profile_free(&p);
-        if (rc) { tier_free(t); return -1; }
-    }
-    *out = t;
-    return 0;
-}
-
-void cli_mem_note(const char *dir, const mem_plan *plan, expert_tier *t)
-{
-    if (!t) return;
-    tier_stats s;
-    tier_get_stats(t, &s);
-    char a[32], b[32];
-    human(a, sizeof a, plan->mem);
-    human(b, sizeof b, (uint64_t)s.slot_bytes);
-    if (plan->forced_slots) snprintf(a, sizeof a, "the slots");
-    fprintf(stderr,
-            "strata: %s does not fit in %s of memory (%s): %d of its %lld routed experts stay in memory (%s each), "
-            "the others are read from experts.bin when the router picks them%s\n",
-            dir, a, plan->by, s.n_slots, (long long)s.n_experts, b, s.direct_io ? "" : " (buffered reads: this file system refuses direct I/O)");
-}

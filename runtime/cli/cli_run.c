@@ -64,17 +64,16 @@ int cli_load(cli_model *cm, const char *dir, const device_opts *dev, int n_ctx)
     char err[1024];
     memset(cm, 0, sizeof *cm);
     if (cli_check_pack_path(dir, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return -1; }
-    mem_plan plan;
+    tier_plan plan;
     if (cli_mem_plan(dir, dev, n_ctx, 1, &plan, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return -1; }
     const loader_opts lo = { NULL, NULL, plan.tier };
     cm->pack = loader_open_opts(dir, &lo, err, sizeof err);
     if (!cm->pack) { fprintf(stderr, "strata: %s\n", err); return -1; }
-    if (cli_mem_tier(dir, &plan, cm->pack, &cm->tier, dev ? dev->profile : NULL, err, sizeof err)) {
+    if (tier_from_plan(dir, &plan, cm->pack, dev ? dev->profile : NULL, stderr, &cm->tier, err, sizeof err)) {
         fprintf(stderr, "strata: %s\n", err);
         cli_close(cm);
         return -1;
     }
-    cli_mem_note(dir, &plan, cm->tier);
     return 0;
 }
 
@@ -106,19 +105,16 @@ int cli_build(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx
         return -1;
     }
     device_opts d = *dev;
-    if (cm->tier && d.kind != DEVICE_CPU && device_cuda_built()) {
-        /* the GPU's expert slots are filled from host memory, which a tier does not hold */
-        if (d.kind == DEVICE_CUDA) {
-            fprintf(stderr, "strata: %s: --device cuda needs the routed experts in memory, and they do not fit "
-                            "(see the line above); run on the CPU (--device cpu) or give more --mem\n", dir);
+    char note[512];
+    if (cm->tier) {
+        if (device_for_tier(&d, note, sizeof note, err, sizeof err)) {
+            fprintf(stderr, "strata: %s: %s\n", dir, err);
             cli_close(cm);
             return -1;
         }
-        fprintf(stderr, "strata: --device auto: running on the CPU (the experts are read from disk)\n");
-        d.kind = DEVICE_CPU;
+        if (note[0]) fprintf(stderr, "strata: %s\n", note);
     }
     dev = &d;
-    char note[512];
     int r = device_attach(cm->m, dev, note, sizeof note, err, sizeof err);
     if (r < 0) {
         fprintf(stderr, "strata: %s\n", err);
@@ -282,6 +278,16 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "strata run: prompt %zu tokens, %.1f tokens/s; generation %ld tokens, %.1f tokens/s\n", n_ids,
                 t_prompt > 0 ? (double)n_ids / t_prompt : 0.0, n_gen,
                 n_gen > 1 && t_gen > 0 ? (double)(n_gen - 1) / t_gen : 0.0);
+        if (cm.tier) {
+            tier_stats ts;
+            tier_get_stats(cm.tier, &ts);
+            fprintf(stderr,
+                    "strata run: experts: hit rate %.3f (%llu of %llu in memory), %.1f MiB read from experts.bin at "
+                    "%.2f GB/s a reading thread, %.2f s waited for reads\n",
+                    ts.accesses ? (double)ts.hits / (double)ts.accesses : 0.0, (unsigned long long)ts.hits,
+                    (unsigned long long)ts.accesses, (double)ts.bytes_read / 1048576.0,
+                    ts.read_seconds > 0 ? (double)ts.bytes_read / ts.read_seconds / 1e9 : 0.0, ts.stall_seconds);
+        }
     }
     rc = cli_save_routing(&cm, &o.dev) ? 1 : 0;
 out:

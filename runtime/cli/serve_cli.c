@@ -170,13 +170,15 @@ static engine *load_engine(const serve_opts *o, char *err, size_t errlen)
 {
     if (o->hooks) return o->hooks->open(o->hooks->ctx, o->pack, &o->cfg, err, errlen);
     load_progress lp = { .pack = o->pack, .t0 = now_s() };
-    engine_model_opts mo = { .parallel = o->cfg.parallel, .n_ctx = o->cfg.n_ctx,
-                             .n_threads = (int)o->threads, .kv = KV_F16, .dev = &o->dev,
-                             .no_prompt_cache = o->no_prompt_cache,
-                             .progress = on_load_progress, .progress_ctx = &lp };
+    tier_plan plan;
     /* the reason is written after the prefix, so err holds one line */
     snprintf(err, errlen, "%s: cannot load the pack: ", o->pack);
     size_t k = strlen(err);
+    if (cli_mem_plan(o->pack, &o->dev, o->cfg.n_ctx, o->cfg.parallel, &plan, err, errlen)) return NULL;
+    engine_model_opts mo = { .parallel = o->cfg.parallel, .n_ctx = o->cfg.n_ctx,
+                             .n_threads = (int)o->threads, .kv = KV_F16, .dev = &o->dev,
+                             .no_prompt_cache = o->no_prompt_cache,
+                             .progress = on_load_progress, .progress_ctx = &lp, .plan = &plan };
     return engine_model_open(o->pack, &mo, err + k, errlen - k);
 }
 

@@ -581,3 +581,58 @@ double tier_measure_reads(expert_tier *t, int n, int threads, char *err, size_t 
     if (started == 0) { err_set(err, errlen, "cannot start a thread"); return 0; }
     return dt > 0 ? (double)bytes / dt : 0;
 }
+
+/* ------------------------------------------------------------ from a plan */
+
+static void human(char *buf, size_t n, uint64_t b)
+{
+    if (b >= (1ull << 30)) snprintf(buf, n, "%.2f GiB", (double)b / (1ull << 30));
+    else if (b >= (1ull << 20)) snprintf(buf, n, "%.1f MiB", (double)b / (1ull << 20));
+    else snprintf(buf, n, "%.1f KiB", (double)b / 1024.0);
+}
+
+int tier_from_plan(const char *dir, const tier_plan *plan, const loaded_pack *pack, const char *profile, FILE *note,
+                   expert_tier **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!plan->tier) return 0;
+    char e2[512];
+    const uint64_t budget =
+        plan->forced_slots ? (uint64_t)plan->forced_slots * tier_slot_bytes(pack) : plan->slot_budget;
+    expert_tier *t = tier_create(pack, budget, plan->min_slots, 4, e2, sizeof e2);
+    if (!t) {
+        char a[32], b[32];
+        human(a, sizeof a, plan->mem);
+        human(b, sizeof b, plan->fixed);
+        snprintf(err, errlen, "%s: %s of memory (%s), %s of it for the dense weights, KV cache and buffers: %s; "
+                              "give more with --mem",
+                 dir, a, plan->by, b, e2);
+        return -1;
+    }
+    if (profile) {
+        ec_profile pr;
+        if (ec_profile_load(&pr, profile, err, errlen)) { tier_free(t); return -1; }
+        int rc = tier_fill(t, &pr, profile, err, errlen);
+        ec_profile_free(&pr);
+        if (rc) { tier_free(t); return -1; }
+    }
+    *out = t;
+    if (!note) return 0;
+    tier_stats s;
+    tier_get_stats(t, &s);
+    char a[64], b[32];
+    human(b, sizeof b, (uint64_t)s.slot_bytes);
+    if (plan->forced_slots) {
+        a[0] = 0;
+    } else {
+        char m[32];
+        human(m, sizeof m, plan->mem);
+        snprintf(a, sizeof a, " does not fit in %s of memory (%s)", m, plan->by);
+    }
+    fprintf(note,
+            "strata: %s%s: %d of its %lld routed experts stay in memory (%s each%s), the others are read from "
+            "experts.bin when the router picks them%s\n",
+            dir, a, s.n_slots, (long long)s.n_experts, b, plan->forced_slots ? ", STRATA_TIER_SLOTS" : "",
+            s.direct_io ? "" : " (buffered reads: this file system refuses direct I/O)");
+    return 0;
+}

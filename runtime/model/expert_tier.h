@@ -36,6 +36,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdio.h>
+
 typedef struct loaded_pack loaded_pack;
 typedef struct ec_profile ec_profile;
 typedef struct expert_tier expert_tier;
@@ -92,6 +94,24 @@ typedef struct tier_stats {
 } tier_stats;
 
 void tier_get_stats(expert_tier *t, tier_stats *s);
+
+/* What the caller's budget left the tier (runtime/cli: cli_mem_plan). */
+typedef struct tier_plan {
+    uint64_t mem;               /* the budget */
+    const char *by;             /* "--mem", or what set the default */
+    int tier;                   /* 1: the routed experts go through a tier (load the pack with lazy experts) */
+    uint64_t slot_budget;       /* bytes for its slots */
+    uint64_t fixed, experts;    /* the estimates: dense + KV + buffers, every expert */
+    int min_slots;
+    int forced_slots;           /* STRATA_TIER_SLOTS=N: N slots whatever the memory */
+} tier_plan;
+
+/* The tier a plan asks for over a pack loaded with lazy experts (NULL in
+ * *out and 0 when the plan has none), filled from a routing profile when
+ * one is given, and one line on `note` (NULL: none) that says what stays in
+ * memory. -1 with one line naming the pack and the figures. */
+int tier_from_plan(const char *dir, const tier_plan *plan, const loaded_pack *pack, const char *profile, FILE *note,
+                   expert_tier **out, char *err, size_t errlen);
 
 /* Reads n whole experts (spread over the file, round robin over `threads`
  * threads, each into a buffer of its own) the way misses are read, and

@@ -22,6 +22,7 @@
 typedef struct model_engine {
     engine           e;
     loaded_pack     *pack;
+    expert_tier     *tier;     /* the routed experts' RAM tier (shared by the contexts), or NULL */
     const tokenizer *tok;
     int              n_vocab;
     char            *name, *bos, *eos, *tmpl;
@@ -218,6 +219,28 @@ static void me_device_metrics(void *self, char *buf, size_t bufsz)
              d.on_gpu, d.n_slots, (unsigned long long)c->accesses, (unsigned long long)c->hits, d.hit_rate,
              (unsigned long long)c->miss_cpu, (unsigned long long)c->miss_pcie, (unsigned long long)c->bytes,
              c->miss_seconds, (unsigned long long)c->miss_timed);
+    if (!me->tier) return;
+    tier_stats t;
+    tier_get_stats(me->tier, &t);
+    const size_t k = strlen(buf);
+    snprintf(buf + k, bufsz > k ? bufsz - k : 0,
+             "# HELP strata_expert_tier_slots Routed experts the RAM tier holds (the others are read from experts.bin).\n"
+             "# TYPE strata_expert_tier_slots gauge\nstrata_expert_tier_slots %d\n"
+             "# HELP strata_expert_tier_accesses_total Routed-expert lookups in the RAM tier.\n"
+             "# TYPE strata_expert_tier_accesses_total counter\nstrata_expert_tier_accesses_total %llu\n"
+             "# HELP strata_expert_tier_hits_total Lookups that found the expert in memory (or its read started).\n"
+             "# TYPE strata_expert_tier_hits_total counter\nstrata_expert_tier_hits_total %llu\n"
+             "# HELP strata_expert_tier_disk_bytes_total Bytes read from experts.bin.\n"
+             "# TYPE strata_expert_tier_disk_bytes_total counter\nstrata_expert_tier_disk_bytes_total %llu\n"
+             "# HELP strata_expert_tier_disk_read_seconds_total Seconds the I/O threads spent reading (summed).\n"
+             "# TYPE strata_expert_tier_disk_read_seconds_total counter\nstrata_expert_tier_disk_read_seconds_total %.9g\n"
+             "# HELP strata_expert_tier_stall_seconds_total Seconds the model waited for reads.\n"
+             "# TYPE strata_expert_tier_stall_seconds_total counter\nstrata_expert_tier_stall_seconds_total %.9g\n"
+             "# HELP strata_expert_tier_prefetches_total Reads started from predictions, and those used.\n"
+             "# TYPE strata_expert_tier_prefetches_total counter\nstrata_expert_tier_prefetches_total{used=\"any\"} %llu\n"
+             "strata_expert_tier_prefetches_total{used=\"yes\"} %llu\n",
+             t.n_slots, (unsigned long long)t.accesses, (unsigned long long)t.hits, (unsigned long long)t.bytes_read,
+             t.read_seconds, t.stall_seconds, (unsigned long long)t.prefetches, (unsigned long long)t.prefetch_hits);
 }
 
 static void give_slot(model_engine *me, int i)
@@ -398,6 +421,7 @@ void engine_model_free(engine *e)
     free(me->busy);
     for (int i = 0; me->held && i < me->n_slots; i++) free(me->held[i].ids);
     free(me->held);
+    tier_free(me->tier);
     loader_close(me->pack);
     free(me->name);
     free(me->bos);
@@ -437,8 +461,14 @@ engine *engine_model_open(const char *dir, const engine_model_opts *o, char *err
     if (!me) { snprintf(err, errlen, "out of memory"); return NULL; }
     pthread_mutex_init(&me->mu, NULL);
     me->e.self = me;
-    me->pack = loader_open_progress(dir, opt.progress, opt.progress_ctx, err, errlen);
+    const loader_opts lo = { opt.progress, opt.progress_ctx, opt.plan && opt.plan->tier };
+    me->pack = loader_open_opts(dir, &lo, err, errlen);
     if (!me->pack) { engine_model_free(&me->e); return NULL; }
+    if (opt.plan && tier_from_plan(dir, opt.plan, me->pack, opt.dev ? opt.dev->profile : NULL, stderr, &me->tier, err,
+                                   errlen)) {
+        engine_model_free(&me->e);
+        return NULL;
+    }
     me->tok = loader_tokenizer(me->pack);
     me->n_vocab = loader_hparams(me->pack)->n_vocab;
     if (read_tokenizer_meta(me, dir, err, errlen) != 0) { engine_model_free(&me->e); return NULL; }
@@ -459,9 +489,18 @@ engine *engine_model_open(const char *dir, const engine_model_opts *o, char *err
     mo.n_threads = opt.n_threads;
     mo.n_ctx = opt.n_ctx;
     mo.kv = opt.kv;
+    mo.tier = me->tier;
     device_opts dev;
     if (opt.dev) dev = *opt.dev;
     else { device_opts_default(&dev); dev.kind = DEVICE_CPU; }
+    if (me->tier) {
+        char note[256];
+        if (device_for_tier(&dev, note, sizeof note, err, errlen)) {
+            engine_model_free(&me->e);
+            return NULL;
+        }
+        if (note[0]) fprintf(stderr, "strata: %s\n", note);
+    }
     if (dev.kind != DEVICE_CPU && opt.parallel > 1 && device_cuda_built()) {
         if (dev.kind == DEVICE_CUDA) {
             snprintf(err, errlen, "--device cuda serves one context: use --parallel 1 (several contexts on one GPU "

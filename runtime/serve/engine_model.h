@@ -43,6 +43,7 @@
 
 #include "runtime/device/device.h"
 #include "runtime/serve/engine.h"
+#include "runtime/model/expert_tier.h"
 #include "runtime/model/loader.h"
 #include "runtime/model/model.h"
 
@@ -60,6 +61,10 @@ typedef struct engine_model_opts {
     /* called as the pack's dense weights are read (loader_open_progress) */
     loader_progress_fn progress;
     void *progress_ctx;
+    /* the memory budget's verdict (runtime/cli: cli_mem_plan; NULL: the
+     * whole pack in memory): with plan->tier the routed experts go through
+     * one RAM tier that every context shares (runtime/model/expert_tier.h) */
+    const tier_plan *plan;
 } engine_model_opts;
 
 engine *engine_model_open(const char *pack_dir, const engine_model_opts *o, char *err,

@@ -69,7 +69,7 @@ static enum MHD_Result metrics_page(server *s, struct MHD_Connection *c, request
     pthread_mutex_unlock(&s->mu);
     char *text = metrics_render(s->metrics, waiting, busy, s->parallel);
     if (text && s->eng && s->eng->device_metrics) {
-        char extra[2048] = "";
+        char extra[8192] = "";
         s->eng->device_metrics(s->eng->self, extra, sizeof extra);
         size_t a = strlen(text), b = strlen(extra);
         char *t2 = realloc(text, a + b + 1);

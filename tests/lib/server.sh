@@ -1,5 +1,5 @@
 # tests/lib/server.sh: sourced by the end-to-end scripts that start
-# `strata serve` (e2e_serve.sh, e2e_serve_real.sh, e2e_serve_start.sh, e2e_serve_tools_sdk.sh, e2e_readme_js.sh,
+# `strata serve` (e2e_serve.sh, e2e_serve_real.sh, e2e_serve_start.sh, e2e_serve_tools_sdk.sh, e2e_readme_js.sh, e2e_tier.sh,
 # diag_claude_code.sh, diag_codex.sh, diag_agents_chat.sh). Not a test itself:
 # tests/run.sh runs only tests/e2e/e2e_*.sh.
 #

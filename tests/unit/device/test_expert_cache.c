@@ -276,6 +276,70 @@ static void test_eviction_order_pcie(void **state)
     ec_sim_free(&sim);
 }
 
+/* The CPU tier's rules (pin_only): within one token a slot is protected
+ * only while pinned, so a batch can cycle more experts than it has slots;
+ * a pinned slot is never the victim (every slot pinned: the miss is
+ * computed from host memory, copied nowhere); a prefetch places an expert
+ * without counting an access and only over a victim scoring below it plus
+ * one. */
+static void test_pins_and_prefetch(void **state)
+{
+    (void)state;
+    char err[256];
+    ec_sim sim;
+    ec_sim_init(&sim, 0);
+    ec_config cfg = { .n_layer = 2, .n_expert = 8, .n_slots = 2, .slot_bytes = 100, .decay = 0.5,
+                      .miss = EC_MISS_PCIE, .pin_only = 1 };
+    expert_cache *c = ec_create(&cfg, ec_sim_device(&sim), err, sizeof err);
+    assert_non_null(c);
+    ec_begin_token(c);
+    ec_result r = acc(c, 0), r1 = acc(c, 1);
+    assert_int_equal(r.where, EC_MISS_ON_GPU);
+    assert_int_equal(r1.where, EC_MISS_ON_GPU);
+    /* same token, both slots used: without pins a third expert still gets one */
+    r = acc(c, 2);
+    assert_int_equal(r.where, EC_MISS_ON_GPU);
+    assert_int_equal(ec_get_stats(c)->evictions, 1);
+    /* pin both residents: the next miss has no victim and goes nowhere */
+    ec_pin(c, 0);
+    ec_pin(c, 1);
+    r = acc(c, 3);
+    assert_int_equal(r.where, EC_MISS_ON_CPU);
+    assert_int_equal(r.copied, 0);
+    assert_int_equal(ec_slot_of(c, 0, 3), -1);
+    /* a prefetch cannot take a pinned slot either */
+    assert_int_equal(ec_prefetch(c, 1, 4, err, sizeof err), 0);
+    /* pins count: one unpin of a twice-pinned slot keeps it */
+    ec_pin(c, 0);
+    ec_unpin(c, 0);
+    ec_unpin(c, 1);
+    const int64_t in0 = ec_slot_expert(c, 0);
+    const uint64_t accesses = ec_get_stats(c)->accesses;
+    /* this token's access gave slot 1's expert 1: a prediction (0 + 1) does not beat it... */
+    assert_int_equal(ec_prefetch(c, 1, 4, err, sizeof err), 0);
+    /* ...after a token it has decayed to 0.5, and the prediction takes its slot */
+    ec_begin_token(c);
+    assert_int_equal(ec_prefetch(c, 1, 4, err, sizeof err), 1);
+    assert_int_equal(ec_slot_of(c, 1, 4), 1); /* slot 1, the unpinned one */
+    assert_int_equal(ec_slot_expert(c, 0), in0);
+    assert_int_equal(ec_get_stats(c)->accesses, accesses);
+    /* already resident: nothing to do */
+    assert_int_equal(ec_prefetch(c, 1, 4, err, sizeof err), 0);
+    ec_unpin(c, 0);
+    /* a prediction does not displace an expert it does not outscore by one:
+     * expert 5 of layer 0 used five times this token scores 5, a fresh
+     * prediction (0 + 1) is below it */
+    for (int i = 0; i < 5; i++) acc(c, 5);
+    for (int i = 0; i < 5; i++) (void)ec_access(c, 1, 4, &r, err, sizeof err);
+    assert_int_equal(ec_prefetch(c, 1, 7, err, sizeof err), 0);
+    assert_int_equal(ec_slot_of(c, 1, 7), -1);
+    assert_int_equal(ec_prefetch(c, 9, 0, err, sizeof err), -1); /* out of range */
+    assert_int_equal(ec_sync(c, err, sizeof err), 0);
+    for (int k = 0; k < 2; k++) assert_int_equal(sim.resident[k], ec_slot_expert(c, k));
+    ec_free(c);
+    ec_sim_free(&sim);
+}
+
 static void test_profile_round_trip(void **state)
 {
     (void)state;
@@ -662,6 +726,7 @@ int main(void)
         cmocka_unit_test(test_scores_decay),
         cmocka_unit_test(test_eviction_order_cpu),
         cmocka_unit_test(test_eviction_order_pcie),
+        cmocka_unit_test(test_pins_and_prefetch),
         cmocka_unit_test(test_profile_round_trip),
         cmocka_unit_test(test_profile_hostile),
         cmocka_unit_test(test_profile_dense_lead),
