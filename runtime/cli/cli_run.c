@@ -104,17 +104,7 @@ int cli_build(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx
         cli_close(cm);
         return -1;
     }
-    device_opts d = *dev;
     char note[512];
-    if (cm->tier) {
-        if (device_for_tier(&d, note, sizeof note, err, sizeof err)) {
-            fprintf(stderr, "strata: %s: %s\n", dir, err);
-            cli_close(cm);
-            return -1;
-        }
-        if (note[0]) fprintf(stderr, "strata: %s\n", note);
-    }
-    dev = &d;
     int r = device_attach(cm->m, dev, note, sizeof note, err, sizeof err);
     if (r < 0) {
         fprintf(stderr, "strata: %s\n", err);

@@ -76,12 +76,6 @@ bool device_cuda_built(void);
 
 int device_attach(model *m, const device_opts *o, char *note, size_t notelen, char *err, size_t errlen);
 
-/* For a model whose routed experts come through a RAM tier (read from
- * disk): the GPU backend fills its expert slots from host memory, which
- * such a pack does not hold, so in the CUDA build --device cuda is refused
- * (-1, err) and auto becomes cpu (0, a line in note); otherwise 0 with
- * note empty. */
-int device_for_tier(device_opts *o, char *note, size_t notelen, char *err, size_t errlen);
 
 typedef struct device_stats {
     int on_gpu;

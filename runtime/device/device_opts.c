@@ -84,17 +84,3 @@ int device_profile_add(ec_profile *dst, const ec_profile *src, char *err, size_t
     for (size_t i = 0; i < (size_t)src->n_layer * (size_t)src->n_expert; i++) dst->count[i] += src->count[i];
     return 0;
 }
-
-int device_for_tier(device_opts *o, char *note, size_t notelen, char *err, size_t errlen)
-{
-    if (notelen) note[0] = 0;
-    if (o->kind == DEVICE_CPU || !device_cuda_built()) return 0;
-    if (o->kind == DEVICE_CUDA) {
-        snprintf(err, errlen, "--device cuda needs the routed experts in memory, and they do not fit (see the line "
-                              "above): run on the CPU (--device cpu) or give more --mem");
-        return -1;
-    }
-    snprintf(note, notelen, "--device auto: running on the CPU (the routed experts are read from disk)");
-    o->kind = DEVICE_CPU;
-    return 0;
-}

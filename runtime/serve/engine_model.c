@@ -493,14 +493,6 @@ engine *engine_model_open(const char *dir, const engine_model_opts *o, char *err
     device_opts dev;
     if (opt.dev) dev = *opt.dev;
     else { device_opts_default(&dev); dev.kind = DEVICE_CPU; }
-    if (me->tier) {
-        char note[256];
-        if (device_for_tier(&dev, note, sizeof note, err, errlen)) {
-            engine_model_free(&me->e);
-            return NULL;
-        }
-        if (note[0]) fprintf(stderr, "strata: %s\n", note);
-    }
     if (dev.kind != DEVICE_CPU && opt.parallel > 1 && device_cuda_built()) {
         if (dev.kind == DEVICE_CUDA) {
             snprintf(err, errlen, "--device cuda serves one context: use --parallel 1 (several contexts on one GPU "

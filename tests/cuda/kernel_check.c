@@ -408,7 +408,7 @@ static void check_slots(scuda_ctx *c)
     for (int i = 0; i < 16 * 4096; i++) host[i] = (uint8_t)rnd();
     CK(scuda_host_register(c, host, 16 * 4096, err, sizeof err));
     scuda_slots s = { c, NULL, 0, 0, host_of, host };
-    ec_config cfg = { 2, 8, 4, 4096, 0.99, EC_MISS_PCIE };
+    ec_config cfg = { .n_layer = 2, .n_expert = 8, .n_slots = 4, .slot_bytes = 4096, .decay = 0.99, .miss = EC_MISS_PCIE };
     expert_cache *ec = ec_create(&cfg, scuda_slots_device(&s), err, sizeof err);
     if (!ec) { fprintf(stderr, "kernel_check: %s\n", err); exit(1); }
     ec_profile p;

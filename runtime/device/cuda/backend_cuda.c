@@ -39,6 +39,7 @@
 #include "runtime/device/cuda/cuda_backend.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/model/backend.h"
+#include "runtime/model/expert_tier.h"
 
 bool device_cuda_built(void) { return true; }
 
@@ -88,6 +89,14 @@ struct device_model {
     int64_t n_experts;
     host_model hm;
     const host_model *m;        /* &hm: the host weights (slot sources, CPU misses) */
+    /* a pack bigger than memory (m->opt.tier): the RAM tier is the slots'
+     * source, VRAM <- RAM <- disk. proto: each layer's parts as the tier
+     * builds them (form, shape, which planes), for laying out a slot
+     * without its bytes; pend: the tier's experts held until the copies
+     * out of them are done */
+    weight *proto;              /* n_layer x 3 */
+    tier_ref *pend;
+    int n_pend, cap_pend;
     double bandwidth;
     char err[512];              /* the last op's failure (backend_ops.error) */
 };
@@ -135,11 +144,9 @@ static weight with_planes(const weight *w, void *const dst[4])
 
 /* An expert's three parts laid out in one slot: writes the slot weights
  * (pointers relative to base; base NULL gives offsets) and returns the bytes. */
-static size_t slot_layout(const host_model *m, int l, int e, uint8_t *base, weight out[3], const void *src[3][4],
+static size_t slot_layout(const weight *const parts[3], uint8_t *base, weight out[3], const void *src[3][4],
                           size_t off[3][4], size_t size[3][4])
 {
-    const layer_weights *L = &m->w.layers[l];
-    const weight *parts[3] = { &L->exp_gate[e], &L->exp_up[e], &L->exp_down[e] };
     size_t at = 0;
     for (int p = 0; p < 3; p++) {
         void *dst[4] = { NULL, NULL, NULL, NULL };
@@ -155,6 +162,85 @@ static size_t slot_layout(const host_model *m, int l, int e, uint8_t *base, weig
         if (out) out[p] = with_planes(parts[p], dst);
     }
     return align256(at);
+}
+
+/* The parts of expert e of layer l as laid out in a slot: the host
+ * weights, or with a tier the layer's prototype (every expert of a layer
+ * has the same forms and planes). Their bytes are not read. */
+static void layout_parts(const struct device_model *d, int l, int e, const weight *parts[3])
+{
+    if (d->proto) {
+        for (int p = 0; p < 3; p++) parts[p] = &d->proto[3 * l + p];
+        return;
+    }
+    const layer_weights *L = &d->m->w.layers[l];
+    parts[0] = &L->exp_gate[e];
+    parts[1] = &L->exp_up[e];
+    parts[2] = &L->exp_down[e];
+}
+
+/* Expert e of layer l with its bytes in host memory, to copy from: the
+ * host weights, or the RAM tier's copy, read from disk if it must be, held
+ * (*held 1, a ref into d->pend) until sync_copies. */
+static int source_parts(struct device_model *d, int l, int e, const weight *parts[3], char *err, size_t errlen)
+{
+    expert_tier *t = d->m->opt.tier;
+    if (!t) {
+        layout_parts(d, l, e, parts);
+        return 0;
+    }
+    if (d->n_pend == d->cap_pend) {
+        const int cap = d->cap_pend ? 2 * d->cap_pend : 8;
+        tier_ref *n = realloc(d->pend, (size_t)cap * sizeof *n);
+        if (!n) { snprintf(err, errlen, "out of host memory"); return -1; }
+        d->pend = n;
+        d->cap_pend = cap;
+    }
+    tier_ref *r = &d->pend[d->n_pend++];
+    if (tier_get(t, l, &e, 1, r, err, errlen) || tier_wait(t, r, &parts[0], &parts[1], &parts[2], err, errlen))
+        return -1; /* r stays in pend: sync_copies puts it */
+    return 0;
+}
+
+/* Waits for every host-to-VRAM copy, then lets the tier have its experts back. */
+static int sync_copies(struct device_model *d, char *err, size_t errlen)
+{
+    const int rc = scuda_copy_sync(d->c, err, errlen);
+    for (int i = 0; i < d->n_pend; i++) tier_put(d->m->opt.tier, &d->pend[i]);
+    d->n_pend = 0;
+    return rc;
+}
+
+/* Each layer's parts as the tier builds them, from one expert read at
+ * start; the pointers are dropped (only presence is read: with_planes,
+ * planes) save the codebook, the loader's. */
+static int make_protos(struct device_model *d, char *err, size_t errlen)
+{
+    static const float present = 0.0f; /* "this part has offsets" */
+    const model_hparams *hp = &d->m->hp;
+    expert_tier *t = d->m->opt.tier;
+    d->proto = calloc((size_t)hp->n_layer * 3, sizeof *d->proto);
+    if (!d->proto) { snprintf(err, errlen, "out of host memory"); return -1; }
+    for (int l = 0; l < hp->n_layer; l++) {
+        if (!hparams_layer_moe(hp, l)) continue;
+        tier_ref r;
+        const weight *p[3];
+        int e = 0;
+        if (tier_get(t, l, &e, 1, &r, err, errlen) || tier_wait(t, &r, &p[0], &p[1], &p[2], err, errlen)) {
+            tier_put(t, &r);
+            return -1;
+        }
+        for (int k = 0; k < 3; k++) {
+            weight w = *p[k];
+            w.data = NULL;
+            w.scales = NULL;
+            w.offsets = w.offsets ? &present : NULL;
+            w.kf = NULL;
+            d->proto[3 * l + k] = w;
+        }
+        tier_put(t, &r);
+    }
+    return 0;
 }
 
 /* --------------------------------------------------------------- uploads */
@@ -360,14 +446,18 @@ static int copy_expert(struct device_model *d, uint8_t *dst, int64_t expert, cha
     const int E = d->m->hp.n_expert, l = (int)(expert / E), e = (int)(expert % E);
     const void *src[3][4];
     size_t off[3][4], size[3][4];
-    if (slot_layout(d->m, l, e, NULL, NULL, src, off, size) > d->slot_bytes) {
+    const weight *parts[3];
+    if (source_parts(d, l, e, parts, err, errlen)) return -1;
+    if (slot_layout(parts, NULL, NULL, src, off, size) > d->slot_bytes) {
         snprintf(err, errlen, "CUDA expert slots: expert %d of layer %d is larger than a slot", e, l);
         return -1;
     }
     for (int p = 0; p < 3; p++)
         for (int k = 0; k < 4; k++)
             if (size[p][k] && scuda_copy_async(d->c, dst + off[p][k], src[p][k], size[p][k], err, errlen)) return -1;
-    return 0;
+    /* the tier's experts held for copies in flight: a few at a time, so a
+     * profile's fill does not pin more of them than the tier has */
+    return d->n_pend >= 4 ? sync_copies(d, err, errlen) : 0;
 }
 
 static int slot_dev_copy(void *ctx, int slot, int64_t expert, size_t bytes, char *err, size_t errlen)
@@ -383,7 +473,7 @@ static int slot_dev_copy(void *ctx, int slot, int64_t expert, size_t bytes, char
 static int slot_dev_sync(void *ctx, char *err, size_t errlen)
 {
     struct device_model *d = ctx;
-    return scuda_copy_sync(d->c, err, errlen);
+    return sync_copies(d, err, errlen);
 }
 
 /* --miss auto: one expert (layer 0, expert 0) computed on the CPU for one
@@ -400,9 +490,9 @@ static int measure_miss(struct device_model *d, const host_model *m, double *cpu
     free(row);
     void *tmp = NULL;
     if (scuda_alloc(d->c, &tmp, d->slot_bytes, err, errlen)) return -1;
-    int rc = copy_expert(d, tmp, 0, err, errlen) || scuda_copy_sync(d->c, err, errlen);
+    int rc = copy_expert(d, tmp, 0, err, errlen) || sync_copies(d, err, errlen);
     t0 = now_s();
-    rc = rc || copy_expert(d, tmp, 0, err, errlen) || scuda_copy_sync(d->c, err, errlen);
+    rc = rc || copy_expert(d, tmp, 0, err, errlen) || sync_copies(d, err, errlen);
     *pcie_s = now_s() - t0;
     scuda_dfree(d->c, tmp);
     return rc ? -1 : 0;
@@ -414,10 +504,13 @@ static int setup_experts(struct device_model *d, const host_model *m, const devi
     d->n_experts = (int64_t)hp->n_layer * hp->n_expert;
     const void *src[3][4];
     size_t off[3][4], size[3][4];
+    if (m->opt.tier && make_protos(d, err, errlen)) return -1;
     d->slot_bytes = 256;
     for (int l = 0; l < hp->n_layer; l++)
-        for (int e = 0; e < hp->n_expert; e++) {
-            size_t b = slot_layout(m, l, e, NULL, NULL, src, off, size);
+        for (int e = 0; e < (d->proto ? 1 : hp->n_expert) && hparams_layer_moe(hp, l); e++) {
+            const weight *parts[3];
+            layout_parts(d, l, e, parts);
+            size_t b = slot_layout(parts, NULL, NULL, src, off, size);
             if (b > d->slot_bytes) d->slot_bytes = b;
         }
     uint64_t free_b = 0, total_b = 0;
@@ -603,7 +696,9 @@ static int run_expert(struct device_model *d, const host_model *m, int l, int e,
     weight w[3];
     const void *src[3][4];
     size_t off[3][4], size[3][4];
-    slot_layout(m, l, e, d->slots + (size_t)r.slot * d->slot_bytes, w, src, off, size);
+    const weight *parts[3];
+    layout_parts(d, l, e, parts);
+    slot_layout(parts, d->slots + (size_t)r.slot * d->slot_bytes, w, src, off, size);
     return swiglu(d, &w[0], &w[1], &w[2], d->hg, n, d->gd, err, errlen);
 }
 
@@ -701,6 +796,12 @@ static void device_model_free(void *c)
 {
     struct device_model *d = c;
     if (!d) return;
+    if (d->n_pend && d->c) { /* copies still in flight read the tier's experts */
+        char e[256];
+        (void)sync_copies(d, e, sizeof e);
+    }
+    free(d->pend);
+    free(d->proto);
     ec_free(d->ec);
     if (d->slots) scuda_dfree(d->c, d->slots);
     for (int i = 0; i < d->n_mem; i++) scuda_dfree(d->c, d->mem[i]);
