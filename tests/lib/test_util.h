@@ -100,6 +100,15 @@ static inline int run_quiet(int (*cmd)(int, char **), int argc, char **argv)
     return rc;
 }
 
+/* Removes a scratch directory (make_scratch_dir) with everything in it, and frees its name. */
+static inline void remove_scratch_dir(char *dir)
+{
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    free(dir);
+}
+
 /* A private scratch directory for one test program; caller frees. */
 static inline char *make_scratch_dir(void)
 {

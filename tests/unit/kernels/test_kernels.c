@@ -533,17 +533,29 @@ __attribute__((target("avx2,fma,f16c"))) static float ref_avx2_qdot_iq3(const we
  * rows of every kind) in every table that has it: each result equal to
  * the table's qdot of that token bit for bit, written with a stride of 2
  * and the gaps left alone. Returns how many results were compared. */
-static int check_qdotn(const kernels *const tabs[4], const weight *w, int form, uint64_t *rs, float *x,
-                       const char *what)
+/* KQ_NT_MAX activation rows of w's width and kind, of every fill kind in
+ * turn (x is the scratch row); free_acts releases them. */
+static void make_acts(const kernels *k, const weight *w, uint64_t *rs, float *x, qrow an[KQ_NT_MAX])
 {
     const int64_t C = w->cols;
-    qrow an[KQ_NT_MAX];
     for (int i = 0; i < KQ_NT_MAX; i++) {
         an[i] = (qrow){ w->act, C, malloc(C), malloc(C / 32 * sizeof(float)), malloc(C / 16 * sizeof(int32_t)),
                         malloc(C * sizeof(float)) };
         fill_act(x, C, rs, i % 4);
-        qrow_fill(tabs[0], &an[i], x);
+        qrow_fill(k, &an[i], x);
     }
+}
+
+static void free_acts(qrow an[KQ_NT_MAX])
+{
+    for (int i = 0; i < KQ_NT_MAX; i++) { free(an[i].q); free(an[i].d); free(an[i].sum16); free(an[i].deq); }
+}
+
+static int check_qdotn(const kernels *const tabs[4], const weight *w, int form, uint64_t *rs, float *x,
+                       const char *what)
+{
+    qrow an[KQ_NT_MAX];
+    make_acts(tabs[0], w, rs, x, an);
     int checked = 0;
     for (int k = 0; k < 4; k++) {
         if (!tabs[k] || !tabs[k]->qdotn[form]) continue;
@@ -565,7 +577,7 @@ static int check_qdotn(const kernels *const tabs[4], const weight *w, int form, 
                 }
             }
     }
-    for (int i = 0; i < KQ_NT_MAX; i++) { free(an[i].q); free(an[i].d); free(an[i].sum16); free(an[i].deq); }
+    free_acts(an);
     return checked;
 }
 
@@ -699,14 +711,9 @@ static void check_qdot4(const kernels *const tabs[4], const weight *w, wform for
  * compared (0 when no table took the weight). */
 static int check_qdot4n(const kernels *const tabs[4], const weight *w, int form, uint64_t *rs, float *x)
 {
-    const int64_t C = w->cols, R = w->rows;
+    const int64_t R = w->rows;
     qrow an[KQ_NT_MAX];
-    for (int i = 0; i < KQ_NT_MAX; i++) {
-        an[i] = (qrow){ w->act, C, malloc(C), malloc(C / 32 * sizeof(float)), malloc(C / 16 * sizeof(int32_t)),
-                        malloc(C * sizeof(float)) };
-        fill_act(x, C, rs, i % 4);
-        qrow_fill(tabs[0], &an[i], x);
-    }
+    make_acts(tabs[0], w, rs, x, an);
     float *yn = malloc((size_t)(2 * R * KQ_NT_MAX) * sizeof *yn);
     int checked = 0;
     for (int k = 0; k < 4; k++) {
@@ -735,7 +742,7 @@ static int check_qdot4n(const kernels *const tabs[4], const weight *w, int form,
             }
     }
     free(yn);
-    for (int i = 0; i < KQ_NT_MAX; i++) { free(an[i].q); free(an[i].d); free(an[i].sum16); free(an[i].deq); }
+    free_acts(an);
     return checked;
 }
 

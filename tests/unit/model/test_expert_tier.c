@@ -13,6 +13,7 @@
  *  - the tier counted accesses, misses and bytes read;
  *  - a budget below one slot is refused with the figure it lacks. */
 #include "tests/lib/test_util.h"
+#include "tests/lib/gguf_rewrite.h"
 
 #include "formats/fp16.h"
 
@@ -63,47 +64,36 @@ static void random_k(int type, int64_t n, uint8_t *out, uint64_t *s)
 }
 
 /* The shipped model with its routed experts as above. */
+static void quantize_one(gguf_writer *w, const gguf_file *f, const gguf_tensor *t, int l, const char *part, void *ctx)
+{
+    (void)f;
+    (void)l;
+    uint64_t *seed = ctx;
+    assert_true(t->type == GGML_TYPE_F32 || t->type == GGML_TYPE_F16);
+    const int64_t el = t->ne[0] * t->ne[1] * t->ne[2];
+    const int type = !strcmp(part, "gate") ? GGML_TYPE_Q8_0 : !strcmp(part, "up") ? GGML_TYPE_Q4_K : GGML_TYPE_Q6_K;
+    const size_t bytes = (size_t)el / (type == GGML_TYPE_Q8_0 ? 32 : 256) *
+                         (type == GGML_TYPE_Q8_0 ? 34 : type == GGML_TYPE_Q4_K ? 144 : 210);
+    uint8_t *q = malloc(bytes);
+    assert_non_null(q);
+    if (type == GGML_TYPE_Q8_0) {
+        float *x = malloc((size_t)el * sizeof *x);
+        assert_non_null(x);
+        for (int64_t k = 0; k < el; k++)
+            x[k] = t->type == GGML_TYPE_F32 ? ((const float *)t->data)[k] : fp16_to_f32(((const uint16_t *)t->data)[k]);
+        to_q8_0(x, el, q);
+        free(x);
+    } else {
+        random_k(type, el, q, seed);
+    }
+    assert_true(gguf_writer_add_tensor(w, t->name, type, 3, t->ne, q, bytes) >= 0);
+    free(q);
+}
+
 static void write_quantized(const char *src, const char *path)
 {
-    char err[512];
-    gguf_file *f = gguf_open(src, err, sizeof err);
-    if (!f) fail_msg("%s", err);
-    gguf_writer *w = gguf_writer_new();
     uint64_t seed = 7;
-    int converted = 0;
-    for (int64_t i = 0; i < gguf_n_kv(f); i++) assert_int_equal(gguf_writer_copy_kv(w, f, i), 0);
-    for (int64_t i = 0; i < gguf_n_tensors(f); i++) {
-        const gguf_tensor *t = gguf_tensor_at(f, i);
-        int l, n = 0;
-        char part[16];
-        if (t->n_dims != 3 || sscanf(t->name, "blk.%d.ffn_%15[a-z]_exps.weight%n", &l, part, &n) != 2 || !n) {
-            assert_true(gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->size) >= 0);
-            continue;
-        }
-        assert_true(t->type == GGML_TYPE_F32 || t->type == GGML_TYPE_F16);
-        const int64_t el = t->ne[0] * t->ne[1] * t->ne[2];
-        const int type = !strcmp(part, "gate") ? GGML_TYPE_Q8_0 : !strcmp(part, "up") ? GGML_TYPE_Q4_K : GGML_TYPE_Q6_K;
-        const size_t bytes = (size_t)el / (type == GGML_TYPE_Q8_0 ? 32 : 256) * (type == GGML_TYPE_Q8_0 ? 34 : type == GGML_TYPE_Q4_K ? 144 : 210);
-        uint8_t *q = malloc(bytes);
-        assert_non_null(q);
-        if (type == GGML_TYPE_Q8_0) {
-            float *x = malloc((size_t)el * sizeof *x);
-            assert_non_null(x);
-            for (int64_t k = 0; k < el; k++)
-                x[k] = t->type == GGML_TYPE_F32 ? ((const float *)t->data)[k] : fp16_to_f32(((const uint16_t *)t->data)[k]);
-            to_q8_0(x, el, q);
-            free(x);
-        } else {
-            random_k(type, el, q, &seed);
-        }
-        assert_true(gguf_writer_add_tensor(w, t->name, type, 3, t->ne, q, bytes) >= 0);
-        free(q);
-        converted++;
-    }
-    assert_true(converted >= 3);
-    assert_int_equal(gguf_writer_write(w, path, err, sizeof err), 0);
-    gguf_writer_free(w);
-    gguf_close(f);
+    assert_true(gguf_rewrite_experts(src, path, quantize_one, &seed) >= 3);
 }
 
 /* Rows of a and b (the same weight, two loads) meet the same rounded
@@ -225,10 +215,7 @@ static void test_tier_equals_eager(void **st)
     loader_close(eager);
     loader_close(lazy);
     free(le); free(lt); free(x); free(ra); free(rb); free(qq); free(qd); free(qdeq); free(qs);
-    char cmd[4300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
-    free(dir);
+    remove_scratch_dir(dir);
 }
 
 int main(void)

@@ -9,6 +9,7 @@
  * gap, a missing expert 0, a type that differs, a layer past the model's
  * blocks. */
 #include "tests/lib/test_util.h"
+#include "tests/lib/gguf_rewrite.h"
 
 #include "formats/fp16.h"
 #include "formats/ggml_types.h"
@@ -38,54 +39,46 @@ static int first_moe_layer(const gguf_file *f)
  * layer's gate, `drop` leaves expert `drop` out and `other` stores expert
  * `other` in the other float type (F32 as F16, F16 as F32); `stray` adds
  * expert 0 of a gate in layer `stray` (each -1 for none). */
-static void write_split(const char *src, const char *path, int drop, int other, int stray)
+typedef struct split_opts { int drop, other, stray, first; } split_opts;
+
+static void split_one(gguf_writer *w, const gguf_file *f, const gguf_tensor *t, int l, const char *part, void *ctx)
 {
-    char err[512];
-    gguf_file *f = gguf_open(src, err, sizeof err);
-    if (!f) fail_msg("%s", err);
-    const int first = first_moe_layer(f);
-    gguf_writer *w = gguf_writer_new();
-    for (int64_t i = 0; i < gguf_n_kv(f); i++) assert_int_equal(gguf_writer_copy_kv(w, f, i), 0);
-    for (int64_t i = 0; i < gguf_n_tensors(f); i++) {
-        const gguf_tensor *t = gguf_tensor_at(f, i);
-        int l, n = 0;
-        char part[16];
-        if (t->n_dims != 3 || sscanf(t->name, "blk.%d.ffn_%15[a-z]_exps.weight%n", &l, part, &n) != 2 || !n) {
-            assert_true(gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->size) >= 0);
+    split_opts *o = ctx;
+    if (o->first < 0) o->first = first_moe_layer(f);
+    const size_t slice = t->size / (size_t)t->ne[2];
+    for (int e = 0; e < t->ne[2]; e++) {
+        char name[96];
+        const int64_t ne[2] = { t->ne[0], t->ne[1] };
+        const int here = l == o->first && !strcmp(part, "gate");
+        if (here && e == o->drop) continue;
+        snprintf(name, sizeof name, "blk.%d.ffn_%s.%d.weight", l, part, e);
+        if (here && e == o->other) {
+            assert_true(t->type == GGML_TYPE_F32 || t->type == GGML_TYPE_F16);
+            const size_t n_el = (size_t)ne[0] * (size_t)ne[1];
+            const void *x = t->data + slice * (size_t)e;
+            void *out = malloc(n_el * 4);
+            assert_non_null(out);
+            for (size_t k = 0; k < n_el; k++) {
+                if (t->type == GGML_TYPE_F32) ((uint16_t *)out)[k] = f32_to_fp16(((const float *)x)[k]);
+                else ((float *)out)[k] = fp16_to_f32(((const uint16_t *)x)[k]);
+            }
+            const int ty = t->type == GGML_TYPE_F32 ? GGML_TYPE_F16 : GGML_TYPE_F32;
+            assert_true(gguf_writer_add_tensor(w, name, ty, 2, ne, out, n_el * (ty == GGML_TYPE_F32 ? 4 : 2)) >= 0);
+            free(out);
             continue;
         }
-        const size_t slice = t->size / (size_t)t->ne[2];
-        for (int e = 0; e < t->ne[2]; e++) {
-            char name[96];
-            const int64_t ne[2] = { t->ne[0], t->ne[1] };
-            const int here = l == first && !strcmp(part, "gate");
-            if (here && e == drop) continue;
-            snprintf(name, sizeof name, "blk.%d.ffn_%s.%d.weight", l, part, e);
-            if (here && e == other) {
-                assert_true(t->type == GGML_TYPE_F32 || t->type == GGML_TYPE_F16);
-                const size_t n_el = (size_t)ne[0] * (size_t)ne[1];
-                const void *x = t->data + slice * (size_t)e;
-                void *o = malloc(n_el * 4);
-                assert_non_null(o);
-                for (size_t k = 0; k < n_el; k++) {
-                    if (t->type == GGML_TYPE_F32) ((uint16_t *)o)[k] = f32_to_fp16(((const float *)x)[k]);
-                    else ((float *)o)[k] = fp16_to_f32(((const uint16_t *)x)[k]);
-                }
-                const int ty = t->type == GGML_TYPE_F32 ? GGML_TYPE_F16 : GGML_TYPE_F32;
-                assert_true(gguf_writer_add_tensor(w, name, ty, 2, ne, o, n_el * (ty == GGML_TYPE_F32 ? 4 : 2)) >= 0);
-                free(o);
-                continue;
-            }
-            assert_true(gguf_writer_add_tensor(w, name, t->type, 2, ne, t->data + slice * (size_t)e, slice) >= 0);
-            if (stray >= 0 && here && e == 0) {
-                snprintf(name, sizeof name, "blk.%d.ffn_gate.0.weight", stray);
-                assert_true(gguf_writer_add_tensor(w, name, t->type, 2, ne, t->data, slice) >= 0);
-            }
+        assert_true(gguf_writer_add_tensor(w, name, t->type, 2, ne, t->data + slice * (size_t)e, slice) >= 0);
+        if (o->stray >= 0 && here && e == 0) {
+            snprintf(name, sizeof name, "blk.%d.ffn_gate.0.weight", o->stray);
+            assert_true(gguf_writer_add_tensor(w, name, t->type, 2, ne, t->data, slice) >= 0);
         }
     }
-    assert_int_equal(gguf_writer_write(w, path, err, sizeof err), 0);
-    gguf_writer_free(w);
-    gguf_close(f);
+}
+
+static void write_split(const char *src, const char *path, int drop, int other, int stray)
+{
+    split_opts o = { drop, other, stray, -1 };
+    assert_true(gguf_rewrite_experts(src, path, split_one, &o) > 0);
 }
 
 /* iq3pack build SRC -o OUT, experts kept (keep) or IQ3 (with imatrix when not NULL); the
