@@ -114,6 +114,18 @@ int memavail_parse_limit(const char *text, uint64_t *value)
     return only_space(p) ? 0 : -1;
 }
 
+int memavail_parse_stat(const char *text, const char *key, uint64_t *value)
+{
+    const size_t kn = strlen(key);
+    for (const char *l = text; *l; l = next_line(l)) {
+        if (strncmp(l, key, kn) || l[kn] != ' ') continue;
+        const char *p = l + kn + 1;
+        if (parse_u64(&p, value)) return -1;
+        return *p == '\n' || *p == 0 ? 0 : -1;
+    }
+    return -1;
+}
+
 /* The whole of a small file into buf, NUL-terminated (a /proc or cgroup
  * file reports a size of 0 or 4096, so it is read to its end); -1 when it
  * is missing, unreadable or larger than buf. */
@@ -138,7 +150,19 @@ static int read_number(const char *root, const char *dir, const char *file, uint
     return read_small(root, path, text, sizeof text) || memavail_parse_limit(text, v) ? -1 : 0;
 }
 
-typedef struct cgroup_files { const char *mount, *limit, *usage, *name; } cgroup_files;
+typedef struct cgroup_files { const char *mount, *limit, *usage, *name, *inactive; } cgroup_files;
+
+/* The page cache a cgroup's usage counts that the kernel reclaims first
+ * (memory.stat's inactive file pages): room, not use. 0 when unknown. */
+static uint64_t reclaimable(const char *root, const char *dir, const cgroup_files *cf)
+{
+    char path[PATH_LEN + 64], text[TEXT_MAX];
+    uint64_t v = 0;
+    if ((size_t)snprintf(path, sizeof path, "%s/memory.stat", dir) >= sizeof path ||
+        read_small(root, path, text, sizeof text) || memavail_parse_stat(text, cf->inactive, &v))
+        return 0;
+    return v;
+}
 
 /* The least room under a limit from the cgroup at path up to the mount's
  * root: a parent's limit (a systemd slice, a container) binds as well. */
@@ -151,7 +175,8 @@ static void cgroup_room(const char *root, const cgroup_files *cf, char *path, ui
         if ((size_t)snprintf(dir, sizeof dir, "%s%s", cf->mount, top ? "" : path) < sizeof dir &&
             !read_number(root, dir, cf->limit, &limit) && limit != UINT64_MAX &&
             !read_number(root, dir, cf->usage, &usage)) {
-            const uint64_t r = limit > usage ? limit - usage : 0;
+            const uint64_t cache = reclaimable(root, dir, cf), used = usage > cache ? usage - cache : 0;
+            const uint64_t r = limit > used ? limit - used : 0;
             if (r < *room) { *room = r; *by = cf->name; }
         }
         if (top) return;
@@ -163,9 +188,11 @@ static void cgroup_room(const char *root, const cgroup_files *cf, char *path, ui
 
 int memavail_read(const char *root, memavail *out)
 {
-    static const cgroup_files v2 = { "/sys/fs/cgroup", "memory.max", "memory.current", "cgroup v2 memory.max" };
+    static const cgroup_files v2 = { "/sys/fs/cgroup", "memory.max", "memory.current", "cgroup v2 memory.max",
+                                     "inactive_file" };
+    /* v1's total_ figure counts the cgroup's children too, as its usage does */
     static const cgroup_files v1 = { "/sys/fs/cgroup/memory", "memory.limit_in_bytes", "memory.usage_in_bytes",
-                                     "cgroup v1 memory.limit_in_bytes" };
+                                     "cgroup v1 memory.limit_in_bytes", "total_inactive_file" };
     char text[TEXT_MAX], path[PATH_LEN];
     const char *cg_by = NULL;
     *out = (memavail){ .cgroup = UINT64_MAX, .by = "" };

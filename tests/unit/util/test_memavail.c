@@ -168,6 +168,37 @@ static void test_read_v1(void **state)
     assert_string_equal(m.by, "cgroup v1 memory.limit_in_bytes");
 }
 
+/* page cache the cgroup counts and the kernel reclaims first is room: v1
+ * (total_inactive_file) and v2 (inactive_file); a stat without the key, or
+ * malformed, counts nothing */
+static void test_read_page_cache(void **state)
+{
+    tree *t = *state;
+    put(t, "proc/meminfo", MEMINFO);
+    put(t, "proc/self/cgroup", "4:memory:/c\n0::/d\n");
+    put(t, "sys/fs/cgroup/memory/c/memory.limit_in_bytes", "473637021\n");
+    put(t, "sys/fs/cgroup/memory/c/memory.usage_in_bytes", "472000000\n");
+    put(t, "sys/fs/cgroup/memory/c/memory.stat", "cache 450000000\ninactive_file 1\ntotal_inactive_file 400000000\n");
+    memavail m;
+    assert_int_equal(memavail_read(t->root, &m), 0);
+    assert_true(m.bytes == 473637021ull - 72000000ull);
+    assert_string_equal(m.by, "cgroup v1 memory.limit_in_bytes");
+    put(t, "sys/fs/cgroup/d/memory.max", "300000000\n");
+    put(t, "sys/fs/cgroup/d/memory.current", "290000000\n");
+    put(t, "sys/fs/cgroup/d/memory.stat", "anon 1000\ninactive_file 100000000\nactive_file 5\n");
+    assert_int_equal(memavail_read(t->root, &m), 0);
+    assert_true(m.bytes == 110000000ull);
+    assert_string_equal(m.by, "cgroup v2 memory.max");
+    put(t, "sys/fs/cgroup/d/memory.stat", "inactive_file lots\n");
+    assert_int_equal(memavail_read(t->root, &m), 0);
+    assert_true(m.bytes == 10000000ull);
+    uint64_t v = 0;
+    assert_int_equal(memavail_parse_stat("inactive_filex 3\ninactive_file 7\n", "inactive_file", &v), 0);
+    assert_true(v == 7);
+    assert_int_equal(memavail_parse_stat("inactive_file 7 kB\n", "inactive_file", &v), -1);
+    assert_int_equal(memavail_parse_stat("anon 1\n", "inactive_file", &v), -1);
+}
+
 /* over the limit: no room at all, which is known, not unknown */
 static void test_read_over_limit(void **state)
 {
@@ -220,6 +251,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_read_meminfo_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_v2_parent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_v1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_page_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_over_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_meminfo_smaller, setup, teardown),
         cmocka_unit_test(test_read_here),
