@@ -23,6 +23,15 @@
  * makes its several-GB pack this way: STRATA_MOE_FLOOR_LAYERS sizes it, about
  * 0.11 GB per layer). STRATA_MOE_FLOOR_GGUF=FILE writes only the source
  * GGUF, to FILE (for llama-bench to measure the same model).
+ * STRATA_MOE_FLOOR_SKEW=1 gives the router favourites, as trained routers
+ * have (the random one uses layers 0-3's experts about alike, the RAM
+ * tier's worst case): a bias toward low-numbered experts, with which
+ * layers 0-3's expert use falls off about like Zipf with s = 1 (the most
+ * used expert 6-10x the least, over strata bench's tokens); other
+ * strengths scale the bias (2: steeper; 0: off). Every weight but the
+ * embedding and the routers is the same as without it ("a router with
+ * favourites" below says how, and why layers 4-9 are skewed either way);
+ * tests/diag/tier_vs_llamacpp.sh measures the RAM tier on both routers.
  * STRATA_MOE_FLOOR_ARCH=deepseek2 writes DeepSeek V3's attention instead
  * (multi-head latent attention: q rank 768, kv rank 512, heads of 128 + 64
  * rotated, v heads of 128, llama.cpp's absorbed layout) and one shared
@@ -31,6 +40,7 @@
  * biases, sinks, a 128-position window on every other layer, a router
  * bias, and the experts (the same shapes) in MXFP4 with bias rows, as
  * gpt-oss ships them; --experts keep keeps the MXFP4 blocks. */
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -212,6 +222,106 @@ static int add_f32(gguf_writer *w, const char *name, int64_t ne0, int64_t ne1, f
     return r < 0 ? -1 : 0;
 }
 
+/* --------------------------------------------- a router with favourites */
+
+/* A trained router uses some experts far more than others, and a RAM tier
+ * for experts lives on that. STRATA_MOE_FLOOR_SKEW=S gives this one
+ * favourites: one fixed vector v (SKEW_AMP times a sign pattern of its own
+ * seed, so the weights' draws stay as they were) is added to every token's
+ * embedding, so that the residual stream carries it into every layer, and
+ * router row e, after losing its own component along u = v / |v| (else v
+ * would add a random bias per expert as well), gains
+ * -S SKEW_GAIN ln(e + 1) u / |v|. The router reads the normed residual
+ * x / rms(x), whose projection on u is about |v| / rms(x) whatever the
+ * token: logit e drops by about S SKEW_GAIN ln(e + 1) / rms(x) against
+ * expert 0's, which top-2 of the rest of the logits turns into uses
+ * falling with e. SKEW_GAIN was tuned by measuring: with it and S = 1,
+ * layers 0-3 use their experts like Zipf with s of 0.8-1.1 (the most used
+ * 6-10x the least, over strata bench's 256 tokens). Layers 4-9 are steeper
+ * with or without it: deep in this random network every token's residual
+ * shares a large common part, which favours a few experts per layer on its
+ * own. v is small beside the embedding's values (0.1 against ~0.73), so it
+ * does not take the residual over. */
+#define SKEW_AMP 0.1f
+#define SKEW_GAIN 0.5f
+
+typedef struct skew {
+    float strength;      /* S; 0: the random router, as without the variable */
+    float sign[N_EMBD];  /* v / SKEW_AMP */
+} skew;
+
+/* 0, or -1 with err when STRATA_MOE_FLOOR_SKEW is not a number >= 0. */
+static int skew_init(skew *k, char *err, size_t errlen)
+{
+    const char *e = getenv("STRATA_MOE_FLOOR_SKEW");
+    k->strength = 0;
+    if (!e || !*e) return 0;
+    char *end;
+    const float v = strtof(e, &end);
+    if (*end || !(v >= 0) || v > 100) {
+        snprintf(err, errlen, "STRATA_MOE_FLOOR_SKEW=%s: give a strength (1: Zipf-like; 0: the random router)", e);
+        return -1;
+    }
+    k->strength = v;
+    uint64_t r = 0x5ca1ab1e0ddba11ull;
+    for (int i = 0; i < N_EMBD; i++) k->sign[i] = (rng_next(&r) >> 63) ? 1.0f : -1.0f;
+    return 0;
+}
+
+/* token_embd.weight as add_q8 writes it (the same draws), each block plus
+ * v and requantized. */
+static int add_embd_skewed(gguf_writer *w, const skew *k, float d, uint64_t *rng)
+{
+    const size_t per_row = N_EMBD / 32, blocks = per_row * N_VOCAB;
+    uint8_t *buf = malloc(blocks * 34);
+    if (!buf) return -1;
+    fill_q8_0(buf, blocks, d, rng);
+    for (size_t b = 0; b < blocks; b++) {
+        uint8_t *blk = buf + b * 34;
+        const float *sign = k->sign + (b % per_row) * 32;
+        uint16_t dh;
+        memcpy(&dh, blk, 2);
+        const float bd = fp16_to_f32(dh);
+        float f[32], amax = 0;
+        for (int j = 0; j < 32; j++) {
+            f[j] = bd * (float)(int8_t)blk[2 + j] + SKEW_AMP * sign[j];
+            if (fabsf(f[j]) > amax) amax = fabsf(f[j]);
+        }
+        const uint16_t nh = f32_to_fp16(amax / 127.0f);
+        const float nd = fp16_to_f32(nh), inv = nd > 0 ? 1.0f / nd : 0.0f;
+        memcpy(blk, &nh, 2);
+        for (int j = 0; j < 32; j++) {
+            const long c = lrintf(f[j] * inv);
+            blk[2 + j] = (uint8_t)(int8_t)(c > 127 ? 127 : c < -127 ? -127 : c);
+        }
+    }
+    const int64_t ne[2] = { N_EMBD, N_VOCAB };
+    int64_t r = gguf_writer_add_tensor(w, "token_embd.weight", GGML_TYPE_Q8_0, 2, ne, buf, blocks * 34);
+    free(buf);
+    return r < 0 ? -1 : 0;
+}
+
+/* A ffn_gate_inp.weight as add_f32 writes it (the same draws), row e
+ * without its part along u and plus -S SKEW_GAIN ln(e + 1) u / |v|. */
+static int add_router_skewed(gguf_writer *w, const char *name, const skew *k, uint64_t *rng)
+{
+    const size_t n = (size_t)N_EMBD * N_EXPERT;
+    float *v = malloc(n * sizeof *v);
+    if (!v) return -1;
+    for (size_t i = 0; i < n; i++) v[i] = 0.0f + 0.1f * ((float)(rng_next(rng) >> 40) / 16777216.0f - 0.5f);
+    const float unit = 1.0f / sqrtf((float)N_EMBD), v_len = sqrtf((float)N_EMBD) * SKEW_AMP;
+    for (int e = 0; e < N_EXPERT; e++) {
+        float *row = v + (size_t)e * N_EMBD, along = 0;
+        for (int i = 0; i < N_EMBD; i++) along += row[i] * k->sign[i] * unit;
+        const float bias = -k->strength * SKEW_GAIN * logf((float)(e + 1)) / v_len;
+        for (int i = 0; i < N_EMBD; i++) row[i] += (bias - along) * unit * k->sign[i];
+    }
+    const int64_t ne[2] = { N_EMBD, N_EXPERT };
+    int64_t r = gguf_writer_add_tensor(w, name, GGML_TYPE_F32, 2, ne, v, n * sizeof *v);
+    free(v);
+    return r < 0 ? -1 : 0;
+}
+
 /* A llama SPM vocabulary: <unk> <s> </s>, the 256 byte tokens, then pieces. */
 static int add_tokenizer(gguf_writer *w)
 {
@@ -289,7 +399,10 @@ static int write_gguf(const char *path, int n_layer, char *err, size_t errlen)
     /* weights of std ~ 1/sqrt(fan-in): activations keep their size through the layers */
     const float d = 1.0f / (73.0f * 45.25f);
     const int64_t kv = N_EMBD / N_HEAD * N_HEAD_KV;
-    rc |= add_q8(w, "token_embd.weight", N_EMBD, N_VOCAB, 1, 0.01f, &rng);
+    skew sk;
+    if (skew_init(&sk, err, errlen)) { gguf_writer_free(w); return -1; }
+    if (sk.strength > 0) rc |= add_embd_skewed(w, &sk, 0.01f, &rng);
+    else rc |= add_q8(w, "token_embd.weight", N_EMBD, N_VOCAB, 1, 0.01f, &rng);
     rc |= add_f32(w, "output_norm.weight", N_EMBD, 1, 1.0f, 0.2f, &rng);
     rc |= add_q8(w, "output.weight", N_EMBD, N_VOCAB, 1, d, &rng);
     for (int l = 0; l < n_layer && !rc; l++) {
@@ -321,7 +434,8 @@ static int write_gguf(const char *path, int n_layer, char *err, size_t errlen)
             rc |= add_f32(w, NAME("attn_output.bias"), N_EMBD, 1, 0.0f, 0.1f, &rng);
             rc |= add_f32(w, NAME("attn_sinks.weight"), N_HEAD, 1, 0.0f, 1.0f, &rng);
             rc |= add_f32(w, NAME("post_attention_norm.weight"), N_EMBD, 1, 1.0f, 0.2f, &rng);
-            rc |= add_f32(w, NAME("ffn_gate_inp.weight"), N_EMBD, N_EXPERT, 0.0f, 0.1f, &rng);
+            if (sk.strength > 0) rc |= add_router_skewed(w, NAME("ffn_gate_inp.weight"), &sk, &rng);
+            else rc |= add_f32(w, NAME("ffn_gate_inp.weight"), N_EMBD, N_EXPERT, 0.0f, 0.1f, &rng);
             rc |= add_f32(w, NAME("ffn_gate_inp.bias"), N_EXPERT, 1, 0.0f, 0.1f, &rng);
             rc |= add_mxfp4(w, NAME("ffn_gate_exps.weight"), N_EMBD, N_FF, N_EXPERT, 120, &rng);
             rc |= add_mxfp4(w, NAME("ffn_down_exps.weight"), N_FF, N_EMBD, N_EXPERT, 120, &rng);
@@ -332,7 +446,8 @@ static int write_gguf(const char *path, int n_layer, char *err, size_t errlen)
             continue;
         }
         rc |= add_f32(w, NAME("ffn_norm.weight"), N_EMBD, 1, 1.0f, 0.2f, &rng);
-        rc |= add_f32(w, NAME("ffn_gate_inp.weight"), N_EMBD, N_EXPERT, 0.0f, 0.1f, &rng);
+        if (sk.strength > 0) rc |= add_router_skewed(w, NAME("ffn_gate_inp.weight"), &sk, &rng);
+        else rc |= add_f32(w, NAME("ffn_gate_inp.weight"), N_EMBD, N_EXPERT, 0.0f, 0.1f, &rng);
         rc |= add_q8(w, NAME("ffn_gate_exps.weight"), N_EMBD, N_FF, N_EXPERT, d, &rng);
         rc |= add_q8(w, NAME("ffn_down_exps.weight"), N_FF, N_EMBD, N_EXPERT, d, &rng);
         rc |= add_q8(w, NAME("ffn_up_exps.weight"), N_EMBD, N_FF, N_EXPERT, d, &rng);
@@ -489,6 +604,8 @@ int main(void)
     printf("synthetic %s MoE: %d layers, n_embd %d, %d experts of %d x %d (top %d), %s, vocab %d; GGUF written in "
            "%.1f s\n", arch && *arch ? arch : "llama", n_layer, N_EMBD, N_EXPERT, N_FF, N_EMBD, N_USED,
            oss ? "Q8_0 attention, MXFP4 experts" : "Q8_0", N_VOCAB, bench_now() - t0);
+    const char *skewed = getenv("STRATA_MOE_FLOOR_SKEW");
+    if (skewed && strtof(skewed, NULL) > 0) printf("router skewed toward low-numbered experts (STRATA_MOE_FLOOR_SKEW=%s)\n", skewed);
     int rc = 0;
     t0 = bench_now();
     if (build_pack(src, pack, "keep")) { printf("iq3pack build --experts keep failed\n"); rc = 1; }
