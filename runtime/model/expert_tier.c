@@ -620,7 +620,7 @@ int tier_from_plan(const char *dir, const tier_plan *plan, const loaded_pack *pa
     if (!note) return 0;
     tier_stats s;
     tier_get_stats(t, &s);
-    char a[64], b[32];
+    char a[192], b[32];
     human(b, sizeof b, (uint64_t)s.slot_bytes);
     if (plan->forced_slots) {
         a[0] = 0;
