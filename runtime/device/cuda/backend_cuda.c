@@ -57,6 +57,9 @@ typedef struct host_model {
  * graph reads them; the routed experts stay NULL, served by the slots). */
 typedef layer_weights dlayer;
 
+/* Bytes of one KV cache element: f16 unless --kv-type f32. */
+static size_t kv_elt(const host_model *m) { return m->opt.kv == KV_F32 ? sizeof(float) : sizeof(uint16_t); }
+
 _Static_assert(sizeof(int) == sizeof(int32_t), "the routing is read back from int32_t into the graph's int");
 
 struct device_model {
@@ -73,7 +76,7 @@ struct device_model {
     /* device activations of one ubatch */
     float *x, *h, *q, *kx, *vx, *att, *o, *ffa, *ffb, *xq, *rlog, *selw, *eo, *hg, *gd, *shg, *logits;
     int32_t *sel, *idx;
-    uint16_t *kc, *vc;          /* [n_layer][n_ctx][kv_dim] f16 */
+    uint8_t *kc, *vc;           /* [n_layer][n_ctx][kv_dim] f16, or f32 (--kv-type f32) */
     /* host */
     int *h_sel;                 /* the routing, read back (int32_t on the device) */
     int32_t *h_idx;
@@ -212,11 +215,12 @@ static int sync_copies(struct device_model *d, char *err, size_t errlen)
 }
 
 /* Each layer's parts as the tier builds them, from one expert read at
- * start; the pointers are dropped (only presence is read: with_planes,
- * planes) save the codebook, the loader's. */
+ * start; the pointers become a marker (only presence is read: with_planes,
+ * planes, weight_present; a NULL data would make the part absent and the
+ * slot empty) save the codebook, the loader's. */
 static int make_protos(struct device_model *d, char *err, size_t errlen)
 {
-    static const float present = 0.0f; /* "this part has offsets" */
+    static const float present = 0.0f; /* "this plane is there" */
     const model_hparams *hp = &d->m->hp;
     expert_tier *t = d->m->opt.tier;
     d->proto = calloc((size_t)hp->n_layer * 3, sizeof *d->proto);
@@ -232,8 +236,8 @@ static int make_protos(struct device_model *d, char *err, size_t errlen)
         }
         for (int k = 0; k < 3; k++) {
             weight w = *p[k];
-            w.data = NULL;
-            w.scales = NULL;
+            w.data = w.data ? (const void *)&present : NULL;
+            w.scales = w.scales ? &present : NULL;
             w.offsets = w.offsets ? &present : NULL;
             w.kf = NULL;
             d->proto[3 * l + k] = w;
@@ -400,7 +404,7 @@ static int alloc_buffers(struct device_model *d, const host_model *m, char *err,
     if (ff > mc) mc = ff;
     d->nb = (int)nb;
     d->max_cols = (int)mc;
-    const size_t kv = (size_t)hp->n_layer * (size_t)m->n_ctx * (size_t)m->kv_dim * sizeof(uint16_t);
+    const size_t kv = (size_t)hp->n_layer * (size_t)m->n_ctx * (size_t)m->kv_dim * kv_elt(m);
     if (alloc_f(d, &d->x, nb * D, err, errlen) || alloc_f(d, &d->h, nb * D, err, errlen) ||
         alloc_f(d, &d->q, nb * (size_t)m->q_dim, err, errlen) || alloc_f(d, &d->kx, nb * (size_t)m->kv_dim, err, errlen) ||
         alloc_f(d, &d->vx, nb * (size_t)m->kv_dim, err, errlen) || alloc_f(d, &d->att, nb * (size_t)m->q_dim, err, errlen) ||
@@ -642,9 +646,10 @@ static int cu_attention(void *c, int l, int B, int pos0, const mm_next *next)
     const host_model *m = d->m;
     const model_hparams *hp = &m->hp;
     (void)next;
-    const size_t lo = (size_t)l * (size_t)m->n_ctx * (size_t)m->kv_dim;
-    TRY(scuda_kv_store(d->c, d->kx, d->vx, d->kc + lo, d->vc + lo, B, m->kv_dim, pos0, ERR));
-    return scuda_attention(d->c, d->q, d->kc + lo, d->vc + lo, d->att, B, hp->n_head, hp->n_head_kv, hp->head_dim,
+    const size_t lo = (size_t)l * (size_t)m->n_ctx * (size_t)m->kv_dim * kv_elt(m);
+    const int f32 = m->opt.kv == KV_F32;
+    TRY(scuda_kv_store(d->c, d->kx, d->vx, d->kc + lo, d->vc + lo, f32, B, m->kv_dim, pos0, ERR));
+    return scuda_attention(d->c, d->q, d->kc + lo, d->vc + lo, f32, d->att, B, hp->n_head, hp->n_head_kv, hp->head_dim,
                            pos0, ERR);
 }
 
@@ -764,7 +769,7 @@ static void device_model_free(void *c);
 
 /* The capability row: llama's attention with plain RoPE, an f16 cache,
  * dense or softmax top-k MoE layers (everything else false). */
-static const backend_caps cuda_caps = { .name = "CUDA", .max_head_dim = 256 };
+static const backend_caps cuda_caps = { .name = "CUDA", .kv_f32 = true, .max_head_dim = 256 };
 
 static const backend_ops backend_cuda = {
     .caps = &cuda_caps,

@@ -21,8 +21,8 @@
  *  - Activations are f32 row-major [n][cols]. Prefill (n > 1) decodes tiles
  *    of W to f32 and multiplies with cuBLAS sgemm; decode (n == 1) is a
  *    fused decode + dot mat-vec, one warp per output row.
- *  - The KV cache is f16 in VRAM, [layer][n_ctx][n_head_kv * head_dim] for K
- *    and for V; attention is causal over positions 0..pos0+t for token t.
+ *  - The KV cache is f16 (default) or f32 (--kv-type f32) in VRAM,
+ *    [layer][n_ctx][n_head_kv * head_dim] for K and for V; attention is causal over positions 0..pos0+t for token t.
  * No global mutable state: everything lives in the context. */
 #ifndef STRATA_CUDA_BACKEND_H
 #define STRATA_CUDA_BACKEND_H
@@ -71,11 +71,12 @@ int scuda_rope(scuda_ctx *c, float *v, int n_tok, int n_heads, int head_dim, int
 int scuda_swiglu(scuda_ctx *c, const float *gate, const float *up, float *out, int64_t n, char *err, size_t errlen);
 /* y += a * x, n elements. */
 int scuda_axpy(scuda_ctx *c, float a, const float *x, float *y, int64_t n, char *err, size_t errlen);
-/* Append k, v [n_tok][kv_dim] (f32) at positions pos0.. of one layer's f16 caches [n_ctx][kv_dim]. */
-int scuda_kv_store(scuda_ctx *c, const float *k, const float *v, uint16_t *kcache, uint16_t *vcache, int n_tok,
+/* Append k, v [n_tok][kv_dim] (f32) at positions pos0.. of one layer's caches
+ * [n_ctx][kv_dim]: f16 (rounded to nearest even), or f32 when f32 is 1. */
+int scuda_kv_store(scuda_ctx *c, const float *k, const float *v, void *kcache, void *vcache, int f32, int n_tok,
                    int kv_dim, int pos0, char *err, size_t errlen);
 /* out[t][h][d] = softmax_p(q[t][h]·K[p][h/g] / sqrt(head_dim)) V, p <= pos0 + t. */
-int scuda_attention(scuda_ctx *c, const float *q, const uint16_t *kcache, const uint16_t *vcache, float *out,
+int scuda_attention(scuda_ctx *c, const float *q, const void *kcache, const void *vcache, int f32, float *out,
                     int n_tok, int n_head, int n_head_kv, int head_dim, int pos0, char *err, size_t errlen);
 /* Per token: softmax of logits[n_tok][n_expert], the top k by probability
  * (ties: lower index), weights optionally renormalised (clamped as llama.cpp).

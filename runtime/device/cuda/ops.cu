@@ -99,23 +99,34 @@ extern "C" int scuda_axpy(scuda_ctx *c, float a, const float *x, float *y, int64
 
 // ------------------------------------------------------------------ KV cache + attention
 
-__global__ void scuda_kv_store_kernel(const float *k, const float *v, __half *kc, __half *vc, int64_t n,
-                                      int64_t off)
+// The cache's element: f16 (rounded to nearest even, as the CPU's
+// kernels' f32->f16) or f32 (--kv-type f32: nothing rounded).
+__device__ __forceinline__ void kv_put(__half *p, float x) { *p = __float2half_rn(x); }
+__device__ __forceinline__ void kv_put(float *p, float x) { *p = x; }
+__device__ __forceinline__ float kv_get(const __half *p) { return __half2float(*p); }
+__device__ __forceinline__ float kv_get(const float *p) { return *p; }
+
+template <typename T>
+__global__ void scuda_kv_store_kernel(const float *k, const float *v, T *kc, T *vc, int64_t n, int64_t off)
 {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
-        kc[off + i] = __float2half_rn(k[i]);
-        vc[off + i] = __float2half_rn(v[i]);
+        kv_put(kc + off + i, k[i]);
+        kv_put(vc + off + i, v[i]);
     }
 }
 
-extern "C" int scuda_kv_store(scuda_ctx *c, const float *k, const float *v, uint16_t *kcache, uint16_t *vcache,
+extern "C" int scuda_kv_store(scuda_ctx *c, const float *k, const float *v, void *kcache, void *vcache, int f32,
                               int n_tok, int kv_dim, int pos0, char *err, size_t errlen)
 {
-    const int64_t n = (int64_t)n_tok * kv_dim;
+    const int64_t n = (int64_t)n_tok * kv_dim, off = (int64_t)pos0 * kv_dim;
     if (n <= 0) return 0;
-    scuda_kv_store_kernel<<<scuda_blocks(n, 256), 256, 0, c->stream>>>(k, v, (__half *)kcache, (__half *)vcache, n,
-                                                                        (int64_t)pos0 * kv_dim);
+    if (f32)
+        scuda_kv_store_kernel<<<scuda_blocks(n, 256), 256, 0, c->stream>>>(k, v, (float *)kcache, (float *)vcache, n,
+                                                                            off);
+    else
+        scuda_kv_store_kernel<<<scuda_blocks(n, 256), 256, 0, c->stream>>>(k, v, (__half *)kcache, (__half *)vcache,
+                                                                            n, off);
     SCUDA_LAUNCHED("scuda_kv_store_kernel");
     return 0;
 }
@@ -125,8 +136,9 @@ extern "C" int scuda_kv_store(scuda_ctx *c, const float *k, const float *v, uint
 // One warp per (token, query head): lanes hold head_dim/32 output dims each;
 // keys are visited in order with an online softmax (running max, running sum
 // in double), so no score buffer of n_ctx floats is needed.
-__global__ void scuda_attention_kernel(const float *q, const __half *kc, const __half *vc, float *out, int n_head,
-                                       int n_head_kv, int head_dim, int pos0)
+template <typename T>
+__global__ void scuda_attention_kernel(const float *q, const T *kc, const T *vc, float *out, int n_head, int n_head_kv,
+                                       int head_dim, int pos0)
 {
     const int t = blockIdx.x, h = blockIdx.y, lane = threadIdx.x;
     const int kvh = h / (n_head / n_head_kv), kv_dim = n_head_kv * head_dim, per = (head_dim + 31) / 32;
@@ -142,21 +154,21 @@ __global__ void scuda_attention_kernel(const float *q, const __half *kc, const _
     double sum = 0.0;
     const int n_pos = pos0 + t + 1;
     for (int p = 0; p < n_pos; p++) {
-        const __half *kr = kc + (size_t)p * kv_dim + (size_t)kvh * head_dim;
+        const T *kr = kc + (size_t)p * kv_dim + (size_t)kvh * head_dim;
         float s = 0.0f;
         for (int j = 0; j < per; j++) {
             const int d = lane + 32 * j;
-            if (d < head_dim) s = fmaf(__half2float(kr[d]), qv[j], s);
+            if (d < head_dim) s = fmaf(kv_get(kr + d), qv[j], s);
         }
         for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
         s *= scale;
         const float nmx = s > mx ? s : mx;
         const float corr = expf(mx - nmx), e = expf(s - nmx);
         sum = sum * corr + e;
-        const __half *vr = vc + (size_t)p * kv_dim + (size_t)kvh * head_dim;
+        const T *vr = vc + (size_t)p * kv_dim + (size_t)kvh * head_dim;
         for (int j = 0; j < per; j++) {
             const int d = lane + 32 * j;
-            if (d < head_dim) acc[j] = acc[j] * corr + e * __half2float(vr[d]);
+            if (d < head_dim) acc[j] = acc[j] * corr + e * kv_get(vr + d);
         }
         mx = nmx;
     }
@@ -168,7 +180,7 @@ __global__ void scuda_attention_kernel(const float *q, const __half *kc, const _
     }
 }
 
-extern "C" int scuda_attention(scuda_ctx *c, const float *q, const uint16_t *kcache, const uint16_t *vcache,
+extern "C" int scuda_attention(scuda_ctx *c, const float *q, const void *kcache, const void *vcache, int f32,
                                float *out, int n_tok, int n_head, int n_head_kv, int head_dim, int pos0, char *err,
                                size_t errlen)
 {
@@ -178,9 +190,13 @@ extern "C" int scuda_attention(scuda_ctx *c, const float *q, const uint16_t *kca
                  32 * ATT_MAX_PER_LANE, n_head, n_head_kv);
         return -1;
     }
-    scuda_attention_kernel<<<dim3(n_tok, n_head), 32, 0, c->stream>>>(q, (const __half *)kcache,
-                                                                       (const __half *)vcache, out, n_head, n_head_kv,
-                                                                       head_dim, pos0);
+    const dim3 grid(n_tok, n_head);
+    if (f32)
+        scuda_attention_kernel<<<grid, 32, 0, c->stream>>>(q, (const float *)kcache, (const float *)vcache, out, n_head,
+                                                           n_head_kv, head_dim, pos0);
+    else
+        scuda_attention_kernel<<<grid, 32, 0, c->stream>>>(q, (const __half *)kcache, (const __half *)vcache, out,
+                                                           n_head, n_head_kv, head_dim, pos0);
     SCUDA_LAUNCHED("scuda_attention_kernel");
     return 0;
 }
