@@ -6,8 +6,9 @@
  *    S8, S8+offsets, IQ3): the same floats, bit for bit, as kernels_scalar();
  *  - mat-vec (n = 1) and cuBLAS prefill (n = 17) against weight_dot:
  *    relative error <= 1e-4 of the row's largest |y|;
- *  - RMSNorm, RoPE (norm and neox), SwiGLU, axpy, the f16 KV store and
- *    causal attention (GQA), router top-k (same experts, weights 1e-6);
+ *  - activation rounding to Q8_0 / Q8_K: the CPU's values, bit for bit;
+ *  - RMSNorm, RoPE (norm and neox), SwiGLU, axpy, the KV store (f16 and
+ *    f32) and causal attention (GQA), router top-k (same experts, weights 1e-6);
  *  - timings: decode mat-vec and prefill per form on a 4096 x 4096 weight
  *    (GB/s of weight bytes), attention at 4096 positions.
  * Exit 0 when all pass, 1 on the first failing group (each failure printed),
@@ -291,45 +292,85 @@ static void check_ops(scuda_ctx *c)
     scuda_dfree(c, dx); scuda_dfree(c, dw); scuda_dfree(c, dy);
 }
 
-static void check_attention(scuda_ctx *c, int n_ctx_time)
+/* The activation rounding the GPU applies before a Q8_0/Q8_K-family weight
+ * (mm in backend_cuda.c) must give the CPU's values bit for bit (qrow_fill's
+ * deq, what the CPU's products see): one code rounded the other way moves
+ * every later layer of such a model (1e-2 of a logit row on
+ * bench_moe_floor's Q8_0 MoE). Values at the rounding ties included. */
+static void check_act_round(scuda_ctx *c)
 {
+    const int R = 3, N = 1024;
+    float *x = malloc((size_t)R * N * 4), *got = malloc((size_t)R * N * 4), *ref = malloc((size_t)R * N * 4);
+    int8_t *q = malloc((size_t)N);
+    float *d = malloc((size_t)N * 4);
+    int32_t *s16 = malloc((size_t)N / 16 * 4);
+    for (int i = 0; i < R * N; i++) x[i] = frand() * 5;
+    for (int i = 0; i < R * N; i += 37) x[i] = (float)(i % 64 - 32) * 0.5f; /* halves: ties once scaled */
+    float *dx = dup_dev(c, x, (size_t)R * N * 4), *dy;
+    CK(scuda_alloc(c, (void **)&dy, (size_t)R * N * 4, err, sizeof err));
+    const int kinds[2] = { WA_Q8_0, WA_Q8_K };
+    for (int k = 0; k < 2; k++) {
+        for (int r = 0; r < R; r++) {
+            qrow a = { .kind = kinds[k], .n = N, .q = q, .d = d, .sum16 = s16, .deq = ref + (size_t)r * N };
+            qrow_fill(kernels_scalar(), &a, x + (size_t)r * N);
+        }
+        CK(scuda_act_round(c, kinds[k], dx, dy, R, N, err, sizeof err));
+        CK(scuda_download(c, got, dy, (size_t)R * N * 4, err, sizeof err));
+        int bad = 0;
+        for (int i = 0; i < R * N; i++) bad += memcmp(&got[i], &ref[i], 4) != 0;
+        char det[96];
+        snprintf(det, sizeof det, "(%d of %d values differ in bits)", bad, R * N);
+        check(bad == 0, kinds[k] == WA_Q8_0 ? "activation rounding Q8_0" : "activation rounding Q8_K", det);
+    }
+    scuda_dfree(c, dx); scuda_dfree(c, dy);
+    free(x); free(got); free(ref); free(q); free(d); free(s16);
+}
+
+/* f32: the cache holds f32 (--kv-type f32); else f16, and the reference
+ * rounds K and V to f16 as the cache does. */
+static float kv_round(float x, int f32) { return f32 ? x : fp16_to_f32(f32_to_fp16(x)); }
+
+static void check_attention(scuda_ctx *c, int n_ctx_time, int f32)
+{
+    const size_t el = f32 ? 4 : 2;
     const int NH = 8, NKV = 2, HD = 128, KV = NKV * HD, P0 = 37, T = 5, CTX = 64;
     float *k = malloc((size_t)(CTX * KV) * 4), *v = malloc((size_t)(CTX * KV) * 4);
     float *q = malloc((size_t)(T * NH * HD) * 4), *ref = malloc((size_t)(T * NH * HD) * 4), *got = malloc((size_t)(T * NH * HD) * 4);
     for (int i = 0; i < CTX * KV; i++) { k[i] = frand(); v[i] = frand(); }
     for (int i = 0; i < T * NH * HD; i++) q[i] = frand();
-    /* CPU reference over f16-rounded K and V, as the cache holds them */
+    /* CPU reference over K and V as the cache holds them */
     for (int t = 0; t < T; t++)
         for (int h = 0; h < NH; h++) {
             int kvh = h / (NH / NKV), np = P0 + t + 1;
             double sc[64], mx = -1e300, sum = 0;
             for (int p = 0; p < np; p++) {
                 double s = 0;
-                for (int d = 0; d < HD; d++) s += (double)fp16_to_f32(f32_to_fp16(k[p * KV + kvh * HD + d])) * q[(t * NH + h) * HD + d];
+                for (int d = 0; d < HD; d++) s += (double)kv_round(k[p * KV + kvh * HD + d], f32) * q[(t * NH + h) * HD + d];
                 sc[p] = s / sqrt((double)HD);
                 if (sc[p] > mx) mx = sc[p];
             }
             for (int p = 0; p < np; p++) { sc[p] = exp(sc[p] - mx); sum += sc[p]; }
             for (int d = 0; d < HD; d++) {
                 double o = 0;
-                for (int p = 0; p < np; p++) o += sc[p] / sum * fp16_to_f32(f32_to_fp16(v[p * KV + kvh * HD + d]));
+                for (int p = 0; p < np; p++) o += sc[p] / sum * kv_round(v[p * KV + kvh * HD + d], f32);
                 ref[(t * NH + h) * HD + d] = (float)o;
             }
         }
-    uint16_t *kc, *vc;
-    CK(scuda_alloc(c, (void **)&kc, (size_t)(CTX * KV) * 2, err, sizeof err));
-    CK(scuda_alloc(c, (void **)&vc, (size_t)(CTX * KV) * 2, err, sizeof err));
+    void *kc, *vc;
+    CK(scuda_alloc(c, &kc, (size_t)(CTX * KV) * el, err, sizeof err));
+    CK(scuda_alloc(c, &vc, (size_t)(CTX * KV) * el, err, sizeof err));
     float *dk = dup_dev(c, k, (size_t)(CTX * KV) * 4), *dv = dup_dev(c, v, (size_t)(CTX * KV) * 4);
     float *dq = dup_dev(c, q, (size_t)(T * NH * HD) * 4), *dout;
     CK(scuda_alloc(c, (void **)&dout, (size_t)(T * NH * HD) * 4, err, sizeof err));
     /* the cache filled in two appends: positions 0..P0-1, then P0..P0+T-1 */
-    CK(scuda_kv_store(c, dk, dv, kc, vc, P0, KV, 0, err, sizeof err));
-    CK(scuda_kv_store(c, dk + P0 * KV, dv + P0 * KV, kc, vc, T, KV, P0, err, sizeof err));
-    CK(scuda_attention(c, dq, kc, vc, dout, T, NH, NKV, HD, P0, err, sizeof err));
+    CK(scuda_kv_store(c, dk, dv, kc, vc, f32, P0, KV, 0, err, sizeof err));
+    CK(scuda_kv_store(c, dk + P0 * KV, dv + P0 * KV, kc, vc, f32, T, KV, P0, err, sizeof err));
+    CK(scuda_attention(c, dq, kc, vc, f32, dout, T, NH, NKV, HD, P0, err, sizeof err));
     CK(scuda_download(c, got, dout, (size_t)(T * NH * HD) * 4, err, sizeof err));
     double e = rel_err(got, ref, (size_t)(T * NH * HD));
     char det[128];
-    snprintf(det, sizeof det, "(GQA %d/%d heads, dim %d, %d tokens after %d: relative error %.2e)", NH, NKV, HD, T, P0, e);
+    snprintf(det, sizeof det, "(%s cache, GQA %d/%d heads, dim %d, %d tokens after %d: relative error %.2e)",
+             f32 ? "f32" : "f16", NH, NKV, HD, T, P0, e);
     check(e <= 1e-4, "attention + kv_store", det);
     scuda_dfree(c, kc); scuda_dfree(c, vc); scuda_dfree(c, dk); scuda_dfree(c, dv); scuda_dfree(c, dq); scuda_dfree(c, dout);
     free(k); free(v); free(q); free(ref); free(got);
@@ -345,7 +386,7 @@ static void check_attention(scuda_ctx *c, int n_ctx_time)
         CK(scuda_memset(c, bq, 0, (size_t)NH * HD * 4, err, sizeof err));
         CK(scuda_sync(c, err, sizeof err));
         double t0 = now();
-        for (int i = 0; i < 20; i++) CK(scuda_attention(c, bq, bk, bv, bo, 1, NH, NKV, HD, n_ctx_time - 1, err, sizeof err));
+        for (int i = 0; i < 20; i++) CK(scuda_attention(c, bq, bk, bv, 0, bo, 1, NH, NKV, HD, n_ctx_time - 1, err, sizeof err));
         CK(scuda_sync(c, err, sizeof err));
         printf("  attention decode at %d positions: %.1f us\n", n_ctx_time, (now() - t0) / 20 * 1e6);
         scuda_dfree(c, bk); scuda_dfree(c, bv); scuda_dfree(c, bq); scuda_dfree(c, bo);
@@ -445,7 +486,9 @@ int main(int argc, char **argv)
     printf("device: %s\n", scuda_device_name(c));
     check_forms(c);
     check_ops(c);
-    check_attention(c, quick ? 0 : 4096);
+    check_act_round(c);
+    check_attention(c, quick ? 0 : 4096, 0);
+    check_attention(c, 0, 1);
     check_router(c);
     check_slots(c);
     if (!quick) time_forms(c);

@@ -9,9 +9,20 @@
 #   gpu         --device cuda, the whole pack in memory
 #   gpu-tier    the same with 5 RAM slots (STRATA_TIER_SLOTS): misses go disk ->
 #               RAM -> VRAM; its logits must equal gpu's bit for bit
-#   gpu-tier-cpu  the same with --miss cpu (misses computed on the CPU from the
-#               tier): within 1e-3 x each row's largest |logit| of the CPU's
-#   cpu         bin/strata on the CPU: gpu within 1e-3 of it, the same text
+#   gpu-cpu     gpu with --miss cpu (misses computed on the CPU)
+#   gpu-tier-cpu  the same from the tier: its logits must equal gpu-cpu's bit
+#               for bit
+#   cpu, cpu-kv16  bin/strata on the CPU with f32 and f16 KV caches: gpu
+#               within twice the distance between those two
+# All but cpu-kv16 with f32 KV caches. Why no fixed 1e-3 against the CPU
+# here: this model's weights are Q8_0, so every product's activation is
+# rounded to Q8_0 first (as llama.cpp does; the GPU rounds the same values
+# bit for bit, kernel_check's "activation rounding"), and one value that a
+# sum in another order puts on the other side of a rounding step moves
+# every later layer: on the CPU alone, f16 against f32 KV caches part by
+# ~1.5e-2 of a row's largest logit, and the GPU by as much (H200:
+# 1.2-1.5e-2). tests/cuda/device_check.sh compares the CPU and the GPU at
+# 1e-3 on models without that rounding.
 # and `strata-cuda bench` with both tiers, its cache and tier lines printed.
 #   sh tests/cuda/tier_check.sh [--bundle DIR]   (from the repository root;
 #                                         $OUT, if set, receives the logs)
@@ -54,22 +65,27 @@ run() { # NAME BIN [ENV...] -- [options]
     envs=""; while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs="$envs $1"; shift; done
     [ $# -gt 0 ] && shift
     rm -f "$OUT/$name.f32"
-    env $envs "$bin" run "$P" -p "$prompt" -n 16 --temp 0 --logits-out "$OUT/$name.f32" "$@" >"$OUT/$name.txt" \
+    env $envs "$bin" run "$P" -p "$prompt" -n 16 --temp 0 --kv-type f32 --logits-out "$OUT/$name.f32" "$@" >"$OUT/$name.txt" \
         2>"$OUT/$name.err" || fail "$name: $(cat "$OUT/$name.err")"
     echo "$name: $(tr '\n' ' ' <"$OUT/$name.txt" | cut -c1-60) | $(grep -h 'experts: hit rate' "$OUT/$name.err")"
 }
+worst() { sed -n 's/.*worst \([0-9.e+-]*\).*/\1/p'; }
 run cpu "$BIN/strata" -- --device cpu
+run cpu-kv16 "$BIN/strata" -- --device cpu --kv-type f16
 run gpu "$BIN/strata-cuda" STRATA_CUDA_SLOTS=4 -- --device cuda
+run gpu-cpu "$BIN/strata-cuda" STRATA_CUDA_SLOTS=4 -- --device cuda --miss cpu
 run gpu-tier "$BIN/strata-cuda" STRATA_CUDA_SLOTS=4 STRATA_TIER_SLOTS=5 -- --device cuda --miss pcie
 run gpu-tier-cpu "$BIN/strata-cuda" STRATA_CUDA_SLOTS=4 STRATA_TIER_SLOTS=5 -- --device cuda --miss cpu
 grep -q "routed experts stay in memory" "$OUT/gpu-tier.err" || fail "gpu-tier: no tier: $(cat "$OUT/gpu-tier.err")"
 cmp -s "$OUT/gpu.f32" "$OUT/gpu-tier.f32" || fail "gpu-tier: logits differ from gpu's (the tier must not change a bit)"
 echo "gpu-tier: logits equal gpu's bit for bit"
-r=$("$LCMP" "$OUT/cpu.f32" "$OUT/gpu.f32" 512 1e-3) || fail "gpu vs cpu: $r"
-echo "gpu vs cpu: $r"
-r=$("$LCMP" "$OUT/cpu.f32" "$OUT/gpu-tier-cpu.f32" 512 1e-3) || fail "gpu-tier-cpu vs cpu: $r"
-echo "gpu-tier-cpu vs cpu: $r"
-cmp -s "$OUT/cpu.txt" "$OUT/gpu-tier.txt" || fail "greedy text differs: cpu '$(cat "$OUT/cpu.txt")' gpu-tier '$(cat "$OUT/gpu-tier.txt")'"
+cmp -s "$OUT/gpu-cpu.f32" "$OUT/gpu-tier-cpu.f32" || fail "gpu-tier-cpu: logits differ from gpu-cpu's (the tier must not change a bit)"
+echo "gpu-tier-cpu: logits equal gpu-cpu's bit for bit"
+kv=$("$LCMP" "$OUT/cpu.f32" "$OUT/cpu-kv16.f32" 512 1 | worst)
+r=$("$LCMP" "$OUT/cpu.f32" "$OUT/gpu.f32" 512 1)
+echo "gpu vs cpu: $r; cpu's f16 vs f32 KV caches: worst $kv"
+awk -v g="$(echo "$r" | worst)" -v k="$kv" 'BEGIN { exit !(g != "" && k != "" && g <= 2 * k) }' ||
+    fail "gpu vs cpu: worst $(echo "$r" | worst), more than twice the CPU's own f16/f32 cache difference ($kv)"
 STRATA_CUDA_SLOTS=4 STRATA_TIER_SLOTS=5 "$BIN/strata-cuda" bench "$P" --device cuda -p 16 -n 16 -r 2 >"$OUT/bench.txt" 2>&1 ||
     fail "bench: $(cat "$OUT/bench.txt")"
 grep -E "^(kernels|prefill|decode|cache|tier)" "$OUT/bench.txt"
