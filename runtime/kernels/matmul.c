@@ -153,6 +153,14 @@ static void tile_task(void *arg, int task, int thread)
     int64_t r0 = (int64_t)task * MM_TILE, n = w->rows - r0;
     if (n > MM_TILE) n = MM_TILE;
     const float *tile;
+    if (w->form == WF_P16 && j->c->as_decode) { /* dot_f16, as weight_dot for one row */
+        for (int64_t i = 0; i < n; i++) {
+            const uint16_t *row = (const uint16_t *)((const char *)w->data + (size_t)(r0 + i) * w->row_bytes);
+            for (int b = 0; b < j->B; b++)
+                j->Y[(size_t)b * w->rows + r0 + i] = j->c->k->dot_f16(row, j->X + (size_t)b * K, K);
+        }
+        return;
+    }
     if (w->form == WF_P32) {
         tile = (const float *)((const char *)w->data + (size_t)r0 * w->row_bytes);
     } else {
@@ -164,7 +172,7 @@ static void tile_task(void *arg, int task, int thread)
      * 8 == 0 (gemm8_f32: the same per-element order, register-blocked),
      * else, and for the experts' mul_mat_id, ggml_vec_dot_f32 per row and
      * token (dot_f32). */
-    if (K % 8 == 0 && !j->c->rowwise) {
+    if (K % 8 == 0 && !j->c->rowwise && !j->c->as_decode) {
         j->c->k->gemm8_f32(tile, K, n, j->X, K, j->B, j->Y + r0, w->rows, K);
         return;
     }

@@ -14,6 +14,8 @@
  *    else as one row would be (dot_f32; llama.cpp's mul_mat_id does that
  *    for experts). Summation orders are llama.cpp's on x86, so its logits
  *    come out bit for bit.
+ *  - as_decode: f32 and P16 products of a batch are summed as B == 1 sums
+ *    them (the quantized paths already give decode's bits).
  *  - w->act Q8_0/Q8_K: each row of X is first rounded as ggml rounds it
  *    (kernels.h, qrow) into `qbuf`; a mat-vec then uses the integer qdot
  *    kernel where kernels_qdot_ok(w), else the decoded row times the
@@ -40,6 +42,9 @@ typedef struct mm_ctx {
     int rowwise;              /* 1: an f32 batch sums each product as one row would
                                * (dot_f32, ggml_vec_dot_f32's order), as llama.cpp's
                                * mul_mat_id does for experts; 0: dot8_f32 (tinyBLAS) */
+    int as_decode;            /* 1: every product of a batch has the bits B == 1 gives it
+                               * (weight_dot: dot_f32 for f32 rows, dot_f16 for P16), so
+                               * speculative decoding's checks equal plain decoding */
 } mm_ctx;
 
 void mm_mul(mm_ctx *c, const weight *w, const float *X, int B, float *Y);

@@ -363,6 +363,8 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
 }
 
 int model_n_past(const model *m) { return m->n_past; }
+
+void model_exact_rows(model *m, bool on) { m->mm.as_decode = on; }
 int model_n_ctx(const model *m) { return m->n_ctx; }
 const model_hparams *model_hp(const model *m) { return &m->hp; }
 const char *model_kernels_name(const model *m) { return m->k->name; }

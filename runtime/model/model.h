@@ -173,6 +173,12 @@ int model_forward(model *m, const int32_t *tokens, int n, float *logits, bool al
                   size_t errlen);
 int model_n_past(const model *m);
 int model_n_ctx(const model *m);
+/* on: every row of a batch gets the bits a one-token forward would give it
+ * (f32 products summed row by row instead of register-blocked; the
+ * quantized paths already agree), so a batch can check drafted tokens for
+ * speculative decoding without changing greedy output. Off (default):
+ * llama.cpp's batch order, which its prefill logits match bit for bit. */
+void model_exact_rows(model *m, bool on);
 /* Forget positions >= n_past (0: start over). With sliding-window layers
  * (their cache a ring of window + n_batch positions) a rewind further back
  * than n_batch positions starts over instead. */

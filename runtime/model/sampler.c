@@ -166,7 +166,10 @@ static void softmax(sampler *s, int n, float t)
 
 int32_t sampler_sample(sampler *s, const float *logits) { return sampler_sample_masked(s, logits, NULL); }
 
-int32_t sampler_sample_masked(sampler *s, const float *logits, const uint8_t *allow)
+/* The chain up to the draw: returns the greedy pick (>= 0) when the
+ * sampler is greedy, else -1 with the survivors in c[0..*n) and their
+ * final probabilities in prob[0..*n). */
+static int32_t final_dist(sampler *s, const float *logits, const uint8_t *allow, int *n_out)
 {
     const sampler_params *p = &s->p;
     memcpy(s->work, logits, (size_t)s->n_vocab * sizeof *s->work);
@@ -208,10 +211,57 @@ int32_t sampler_sample_masked(sampler *s, const float *logits, const uint8_t *al
         n = keep;
     }
     softmax(s, n, p->temp);
+    *n_out = n;
+    return -1;
+}
+
+int32_t sampler_sample_masked(sampler *s, const float *logits, const uint8_t *allow)
+{
+    int n = 0;
+    const int32_t g = final_dist(s, logits, allow, &n);
+    if (g >= 0) return g;
     double u = next_unit(s), cum = 0.0;
     for (int i = 0; i < n; i++) {
         cum += s->prob[i];
         if (u < cum) return s->c[i].id;
     }
     return s->c[n - 1].id; /* u landed in the rounding gap at the top */
+}
+
+/* Speculative sampling with a drafted token d (a point-mass draft, as
+ * n-gram lookup drafts): d is kept with probability p(d); otherwise the
+ * token comes from p with d taken out and the rest renormalised. Each
+ * token t then comes out with probability p(d) [t = d] + (1 - p(d))
+ * p(t) / (1 - p(d)) [t != d] = p(t): the distribution of sampler_sample. */
+int32_t sampler_sample_draft(sampler *s, const float *logits, int32_t draft, int *accepted)
+{
+    int n = 0;
+    const int32_t g = final_dist(s, logits, NULL, &n);
+    if (g >= 0) {
+        *accepted = g == draft;
+        return g;
+    }
+    double pd = 0.0;
+    for (int i = 0; i < n; i++)
+        if (s->c[i].id == draft) pd = s->prob[i];
+    if (next_unit(s) < pd) {
+        *accepted = 1;
+        return draft;
+    }
+    *accepted = 0;
+    double rest = 0.0;
+    int last = -1;
+    for (int i = 0; i < n; i++)
+        if (s->c[i].id != draft) { rest += s->prob[i]; last = i; }
+    if (last < 0) { /* only d survived yet was refused: a rounding gap at p(d) ~ 1 */
+        *accepted = 1;
+        return draft;
+    }
+    double u = next_unit(s) * rest, cum = 0.0;
+    for (int i = 0; i < n; i++) {
+        if (s->c[i].id == draft) continue;
+        cum += s->prob[i];
+        if (u < cum) return s->c[i].id;
+    }
+    return s->c[last].id;
 }

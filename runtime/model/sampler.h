@@ -50,6 +50,12 @@ int32_t sampler_sample(sampler *s, const float *logits);
  * constraint): the others are out before any filter. No token allowed, or
  * allow NULL: sampler_sample(). */
 int32_t sampler_sample_masked(sampler *s, const float *logits, const uint8_t *allow);
+/* Speculative decoding: the token at a position where `draft` was guessed,
+ * drawn so that its distribution is sampler_sample's (the draft kept with
+ * its probability, else a draw from the others renormalised); greedy: the
+ * argmax. *accepted is 1 when the result is the draft. The caller then
+ * sampler_accept()s the result. */
+int32_t sampler_sample_draft(sampler *s, const float *logits, int32_t draft, int *accepted);
 void sampler_reset(sampler *s);
 void sampler_free(sampler *s);
 

@@ -45,13 +45,16 @@
  *    DeepSeek V3's grouped sigmoid routing, an MTP block not run.
  * Our logits on 20 positions (8 as one batch, then one at a time) must
  * agree within 1e-5 of each row's largest |logit|; the pack built from the
- * model must give the adapter's bits; and each architecture's own part must
- * matter (a control model without it is far off).
+ * model must give the adapter's bits; each architecture's own part must
+ * matter (a control model without it is far off); and speculative decoding
+ * must give plain decoding's tokens and logits bit for bit
+ * (tests/lib/spec_check.h).
  *
  *   test_archs_llamacpp --write DIR   writes the GGUFs and the tokens, then exits. */
 #include "tests/lib/test_util.h"
 
 #include "tests/lib/gguf_weights.h"
+#include "tests/lib/spec_check.h"
 #include "tests/lib/llamacpp_fixture.h"
 #include "tests/lib/vocab_relabel.h"
 
@@ -470,6 +473,8 @@ static void check_arch(const arch_spec *a)
     assert_true(rel < 1e-5);
 
     pack_gives_same_bits(&sc, &s, out);
+    /* speculative decoding's batched checks give plain decoding's bits */
+    spec_greedy_identity(sc.gguf, a->mxfp4 ? 2 : 0, a->name);
     free(out);
     seq_free(&s);
     scratch_rm(&sc);

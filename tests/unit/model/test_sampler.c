@@ -1,5 +1,6 @@
 /* test_sampler.c: every stage of the sampling chain on hand-made logits,
- * reproducibility by seed, and the drawn frequencies against the softmax. */
+ * reproducibility by seed, the drawn frequencies against the softmax, and
+ * speculative sampling's draft rule against the same (chi-square). */
 #include "tests/lib/test_util.h"
 
 #include "runtime/model/sampler.h"
@@ -115,6 +116,71 @@ static void test_distribution(void **st)
     for (int i = 0; i < 4; i++) assert_true(fabs((double)h[i] / n - want[i]) < 0.01);
 }
 
+/* Pearson's chi-square of n draws h[] against probabilities want[] (k cells). */
+static double chi_square(const int *h, const double *want, int k, int n)
+{
+    double x2 = 0.0;
+    for (int i = 0; i < k; i++) {
+        const double e = want[i] * n;
+        if (e > 0) x2 += ((double)h[i] - e) * ((double)h[i] - e) / e;
+        else if (h[i]) return INFINITY; /* a token that cannot come out came out */
+    }
+    return x2;
+}
+
+/* Speculative sampling keeps the distribution: with the draft the most
+ * likely token, an unlikely one, or one top-k cuts, the results of
+ * sampler_sample_draft over 200000 draws fit the softmax by Pearson's
+ * chi-square below 16.27 (3 degrees of freedom, p = 0.001). The draft's
+ * own frequency is checked too: a rule that kept every draft would give it
+ * 1.0. Greedy: the argmax, accepted only when it is the draft. */
+static void test_draft_distribution(void **st)
+{
+    (void)st;
+    float l[4];
+    set_probs(l);
+    const double soft[4] = { 0.5, 0.3, 0.15, 0.05 };
+    const double top3[4] = { 0.5 / 0.95, 0.3 / 0.95, 0.15 / 0.95, 0.0 };
+    const struct { int draft, top_k; const double *want; } cases[] = {
+        { 0, 0, soft }, { 3, 0, soft }, { 2, 0, soft }, { 3, 3, top3 }, { 1, 3, top3 },
+    };
+    const int n = 200000;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        sampler_params p = plain();
+        p.seed = 11 + c;
+        p.top_k = cases[c].top_k;
+        sampler *s = sampler_create(&p, 4);
+        assert_non_null(s);
+        int h[4] = { 0 }, acc = 0;
+        for (int i = 0; i < n; i++) {
+            int a = -1;
+            const int32_t t = sampler_sample_draft(s, l, cases[c].draft, &a);
+            assert_true(t >= 0 && t < 4);
+            assert_int_equal(a, t == cases[c].draft);
+            h[t]++;
+            acc += a;
+        }
+        sampler_free(s);
+        const int k = cases[c].want[3] > 0 ? 4 : 3;
+        const double x2 = chi_square(h, cases[c].want, 4, n);
+        printf("draft %d top_k %d: %d %d %d %d, chi-square %.2f (%d cells), draft kept %.4f (p %.4f)\n",
+               cases[c].draft, cases[c].top_k, h[0], h[1], h[2], h[3], x2, k, (double)acc / n,
+               cases[c].want[cases[c].draft]);
+        assert_true(x2 < (k == 4 ? 16.27 : 13.82));
+        assert_true(fabs((double)acc / n - cases[c].want[cases[c].draft]) < 0.005);
+    }
+    sampler_params g = plain();
+    g.temp = 0.0f;
+    sampler *s = sampler_create(&g, 4);
+    assert_non_null(s);
+    int a = -1;
+    assert_int_equal(sampler_sample_draft(s, l, 0, &a), 0);
+    assert_int_equal(a, 1);
+    assert_int_equal(sampler_sample_draft(s, l, 2, &a), 0);
+    assert_int_equal(a, 0);
+    sampler_free(s);
+}
+
 static void test_filters(void **st)
 {
     (void)st;
@@ -224,6 +290,7 @@ int main(void)
         cmocka_unit_test(test_bias),
         cmocka_unit_test(test_seed_reproducible),
         cmocka_unit_test(test_distribution),
+        cmocka_unit_test(test_draft_distribution),
         cmocka_unit_test(test_filters),
         cmocka_unit_test(test_top_k_large),
         cmocka_unit_test(test_penalties),

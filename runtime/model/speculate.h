@@ -1,0 +1,81 @@
+/* speculate.h: speculative decoding over model_forward. A drafter guesses
+ * the next tokens; one batched forward over the last sampled token and the
+ * guesses gives the logits of every position; the sampler's draft rule
+ * (sampler_sample_draft) keeps the guesses left to right while they hold,
+ * and the first position that refuses its guess gives the corrected token.
+ *
+ * Contract:
+ *  - Drafters: SPEC_NGRAM (prompt lookup): the longest suffix of the
+ *    history, ngram_max tokens down to ngram_min, that occurred earlier;
+ *    the tokens after its most recent earlier occurrence are the draft (up
+ *    to max_draft). spec_ngram_draft() is that lookup alone. SPEC_FN: the
+ *    caller's function (tests give a known continuation with errors).
+ *  - The history's last token is the one the caller sampled last and the
+ *    model has not seen: spec_push() the first (from the prompt's logits);
+ *    spec_step() drafts after the history, runs one forward of that token
+ *    and the draft with the logits of every row, and returns in
+ *    out[0..*n_out) the tokens that follow (1 to 1 + drafted of them), each
+ *    given to sampler_accept() and appended to the history. The model's
+ *    cache then holds the input token and the kept guesses, so
+ *    out[*n_out - 1] is the next step's input. rows (when non-NULL, room
+ *    for 1 + SPEC_MAX_DRAFT rows) receives the row that produced each
+ *    out[i], as plain decoding would have computed it.
+ *  - Greedy output is token for token that of plain decoding as long as a
+ *    batch of rows gives the bits single rows give (model.h: true on the
+ *    CPU for every weight form; tests/unit/model/test_speculate.c checks
+ *    it); with sampling the distribution of every token is unchanged.
+ *  - The history (prompt and every token out) lives here: spec_create()
+ *    takes the prompt, spec_step() appends. No global state. */
+#ifndef STRATA_SPECULATE_H
+#define STRATA_SPECULATE_H
+
+#include "runtime/model/model.h"
+#include "runtime/model/sampler.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum spec_kind { SPEC_NONE = 0, SPEC_NGRAM, SPEC_FN } spec_kind;
+
+/* A caller's drafter (SPEC_FN): up to max tokens to follow hist[0..n) into out; returns how many. */
+typedef int (*spec_draft_fn)(void *ctx, const int32_t *hist, int n, int max, int32_t *out);
+
+typedef struct spec_params {
+    spec_kind kind;
+    spec_draft_fn fn;           /* SPEC_FN's drafter and its context */
+    void *fn_ctx;
+    int max_draft;              /* tokens drafted at most per step (1..SPEC_MAX_DRAFT) */
+    int ngram_min, ngram_max;   /* suffix lengths tried, longest first */
+} spec_params;
+
+#define SPEC_MAX_DRAFT 16
+
+/* ngram, 8 drafted at most, suffixes of 4 down to 2 tokens. */
+spec_params spec_default_params(void);
+/* Parses "none" or "ngram" into *k; -1 for anything else. */
+int spec_kind_parse(const char *s, spec_kind *k);
+
+typedef struct spec_stats {
+    long steps;                 /* batched forwards */
+    long drafted, accepted;     /* guesses made, guesses kept */
+} spec_stats;
+
+/* Up to max_draft tokens after the most recent earlier occurrence of the
+ * longest suffix of hist[0..n) (ngram_max down to ngram_min tokens). */
+int spec_ngram_draft(const int32_t *hist, int n, int ngram_min, int ngram_max, int max_draft, int32_t *out);
+
+typedef struct spec_ctx spec_ctx;
+
+/* NULL with one line in err on bad parameters or out of memory. */
+spec_ctx *spec_create(model *m, sampler *s, const spec_params *p, const int32_t *prompt, int n_prompt, char *err,
+                      size_t errlen);
+/* Appends a token the caller sampled itself (the first one, from the
+ * prompt's logits). 0, or -1 when out of memory. */
+int spec_push(spec_ctx *c, int32_t token);
+/* One step, as above: drafts never pass the model's context (a full
+ * context drafts nothing). 0, or -1 with one line in err (the model's). */
+int spec_step(spec_ctx *c, int32_t *out, int *n_out, float *rows, char *err, size_t errlen);
+spec_stats spec_get_stats(const spec_ctx *c);
+void spec_free(spec_ctx *c);
+
+#endif
