@@ -21,6 +21,7 @@
 #include "runtime/model/expert_tier.h"
 #include "runtime/model/loader.h"
 #include "runtime/model/model.h"
+#include "runtime/model/speculate.h"
 
 int cmd_run(int argc, char **argv);
 int cmd_info(int argc, char **argv);
@@ -70,6 +71,17 @@ void cli_close(cli_model *cm);
 /* Parses a device option for command `cmd`: 1 taken, 0 not one, -1 bad
  * (message on stderr). */
 int cli_device_arg(const char *cmd, device_opts *o, const char *opt, const char *val);
+/* Speculative decoding's options (--draft none|ngram, --draft-max N), the
+ * same on run, serve and bench: 1 taken, 0 not one, -1 bad (message on
+ * stderr). cli_draft_default: kind none, the other fields speculate.h's. */
+void cli_draft_default(spec_params *p);
+int cli_draft_arg(const char *cmd, spec_params *p, const char *opt, const char *val);
+#define DRAFT_HELP                                                                                       \
+    "  --draft none|ngram  speculative decoding (default none): ngram guesses the next tokens from\n"     \
+    "                   the longest earlier repeat of the text's end (prompt lookup) and checks them\n"    \
+    "                   in one batch; output unchanged (greedy: token for token on the CPU; sampled:\n"   \
+    "                   the same distribution); pays off on text that repeats itself (code, edits)\n"  \
+    "  --draft-max N    tokens guessed at most per step (1-16, default 8)\n"
 
 /* Option refusals that name what they reject, one line on stderr
  * "strata CMD: ...": cli_opt_int/cli_opt_float parse VAL of OPT into

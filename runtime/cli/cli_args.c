@@ -85,6 +85,31 @@ int cli_is_threads(const char *opt)
     return !strcmp(opt, "-t") || !strcmp(opt, "--threads");
 }
 
+void cli_draft_default(spec_params *p)
+{
+    *p = spec_default_params();
+    p->kind = SPEC_NONE;
+}
+
+int cli_draft_arg(const char *cmd, spec_params *p, const char *opt, const char *val)
+{
+    long l;
+    if (!strcmp(opt, "--draft")) {
+        if (!val || spec_kind_parse(val, &p->kind) || p->kind == SPEC_FN) {
+            fprintf(stderr, "strata %s: --draft takes none or ngram%s%s%s\n", cmd, val ? ", got '" : "", val ? val : "",
+                    val ? "'" : "");
+            return -1;
+        }
+        return 1;
+    }
+    if (!strcmp(opt, "--draft-max")) {
+        if (cli_opt_int(cmd, opt, val, 1, SPEC_MAX_DRAFT, &l)) return -1;
+        p->max_draft = (int)l;
+        return 1;
+    }
+    return 0;
+}
+
 int cli_opt_int(const char *cmd, const char *opt, const char *val, long lo, long hi, long *out)
 {
     if (!val) { fprintf(stderr, "strata %s: %s needs a value\n", cmd, opt); return -1; }

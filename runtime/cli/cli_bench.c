@@ -277,6 +277,7 @@ static void bench_usage(FILE *fp)
     fprintf(fp, "usage: strata bench PACK [-p N] [-n N] [-r|--repetitions N] [-t|--threads N] [-c|--ctx N]\n"
                 "                    [--device auto|cpu|cuda] [--vram-reserve SIZE] [--miss cpu|pcie|auto]\n"
                 "                    [--profile FILE] [--record-routing FILE]\n"
+                "                    [--draft ngram [--draft-max N] [--draft-prompt TEXT] [--draft-warmup N]]\n"
                 "  Times prefill of -p tokens (default 128) and decode of -n tokens (default 32) after\n"
                 "  the prompt, with an f16 KV cache, each -r times (default 5) after one untimed warm-up\n"
                 "  pass, and prints for each the median tokens/s, the runs' min and max, and their\n"
@@ -289,6 +290,15 @@ static void bench_usage(FILE *fp)
                 "  On CUDA the floor uses the GPU's measured copy bandwidth, and the expert cache's hit\n"
                 "  rate, bytes moved and miss latency over the decode runs are printed (\"cache\" lines;\n"
                 "  absent on the CPU). --record-routing counts the first timed prefill and decode.\n"
+                "  With --draft: greedy generation of -n tokens after --draft-prompt TEXT (default the\n"
+                "  -p prompt), plain and speculative in turn, -r times each; the speed of each, their\n"
+                "  ratio, the guesses kept, and a check that both gave the same tokens (exit 1 if not).\n"
+                DRAFT_HELP
+                "  --draft-prompt TEXT  the prompt of the --draft comparison (text that repeats itself\n"
+                "                   shows what prompt lookup gains)\n"
+                "  --draft-warmup N  first extend that prompt with the model's own N-token greedy\n"
+                "                   continuation (untimed): the comparison then measures a long\n"
+                "                   generation's later part (default 0)\n"
                 DEVICE_HELP);
 }
 
@@ -321,6 +331,9 @@ typedef struct bench_opts {
     const char *pack;
     long np, ng, reps, threads, ctx;
     device_opts dev;
+    spec_params draft;
+    const char *draft_prompt;
+    long draft_warmup;
 } bench_opts;
 
 /* -1 to go on and measure; otherwise the exit status (0 after --help, 2
@@ -329,6 +342,7 @@ static int bench_args(int argc, char **argv, bench_opts *o)
 {
     *o = (bench_opts){ .np = 128, .ng = 32, .reps = REPS_DEFAULT };
     device_opts_default(&o->dev);
+    cli_draft_default(&o->draft);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { bench_usage(stdout); return 0; }
@@ -339,6 +353,7 @@ static int bench_args(int argc, char **argv, bench_opts *o)
         }
         i++;
         int dr = v ? cli_device_arg("bench", &o->dev, a, v) : 0;
+        if (dr == 0) dr = cli_draft_arg("bench", &o->draft, a, v);
         if (dr < 0) { bench_usage(stderr); return 2; }
         if (dr > 0) continue;
         int bad;
@@ -348,10 +363,16 @@ static int bench_args(int argc, char **argv, bench_opts *o)
         else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) bad = cli_opt_int("bench", a, v, 1, REPS_MAX, &o->reps);
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) bad = cli_opt_int("bench", a, v, 2, 1 << 24, &o->ctx);
         else if (cli_is_threads(a)) bad = cli_opt_int("bench", a, v, 0, 1024, &o->threads);
+        else if (!strcmp(a, "--draft-prompt")) { o->draft_prompt = v; bad = 0; }
+        else if (!strcmp(a, "--draft-warmup")) bad = cli_opt_int("bench", a, v, 0, 1 << 20, &o->draft_warmup);
         else bad = cli_opt_bad("bench", a, NULL);
         if (bad) { bench_usage(stderr); return 2; }
     }
     if (!o->pack) { fprintf(stderr, "strata bench: no PACK given\n"); bench_usage(stderr); return 2; }
+    if ((o->draft_prompt || o->draft_warmup) && o->draft.kind == SPEC_NONE) {
+        fprintf(stderr, "strata bench: --draft-prompt and --draft-warmup need --draft ngram\n");
+        return 2;
+    }
     return -1;
 }
 
@@ -404,6 +425,134 @@ static void report(model *m, const bench_opts *o, const device_stats *ds, const 
     warn_spread("bandwidth", &bws, "other load on the machine or CPU frequency scaling");
 }
 
+/* ------------------------------------------------------ speculative decoding */
+
+/* Greedy generation of ng tokens after prompt[0..np), plain (dp NULL) or
+ * with the drafter dp: its tokens in out, tokens/s after the first (which
+ * comes from the prompt's logits) in *tps, the drafter's stats in *st. */
+static int time_greedy(model *m, const int32_t *prompt, int np, int ng, const spec_params *dp, float *logits,
+                       int32_t *out, double *tps, spec_stats *st, char *err, size_t errlen)
+{
+    sampler_params sp = sampler_default_params();
+    sp.temp = 0.0f;
+    sampler *s = sampler_create(&sp, model_hp(m)->n_vocab);
+    spec_ctx *c = NULL;
+    int rc = -1;
+    memset(st, 0, sizeof *st);
+    if (!s) { snprintf(err, errlen, "out of memory"); return -1; }
+    model_rewind(m, 0);
+    if (model_forward(m, prompt, np, logits, false, err, errlen)) goto out;
+    for (int i = 0; i < np; i++) sampler_accept(s, prompt[i]);
+    if (dp && !(c = spec_create(m, s, dp, prompt, np, err, errlen))) goto out;
+    const double t0 = cli_now();
+    out[0] = sampler_sample(s, logits);
+    sampler_accept(s, out[0]);
+    if (c && spec_push(c, out[0])) { snprintf(err, errlen, "out of memory"); goto out; }
+    for (int n = 1; n < ng;) {
+        if (c) {
+            int32_t o[1 + SPEC_MAX_DRAFT];
+            int k = 0;
+            if (spec_step(c, o, &k, NULL, err, errlen)) goto out;
+            for (int i = 0; i < k && n < ng; i++) out[n++] = o[i];
+        } else {
+            if (model_forward(m, &out[n - 1], 1, logits, false, err, errlen)) goto out;
+            out[n] = sampler_sample(s, logits);
+            sampler_accept(s, out[n++]);
+        }
+    }
+    *tps = (double)(ng - 1) / (cli_now() - t0);
+    if (c) *st = spec_get_stats(c);
+    rc = 0;
+out:
+    spec_free(c);
+    sampler_free(s);
+    return rc;
+}
+
+/* The --draft comparison: plain and speculative greedy runs in turn, the
+ * same tokens from both, each figure the median of reps. 0, 1 when the
+ * tokens differ (said on stderr), -1 on a failure (in err). */
+static int bench_draft(cli_model *cm, const bench_opts *o, const int32_t *bench_tok, float *logits, char *err,
+                       size_t errlen)
+{
+    model *m = cm->m;
+    int32_t *ids = NULL, *a = NULL, *b = NULL;
+    size_t n_ids = 0;
+    double *runs = malloc((size_t)o->reps * 2 * sizeof *runs);
+    int rc = -1;
+    if (o->draft_prompt) {
+        if (tokenizer_encode(loader_tokenizer(cm->pack), o->draft_prompt, strlen(o->draft_prompt), true, false, &ids,
+                             &n_ids) || n_ids == 0) {
+            snprintf(err, errlen, "--draft-prompt gives no tokens");
+            goto out;
+        }
+    } else {
+        n_ids = (size_t)o->np;
+        ids = malloc(n_ids * sizeof *ids);
+        if (ids) memcpy(ids, bench_tok, n_ids * sizeof *ids);
+    }
+    if (o->draft_warmup > 0 && ids) {
+        const long w = o->draft_warmup, have = model_n_ctx(m) - (long)n_ids;
+        if (w + 2 > have) {
+            snprintf(err, errlen, "--draft-warmup %ld after a %zu-token prompt leaves no room in the context of %d (-c N)",
+                     w, n_ids, model_n_ctx(m));
+            goto out;
+        }
+        int32_t *g = realloc(ids, (n_ids + (size_t)w + 1) * sizeof *ids);
+        if (!g) { snprintf(err, errlen, "out of memory"); goto out; }
+        ids = g;
+        double t;
+        spec_stats st0;
+        if (time_greedy(m, ids, (int)n_ids, (int)w, NULL, logits, ids + n_ids, &t, &st0, err, errlen)) goto out;
+        n_ids += (size_t)w;
+    }
+    long ng = o->ng;
+    const long room = model_n_ctx(m) - (long)n_ids;
+    if (room < 2) { snprintf(err, errlen, "the --draft prompt (%zu tokens) leaves no room in the context", n_ids); goto out; }
+    if (ng > room) ng = room;
+    a = malloc((size_t)ng * sizeof *a);
+    b = malloc((size_t)ng * sizeof *b);
+    if (!ids || !a || !b || !runs) { snprintf(err, errlen, "out of memory"); goto out; }
+    spec_stats st = { 0 }, sum = { 0 };
+    for (int r = 0; r < (int)o->reps; r++) {
+        if (time_greedy(m, ids, (int)n_ids, (int)ng, NULL, logits, a, &runs[r], &st, err, errlen) ||
+            time_greedy(m, ids, (int)n_ids, (int)ng, &o->draft, logits, b, &runs[o->reps + r], &st, err, errlen))
+            goto out;
+        sum.steps += st.steps;
+        sum.drafted += st.drafted;
+        sum.accepted += st.accepted;
+        if (memcmp(a, b, (size_t)ng * sizeof *a) != 0) {
+            long at = 0;
+            while (a[at] == b[at]) at++;
+            fprintf(stderr, "strata bench: speculative decoding changed the greedy output at token %ld (%d, plain %d)\n",
+                    at, b[at], a[at]);
+            rc = 1;
+            goto out;
+        }
+    }
+    const stats_summary plain = stats_summarize(runs, (int)o->reps), spec = stats_summarize(runs + o->reps, (int)o->reps);
+    printf("draft ngram (at most %d a step), %zu-token prompt (%ld of them the model's own continuation), %ld tokens "
+           "greedy:\n", o->draft.max_draft, n_ids, o->draft_warmup, ng);
+    printf("  plain       %.1f tokens/s", plain.median);
+    print_runs(&plain, 1);
+    printf("\n  speculative %.1f tokens/s", spec.median);
+    print_runs(&spec, 1);
+    printf("\n  speed-up %.2fx; %ld of %ld guessed tokens kept (%.1f %%), %.2f tokens a forward pass; the same tokens\n",
+           plain.median > 0 ? spec.median / plain.median : 0.0, sum.accepted, sum.drafted,
+           sum.drafted ? 100.0 * (double)sum.accepted / (double)sum.drafted : 0.0,
+           sum.steps ? (double)(sum.steps + sum.accepted) / (double)sum.steps : 0.0);
+    fflush(stdout);
+    warn_spread("plain greedy decode", &plain, "other load on the machine or too few tokens (raise -n)");
+    warn_spread("speculative decode", &spec, "other load on the machine or too few tokens (raise -n)");
+    rc = 0;
+out:
+    free(ids);
+    free(a);
+    free(b);
+    free(runs);
+    return rc;
+}
+
 int cmd_bench(int argc, char **argv)
 {
     bench_opts o;
@@ -438,6 +587,11 @@ int cmd_bench(int argc, char **argv)
     report(cm.m, &o, &ds, &ds0, stats_summarize(runs, reps), stats_summarize(runs + reps, reps), runs + 2 * reps,
            cm.tier, &ts0, &ts1);
     rc = cli_save_routing(&cm, &o.dev) ? 1 : 0;
+    if (rc == 0 && o.draft.kind != SPEC_NONE) {
+        const int dr = bench_draft(&cm, &o, tok, logits, err, sizeof err);
+        if (dr < 0) goto fail;
+        if (dr > 0) rc = 1;
+    }
     goto out;
 fail:
     fprintf(stderr, "strata: %s\n", err);

@@ -133,13 +133,13 @@ static void usage(FILE *fp)
     fprintf(fp, "usage: strata run PACK -p TEXT [-n N] [--temp T] [--top-p P] [--top-k K] [--min-p P]\n"
                 "                  [--seed S] [-t|--threads N] [-c|--ctx N] [--kv-type f16|f32] [--logits-out FILE]\n"
                 "                  [--device auto|cpu|cuda] [--vram-reserve SIZE] [--miss cpu|pcie|auto]\n"
-                "                  [--profile FILE] [--record-routing FILE]\n"
+                "                  [--profile FILE] [--record-routing FILE] [--draft none|ngram] [--draft-max N]\n"
                 "  Streams the continuation of TEXT to stdout (N tokens, default 64; stops at EOS or\n"
                 "  at the end of the context, -c N, default the model's trained context), then one\n"
                 "  line of timings on stderr.\n"
                 "  --temp 0 is greedy. --logits-out writes the f32 logits of every evaluated\n"
                 "  position (prompt rows, then one row per generated token) as raw little-endian f32.\n"
-                DEVICE_HELP);
+                DRAFT_HELP DEVICE_HELP);
 }
 
 typedef struct run_opts {
@@ -147,6 +147,7 @@ typedef struct run_opts {
     long n, threads, seed, ctx;
     kv_type kv;
     sampler_params sp;
+    spec_params draft;
     device_opts dev;
 } run_opts;
 
@@ -157,6 +158,7 @@ static int parse(run_opts *o, int argc, char **argv)
     o->threads = 0;
     o->kv = KV_F16;
     device_opts_default(&o->dev);
+    cli_draft_default(&o->draft);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double d;
@@ -166,6 +168,7 @@ static int parse(run_opts *o, int argc, char **argv)
         if (!v) return cli_opt_bad("run", a, NULL);
         i++;
         int dr = cli_device_arg("run", &o->dev, a, v);
+        if (dr == 0) dr = cli_draft_arg("run", &o->draft, a, v);
         if (dr < 0) return -1;
         if (dr > 0) continue;
         if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
@@ -209,6 +212,8 @@ int cmd_run(int argc, char **argv)
     size_t n_ids = 0;
     float *logits = NULL;
     sampler *s = NULL;
+    spec_ctx *sc = NULL;
+    float *rows = NULL;
     FILE *lf = NULL;
     char err[512] = "write failed", piece[256];
     int rc = 1;
@@ -240,9 +245,36 @@ int cmd_run(int argc, char **argv)
     t_prompt = cli_now() - t0;
     const float *last = lf ? logits + (n_ids - 1) * (size_t)nv : logits;
     int full = 0;
+    if (o.draft.kind != SPEC_NONE) {
+        sc = spec_create(cm.m, s, &o.draft, ids, (int)n_ids, err, sizeof err);
+        rows = malloc((size_t)(1 + SPEC_MAX_DRAFT) * (size_t)nv * sizeof *rows);
+        if (!sc || !rows) { fprintf(stderr, "strata: %s\n", sc ? "out of memory" : err); goto out; }
+    }
+    /* plain decoding: one forward per token. With a draft, spec_step gives
+     * one or more tokens per batched forward, and out[i]'s row is written
+     * just before it is taken, as plain decoding writes each step's row. */
+    int32_t out_t[1 + SPEC_MAX_DRAFT];
+    int n_out = 0, at = 0;
     for (long i = 0; i < o.n; i++) {
-        int32_t t = sampler_sample(s, last);
-        sampler_accept(s, t);
+        int32_t t;
+        if (i == 0) {
+            t = sampler_sample(s, last);
+            sampler_accept(s, t);
+            if (sc && spec_push(sc, t)) { fprintf(stderr, "strata: out of memory\n"); goto out; }
+        } else if (sc) {
+            if (at == n_out) {
+                if (spec_step(sc, out_t, &n_out, lf ? rows : NULL, err, sizeof err)) {
+                    fprintf(stderr, "\nstrata: %s\n", err);
+                    goto out;
+                }
+                at = 0;
+            }
+            if (write_rows(lf, rows + (size_t)at * nv, (size_t)nv)) { fprintf(stderr, "\nstrata: %s\n", err); goto out; }
+            t = out_t[at++];
+        } else {
+            t = sampler_sample(s, last);
+            sampler_accept(s, t);
+        }
         if (t == tokenizer_eos(tk)) break;
         int len = tokenizer_piece(tk, t, false, piece, sizeof piece);
         if (len > 0) fwrite(piece, 1, (size_t)len < sizeof piece ? (size_t)len : sizeof piece, stdout);
@@ -251,7 +283,8 @@ int cmd_run(int argc, char **argv)
         if (i + 1 == o.n) break;
         /* a full context is where generation ends, as at EOS: the text so
          * far is the answer, not a failure */
-        if (model_n_past(cm.m) >= n_ctx) { full = 1; break; }
+        if ((!sc || at == n_out) && model_n_past(cm.m) >= n_ctx) { full = 1; break; }
+        if (sc) continue;
         if (model_forward(cm.m, &t, 1, logits, false, err, sizeof err) || write_rows(lf, logits, (size_t)nv)) {
             fprintf(stderr, "\nstrata: %s\n", err);
             goto out;
@@ -268,6 +301,14 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "strata run: prompt %zu tokens, %.1f tokens/s; generation %ld tokens, %.1f tokens/s\n", n_ids,
                 t_prompt > 0 ? (double)n_ids / t_prompt : 0.0, n_gen,
                 n_gen > 1 && t_gen > 0 ? (double)(n_gen - 1) / t_gen : 0.0);
+        if (sc) {
+            const spec_stats ss = spec_get_stats(sc);
+            fprintf(stderr,
+                    "strata run: draft %s: %ld of %ld guessed tokens kept (%.1f %%), %.2f tokens a forward pass "
+                    "over %ld passes\n",
+                    "ngram", ss.accepted, ss.drafted, ss.drafted ? 100.0 * (double)ss.accepted / (double)ss.drafted : 0.0,
+                    ss.steps ? (double)(ss.steps + ss.accepted) / (double)ss.steps : 0.0, ss.steps);
+        }
         if (cm.tier) {
             tier_stats ts;
             tier_get_stats(cm.tier, &ts);
@@ -282,6 +323,8 @@ int cmd_run(int argc, char **argv)
     rc = cli_save_routing(&cm, &o.dev) ? 1 : 0;
 out:
     if (lf && fclose(lf) != 0 && rc == 0) { fprintf(stderr, "strata: %s: write failed\n", o.logits_out); rc = 1; }
+    spec_free(sc);
+    free(rows);
     sampler_free(s);
     free(logits);
     free(ids);

@@ -13,6 +13,7 @@ struct spec_ctx {
     int32_t *hist;
     int n_hist, cap_hist;
     float *logits;              /* (1 + SPEC_MAX_DRAFT) rows */
+    int cur;                    /* this step's draft length, 1..max_draft */
     spec_stats st;
 };
 
@@ -39,12 +40,13 @@ int spec_ngram_draft(const int32_t *hist, int n, int ngram_min, int ngram_max, i
         /* the most recent earlier occurrence: starts at n - len - 1 and back */
         for (int at = n - len - 1; at >= 0; at--) {
             if (memcmp(hist + at, suf, (size_t)len * sizeof *hist) != 0) continue;
-            int k = 0;
-            while (k < max_draft && at + len + k < n) {
-                out[k] = hist[at + len + k];
-                k++;
-            }
-            return k;
+            /* the text from the match on repeats with period n - len - at: past
+             * the history's end the draft goes on with what it drafted (a run
+             * of one token drafts that token max_draft times, not once) */
+            const int period = n - len - at;
+            for (int k = 0; k < max_draft; k++)
+                out[k] = at + len + k < n ? hist[at + len + k] : out[k - period];
+            return max_draft;
         }
     }
     return 0;
@@ -75,6 +77,7 @@ spec_ctx *spec_create(model *m, sampler *s, const spec_params *p, const int32_t 
     }
     if (n_prompt > 0) memcpy(c->hist, prompt, (size_t)n_prompt * sizeof *prompt);
     c->n_hist = n_prompt;
+    c->cur = p->max_draft < 2 ? p->max_draft : 2;
     model_exact_rows(m, true);
     return c;
 }
@@ -98,7 +101,7 @@ int spec_step(spec_ctx *c, int32_t *out, int *n_out, float *rows, char *err, siz
     int32_t in[1 + SPEC_MAX_DRAFT];
     in[0] = c->hist[c->n_hist - 1];
     const int base = model_n_past(c->m);
-    int room = model_n_ctx(c->m) - base - 1, max = c->p.max_draft < room ? c->p.max_draft : room;
+    int room = model_n_ctx(c->m) - base - 1, max = c->cur < room ? c->cur : room;
     int k = 0;
     if (c->p.kind == SPEC_NGRAM && max > 0)
         k = spec_ngram_draft(c->hist, c->n_hist, c->p.ngram_min, c->p.ngram_max, max, in + 1);
@@ -121,6 +124,11 @@ int spec_step(spec_ctx *c, int32_t *out, int *n_out, float *rows, char *err, siz
     }
     /* the cache keeps the input and the guesses that held */
     model_rewind(c->m, base + n);
+    /* Each guess costs a row of the batch, and on an MoE the experts its
+     * token routes to: the draft grows by 2 while every guess holds and
+     * shrinks by 1 when one fails (as Hugging Face's assisted generation). */
+    if (k > 0) c->cur = kept == k ? (c->cur + 2 < c->p.max_draft ? c->cur + 2 : c->p.max_draft)
+                                  : (c->cur > 1 ? c->cur - 1 : 1);
     c->st.steps++;
     c->st.drafted += k;
     c->st.accepted += kept;

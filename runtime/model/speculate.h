@@ -7,8 +7,11 @@
  * Contract:
  *  - Drafters: SPEC_NGRAM (prompt lookup): the longest suffix of the
  *    history, ngram_max tokens down to ngram_min, that occurred earlier;
- *    the tokens after its most recent earlier occurrence are the draft (up
- *    to max_draft). spec_ngram_draft() is that lookup alone. SPEC_FN: the
+ *    the tokens after its most recent earlier occurrence are the draft,
+ *    read on periodically past the history's end (the match and the
+ *    suffix a period apart: "x y x y" drafts "x y x ..."; up
+ *    to the step's length: 2 at first, 2 more after a step whose guesses
+ *    all held, 1 less after one that failed, within 1..max_draft). spec_ngram_draft() is that lookup alone. SPEC_FN: the
  *    caller's function (tests give a known continuation with errors).
  *  - The history's last token is the one the caller sampled last and the
  *    model has not seen: spec_push() the first (from the prompt's logits);
@@ -60,8 +63,9 @@ typedef struct spec_stats {
     long drafted, accepted;     /* guesses made, guesses kept */
 } spec_stats;
 
-/* Up to max_draft tokens after the most recent earlier occurrence of the
- * longest suffix of hist[0..n) (ngram_max down to ngram_min tokens). */
+/* max_draft tokens after the most recent earlier occurrence of the
+ * longest suffix of hist[0..n) (ngram_max down to ngram_min tokens), read
+ * on with its period past the end; 0 when no such suffix recurs. */
 int spec_ngram_draft(const int32_t *hist, int n, int ngram_min, int ngram_max, int max_draft, int32_t *out);
 
 typedef struct spec_ctx spec_ctx;

@@ -1147,7 +1147,7 @@ static void test_matmul(void **st)
             assert_int_equal(weight_check(&ws[k], "w", err, sizeof err), 0);
             for (int t = 1; t <= 3; t++) {
                 pool *p = pool_create(t);
-                mm_ctx c = { kernels_get(simd), p, malloc((size_t)t * MM_TILE * C * sizeof(float)), MM_TILE * C, NULL, 0, 0 };
+                mm_ctx c = { kernels_get(simd), p, malloc((size_t)t * MM_TILE * C * sizeof(float)), MM_TILE * C, NULL, 0, 0, 0 };
                 float y[B * R], yv[R];
                 mm_mul(&c, &ws[k], x, B, y);
                 mm_mul(&c, &ws[k], x + 2 * C, 1, yv);
@@ -1198,7 +1198,7 @@ static void test_matmul2_equals_two(void **st)
         for (int t = 1; t <= 3; t++) {
             pool *p = pool_create(t);
             mm_ctx c = { kernels_get(simd), p, malloc((size_t)t * MM_TILE * C * sizeof(float)), MM_TILE * C,
-                         qbuf, MM_QBUF_BYTES(1, C), 0 };
+                         qbuf, MM_QBUF_BYTES(1, C), 0, 0 };
             float y0[R], y1[R], z0[R], z1[R];
             mm_mul(&c, &w[0], x, 1, y0);
             mm_mul(&c, &w[1], x, 1, y1);
@@ -1266,7 +1266,7 @@ static void test_matmulv_equals_each(void **st)
         for (int t = 1; t <= 3; t++) {
             pool *p = pool_create(t);
             mm_ctx c = { tabs[tb], p, malloc((size_t)t * MM_TILE * C2 * sizeof(float)), MM_TILE * C2, qbuf,
-                         MM_QBUF_BYTES(4, C2), 0 };
+                         MM_QBUF_BYTES(4, C2), 0, 0 };
             for (int l = 0; l < NL; l++) {
                 float y[NI][RA], z[NI][RA];
                 mm_vec v[NI];

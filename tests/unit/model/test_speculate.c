@@ -20,10 +20,11 @@ static void test_ngram_lookup(void **st)
 {
     (void)st;
     int32_t out[8];
-    /* 1 2 3 4 | 9 | 1 2 3 -> suffix "1 2 3" recurs at 0: draft 4 9 1 2 3 */
+    /* 1 2 3 4 | 9 | 1 2 3 -> suffix "1 2 3" recurs at 0: draft 4 9 1 2 3,
+     * then on with the period 5: 4 9 1 */
     const int32_t h1[] = { 1, 2, 3, 4, 9, 1, 2, 3 };
-    assert_int_equal(spec_ngram_draft(h1, 8, 2, 4, 8, out), 5);
-    const int32_t w1[] = { 4, 9, 1, 2, 3 };
+    assert_int_equal(spec_ngram_draft(h1, 8, 2, 4, 8, out), 8);
+    const int32_t w1[] = { 4, 9, 1, 2, 3, 4, 9, 1 };
     assert_memory_equal(out, w1, sizeof w1);
     assert_int_equal(spec_ngram_draft(h1, 8, 2, 4, 2, out), 2);
     assert_memory_equal(out, w1, 2 * sizeof *out);
@@ -40,9 +41,14 @@ static void test_ngram_lookup(void **st)
     /* no recurring suffix of 2 or more; a single token recurs but ngram_min is 2 */
     const int32_t h4[] = { 1, 2, 3, 4, 5, 3 };
     assert_int_equal(spec_ngram_draft(h4, 6, 2, 4, 8, out), 0);
-    assert_int_equal(spec_ngram_draft(h4, 6, 1, 4, 8, out), 3); /* "3" recurs at 2: 4 5 3 */
-    assert_int_equal(out[0], 4);
+    assert_int_equal(spec_ngram_draft(h4, 6, 1, 4, 4, out), 4); /* "3" recurs at 2: 4 5 3, then 4 */
+    const int32_t w4[] = { 4, 5, 3, 4 };
+    assert_memory_equal(out, w4, sizeof w4);
     assert_int_equal(spec_ngram_draft(h4, 0, 1, 4, 8, out), 0);
+    /* a run of one token drafts that token throughout */
+    const int32_t h5[] = { 8, 7, 7, 7 };
+    assert_int_equal(spec_ngram_draft(h5, 4, 2, 4, 5, out), 5);
+    for (int i = 0; i < 5; i++) assert_int_equal(out[i], 7);
 }
 
 static void test_greedy_shipped(void **st)

@@ -1,0 +1,54 @@
+#!/bin/sh
+# e2e_speculate.sh: speculative decoding from the command line on the
+# shipped model's pack (built here by iq3pack: IQ3 experts, the other
+# tensors as the GGUF has them):
+#  - `run --draft ngram` on a prompt that repeats itself gives the text of
+#    plain greedy decoding and the same --logits-out rows, byte for byte,
+#    at --draft-max 1, 3 and 16, and says how many guesses it kept (some);
+#    with --temp 0.8 it runs and keeps some too;
+#  - a context that fills up ends the same way with and without drafts;
+#  - `bench --draft ngram` prints its comparison and "the same tokens";
+#  - bad values of --draft, --draft-max and --draft-prompt without --draft
+#    are refused with one line and exit 2.
+set -u
+BIN=${STRATA_BIN:?STRATA_BIN is not set}
+G=$(cd "$(dirname "$0")/../.." && pwd)/models/tiny-moe/tiny-moe.gguf
+[ -f "$G" ] || { echo "FAIL: $G is missing (it is part of the repository)"; exit 1; }
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/strata-e2e-spec-XXXXXX") || exit 1
+trap 'rm -rf "$TMP"' EXIT INT TERM
+fails=0
+bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
+
+"$BIN/iq3pack" build "$G" -o "$TMP/p" >/dev/null 2>&1 || { echo "FAIL: build"; exit 1; }
+P="Once upon a time, Tom had a red ball. Tom liked the red ball. One day, Tom had a red ball"
+"$BIN/strata" run "$TMP/p" -p "$P" -n 80 --temp 0 -t 2 --logits-out "$TMP/plain.f32" >"$TMP/plain.txt" 2>"$TMP/plain.err" ||
+    bad "plain run: $(cat "$TMP/plain.err")"
+for k in 1 3 16; do
+    "$BIN/strata" run "$TMP/p" -p "$P" -n 80 --temp 0 -t 2 --draft ngram --draft-max $k --logits-out "$TMP/d$k.f32" \
+        >"$TMP/d$k.txt" 2>"$TMP/d$k.err" || { bad "run --draft-max $k: $(cat "$TMP/d$k.err")"; continue; }
+    cmp -s "$TMP/plain.txt" "$TMP/d$k.txt" || bad "--draft-max $k: text differs: '$(cat "$TMP/d$k.txt")' against '$(cat "$TMP/plain.txt")'"
+    cmp -s "$TMP/plain.f32" "$TMP/d$k.f32" || bad "--draft-max $k: --logits-out differs from plain decoding's"
+    kept=$(sed -n 's/.*draft ngram: \([0-9]*\) of \([0-9]*\) guessed.*/\1/p' "$TMP/d$k.err")
+    [ -n "$kept" ] && [ "$kept" -gt 0 ] || bad "--draft-max $k: no guess kept: $(cat "$TMP/d$k.err")"
+    echo "draft-max $k: $(grep 'draft ngram' "$TMP/d$k.err")"
+done
+"$BIN/strata" run "$TMP/p" -p "$P" -n 60 --temp 0.8 --seed 3 -t 2 --draft ngram >"$TMP/s.txt" 2>"$TMP/s.err" ||
+    bad "sampled run: $(cat "$TMP/s.err")"
+[ -s "$TMP/s.txt" ] || bad "sampled run printed nothing"
+grep -q "draft ngram: [0-9]* of [0-9]* guessed" "$TMP/s.err" || bad "sampled run: no draft line: $(cat "$TMP/s.err")"
+# a context of 48 tokens fills during generation: both stop at its end with the same text
+"$BIN/strata" run "$TMP/p" -p "$P" -n 80 -c 48 --temp 0 -t 2 >"$TMP/c0.txt" 2>"$TMP/c0.err" || bad "plain -c 48"
+"$BIN/strata" run "$TMP/p" -p "$P" -n 80 -c 48 --temp 0 -t 2 --draft ngram >"$TMP/c1.txt" 2>"$TMP/c1.err" || bad "draft -c 48: $(cat "$TMP/c1.err")"
+cmp -s "$TMP/c0.txt" "$TMP/c1.txt" || bad "-c 48: texts differ: '$(cat "$TMP/c1.txt")' against '$(cat "$TMP/c0.txt")'"
+grep -q "stopped at the end of the context" "$TMP/c1.err" || bad "-c 48 with a draft: no end-of-context line: $(cat "$TMP/c1.err")"
+"$BIN/strata" bench "$TMP/p" -p 16 -n 48 -r 2 -t 2 --draft ngram --draft-prompt "$P" >"$TMP/b.txt" 2>"$TMP/b.err" ||
+    bad "bench --draft: $(cat "$TMP/b.err")"
+grep -q "speed-up [0-9.]*x; [0-9]* of [0-9]* guessed tokens kept.*the same tokens" "$TMP/b.txt" || bad "bench --draft: $(cat "$TMP/b.txt")"
+grep "speed-up" "$TMP/b.txt"
+for args in "--draft mtp" "--draft-max 0" "--draft-max 17" "--draft-prompt x"; do
+    "$BIN/strata" bench "$TMP/p" $args >"$TMP/o" 2>"$TMP/e"; rc=$?
+    [ $rc -eq 2 ] && [ "$(wc -l <"$TMP/e")" -ge 1 ] && grep -q "^strata bench: .*draft" "$TMP/e" || bad "bench $args: exit $rc, '$(head -1 "$TMP/e")'"
+done
+"$BIN/strata" run "$TMP/p" -p x --draft fast >"$TMP/o" 2>"$TMP/e"; rc=$?
+[ $rc -eq 2 ] && grep -q "^strata run: --draft takes none or ngram, got 'fast'" "$TMP/e" || bad "run --draft fast: exit $rc, '$(head -1 "$TMP/e")'"
+[ $fails -eq 0 ] && echo "PASS" || { echo "$fails failure(s)"; exit 1; }
