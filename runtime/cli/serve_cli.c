@@ -26,7 +26,7 @@ static void usage(FILE *fp, const serve_engine_hooks *hooks)
         "usage: strata serve PACK [--host 127.0.0.1] [--port 8080] [--api-key KEY]\n"
         "                         [--parallel N] [--queue N] [--ctx N] [--chat-template NAME]\n"
         "                         [--cors ORIGIN] [--max-body BYTES] [--no-prompt-cache]\n"
-        "                         [--strict-max-tokens]\n"
+        "                         [--strict-max-tokens] [--draft none|ngram] [--draft-max N]\n"
         "  Serves PACK over OpenAI- and Anthropic-compatible HTTP APIs (docs/server.md).\n"
         "  --host          name or IPv4/IPv6 address to bind: localhost, 0.0.0.0, ::1 (default 127.0.0.1:\n"
         "                  this machine only)\n"
@@ -51,6 +51,9 @@ static void usage(FILE *fp, const serve_engine_hooks *hooks)
         "  --strict-max-tokens  refuse (400) a max_tokens the context cannot hold after the prompt\n"
         "                  (default: the answer ends where the context does, finish_reason \"length\"\n"
         "                  / stop_reason \"max_tokens\"; clients such as Claude Code ask for 32000)\n"
+        "  --draft, --draft-max  the default of requests that do not say (\"draft\": \"ngram\" | \"none\",\n"
+        "                  \"draft_max\": N in a request body); their counters appear in /metrics:\n"
+        DRAFT_HELP
         "  [--device auto|cpu|cuda] [--vram-reserve SIZE] [--miss cpu|pcie|auto] [--profile FILE]\n"
         "  [--record-routing FILE] (written when the server stops; the GPU expert cache's counters\n"
         "  appear in /metrics):\n"
@@ -78,6 +81,7 @@ typedef struct serve_opts {
     bool          no_prompt_cache;
     long          threads;
     device_opts   dev;
+    spec_params   draft;
     const serve_engine_hooks *hooks; /* NULL: the pack's model */
 } serve_opts;
 
@@ -87,6 +91,7 @@ static int parse_args(int argc, char **argv, serve_opts *o)
     const serve_engine_hooks *hooks = o->hooks;
     o->cfg.port = 8080;
     device_opts_default(&o->dev);
+    cli_draft_default(&o->draft);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long x;
@@ -108,6 +113,9 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         int dr = device_parse_arg(&o->dev, a, v, derr, sizeof derr);
         if (dr < 0) { fprintf(stderr, "strata serve: %s\n", derr); return 2; }
         if (dr > 0) continue;
+        dr = cli_draft_arg("serve", &o->draft, a, v);
+        if (dr < 0) return 2;
+        if (dr > 0) { o->cfg.draft_max = o->draft.kind == SPEC_NONE ? 0 : o->draft.max_draft; continue; }
         if (!strcmp(a, "--host")) o->cfg.host = v;
         else if (!strcmp(a, "--api-key")) o->cfg.api_key = v;
         else if (!strcmp(a, "--chat-template")) o->cfg.chat_template = v;

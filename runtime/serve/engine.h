@@ -49,6 +49,8 @@ typedef struct engine_sampling {
     float              presence_penalty, frequency_penalty; /* OpenAI's, over the tokens generated (0: off) */
     float              min_p;          /* 0: off */
     float              repeat_penalty; /* llama.cpp's, over the last 64 tokens generated; 0 or 1: off */
+    int                draft_max;   /* speculative decoding: n-gram guesses at most a step (runtime/model/speculate.h);
+                                     * 0: none. Off under a mask. */
     const int32_t     *bias_id;     /* logit_bias: n_bias token ids (each < n_vocab) and the bias added to each */
     const float       *bias;
     int                n_bias;

@@ -12,6 +12,7 @@
 #include "formats/gguf.h"
 #include "runtime/model/loader.h"
 #include "runtime/model/sampler.h"
+#include "runtime/model/speculate.h"
 #include "runtime/tokenizer/tokenizer.h"
 
 /* ------------------------------------------------------------------------
@@ -34,6 +35,7 @@ typedef struct model_engine {
     bool            *busy;
     const char      *record;   /* --record-routing FILE or NULL */
     device_stats     dstats;   /* snapshot for /metrics, guarded by mu */
+    spec_stats       draft;    /* speculative decoding's counters over every session, guarded by mu */
     struct slot_ids {          /* per context: the ids its KV cache holds, in order */
         int32_t *ids;
         size_t   n, cap;
@@ -52,6 +54,14 @@ struct engine_session {
     size_t        reused;      /* prompt tokens the context already held */
     engine_mask   mask;        /* fill NULL: none */
     uint8_t      *allow;       /* n_vocab, with a mask */
+    /* speculative decoding (draft_max > 0, no mask): each step's tokens are
+     * handed out one per me_step from out[at..n_out), rows[i] the logits
+     * that produced out[i] (for logprobs) */
+    spec_ctx     *spec;
+    spec_stats    spec_seen;   /* what has been added to me->draft already */
+    float        *rows;
+    int32_t       out[1 + SPEC_MAX_DRAFT];
+    int           at, n_out;
 };
 
 /* ------------------------------------------------------------------------
@@ -219,10 +229,21 @@ static void me_device_metrics(void *self, char *buf, size_t bufsz)
              d.on_gpu, d.n_slots, (unsigned long long)c->accesses, (unsigned long long)c->hits, d.hit_rate,
              (unsigned long long)c->miss_cpu, (unsigned long long)c->miss_pcie, (unsigned long long)c->bytes,
              c->miss_seconds, (unsigned long long)c->miss_timed);
+    pthread_mutex_lock(&me->mu);
+    const spec_stats ds = me->draft;
+    pthread_mutex_unlock(&me->mu);
+    size_t k = strlen(buf);
+    snprintf(buf + k, bufsz > k ? bufsz - k : 0,
+             "# HELP strata_draft_tokens_total Tokens speculative decoding guessed, and those the model kept.\n"
+             "# TYPE strata_draft_tokens_total counter\nstrata_draft_tokens_total{kept=\"any\"} %ld\n"
+             "strata_draft_tokens_total{kept=\"yes\"} %ld\n"
+             "# HELP strata_draft_passes_total Forward passes of speculative decoding (each gives 1 + its kept guesses).\n"
+             "# TYPE strata_draft_passes_total counter\nstrata_draft_passes_total %ld\n",
+             ds.drafted, ds.accepted, ds.steps);
     if (!me->tier) return;
     tier_stats t;
     tier_get_stats(me->tier, &t);
-    const size_t k = strlen(buf);
+    k = strlen(buf);
     snprintf(buf + k, bufsz > k ? bufsz - k : 0,
              "# HELP strata_expert_tier_slots Routed experts the RAM tier holds (the others are read from experts.bin).\n"
              "# TYPE strata_expert_tier_slots gauge\nstrata_expert_tier_slots %d\n"
@@ -253,6 +274,8 @@ static void give_slot(model_engine *me, int i)
 static void me_end(engine_session *s)
 {
     if (!s) return;
+    spec_free(s->spec); /* before the context goes back: it resets the context's exact rows */
+    free(s->rows);
     if (s->slot >= 0) give_slot(s->me, s->slot);
     sampler_free(s->smp);
     free(s->logits);
@@ -329,7 +352,73 @@ static engine_session *me_begin(void *self, const int32_t *prompt, size_t n_prom
     }
     s->reused = keep;
     snapshot_stats(me, s->slot);
+    if (sp->draft_max > 0 && !sp->mask) {
+        spec_params dp = spec_default_params();
+        dp.max_draft = sp->draft_max > SPEC_MAX_DRAFT ? SPEC_MAX_DRAFT : sp->draft_max;
+        s->spec = spec_create(m, s->smp, &dp, prompt, (int)n_prompt, err, errlen);
+        s->rows = s->n_probs > 0 ? malloc((size_t)(1 + SPEC_MAX_DRAFT) * (size_t)me->n_vocab * sizeof *s->rows) : NULL;
+        if (!s->spec || (s->n_probs > 0 && !s->rows)) {
+            if (s->spec) snprintf(err, errlen, "out of memory");
+            me_end(s);
+            return NULL;
+        }
+    }
     return s;
+}
+
+/* The counters of a session's drafts not yet in the engine's. */
+static void add_draft_stats(engine_session *s)
+{
+    const spec_stats now = spec_get_stats(s->spec);
+    pthread_mutex_lock(&s->me->mu);
+    s->me->draft.steps += now.steps - s->spec_seen.steps;
+    s->me->draft.drafted += now.drafted - s->spec_seen.drafted;
+    s->me->draft.accepted += now.accepted - s->spec_seen.accepted;
+    pthread_mutex_unlock(&s->me->mu);
+    s->spec_seen = now;
+}
+
+static void fill_logprobs(const float *logits, int nv, int n, engine_token *out);
+
+/* me_step with speculative decoding: the first token comes from the
+ * prompt's logits as without; later ones from spec_step, which evaluates
+ * the last token handed out with its guesses in one pass. The context then
+ * holds that token and the kept guesses (held_append); the last token out
+ * waits for the next pass, as `pending` does without drafts. */
+static int spec_me_step(engine_session *s, engine_token *out)
+{
+    model_engine *me = s->me;
+    memset(out, 0, sizeof *out);
+    if (!s->has_pending) { /* the first token */
+        out->id = sampler_sample(s->smp, s->logits);
+        sampler_accept(s->smp, out->id);
+        if (s->n_probs > 0) fill_logprobs(s->logits, me->n_vocab, s->n_probs, out);
+        if (spec_push(s->spec, out->id)) return -1;
+        s->pending = out->id;
+        s->has_pending = true;
+        return 0;
+    }
+    if (s->at == s->n_out) {
+        char err[256];
+        if (spec_step(s->spec, s->out, &s->n_out, s->rows, err, sizeof err) != 0) {
+            held_forget(me, s->slot);
+            return -1;
+        }
+        /* the context now holds the pending token and the n_out - 1 kept guesses */
+        if (held_append(me, s->slot, &s->pending, 1) != 0 ||
+            (s->n_out > 1 && held_append(me, s->slot, s->out, (size_t)s->n_out - 1) != 0)) {
+            held_forget(me, s->slot);
+            return -1;
+        }
+        s->at = 0;
+        s->pending = s->out[s->n_out - 1];
+        snapshot_stats(me, s->slot);
+        add_draft_stats(s);
+    }
+    out->id = s->out[s->at];
+    if (s->n_probs > 0) fill_logprobs(s->rows + (size_t)s->at * me->n_vocab, me->n_vocab, s->n_probs, out);
+    s->at++;
+    return 0;
 }
 
 static size_t me_cached(const engine_session *s) { return s->reused; }
@@ -358,6 +447,7 @@ static void fill_logprobs(const float *logits, int nv, int n, engine_token *out)
 
 static int me_step(engine_session *s, engine_token *out)
 {
+    if (s->spec) return spec_me_step(s, out);
     model_engine *me = s->me;
     model *m = me->slots[s->slot];
     /* The last sampled token is evaluated only when another one is wanted:

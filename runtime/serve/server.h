@@ -37,6 +37,8 @@ typedef struct server_config {
     size_t      max_body;      /* 0: 1 MiB */
     bool        strict_max_tokens; /* refuse (400) a max_tokens the context cannot hold; false:
                                     * the answer ends where the context does (finish "length") */
+    int         draft_max;     /* speculative decoding for requests that do not say ("draft"): n-gram guesses
+                                * at most a step, 0: none */
 } server_config;
 
 typedef struct server server;

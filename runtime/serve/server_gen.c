@@ -222,6 +222,7 @@ gen *server_gen_begin(server *s, const api_request *r, const prepared *p, char *
                       .top_k = r->top_k, .seed = seed, .presence_penalty = r->presence_penalty,
                       .frequency_penalty = r->frequency_penalty, .bias_id = r->bias_id, .bias = r->bias,
                       .n_bias = r->n_bias, .min_p = r->min_p, .repeat_penalty = r->repeat_penalty,
+                      .draft_max = r->draft_max >= 0 ? r->draft_max : s->draft_max,
                       .n_probs = r->logprobs ? (r->top_logprobs > 0 ? r->top_logprobs : 1) : 0 },
         .stops = (const char *const *)r->stops,
         .n_stops = r->n_stops,

@@ -33,6 +33,7 @@ struct server {
     int                parallel, queue, n_ctx_cfg;
     size_t             max_body;
     bool               strict_max_tokens;
+    int                draft_max;  /* server_config's: the default of requests that do not say */
     struct MHD_Daemon *daemon;
     int                port;
     metrics           *metrics;

@@ -8,6 +8,10 @@
 #    with --temp 0.8 it runs and keeps some too;
 #  - a context that fills up ends the same way with and without drafts;
 #  - `bench --draft ngram` prints its comparison and "the same tokens";
+#  - `serve --draft ngram --no-prompt-cache`: a greedy completion with logprobs equals the
+#    same request with "draft": "none" (text and logprobs), "draft": "ngram"
+#    with "draft_max": 2 too; /metrics counts the guesses, some kept; a bad
+#    "draft" is a 400 naming the field;
 #  - bad values of --draft, --draft-max and --draft-prompt without --draft
 #    are refused with one line and exit 2.
 set -u
@@ -15,7 +19,10 @@ BIN=${STRATA_BIN:?STRATA_BIN is not set}
 G=$(cd "$(dirname "$0")/../.." && pwd)/models/tiny-moe/tiny-moe.gguf
 [ -f "$G" ] || { echo "FAIL: $G is missing (it is part of the repository)"; exit 1; }
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/strata-e2e-spec-XXXXXX") || exit 1
-trap 'rm -rf "$TMP"' EXIT INT TERM
+tmp=$TMP
+pid=""
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$TMP"' EXIT INT TERM
+. "$(dirname "$0")/../lib/server.sh"
 fails=0
 bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
 
@@ -45,6 +52,36 @@ grep -q "stopped at the end of the context" "$TMP/c1.err" || bad "-c 48 with a d
     bad "bench --draft: $(cat "$TMP/b.err")"
 grep -q "speed-up [0-9.]*x; [0-9]* of [0-9]* guessed tokens kept.*the same tokens" "$TMP/b.txt" || bad "bench --draft: $(cat "$TMP/b.txt")"
 grep "speed-up" "$TMP/b.txt"
+# the server: its default --draft ngram, a request can turn it off or shorten it.
+# Without the prompt cache: a cached prefix re-evaluates the prompt's last
+# token alone, which moves later logits in their last bits (engine_model.h)
+"$BIN/strata" serve "$TMP/p" --port 0 -t 2 --draft ngram --no-prompt-cache >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+server_port 100
+server_healthy 300
+req() { # FILE EXTRA-JSON
+    curl -s -m 60 "$url/v1/completions" -H 'content-type: application/json' \
+        -d "{\"prompt\": \"$P\", \"max_tokens\": 40, \"temperature\": 0, \"logprobs\": 2$2}" >"$TMP/$1"
+}
+req r-default ""
+req r-none ', "draft": "none"'
+req r-two ', "draft": "ngram", "draft_max": 2'
+# the choice's text and logprobs as one JSON line, or nothing
+choice() { python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["choices"][0]; print(json.dumps([c["text"], c["logprobs"]]) if c["text"] else "")' "$1" 2>/dev/null; }
+b=$(choice "$TMP/r-none")
+[ -n "$b" ] || bad "serve: no text: $(cat "$TMP/r-none")"
+for r in r-default r-two; do
+    a=$(choice "$TMP/$r")
+    [ -n "$a" ] && [ "$a" = "$b" ] || bad "serve $r: text or logprobs differ from draft none: $(head -c 300 "$TMP/$r")"
+done
+curl -s "$url/metrics" >"$TMP/metrics"
+kept=$(sed -n 's/^strata_draft_tokens_total{kept="yes"} \([0-9]*\)$/\1/p' "$TMP/metrics")
+[ -n "$kept" ] && [ "$kept" -gt 0 ] || bad "serve: /metrics: no kept guesses: $(grep draft "$TMP/metrics")"
+grep "^strata_draft" "$TMP/metrics"
+code=$(curl -s -o "$TMP/r-bad" -w '%{http_code}' "$url/v1/completions" -H 'content-type: application/json' \
+    -d '{"prompt": "x", "max_tokens": 4, "draft": "fast"}')
+[ "$code" = 400 ] && grep -q 'draft must be' "$TMP/r-bad" || bad "serve: draft fast: $code $(cat "$TMP/r-bad")"
+kill "$pid"; wait "$pid" 2>/dev/null; pid=""
 for args in "--draft mtp" "--draft-max 0" "--draft-max 17" "--draft-prompt x"; do
     "$BIN/strata" bench "$TMP/p" $args >"$TMP/o" 2>"$TMP/e"; rc=$?
     [ $rc -eq 2 ] && [ "$(wc -l <"$TMP/e")" -ge 1 ] && grep -q "^strata bench: .*draft" "$TMP/e" || bad "bench $args: exit $rc, '$(head -1 "$TMP/e")'"
