@@ -23,6 +23,8 @@
 #include "pack/expert_src.h"
 #include "pack/packdir.h"
 #include "pack/packindex.h"
+#include "pack/shard.h"
+#include "formats/sha256.h"
 
 /* The hyperparameters the runtime needs, from the source's arch keys. */
 static json_t *hparams_json(const gguf_file *g)
@@ -247,6 +249,57 @@ static int refuse_arch(const char *src, const char *arch, char *e, size_t n)
     return -1;
 }
 
+int build_write_manifest(const pack_layout *L, const char *dir, char *err, size_t errlen)
+{
+    char *js = pack_layout_to_json(L);
+    char *mp = pack_path(dir, PACK_MANIFEST);
+    atomic_out ao;
+    int mrc = (js && mp) ? atomic_out_open(&ao, mp, err, errlen) : -1;
+    if (!js || !mp) snprintf(err, errlen, "out of memory");
+    if (mrc == 0) {
+        if (fputs(js, ao.fp) < 0 || fputc('\n', ao.fp) < 0) {
+            atomic_out_abort(&ao);
+            snprintf(err, errlen, "%s: write failed", PACK_MANIFEST);
+            mrc = -1;
+        } else {
+            mrc = atomic_out_commit(&ao, err, errlen);
+        }
+    }
+    free(js);
+    free(mp);
+    return mrc;
+}
+
+/* layout.json (the plan, for the merge) and shard.json into a shard's directory. */
+static int finish_shard(const build_opts *o, const pack_layout *L, const char *tmp, int l0, int l1, uint64_t lo,
+                        uint64_t hi, uint64_t eb, char *e, size_t n)
+{
+    char *pp = pack_path(tmp, SHARD_PART), *lp = pack_path(tmp, SHARD_LAYOUT), *js = pack_layout_to_json(L);
+    uint64_t bytes = 0;
+    uint32_t crc = 0;
+    char ish[65];
+    unsigned char dg[32];
+    int rc = pp && lp && js ? 0 : -1;
+    if (rc) snprintf(e, n, "out of memory");
+    if (!rc) rc = pack_file_crc32(pp, &bytes, &crc, e, n);
+    if (!rc && o->imatrix) {
+        if (sha256_file(o->imatrix, dg) != 0) { snprintf(e, n, "%s: %s", o->imatrix, strerror(errno)); rc = -1; }
+        else sha256_hex(dg, ish);
+    }
+    if (!rc) {
+        FILE *f = fopen(lp, "wx");
+        if (!f || fputs(js, f) < 0 || fputc('\n', f) < 0) rc = -1;
+        if (f && fclose(f) != 0) rc = -1;
+        if (rc) snprintf(e, n, "%s: cannot write", lp);
+    }
+    if (!rc) rc = shard_write_info(tmp, o->shard_k, o->shard_n, L, o->experts_keep ? "keep" : "iq3",
+                                   o->imatrix ? ish : NULL, l0, l1, lo, hi, eb, crc, e, n);
+    free(pp);
+    free(lp);
+    free(js);
+    return rc;
+}
+
 int pack_build(const build_opts *o, FILE *out, FILE *err)
 {
     char e[2048] = "";
@@ -278,11 +331,17 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
     L.files[PACK_DENSE].bytes = fb[0];
     L.files[PACK_EMBD].bytes = fb[1];
     L.files[PACK_EXPERTS].bytes = eb;
+    /* a shard: expert layers [l0, l1), experts.bin bytes [lo, hi); shard 0 writes the dense part too */
+    const int sharded = o->shard_n > 0, dense_here = !sharded || o->shard_k == 0;
+    int l0 = 0, l1 = L.n_layers;
+    uint64_t lo = 0, hi = eb;
+    if (sharded) shard_range(&L, eb, o->shard_k, o->shard_n, &l0, &l1, &lo, &hi);
     char stale[4096];
     if (packdir_find_stale(o->out, stale, sizeof stale))
         fprintf(err, "note: %s is left from an interrupted build of %s; remove it with: rm -r '%s'\n", stale, o->out,
                 stale);
-    if (!(tmp = packdir_begin(o->out, fb[0] + fb[1] + eb + (16u << 20), e, sizeof e))) goto out;
+    if (!(tmp = packdir_begin(o->out, (dense_here ? fb[0] + fb[1] : 0) + (hi - lo) + (16u << 20), e, sizeof e)))
+        goto out;
     build_catch_signals(&sigs);
     caught = 1;
     L.source_path = strdup(o->src);
@@ -294,19 +353,33 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
     const int dropped = build_first_dropped_layer(&s);
     for (int64_t i = 0; i < source_n_tensors(&s); i++)
         if (!build_tensor_dropped(source_tensor_at(&s, i)->name, dropped)) pg.total += source_tensor_at(&s, i)->size;
+    if (sharded) { /* a shard's share: the source bytes of its experts, and of the dense part in shard 0 */
+        uint64_t all_exp = 0, mine = 0;
+        for (int i = 0; i < L.n_tensors; i++) {
+            const pk_tensor *t = &L.tensors[i];
+            if (t->file != PACK_EXPERTS) continue;
+            const uint64_t b = (uint64_t)ggml_row_bytes(t->src_type, t->ne[0]) * (uint64_t)t->ne[1] * (uint64_t)t->n_expert;
+            all_exp += b;
+            for (int l = l0; l < l1; l++) mine += L.layers[l].layer == t->layer ? b : 0;
+        }
+        pg.total = mine + (dense_here && pg.total > all_exp ? pg.total - all_exp : 0);
+    }
     for (int f = 0; f < 3; f++) {
-        char *p = pack_path(tmp, PACK_FILE_NAMES[f]);
+        if (!dense_here && f != PACK_EXPERTS) continue;
+        char *p = pack_path(tmp, sharded && f == PACK_EXPERTS ? SHARD_PART : PACK_FILE_NAMES[f]);
         fds[f] = p ? open(p, O_WRONLY | O_CREAT | O_EXCL, 0644) : -1;
         free(p);
-        if (fds[f] < 0 || ftruncate(fds[f], (off_t)L.files[f].bytes) != 0) {
+        const uint64_t size = f == PACK_EXPERTS ? hi - lo : L.files[f].bytes;
+        if (fds[f] < 0 || ftruncate(fds[f], (off_t)size) != 0) {
             snprintf(e, sizeof e, "%s/%s: %s", tmp, PACK_FILE_NAMES[f], strerror(errno));
             goto out;
         }
     }
-    if (write_dense(&L, &s, fds, &pg, e, sizeof e) ||
-        build_write_experts(&L, &s, im, fds[PACK_EXPERTS], o->threads, &pg, &n_reencoded, e, sizeof e))
+    if ((dense_here && write_dense(&L, &s, fds, &pg, e, sizeof e)) ||
+        build_write_experts(&L, &s, im, fds[PACK_EXPERTS], o->threads, l0, l1, lo, &pg, &n_reencoded, e, sizeof e))
         goto out;
     for (int f = 0; f < 3; f++) {
+        if (fds[f] < 0) continue;
         if (fsync(fds[f]) != 0 || close(fds[f]) != 0) {
             fds[f] = -1;
             snprintf(e, sizeof e, "%s: %s", PACK_FILE_NAMES[f], strerror(errno));
@@ -314,10 +387,26 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
         }
         fds[f] = -1;
     }
-    char *tp = pack_path(tmp, PACK_FILE_NAMES[PACK_TOKENIZER]);
-    const int trc = tp ? write_tokenizer(source_meta(&s), tp, e, sizeof e) : -1;
+    char *tp = dense_here ? pack_path(tmp, PACK_FILE_NAMES[PACK_TOKENIZER]) : NULL;
+    const int trc = !dense_here ? 0 : tp ? write_tokenizer(source_meta(&s), tp, e, sizeof e) : -1;
     free(tp);
     if (trc) goto out;
+    if (sharded) {
+        if (finish_shard(o, &L, tmp, l0, l1, lo, hi, eb, e, sizeof e)) goto out;
+        if (build_interrupted()) { snprintf(e, sizeof e, "interrupted"); goto out; }
+        if (packdir_publish(tmp, o->out, e, sizeof e)) goto out;
+        free(tmp);
+        tmp = NULL;
+        char what[96];
+        if (l1 > l0) snprintf(what, sizeof what, "expert layers %d-%d of %d", l0, l1 - 1, L.n_layers);
+        else snprintf(what, sizeof what, "no expert layer (more shards than the %d layers)", L.n_layers);
+        fprintf(out, "iq3pack build: shard %d of %d in %s: %s (%.2f MiB of experts.bin)%s, %.1f s; assemble with "
+                     "iq3pack merge\n",
+                o->shard_k, o->shard_n, o->out, what, (double)(hi - lo) / 1048576.0,
+                dense_here ? " and the dense part" : "", build_now() - t0);
+        rc = 0;
+        goto out;
+    }
     for (int f = 0; f < PACK_NFILES; f++) {
         char *p = pack_path(tmp, PACK_FILE_NAMES[f]);
         uint64_t bytes = 0;
@@ -331,22 +420,7 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
         }
         L.files[f].bytes = bytes;
     }
-    char *js = pack_layout_to_json(&L);
-    char *mp = pack_path(tmp, PACK_MANIFEST);
-    atomic_out ao;
-    int mrc = (js && mp) ? atomic_out_open(&ao, mp, e, sizeof e) : -1;
-    if (mrc == 0) {
-        if (fputs(js, ao.fp) < 0 || fputc('\n', ao.fp) < 0) {
-            atomic_out_abort(&ao);
-            snprintf(e, sizeof e, "%s: write failed", PACK_MANIFEST);
-            mrc = -1;
-        } else {
-            mrc = atomic_out_commit(&ao, e, sizeof e);
-        }
-    }
-    free(js);
-    free(mp);
-    if (mrc) goto out;
+    if (build_write_manifest(&L, tmp, e, sizeof e)) goto out;
     /* The index is written inside the partial directory, so the published
      * directory is complete the moment it appears. */
     /* packindex's summary (under the temporary name) is for --verbose */

@@ -28,6 +28,7 @@ typedef struct build_opts {
     int threads;
     int progress;     /* 1: redraw a progress line (stderr is a terminal); 2: a line every 10 % */
     int verbose;      /* per-tensor lines and the index step's summary */
+    int shard_k, shard_n; /* shard_n > 0: build only shard K of N into a shard directory (pack/shard.h) */
 } build_opts;
 
 int pack_build(const build_opts *o, FILE *out, FILE *err);
@@ -37,8 +38,13 @@ struct imatrix;
 /* Plans the expert tensors of source into L (layers and arena). */
 int build_plan_experts(pack_layout *L, const source *s, const struct imatrix *im, int keep, uint64_t *experts_bytes,
                        char *err, size_t errlen);
-/* Writes experts.bin at fd as planned. Counts re-encoded IQ3_XXS experts. */
+/* Writes the expert layers [l0, l1) of experts.bin at fd as planned, each
+ * byte at its experts.bin offset minus off0 (a whole pack: 0, n_layers, 0;
+ * a shard: its layers and range). Counts re-encoded IQ3_XXS experts. */
 int build_write_experts(const pack_layout *L, const source *s, const struct imatrix *im, int fd, int threads,
-                        build_progress *pg, int *n_reencoded, char *err, size_t errlen);
+                        int l0, int l1, uint64_t off0, build_progress *pg, int *n_reencoded, char *err,
+                        size_t errlen);
+/* manifest.json into dir from L (its files' sizes and crc32s filled in). */
+int build_write_manifest(const pack_layout *L, const char *dir, char *err, size_t errlen);
 
 #endif

@@ -218,10 +218,11 @@ static int encode_part(const pk_tensor *t, const uint8_t *src, const imatrix *im
 }
 
 int build_write_experts(const pack_layout *L, const source *s, const imatrix *im, int fd, int threads,
-                        build_progress *pg, int *n_reencoded, char *err, size_t errlen)
+                        int l0, int l1, uint64_t off0, build_progress *pg, int *n_reencoded, char *err,
+                        size_t errlen)
 {
     int rc = 0;
-    for (int l = 0; l < L->n_layers && !rc; l++) {
+    for (int l = l0; l < l1 && l < L->n_layers && !rc; l++) {
         const pk_layer *y = &L->layers[l];
         for (int p = 0; p < y->n_parts && !rc; p++) {
             const pk_tensor *t = &L->tensors[y->part_tensor[p]];
@@ -233,8 +234,8 @@ int build_write_experts(const pack_layout *L, const source *s, const imatrix *im
             if (!buf || !tmp) { snprintf(err, errlen, "out of memory"); rc = -1; }
             for (int e = 0; e < y->n_expert && !rc; e++) {
                 rc = encode_part(t, expert_src_slice(s, &x, e), im, e, threads, buf, tmp, n_reencoded, err, errlen);
-                if (!rc) rc = write_all(fd, buf, t->part_bytes, y->base + (uint64_t)e * y->stride + y->part_off[p],
-                                        err, errlen);
+                if (!rc) rc = write_all(fd, buf, t->part_bytes,
+                                        y->base + (uint64_t)e * y->stride + y->part_off[p] - off0, err, errlen);
                 build_progress_step(pg, x.slice_bytes, t->name);
                 if (!rc && build_interrupted()) { snprintf(err, errlen, "interrupted"); rc = -1; }
             }

@@ -31,6 +31,7 @@ static int cmd_dump(int argc, char **argv) { return gguf_inspect_dump(argc, argv
 
 static const iq3pack_command COMMANDS[] = {
     { "build", iq3pack_cmd_build, "GGUF checkpoint (+ imatrix) -> pack directory" },
+    { "merge", iq3pack_cmd_merge, "shard directories of build --shard K/N -> the pack one build writes" },
     { "verify", iq3pack_cmd_verify, "re-read a pack: checksums, dense bit-exactness, expert error" },
     { "info", cmd_info, "GGUF checkpoint or pack: what it holds, by type/kind and size" },
     { "dump", cmd_dump, "one GGUF tensor dequantized to raw float32 (bit-exact with ggml)" },

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "pack/build.h"
+#include "pack/shard.h"
 
 static int usage(FILE *fp, const char *u, int rc)
 {
@@ -14,7 +15,8 @@ static int usage(FILE *fp, const char *u, int rc)
     return rc;
 }
 
-static const char BUILD_USAGE[] = "build SRC.gguf -o PACKDIR [--imatrix IMAT] [--experts iq3|keep] [--threads N] [-v]";
+static const char BUILD_USAGE[] =
+    "build SRC.gguf -o PACKDIR [--imatrix IMAT] [--experts iq3|keep] [--threads N] [--shard K/N] [-v]";
 static const char BUILD_HELP[] =
     "  Turns a GGUF checkpoint into a pack directory (written under a temporary name,\n"
     "  renamed when complete; an existing PACKDIR is never overwritten).\n"
@@ -27,6 +29,11 @@ static const char BUILD_HELP[] =
     "  --experts keep   routed experts kept in their source precision (bit-exact)\n"
     "  --threads N      encoder threads (default: all cores of this machine); the pack's bytes\n"
     "                   do not depend on N\n"
+    "  --shard K/N      build only shard K of N (0..N-1) into the shard directory -o names: the\n"
+    "                   expert layers cut into N runs of about equal bytes, shard 0 with the\n"
+    "                   dense part; one per machine (a Slurm array task: --shard\n"
+    "                   $SLURM_ARRAY_TASK_ID/N), then `iq3pack merge` assembles the pack, the same\n"
+    "                   bytes one build writes\n"
     "  -v, --verbose    one line per expert tensor and the index step's own summary\n";
 
 int iq3pack_cmd_build(int argc, char **argv)
@@ -53,6 +60,11 @@ int iq3pack_cmd_build(int argc, char **argv)
             const long n = strtol(argv[++i], &end, 10);
             if (*end || n < 1 || n > 1024) { fprintf(stderr, "iq3pack build: --threads needs 1..1024\n"); return 2; }
             o.threads = (int)n;
+        } else if (!strcmp(a, "--shard") && has) {
+            if (shard_parse(argv[++i], &o.shard_k, &o.shard_n)) {
+                fprintf(stderr, "iq3pack build: --shard takes K/N with 0 <= K < N <= 4096, not %s\n", argv[i]);
+                return 2;
+            }
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "iq3pack build: unknown option %s\n", a);
             return usage(stderr, BUILD_USAGE, 2);
@@ -61,6 +73,38 @@ int iq3pack_cmd_build(int argc, char **argv)
     }
     if (!o.src || !o.out) return usage(stderr, BUILD_USAGE, 2);
     return pack_build(&o, stdout, stderr);
+}
+
+int iq3pack_cmd_merge(int argc, char **argv)
+{
+    static const char U[] = "merge SHARDDIR... -o PACKDIR";
+    static const char H[] =
+        "  Assembles the shard directories of `iq3pack build SRC --shard K/N` (all N of them, in any\n"
+        "  order) into PACKDIR: the bytes `iq3pack build SRC` writes with the same flags. Refuses a\n"
+        "  shard missing or given twice, one of another source, flags or strata version, and a\n"
+        "  damaged or incomplete part, naming it, before writing anything.\n";
+    const char **dirs = calloc((size_t)argc, sizeof *dirs);
+    const char *outp = NULL;
+    int n = 0;
+    if (!dirs) { fprintf(stderr, "iq3pack merge: out of memory\n"); return 1; }
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            free(dirs);
+            usage(stdout, U, 0);
+            fputs(H, stdout);
+            return 0;
+        }
+        if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--out")) && i + 1 < argc) outp = argv[++i];
+        else if (argv[i][0] == '-') {
+            fprintf(stderr, "iq3pack merge: unknown option %s\n", argv[i]);
+            free(dirs);
+            return usage(stderr, U, 2);
+        } else dirs[n++] = argv[i];
+    }
+    if (!outp || n == 0) { free(dirs); return usage(stderr, U, 2); }
+    const int rc = pack_merge(dirs, n, outp, stdout, stderr);
+    free(dirs);
+    return rc;
 }
 
 int iq3pack_cmd_verify(int argc, char **argv)

@@ -3,8 +3,9 @@
  * Contract: each takes the subcommand's own argv (argv[0] is the subcommand
  * name), prints usage on -h/--help (exit 0) and on bad arguments (exit 2),
  * and otherwise returns the command's exit status:
- *   build SRC.gguf -o PACKDIR [--imatrix IMAT] [--experts iq3|keep] [--threads N] [-v]
+ *   build SRC.gguf -o PACKDIR [--imatrix IMAT] [--experts iq3|keep] [--threads N] [--shard K/N] [-v]
  *                                            (threads: all cores by default)
+ *   merge SHARDDIR... -o PACKDIR            (the shards of build --shard into the pack)
  *   verify PACKDIR [--source SRC.gguf]      (1 on any mismatch or missing file)
  *   info PACKDIR                            (what the pack holds; 1 when a file is missing)
  * Output goes to stdout, one-line errors to stderr. */
@@ -12,6 +13,7 @@
 #define STRATA_PACK_CLI_H
 
 int iq3pack_cmd_build(int argc, char **argv);
+int iq3pack_cmd_merge(int argc, char **argv);
 int iq3pack_cmd_verify(int argc, char **argv);
 int iq3pack_cmd_packinfo(int argc, char **argv);
 
