@@ -249,6 +249,24 @@ static int refuse_arch(const char *src, const char *arch, char *e, size_t n)
     return -1;
 }
 
+int build_file_checksums(pack_layout *L, const char *dir, int check, char *err, size_t errlen)
+{
+    for (int f = 0; f < PACK_NFILES; f++) {
+        char *p = pack_path(dir, PACK_FILE_NAMES[f]);
+        uint64_t bytes = 0;
+        const int crc_rc = p ? pack_file_crc32(p, &bytes, &L->files[f].crc32, err, errlen) : -1;
+        free(p);
+        if (crc_rc) return -1;
+        if (check && f != PACK_TOKENIZER && bytes != L->files[f].bytes) {
+            snprintf(err, errlen, "%s: %llu bytes written, %llu planned", PACK_FILE_NAMES[f],
+                     (unsigned long long)bytes, (unsigned long long)L->files[f].bytes);
+            return -1;
+        }
+        L->files[f].bytes = bytes;
+    }
+    return 0;
+}
+
 int build_write_manifest(const pack_layout *L, const char *dir, char *err, size_t errlen)
 {
     char *js = pack_layout_to_json(L);
@@ -407,19 +425,7 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
         rc = 0;
         goto out;
     }
-    for (int f = 0; f < PACK_NFILES; f++) {
-        char *p = pack_path(tmp, PACK_FILE_NAMES[f]);
-        uint64_t bytes = 0;
-        const int crc_rc = p ? pack_file_crc32(p, &bytes, &L.files[f].crc32, e, sizeof e) : -1;
-        free(p);
-        if (crc_rc) goto out;
-        if (f != PACK_TOKENIZER && bytes != L.files[f].bytes) {
-            snprintf(e, sizeof e, "%s: %llu bytes written, %llu planned", PACK_FILE_NAMES[f],
-                     (unsigned long long)bytes, (unsigned long long)L.files[f].bytes);
-            goto out;
-        }
-        L.files[f].bytes = bytes;
-    }
+    if (build_file_checksums(&L, tmp, 1, e, sizeof e)) goto out;
     if (build_write_manifest(&L, tmp, e, sizeof e)) goto out;
     /* The index is written inside the partial directory, so the published
      * directory is complete the moment it appears. */

@@ -260,14 +260,7 @@ int pack_merge(const char *const *dirs, int n_dirs, const char *out_dir, FILE *o
         if (copy_into(tmp, PACK_FILE_NAMES[PACK_EXPERTS], by_k[k]->dir, SHARD_PART, by_k[k]->lo,
                       by_k[k]->hi - by_k[k]->lo, k > 0, e, sizeof e))
             goto out;
-    for (int f = 0; f < PACK_NFILES; f++) {
-        char *p = pack_path(tmp, PACK_FILE_NAMES[f]);
-        uint64_t bytes = 0;
-        const int crc_rc = p ? pack_file_crc32(p, &bytes, &L.files[f].crc32, e, sizeof e) : -1;
-        free(p);
-        if (crc_rc) goto out;
-        L.files[f].bytes = bytes;
-    }
+    if (build_file_checksums(&L, tmp, 1, e, sizeof e)) goto out;
     if (build_write_manifest(&L, tmp, e, sizeof e)) goto out;
     const int irc = packindex_run(tmp, NULL, NULL, err);
     if (packdir_publish(tmp, out_dir, e, sizeof e)) goto out;
