@@ -4,7 +4,8 @@
 # tensors as the GGUF has them):
 #  - `run --draft ngram` on a prompt that repeats itself gives the text of
 #    plain greedy decoding and the same --logits-out rows, byte for byte,
-#    at --draft-max 1, 3 and 16, and says how many guesses it kept (some);
+#    at --draft-max 1, 3 and 16, and through the RAM tier (--mem, 3 experts
+#    in memory), and says how many guesses it kept (some);
 #    with --temp 0.8 it runs and keeps some too;
 #  - a context that fills up ends the same way with and without drafts;
 #  - `bench --draft ngram` prints its comparison and "the same tokens";
@@ -39,6 +40,11 @@ for k in 1 3 16; do
     [ -n "$kept" ] && [ "$kept" -gt 0 ] || bad "--draft-max $k: no guess kept: $(cat "$TMP/d$k.err")"
     echo "draft-max $k: $(grep 'draft ngram' "$TMP/d$k.err")"
 done
+# through the RAM tier (3 experts in memory, the rest read from experts.bin): the same bytes
+STRATA_TIER_SLOTS=3 "$BIN/strata" run "$TMP/p" -p "$P" -n 80 --temp 0 -t 2 --mem 64M --draft ngram --logits-out "$TMP/tier.f32" \
+    >"$TMP/tier.txt" 2>"$TMP/tier.err" || bad "run --draft ngram through the tier: $(cat "$TMP/tier.err")"
+grep -q "routed experts stay in memory" "$TMP/tier.err" || bad "no tier: $(cat "$TMP/tier.err")"
+cmp -s "$TMP/plain.txt" "$TMP/tier.txt" && cmp -s "$TMP/plain.f32" "$TMP/tier.f32" || bad "draft through the tier: text or logits differ"
 "$BIN/strata" run "$TMP/p" -p "$P" -n 60 --temp 0.8 --seed 3 -t 2 --draft ngram >"$TMP/s.txt" 2>"$TMP/s.err" ||
     bad "sampled run: $(cat "$TMP/s.err")"
 [ -s "$TMP/s.txt" ] || bad "sampled run printed nothing"
