@@ -44,10 +44,6 @@ int build_plan_experts(pack_layout *L, const source *s, const struct imatrix *im
 int build_write_experts(const pack_layout *L, const source *s, const struct imatrix *im, int fd, int threads,
                         int l0, int l1, uint64_t off0, build_progress *pg, int *n_reencoded, char *err,
                         size_t errlen);
-/* Each pack file of dir: its crc32 and size into L->files (check: the bins
- * must have their planned sizes). 0, or -1 with the file named in err. */
-int build_file_checksums(pack_layout *L, const char *dir, int check, char *err, size_t errlen);
-/* manifest.json into dir from L (its files' sizes and crc32s filled in). */
-int build_write_manifest(const pack_layout *L, const char *dir, char *err, size_t errlen);
+
 
 #endif

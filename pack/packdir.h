@@ -7,7 +7,9 @@
  * RENAME_NOREPLACE; rename(2) alone would silently replace an empty
  * directory). packdir_discard() removes the partial directory and the plain
  * files in it (nothing else: it never recurses into what it did not make).
- * The pack's file names and their crc32 walk are formats/pack_files.h's. */
+ * The pack's file names and their crc32 walk are formats/pack_files.h's.
+ * packdir_checksums() and packdir_write_manifest() finish a directory's
+ * manifest, for a build and for a merge of shards alike. */
 #ifndef STRATA_PACKDIR_H
 #define STRATA_PACKDIR_H
 
@@ -21,5 +23,13 @@ char *packdir_begin(const char *target, uint64_t need, char *err, size_t errlen)
 int packdir_find_stale(const char *target, char *path, size_t n);
 int packdir_publish(const char *tmp, const char *target, char *err, size_t errlen);
 void packdir_discard(const char *tmp);
+
+struct pack_layout;
+/* Each pack file of dir: its crc32 and size into L->files (check: the bins
+ * must have their planned sizes). 0, or -1 with the file named in err. */
+int packdir_checksums(struct pack_layout *L, const char *dir, int check, char *err, size_t errlen);
+/* manifest.json into dir from L (its files' sizes and crc32s filled in),
+ * written under a temporary name and renamed. */
+int packdir_write_manifest(const struct pack_layout *L, const char *dir, char *err, size_t errlen);
 
 #endif

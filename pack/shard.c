@@ -13,7 +13,6 @@
 #include "formats/fileio.h"
 #include "formats/pack_files.h"
 #include "formats/version.h"
-#include "pack/build.h"
 #include "pack/packdir.h"
 #include "pack/packindex.h"
 
@@ -260,8 +259,8 @@ int pack_merge(const char *const *dirs, int n_dirs, const char *out_dir, FILE *o
         if (copy_into(tmp, PACK_FILE_NAMES[PACK_EXPERTS], by_k[k]->dir, SHARD_PART, by_k[k]->lo,
                       by_k[k]->hi - by_k[k]->lo, k > 0, e, sizeof e))
             goto out;
-    if (build_file_checksums(&L, tmp, 1, e, sizeof e)) goto out;
-    if (build_write_manifest(&L, tmp, e, sizeof e)) goto out;
+    if (packdir_checksums(&L, tmp, 1, e, sizeof e)) goto out;
+    if (packdir_write_manifest(&L, tmp, e, sizeof e)) goto out;
     const int irc = packindex_run(tmp, NULL, NULL, err);
     if (packdir_publish(tmp, out_dir, e, sizeof e)) goto out;
     free(tmp);
