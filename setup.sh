@@ -110,6 +110,14 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     PACMAN_PKGS="$PACMAN_PKGS nodejs npm"
 fi
 
+# Under CI (CI=true), slurm-wlm and munge: tests/e2e/e2e_slurm.sh starts a
+# one-node Slurm of its own to run convert/cluster/slurm_build.sh (a user's
+# machine needs neither; a cluster has its own).
+if [ "${CI:-}" = true ]; then
+    APT_PKGS="$APT_PKGS slurm-wlm munge"
+    DNF_PKGS="$DNF_PKGS slurm slurm-slurmctld slurm-slurmd munge"
+fi
+
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"
     elif command -v sudo >/dev/null 2>&1; then echo "setup.sh: running with sudo: $*"; sudo "$@"

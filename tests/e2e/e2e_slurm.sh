@@ -1,0 +1,107 @@
+#!/bin/sh
+# e2e_slurm.sh: convert/cluster/slurm_build.sh under a real Slurm: a
+# one-node cluster of its own (munged, slurmctld, slurmd from the
+# distribution's slurm-wlm and munge, on free loopback ports, in a scratch
+# folder; stopped at the end). The shipped model with its imatrix in 4
+# shards, as a job array and a dependent merge: the pack equals one
+# `iq3pack build`, file for file. Then submitted held, one array task
+# cancelled, the rest released: the merge job is cancelled (its dependency
+# can never be met) and `iq3pack merge` refuses the missing shard; running
+# the script again submits that shard alone and completes the same pack.
+# Skips (77) without the daemons or without root (they run as root here).
+set -u
+BIN=${STRATA_BIN:?STRATA_BIN is not set}
+R=$(cd "$(dirname "$0")/../.." && pwd)
+G=$R/models/tiny-moe/tiny-moe.gguf
+IM=$R/models/tiny-moe/imatrix.gguf
+for c in munged slurmctld slurmd sbatch squeue scancel scontrol; do
+    command -v "$c" >/dev/null 2>&1 || PATH=$PATH:/usr/sbin:/sbin
+    command -v "$c" >/dev/null 2>&1 || { echo "SKIP: $c not found (the distribution's slurm-wlm and munge; setup.sh --deps installs them under CI=true)"; exit 77; }
+done
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: a private Slurm's daemons need root here"; exit 77; }
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/strata-e2e-slurm-XXXXXX") || exit 1
+D=$TMP/slurm
+stop() {
+    for p in "$D/slurmd.pid" "$D/slurmctld.pid" "$D/munge/pid"; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done
+    sleep 1
+    rm -rf "$TMP"
+}
+trap stop EXIT INT TERM
+fails=0
+bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
+die() { echo "FAIL: $1"; for l in "$D"/log/*.log; do [ -f "$l" ] && { echo "  $l:"; tail -5 "$l" | sed 's/^/    /'; }; done; exit 1; }
+
+mkdir -p "$D/munge" "$D/state" "$D/spool" "$D/log"
+dd if=/dev/urandom of="$D/munge/munge.key" bs=1024 count=1 2>/dev/null
+chmod 600 "$D/munge/munge.key"
+munged --force --socket="$D/munge/sock" --key-file="$D/munge/munge.key" --pid-file="$D/munge/pid" \
+    --log-file="$D/log/munged.log" --seed-file="$D/munge/seed" || die "munged did not start"
+port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+H=$(hostname -s 2>/dev/null || hostname)
+cat >"$D/slurm.conf" <<CONF
+ClusterName=strata-e2e
+SlurmctldHost=$H(127.0.0.1)
+SlurmctldPort=$(port)
+SlurmdPort=$(port)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$D/munge/sock
+CredType=cred/munge
+StateSaveLocation=$D/state
+SlurmdSpoolDir=$D/spool
+SlurmctldPidFile=$D/slurmctld.pid
+SlurmdPidFile=$D/slurmd.pid
+SlurmctldLogFile=$D/log/slurmctld.log
+SlurmdLogFile=$D/log/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+MpiDefault=none
+ReturnToService=2
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+NodeName=$H NodeAddr=127.0.0.1 CPUs=$(nproc) State=UNKNOWN
+PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+CONF
+export SLURM_CONF=$D/slurm.conf
+slurmctld -c -f "$SLURM_CONF" || die "slurmctld did not start"
+slurmd -f "$SLURM_CONF" || die "slurmd did not start"
+i=0
+until sinfo -h -o %t 2>/dev/null | grep -q idle; do
+    i=$((i + 1)); [ $i -lt 150 ] || die "the node never became idle: $(sinfo 2>&1)"; sleep 0.2
+done
+
+cd "$TMP" || exit 1
+"$BIN/iq3pack" build "$G" --imatrix "$IM" -o one >/dev/null 2>&1 || die "one-shot build"
+same() { # DIR: the same files as the one-shot build
+    for f in manifest.json dense.bin embd.bin experts.bin tokenizer.gguf index.txt; do
+        cmp -s "one/$f" "$1/$f" || { bad "$1/$f differs from the one-shot build's"; return; }
+    done
+}
+S="sh $R/convert/cluster/slurm_build.sh $G --imatrix $IM -n 4 --threads 1"
+timeout 300 $S -o a --wait >a.out 2>&1 || bad "slurm_build.sh --wait: $(cat a.out)"
+cat a.out
+same a
+
+# a task cancelled: the merge never runs, merge refuses; the script again: that shard alone
+$S -o b --hold >b.out 2>&1 || bad "slurm_build.sh --hold: $(cat b.out)"
+jid=$(sed -n 's/.*submitted as job \([0-9]*\) (logs.*/\1/p' b.out)
+mid=$(sed -n 's/.*merge submitted as job \([0-9]*\).*/\1/p' b.out)
+[ -n "$jid" ] && [ -n "$mid" ] || die "no job ids in: $(cat b.out)"
+scancel "${jid}_2" || bad "scancel ${jid}_2"
+scontrol release "$jid" || bad "scontrol release $jid"
+i=0
+until [ -z "$(squeue -h -j "$jid,$mid" 2>/dev/null)" ]; do
+    i=$((i + 1)); [ $i -lt 600 ] || die "jobs $jid and $mid still queued: $(squeue)"; sleep 0.2
+done
+[ ! -e b ] || bad "the merge ran with a shard cancelled"
+[ -f b.shards/0/shard.json ] && [ -f b.shards/3/shard.json ] && [ ! -e b.shards/2 ] || bad "shards after the cancel: $(ls b.shards)"
+"$BIN/iq3pack" merge b.shards/0 b.shards/1 b.shards/3 -o b >m.out 2>&1; rc=$?
+[ $rc -eq 1 ] && grep -q "shard 2 of 4 is missing" m.out || bad "merge without shard 2: exit $rc, $(cat m.out)"
+timeout 300 $S -o b --wait >b2.out 2>&1 || bad "slurm_build.sh again: $(cat b2.out)"
+grep -q "shards 2 of 4 submitted" b2.out || bad "the second run did not submit shard 2 alone: $(cat b2.out)"
+cat b2.out
+same b
+[ $fails -eq 0 ] && echo "PASS" || { echo "$fails failure(s)"; exit 1; }
