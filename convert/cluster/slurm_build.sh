@@ -5,18 +5,22 @@
 #
 #   sh convert/cluster/slurm_build.sh SRC.gguf -o PACKDIR -n N [--imatrix IMAT]
 #        [--experts iq3|keep] [--work DIR] [--threads T] [--hold] [--wait]
+#        [--pull REPO [--local DIR]]
 #
 # The shards go to DIR/0 .. DIR/N-1 (default PACKDIR.shards, on storage
-# every node sees, as SRC must be). Run again after a failure: only the
-# shards not yet built are submitted (a finished shard has its shard.json;
-# a failed task leaves nothing but a *.partial.* folder, removed first),
-# then the merge. --hold submits the array held (`scontrol release JOB`
+# every node sees, as SRC must be). With --pull REPO, SRC is a file of that
+# Hugging Face repository instead: each node downloads it once into its own
+# --local DIR (default /tmp/strata-source; `strata pull`: resumed, sha256
+# verified; the tasks of one node take turns) and builds from there.
+# Run again after a failure: only the shards not yet built are submitted (a
+# finished shard has its shard.json; a failed task leaves nothing but a
+# *.partial.* folder, removed first), then the merge. --hold submits the array held (`scontrol release JOB`
 # starts it); --wait returns when the merge job ends, with its exit status.
 # Slurm's own variables choose the rest (SBATCH_PARTITION, SBATCH_ACCOUNT,
 # SBATCH_TIMELIMIT...); each task asks for --threads CPUs (default 8).
 set -eu
-usage() { sed -n '6,7p' "$0" | sed 's/^# *//' >&2; exit 2; }
-src="" out="" n="" imatrix="" experts="iq3" work="" threads=8 hold="" wait=0
+usage() { sed -n '6,8p' "$0" | sed 's/^# *//' >&2; exit 2; }
+src="" out="" n="" imatrix="" experts="iq3" work="" threads=8 hold="" wait=0 repo="" local=/tmp/strata-source
 while [ $# -gt 0 ]; do
     case $1 in
         -o) out=${2:?-o needs a directory}; shift 2 ;;
@@ -27,7 +31,9 @@ while [ $# -gt 0 ]; do
         --threads) threads=${2:?--threads needs a count}; shift 2 ;;
         --hold) hold=--hold; shift ;;
         --wait) wait=1; shift ;;
-        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --pull) repo=${2:?--pull needs a repository}; shift 2 ;;
+        --local) local=${2:?--local needs a directory}; shift 2 ;;
+        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "slurm_build.sh: unknown option $1" >&2; usage ;;
         *) [ -z "$src" ] || { echo "slurm_build.sh: one source only ($1)" >&2; exit 2; }; src=$1; shift ;;
     esac
@@ -36,14 +42,27 @@ done
 case $n in ''|*[!0-9]*) echo "slurm_build.sh: -n takes a shard count, not '$n'" >&2; exit 2 ;; esac
 [ "$n" -ge 1 ] || { echo "slurm_build.sh: -n takes 1 or more" >&2; exit 2; }
 command -v sbatch >/dev/null 2>&1 || { echo "slurm_build.sh: sbatch not found (is this a Slurm login node?)" >&2; exit 1; }
-[ -f "$src" ] || { echo "slurm_build.sh: $src: no such file" >&2; exit 1; }
+[ -n "$repo" ] || [ -f "$src" ] || { echo "slurm_build.sh: $src: no such file" >&2; exit 1; }
 [ ! -e "$out" ] || { echo "slurm_build.sh: $out already exists; a pack is never overwritten" >&2; exit 1; }
 abs() { (cd "$(dirname "$1")" && printf '%s/%s\n' "$(pwd)" "$(basename "$1")"); }
 here=$(cd "$(dirname "$0")" && pwd)
 iq3pack=$(command -v iq3pack 2>/dev/null || true)
 [ -x "$here/../../bin/iq3pack" ] && iq3pack=$(abs "$here/../../bin/iq3pack")
 [ -n "$iq3pack" ] || { echo "slurm_build.sh: iq3pack not found (make, or put it on PATH)" >&2; exit 1; }
-src=$(abs "$src"); out=$(abs "$out")
+strata=$(command -v strata 2>/dev/null || true)
+[ -x "$here/../../bin/strata" ] && strata=$(abs "$here/../../bin/strata")
+fetch=""
+if [ -n "$repo" ]; then
+    [ -n "$strata" ] || { echo "slurm_build.sh: --pull needs strata (make, or put it on PATH)" >&2; exit 1; }
+    command -v flock >/dev/null 2>&1 || { echo "slurm_build.sh: --pull needs flock (util-linux)" >&2; exit 1; }
+    case $local in /*) ;; *) echo "slurm_build.sh: --local takes an absolute path" >&2; exit 1 ;; esac
+    # one download a node: the tasks of a node wait on its lock, the later ones find the file verified
+    fetch="mkdir -p '$local' && flock '$local/.pull.lock' '$strata' pull '$repo' '$src' -o '$local' && "
+    src=$local/$src
+else
+    src=$(abs "$src")
+fi
+out=$(abs "$out")
 work=$(abs "${work:-$out.shards}")
 mkdir -p "$work"
 flags="--experts $experts"
@@ -61,7 +80,7 @@ dep=""
 if [ -n "$todo" ]; then
     jid=$(sbatch --parsable $hold --job-name=iq3pack-shards --array="$todo" --cpus-per-task="$threads" \
         --output="$work/shard-%a.log" \
-        --wrap="exec '$iq3pack' build '$src' $flags --threads $threads --shard \$SLURM_ARRAY_TASK_ID/$n -o '$work/'\$SLURM_ARRAY_TASK_ID")
+        --wrap="$fetch exec '$iq3pack' build '$src' $flags --threads $threads --shard \$SLURM_ARRAY_TASK_ID/$n -o '$work/'\$SLURM_ARRAY_TASK_ID")
     jid=${jid%%;*}
     echo "slurm_build.sh: shards $todo of $n submitted as job $jid (logs $work/shard-K.log)"
     dep="--dependency=afterok:$jid --kill-on-invalid-dep=yes"

@@ -8,6 +8,9 @@
 # cancelled, the rest released: the merge job is cancelled (its dependency
 # can never be met) and `iq3pack merge` refuses the missing shard; running
 # the script again submits that shard alone and completes the same pack.
+# And with --pull: the source comes from a loopback stand-in of the hub
+# (tests/fixtures/hf_mirror.py) into each node's --local folder, and the
+# pack equals one build from that copy.
 # Skips (77) without the daemons or without root (they run as root here).
 set -u
 BIN=${STRATA_BIN:?STRATA_BIN is not set}
@@ -21,7 +24,9 @@ done
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: a private Slurm's daemons need root here"; exit 77; }
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/strata-e2e-slurm-XXXXXX") || exit 1
 D=$TMP/slurm
+srv=
 stop() {
+    [ -n "$srv" ] && kill "$srv" 2>/dev/null
     for p in "$D/slurmd.pid" "$D/slurmctld.pid" "$D/munge/pid"; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done
     sleep 1
     rm -rf "$TMP"
@@ -104,4 +109,21 @@ timeout 300 $S -o b --wait >b2.out 2>&1 || bad "slurm_build.sh again: $(cat b2.o
 grep -q "shards 2 of 4 submitted" b2.out || bad "the second run did not submit shard 2 alone: $(cat b2.out)"
 cat b2.out
 same b
+
+# --pull: the source from the hub (a loopback stand-in) into each node's own folder
+mkdir -p root/t
+cp "$G" root/t/tiny-moe.gguf
+python3 "$R/tests/fixtures/hf_mirror.py" --root "$TMP/root" --port-file "$TMP/port" --log "$TMP/hub.log" --lifetime 300 &
+srv=$!
+i=0
+until [ -s "$TMP/port" ]; do i=$((i + 1)); [ $i -lt 200 ] || die "the hub stand-in did not start"; sleep 0.05; done
+export HF_ENDPOINT=http://127.0.0.1:$(cat "$TMP/port")
+timeout 300 sh "$R/convert/cluster/slurm_build.sh" tiny-moe.gguf --pull t/t --local "$TMP/local" --imatrix "$IM" -n 3 \
+    --threads 1 -o c --wait >c.out 2>&1 || bad "slurm_build.sh --pull: $(cat c.out; cat c.shards/shard-*.log 2>/dev/null)"
+cmp -s "$G" local/tiny-moe.gguf || bad "--pull: the node's copy differs from the source"
+grep -q "sha256 verified\|already there" c.shards/shard-0.log || bad "--pull: no verified download in shard 0's log: $(cat c.shards/shard-0.log)"
+"$BIN/iq3pack" build "$TMP/local/tiny-moe.gguf" --imatrix "$IM" -o c-one >/dev/null 2>&1 || bad "one-shot build from the copy"
+for f in manifest.json dense.bin embd.bin experts.bin tokenizer.gguf index.txt; do
+    cmp -s "c-one/$f" "c/$f" || bad "--pull: c/$f differs from a build of the same copy"
+done
 [ $fails -eq 0 ] && echo "PASS" || { echo "$fails failure(s)"; exit 1; }
