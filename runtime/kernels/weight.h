@@ -64,8 +64,12 @@ int weight_check(weight *w, const char *name, char *err, size_t errlen);
  * the group (and of 256 with K-quant factors). */
 void weight_rows_view(const weight *w, int64_t r0, int64_t n, weight *out, kfactor *kf_out);
 
-/* Bytes of weight data one full pass over W reads (codes, scales, offsets). */
+/* Bytes of weight data W holds (codes, scales, offsets). */
 size_t weight_bytes(const weight *w);
+/* Bytes one decode pass over W reads: weight_bytes, but for a K-quant with
+ * its factors (kf) the codes and the factors (int8 sc and m, float d and
+ * dmin): its f32 scale and offset planes are not read then. */
+size_t weight_read_bytes(const weight *w);
 
 const char *wform_name(wform f);
 

@@ -382,23 +382,23 @@ size_t model_active_bytes(const model *m)
 {
     const model_hparams *h = &m->hp;
     size_t b = m->w.tok_embd.row_bytes; /* one embedding row per token */
-    b += weight_bytes(weight_present(&m->w.output) ? &m->w.output : &m->w.tok_embd);
+    b += weight_read_bytes(weight_present(&m->w.output) ? &m->w.output : &m->w.tok_embd);
     for (int l = 0; l < h->n_layer; l++) {
         const layer_weights *L = &m->w.layers[l];
-        b += weight_bytes(&L->wq) + weight_bytes(&L->wk) + weight_bytes(&L->wv) + weight_bytes(&L->wo);
-        b += weight_bytes(&L->wq_a) + weight_bytes(&L->wq_b) + weight_bytes(&L->wkv_a) + weight_bytes(&L->wk_b) +
-             weight_bytes(&L->wv_b); /* MLA's (absent elsewhere: 0) */
+        b += weight_read_bytes(&L->wq) + weight_read_bytes(&L->wk) + weight_read_bytes(&L->wv) + weight_read_bytes(&L->wo);
+        b += weight_read_bytes(&L->wq_a) + weight_read_bytes(&L->wq_b) + weight_read_bytes(&L->wkv_a) + weight_read_bytes(&L->wk_b) +
+             weight_read_bytes(&L->wv_b); /* MLA's (absent elsewhere: 0) */
         if (!hparams_layer_moe(h, l)) {
-            b += weight_bytes(&L->ffn_gate) + weight_bytes(&L->ffn_up) + weight_bytes(&L->ffn_down);
+            b += weight_read_bytes(&L->ffn_gate) + weight_read_bytes(&L->ffn_up) + weight_read_bytes(&L->ffn_down);
             continue;
         }
         size_t all = 0;
         for (int e = 0; e < h->n_expert; e++)
             all += m->opt.tier ? tier_expert_bytes(m->opt.tier, l)
-                               : weight_bytes(&L->exp_gate[e]) + weight_bytes(&L->exp_up[e]) + weight_bytes(&L->exp_down[e]);
-        b += weight_bytes(&L->router) + all / (size_t)h->n_expert * (size_t)h->n_expert_used;
+                               : weight_read_bytes(&L->exp_gate[e]) + weight_read_bytes(&L->exp_up[e]) + weight_read_bytes(&L->exp_down[e]);
+        b += weight_read_bytes(&L->router) + all / (size_t)h->n_expert * (size_t)h->n_expert_used;
         if (weight_present(&L->sh_gate))
-            b += weight_bytes(&L->sh_gate) + weight_bytes(&L->sh_up) + weight_bytes(&L->sh_down);
+            b += weight_read_bytes(&L->sh_gate) + weight_read_bytes(&L->sh_up) + weight_read_bytes(&L->sh_down);
     }
     return b;
 }
