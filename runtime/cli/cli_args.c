@@ -95,7 +95,7 @@ int cli_draft_arg(const char *cmd, spec_params *p, const char *opt, const char *
 {
     long l;
     if (!strcmp(opt, "--draft")) {
-        if (!val || spec_kind_parse(val, &p->kind) || p->kind == SPEC_FN) {
+        if (!val || spec_kind_parse(val, &p->kind)) {
             fprintf(stderr, "strata %s: --draft takes none or ngram%s%s%s\n", cmd, val ? ", got '" : "", val ? val : "",
                     val ? "'" : "");
             return -1;

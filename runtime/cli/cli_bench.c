@@ -448,17 +448,15 @@ static int time_greedy(model *m, const int32_t *prompt, int np, int ng, const sp
     out[0] = sampler_sample(s, logits);
     sampler_accept(s, out[0]);
     if (c && spec_push(c, out[0])) { snprintf(err, errlen, "out of memory"); goto out; }
-    for (int n = 1; n < ng;) {
+    for (int n = 1; n < ng; n++) {
         if (c) {
-            int32_t o[1 + SPEC_MAX_DRAFT];
-            int k = 0;
-            if (spec_step(c, o, &k, NULL, err, errlen)) goto out;
-            for (int i = 0; i < k && n < ng; i++) out[n++] = o[i];
-        } else {
-            if (model_forward(m, &out[n - 1], 1, logits, false, err, errlen)) goto out;
-            out[n] = sampler_sample(s, logits);
-            sampler_accept(s, out[n++]);
+            const int r = spec_next(c, &out[n], NULL, err, errlen);
+            if (r) { if (r > 0) snprintf(err, errlen, "the context is full"); goto out; }
+            continue;
         }
+        if (model_forward(m, &out[n - 1], 1, logits, false, err, errlen)) goto out;
+        out[n] = sampler_sample(s, logits);
+        sampler_accept(s, out[n]);
     }
     *tps = (double)(ng - 1) / (cli_now() - t0);
     if (c) *st = spec_get_stats(c);

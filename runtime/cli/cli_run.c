@@ -213,7 +213,6 @@ int cmd_run(int argc, char **argv)
     float *logits = NULL;
     sampler *s = NULL;
     spec_ctx *sc = NULL;
-    float *rows = NULL;
     FILE *lf = NULL;
     char err[512] = "write failed", piece[256];
     int rc = 1;
@@ -245,46 +244,35 @@ int cmd_run(int argc, char **argv)
     t_prompt = cli_now() - t0;
     const float *last = lf ? logits + (n_ids - 1) * (size_t)nv : logits;
     int full = 0;
-    if (o.draft.kind != SPEC_NONE) {
-        sc = spec_create(cm.m, s, &o.draft, ids, (int)n_ids, err, sizeof err);
-        rows = malloc((size_t)(1 + SPEC_MAX_DRAFT) * (size_t)nv * sizeof *rows);
-        if (!sc || !rows) { fprintf(stderr, "strata: %s\n", sc ? "out of memory" : err); goto out; }
+    if (o.draft.kind != SPEC_NONE && !(sc = spec_create(cm.m, s, &o.draft, ids, (int)n_ids, err, sizeof err))) {
+        fprintf(stderr, "strata: %s\n", err);
+        goto out;
     }
-    /* plain decoding: one forward per token. With a draft, spec_step gives
-     * one or more tokens per batched forward, and out[i]'s row is written
-     * just before it is taken, as plain decoding writes each step's row. */
-    int32_t out_t[1 + SPEC_MAX_DRAFT];
-    int n_out = 0, at = 0;
+    /* plain decoding: one forward per token, its row written before the
+     * next token is drawn from it. With a draft, spec_next hands out each
+     * token with the row that produced it: the same rows in the same order. */
     for (long i = 0; i < o.n; i++) {
         int32_t t;
-        if (i == 0) {
+        if (i == 0 || !sc) {
             t = sampler_sample(s, last);
             sampler_accept(s, t);
             if (sc && spec_push(sc, t)) { fprintf(stderr, "strata: out of memory\n"); goto out; }
-        } else if (sc) {
-            if (at == n_out) {
-                if (spec_step(sc, out_t, &n_out, lf ? rows : NULL, err, sizeof err)) {
-                    fprintf(stderr, "\nstrata: %s\n", err);
-                    goto out;
-                }
-                at = 0;
-            }
-            if (write_rows(lf, rows + (size_t)at * nv, (size_t)nv)) { fprintf(stderr, "\nstrata: %s\n", err); goto out; }
-            t = out_t[at++];
         } else {
-            t = sampler_sample(s, last);
-            sampler_accept(s, t);
+            const float *row;
+            const int r = spec_next(sc, &t, &row, err, sizeof err);
+            if (r == 1) { full = 1; break; } /* a step was due with the context full */
+            if (r < 0) { fprintf(stderr, "\nstrata: %s\n", err); goto out; }
+            if (write_rows(lf, row, (size_t)nv)) { fprintf(stderr, "\nstrata: %s: write failed\n", o.logits_out); goto out; }
         }
         if (t == tokenizer_eos(tk)) break;
         int len = tokenizer_piece(tk, t, false, piece, sizeof piece);
         if (len > 0) fwrite(piece, 1, (size_t)len < sizeof piece ? (size_t)len : sizeof piece, stdout);
         fflush(stdout);
         n_gen++;
-        if (i + 1 == o.n) break;
+        if (i + 1 == o.n || sc) continue; /* a draft's steps check the context themselves */
         /* a full context is where generation ends, as at EOS: the text so
          * far is the answer, not a failure */
-        if ((!sc || at == n_out) && model_n_past(cm.m) >= n_ctx) { full = 1; break; }
-        if (sc) continue;
+        if (model_n_past(cm.m) >= n_ctx) { full = 1; break; }
         if (model_forward(cm.m, &t, 1, logits, false, err, sizeof err) || write_rows(lf, logits, (size_t)nv)) {
             fprintf(stderr, "\nstrata: %s\n", err);
             goto out;
@@ -324,7 +312,6 @@ int cmd_run(int argc, char **argv)
 out:
     if (lf && fclose(lf) != 0 && rc == 0) { fprintf(stderr, "strata: %s: write failed\n", o.logits_out); rc = 1; }
     spec_free(sc);
-    free(rows);
     sampler_free(s);
     free(logits);
     free(ids);

@@ -14,6 +14,8 @@ struct spec_ctx {
     int n_hist, cap_hist;
     float *logits;              /* (1 + SPEC_MAX_DRAFT) rows */
     int cur;                    /* this step's draft length, 1..max_draft */
+    int32_t out[1 + SPEC_MAX_DRAFT]; /* the last step's tokens; out[i] came from logits row i */
+    int at, n_out;              /* out[at..n_out) not yet handed out */
     spec_stats st;
 };
 
@@ -94,10 +96,11 @@ int spec_push(spec_ctx *c, int32_t token)
     return 0;
 }
 
-int spec_step(spec_ctx *c, int32_t *out, int *n_out, float *rows, char *err, size_t errlen)
+/* One step: c->out[0..c->n_out) and their rows in c->logits. */
+static int step(spec_ctx *c, char *err, size_t errlen)
 {
-    *n_out = 0;
-    if (c->n_hist < 1) { snprintf(err, errlen, "speculative decoding: no token to start from"); return -1; }
+    int32_t *out = c->out;
+    c->n_out = c->at = 0;
     int32_t in[1 + SPEC_MAX_DRAFT];
     in[0] = c->hist[c->n_hist - 1];
     const int base = model_n_past(c->m);
@@ -116,7 +119,6 @@ int spec_step(spec_ctx *c, int32_t *out, int *n_out, float *rows, char *err, siz
         int acc = 0;
         const int32_t t = i < k ? sampler_sample_draft(c->s, row, in[1 + i], &acc) : sampler_sample(c->s, row);
         sampler_accept(c->s, t);
-        if (rows) memcpy(rows + (size_t)n * nv, row, nv * sizeof *row);
         out[n++] = t;
         if (spec_push(c, t)) { snprintf(err, errlen, "out of memory"); return -1; }
         if (i < k && !acc) break;
@@ -132,8 +134,27 @@ int spec_step(spec_ctx *c, int32_t *out, int *n_out, float *rows, char *err, siz
     c->st.steps++;
     c->st.drafted += k;
     c->st.accepted += kept;
-    *n_out = n;
+    c->n_out = n;
     return 0;
+}
+
+int spec_next(spec_ctx *c, int32_t *tok, const float **row, char *err, size_t errlen)
+{
+    if (c->at == c->n_out) {
+        if (c->n_hist < 1) { snprintf(err, errlen, "speculative decoding: no token to start from"); return -1; }
+        if (model_n_past(c->m) >= model_n_ctx(c->m)) return 1;
+        if (step(c, err, errlen)) return -1;
+    }
+    *tok = c->out[c->at];
+    if (row) *row = c->logits + (size_t)c->at * (size_t)c->n_vocab;
+    c->at++;
+    return 0;
+}
+
+const int32_t *spec_history(const spec_ctx *c, int *n)
+{
+    *n = c->n_hist;
+    return c->hist;
 }
 
 spec_stats spec_get_stats(const spec_ctx *c) { return c->st; }

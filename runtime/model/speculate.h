@@ -14,21 +14,22 @@
  *    all held, 1 less after one that failed, within 1..max_draft). spec_ngram_draft() is that lookup alone. SPEC_FN: the
  *    caller's function (tests give a known continuation with errors).
  *  - The history's last token is the one the caller sampled last and the
- *    model has not seen: spec_push() the first (from the prompt's logits);
- *    spec_step() drafts after the history, runs one forward of that token
- *    and the draft with the logits of every row, and returns in
- *    out[0..*n_out) the tokens that follow (1 to 1 + drafted of them), each
- *    given to sampler_accept() and appended to the history. The model's
- *    cache then holds the input token and the kept guesses, so
- *    out[*n_out - 1] is the next step's input. rows (when non-NULL, room
- *    for 1 + SPEC_MAX_DRAFT rows) receives the row that produced each
- *    out[i], as plain decoding would have computed it.
+ *    model has not seen: spec_push() the first (from the prompt's logits).
+ *    spec_next() then hands out the following tokens one at a time, each
+ *    given to sampler_accept() already, with the logits row that produced
+ *    it (as plain decoding would have computed it). When the last step's
+ *    tokens are all out it runs the next step: drafts after the history,
+ *    one forward of the history's last token and the draft with the logits
+ *    of every row, the guesses kept left to right and the first refusal's
+ *    correction, every resulting token appended to the history. The
+ *    model's cache then holds the history but its last token, always:
+ *    model_n_past() == the history's length - 1 after a step.
  *  - Greedy output is token for token that of plain decoding as long as a
  *    batch of rows gives the bits single rows give (model.h: true on the
  *    CPU for every weight form; tests/unit/model/test_speculate.c checks
  *    it); with sampling the distribution of every token is unchanged.
  *  - The history (prompt and every token out) lives here: spec_create()
- *    takes the prompt, spec_step() appends. No global state. */
+ *    takes the prompt, each step appends. No global state. */
 #ifndef STRATA_SPECULATE_H
 #define STRATA_SPECULATE_H
 
@@ -76,9 +77,13 @@ spec_ctx *spec_create(model *m, sampler *s, const spec_params *p, const int32_t 
 /* Appends a token the caller sampled itself (the first one, from the
  * prompt's logits). 0, or -1 when out of memory. */
 int spec_push(spec_ctx *c, int32_t token);
-/* One step, as above: drafts never pass the model's context (a full
- * context drafts nothing). 0, or -1 with one line in err (the model's). */
-int spec_step(spec_ctx *c, int32_t *out, int *n_out, float *rows, char *err, size_t errlen);
+/* The next token and (row non-NULL) its logits row, valid until the next
+ * call. 0; 1 when a step is due and the model's context is full (nothing
+ * handed out: generation ends there, as plain decoding's would); -1 with
+ * one line in err. Drafts never pass the context. */
+int spec_next(spec_ctx *c, int32_t *tok, const float **row, char *err, size_t errlen);
+/* The prompt and every token handed out or waiting to be: *n of them. */
+const int32_t *spec_history(const spec_ctx *c, int *n);
 spec_stats spec_get_stats(const spec_ctx *c);
 void spec_free(spec_ctx *c);
 

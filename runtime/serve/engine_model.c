@@ -54,14 +54,8 @@ struct engine_session {
     size_t        reused;      /* prompt tokens the context already held */
     engine_mask   mask;        /* fill NULL: none */
     uint8_t      *allow;       /* n_vocab, with a mask */
-    /* speculative decoding (draft_max > 0, no mask): each step's tokens are
-     * handed out one per me_step from out[at..n_out), rows[i] the logits
-     * that produced out[i] (for logprobs) */
-    spec_ctx     *spec;
+    spec_ctx     *spec;        /* speculative decoding (draft_max > 0, no mask) */
     spec_stats    spec_seen;   /* what has been added to me->draft already */
-    float        *rows;
-    int32_t       out[1 + SPEC_MAX_DRAFT];
-    int           at, n_out;
 };
 
 /* ------------------------------------------------------------------------
@@ -275,7 +269,6 @@ static void me_end(engine_session *s)
 {
     if (!s) return;
     spec_free(s->spec); /* before the context goes back: it resets the context's exact rows */
-    free(s->rows);
     if (s->slot >= 0) give_slot(s->me, s->slot);
     sampler_free(s->smp);
     free(s->logits);
@@ -355,10 +348,7 @@ static engine_session *me_begin(void *self, const int32_t *prompt, size_t n_prom
     if (sp->draft_max > 0 && !sp->mask) {
         spec_params dp = spec_default_params();
         dp.max_draft = sp->draft_max > SPEC_MAX_DRAFT ? SPEC_MAX_DRAFT : sp->draft_max;
-        s->spec = spec_create(m, s->smp, &dp, prompt, (int)n_prompt, err, errlen);
-        s->rows = s->n_probs > 0 ? malloc((size_t)(1 + SPEC_MAX_DRAFT) * (size_t)me->n_vocab * sizeof *s->rows) : NULL;
-        if (!s->spec || (s->n_probs > 0 && !s->rows)) {
-            if (s->spec) snprintf(err, errlen, "out of memory");
+        if (!(s->spec = spec_create(m, s->smp, &dp, prompt, (int)n_prompt, err, errlen))) {
             me_end(s);
             return NULL;
         }
@@ -381,10 +371,10 @@ static void add_draft_stats(engine_session *s)
 static void fill_logprobs(const float *logits, int nv, int n, engine_token *out);
 
 /* me_step with speculative decoding: the first token comes from the
- * prompt's logits as without; later ones from spec_step, which evaluates
- * the last token handed out with its guesses in one pass. The context then
- * holds that token and the kept guesses (held_append); the last token out
- * waits for the next pass, as `pending` does without drafts. */
+ * prompt's logits as without; later ones from spec_next, whose steps
+ * evaluate a token and its guesses in one pass. After a step the context
+ * holds the history but its last token: what it gained is added to the
+ * held ids, so the prompt cache stays true. */
 static int spec_me_step(engine_session *s, engine_token *out)
 {
     model_engine *me = s->me;
@@ -394,30 +384,27 @@ static int spec_me_step(engine_session *s, engine_token *out)
         sampler_accept(s->smp, out->id);
         if (s->n_probs > 0) fill_logprobs(s->logits, me->n_vocab, s->n_probs, out);
         if (spec_push(s->spec, out->id)) return -1;
-        s->pending = out->id;
         s->has_pending = true;
         return 0;
     }
-    if (s->at == s->n_out) {
-        char err[256];
-        if (spec_step(s->spec, s->out, &s->n_out, s->rows, err, sizeof err) != 0) {
+    char err[256];
+    const float *row;
+    if (spec_next(s->spec, &out->id, &row, err, sizeof err) != 0) {
+        held_forget(me, s->slot);
+        return -1;
+    }
+    const size_t np = (size_t)model_n_past(me->slots[s->slot]), have = me->held[s->slot].n;
+    if (np > have) { /* a step ran */
+        int n_hist;
+        const int32_t *hist = spec_history(s->spec, &n_hist);
+        if (held_append(me, s->slot, hist + have, np - have) != 0) {
             held_forget(me, s->slot);
             return -1;
         }
-        /* the context now holds the pending token and the n_out - 1 kept guesses */
-        if (held_append(me, s->slot, &s->pending, 1) != 0 ||
-            (s->n_out > 1 && held_append(me, s->slot, s->out, (size_t)s->n_out - 1) != 0)) {
-            held_forget(me, s->slot);
-            return -1;
-        }
-        s->at = 0;
-        s->pending = s->out[s->n_out - 1];
         snapshot_stats(me, s->slot);
         add_draft_stats(s);
     }
-    out->id = s->out[s->at];
-    if (s->n_probs > 0) fill_logprobs(s->rows + (size_t)s->at * me->n_vocab, me->n_vocab, s->n_probs, out);
-    s->at++;
+    if (s->n_probs > 0) fill_logprobs(row, me->n_vocab, s->n_probs, out);
     return 0;
 }
 

@@ -9,6 +9,9 @@
 #   llamacpp_fetch                   the packages, once
 #   llamacpp_fetch_tools             also llama.cpp-tools and -tools-extra (llama-imatrix,
 #                                    llama-perplexity, ...: $deb/root/usr/bin), once
+#   llamacpp_fetch_tools_native      llamacpp_fetch_tools with the CPU backend this machine
+#                                    runs best ($LLAMACPP_CPU_VARIANT, unless set), and a line
+#                                    naming the package version and the backend
 #   llamacpp_tool NAME ARGS...       runs $deb/root/usr/bin/NAME on the haswell CPU backend
 #                                    ($LLAMACPP_CPU_VARIANT picks another: zen4, icelake, ...;
 #                                    some tools keep their code in $sys/llama/libllama-NAME-impl.so)
@@ -72,4 +75,21 @@ llamacpp_tool() { # NAME ARGS...
 llamacpp_build() { # SRC.c NAME
     [ -x "$deb/$2" ] && [ "$deb/$2" -nt "$1" ] && return 0
     cc -O1 -I"$deb/root/usr/include" "$1" -o "$deb/$2" -L"$sys" -lllama -lggml -lggml-base -Wl,--allow-shlib-undefined
+}
+
+# The speed diagnostics (vs_llamacpp.sh, tier_vs_llamacpp.sh) compare against
+# llama.cpp at its best on this CPU: the most capable backend it loads.
+llamacpp_fetch_tools_native() {
+    if [ -z "${LLAMACPP_CPU_VARIANT:-}" ]; then
+        flags=$(grep -m 1 '^flags' /proc/cpuinfo)
+        case $flags in
+            *avx512_bf16*) LLAMACPP_CPU_VARIANT=zen4 ;;
+            *avx512f*) LLAMACPP_CPU_VARIANT=skylakex ;;
+            *avx2*) LLAMACPP_CPU_VARIANT=haswell ;;
+            *) LLAMACPP_CPU_VARIANT=x64 ;;
+        esac
+    fi
+    export LLAMACPP_CPU_VARIANT
+    llamacpp_fetch_tools
+    echo "llama.cpp: Debian package $(gzip -dc "$deb"/root/usr/share/doc/llama.cpp-tools/changelog.Debian.gz 2>/dev/null | head -1 | cut -d' ' -f2 | tr -d '()'), CPU backend $LLAMACPP_CPU_VARIANT"
 }

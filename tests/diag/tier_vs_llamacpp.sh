@@ -77,18 +77,7 @@ fi
 
 # shellcheck source=tests/diag/diag_llamacpp_env.sh
 . "$here/tests/diag/diag_llamacpp_env.sh"
-if [ -z "${LLAMACPP_CPU_VARIANT:-}" ]; then
-    flags=$(grep -m 1 '^flags' /proc/cpuinfo)
-    case $flags in
-        *avx512_bf16*) LLAMACPP_CPU_VARIANT=zen4 ;;
-        *avx512f*) LLAMACPP_CPU_VARIANT=skylakex ;;
-        *avx2*) LLAMACPP_CPU_VARIANT=haswell ;;
-        *) LLAMACPP_CPU_VARIANT=x64 ;;
-    esac
-fi
-export LLAMACPP_CPU_VARIANT
-llamacpp_fetch_tools
-echo "llama.cpp: Debian package $(gzip -dc "$deb"/root/usr/share/doc/llama.cpp-tools/changelog.Debian.gz 2>/dev/null | head -1 | cut -d' ' -f2 | tr -d '()'), CPU backend $LLAMACPP_CPU_VARIANT"
+llamacpp_fetch_tools_native
 
 (cd "$here" && make -s bin/strata bin/iq3pack build/cc/bench/bench_moe_floor >/dev/null)
 mkdir -p "$dir/logs"

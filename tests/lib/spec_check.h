@@ -84,24 +84,20 @@ static void spec_generate(const char *path, int keep_native, int max_draft, cons
         spec_ctx *c = spec_create(m, s, &p, prompt, SPEC_N_PROMPT, err, sizeof err);
         if (!c) fail_msg("%s", err);
         assert_int_equal(spec_push(c, tok[0]), 0);
-        float *r = malloc((size_t)(1 + SPEC_MAX_DRAFT) * nv * sizeof *r);
-        assert_non_null(r);
-        int total = 1;
+        int hlen = SPEC_N_PROMPT + 1; /* the history's length */
         while (n < SPEC_N_GEN) {
-            int32_t out[1 + SPEC_MAX_DRAFT];
-            int k = 0;
-            if (spec_step(c, out, &k, r, err, sizeof err)) fail_msg("%s", err);
-            assert_true(k >= 1 && k <= 1 + max_draft);
-            for (int i = 0; i < k && n < SPEC_N_GEN; i++, n++) {
-                tok[n] = out[i];
-                memcpy(rows + (size_t)(n - 1) * nv, r + (size_t)i * nv, (size_t)nv * sizeof *r);
-            }
-            /* the cache holds the prompt and every token out but the last */
-            total += k;
-            assert_int_equal(model_n_past(m), SPEC_N_PROMPT + total - 1);
+            const float *row = NULL;
+            if (spec_next(c, &tok[n], &row, err, sizeof err)) fail_msg("%s", err);
+            memcpy(rows + (size_t)(n - 1) * nv, row, (size_t)nv * sizeof *row);
+            n++;
+            int h = 0;
+            spec_history(c, &h);
+            /* a step adds 1 to 1 + max_draft tokens; the cache holds the history but its last */
+            assert_true(h == hlen || (h > hlen && h <= hlen + 1 + max_draft));
+            hlen = h;
+            assert_int_equal(model_n_past(m), h - 1);
         }
         *st = spec_get_stats(c);
-        free(r);
         spec_free(c);
     }
     free(last);
