@@ -28,9 +28,9 @@ static const arch_info ARCH_TABLE[] = {
     /* ERNIE 4.5 MoE: llama attention, softmax routing with a selection bias, shared experts. */
     { .name = "ernie4_5-moe", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = true },
     /* GLM-4.5 / 4.6 / 4.5-Air: q/k/v biases, partial NEOX rotary, optional q/k norms, DeepSeek-V3 routing,
-     * the FFN norm named post_attention_norm; its next-token-prediction block is not run. */
+     * the FFN norm named post_attention_norm; its next-token-prediction block drafts (--draft mtp). */
     { .name = "glm4moe", .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = true, .norm_topk = false,
-      .scale_w = true, .qk_norm_optional = true },
+      .scale_w = true, .qk_norm_optional = true, .mtp = true },
     /* Llama 4 (Scout, Maverick): llama attention with no-RoPE layers, chunked attention, L2 q/k norms,
      * top-k sigmoid routing whose weight scales the expert's input, a shared expert. */
     { .name = "llama4", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false,
@@ -42,9 +42,10 @@ static const arch_info ARCH_TABLE[] = {
      * selection bias, no shared expert. */
     { .name = "minimax-m2", .rope = ROPE_NEOX, .qk_norm = QK_NORM_FULL, .attn_bias = false, .norm_topk = true },
     /* DeepSeek V2/V3, Kimi K2: multi-head latent attention, DeepSeek-MoE's FFN (dense lead, shared
-     * experts), routed weights times expert_weights_scale, raw top-k unless expert_weights_norm. */
+     * experts), routed weights times expert_weights_scale, raw top-k unless expert_weights_norm; V3's
+     * next-token-prediction block drafts (--draft mtp). */
     { .name = "deepseek2", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false,
-      .scale_w = true, .mla = true },
+      .scale_w = true, .mla = true, .mtp = true },
     /* gpt-oss: q/k/v/o biases, attention sinks, sliding-window attention on every other layer, the FFN
      * norm named post_attention_norm, softmax over the chosen router logits, biased experts with a
      * clamped SwiGLU. */

@@ -63,6 +63,11 @@ typedef struct arch_info {
     bool attn_sinks;
     int swa_pattern;
     bool oai_moe;
+    /* Its next-token-prediction blocks (nextn_predict_layers) are DeepSeek
+     * V3's MTP module: eh_proj [enorm(embed); hnorm(h)], one decoder block,
+     * shared_head_norm, the head. Packs keep them (unless --no-nextn) and
+     * `--draft mtp` runs them; other architectures' are left out of packs. */
+    bool mtp;
 } arch_info;
 
 const arch_info *arch_table_find(const char *name);

@@ -73,6 +73,8 @@ static const role_row ROLES[TN_COUNT] = {
     [TN_NEXTN_ENORM] = W("nextn.enorm"),
     [TN_NEXTN_HNORM] = W("nextn.hnorm"),
     [TN_NEXTN_SHARED_HEAD_NORM] = W("nextn.shared_head_norm"),
+    [TN_NEXTN_EMBED_TOKENS] = W("nextn.embed_tokens"),     /* optional: else the model's own */
+    [TN_NEXTN_SHARED_HEAD_HEAD] = W("nextn.shared_head_head"),
 };
 
 /* Where an architecture stores a role under another role's name. */

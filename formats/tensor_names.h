@@ -51,7 +51,8 @@ typedef enum tensor_role {
     /* shared experts */
     TN_FFN_GATE_SHEXP, TN_FFN_UP_SHEXP, TN_FFN_DOWN_SHEXP, TN_FFN_GATE_INP_SHEXP,
     /* next-token-prediction blocks (GLM-4.5's MTP), which the pack leaves out */
-    TN_NEXTN_EH_PROJ, TN_NEXTN_ENORM, TN_NEXTN_HNORM, TN_NEXTN_SHARED_HEAD_NORM,
+    TN_NEXTN_EH_PROJ, TN_NEXTN_ENORM, TN_NEXTN_HNORM, TN_NEXTN_SHARED_HEAD_NORM, TN_NEXTN_EMBED_TOKENS,
+    TN_NEXTN_SHARED_HEAD_HEAD,
     TN_COUNT
 } tensor_role;
 

@@ -78,9 +78,9 @@ static json_t *hparams_json(const gguf_file *g)
 
 /* Dense tensors: every plane of a tensor contiguous (codes, scales,
  * offsets), the tensor's span starting 64-aligned in its file. */
-static int plan_dense(pack_layout *L, const source *s, uint64_t fbytes[2], char *err, size_t errlen)
+static int plan_dense(pack_layout *L, const source *s, int drop_nextn, uint64_t fbytes[2], char *err, size_t errlen)
 {
-    const int dropped = build_first_dropped_layer(s);
+    const int dropped = build_first_dropped_layer(s, drop_nextn);
     char embd[32];
     tensor_name(embd, sizeof embd, TN_TOKEN_EMBD, 0);
     for (int64_t i = 0; i < source_n_tensors(s); i++) {
@@ -271,7 +271,7 @@ static int finish_shard(const build_opts *o, const pack_layout *L, const char *t
         if (f && fclose(f) != 0) rc = -1;
         if (rc) snprintf(e, n, "%s: cannot write", lp);
     }
-    if (!rc) rc = shard_write_info(tmp, o->shard_k, o->shard_n, L, o->experts_keep ? "keep" : "iq3",
+    if (!rc) rc = shard_write_info(tmp, o->shard_k, o->shard_n, L, o->experts_keep ? "keep" : "iq3", o->drop_nextn,
                                    o->imatrix ? ish : NULL, l0, l1, lo, hi, eb, crc, e, n);
     free(pp);
     free(lp);
@@ -301,7 +301,8 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
     if (refuse_arch(o->src, gguf_get_str(source_meta(&s), "general.architecture"), e, sizeof e)) goto out;
     if (o->imatrix && !(im = imatrix_load(o->imatrix, e, sizeof e))) goto out;
     uint64_t fb[2] = { 0, 0 }, eb = 0;
-    if (plan_dense(&L, &s, fb, e, sizeof e) || build_plan_experts(&L, &s, im, o->experts_keep, &eb, e, sizeof e)) {
+    if (plan_dense(&L, &s, o->drop_nextn, fb, e, sizeof e) ||
+        build_plan_experts(&L, &s, im, o->experts_keep, o->drop_nextn, &eb, e, sizeof e)) {
         char what[sizeof e];
         snprintf(what, sizeof what, "%s", e);
         snprintf(e, sizeof e, "%.200s: %.300s", o->src, what); /* the tensor, in this file */
@@ -329,7 +330,7 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
     L.hparams = hparams_json(source_meta(&s));
     source_sha256(&s, L.source_sha256);
     build_progress pg = { 0, 0, build_now(), o->progress, 0, "iq3pack build" };
-    const int dropped = build_first_dropped_layer(&s);
+    const int dropped = build_first_dropped_layer(&s, o->drop_nextn);
     for (int64_t i = 0; i < source_n_tensors(&s); i++)
         if (!build_tensor_dropped(source_tensor_at(&s, i)->name, dropped)) pg.total += source_tensor_at(&s, i)->size;
     if (sharded) { /* a shard's share: the source bytes of its experts, and of the dense part in shard 0 */
@@ -400,7 +401,8 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
         fprintf(err, "warning: the index step refused this pack (above); it has no index.txt yet: run "
                      "`packindex --pack %s` once packindex knows every form in it\n", o->out);
     if (dropped != INT_MAX)
-        fprintf(out, "  left out: layer %d on (next-token prediction, which the runtime does not run)\n", dropped);
+        fprintf(out, "  left out: layer %d on (next-token prediction: %s)\n", dropped,
+                o->drop_nextn ? "--no-nextn" : "strata does not draft with this architecture's");
     summary(&L, o, n_reencoded, build_now() - t0, out);
     rc = 0;
 out:

@@ -25,6 +25,7 @@
 typedef struct build_opts {
     const char *src, *out, *imatrix;
     int experts_keep; /* 1: experts keep a canonical form instead of IQ3 */
+    int drop_nextn;   /* 1: leave the next-token-prediction blocks out (--no-nextn) */
     int threads;
     int progress;     /* 1: redraw a progress line (stderr is a terminal); 2: a line every 10 % */
     int verbose;      /* per-tensor lines and the index step's summary */
@@ -36,7 +37,8 @@ int pack_build(const build_opts *o, FILE *out, FILE *err);
 /* ---- the experts' half, in build_experts.c ---- */
 struct imatrix;
 /* Plans the expert tensors of source into L (layers and arena). */
-int build_plan_experts(pack_layout *L, const source *s, const struct imatrix *im, int keep, uint64_t *experts_bytes,
+int build_plan_experts(pack_layout *L, const source *s, const struct imatrix *im, int keep, int drop_nextn,
+                       uint64_t *experts_bytes,
                        char *err, size_t errlen);
 /* Writes the expert layers [l0, l1) of experts.bin at fd as planned, each
  * byte at its experts.bin offset minus off0 (a whole pack: 0, n_layers, 0;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "formats/arch_table.h"
 #include "formats/hparam_keys.h"
 #include "formats/tensor_names.h"
 
@@ -70,9 +71,11 @@ void build_progress_step(build_progress *p, uint64_t bytes, const char *what)
     if (p->done >= p->total) fputc('\n', stderr);
 }
 
-int build_first_dropped_layer(const source *s)
+int build_first_dropped_layer(const source *s, int drop_nextn)
 {
     const char *arch = gguf_get_str(source_meta(s), "general.architecture");
+    const arch_info *ai = arch_table_find(arch);
+    if (!drop_nextn && ai && ai->mtp) return INT_MAX;
     char key[128];
     uint64_t blocks, nextn;
     snprintf(key, sizeof key, "%s.%s", arch ? arch : "", HPARAM_KEYS[HPK_LAYERS].key);

@@ -39,9 +39,11 @@ int build_interrupted(void);
 void build_release_signals(const build_signals *bs);
 
 /* The first layer a pack leaves out: llama.cpp's next-token-prediction
- * layers (<arch>.nextn_predict_layers, the last blocks: GLM-4.5's MTP) are
- * never run by the runtime, so they cost no disk. INT_MAX when none. */
-int build_first_dropped_layer(const source *s);
+ * layers (<arch>.nextn_predict_layers, the last blocks: GLM-4.5's MTP),
+ * which only a draft (strata's --draft mtp) runs, with drop_nextn or where
+ * the architecture's row (formats/arch_table.h) has no mtp. INT_MAX when
+ * none is left out. */
+int build_first_dropped_layer(const source *s, int drop_nextn);
 /* "blk.N...." with N >= first. */
 int build_tensor_dropped(const char *name, int first);
 

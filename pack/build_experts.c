@@ -54,11 +54,11 @@ static int check_importance(const imatrix *im, const pk_tensor *t, char *err, si
     return 0;
 }
 
-int build_plan_experts(pack_layout *L, const source *s, const imatrix *im, int keep, uint64_t *experts_bytes,
-                       char *err, size_t errlen)
+int build_plan_experts(pack_layout *L, const source *s, const imatrix *im, int keep, int drop_nextn,
+                       uint64_t *experts_bytes, char *err, size_t errlen)
 {
     uint64_t pos = 0;
-    const int dropped = build_first_dropped_layer(s);
+    const int dropped = build_first_dropped_layer(s, drop_nextn);
     int max_layer = expert_src_max_layer(s);
     /* a layer index past the model's blocks is a broken or hostile file, not a reason to plan millions of layers */
     const char *arch = gguf_get_str(source_meta(s), "general.architecture");

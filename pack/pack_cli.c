@@ -16,7 +16,7 @@ static int usage(FILE *fp, const char *u, int rc)
 }
 
 static const char BUILD_USAGE[] =
-    "build SRC.gguf -o PACKDIR [--imatrix IMAT] [--experts iq3|keep] [--threads N] [--shard K/N] [-v]";
+    "build SRC.gguf -o PACKDIR [--imatrix IMAT] [--experts iq3|keep] [--threads N] [--shard K/N] [--no-nextn] [-v]";
 static const char BUILD_HELP[] =
     "  Turns a GGUF checkpoint into a pack directory (written under a temporary name,\n"
     "  renamed when complete; an existing PACKDIR is never overwritten).\n"
@@ -34,6 +34,8 @@ static const char BUILD_HELP[] =
     "                   dense part; one per machine (a Slurm array task: --shard\n"
     "                   $SLURM_ARRAY_TASK_ID/N), then `iq3pack merge` assembles the pack, the same\n"
     "                   bytes one build writes\n"
+    "  --no-nextn       leave out the next-token-prediction blocks (GLM-4.5's and DeepSeek V3's\n"
+    "                   MTP layers, kept by default: `strata run --draft mtp` drafts with them)\n"
     "  -v, --verbose    one line per expert tensor and the index step's own summary\n";
 
 int iq3pack_cmd_build(int argc, char **argv)
@@ -55,7 +57,8 @@ int iq3pack_cmd_build(int argc, char **argv)
             const char *m = argv[++i];
             if (!strcmp(m, "keep")) o.experts_keep = 1;
             else if (strcmp(m, "iq3")) { fprintf(stderr, "iq3pack build: --experts is iq3 or keep, not %s\n", m); return 2; }
-        } else if (!strcmp(a, "--threads") && has) {
+        } else if (!strcmp(a, "--no-nextn")) o.drop_nextn = 1;
+        else if (!strcmp(a, "--threads") && has) {
             char *end;
             const long n = strtol(argv[++i], &end, 10);
             if (*end || n < 1 || n > 1024) { fprintf(stderr, "iq3pack build: --threads needs 1..1024\n"); return 2; }

@@ -15,7 +15,7 @@
  *    under a temporary name and renamed when complete, as a pack is.
  *  - pack_merge() refuses, naming the directory, before writing anything: a
  *    shard missing or given twice, one of another source (sha256), other
- *    flags (--experts, --imatrix) or another strata version, a part whose
+ *    flags (--experts, --imatrix, --no-nextn) or another strata version, a part whose
  *    size or crc32 is not what its shard.json says (a killed or damaged
  *    task). Then it writes the pack under a temporary name: the dense files
  *    copied, experts.bin the parts in order, manifest.json from layout.json
@@ -36,7 +36,7 @@ int shard_parse(const char *s, int *k, int *n);
 void shard_range(const pack_layout *L, uint64_t experts_bytes, int k, int n, int *l0, int *l1, uint64_t *lo,
                  uint64_t *hi);
 /* shard.json into dir for shard k of n (the other fields as above). */
-int shard_write_info(const char *dir, int k, int n, const pack_layout *L, const char *experts_mode,
+int shard_write_info(const char *dir, int k, int n, const pack_layout *L, const char *experts_mode, int drop_nextn,
                      const char *imatrix_sha256, int l0, int l1, uint64_t lo, uint64_t hi, uint64_t experts_bytes,
                      uint32_t part_crc, char *err, size_t errlen);
 int pack_merge(const char *const *dirs, int n_dirs, const char *out_dir, FILE *out, FILE *err);

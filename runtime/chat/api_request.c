@@ -619,13 +619,16 @@ static int parse_openai(json_t *o, api_request *r, int limit, api_error *e)
     const char *rpk = field(o, "repeat_penalty") ? "repeat_penalty" : "repetition_penalty";
     if (opt_num(o, rpk, 0.01, 10, &rp, e) < 0) return -1;
     r->repeat_penalty = (float)rp;
-    /* strata's speculative decoding (as `strata run --draft ngram --draft-max N`) */
+    /* strata's speculative decoding (as `strata run --draft ngram|mtp --draft-max N`) */
     r->draft_max = -1;
+    r->draft_mtp = -1;
     json_t *dr = field(o, "draft");
     if (dr) {
         const char *ds = json_is_string(dr) ? json_string_value(dr) : NULL;
-        if (!ds || (strcmp(ds, "none") && strcmp(ds, "ngram"))) return fail(e, "draft", "draft must be \"none\" or \"ngram\"");
+        if (!ds || (strcmp(ds, "none") && strcmp(ds, "ngram") && strcmp(ds, "mtp")))
+            return fail(e, "draft", "draft must be \"none\", \"ngram\" or \"mtp\"");
         r->draft_max = strcmp(ds, "none") ? 8 : 0;
+        r->draft_mtp = !strcmp(ds, "mtp");
     }
     long long dm = 0;
     const int has_dm = opt_int(o, "draft_max", 1, 16, &dm, e);

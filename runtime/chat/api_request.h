@@ -117,9 +117,10 @@ typedef struct api_request {
     float        presence_penalty, frequency_penalty; /* OpenAI's, -2..2 (0: off) */
     float        min_p;          /* vLLM's and llama.cpp's extension, 0..1 (0: off) */
     float        repeat_penalty; /* repetition_penalty (vLLM) / repeat_penalty (llama.cpp); 1: off (0 read as 1) */
-    int          draft_max;      /* strata's "draft": "ngram" / "none" and "draft_max" 1..16: speculative decoding's
-                                  * guesses at most a step (0: none); -1 when the request says nothing (the server's
-                                  * default then) */
+    int          draft_max;      /* strata's "draft": "ngram" / "mtp" / "none" and "draft_max" 1..16: speculative
+                                  * decoding's guesses at most a step (0: none); -1 when the request says nothing
+                                  * (the server's default then) */
+    int          draft_mtp;      /* "draft": "mtp" 1, "ngram" 0, not said -1 (the server's default) */
     int32_t     *bias_id;      /* logit_bias: n_bias token ids (not yet checked against a vocabulary) */
     float       *bias;         /* and the bias for each, -100..100 */
     int          n_bias;

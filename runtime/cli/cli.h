@@ -37,6 +37,7 @@ typedef struct cli_model {
     loaded_pack *pack;
     model *m;
     expert_tier *tier;          /* the routed experts' RAM tier, or NULL (all in memory) */
+    model *mtp;                 /* --draft mtp's draft model (cli_draft_model), or NULL */
 } cli_model;
 
 /* The memory budget (--mem SIZE, default what this process may still use,
@@ -71,16 +72,22 @@ void cli_close(cli_model *cm);
 /* Parses a device option for command `cmd`: 1 taken, 0 not one, -1 bad
  * (message on stderr). */
 int cli_device_arg(const char *cmd, device_opts *o, const char *opt, const char *val);
-/* Speculative decoding's options (--draft none|ngram, --draft-max N), the
- * same on run, serve and bench: 1 taken, 0 not one, -1 bad (message on
- * stderr). cli_draft_default: kind none, the other fields speculate.h's. */
+/* Speculative decoding's options (--draft none|ngram|mtp, --draft-max N),
+ * the same on run, serve and bench: 1 taken, 0 not one, -1 bad (message on
+ * stderr). cli_draft_default: kind none, the other fields speculate.h's.
+ * cli_draft_model: for --draft mtp, the draft model over cm's
+ * next-token-prediction block into cm->mtp and p->mtp (0), or -1 with one
+ * line "strata CMD: ..." on stderr (no such block, not on the CPU). */
 void cli_draft_default(spec_params *p);
 int cli_draft_arg(const char *cmd, spec_params *p, const char *opt, const char *val);
+int cli_draft_model(const char *cmd, cli_model *cm, spec_params *p);
 #define DRAFT_HELP                                                                                       \
-    "  --draft none|ngram  speculative decoding (default none): ngram guesses the next tokens from\n"     \
-    "                   the longest earlier repeat of the text's end (prompt lookup) and checks them\n"    \
-    "                   in one batch; output unchanged (greedy: token for token on the CPU; sampled:\n"   \
-    "                   the same distribution); pays off on text that repeats itself (code, edits)\n"  \
+    "  --draft none|ngram|mtp  speculative decoding (default none): guesses of the next tokens\n"     \
+    "                   checked in one batch; output unchanged (greedy: token for token on the CPU;\n"   \
+    "                   sampled: the same distribution). ngram guesses from the longest earlier\n"     \
+    "                   repeat of the text's end (prompt lookup: pays off on text that repeats\n"      \
+    "                   itself, such as code and edits); mtp from the model's own next-token-\n"       \
+    "                   prediction block (GLM-4.5, DeepSeek V3 and the shipped tiny-moe have one)\n"    \
     "  --draft-max N    tokens guessed at most per step (1-16, default 8)\n"
 
 /* Option refusals that name what they reject, one line on stderr

@@ -96,7 +96,7 @@ int cli_draft_arg(const char *cmd, spec_params *p, const char *opt, const char *
     long l;
     if (!strcmp(opt, "--draft")) {
         if (!val || spec_kind_parse(val, &p->kind)) {
-            fprintf(stderr, "strata %s: --draft takes none or ngram%s%s%s\n", cmd, val ? ", got '" : "", val ? val : "",
+            fprintf(stderr, "strata %s: --draft takes none, ngram or mtp%s%s%s\n", cmd, val ? ", got '" : "", val ? val : "",
                     val ? "'" : "");
             return -1;
         }

@@ -277,7 +277,7 @@ static void bench_usage(FILE *fp)
     fprintf(fp, "usage: strata bench PACK [-p N] [-n N] [-r|--repetitions N] [-t|--threads N] [-c|--ctx N]\n"
                 "                    [--device auto|cpu|cuda] [--vram-reserve SIZE] [--miss cpu|pcie|auto]\n"
                 "                    [--profile FILE] [--record-routing FILE]\n"
-                "                    [--draft ngram [--draft-max N] [--draft-prompt TEXT] [--draft-warmup N]]\n"
+                "                    [--draft ngram|mtp [--draft-max N] [--draft-prompt TEXT] [--draft-warmup N]]\n"
                 "  Times prefill of -p tokens (default 128) and decode of -n tokens (default 32) after\n"
                 "  the prompt, with an f16 KV cache, each -r times (default 5) after one untimed warm-up\n"
                 "  pass, and prints for each the median tokens/s, the runs' min and max, and their\n"
@@ -370,7 +370,7 @@ static int bench_args(int argc, char **argv, bench_opts *o)
     }
     if (!o->pack) { fprintf(stderr, "strata bench: no PACK given\n"); bench_usage(stderr); return 2; }
     if ((o->draft_prompt || o->draft_warmup) && o->draft.kind == SPEC_NONE) {
-        fprintf(stderr, "strata bench: --draft-prompt and --draft-warmup need --draft ngram\n");
+        fprintf(stderr, "strata bench: --draft-prompt and --draft-warmup need --draft ngram or mtp\n");
         return 2;
     }
     return -1;
@@ -441,9 +441,10 @@ static int time_greedy(model *m, const int32_t *prompt, int np, int ng, const sp
     memset(st, 0, sizeof *st);
     if (!s) { snprintf(err, errlen, "out of memory"); return -1; }
     model_rewind(m, 0);
+    /* the drafter first: mtp reads the prompt's rows */
+    if (dp && !(c = spec_create(m, s, dp, prompt, np, err, errlen))) goto out;
     if (model_forward(m, prompt, np, logits, false, err, errlen)) goto out;
     for (int i = 0; i < np; i++) sampler_accept(s, prompt[i]);
-    if (dp && !(c = spec_create(m, s, dp, prompt, np, err, errlen))) goto out;
     const double t0 = cli_now();
     out[0] = sampler_sample(s, logits);
     sampler_accept(s, out[0]);
@@ -529,8 +530,8 @@ static int bench_draft(cli_model *cm, const bench_opts *o, const int32_t *bench_
         }
     }
     const stats_summary plain = stats_summarize(runs, (int)o->reps), spec = stats_summarize(runs + o->reps, (int)o->reps);
-    printf("draft ngram (at most %d a step), %zu-token prompt (%ld of them the model's own continuation), %ld tokens "
-           "greedy:\n", o->draft.max_draft, n_ids, o->draft_warmup, ng);
+    printf("draft %s (at most %d a step), %zu-token prompt (%ld of them the model's own continuation), %ld tokens "
+           "greedy:\n", spec_kind_name(o->draft.kind), o->draft.max_draft, n_ids, o->draft_warmup, ng);
     printf("  plain       %.1f tokens/s", plain.median);
     print_runs(&plain, 1);
     printf("\n  speculative %.1f tokens/s", spec.median);
@@ -586,6 +587,7 @@ int cmd_bench(int argc, char **argv)
            cm.tier, &ts0, &ts1);
     rc = cli_save_routing(&cm, &o.dev) ? 1 : 0;
     if (rc == 0 && o.draft.kind != SPEC_NONE) {
+        if (cli_draft_model("bench", &cm, &o.draft)) { rc = 1; goto out; }
         const int dr = bench_draft(&cm, &o, tok, logits, err, sizeof err);
         if (dr < 0) goto fail;
         if (dr > 0) rc = 1;

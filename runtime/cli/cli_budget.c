@@ -97,6 +97,7 @@ int budget_compute(const char *dir, const budget_opts *o, budget_report *r, char
     r->work = 4 * (ub * (6 * (uint64_t)hp.n_embd + 3 * ff) + (uint64_t)hp.n_vocab + 256 * wide);
     r->expert_file = x.file_bytes[PACK_EXPERTS];
     for (int l = 0; l < x.n_l; l++) {
+        if (x.l[l].layer >= hp.n_layer) continue; /* a next-token-prediction block's: read in place when drafting */
         uint64_t s = expert_engine_bytes(&x, x.l[l].layer);
         if (s > r->slot_bytes) r->slot_bytes = s;
         r->n_experts += x.l[l].n_expert;

@@ -120,8 +120,21 @@ int cli_open_dev(cli_model *cm, const char *dir, int threads, kv_type kv, int n_
     return cli_load(cm, dir, dev, n_ctx) ? -1 : cli_build(cm, dir, threads, kv, n_ctx, dev);
 }
 
+int cli_draft_model(const char *cmd, cli_model *cm, spec_params *p)
+{
+    if (p->kind != SPEC_MTP) return 0;
+    char err[256];
+    if (!cm->mtp && !(cm->mtp = model_create_mtp(cm->m, err, sizeof err))) {
+        fprintf(stderr, "strata %s: --draft mtp: %s\n", cmd, err);
+        return -1;
+    }
+    p->mtp = cm->mtp;
+    return 0;
+}
+
 void cli_close(cli_model *cm)
 {
+    model_free(cm->mtp); /* it runs on the model's threads */
     model_free(cm->m);
     tier_free(cm->tier);
     loader_close(cm->pack);
@@ -133,7 +146,7 @@ static void usage(FILE *fp)
     fprintf(fp, "usage: strata run PACK -p TEXT [-n N] [--temp T] [--top-p P] [--top-k K] [--min-p P]\n"
                 "                  [--seed S] [-t|--threads N] [-c|--ctx N] [--kv-type f16|f32] [--logits-out FILE]\n"
                 "                  [--device auto|cpu|cuda] [--vram-reserve SIZE] [--miss cpu|pcie|auto]\n"
-                "                  [--profile FILE] [--record-routing FILE] [--draft none|ngram] [--draft-max N]\n"
+                "                  [--profile FILE] [--record-routing FILE] [--draft none|ngram|mtp] [--draft-max N]\n"
                 "  Streams the continuation of TEXT to stdout (N tokens, default 64; stops at EOS or\n"
                 "  at the end of the context, -c N, default the model's trained context), then one\n"
                 "  line of timings on stderr.\n"
@@ -233,6 +246,14 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "strata run: the prompt is %zu tokens, longer than the context of %d (-c N sets it)\n", n_ids, n_ctx);
         goto out;
     }
+    /* before the prompt's forward: an mtp draft reads the prompt's rows */
+    if (o.draft.kind != SPEC_NONE) {
+        if (cli_draft_model("run", &cm, &o.draft)) goto out;
+        if (!(sc = spec_create(cm.m, s, &o.draft, ids, (int)n_ids, err, sizeof err))) {
+            fprintf(stderr, "strata: %s\n", err);
+            goto out;
+        }
+    }
     const double t0 = cli_now();
     double t_prompt = 0;
     long n_gen = 0;
@@ -244,10 +265,6 @@ int cmd_run(int argc, char **argv)
     t_prompt = cli_now() - t0;
     const float *last = lf ? logits + (n_ids - 1) * (size_t)nv : logits;
     int full = 0;
-    if (o.draft.kind != SPEC_NONE && !(sc = spec_create(cm.m, s, &o.draft, ids, (int)n_ids, err, sizeof err))) {
-        fprintf(stderr, "strata: %s\n", err);
-        goto out;
-    }
     /* plain decoding: one forward per token, its row written before the
      * next token is drawn from it. With a draft, spec_next hands out each
      * token with the row that produced it: the same rows in the same order. */
@@ -294,7 +311,7 @@ int cmd_run(int argc, char **argv)
             fprintf(stderr,
                     "strata run: draft %s: %ld of %ld guessed tokens kept (%.1f %%), %.2f tokens a forward pass "
                     "over %ld passes\n",
-                    "ngram", ss.accepted, ss.drafted, ss.drafted ? 100.0 * (double)ss.accepted / (double)ss.drafted : 0.0,
+                    spec_kind_name(o.draft.kind), ss.accepted, ss.drafted, ss.drafted ? 100.0 * (double)ss.accepted / (double)ss.drafted : 0.0,
                     ss.steps ? (double)(ss.steps + ss.accepted) / (double)ss.steps : 0.0, ss.steps);
         }
         if (cm.tier) {

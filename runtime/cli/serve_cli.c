@@ -26,7 +26,7 @@ static void usage(FILE *fp, const serve_engine_hooks *hooks)
         "usage: strata serve PACK [--host 127.0.0.1] [--port 8080] [--api-key KEY]\n"
         "                         [--parallel N] [--queue N] [--ctx N] [--chat-template NAME]\n"
         "                         [--cors ORIGIN] [--max-body BYTES] [--no-prompt-cache]\n"
-        "                         [--strict-max-tokens] [--draft none|ngram] [--draft-max N]\n"
+        "                         [--strict-max-tokens] [--draft none|ngram|mtp] [--draft-max N]\n"
         "  Serves PACK over OpenAI- and Anthropic-compatible HTTP APIs (docs/server.md).\n"
         "  --host          name or IPv4/IPv6 address to bind: localhost, 0.0.0.0, ::1 (default 127.0.0.1:\n"
         "                  this machine only)\n"
@@ -51,7 +51,7 @@ static void usage(FILE *fp, const serve_engine_hooks *hooks)
         "  --strict-max-tokens  refuse (400) a max_tokens the context cannot hold after the prompt\n"
         "                  (default: the answer ends where the context does, finish_reason \"length\"\n"
         "                  / stop_reason \"max_tokens\"; clients such as Claude Code ask for 32000)\n"
-        "  --draft, --draft-max  the default of requests that do not say (\"draft\": \"ngram\" | \"none\",\n"
+        "  --draft, --draft-max  the default of requests that do not say (\"draft\": \"ngram\" | \"mtp\" | \"none\",\n"
         "                  \"draft_max\": N in a request body); their counters appear in /metrics:\n"
         DRAFT_HELP
         "  [--device auto|cpu|cuda] [--vram-reserve SIZE] [--miss cpu|pcie|auto] [--profile FILE]\n"
@@ -115,7 +115,11 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         if (dr > 0) continue;
         dr = cli_draft_arg("serve", &o->draft, a, v);
         if (dr < 0) return 2;
-        if (dr > 0) { o->cfg.draft_max = o->draft.kind == SPEC_NONE ? 0 : o->draft.max_draft; continue; }
+        if (dr > 0) {
+            o->cfg.draft_max = o->draft.kind == SPEC_NONE ? 0 : o->draft.max_draft;
+            o->cfg.draft_mtp = o->draft.kind == SPEC_MTP;
+            continue;
+        }
         if (!strcmp(a, "--host")) o->cfg.host = v;
         else if (!strcmp(a, "--api-key")) o->cfg.api_key = v;
         else if (!strcmp(a, "--chat-template")) o->cfg.chat_template = v;
@@ -235,6 +239,14 @@ int strata_cmd_serve_with(int argc, char **argv, const serve_engine_hooks *hooks
     engine *e = load_engine(&o, err, sizeof err);
     if (!e || server_set_engine(s, e, err, sizeof err) != 0) {
         fprintf(stderr, "strata serve: %s\n", err);
+        server_stop(s);
+        free_engine(&o, e);
+        return 1;
+    }
+    if (o.cfg.draft_mtp && o.cfg.draft_max > 0 && !e->mtp) {
+        fprintf(stderr, "strata serve: --draft mtp: %s has no next-token-prediction block this server can run "
+                        "(a pack built with --no-nextn, a model without one, or --device cuda); use --draft ngram\n",
+                o.pack);
         server_stop(s);
         free_engine(&o, e);
         return 1;

@@ -178,11 +178,32 @@ static int moe_block(model *m, int l, int B)
     return residual(m, a->o, B);
 }
 
+/* ------------------------------------------------- next-token prediction */
+
+/* GLM-4.5's and DeepSeek V3's MTP entry (model_create_mtp): the token's
+ * embedding (in x) and the main model's output row, each through its own
+ * norm, side by side through eh_proj into x. The rows come from the host:
+ * a draft model runs on the CPU. */
+static int mtp_entry(model *m, const float *hidden, int B)
+{
+    const backend_ops *op = m->ops;
+    void *c = m->ctx;
+    const backend_bufs *a = &m->bufs;
+    const layer_weights *L = &m->bw->layers[0];
+    const int D = m->hp.n_embd;
+    TRY(op->rmsnorm(c, a->x, L->enorm, a->x, B, D));
+    TRY(op->rmsnorm(c, hidden, L->hnorm, a->h, B, D));
+    TRY(op->copy_rows(c, m->mtp_cat, 2 * (size_t)D, a->x, (size_t)D, B, D));
+    TRY(op->copy_rows(c, m->mtp_cat + D, 2 * (size_t)D, a->h, (size_t)D, B, D));
+    return op->matmul(c, &L->eh_proj, m->mtp_cat, B, a->x);
+}
+
 /* ---------------------------------------------------------------- forward */
 
 enum want { WANT_NONE, WANT_LAST, WANT_ALL };
 
-static int forward_ubatch(model *m, const int32_t *tokens, int B, float *logits, enum want want)
+static int forward_ubatch(model *m, const int32_t *tokens, const float *hidden, int B, float *logits,
+                          enum want want)
 {
     const backend_ops *op = m->ops;
     void *c = m->ctx;
@@ -191,17 +212,22 @@ static int forward_ubatch(model *m, const int32_t *tokens, int B, float *logits,
     const int pos0 = m->n_past;
     TRY(op->begin(c, tokens, B, pos0));
     if (hp->embd_scale != 0.0f) TRY(op->scale(c, a->x, (size_t)B * hp->n_embd, hp->embd_scale));
+    if (hidden) TRY(mtp_entry(m, hidden, B));
     for (int l = 0; l < hp->n_layer; l++) {
         TRY(hp->arch.mla ? mla_attention_block(m, l, B, pos0) : attention_block(m, l, B, pos0));
         TRY(hparams_layer_moe(hp, l) ? moe_block(m, l, B) : ffn_block(m, l, B));
     }
     const weight *out = weight_present(&m->bw->output) ? &m->bw->output : &m->bw->tok_embd;
+    const size_t D = (size_t)hp->n_embd;
+    /* a hidden-row sink wants every row normed; each row's norm is the same
+     * float code either way, so the logits keep their bits */
+    const bool sink = m->hidden_fn != NULL;
+    if (want == WANT_ALL || sink) TRY(op->rmsnorm(c, a->x, m->bw->output_norm, a->h, B, hp->n_embd));
     if (want == WANT_ALL) {
-        TRY(op->rmsnorm(c, a->x, m->bw->output_norm, a->h, B, hp->n_embd));
         TRY(op->logits(c, out, a->h, B, logits));
     } else if (want == WANT_LAST) {
-        TRY(op->rmsnorm(c, a->x + (size_t)(B - 1) * hp->n_embd, m->bw->output_norm, a->h, 1, hp->n_embd));
-        TRY(op->logits(c, out, a->h, 1, logits));
+        if (!sink) TRY(op->rmsnorm(c, a->x + (size_t)(B - 1) * D, m->bw->output_norm, a->h, 1, hp->n_embd));
+        TRY(op->logits(c, out, a->h + (sink ? (size_t)(B - 1) * D : 0), 1, logits));
     } else if (op->sync) {
         TRY(op->sync(c));
     }
@@ -211,11 +237,13 @@ static int forward_ubatch(model *m, const int32_t *tokens, int B, float *logits,
         for (size_t i = 0; i < n; i++) logits[i] *= s;
     }
     m->n_past += B;
+    /* the sink may run a draft model on the shared threads: this pass is done */
+    if (sink && m->hidden_fn(m->hidden_ctx, pos0, B, a->h, m->cpu_err, sizeof m->cpu_err)) return -1;
     return 0;
 }
 
-int model_forward(model *m, const int32_t *tokens, int n, float *logits, bool all_logits, char *err,
-                  size_t errlen)
+static int forward(model *m, const int32_t *tokens, const float *hidden, int n, float *logits, bool all_logits,
+                   char *err, size_t errlen)
 {
     if (n < 1) { snprintf(err, errlen, "forward: no tokens"); return -1; }
     if (n > m->n_ctx - m->n_past) {
@@ -233,10 +261,25 @@ int model_forward(model *m, const int32_t *tokens, int n, float *logits, bool al
         int B = n - i < m->opt.n_batch ? n - i : m->opt.n_batch;
         /* Without all_logits only the last ubatch's last row is computed. */
         enum want w = all_logits ? WANT_ALL : (i + B == n ? WANT_LAST : WANT_NONE);
-        if (forward_ubatch(m, tokens + i, B, all_logits ? logits + (size_t)i * m->hp.n_vocab : logits, w)) {
+        if (forward_ubatch(m, tokens + i, hidden ? hidden + (size_t)i * m->hp.n_embd : NULL, B,
+                           all_logits ? logits + (size_t)i * m->hp.n_vocab : logits, w)) {
             snprintf(err, errlen, "%s", m->ops->error(m->ctx));
             return -1;
         }
     }
     return 0;
+}
+
+int model_forward(model *m, const int32_t *tokens, int n, float *logits, bool all_logits, char *err,
+                  size_t errlen)
+{
+    if (m->mtp) { snprintf(err, errlen, "a draft model's forward needs the main model's rows"); return -1; }
+    return forward(m, tokens, NULL, n, logits, all_logits, err, errlen);
+}
+
+int model_forward_mtp(model *m, const int32_t *tokens, const float *hidden, int n, float *logits, bool all_logits,
+                      char *err, size_t errlen)
+{
+    if (!m->mtp || !hidden) { snprintf(err, errlen, "not a draft model over a next-token-prediction block"); return -1; }
+    return forward(m, tokens, hidden, n, logits, all_logits, err, errlen);
 }

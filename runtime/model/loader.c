@@ -42,7 +42,7 @@ struct loaded_pack {
     void **owned;
     int n_owned, cap_owned;
     unsigned char *used_t, *used_e;
-    int *xpart;                  /* n_layer x 3: the index entry of each routed part (gate, up, down), -1 none */
+    int *xpart;                  /* (n_layer + n_mtp) x 3: the index entry of each routed part (gate, up, down), -1 none */
     int lazy_experts;            /* loader_opts.lazy_experts */
     loader_progress_fn progress; /* NULL: none */
     void *progress_ctx;
@@ -466,17 +466,18 @@ static const pi_layer *expert_layer(const loaded_pack *p, int l)
 static int load_experts(loaded_pack *p)
 {
     const model_hparams *hp = &p->hp;
+    const int nl = hp->n_layer + p->w.n_mtp;
     for (int i = 0; i < p->x.n_l; i++) {
         const pi_layer *l = &p->x.l[i];
-        if (l->layer >= hp->n_layer || l->n_expert != hp->n_expert)
+        if (l->layer >= nl || l->n_expert != hp->n_expert)
             return fail(p, "%s/%s: expert layer %d with %d experts does not fit %d layers of %d experts",
-                        p->dir, PACK_INDEX, l->layer, l->n_expert, hp->n_layer, hp->n_expert);
+                        p->dir, PACK_INDEX, l->layer, l->n_expert, nl, hp->n_expert);
         if ((uint64_t)l->base + (uint64_t)l->stride * (uint64_t)l->n_expert > p->x.file_bytes[PACK_EXPERTS])
             return fail(p, "%s/%s: layer %d's arena ends past the file", p->dir, PACK_FILE_NAMES[PACK_EXPERTS], l->layer);
     }
-    if (hp->n_layer > 0 && !(p->xpart = malloc((size_t)hp->n_layer * 3 * sizeof *p->xpart)))
+    if (nl > 0 && !(p->xpart = malloc((size_t)nl * 3 * sizeof *p->xpart)))
         return fail(p, "%s: out of memory", p->dir);
-    for (int i = 0; i < 3 * hp->n_layer; i++) p->xpart[i] = -1;
+    for (int i = 0; i < 3 * nl; i++) p->xpart[i] = -1;
     for (int j = 0; j < p->x.n_e; j++) {
         const pi_expert *x = &p->x.e[j];
         const pi_layer *l = expert_layer(p, x->layer);
@@ -499,9 +500,11 @@ static int load_experts(loaded_pack *p)
         }
         p->used_e[j] = 1;
     }
-    if (p->lazy_experts) return 0;
     for (int i = 0; i < p->x.n_l; i++) {
         const int lay = p->x.l[i].layer;
+        /* a tier builds the run layers' experts on demand; a next-token-prediction
+         * block is a draft model's, which reads its experts in place */
+        if (p->lazy_experts && lay < hp->n_layer) continue;
         const size_t nd = loader_expert_derived_bytes(p, lay);
         if (!nd) continue;
         layer_weights *L = &p->w.layers[lay];
@@ -531,14 +534,19 @@ static int load_weights(loaded_pack *p)
     for (int i = 0; i < 16 && cb && i < n; i++) p->codebook[i] = (float)cb[i];
     p->used_t = calloc((size_t)p->x.n_t + 1, 1);
     p->used_e = calloc((size_t)p->x.n_e + 1, 1);
-    p->w.layers = calloc((size_t)hp->n_layer, sizeof *p->w.layers);
+    /* the next-token-prediction blocks (n_nextn after the run ones) are
+     * optional: a pack built without them runs, only not as its own draft */
+    char eh[96];
+    p->w.n_mtp = hp->n_nextn > 0 && hp->arch.mtp && find_row(p, tensor_name(eh, sizeof eh, TN_NEXTN_EH_PROJ, hp->n_layer)) >= 0
+                     ? hp->n_nextn : 0;
+    p->w.layers = calloc((size_t)(hp->n_layer + p->w.n_mtp), sizeof *p->w.layers);
     if (!p->used_t || !p->used_e || !p->w.layers) return fail(p, "%s: out of memory", p->dir);
     char rf[96];
     if (mat(p, &p->w.tok_embd, TN_TOKEN_EMBD) || mat(p, &p->w.output, TN_OUTPUT) ||
         vec(p, &p->w.output_norm, TN_OUTPUT_NORM) || vec(p, &p->w.rope_freqs, TN_ROPE_FREQS))
         return -1;
     if (p->w.rope_freqs) p->w.n_rope_freqs = (int)p->x.t[find_row(p, tensor_name(rf, sizeof rf, TN_ROPE_FREQS, 0))].ne0;
-    for (int l = 0; l < hp->n_layer; l++) {
+    for (int l = 0; l < hp->n_layer + p->w.n_mtp; l++) {
         layer_weights *L = &p->w.layers[l];
         for (int k = 0; k < N_LAYER_SLOTS; k++) {
             const weight_slot *s = &LAYER_SLOTS[k];
@@ -625,7 +633,7 @@ void loader_close(loaded_pack *p)
     for (int i = 0; i < p->n_owned; i++) free(p->owned[i]);
     free(p->owned);
     if (p->w.layers) {
-        for (int l = 0; l < p->hp.n_layer; l++) {
+        for (int l = 0; l < p->hp.n_layer + p->w.n_mtp; l++) {
             free(p->w.layers[l].exp_gate);
             free(p->w.layers[l].exp_up);
             free(p->w.layers[l].exp_down);
@@ -663,7 +671,7 @@ int loader_expert_span(const loaded_pack *p, int layer, int e, uint64_t *off, si
 
 size_t loader_expert_derived_bytes(const loaded_pack *p, int layer)
 {
-    if (layer < 0 || layer >= p->hp.n_layer) return 0;
+    if (layer < 0 || layer >= p->hp.n_layer + p->w.n_mtp) return 0;
     const layer_weights *L = &p->w.layers[layer];
     const weight *parts[3] = { L->exp_gate, L->exp_up, L->exp_down };
     size_t n = 0;
@@ -676,7 +684,7 @@ size_t loader_expert_derived_bytes(const loaded_pack *p, int layer)
 
 size_t loader_expert_weight_bytes(const loaded_pack *p, int layer)
 {
-    if (layer < 0 || layer >= p->hp.n_layer) return 0;
+    if (layer < 0 || layer >= p->hp.n_layer + p->w.n_mtp) return 0;
     size_t n = 0;
     for (int k = 0; k < 3; k++) {
         const pi_expert *x = layer_part(p, layer, k);

@@ -176,14 +176,30 @@ static int check_layer(checker *c, const model_hparams *hp, layer_weights *L, in
     return 0;
 }
 
+/* A next-token-prediction block (layer l, after the run ones): the block
+ * itself as any layer, and its entry and exit. */
+static int check_mtp(checker *c, const model_hparams *hp, layer_weights *L, int l)
+{
+    const int D = hp->n_embd;
+    if (check_layer(c, hp, L, l) || check_w(c, &L->eh_proj, D, 2 * D, TN_NEXTN_EH_PROJ, l) ||
+        check_vec(c, L->enorm, TN_NEXTN_ENORM, l) || check_vec(c, L->hnorm, TN_NEXTN_HNORM, l) ||
+        check_vec(c, L->nextn_norm, TN_NEXTN_SHARED_HEAD_NORM, l))
+        return -1;
+    if (weight_present(&L->nextn_embd) && check_w(c, &L->nextn_embd, hp->n_vocab, D, TN_NEXTN_EMBED_TOKENS, l))
+        return -1;
+    if (weight_present(&L->nextn_head) && check_w(c, &L->nextn_head, hp->n_vocab, D, TN_NEXTN_SHARED_HEAD_HEAD, l))
+        return -1;
+    return 0;
+}
+
 /* The model keeps its own copy of the weight descriptors (not the planes). */
 static int copy_weights(model *m, const model_weights *src)
 {
     const model_hparams *hp = &m->hp;
     m->w = *src;
-    m->w.layers = calloc((size_t)hp->n_layer, sizeof *m->w.layers);
+    m->w.layers = calloc((size_t)(hp->n_layer + src->n_mtp), sizeof *m->w.layers);
     if (!m->w.layers) return -1;
-    for (int l = 0; l < hp->n_layer; l++) {
+    for (int l = 0; l < hp->n_layer + src->n_mtp; l++) {
         layer_weights *L = &m->w.layers[l];
         *L = src->layers[l];
         L->exp_gate = L->exp_up = L->exp_down = NULL;
@@ -208,12 +224,19 @@ static void *alloc_f(size_t n, int *fail)
     return p;
 }
 
-model *model_create(const model_hparams *hp, const model_weights *w, const model_options *opt, char *err,
-                    size_t errlen)
+/* shared: the pool to run on (a draft model's), NULL: its own; mtp: a
+ * draft model, whose layer 0 is a next-token-prediction block. */
+static model *create(const model_hparams *hp, const model_weights *w, const model_options *opt, pool *shared,
+                     bool mtp, char *err, size_t errlen)
 {
     model *m = calloc(1, sizeof *m);
     if (!m) { snprintf(err, errlen, "out of memory"); return NULL; }
     m->hp = *hp;
+    if (w->n_mtp < 0 || w->n_mtp > hp->n_nextn) {
+        snprintf(err, errlen, "%d next-token-prediction blocks of %d", w->n_mtp, hp->n_nextn);
+        free(m);
+        return NULL;
+    }
     m->opt = opt ? *opt : model_default_options();
     if (m->opt.n_threads <= 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -237,13 +260,20 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
         model_free(m);
         return NULL;
     }
-    m->qkv_kf = calloc(3 * (size_t)h->n_layer, sizeof *m->qkv_kf);
+    m->qkv_kf = calloc(3 * (size_t)(h->n_layer + m->w.n_mtp), sizeof *m->qkv_kf);
     if (!m->qkv_kf) { snprintf(err, errlen, "out of memory"); model_free(m); return NULL; }
     for (int l = 0; l < h->n_layer; l++) {
         layer_weights *L = &m->w.layers[l];
         if (weight_present(&L->wqkv) && split_qkv(&c, h, L, l, m->qkv_kf + 3 * l)) { model_free(m); return NULL; }
         if (check_layer(&c, h, L, l)) { model_free(m); return NULL; }
     }
+    for (int l = h->n_layer; l < h->n_layer + m->w.n_mtp; l++) {
+        layer_weights *L = &m->w.layers[l];
+        if (weight_present(&L->wqkv) && split_qkv(&c, h, L, l, m->qkv_kf + 3 * l)) { model_free(m); return NULL; }
+        if (check_mtp(&c, h, L, l)) { model_free(m); return NULL; }
+    }
+    /* (the scratch buffers are sized by the widest matrix: eh_proj's 2 n_embd) */
+    if (mtp && check_mtp(&c, h, &m->w.layers[0], 0)) { model_free(m); return NULL; }
     if (m->w.rope_freqs && (!h->arch.rope_freqs || m->w.n_rope_freqs != h->n_rot / 2)) {
         if (!h->arch.rope_freqs)
             snprintf(err, errlen, "rope_freqs.weight: architecture %s does not use RoPE frequency factors",
@@ -256,7 +286,8 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
     }
 
     m->k = kernels_get(m->opt.simd);
-    m->pool = pool_create(m->opt.n_threads);
+    m->own_pool = shared == NULL;
+    m->pool = shared ? shared : pool_create(m->opt.n_threads);
     if (!m->pool) { snprintf(err, errlen, "cannot start %d threads", m->opt.n_threads); model_free(m); return NULL; }
     mm_blas_single_thread();
 
@@ -360,6 +391,70 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
         return NULL;
     }
     return m;
+}
+
+model *model_create(const model_hparams *hp, const model_weights *w, const model_options *opt, char *err,
+                    size_t errlen)
+{
+    return create(hp, w, opt, NULL, false, err, errlen);
+}
+
+model *model_create_mtp(model *m, char *err, size_t errlen)
+{
+    const model_hparams *mh = &m->hp;
+    const int l = mh->n_layer;
+    if (mh->n_nextn < 1) {
+        snprintf(err, errlen, "the model has no next-token-prediction block (nextn_predict_layers)");
+        return NULL;
+    }
+    if (!mh->arch.mtp) {
+        snprintf(err, errlen, "%s's next-token-prediction block is not one strata drafts with (GLM-4.5's and "
+                 "DeepSeek V3's are)", mh->arch.name);
+        return NULL;
+    }
+    if (m->w.n_mtp < 1) {
+        snprintf(err, errlen, "the pack has no next-token-prediction block (built with --no-nextn?)");
+        return NULL;
+    }
+    if (mh->no_rope_step > 0 || (mh->n_swa > 0 && mh->arch.swa_pattern > 0) || mh->n_moe_layer_step > 1) {
+        snprintf(err, errlen, "%s: a next-token-prediction block among layers of alternating kinds is not supported",
+                 mh->arch.name);
+        return NULL;
+    }
+    model_hparams hp = *mh;
+    hp.n_layer = 1;
+    hp.n_nextn = 0;
+    hp.n_layer_dense_lead = hparams_layer_moe(mh, l) ? 0 : 1;
+    const layer_weights *L = &m->w.layers[l];
+    /* its own embedding and head when it has them, else the model's (tied or not) */
+    model_weights w = m->w;
+    w.layers = &m->w.layers[l];
+    w.n_mtp = 0;
+    if (weight_present(&L->nextn_embd)) w.tok_embd = L->nextn_embd;
+    w.output = weight_present(&L->nextn_head) ? L->nextn_head
+             : weight_present(&m->w.output)   ? m->w.output
+                                              : m->w.tok_embd;
+    w.output_norm = L->nextn_norm;
+    model_options o = m->opt;
+    o.tier = NULL; /* the block's experts are read in place (loader.h) */
+    o.n_ctx = m->n_ctx;
+    model *d = create(&hp, &w, &o, m->pool, true, err, errlen);
+    if (!d) return NULL;
+    d->mtp = true;
+    d->mtp_cat = calloc((size_t)d->opt.n_batch * 2 * (size_t)hp.n_embd, sizeof(float));
+    if (!d->mtp_cat) { snprintf(err, errlen, "out of memory"); model_free(d); return NULL; }
+    return d;
+}
+
+int model_on_hidden(model *m, model_hidden_fn fn, void *ctx, char *err, size_t errlen)
+{
+    if (fn && m->ops != &backend_cpu) {
+        snprintf(err, errlen, "drafting with the next-token-prediction block runs with --device cpu only");
+        return -1;
+    }
+    m->hidden_fn = fn;
+    m->hidden_ctx = ctx;
+    return 0;
 }
 
 int model_n_past(const model *m) { return m->n_past; }
@@ -466,14 +561,15 @@ void model_free(model *m)
     if (m->routing) { ec_profile_free(m->routing); free(m->routing); }
     if (m->trace) { routing_trace_free(m->trace); free(m->trace); }
     if (m->w.layers) {
-        for (int l = 0; l < m->hp.n_layer; l++) {
+        for (int l = 0; l < m->hp.n_layer + m->w.n_mtp; l++) {
             free(m->w.layers[l].exp_gate);
             free(m->w.layers[l].exp_up);
             free(m->w.layers[l].exp_down);
         }
         free(m->w.layers);
     }
-    pool_free(m->pool);
+    if (m->own_pool) pool_free(m->pool);
+    free(m->mtp_cat);
     free(m->kcache); free(m->vcache); free(m->kv_off); free(m->kv_rows); free(m->mm.scratch); free(m->mm.qbuf);
     free(m->x); free(m->h); free(m->o); free(m->q); free(m->att); free(m->kx); free(m->vx);
     free(m->ffa); free(m->ffb); free(m->rope_cs); free(m->att_scores);

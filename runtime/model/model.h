@@ -58,7 +58,8 @@ typedef struct model_hparams {
     int n_layer_dense_lead;     /* MoE models: the first layers keep a dense FFN (DeepSeek) */
     int n_moe_layer_step;       /* after them, every step-th layer is MoE (1: all; interleave_moe_layer_step) */
     int n_nextn;                /* nextn_predict_layers: blocks after n_layer that only predict further tokens
-                                 * (GLM-4.5's MTP); not run, and not in a pack */
+                                 * (GLM-4.5's MTP); the forward pass never runs them, a draft model
+                                 * (model_create_mtp) does when the weights hold them (n_mtp) */
     int no_rope_step, attn_chunk; /* from the arch row; 0 when attention.sliding_window is 0 (Llama 4) */
     int n_swa;                  /* arch.swa_pattern: the sliding layers' window (attention.sliding_window) */
     int gating;                 /* gating_kind: router probabilities by softmax or sigmoid */
@@ -140,13 +141,19 @@ typedef struct layer_weights {
      * wk_b: n_head x (kv_lora_rank rows x nope cols), wv_b: n_head x (v rows x kv_lora_rank cols) */
     weight wq_a, wq_b, wkv_a, wk_b, wv_b;
     const float *q_a_norm, *kv_a_norm;
+    /* a next-token-prediction block (GLM-4.5's and DeepSeek V3's MTP): its input is
+     * eh_proj [enorm(embed(t)); hnorm(h)], its output goes through nextn_norm to the
+     * head; its own embedding and head are optional (else the model's) */
+    weight eh_proj, nextn_embd, nextn_head;
+    const float *enorm, *hnorm, *nextn_norm;
 } layer_weights;
 
 typedef struct model_weights {
     weight tok_embd;            /* n_vocab x n_embd */
     const float *output_norm;
     weight output;              /* absent: tied to tok_embd */
-    layer_weights *layers;      /* n_layer */
+    layer_weights *layers;      /* n_layer, then n_mtp next-token-prediction blocks */
+    int n_mtp;                  /* 0, or the hyperparameters' n_nextn when the weights hold those blocks */
     const float *rope_freqs;    /* optional: n_rot/2 divisors of the RoPE angles (rope_freqs.weight) */
     int n_rope_freqs;           /* its length, checked against n_rot/2 */
 } model_weights;
@@ -179,6 +186,28 @@ int model_n_ctx(const model *m);
  * speculative decoding without changing greedy output. Off (default):
  * llama.cpp's batch order, which its prefill logits match bit for bit. */
 void model_exact_rows(model *m, bool on);
+/* The rows the output head reads (the final norm's output, n_embd floats
+ * each), handed to fn after every ubatch of every later forward: B rows at
+ * positions pos0.. (rows valid during the call only). fn returns 0, or -1
+ * with one line in err (errlen bytes), which fails the forward. fn NULL:
+ * none. Logits are unchanged, bit for bit. -1 with err when the model runs
+ * on another backend than the CPU's. */
+typedef int (*model_hidden_fn)(void *ctx, int pos0, int B, const float *rows, char *err, size_t errlen);
+int model_on_hidden(model *m, model_hidden_fn fn, void *ctx, char *err, size_t errlen);
+/* A draft model over m's first next-token-prediction block (GLM-4.5's and
+ * DeepSeek V3's MTP; weights' n_mtp > 0): one block of the same graph whose
+ * row at position p reads h, the main model's model_on_hidden row at p,
+ * and t, the token at p + 1, as eh_proj [enorm(embed(t)); hnorm(h)], and
+ * whose logits (through the block's own norm and head, or the model's)
+ * predict the token at p + 2; its own model_on_hidden rows can stand in for
+ * h to draft further. It shares m's weights and threads (use the two in
+ * turn, never at once), keeps its own KV cache (m's n_ctx) and runs on the
+ * CPU. NULL with one line in err when m has no such block. Free it before m. */
+model *model_create_mtp(model *m, char *err, size_t errlen);
+/* A draft model's forward: n rows at its positions n_past.., each a token
+ * and the hidden row it follows (hidden: n x n_embd); otherwise model_forward. */
+int model_forward_mtp(model *m, const int32_t *tokens, const float *hidden, int n, float *logits, bool all_logits,
+                      char *err, size_t errlen);
 /* Forget positions >= n_past (0: start over). With sliding-window layers
  * (their cache a ring of window + n_batch positions) a rewind further back
  * than n_batch positions starts over instead. */

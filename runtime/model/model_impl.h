@@ -54,6 +54,14 @@ struct model {
     /* the routing trace being recorded (NULL: not recording) */
     routing_trace *trace;
     bool routing_paused;   /* model_pause_routing: passes not counted (nor traced) */
+    /* model_on_hidden's sink: each ubatch's final-norm rows after its logits */
+    model_hidden_fn hidden_fn;
+    void *hidden_ctx;
+    /* a draft model over a next-token-prediction block (model_create_mtp):
+     * its input rows are [enorm(embed(t)); hnorm(h)] side by side (mtp_cat,
+     * n_batch x 2 n_embd); the pool is the main model's (own_pool false) */
+    bool mtp, own_pool;
+    float *mtp_cat;
 };
 
 /* Records one row's routing at layer l in the profile and the trace,

@@ -11,8 +11,18 @@
  *    read on periodically past the history's end (the match and the
  *    suffix a period apart: "x y x y" drafts "x y x ..."; up
  *    to the step's length: 2 at first, 2 more after a step whose guesses
- *    all held, 1 less after one that failed, within 1..max_draft). spec_ngram_draft() is that lookup alone. SPEC_FN: the
- *    caller's function (tests give a known continuation with errors).
+ *    all held, 1 less after one that failed, within 1..max_draft). spec_ngram_draft() is that lookup alone.
+ *    SPEC_MTP: the model's own next-token-prediction block (model_create_mtp,
+ *    the caller's draft model): after each step it reads the main model's
+ *    output rows of the tokens kept, in one batch, and its last row's
+ *    argmax is the first guess; each further guess is one more row of the
+ *    block fed its own output row. Its cache holds the rows of the tokens
+ *    kept; it sees the prompt when spec_create() comes before the prompt's
+ *    forward (model_on_hidden; rows the main model evaluated earlier, such
+ *    as a cached prefix, it starts after). SPEC_FN: the caller's function
+ *    (tests give a known continuation with errors).
+ *  - Batches of guesses are evaluated with model_exact_rows() on; other
+ *    forwards (the prompt's) keep the model's own order.
  *  - The history's last token is the one the caller sampled last and the
  *    model has not seen: spec_push() the first (from the prompt's logits).
  *    spec_next() then hands out the following tokens one at a time, each
@@ -39,13 +49,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum spec_kind { SPEC_NONE = 0, SPEC_NGRAM, SPEC_FN } spec_kind;
+typedef enum spec_kind { SPEC_NONE = 0, SPEC_NGRAM, SPEC_MTP, SPEC_FN } spec_kind;
 
 /* A caller's drafter (SPEC_FN): up to max tokens to follow hist[0..n) into out; returns how many. */
 typedef int (*spec_draft_fn)(void *ctx, const int32_t *hist, int n, int max, int32_t *out);
 
 typedef struct spec_params {
     spec_kind kind;
+    model *mtp;                 /* SPEC_MTP's draft model (model_create_mtp of the main model) */
     spec_draft_fn fn;           /* SPEC_FN's drafter and its context */
     void *fn_ctx;
     int max_draft;              /* tokens drafted at most per step (1..SPEC_MAX_DRAFT) */
@@ -56,8 +67,10 @@ typedef struct spec_params {
 
 /* ngram, 8 drafted at most, suffixes of 4 down to 2 tokens. */
 spec_params spec_default_params(void);
-/* Parses "none" or "ngram" into *k; -1 for anything else. */
+/* Parses "none", "ngram" or "mtp" into *k; -1 for anything else.
+ * spec_kind_name() is the name it parses ("fn" for SPEC_FN). */
 int spec_kind_parse(const char *s, spec_kind *k);
+const char *spec_kind_name(spec_kind k);
 
 typedef struct spec_stats {
     long steps;                 /* batched forwards */

@@ -43,6 +43,12 @@ const weight_slot LAYER_SLOTS[] = {
     VN(TN_FFN_GATE_EXPS_BIAS, exp_gate_b, SLOT_FF_EXP, SLOT_EXPERTS),
     VN(TN_FFN_UP_EXPS_BIAS, exp_up_b, SLOT_FF_EXP, SLOT_EXPERTS),
     VN(TN_FFN_DOWN_EXPS_BIAS, exp_down_b, SLOT_EMBD, SLOT_EXPERTS),
+    M(TN_NEXTN_EH_PROJ, eh_proj, SLOT_MAT),
+    M(TN_NEXTN_EMBED_TOKENS, nextn_embd, SLOT_MAT),
+    M(TN_NEXTN_SHARED_HEAD_HEAD, nextn_head, SLOT_MAT),
+    VN(TN_NEXTN_ENORM, enorm, SLOT_EMBD, SLOT_ANY),
+    VN(TN_NEXTN_HNORM, hnorm, SLOT_EMBD, SLOT_ANY),
+    VN(TN_NEXTN_SHARED_HEAD_NORM, nextn_norm, SLOT_EMBD, SLOT_ANY),
 };
 
 const int N_LAYER_SLOTS = (int)(sizeof LAYER_SLOTS / sizeof LAYER_SLOTS[0]);

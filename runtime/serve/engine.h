@@ -49,8 +49,10 @@ typedef struct engine_sampling {
     float              presence_penalty, frequency_penalty; /* OpenAI's, over the tokens generated (0: off) */
     float              min_p;          /* 0: off */
     float              repeat_penalty; /* llama.cpp's, over the last 64 tokens generated; 0 or 1: off */
-    int                draft_max;   /* speculative decoding: n-gram guesses at most a step (runtime/model/speculate.h);
+    int                draft_max;   /* speculative decoding: guesses at most a step (runtime/model/speculate.h);
                                      * 0: none. Off under a mask. */
+    bool               draft_mtp;   /* the guesses from the next-token-prediction block (engine.mtp), else
+                                     * n-gram lookup */
     const int32_t     *bias_id;     /* logit_bias: n_bias token ids (each < n_vocab) and the bias added to each */
     const float       *bias;
     int                n_bias;
@@ -74,6 +76,8 @@ typedef struct engine {
     const char *bos_text;      /* "" when the vocabulary has none */
     int         n_vocab;       /* token ids are 0..n_vocab-1 */
     const char *eos_text;
+    bool        mtp;           /* sessions may draft with the model's next-token-prediction block
+                                * (engine_sampling.draft_mtp) */
 
     /* Special tokens written in text become their ids (templates rely on it). */
     int  (*tokenize)(void *self, const char *text, size_t len, bool add_special,

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "formats/gguf.h"
+#include "runtime/model/backend.h"
 #include "runtime/model/loader.h"
 #include "runtime/model/sampler.h"
 #include "runtime/model/speculate.h"
@@ -32,6 +33,7 @@ typedef struct model_engine {
     pthread_mutex_t  mu;       /* guards busy[] */
     int              n_slots;
     model          **slots;
+    model          **mtp;      /* per context: its draft model over the next-token-prediction block, or NULL */
     bool            *busy;
     const char      *record;   /* --record-routing FILE or NULL */
     device_stats     dstats;   /* snapshot for /metrics, guarded by mu */
@@ -268,7 +270,7 @@ static void give_slot(model_engine *me, int i)
 static void me_end(engine_session *s)
 {
     if (!s) return;
-    spec_free(s->spec); /* before the context goes back: it resets the context's exact rows */
+    spec_free(s->spec); /* before the context goes back: it removes its hooks from the context */
     if (s->slot >= 0) give_slot(s->me, s->slot);
     sampler_free(s->smp);
     free(s->logits);
@@ -333,6 +335,20 @@ static engine_session *me_begin(void *self, const int32_t *prompt, size_t n_prom
     model_rewind(m, (int)keep);
     keep = (size_t)model_n_past(m) < keep ? (size_t)model_n_past(m) : keep; /* a sliding window may start over */
     me->held[s->slot].n = keep;
+    /* the drafter before the prompt's forward: mtp reads its rows (those after the cached prefix) */
+    if (sp->draft_max > 0 && !sp->mask) {
+        spec_params dp = spec_default_params();
+        dp.max_draft = sp->draft_max > SPEC_MAX_DRAFT ? SPEC_MAX_DRAFT : sp->draft_max;
+        if (sp->draft_mtp) {
+            dp.kind = SPEC_MTP;
+            dp.mtp = me->mtp ? me->mtp[s->slot] : NULL;
+        }
+        if (!(s->spec = spec_create(m, s->smp, &dp, prompt, (int)n_prompt, err, errlen))) {
+            held_forget(me, s->slot);
+            me_end(s);
+            return NULL;
+        }
+    }
     int bad = model_forward(m, prompt + keep, (int)(n_prompt - keep), s->logits, false, err, errlen);
     if (!bad && held_append(me, s->slot, prompt + keep, n_prompt - keep) != 0) {
         snprintf(err, errlen, "out of memory");
@@ -345,14 +361,6 @@ static engine_session *me_begin(void *self, const int32_t *prompt, size_t n_prom
     }
     s->reused = keep;
     snapshot_stats(me, s->slot);
-    if (sp->draft_max > 0 && !sp->mask) {
-        spec_params dp = spec_default_params();
-        dp.max_draft = sp->draft_max > SPEC_MAX_DRAFT ? SPEC_MAX_DRAFT : sp->draft_max;
-        if (!(s->spec = spec_create(m, s->smp, &dp, prompt, (int)n_prompt, err, errlen))) {
-            me_end(s);
-            return NULL;
-        }
-    }
     return s;
 }
 
@@ -493,6 +501,8 @@ void engine_model_free(engine *e)
     if (!e) return;
     model_engine *me = e->self;
     save_routing(me);
+    for (int i = 0; me->mtp && i < me->n_slots; i++) model_free(me->mtp[i]); /* before the contexts they share */
+    free(me->mtp);
     for (int i = 0; me->slots && i < me->n_slots; i++) model_free(me->slots[i]);
     free(me->slots);
     free(me->busy);
@@ -609,10 +619,17 @@ engine *engine_model_open(const char *dir, const engine_model_opts *o, char *err
         }
         if (note[0]) fprintf(stderr, "strata: %s\n", note);
     }
+    /* a draft model per context where the pack has the block and the context runs on the CPU */
+    bool mtp = loader_weights(me->pack)->n_mtp > 0 && (me->mtp = calloc((size_t)me->n_slots, sizeof *me->mtp));
+    for (int i = 0; mtp && i < me->n_slots; i++) {
+        char merr[256];
+        mtp = model_backend_ctx(me->slots[i], &backend_cpu) &&
+              (me->mtp[i] = model_create_mtp(me->slots[i], merr, sizeof merr)) != NULL;
+    }
     me->record = dev.record;
     me->e = (engine){
         .self = me, .name = me->name, .n_ctx = model_n_ctx(me->slots[0]),
-        .chat_template = me->tmpl, .bos_text = me->bos, .eos_text = me->eos, .n_vocab = me->n_vocab,
+        .chat_template = me->tmpl, .bos_text = me->bos, .eos_text = me->eos, .n_vocab = me->n_vocab, .mtp = mtp,
         .tokenize = me_tokenize, .piece = me_piece, .is_eog = me_is_eog,
         .begin = me_begin, .step = me_step, .end = me_end, .device_metrics = me_device_metrics,
         .cached = me_cached,

@@ -37,8 +37,9 @@ typedef struct server_config {
     size_t      max_body;      /* 0: 1 MiB */
     bool        strict_max_tokens; /* refuse (400) a max_tokens the context cannot hold; false:
                                     * the answer ends where the context does (finish "length") */
-    int         draft_max;     /* speculative decoding for requests that do not say ("draft"): n-gram guesses
-                                * at most a step, 0: none */
+    int         draft_max;     /* speculative decoding for requests that do not say ("draft"): guesses at
+                                * most a step, 0: none */
+    bool        draft_mtp;     /* and those guesses from the next-token-prediction block, not n-grams */
 } server_config;
 
 typedef struct server server;

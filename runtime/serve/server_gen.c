@@ -124,6 +124,9 @@ int server_prepare(server *s, const api_request *r, prepared *p, api_error *e)
     char *text;
     const char *what = r->kind == API_COMPLETION ? "prompt" : "messages";
     bool add_special = true;
+    if (r->draft_mtp == 1 && r->draft_max != 0 && !eng->mtp)
+        return fail(e, 400, "draft", "draft \"mtp\" needs the model's next-token-prediction block, which this "
+                                     "server's model does not have (or runs on a GPU): use \"ngram\"");
     if (r->json_mode && s->has_harmony)
         return fail(e, 400, "response_format", "JSON mode is not available with gpt-oss's harmony template");
     if (r->json_mode && !s->json_vocab) return fail(e, 500, "response_format", "out of memory for JSON mode");
@@ -223,6 +226,7 @@ gen *server_gen_begin(server *s, const api_request *r, const prepared *p, char *
                       .frequency_penalty = r->frequency_penalty, .bias_id = r->bias_id, .bias = r->bias,
                       .n_bias = r->n_bias, .min_p = r->min_p, .repeat_penalty = r->repeat_penalty,
                       .draft_max = r->draft_max >= 0 ? r->draft_max : s->draft_max,
+                      .draft_mtp = r->draft_mtp >= 0 ? r->draft_mtp == 1 : s->draft_mtp,
                       .n_probs = r->logprobs ? (r->top_logprobs > 0 ? r->top_logprobs : 1) : 0 },
         .stops = (const char *const *)r->stops,
         .n_stops = r->n_stops,

@@ -34,6 +34,7 @@ struct server {
     size_t             max_body;
     bool               strict_max_tokens;
     int                draft_max;  /* server_config's: the default of requests that do not say */
+    bool               draft_mtp;
     struct MHD_Daemon *daemon;
     int                port;
     metrics           *metrics;

@@ -113,7 +113,7 @@ static void gguf_model_free(gguf_model *gm)
 {
     for (int i = 0; i < gm->n_owned; i++) free(gm->owned[i]);
     if (gm->w.layers) {
-        for (int l = 0; l < gm->hp.n_layer; l++) {
+        for (int l = 0; l < gm->hp.n_layer + gm->w.n_mtp; l++) {
             free(gm->w.layers[l].exp_gate);
             free(gm->w.layers[l].exp_up);
             free(gm->w.layers[l].exp_down);
@@ -143,9 +143,12 @@ static int gguf_model_load(gguf_model *gm, const char *path, int keep_native, ch
     char rf[96];
     if (gm->w.rope_freqs)
         gm->w.n_rope_freqs = (int)gguf_find_tensor(gm->f, tensor_name(rf, sizeof rf, TN_ROPE_FREQS, 0))->ne[0];
-    gm->w.layers = calloc((size_t)hp->n_layer, sizeof *gm->w.layers);
+    /* the next-token-prediction blocks too, when the file has them (as the pack loader) */
+    gm->w.n_mtp = hp->n_nextn > 0 && hp->arch.mtp && gguf_find_tensor(gm->f, tensor_name(rf, sizeof rf, TN_NEXTN_EH_PROJ, hp->n_layer))
+                      ? hp->n_nextn : 0;
+    gm->w.layers = calloc((size_t)(hp->n_layer + gm->w.n_mtp), sizeof *gm->w.layers);
     if (!gm->w.layers) goto oom;
-    for (int l = 0; l < hp->n_layer; l++) {
+    for (int l = 0; l < hp->n_layer + gm->w.n_mtp; l++) {
         layer_weights *L = &gm->w.layers[l];
         for (int k = 0; k < N_LAYER_SLOTS; k++) { /* the pack loader's table; lengths are model_create()'s to check */
             const weight_slot *s = &LAYER_SLOTS[k];

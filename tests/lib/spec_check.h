@@ -2,8 +2,10 @@
  * (runtime/model/speculate.h) on a GGUF through the test adapter: from a
  * prompt of three repeats of 8 ids, SPEC_N_GEN tokens decoded one at a time,
  * then with drafts of 1, 3 and 8 from an oracle (plain decoding's tokens,
- * every 5th one wrong, so guesses are kept in runs and refused) and from
- * n-gram lookup: the same tokens and the same logits rows, bit for bit.
+ * every 5th one wrong, so guesses are kept in runs and refused), from
+ * n-gram lookup and, where the file has a next-token-prediction block, from
+ * that block (model_create_mtp; its output rows read the prompt's too): the
+ * same tokens and the same logits rows, bit for bit.
  * Used by test_speculate.c and, for every architecture our writer makes,
  * test_archs_llamacpp.c. */
 #ifndef STRATA_TEST_SPEC_CHECK_H
@@ -38,9 +40,10 @@ static void spec_make_prompt(int32_t *p, int n_vocab)
     for (int i = 0; i < SPEC_N_PROMPT; i++) p[i] = (int32_t)(((i % 8) * 7919 + 3) % n_vocab);
 }
 
-/* SPEC_N_GEN tokens and the row that produced each: plain (max_draft 0) or speculative. */
-static void spec_generate(const char *path, int keep_native, int max_draft, const spec_oracle *orc, float temp, int32_t *tok,
-                     float *rows, spec_stats *st)
+/* SPEC_N_GEN tokens and the row that produced each: plain (max_draft 0) or
+ * speculative with drafter `kind` (SPEC_FN: the oracle orc). */
+static void spec_generate(const char *path, int keep_native, int max_draft, spec_kind kind, const spec_oracle *orc,
+                          float temp, int32_t *tok, float *rows, spec_stats *st)
 {
     gguf_model gm;
     char err[512];
@@ -60,6 +63,20 @@ static void spec_generate(const char *path, int keep_native, int max_draft, cons
     float *last = malloc((size_t)nv * sizeof *last);
     assert_non_null(s);
     assert_non_null(last);
+    spec_ctx *c = NULL;
+    model *d = NULL;
+    if (max_draft > 0) { /* before the prompt's forward, as strata run: mtp reads the prompt's rows */
+        spec_params p = spec_default_params();
+        p.max_draft = max_draft;
+        p.kind = kind;
+        if (kind == SPEC_FN) {
+            p.fn = spec_oracle_draft;
+            p.fn_ctx = (void *)orc;
+        }
+        if (kind == SPEC_MTP && !(p.mtp = d = model_create_mtp(m, err, sizeof err))) fail_msg("%s", err);
+        c = spec_create(m, s, &p, prompt, SPEC_N_PROMPT, err, sizeof err);
+        if (!c) fail_msg("%s", err);
+    }
     assert_int_equal(model_forward(m, prompt, SPEC_N_PROMPT, last, false, err, sizeof err), 0);
     for (int i = 0; i < SPEC_N_PROMPT; i++) sampler_accept(s, prompt[i]);
     tok[0] = sampler_sample(s, last);
@@ -74,15 +91,6 @@ static void spec_generate(const char *path, int keep_native, int max_draft, cons
         }
         memset(st, 0, sizeof *st);
     } else {
-        spec_params p = spec_default_params();
-        p.max_draft = max_draft;
-        if (orc) {
-            p.kind = SPEC_FN;
-            p.fn = spec_oracle_draft;
-            p.fn_ctx = (void *)orc;
-        }
-        spec_ctx *c = spec_create(m, s, &p, prompt, SPEC_N_PROMPT, err, sizeof err);
-        if (!c) fail_msg("%s", err);
         assert_int_equal(spec_push(c, tok[0]), 0);
         int hlen = SPEC_N_PROMPT + 1; /* the history's length */
         while (n < SPEC_N_GEN) {
@@ -102,6 +110,7 @@ static void spec_generate(const char *path, int keep_native, int max_draft, cons
     }
     free(last);
     sampler_free(s);
+    model_free(d);
     model_free(m);
     gguf_model_free(&gm);
 }
@@ -111,21 +120,24 @@ static void spec_greedy_identity(const char *path, int keep_native, const char *
     gguf_model gm;
     char err[512];
     if (gguf_model_load(&gm, path, keep_native, err, sizeof err)) fail_msg("%s", err);
-    const int nv = (int)gm.w.tok_embd.rows;
+    const int nv = (int)gm.w.tok_embd.rows, mtp = gm.w.n_mtp > 0;
     gguf_model_free(&gm);
     int32_t t0[SPEC_N_GEN], t1[SPEC_N_GEN];
     float *r0 = malloc((size_t)SPEC_N_GEN * nv * sizeof *r0), *r1 = malloc((size_t)SPEC_N_GEN * nv * sizeof *r1);
     assert_non_null(r0);
     assert_non_null(r1);
     spec_stats st;
-    spec_generate(path, keep_native, 0, NULL, 0.0f, t0, r0, &st);
+    spec_generate(path, keep_native, 0, SPEC_NONE, NULL, 0.0f, t0, r0, &st);
     const spec_oracle orc = { t0, nv };
     long kept = 0, refused = 0;
     const int drafts[] = { 1, 3, 8 };
-    for (int d = 0; d < 6; d++) {
-        spec_generate(path, keep_native, drafts[d % 3], d < 3 ? &orc : NULL, 0.0f, t1, r1, &st);
-        printf("%s, %s draft %d: %ld steps for %d tokens, %ld of %ld guesses kept\n", what, d < 3 ? "oracle" : "ngram",
-               drafts[d % 3], st.steps, SPEC_N_GEN - 1, st.accepted, st.drafted);
+    const spec_kind kinds[] = { SPEC_FN, SPEC_NGRAM, SPEC_MTP };
+    for (int d = 0; d < (mtp ? 9 : 6); d++) {
+        spec_generate(path, keep_native, drafts[d % 3], kinds[d / 3], &orc, 0.0f, t1, r1, &st);
+        printf("%s, %s draft %d: %ld steps for %d tokens, %ld of %ld guesses kept\n", what,
+               d < 3 ? "oracle" : spec_kind_name(kinds[d / 3]), drafts[d % 3], st.steps, SPEC_N_GEN - 1, st.accepted,
+               st.drafted);
+        if (kinds[d / 3] == SPEC_MTP) assert_true(st.drafted > 0); /* the block drafted every step */
         assert_memory_equal(t0, t1, sizeof t0);
         for (int r = 0; r < SPEC_N_GEN - 1; r++)
             if (memcmp(r0 + (size_t)r * nv, r1 + (size_t)r * nv, (size_t)nv * sizeof *r0)) {

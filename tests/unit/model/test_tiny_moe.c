@@ -18,6 +18,16 @@
  * least a fifth of the positions (9 of 31 when it shipped; its random
  * initialisation: 0 of 31).
  *
+ * Its next-token-prediction block, as the pack keeps it and `--draft mtp`
+ * runs it (model_create_mtp): for each position t of the same tokens, the
+ * block's logits for the token at t + 2 from the main model's output at t
+ * and the token at t + 1 agree with the training code's own PyTorch model
+ * (tests/fixtures/tiny-moe/tiny-moe-mtp.logits.f32, made by
+ * `/usr/bin/python3 tools/train/mtp_reference.py models/tiny-moe/tiny-moe.gguf
+ * DIR/tiny-moe.tokens.i32 tests/fixtures/tiny-moe/tiny-moe-mtp.logits.f32`
+ * after `test_tiny_moe --write DIR`; the same PyTorch model gives llama.cpp's
+ * main logits within 1.2e-6) within 1e-5 of each row's largest |logit|.
+ *
  *   test_tiny_moe --write DIR   writes both GGUFs and the tokens, then exits. */
 #include "tests/lib/test_util.h"
 
@@ -128,6 +138,59 @@ static void test_agrees_with_llamacpp(void **st)
     scratch_rm(&sc);
 }
 
+/* The main model's output rows, kept for the block. */
+static int keep_rows(void *ctx, int pos0, int B, const float *rows, char *err, size_t errlen)
+{
+    (void)err; (void)errlen;
+    memcpy((float *)ctx + (size_t)pos0 * 256, rows, (size_t)B * 256 * sizeof *rows);
+    return 0;
+}
+
+static void test_mtp_agrees_with_torch(void **st)
+{
+    (void)st;
+    int32_t *tok = text_tokens();
+    assert_non_null(tok);
+    size_t nl = 0;
+    seq s = { .n_rows = N_TOK - 1, .n_prompt = N_TOK - 1, .tok = NULL };
+    s.ref = fixture_floats("tiny-moe", "tiny-moe-mtp", "logits", 0, &nl);
+    s.n_vocab = (int)(nl / (N_TOK - 1));
+    assert_int_equal(nl, (size_t)(N_TOK - 1) * s.n_vocab);
+    scratch sc;
+    scratch_make(&sc, "tiny-moe-mtp");
+    build_pack(MODEL, sc.pack);
+    char err[512];
+    loaded_pack *lp = loader_open(sc.pack, err, sizeof err);
+    if (!lp) fail_msg("%s", err);
+    model_options o = f32_opts();
+    model *m = model_create(loader_hparams(lp), loader_weights(lp), &o, err, sizeof err);
+    if (!m) fail_msg("%s", err);
+    assert_int_equal(model_hp(m)->n_embd, 256);
+    model *d = model_create_mtp(m, err, sizeof err);
+    if (!d) fail_msg("%s", err);
+    float *hid = malloc((size_t)N_TOK * 256 * sizeof *hid), *out = malloc(nl * sizeof *out);
+    float *last = malloc((size_t)s.n_vocab * sizeof *last);
+    assert_non_null(hid);
+    assert_non_null(out);
+    assert_non_null(last);
+    assert_int_equal(model_on_hidden(m, keep_rows, hid, err, sizeof err), 0);
+    assert_int_equal(model_forward(m, tok, N_TOK, last, false, err, sizeof err), 0);
+    assert_int_equal(model_forward_mtp(d, tok + 1, hid, N_TOK - 1, out, true, err, sizeof err), 0);
+    const double rel = worst_rel(&s, out);
+    printf("tiny-moe's next-token-prediction block: %d rows, max |ours - PyTorch| / max|logit| = %.3g\n", N_TOK - 1,
+           rel);
+    assert_true(rel < 1e-5);
+    model_free(d);
+    model_free(m);
+    loader_close(lp);
+    scratch_rm(&sc);
+    free(hid);
+    free(out);
+    free(last);
+    free(s.ref);
+    free(tok);
+}
+
 /* --write DIR: both models and their tokens, for llama.cpp. */
 static int write_all(const char *dir)
 {
@@ -154,6 +217,7 @@ int main(int argc, char **argv)
     if (argc == 3 && !strcmp(argv[1], "--write")) return write_all(argv[2]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_agrees_with_llamacpp),
+        cmocka_unit_test(test_mtp_agrees_with_torch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
