@@ -262,18 +262,13 @@ static model *create(const model_hparams *hp, const model_weights *w, const mode
     }
     m->qkv_kf = calloc(3 * (size_t)(h->n_layer + m->w.n_mtp), sizeof *m->qkv_kf);
     if (!m->qkv_kf) { snprintf(err, errlen, "out of memory"); model_free(m); return NULL; }
-    for (int l = 0; l < h->n_layer; l++) {
+    /* the run layers, then the next-token-prediction blocks (a draft model's
+     * one layer is one: its eh_proj, 2 n_embd wide, sizes the scratch) */
+    for (int l = 0; l < h->n_layer + m->w.n_mtp; l++) {
         layer_weights *L = &m->w.layers[l];
         if (weight_present(&L->wqkv) && split_qkv(&c, h, L, l, m->qkv_kf + 3 * l)) { model_free(m); return NULL; }
-        if (check_layer(&c, h, L, l)) { model_free(m); return NULL; }
+        if (mtp || l >= h->n_layer ? check_mtp(&c, h, L, l) : check_layer(&c, h, L, l)) { model_free(m); return NULL; }
     }
-    for (int l = h->n_layer; l < h->n_layer + m->w.n_mtp; l++) {
-        layer_weights *L = &m->w.layers[l];
-        if (weight_present(&L->wqkv) && split_qkv(&c, h, L, l, m->qkv_kf + 3 * l)) { model_free(m); return NULL; }
-        if (check_mtp(&c, h, L, l)) { model_free(m); return NULL; }
-    }
-    /* (the scratch buffers are sized by the widest matrix: eh_proj's 2 n_embd) */
-    if (mtp && check_mtp(&c, h, &m->w.layers[0], 0)) { model_free(m); return NULL; }
     if (m->w.rope_freqs && (!h->arch.rope_freqs || m->w.n_rope_freqs != h->n_rot / 2)) {
         if (!h->arch.rope_freqs)
             snprintf(err, errlen, "rope_freqs.weight: architecture %s does not use RoPE frequency factors",

@@ -19,9 +19,11 @@ struct spec_ctx {
     int at, n_out;              /* out[at..n_out) not yet handed out */
     spec_stats st;
     /* SPEC_MTP: the main model's output rows at positions pend_pos.. not yet
-     * read by the draft model d (their next token not yet known), d's row 0's
-     * position, the position whose row gave d_logits (they predict the token
-     * two after it; INT_MIN: none), and d's last output row (g) */
+     * read by the draft model d (their next token not yet known; the rows of
+     * refused guesses wait there too, never read, until the next forward's
+     * rows replace them), d's row 0's position, the position whose row gave
+     * d_logits (they predict the token two after it; INT_MIN: none), and d's
+     * last output row (g) */
     model *d;
     int D;
     float *pend;
@@ -250,10 +252,8 @@ static int step(spec_ctx *c, char *err, size_t errlen)
         if (i < k && !acc) break;
         kept += i < k;
     }
-    /* the cache keeps the input and the guesses that held (and the draft
-     * model's waiting rows, those of the same positions) */
+    /* the cache keeps the input and the guesses that held */
     model_rewind(c->m, base + n);
-    if (c->pend_n > base + n - c->pend_pos) c->pend_n = base + n - c->pend_pos > 0 ? base + n - c->pend_pos : 0;
     /* Each guess costs a row of the batch, and on an MoE the experts its
      * token routes to: the draft grows by 2 while every guess holds and
      * shrinks by 1 when one fails (as Hugging Face's assisted generation). */

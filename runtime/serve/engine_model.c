@@ -344,7 +344,6 @@ static engine_session *me_begin(void *self, const int32_t *prompt, size_t n_prom
             dp.mtp = me->mtp ? me->mtp[s->slot] : NULL;
         }
         if (!(s->spec = spec_create(m, s->smp, &dp, prompt, (int)n_prompt, err, errlen))) {
-            held_forget(me, s->slot);
             me_end(s);
             return NULL;
         }
