@@ -112,10 +112,11 @@ fi
 
 # Under CI (CI=true), slurm-wlm and munge: tests/e2e/e2e_slurm.sh starts a
 # one-node Slurm of its own to run convert/cluster/slurm_build.sh (a user's
-# machine needs neither; a cluster has its own).
+# machine needs neither; a cluster has its own); python3-yaml reads the
+# Kubernetes manifest of convert/cluster/k8s_build.sh in tests/e2e/e2e_k8s.sh.
 if [ "${CI:-}" = true ]; then
-    APT_PKGS="$APT_PKGS slurm-wlm munge"
-    DNF_PKGS="$DNF_PKGS slurm slurm-slurmctld slurm-slurmd munge"
+    APT_PKGS="$APT_PKGS slurm-wlm munge python3-yaml"
+    DNF_PKGS="$DNF_PKGS slurm slurm-slurmctld slurm-slurmd munge python3-pyyaml"
 fi
 
 as_root() {

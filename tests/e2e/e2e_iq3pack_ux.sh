@@ -18,6 +18,7 @@ command -v python3 >/dev/null || { echo "skip: python3 is absent (needed to rela
 t=$(mktemp -d) || exit 1
 trap 'rm -rf "$t"' EXIT INT TERM
 fail() { echo "FAIL: $*"; exit 1; }
+. "$root/tests/lib/pack_cmp.sh"
 P=$bin/iq3pack
 cd "$t" || exit 1
 
@@ -45,9 +46,7 @@ done
 "$P" build "$moe" -o all >all.out 2>all.err || fail "build: $(cat all.err)"
 n=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 grep -q "on $n thread" all.out || fail "default threads not $n: $(grep thread all.out)"
-for f in manifest.json dense.bin embd.bin experts.bin tokenizer.gguf index.txt; do
-    cmp -s "one/$f" "all/$f" || fail "$f differs between --threads 1 and the default"
-done
+if d=$(pack_differs one all); then fail "$d differs between --threads 1 and the default"; fi
 
 # 4. progress when stderr is a file: a line per tenth with an ETA
 grep -q "^iq3pack build: 50% (.* MiB) ETA [0-9:]*$" all.err || fail "build progress: $(cat all.err)"

@@ -13,6 +13,7 @@ R=$(cd "$(dirname "$0")/../.." && pwd)
 G=$R/models/tiny-moe/tiny-moe.gguf
 IM=$R/models/tiny-moe/imatrix.gguf
 [ -f "$G" ] && [ -f "$IM" ] || { echo "FAIL: $G or $IM is missing (they are part of the repository)"; exit 1; }
+. "$R/tests/lib/pack_cmp.sh"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/strata-e2e-shard-XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT INT TERM
 fails=0
@@ -31,9 +32,7 @@ cat b4-*.out
 "$BIN/iq3pack" merge s4-2 s4-0 s4-3 s4-1 -o m4 >m4.out 2>&1 || bad "merge of 4: $(cat m4.out)"
 "$BIN/iq3pack" merge s2-1 s2-0 -o m2 >m2.out 2>&1 || bad "merge of 2: $(cat m2.out)"
 for m in m4 m2; do
-    for f in manifest.json dense.bin embd.bin experts.bin tokenizer.gguf index.txt; do
-        cmp -s "one/$f" "$m/$f" || bad "$m/$f differs from the one-shot build's"
-    done
+    if d=$(pack_differs one "$m"); then bad "$m/$d differs from the one-shot build's"; fi
     [ "$(ls "$m" | wc -l)" = "$(ls one | wc -l)" ] || bad "$m holds other files than the one-shot build: $(ls "$m")"
 done
 [ -s s4-1/experts.part ] && [ ! -e s4-1/dense.bin ] || bad "shard 1: no experts.part, or a dense.bin it should not have"

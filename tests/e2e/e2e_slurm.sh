@@ -80,15 +80,11 @@ done
 
 cd "$TMP" || exit 1
 "$BIN/iq3pack" build "$G" --imatrix "$IM" -o one >/dev/null 2>&1 || die "one-shot build"
-same() { # DIR: the same files as the one-shot build
-    for f in manifest.json dense.bin embd.bin experts.bin tokenizer.gguf index.txt; do
-        cmp -s "one/$f" "$1/$f" || { bad "$1/$f differs from the one-shot build's"; return; }
-    done
-}
+. "$R/tests/lib/pack_cmp.sh"
 S="sh $R/convert/cluster/slurm_build.sh $G --imatrix $IM -n 4 --threads 1"
 timeout 300 $S -o a --wait >a.out 2>&1 || bad "slurm_build.sh --wait: $(cat a.out)"
 cat a.out
-same a
+pack_same one a
 
 # a task cancelled: the merge never runs, merge refuses; the script again: that shard alone
 $S -o b --hold >b.out 2>&1 || bad "slurm_build.sh --hold: $(cat b.out)"
@@ -108,7 +104,7 @@ done
 timeout 300 $S -o b --wait >b2.out 2>&1 || bad "slurm_build.sh again: $(cat b2.out)"
 grep -q "shards 2 of 4 submitted" b2.out || bad "the second run did not submit shard 2 alone: $(cat b2.out)"
 cat b2.out
-same b
+pack_same one b
 
 # --pull: the source from the hub (a loopback stand-in) into each node's own folder
 mkdir -p root/t
@@ -123,7 +119,5 @@ timeout 300 sh "$R/convert/cluster/slurm_build.sh" tiny-moe.gguf --pull t/t --lo
 cmp -s "$G" local/tiny-moe.gguf || bad "--pull: the node's copy differs from the source"
 grep -q "sha256 verified\|already there" c.shards/shard-0.log || bad "--pull: no verified download in shard 0's log: $(cat c.shards/shard-0.log)"
 "$BIN/iq3pack" build "$TMP/local/tiny-moe.gguf" --imatrix "$IM" -o c-one >/dev/null 2>&1 || bad "one-shot build from the copy"
-for f in manifest.json dense.bin embd.bin experts.bin tokenizer.gguf index.txt; do
-    cmp -s "c-one/$f" "c/$f" || bad "--pull: c/$f differs from a build of the same copy"
-done
+pack_same c-one c # the --pull build: that of one build of the downloaded copy
 [ $fails -eq 0 ] && echo "PASS" || { echo "$fails failure(s)"; exit 1; }
