@@ -52,9 +52,10 @@ static const arch_info ARCH_TABLE[] = {
     { .name = "gpt-oss", .rope = ROPE_NEOX, .qk_norm = QK_NORM_NONE, .attn_bias = true, .norm_topk = false,
       .attn_sinks = true, .swa_pattern = 2, .oai_moe = true },
     /* Ling 2.0 (bailingmoe2): fused qkv, per-head q/k norms, partial NEOX rotary, DeepSeek V3's routing
-     * (sigmoid, selection bias, groups, scaled weights), dense lead, shared experts, an MTP block not run. */
+     * (sigmoid, selection bias, groups, scaled weights), dense lead, shared experts; its
+     * next-token-prediction block, ending in its own layer_output_norm, drafts (--draft mtp). */
     { .name = "bailingmoe2", .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true,
-      .scale_w = true },
+      .scale_w = true, .mtp = true, .mtp_out_norm = true },
     /* Ling v1 (bailingmoe): fused qkv, llama's rotation, softmax top-k, shared experts. */
     { .name = "bailingmoe", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false },
     /* OLMoE normalises q and k over the whole projected width, and keeps the raw top-k probabilities. */

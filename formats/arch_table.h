@@ -66,8 +66,11 @@ typedef struct arch_info {
     /* Its next-token-prediction blocks (nextn_predict_layers) are DeepSeek
      * V3's MTP module: eh_proj [enorm(embed); hnorm(h)], one decoder block,
      * shared_head_norm, the head. Packs keep them (unless --no-nextn) and
-     * `--draft mtp` runs them; other architectures' are left out of packs. */
+     * `--draft mtp` runs them; other architectures' are left out of packs.
+     * mtp_out_norm: the block ends in its layer_output_norm instead (Ling
+     * 2.0's final_layernorm; it has no shared_head_norm). */
     bool mtp;
+    bool mtp_out_norm;
 } arch_info;
 
 const arch_info *arch_table_find(const char *name);

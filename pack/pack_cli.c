@@ -34,8 +34,9 @@ static const char BUILD_HELP[] =
     "                   dense part; one per machine (a Slurm array task: --shard\n"
     "                   $SLURM_ARRAY_TASK_ID/N), then `iq3pack merge` assembles the pack, the same\n"
     "                   bytes one build writes\n"
-    "  --no-nextn       leave out the next-token-prediction blocks (GLM-4.5's and DeepSeek V3's\n"
-    "                   MTP layers, kept by default: `strata run --draft mtp` drafts with them)\n"
+    "  --no-nextn       leave out the next-token-prediction blocks (the MTP layers of GLM-4.5,\n"
+    "                   DeepSeek V3 and Ling 2.0, kept by default: `strata run --draft mtp` drafts\n"
+    "                   with them)\n"
     "  -v, --verbose    one line per expert tensor and the index step's own summary\n";
 
 int iq3pack_cmd_build(int argc, char **argv)

@@ -180,7 +180,7 @@ static int moe_block(model *m, int l, int B)
 
 /* ------------------------------------------------- next-token prediction */
 
-/* GLM-4.5's and DeepSeek V3's MTP entry (model_create_mtp): the token's
+/* GLM-4.5's, DeepSeek V3's and Ling 2.0's MTP entry (model_create_mtp): the token's
  * embedding (in x) and the main model's output row, each through its own
  * norm, side by side through eh_proj into x. The rows come from the host:
  * a draft model runs on the CPU. */

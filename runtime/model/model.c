@@ -181,9 +181,11 @@ static int check_layer(checker *c, const model_hparams *hp, layer_weights *L, in
 static int check_mtp(checker *c, const model_hparams *hp, layer_weights *L, int l)
 {
     const int D = hp->n_embd;
+    const bool out_norm = hp->arch.mtp_out_norm;
     if (check_layer(c, hp, L, l) || check_w(c, &L->eh_proj, D, 2 * D, TN_NEXTN_EH_PROJ, l) ||
         check_vec(c, L->enorm, TN_NEXTN_ENORM, l) || check_vec(c, L->hnorm, TN_NEXTN_HNORM, l) ||
-        check_vec(c, L->nextn_norm, TN_NEXTN_SHARED_HEAD_NORM, l))
+        check_vec(c, out_norm ? L->layer_out_norm : L->nextn_norm,
+                  out_norm ? TN_LAYER_OUT_NORM : TN_NEXTN_SHARED_HEAD_NORM, l))
         return -1;
     if (weight_present(&L->nextn_embd) && check_w(c, &L->nextn_embd, hp->n_vocab, D, TN_NEXTN_EMBED_TOKENS, l))
         return -1;
@@ -266,7 +268,11 @@ static model *create(const model_hparams *hp, const model_weights *w, const mode
      * one layer is one: its eh_proj, 2 n_embd wide, sizes the scratch) */
     for (int l = 0; l < h->n_layer + m->w.n_mtp; l++) {
         layer_weights *L = &m->w.layers[l];
-        if (weight_present(&L->wqkv) && split_qkv(&c, h, L, l, m->qkv_kf + 3 * l)) { model_free(m); return NULL; }
+        /* a draft model's block is its main model's checked layer, a fused qkv split there already */
+        if (!mtp && weight_present(&L->wqkv) && split_qkv(&c, h, L, l, m->qkv_kf + 3 * l)) {
+            model_free(m);
+            return NULL;
+        }
         if (mtp || l >= h->n_layer ? check_mtp(&c, h, L, l) : check_layer(&c, h, L, l)) { model_free(m); return NULL; }
     }
     if (m->w.rope_freqs && (!h->arch.rope_freqs || m->w.n_rope_freqs != h->n_rot / 2)) {
@@ -403,8 +409,8 @@ model *model_create_mtp(model *m, char *err, size_t errlen)
         return NULL;
     }
     if (!mh->arch.mtp) {
-        snprintf(err, errlen, "%s's next-token-prediction block is not one strata drafts with (GLM-4.5's and "
-                 "DeepSeek V3's are)", mh->arch.name);
+        snprintf(err, errlen, "%s's next-token-prediction block is not one strata drafts with (GLM-4.5's, "
+                 "DeepSeek V3's and Ling 2.0's are)", mh->arch.name);
         return NULL;
     }
     if (m->w.n_mtp < 1) {
@@ -429,7 +435,7 @@ model *model_create_mtp(model *m, char *err, size_t errlen)
     w.output = weight_present(&L->nextn_head) ? L->nextn_head
              : weight_present(&m->w.output)   ? m->w.output
                                               : m->w.tok_embd;
-    w.output_norm = L->nextn_norm;
+    w.output_norm = mh->arch.mtp_out_norm ? L->layer_out_norm : L->nextn_norm;
     model_options o = m->opt;
     o.tier = NULL; /* the block's experts are read in place (loader.h) */
     o.n_ctx = m->n_ctx;

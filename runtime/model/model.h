@@ -141,11 +141,12 @@ typedef struct layer_weights {
      * wk_b: n_head x (kv_lora_rank rows x nope cols), wv_b: n_head x (v rows x kv_lora_rank cols) */
     weight wq_a, wq_b, wkv_a, wk_b, wv_b;
     const float *q_a_norm, *kv_a_norm;
-    /* a next-token-prediction block (GLM-4.5's and DeepSeek V3's MTP): its input is
-     * eh_proj [enorm(embed(t)); hnorm(h)], its output goes through nextn_norm to the
-     * head; its own embedding and head are optional (else the model's) */
+    /* a next-token-prediction block (GLM-4.5's, DeepSeek V3's, Ling 2.0's MTP): its input
+     * is eh_proj [enorm(embed(t)); hnorm(h)], its output goes through nextn_norm (Ling's:
+     * layer_out_norm, arch_info.mtp_out_norm) to the head; its own embedding and head are
+     * optional (else the model's) */
     weight eh_proj, nextn_embd, nextn_head;
-    const float *enorm, *hnorm, *nextn_norm;
+    const float *enorm, *hnorm, *nextn_norm, *layer_out_norm;
 } layer_weights;
 
 typedef struct model_weights {
@@ -194,8 +195,8 @@ void model_exact_rows(model *m, bool on);
  * on another backend than the CPU's. */
 typedef int (*model_hidden_fn)(void *ctx, int pos0, int B, const float *rows, char *err, size_t errlen);
 int model_on_hidden(model *m, model_hidden_fn fn, void *ctx, char *err, size_t errlen);
-/* A draft model over m's first next-token-prediction block (GLM-4.5's and
- * DeepSeek V3's MTP; weights' n_mtp > 0): one block of the same graph whose
+/* A draft model over m's first next-token-prediction block (GLM-4.5's,
+ * DeepSeek V3's and Ling 2.0's MTP; weights' n_mtp > 0): one block of the same graph whose
  * row at position p reads h, the main model's model_on_hidden row at p,
  * and t, the token at p + 1, as eh_proj [enorm(embed(t)); hnorm(h)], and
  * whose logits (through the block's own norm and head, or the model's)

@@ -49,6 +49,7 @@ const weight_slot LAYER_SLOTS[] = {
     VN(TN_NEXTN_ENORM, enorm, SLOT_EMBD, SLOT_ANY),
     VN(TN_NEXTN_HNORM, hnorm, SLOT_EMBD, SLOT_ANY),
     VN(TN_NEXTN_SHARED_HEAD_NORM, nextn_norm, SLOT_EMBD, SLOT_ANY),
+    VN(TN_LAYER_OUT_NORM, layer_out_norm, SLOT_EMBD, SLOT_ANY),
 };
 
 const int N_LAYER_SLOTS = (int)(sizeof LAYER_SLOTS / sizeof LAYER_SLOTS[0]);

@@ -2,8 +2,9 @@
  * and llama.cpp ran (tests/diag/diag_fixtures_llamacpp.sh wrote its outputs to
  * tests/fixtures/<set>/): a scratch folder per model, the fixture files,
  * the token sequence (a shared token file's head, or ids given) with
- * llama.cpp's logits, the relative distance of two logit sets, and the same
- * model built into a pack and run through the loader. Fixture paths are relative to the project root (where make test
+ * llama.cpp's logits, the relative distance of two logit sets, the same
+ * model built into a pack and run through the loader, and a model's
+ * next-token-prediction block's logits over a sequence. Fixture paths are relative to the project root (where make test
  * runs); a missing fixture fails with its path. */
 #ifndef STRATA_TEST_LLAMACPP_FIXTURE_H
 #define STRATA_TEST_LLAMACPP_FIXTURE_H
@@ -127,6 +128,40 @@ static inline float *run_pack(const char *pack, const seq *s)
     float *out = run_seq(m, s);
     model_free(m);
     loader_close(lp);
+    return out;
+}
+
+/* The main model's output rows, kept for the block (model_on_hidden's sink). */
+typedef struct kept_rows { float *rows; int n_embd; } kept_rows;
+
+static inline int keep_rows(void *ctx, int pos0, int B, const float *rows, char *err, size_t errlen)
+{
+    (void)err; (void)errlen;
+    kept_rows *k = ctx;
+    memcpy(k->rows + (size_t)pos0 * k->n_embd, rows, (size_t)B * k->n_embd * sizeof *rows);
+    return 0;
+}
+
+/* m's next-token-prediction block (model_create_mtp) over tok[0..n): row t
+ * of the result (n - 1 rows of n_vocab) is its logits from the main model's
+ * output at t and the token at t + 1, as --draft mtp computes them. */
+static inline float *mtp_logits(model *m, const int32_t *tok, int n)
+{
+    char err[512];
+    const model_hparams *hp = model_hp(m);
+    model *d = model_create_mtp(m, err, sizeof err);
+    if (!d) fail_msg("%s", err);
+    kept_rows k = { malloc((size_t)n * hp->n_embd * sizeof(float)), hp->n_embd };
+    float *out = malloc((size_t)(n - 1) * hp->n_vocab * sizeof *out), *last = malloc((size_t)hp->n_vocab * sizeof *last);
+    assert_non_null(k.rows);
+    assert_non_null(out);
+    assert_non_null(last);
+    assert_int_equal(model_on_hidden(m, keep_rows, &k, err, sizeof err), 0);
+    assert_int_equal(model_forward(m, tok, n, last, false, err, sizeof err), 0);
+    assert_int_equal(model_forward_mtp(d, tok + 1, k.rows, n - 1, out, true, err, sizeof err), 0);
+    model_free(d);
+    free(k.rows);
+    free(last);
     return out;
 }
 

@@ -22,7 +22,7 @@
  *    dense first layer, two shared experts.
  *  - glm4moe (GLM-4.5, 4.5-Air): q/k/v biases, half the head rotated,
  *    q/k norms or none, dots1's routing, a next-token-prediction block at
- *    the end that is not run (and not packed).
+ *    the end (llama.cpp does not run it; --draft mtp does).
  *  - llama4 (Llama 4): the 4th layer without RoPE, L2 q/k norms on the
  *    others, sigmoid top-1 (or top-2 on every 2nd layer) whose weight
  *    scales the expert's input, a shared expert.
@@ -42,7 +42,10 @@
  *    Q8_0 activations), YaRN.
  *  - bailingmoe2 (Ling 2.0) and bailingmoe (Ling v1): q, k and v as one
  *    attn_qkv matrix; 2.0 with per-head q/k norms, partial rotary and
- *    DeepSeek V3's grouped sigmoid routing, an MTP block not run.
+ *    DeepSeek V3's grouped sigmoid routing, an MTP block ending in its own
+ *    layer_output_norm.
+ * The MTP blocks (glm4moe's, bailingmoe2's), which llama.cpp does not run,
+ * against a PyTorch reference whose main model agrees with llama.cpp's.
  * Our logits on 20 positions (8 as one batch, then one at a time) must
  * agree within 1e-5 of each row's largest |logit|; the pack built from the
  * model must give the adapter's bits; each architecture's own part must
@@ -333,8 +336,8 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
             rc |= T(TN_NEXTN_EH_PROJ, 2, 2 * EMBD, EMBD, 1, in_d, 0);
             rc |= T(TN_NEXTN_ENORM, 1, EMBD, 1, 1, 0.1f, 1.0f);
             rc |= T(TN_NEXTN_HNORM, 1, EMBD, 1, 1, 0.1f, 1.0f);
-            rc |= T(TN_NEXTN_SHARED_HEAD_NORM, 1, EMBD, 1, 1, 0.1f, 1.0f);
-            if (a->fused) rc |= T(TN_LAYER_OUT_NORM, 1, EMBD, 1, 1, 0.1f, 1.0f); /* Ling 2.0's */
+            /* its last norm: Ling 2.0's is the block's final_layernorm, the others' shared_head.norm */
+            rc |= T(a->fused ? TN_LAYER_OUT_NORM : TN_NEXTN_SHARED_HEAD_NORM, 1, EMBD, 1, 1, 0.1f, 1.0f);
         }
         rc |= T(TN_ATTN_NORM, 1, EMBD, 1, 1, 0.1f, 1.0f);
         if (a->mla) {
@@ -448,6 +451,47 @@ static void seq_is_stories260k_v3(void)
     free(tok);
 }
 
+/* The model's next-token-prediction block, run as --draft mtp runs it, from
+ * the GGUF and from its pack: the PyTorch reference's logits
+ * (tests/fixtures/archs/NAME-mtp.logits.f32, made by
+ * `/usr/bin/python3 tests/diag/mtp_reference_archs.py DIR/NAME.gguf DIR/NAME.tokens.i32
+ * tests/fixtures/archs/NAME-mtp.logits.f32 --main tests/fixtures/archs/NAME.logits.f32`
+ * after `test_archs_llamacpp --write DIR`; its main model is checked against
+ * llama.cpp's logits first), and the same bits both ways. */
+static void mtp_agrees(const scratch *sc, const arch_spec *a)
+{
+    char err[256];
+    size_t nl = 0;
+    char name[64];
+    snprintf(name, sizeof name, "%s-mtp", a->name);
+    seq s = { .n_rows = N_TOK - 1, .n_prompt = N_TOK - 1, .n_vocab = VOCAB, .tok = NULL };
+    s.ref = fixture_floats("archs", name, "logits", (size_t)(N_TOK - 1) * VOCAB, &nl);
+    gguf_model gm;
+    if (gguf_model_load(&gm, sc->gguf, 0, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(gm.w.n_mtp, a->nextn);
+    model_options o = f32_opts();
+    model *m = model_create(&gm.hp, &gm.w, &o, err, sizeof err);
+    if (!m) fail_msg("%s", err);
+    float *out = mtp_logits(m, SEQ, N_TOK);
+    model_free(m);
+    gguf_model_free(&gm);
+    loaded_pack *lp = loader_open(sc->pack, err, sizeof err);
+    if (!lp) fail_msg("%s", err);
+    m = model_create(loader_hparams(lp), loader_weights(lp), &o, err, sizeof err);
+    if (!m) fail_msg("%s", err);
+    float *packed = mtp_logits(m, SEQ, N_TOK);
+    model_free(m);
+    loader_close(lp);
+    const double rel = worst_rel(&s, out);
+    printf("%s's next-token-prediction block: %d rows, max |ours - PyTorch| / max|logit| = %.3g\n", a->name,
+           N_TOK - 1, rel);
+    assert_true(rel < 1e-5);
+    assert_memory_equal(packed, out, (size_t)(N_TOK - 1) * VOCAB * sizeof *out);
+    free(packed);
+    free(out);
+    free(s.ref);
+}
+
 static void check_arch(const arch_spec *a)
 {
     seq_is_stories260k_v3();
@@ -473,6 +517,7 @@ static void check_arch(const arch_spec *a)
     assert_true(rel < 1e-5);
 
     pack_gives_same_bits(&sc, &s, out);
+    if (a->nextn) mtp_agrees(&sc, a);
     /* speculative decoding's batched checks give plain decoding's bits */
     spec_greedy_identity(sc.gguf, a->mxfp4 ? 2 : 0, a->name);
     free(out);
