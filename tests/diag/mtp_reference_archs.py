@@ -8,7 +8,7 @@ Usage: /usr/bin/python3 tests/diag/mtp_reference_archs.py MODEL.gguf TOKENS.i32 
            [--main LLAMACPP.logits.f32]
 
 MODEL.gguf and TOKENS.i32 as `test_archs_llamacpp --write DIR` writes them
-(glm4moe, glm4moe-qknorm, bailingmoe2). OUT gets, for each position t but
+(glm4moe, glm4moe-qknorm, bailingmoe2, deepseek2-v3). OUT gets, for each position t but
 the last, the block's logits for the token at t + 2 from the main model's
 output at t (after output_norm) and the token at t + 1: (T - 1) rows of the
 vocabulary's width, little-endian float32. With --main, the main model's
@@ -24,7 +24,13 @@ runs the block:
   - bailingmoe2 (Ling 2.0, modeling_bailing_moe_v2 / vLLM's Bailing MTP):
     one attn_qkv matrix, per-head q/k RMSNorm, the same rotary, FFN norm
     ffn_norm; the block ends in its own final_layernorm (layer_output_norm).
-  - both: a dense first layer (SwiGLU), then MoE: sigmoid router, the
+  - deepseek2 (DeepSeek V3): multi-head latent attention in llama.cpp's
+    layout: q = wq_b(q_a_norm(wq_a x)) per head [nope | rope]; [c | k_rope] =
+    wkv_a x, c through kv_a_norm; per head k_nope = wk_b c, v = wv_b c;
+    rotary on the rope parts in llama.cpp's mode 0 (adjacent pairs), the
+    scores scaled by 1/sqrt(nope + rope); FFN norm ffn_norm; the block ends
+    in nextn.shared_head_norm.
+  - all: a dense first layer (SwiGLU), then MoE: sigmoid router, the
     selection bias added for choosing only, experts kept within the best
     expert_group_used_count groups (a group scores its two best), top-k, the
     weights renormalised when expert_weights_norm and times
@@ -50,6 +56,16 @@ def rms(x, w, eps):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
 
 
+def rope_norm(x, pos, n_rot, base):
+    # llama.cpp's mode 0: rotates adjacent pairs (2i, 2i + 1) of the first n_rot dims
+    inv = base ** (-torch.arange(0, n_rot // 2) * 2.0 / n_rot)
+    ang = pos[:, None] * inv[None, :]
+    cos, sin = torch.cos(ang)[:, None, :], torch.sin(ang)[:, None, :]
+    a, b = x[..., 0:n_rot:2], x[..., 1:n_rot:2]
+    rot = torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+    return torch.cat([rot, x[..., n_rot:]], dim=-1)
+
+
 def rope_neox(x, pos, n_rot, base):
     # x: T, H, D; NEOX rotates pairs (i, i + n_rot/2) of the first n_rot dims
     half = n_rot // 2
@@ -65,8 +81,8 @@ class Model:
         kv, t = read_gguf(path)
         self.t = {k: torch.from_numpy(np.array(v, dtype=np.float64)) for k, v in t.items()}
         a = self.arch = kv["general.architecture"]
-        if a not in ("glm4moe", "bailingmoe2"):
-            sys.exit("%s: architecture %s; this reference knows glm4moe and bailingmoe2" % (path, a))
+        if a not in ("glm4moe", "bailingmoe2", "deepseek2"):
+            sys.exit("%s: architecture %s; this reference knows glm4moe, bailingmoe2 and deepseek2" % (path, a))
         g = lambda k, d=None: kv.get(a + "." + k, d)  # noqa: E731
         self.n_nextn = g("nextn_predict_layers", 0)
         if self.n_nextn < 1:
@@ -85,6 +101,11 @@ class Model:
         if g("expert_gating_func", 1) != 2:
             sys.exit("%s: this reference knows sigmoid routing (expert_gating_func 2) only" % path)
         self.ffn_norm = "post_attention_norm" if a == "glm4moe" else "ffn_norm"
+        if a == "deepseek2":  # MLA: the q/k head widths before absorption, v's
+            self.qk_mla, self.v_mla = g("attention.key_length_mla"), g("attention.value_length_mla")
+            self.kv_lora = g("attention.kv_lora_rank")
+            if g("rope.scaling.type") is not None:
+                sys.exit("%s: this reference knows deepseek2 without rope scaling only" % path)
 
     def w(self, name, l=None):
         return self.t[name if l is None else "blk.%d.%s" % (l, name)]
@@ -92,7 +113,29 @@ class Model:
     def has(self, name, l):
         return "blk.%d.%s" % (l, name) in self.t
 
+    def mla(self, l, x, pos):
+        T, H, R = x.shape[0], self.H, self.n_rot
+        nope = self.qk_mla - R
+        if self.has("attn_q_a.weight", l):
+            q = rms(x @ self.w("attn_q_a.weight", l).T, self.w("attn_q_a_norm.weight", l), self.eps)
+            q = q @ self.w("attn_q_b.weight", l).T
+        else:
+            q = x @ self.w("attn_q.weight", l).T
+        q = q.view(T, H, self.qk_mla)
+        q_nope, q_pe = q[..., :nope], rope_norm(q[..., nope:], pos, R, self.base)
+        ckv = x @ self.w("attn_kv_a_mqa.weight", l).T
+        c = rms(ckv[:, :self.kv_lora], self.w("attn_kv_a_norm.weight", l), self.eps)
+        k_pe = rope_norm(ckv[:, None, self.kv_lora:], pos, R, self.base)  # one rope key for all heads
+        k_nope = torch.einsum("hrn,tr->thn", self.w("attn_k_b.weight", l), c)  # wk_b: heads x rank x nope
+        v = torch.einsum("hvr,tr->thv", self.w("attn_v_b.weight", l), c)  # wv_b: heads x v x rank
+        att = torch.einsum("thd,shd->hts", q_nope, k_nope) + torch.einsum("thd,sd->hts", q_pe, k_pe[:, 0])
+        att = att / np.sqrt(self.qk_mla) + torch.full((T, T), float("-inf")).triu(1)
+        y = torch.einsum("hts,shv->thv", att.softmax(-1), v).reshape(T, H * self.v_mla)
+        return y @ self.w("attn_output.weight", l).T
+
     def attention(self, l, x, pos):
+        if self.arch == "deepseek2":
+            return self.mla(l, x, pos)
         T = x.shape[0]
         H, Hk, hd = self.H, self.Hk, self.hd
         if self.has("attn_qkv.weight", l):

@@ -44,7 +44,7 @@
  *    attn_qkv matrix; 2.0 with per-head q/k norms, partial rotary and
  *    DeepSeek V3's grouped sigmoid routing, an MTP block ending in its own
  *    layer_output_norm.
- * The MTP blocks (glm4moe's, bailingmoe2's), which llama.cpp does not run,
+ * The MTP blocks (glm4moe's, bailingmoe2's, deepseek2-v3's), which llama.cpp does not run,
  * against a PyTorch reference whose main model agrees with llama.cpp's.
  * Our logits on 20 positions (8 as one batch, then one at a time) must
  * agree within 1e-5 of each row's largest |logit|; the pack built from the
@@ -146,10 +146,10 @@ static const arch_spec specs[] = {
     { .name = "deepseek2-yarn", .arch = "deepseek2", .layers = 3, .dense_lead = 1, .n_shared = 2, .mla = 1, .q_lora = 32,
       .rot = 8, .yarn = 4.0f, .rope_base = 1e4f },
     /* DeepSeek V3 / R1: sigmoid routing with a selection bias, renormalised and scaled weights, experts
-     * chosen within the 2 best of 4 groups */
+     * chosen within the 2 best of 4 groups, its next-token-prediction block */
     { .name = "deepseek2-v3", .arch = "deepseek2", .layers = 3, .dense_lead = 1, .n_shared = 1, .mla = 1, .q_lora = 32,
       .rot = 8, .experts = 16, .used = 4, .groups = 4, .groups_used = 2, .sigmoid = 1, .probs_b = 1, .norm_w = 2,
-      .w_scale = 2.5f, .rope_base = 1e4f },
+      .w_scale = 2.5f, .nextn = 1, .rope_base = 1e4f },
     { .name = "granitemoe-shared", .arch = "granitemoe", .layers = 2, .granite = 1, .experts_at_ff = 1, .ff_sh = 48, .rope_base = 1e4f },
     /* gpt-oss: sinks, a 4-position window on layers 0 and 2, 4 of 8 experts by their biased logits, the
      * experts' products large enough that the GLU's clamp at 7 bites, YaRN as gpt-oss ships it (factor 32
