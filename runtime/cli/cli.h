@@ -87,7 +87,8 @@ int cli_draft_model(const char *cmd, cli_model *cm, spec_params *p);
     "                   sampled: the same distribution). ngram guesses from the longest earlier\n"     \
     "                   repeat of the text's end (prompt lookup: pays off on text that repeats\n"      \
     "                   itself, such as code and edits); mtp from the model's own next-token-\n"       \
-    "                   prediction block (GLM-4.5, DeepSeek V3 and the shipped tiny-moe have one)\n"    \
+    "                   prediction block (GLM-4.5, DeepSeek V3, Ling 2.0 and the shipped tiny-moe\n"   \
+    "                   have one)\n"                                                                  \
     "  --draft-max N    tokens guessed at most per step (1-16, default 8)\n"
 
 /* Option refusals that name what they reject, one line on stderr
