@@ -45,6 +45,9 @@ FORMATS_OBJS := $(call objs,formats)
 CONVERT_OBJS := $(call objs,convert)
 PACK_OBJS    := $(call objs,pack)
 RUNTIME_OBJS := $(filter-out $(BUILD)/runtime/device/cuda/%,$(call objs,runtime))
+# the web pages of `strata serve`, compiled in (tools/embed_web.sh)
+WEB_FILES    := $(sort $(wildcard runtime/serve/web/*))
+RUNTIME_OBJS += $(BUILD)/gen/web_files.o
 
 LIBFORMATS := $(BUILD)/libformats.a
 LIBCONVERT := $(BUILD)/libconvert.a
@@ -92,6 +95,12 @@ help:
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/gen/web_files.c: $(WEB_FILES) tools/embed_web.sh
+	@mkdir -p $(dir $@)
+	sh tools/embed_web.sh $@ $(WEB_FILES)
+$(BUILD)/gen/web_files.o: $(BUILD)/gen/web_files.c
+	$(CC) $(ALLCFLAGS) -c $< -o $@
 
 $(LIBFORMATS): $(FORMATS_OBJS)
 $(LIBCONVERT): $(CONVERT_OBJS)

@@ -113,10 +113,11 @@ fi
 # Under CI (CI=true), slurm-wlm and munge: tests/e2e/e2e_slurm.sh starts a
 # one-node Slurm of its own to run convert/cluster/slurm_build.sh (a user's
 # machine needs neither; a cluster has its own); python3-yaml reads the
-# Kubernetes manifest of convert/cluster/k8s_build.sh in tests/e2e/e2e_k8s.sh.
+# Kubernetes manifest of convert/cluster/k8s_build.sh in tests/e2e/e2e_k8s.sh;
+# chromium drives the chat page and dashboard in tests/e2e/e2e_webui.sh.
 if [ "${CI:-}" = true ]; then
-    APT_PKGS="$APT_PKGS slurm-wlm munge python3-yaml"
-    DNF_PKGS="$DNF_PKGS slurm slurm-slurmctld slurm-slurmd munge python3-pyyaml"
+    APT_PKGS="$APT_PKGS slurm-wlm munge python3-yaml chromium"
+    DNF_PKGS="$DNF_PKGS slurm slurm-slurmctld slurm-slurmd munge python3-pyyaml chromium"
 fi
 
 as_root() {

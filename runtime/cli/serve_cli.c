@@ -27,7 +27,9 @@ static void usage(FILE *fp, const serve_engine_hooks *hooks)
         "                         [--parallel N] [--queue N] [--ctx N] [--chat-template NAME]\n"
         "                         [--cors ORIGIN] [--max-body BYTES] [--no-prompt-cache]\n"
         "                         [--strict-max-tokens] [--draft none|ngram|mtp] [--draft-max N]\n"
-        "  Serves PACK over OpenAI- and Anthropic-compatible HTTP APIs (docs/server.md).\n"
+        "                         [--no-webui]\n"
+        "  Serves PACK over OpenAI- and Anthropic-compatible HTTP APIs (docs/server.md), with a chat\n"
+        "  page at / and a dashboard of /metrics at /dashboard for a browser.\n"
         "  --host          name or IPv4/IPv6 address to bind: localhost, 0.0.0.0, ::1 (default 127.0.0.1:\n"
         "                  this machine only)\n"
         "  --port          TCP port (default 8080; 0 picks a free one and prints it)\n"
@@ -45,6 +47,7 @@ static void usage(FILE *fp, const serve_engine_hooks *hooks)
         "                  glm-4.5, minimax-m2, kimi-k2-thinking, kimi-k2-0905, kimi-k2-0711,\n"
         "                  deepseek-v3.1, llama4, llama3.x, mistral-v3* and gpt-oss bring their tool calls)\n"
         "  --cors          allow browser requests from ORIGIN\n"
+        "  --no-webui      no chat page and dashboard (/ then answers as /health)\n"
         "  --max-body      largest request body in bytes (default 1048576)\n"
         "  --no-prompt-cache  evaluate every prompt whole (default: a slot keeps its KV cache and a\n"
         "                  request evaluates only what follows the prefix it shares with it)\n"
@@ -98,6 +101,7 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout, hooks); return -1; }
         if (!strcmp(a, "--no-prompt-cache")) { o->no_prompt_cache = true; continue; }
         if (!strcmp(a, "--strict-max-tokens")) { o->cfg.strict_max_tokens = true; continue; }
+        if (!strcmp(a, "--no-webui")) { o->cfg.no_webui = true; continue; }
         if (a[0] != '-') {
             if (o->pack) { fprintf(stderr, "strata serve: more than one PACK given ('%s')\n", a); return 2; }
             o->pack = a;

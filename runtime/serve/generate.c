@@ -357,6 +357,7 @@ const gen_token *gen_take_tokens(gen *g, size_t *n)
 }
 
 size_t gen_n_tokens(const gen *g) { return g->n_sampled; }
+bool gen_finished(const gen *g) { return g->fin != GEN_RUNNING; }
 size_t gen_n_cached(const gen *g) { return g->e->cached ? g->e->cached(g->s) : 0; }
 
 const gen_call *gen_calls(const gen *g, size_t *n)

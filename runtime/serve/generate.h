@@ -121,6 +121,9 @@ gen_finish gen_next(gen *g, const char **delta, size_t *n);
 const char *gen_take_reasoning(gen *g, size_t *n);
 const gen_token *gen_take_tokens(gen *g, size_t *n);
 size_t gen_n_tokens(const gen *g);
+/* Whether generation reached its end (a stop, the length, an error), as
+ * opposed to being let go while running (a client that closed its stream). */
+bool gen_finished(const gen *g);
 /* Prompt tokens the engine took from its KV cache (engine.h's cached). */
 size_t gen_n_cached(const gen *g);
 /* Harmony: the function calls made so far, in order (commentary messages

@@ -3,8 +3,10 @@
 #include "runtime/serve/metrics.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runtime/util/strbuf.h"
 
@@ -27,7 +29,7 @@ struct metrics {
     pthread_mutex_t mu;
     struct { char endpoint[48]; int status; unsigned long long n; } req[MAX_SERIES];
     size_t n_req;
-    unsigned long long prompt_tokens, generated_tokens, dropped_series, cached_tokens;
+    unsigned long long prompt_tokens, generated_tokens, dropped_series, cached_tokens, ended_early;
     histogram ttft, token;
 };
 
@@ -67,6 +69,13 @@ void metrics_tokens(metrics *m, size_t prompt, size_t cached, size_t generated)
     m->prompt_tokens += prompt;
     m->cached_tokens += cached;
     m->generated_tokens += generated;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void metrics_ended_early(metrics *m)
+{
+    pthread_mutex_lock(&m->mu);
+    m->ended_early++;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -111,8 +120,11 @@ char *metrics_render(metrics *m, int queue_depth, int busy, int total)
                       "# HELP strata_prompt_tokens_cached_total Prompt tokens a context's KV cache already held.\n"
                       "# TYPE strata_prompt_tokens_cached_total counter\nstrata_prompt_tokens_cached_total %llu\n"
                       "# HELP strata_generated_tokens_total Tokens generated.\n"
-                      "# TYPE strata_generated_tokens_total counter\nstrata_generated_tokens_total %llu\n",
-                  m->prompt_tokens, m->cached_tokens, m->generated_tokens);
+                      "# TYPE strata_generated_tokens_total counter\nstrata_generated_tokens_total %llu\n"
+                      "# HELP strata_generations_ended_early_total Generations let go before their end (the client "
+                      "closed the stream: a stop button, a dropped connection).\n"
+                      "# TYPE strata_generations_ended_early_total counter\nstrata_generations_ended_early_total %llu\n",
+                  m->prompt_tokens, m->cached_tokens, m->generated_tokens, m->ended_early);
     render_hist(&b, "strata_time_to_first_token_seconds",
                 "Time from generation start to the first token.", &m->ttft, TTFT_BUCKETS, N_TTFT);
     render_hist(&b, "strata_token_latency_seconds", "Time between consecutive tokens.",
@@ -125,5 +137,13 @@ char *metrics_render(metrics *m, int queue_depth, int busy, int total)
                       "# HELP strata_slots Slots configured (--parallel).\n"
                       "# TYPE strata_slots gauge\nstrata_slots %d\n",
                   queue_depth, busy, total);
+    /* the process's resident memory (Linux; left out where /proc cannot tell) */
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long pages_total = 0, pages_rss = 0;
+    if (f && fscanf(f, "%llu %llu", &pages_total, &pages_rss) == 2)
+        strbuf_printf(&b, "# HELP strata_process_resident_bytes Memory the server process holds in RAM.\n"
+                          "# TYPE strata_process_resident_bytes gauge\nstrata_process_resident_bytes %llu\n",
+                      pages_rss * (unsigned long long)sysconf(_SC_PAGESIZE));
+    if (f) fclose(f);
     return strbuf_take(&b);
 }

@@ -20,6 +20,9 @@ void metrics_request(metrics *m, const char *endpoint, int status);
 /* prompt: all of a request's prompt tokens; cached: how many of them a
  * context's KV cache already held (not evaluated again). */
 void metrics_tokens(metrics *m, size_t prompt, size_t cached, size_t generated);
+/* A generation let go before its end: its client closed the stream (a stop
+ * button, a dropped connection). */
+void metrics_ended_early(metrics *m);
 void metrics_ttft(metrics *m, double seconds);
 void metrics_token_latency(metrics *m, double seconds);
 

@@ -17,25 +17,31 @@
 #include <time.h>
 
 static enum MHD_Result health(server *s, struct MHD_Connection *c, request *rq);
+static enum MHD_Result root(server *s, struct MHD_Connection *c, request *rq);
+static enum MHD_Result dashboard(server *s, struct MHD_Connection *c, request *rq);
 static enum MHD_Result models(server *s, struct MHD_Connection *c, request *rq);
 static enum MHD_Result metrics_page(server *s, struct MHD_Connection *c, request *rq);
 
-/* One row per endpoint: the path is also the metrics label. */
+/* One row per endpoint: the path is also the metrics label; a prefix row
+ * takes every path under it. */
 static const struct route {
     const char *method, *path;
     route_fn    fn;
     api_style   style;
-    bool        needs_engine, public_;
+    bool        needs_engine, public_, prefix;
 } ROUTES[] = {
-    { "GET", "/health", health, STYLE_OPENAI, false, true },
-    { "GET", "/", health, STYLE_OPENAI, false, true }, /* clients' reachability check (Claude Code: HEAD /) */
-    { "GET", "/metrics", metrics_page, STYLE_OPENAI, false, false },
-    { "GET", "/v1/models", models, STYLE_OPENAI, true, false },
-    { "POST", "/v1/chat/completions", openai_chat, STYLE_OPENAI, true, false },
-    { "POST", "/v1/completions", openai_completion, STYLE_OPENAI, true, false },
-    { "POST", "/v1/responses", openai_responses, STYLE_OPENAI, true, false },
-    { "POST", "/v1/messages", anthropic_messages, STYLE_ANTHROPIC, true, false },
-    { "POST", "/v1/messages/count_tokens", anthropic_count_tokens, STYLE_ANTHROPIC, true, false },
+    { "GET", "/health", health, STYLE_OPENAI, false, true, false },
+    /* the chat page; also clients' reachability check (Claude Code: HEAD /), 200 either way */
+    { "GET", "/", root, STYLE_OPENAI, false, true, false },
+    { "GET", "/dashboard", dashboard, STYLE_OPENAI, false, true, false },
+    { "GET", "/static/", server_web_static, STYLE_OPENAI, false, true, true },
+    { "GET", "/metrics", metrics_page, STYLE_OPENAI, false, false, false },
+    { "GET", "/v1/models", models, STYLE_OPENAI, true, false, false },
+    { "POST", "/v1/chat/completions", openai_chat, STYLE_OPENAI, true, false, false },
+    { "POST", "/v1/completions", openai_completion, STYLE_OPENAI, true, false, false },
+    { "POST", "/v1/responses", openai_responses, STYLE_OPENAI, true, false, false },
+    { "POST", "/v1/messages", anthropic_messages, STYLE_ANTHROPIC, true, false, false },
+    { "POST", "/v1/messages/count_tokens", anthropic_count_tokens, STYLE_ANTHROPIC, true, false, false },
 };
 #define N_ROUTES (sizeof ROUTES / sizeof ROUTES[0])
 
@@ -44,6 +50,16 @@ static enum MHD_Result health(server *s, struct MHD_Connection *c, request *rq)
     bool ok = atomic_load(&s->ready);
     return server_reply_json(c, rq, ok ? 200 : 503,
                              json_pack("{s:s}", "status", ok ? "ok" : "loading"));
+}
+
+static enum MHD_Result root(server *s, struct MHD_Connection *c, request *rq)
+{
+    return s->webui ? server_web_file(s, c, rq, "index.html") : health(s, c, rq);
+}
+
+static enum MHD_Result dashboard(server *s, struct MHD_Connection *c, request *rq)
+{
+    return server_web_file(s, c, rq, "dashboard.html");
 }
 
 static enum MHD_Result models(server *s, struct MHD_Connection *c, request *rq)
@@ -103,8 +119,10 @@ static request *new_request(server *s, const char *url, const char *method)
     rq->srv = s;
     rq->endpoint = "other";
     rq->style = !strncmp(url, "/v1/messages", 12) ? STYLE_ANTHROPIC : STYLE_OPENAI;
+    rq->url = url;
     for (size_t i = 0; i < N_ROUTES; i++) {
-        if (strcmp(url, ROUTES[i].path)) continue;
+        if (ROUTES[i].prefix ? strncmp(url, ROUTES[i].path, strlen(ROUTES[i].path)) : strcmp(url, ROUTES[i].path))
+            continue;
         rq->endpoint = ROUTES[i].path;
         rq->fn = ROUTES[i].fn;
         /* HEAD is a GET whose body libmicrohttpd leaves out */
@@ -175,6 +193,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         rq->body[rq->len] = 0;
         return MHD_YES;
     }
+    rq->url = url; /* this call's (MHD hands the path to every call of a request) */
     return dispatch(s, c, rq, method);
 }
 
@@ -220,6 +239,7 @@ server *server_start(const server_config *cfg, char *err, size_t errlen)
     s->queue = cfg->queue < 0 ? 0 : cfg->queue > 0 ? cfg->queue : 4 * s->parallel;
     s->n_ctx_cfg = cfg->n_ctx;
     s->strict_max_tokens = cfg->strict_max_tokens;
+    s->webui = !cfg->no_webui;
     s->draft_max = cfg->draft_max;
     s->draft_mtp = cfg->draft_mtp;
     s->max_body = cfg->max_body ? cfg->max_body : (size_t)1 << 20;

@@ -40,6 +40,7 @@ typedef struct server_config {
     int         draft_max;     /* speculative decoding for requests that do not say ("draft"): guesses at
                                 * most a step, 0: none */
     bool        draft_mtp;     /* and those guesses from the next-token-prediction block, not n-grams */
+    bool        no_webui;      /* no chat page at / (it answers as /health) and no /dashboard */
 } server_config;
 
 typedef struct server server;

@@ -264,6 +264,7 @@ void server_gen_finish(server *s, gen *g, size_t n_prompt)
 {
     if (!g) return;
     metrics_tokens(s->metrics, n_prompt, gen_n_cached(g), gen_n_tokens(g));
+    if (!gen_finished(g)) metrics_ended_early(s->metrics);
     gen_end(g);
 }
 

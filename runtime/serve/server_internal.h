@@ -33,6 +33,7 @@ struct server {
     int                parallel, queue, n_ctx_cfg;
     size_t             max_body;
     bool               strict_max_tokens;
+    bool               webui;      /* the chat page and dashboard (server_web.c) */
     int                draft_max;  /* server_config's: the default of requests that do not say */
     bool               draft_mtp;
     struct MHD_Daemon *daemon;
@@ -70,6 +71,7 @@ typedef enum MHD_Result (*route_fn)(server *s, struct MHD_Connection *c, request
 struct request {
     server     *srv;
     const char *endpoint; /* metrics label */
+    const char *url;      /* the path asked for (a prefix route's handler reads the rest) */
     api_style   style;
     route_fn    fn;
     bool        method_ok;
@@ -137,5 +139,8 @@ enum MHD_Result openai_completion(server *s, struct MHD_Connection *c, request *
 enum MHD_Result anthropic_messages(server *s, struct MHD_Connection *c, request *rq);
 enum MHD_Result anthropic_count_tokens(server *s, struct MHD_Connection *c, request *rq);
 enum MHD_Result openai_responses(server *s, struct MHD_Connection *c, request *rq);
+/* server_web.c: a web file by name (404 when --no-webui), and /static/NAME */
+enum MHD_Result server_web_file(server *s, struct MHD_Connection *c, request *rq, const char *name);
+enum MHD_Result server_web_static(server *s, struct MHD_Connection *c, request *rq);
 
 #endif

@@ -284,11 +284,12 @@ static void test_health_while_loading(void **st)
     http(f.port, "/health", NULL, NULL, &r);
     assert_int_equal(r.status, 200);
     reply_free(&r);
-    /* / answers as /health does, and HEAD as GET without a body (Claude Code checks HEAD /) */
+    /* / is the chat page (200, as clients' reachability checks want; --no-webui: /health's
+     * answer, tests/e2e/e2e_webui.sh), and HEAD as GET without a body (Claude Code checks HEAD /) */
     r = (reply){ 0 };
     http(f.port, "/", NULL, NULL, &r);
     assert_int_equal(r.status, 200);
-    assert_non_null(strstr(r.body.data, "\"ok\""));
+    assert_non_null(strstr(r.body.data, "<title>strata</title>"));
     reply_free(&r);
     r = (reply){ 0 };
     http_head(f.port, "/", &r);
