@@ -1,6 +1,8 @@
 /* radgram.c: RADGRAM2 header and diagonal reader (see radgram.h). */
 #include "radgram.h"
 
+#include "formats/fileio.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -222,4 +224,34 @@ radgram_error radgram_read(const char *path, radgram_header *h, float **diag,
     if (e) { free(d); return e; }
     *diag = d;
     return RADGRAM_OK;
+}
+
+static void put_u32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
+
+int radgram_write(const char *path, const radgram_header *h, const double *upper, char *err, size_t errlen)
+{
+    uint8_t head[RADGRAM_HEADER_BYTES] = { 0 };
+    memcpy(head, RADGRAM_MAGIC, 8);
+    put_u32(head + 8, h->k);
+    put_u32(head + 12, h->rank);
+    put_u32(head + 16, (uint32_t)h->rows);
+    put_u32(head + 20, (uint32_t)(h->rows >> 32));
+    put_u32(head + 24, h->domain);
+    const size_t k = h->k;
+    float *row = malloc(k * sizeof *row);
+    atomic_out o;
+    if (!row) { snprintf(err, errlen, "%s: out of memory", path); return -1; }
+    if (atomic_out_open(&o, path, err, errlen)) { free(row); return -1; }
+    int ok = fwrite(head, 1, sizeof head, o.fp) == sizeof head;
+    for (size_t i = 0; ok && i < k; i++) {
+        for (size_t j = 0; j < k; j++) row[j] = (float)(j >= i ? upper[i * k + j] : upper[j * k + i]);
+        ok = fwrite(row, sizeof *row, k, o.fp) == k; /* f32 little-endian, as the reader takes it */
+    }
+    free(row);
+    if (!ok) {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        atomic_out_abort(&o);
+        return -1;
+    }
+    return atomic_out_commit(&o, err, errlen);
 }

@@ -1,4 +1,5 @@
-/* radgram.h: RADGRAM2 calibration Gram files, header and diagonal only.
+/* radgram.h: RADGRAM2 calibration Gram files: the reader (header and
+ * diagonal only) and the writer (`strata calibrate`).
  *
  * Layout (little-endian): "RADGRAM2", u32 k, u32 rank, u64 rows, u32 domain,
  * a u32 pad word (ignored), then k*k f32 row-major. Only the diagonal is an
@@ -59,5 +60,11 @@ radgram_error radgram_parse_memory(const void *data, size_t size, const char *na
 /* Opens path and reads the header and the diagonal only. */
 radgram_error radgram_read(const char *path, radgram_header *h, float **diag,
                            char *err, size_t errlen);
+
+/* Writes a gram file: the header (h->pad written 0), then the k x k matrix
+ * given as doubles (its upper triangle, row-major; the lower is mirrored),
+ * rounded to f32. Published whole (fileio.h: a temporary, never over an
+ * existing file). 0, or -1 with one line in err. */
+int radgram_write(const char *path, const radgram_header *h, const double *upper, char *err, size_t errlen);
 
 #endif

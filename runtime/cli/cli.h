@@ -29,6 +29,7 @@ int cmd_check(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv); /* cli_eval.c */
 int cmd_bench(int argc, char **argv);      /* cli_bench.c */
 int cmd_routing(int argc, char **argv);  /* cli_routing.c */
+int cmd_calibrate(int argc, char **argv); /* cli_calibrate.c */
 int cmd_tokenize(int argc, char **argv); /* cli_tokenize.c */
 int cmd_template(int argc, char **argv); /* cli_template.c */
 int cmd_version(int argc, char **argv);  /* cli_version.c */
@@ -101,6 +102,15 @@ int cli_opt_int(const char *cmd, const char *opt, const char *val, long lo, long
 int cli_opt_float(const char *cmd, const char *opt, const char *val, double lo, double hi, double *out);
 int cli_opt_bad(const char *cmd, const char *opt, const char *val);
 int cli_is_threads(const char *opt);
+/* A `strata CMD [PACK] [OPT VALUE]...` command line: -h/--help prints
+ * usage(stdout); the one positional argument goes to *pack; each option and
+ * its value to opt(ctx, OPT, VALUE), which returns 0, or -1 after printing
+ * its refusal. Returns CLI_PARSED, or the exit status (0 after help; 2 after
+ * a refusal, a second PACK or an option without its value, usage(stderr)
+ * printed). */
+#define CLI_PARSED (-1)
+int cli_parse_args(const char *cmd, int argc, char **argv, const char **pack,
+                   int (*opt)(void *ctx, const char *o, const char *v), void *ctx, void (*usage)(FILE *));
 /* The warning (stderr) for a context asked beyond the trained one; quiet
  * otherwise, and when the trained context is unknown (0). */
 void cli_warn_ctx(long n_ctx, long n_ctx_train);

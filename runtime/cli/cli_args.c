@@ -144,3 +144,24 @@ void cli_warn_ctx(long n_ctx, long n_ctx_train)
         fprintf(stderr, "strata: warning: a context of %ld tokens is beyond the %ld the model was trained on; "
                         "output past token %ld may degrade\n", n_ctx, n_ctx_train, n_ctx_train);
 }
+
+int cli_parse_args(const char *cmd, int argc, char **argv, const char **pack,
+                   int (*opt)(void *ctx, const char *o, const char *v), void *ctx, void (*usage)(FILE *))
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+        if (a[0] != '-') {
+            if (*pack) { cli_opt_bad(cmd, a, NULL); usage(stderr); return 2; }
+            *pack = a;
+            continue;
+        }
+        if (!v || opt(ctx, a, v)) {
+            if (!v) cli_opt_bad(cmd, a, NULL);
+            usage(stderr);
+            return 2;
+        }
+        i++;
+    }
+    return CLI_PARSED;
+}

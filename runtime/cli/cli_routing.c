@@ -124,36 +124,39 @@ static int table_of_file(const char *path, const int *windows, int n_windows)
     return rc;
 }
 
+typedef struct routing_args {
+    const char *text_path, *trace_out, *trace_in;
+    long        c, threads;
+    int         windows[ROUTING_STATS_MAX_WINDOWS], n_windows;
+    device_opts dev;
+} routing_args;
+
+static int routing_opt(void *ctx, const char *a, const char *v)
+{
+    routing_args *o = ctx;
+    const int dr = cli_device_arg("routing", &o->dev, a, v);
+    if (dr) return dr < 0 ? -1 : 0;
+    if (!strcmp(a, "-f") || !strcmp(a, "--file")) o->text_path = v;
+    else if (!strcmp(a, "--trace-out")) o->trace_out = v;
+    else if (!strcmp(a, "--trace-in")) o->trace_in = v;
+    else if (!strcmp(a, "--window")) return parse_windows(a, v, o->windows, &o->n_windows);
+    else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) return cli_opt_int("routing", a, v, 2, 1 << 20, &o->c);
+    else if (cli_is_threads(a)) return cli_opt_int("routing", a, v, 0, 1024, &o->threads);
+    else return cli_opt_bad("routing", a, NULL);
+    return 0;
+}
+
 int cmd_routing(int argc, char **argv)
 {
-    const char *pack = NULL, *text_path = NULL, *trace_out = NULL, *trace_in = NULL;
-    long c = 512, threads = 0;
-    int windows[ROUTING_STATS_MAX_WINDOWS] = { 1, 4, 16 }, n_windows = 3;
-    device_opts dev;
-    device_opts_default(&dev);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { routing_usage(stdout); return 0; }
-        if (a[0] != '-') {
-            if (pack) { cli_opt_bad("routing", a, NULL); routing_usage(stderr); return 2; }
-            pack = a;
-            continue;
-        }
-        if (!v) { cli_opt_bad("routing", a, NULL); routing_usage(stderr); return 2; }
-        i++;
-        int dr = cli_device_arg("routing", &dev, a, v);
-        if (dr < 0) { routing_usage(stderr); return 2; }
-        if (dr > 0) continue;
-        int bad = 0;
-        if (!strcmp(a, "-f") || !strcmp(a, "--file")) text_path = v;
-        else if (!strcmp(a, "--trace-out")) trace_out = v;
-        else if (!strcmp(a, "--trace-in")) trace_in = v;
-        else if (!strcmp(a, "--window")) bad = parse_windows(a, v, windows, &n_windows);
-        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) bad = cli_opt_int("routing", a, v, 2, 1 << 20, &c);
-        else if (cli_is_threads(a)) bad = cli_opt_int("routing", a, v, 0, 1024, &threads);
-        else bad = cli_opt_bad("routing", a, NULL);
-        if (bad) { routing_usage(stderr); return 2; }
-    }
+    const char *pack = NULL;
+    routing_args o = { .c = 512, .windows = { 1, 4, 16 }, .n_windows = 3 };
+    device_opts_default(&o.dev);
+    const int st = cli_parse_args("routing", argc, argv, &pack, routing_opt, &o, routing_usage);
+    if (st != CLI_PARSED) return st;
+    const char *text_path = o.text_path, *trace_out = o.trace_out, *trace_in = o.trace_in;
+    long c = o.c, threads = o.threads;
+    int *windows = o.windows, n_windows = o.n_windows;
+    device_opts dev = o.dev;
     if (trace_in) {
         if (pack || text_path || trace_out) {
             fprintf(stderr, "strata routing: --trace-in reads a saved trace; %s is not used with it\n",

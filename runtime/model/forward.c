@@ -170,6 +170,7 @@ static int moe_block(model *m, int l, int B)
     TRY(op->route(c, l, B, &sel));
     if (m->routing || m->trace)
         for (int b = 0; b < B; b++) model_observe_routing(m, l, sel + b * K);
+    if (m->moe_in_fn && m->moe_in_fn(m->moe_in_ctx, l, B, a->h, sel, m->cpu_err, sizeof m->cpu_err)) return -1;
     TRY(op->moe(c, l, B));
     if (weight_present(&L->sh_gate)) {
         TRY(op->ffn(c, &L->sh_gate, &L->sh_up, &L->sh_down, a->h, B, a->gd));

@@ -458,6 +458,17 @@ int model_on_hidden(model *m, model_hidden_fn fn, void *ctx, char *err, size_t e
     return 0;
 }
 
+int model_on_moe_input(model *m, model_moe_input_fn fn, void *ctx, char *err, size_t errlen)
+{
+    if (fn && m->ops != &backend_cpu) {
+        snprintf(err, errlen, "recording the experts' inputs runs with --device cpu only");
+        return -1;
+    }
+    m->moe_in_fn = fn;
+    m->moe_in_ctx = ctx;
+    return 0;
+}
+
 int model_n_past(const model *m) { return m->n_past; }
 
 void model_exact_rows(model *m, bool on) { m->mm.as_decode = on; }

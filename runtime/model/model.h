@@ -195,6 +195,15 @@ void model_exact_rows(model *m, bool on);
  * on another backend than the CPU's. */
 typedef int (*model_hidden_fn)(void *ctx, int pos0, int B, const float *rows, char *err, size_t errlen);
 int model_on_hidden(model *m, model_hidden_fn fn, void *ctx, char *err, size_t errlen);
+/* The routed experts' input at every MoE layer (the ffn_norm output, n_embd
+ * floats a row) and the n_expert_used experts each row chose, handed to fn
+ * during every later forward, after routing: B rows of layer l (valid
+ * during the call only). For calibration (`strata calibrate`). fn returns 0,
+ * or -1 with one line in err, which fails the forward; NULL: none. Logits
+ * unchanged. -1 with err on another backend than the CPU's. */
+typedef int (*model_moe_input_fn)(void *ctx, int layer, int B, const float *x, const int *sel, char *err,
+                                  size_t errlen);
+int model_on_moe_input(model *m, model_moe_input_fn fn, void *ctx, char *err, size_t errlen);
 /* A draft model over m's first next-token-prediction block (GLM-4.5's,
  * DeepSeek V3's and Ling 2.0's MTP; weights' n_mtp > 0): one block of the same graph whose
  * row at position p reads h, the main model's model_on_hidden row at p,

@@ -57,6 +57,9 @@ struct model {
     /* model_on_hidden's sink: each ubatch's final-norm rows after its logits */
     model_hidden_fn hidden_fn;
     void *hidden_ctx;
+    /* model_on_moe_input's sink: each MoE layer's expert input and choices */
+    model_moe_input_fn moe_in_fn;
+    void *moe_in_ctx;
     /* a draft model over a next-token-prediction block (model_create_mtp):
      * its input rows are [enorm(embed(t)); hnorm(h)] side by side (mtp_cat,
      * n_batch x 2 n_embd); the pool is the main model's (own_pool false) */
