@@ -141,13 +141,14 @@ int cmd_calibrate(int argc, char **argv)
     long l0 = 0, l1 = hp->n_layer - 1;
     if (layers && parse_layers(layers, hp->n_layer, &l0, &l1)) {
         fprintf(stderr, "strata calibrate: --layers takes A-B within 0-%d, not '%s'\n", hp->n_layer - 1, layers);
+        rc = 2;
         goto out;
     }
     record = calloc((size_t)hp->n_layer, 1);
     if (!record) { fprintf(stderr, "strata: out of memory\n"); goto out; }
     int n_rec = 0;
     for (long l = l0; l <= l1; l++) n_rec += record[l] = hparams_layer_moe(hp, (int)l);
-    if (!n_rec) { fprintf(stderr, "strata calibrate: no MoE layer in %ld-%ld\n", l0, l1); goto out; }
+    if (!n_rec) { fprintf(stderr, "strata calibrate: no MoE layer in %ld-%ld\n", l0, l1); rc = 2; goto out; }
     const uint64_t need = gram_set_bytes(n_rec, hp->n_expert, hp->n_embd);
     memavail ma;
     if (memavail_read("", &ma) == 0 && need > ma.bytes) {
