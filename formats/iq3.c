@@ -94,6 +94,7 @@ typedef struct encode_job {
     const iq3_tables *t;
     const float *x;
     const float *imp;
+    const double *gptq_u;
     uint8_t *out;
     int64_t k, row0, row1;
     iq3_mode mode;
@@ -104,6 +105,14 @@ static void *encode_rows(void *arg)
 {
     const encode_job *j = arg;
     int64_t nsb = j->k / IQ3_QK;
+    if (j->gptq_u) { /* non-NULL back: no memory for the row being moved */
+        double *work = malloc((size_t)j->k * sizeof *work);
+        for (int64_t r = j->row0; work && r < j->row1; r++)
+            iq3_encode_row_gptq(j->t, j->x + r * j->k, j->k, j->gptq_u, j->imp,
+                                j->out + (size_t)r * (size_t)nsb * IQ3_BLOCK_BYTES, work, j->simd);
+        free(work);
+        return work ? NULL : (void *)1;
+    }
     for (int64_t r = j->row0; r < j->row1; r++) {
         for (int64_t sb = 0; sb < nsb; sb++) {
             const float *x = j->x + r * j->k + sb * IQ3_QK;
@@ -120,7 +129,7 @@ static void *encode_rows(void *arg)
 int iq3_encode(const float *x, int64_t rows, int64_t k, const iq3_encode_opts *opts,
                uint8_t *out, char *err, size_t errlen)
 {
-    iq3_encode_opts def = { IQ3_MODE_QUALITY, 1, NULL, 0 };
+    iq3_encode_opts def = { .mode = IQ3_MODE_QUALITY, .n_threads = 1 };
     if (!opts) opts = &def;
     if (iq3_check_k(k, err, errlen)) return -1;
     if (rows < 0) { snprintf(err, errlen, "negative row count %lld", (long long)rows); return -1; }
@@ -155,7 +164,8 @@ int iq3_encode(const float *x, int64_t rows, int64_t k, const iq3_encode_opts *o
     pthread_t tid[256];
     int started = 0, rc = 0;
     for (int i = 0; i < nt; i++) {
-        jobs[i] = (encode_job){ t, x, opts->mode == IQ3_MODE_QUALITY ? opts->importance : NULL, out, k,
+        jobs[i] = (encode_job){ t, x, opts->mode == IQ3_MODE_QUALITY ? opts->importance : NULL,
+                                opts->mode == IQ3_MODE_QUALITY ? opts->gptq_u : NULL, out, k,
                                 rows * i / nt, rows * (i + 1) / nt, opts->mode,
                                 !opts->force_scalar && have_avx2() };
     }
@@ -164,9 +174,15 @@ int iq3_encode(const float *x, int64_t rows, int64_t k, const iq3_encode_opts *o
         started = i;
     }
     /* Rows a thread could not be started for are done here instead. */
-    for (int i = started + 1; i < nt; i++) encode_rows(&jobs[i]);
-    encode_rows(&jobs[0]);
-    for (int i = 1; i <= started; i++) pthread_join(tid[i], NULL);
+    int failed = 0;
+    for (int i = started + 1; i < nt; i++) failed |= encode_rows(&jobs[i]) != NULL;
+    failed |= encode_rows(&jobs[0]) != NULL;
+    for (int i = 1; i <= started; i++) {
+        void *r = NULL;
+        pthread_join(tid[i], &r);
+        failed |= r != NULL;
+    }
     free(t);
+    if (failed) { snprintf(err, errlen, "out of memory"); rc = -1; }
     return rc;
 }

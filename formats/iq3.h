@@ -71,6 +71,11 @@ typedef struct iq3_encode_opts {
     int n_threads;           /* <= 1: the calling thread only */
     const float *importance; /* K non-negative weights per column, or NULL */
     int force_scalar;        /* 1: skip the AVX2 path (tests compare both) */
+    /* Quality mode with GPTQ's error feedback (iq3_gptq.c): k x k, row-major,
+     * the upper Cholesky factor of the inputs' damped inverse Gram
+     * (iq3_gptq_factor); each row's error on those inputs is what the
+     * choices minimise. NULL: none. The identity gives quality mode's bytes. */
+    const double *gptq_u;
 } iq3_encode_opts;
 
 /* Bytes of one encoded row; 0 when k is not a positive multiple of 256. */
@@ -86,6 +91,13 @@ int iq3_encode(const float *x, int64_t rows, int64_t k, const iq3_encode_opts *o
 
 /* in: rows*iq3_row_bytes(k) bytes; out: rows*k floats. */
 int iq3_decode(const uint8_t *in, int64_t rows, int64_t k, float *out, char *err, size_t errlen);
+
+/* u (k x k doubles) from a Gram of the inputs (k x k floats, as RADGRAM2
+ * holds it; any positive scale): H = the Gram, symmetrised, plus damp x its
+ * mean diagonal on the diagonal (1 where a column never had input);
+ * H^-1 = u^T u, u upper triangular. -1 with one line in err when H is not
+ * positive definite even so, or out of memory. O(k^3) time, 2 k^2 doubles. */
+int iq3_gptq_factor(const float *gram, int64_t k, double damp, double *u, char *err, size_t errlen);
 
 /* "reference" / "quality" -> mode; -1 when unknown. */
 int iq3_mode_parse(const char *s);

@@ -147,5 +147,14 @@ void iq3_decode_blocks(const uint8_t *in, int64_t nb, float *out, int simd);
 void iq3_encode_block_ref(const iq3_tables *t, const float *x, iq3_block *out, int simd);
 void iq3_encode_block_quality(const iq3_tables *t, const float *x, const float *imp,
                               iq3_block *out, int simd);
+/* Quality mode's choice for one 32-weight sub-block (x, imp: its 32) under
+ * super-scale d, written as sub-block ib of out; q gets the 32 values it
+ * decodes to. Under the d the block search chose, the choice that search
+ * made. */
+void iq3_encode_sub_quality(const iq3_tables *t, const float *x, const float *imp, float d, int simd,
+                            iq3_block *out, int ib, float q[32]);
+/* GPTQ over one row of k (iq3.h: iq3_encode_opts.gptq_u); work: k doubles. */
+void iq3_encode_row_gptq(const iq3_tables *t, const float *x, int64_t k, const double *u, const float *imp,
+                         uint8_t *out, double *work, int simd);
 
 #endif

@@ -150,6 +150,40 @@ static void best_sub(const iq3_tables *t, const float *m, const uint8_t *neg, co
     }
 }
 
+/* Sub-block ib of out (its grid bytes and word) from the choice. */
+static void put_sub(iq3_block *out, int ib, const sub_choice *c)
+{
+    memcpy(out->grid + 8 * ib, c->idx, 8);
+    uint32_t wd = (uint32_t)c->code << 28;
+    for (int l = 0; l < 4; l++)
+        for (int j = 0; j < 7; j++) wd |= (uint32_t)c->neg[8 * l + j] << (7 * l + j);
+    iq3_block_set_word(out, ib, wd);
+}
+
+void iq3_encode_sub_quality(const iq3_tables *t, const float *x, const float *imp, float d, int simd,
+                            iq3_block *out, int ib, float q[32])
+{
+    float m[32], w[32], amax = 0;
+    uint8_t neg[32];
+    for (int i = 0; i < 32; i++) {
+        neg[i] = x[i] < 0;
+        m[i] = fabsf(x[i]);
+        w[i] = imp ? imp[i] : 1.0f;
+        if (m[i] > amax) amax = m[i];
+    }
+    code_plan plan;
+    plan_codes(m, w, amax, d, simd, &plan);
+    sub_choice c;
+    best_sub(t, m, neg, w, &plan, d, INFINITY, simd, &c);
+    put_sub(out, ib, &c);
+    /* the values the block now decodes to: each product exact in float32 */
+    const float db = d * (0.5f + (float)c.code) * 0.5f;
+    for (int i = 0; i < 32; i++) {
+        const float v = t->g[c.idx[i / 4]][i % 4] * db;
+        q[i] = c.neg[i] ? -v : v;
+    }
+}
+
 void iq3_encode_block_quality(const iq3_tables *t, const float *x, const float *imp,
                               iq3_block *out, int simd)
 {
@@ -196,12 +230,6 @@ void iq3_encode_block_quality(const iq3_tables *t, const float *x, const float *
             memcpy(best, cur, sizeof best);
         }
     }
-    for (int ib = 0; ib < 8; ib++) {
-        memcpy(out->grid + 8 * ib, best[ib].idx, 8);
-        uint32_t wd = (uint32_t)best[ib].code << 28;
-        for (int l = 0; l < 4; l++)
-            for (int j = 0; j < 7; j++) wd |= (uint32_t)best[ib].neg[8 * l + j] << (7 * l + j);
-        iq3_block_set_word(out, ib, wd);
-    }
+    for (int ib = 0; ib < 8; ib++) put_sub(out, ib, &best[ib]);
     iq3_block_set_d(out, best_h);
 }

@@ -226,6 +226,33 @@ radgram_error radgram_read(const char *path, radgram_header *h, float **diag,
     return RADGRAM_OK;
 }
 
+radgram_error radgram_read_matrix(const char *path, radgram_header *h, float **m, char *err, size_t errlen)
+{
+    *m = NULL;
+    unsigned char *data = NULL;
+    size_t size = 0;
+    char e2[512];
+    if (read_file(path, &data, &size, e2, sizeof e2)) {
+        snprintf(err, errlen, "%s", e2);
+        return RADGRAM_UNREADABLE;
+    }
+    radgram_error e = radgram_parse_header(data, size, size, path, h, err, errlen);
+    const size_t n = e ? 0 : (size_t)h->k * h->k;
+    float *f = e ? NULL : malloc(n * sizeof *f);
+    if (!e && !f) { snprintf(err, errlen, "%s: out of memory for a %u x %u gram", path, h->k, h->k); e = RADGRAM_NOMEM; }
+    for (size_t i = 0; !e && i < n; i++) {
+        f[i] = rd_f32(data + RADGRAM_HEADER_BYTES + 4 * i);
+        if (!isfinite(f[i])) {
+            snprintf(err, errlen, "%s: element (%zu, %zu) is %g", path, i / h->k, i % h->k, (double)f[i]);
+            e = RADGRAM_NONFINITE;
+        }
+    }
+    free(data);
+    if (e) { free(f); return e; }
+    *m = f;
+    return RADGRAM_OK;
+}
+
 static void put_u32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
 
 int radgram_write(const char *path, const radgram_header *h, const double *upper, char *err, size_t errlen)

@@ -61,6 +61,11 @@ radgram_error radgram_parse_memory(const void *data, size_t size, const char *na
 radgram_error radgram_read(const char *path, radgram_header *h, float **diag,
                            char *err, size_t errlen);
 
+/* The whole k x k matrix of a gram file (its size and magic checked first;
+ * *m malloc'd, freed by the caller; a NaN or Inf anywhere is refused):
+ * for GPTQ, which needs every element (iq3pack build --grams). */
+radgram_error radgram_read_matrix(const char *path, radgram_header *h, float **m, char *err, size_t errlen);
+
 /* Writes a gram file: the header (h->pad written 0), then the k x k matrix
  * given as doubles (its upper triangle, row-major; the lower is mirrored),
  * rounded to f32. Published whole (fileio.h: a temporary, never over an

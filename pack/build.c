@@ -195,7 +195,7 @@ static long peak_rss_kib(void)
 
 /* Counts of zero are left out and the per-tensor detail is for --verbose:
  * the normal output says what the pack is and where to go next. */
-static void summary(const pack_layout *L, const build_opts *o, int n_reencoded, double secs, FILE *out)
+static void summary(const pack_layout *L, const build_opts *o, const expert_counts *cnt, double secs, FILE *out)
 {
     int n_form[FORM_COUNT] = { 0 }, n_how[3] = { 0 };
     for (int i = 0; i < L->n_tensors; i++) {
@@ -224,7 +224,10 @@ static void summary(const pack_layout *L, const build_opts *o, int n_reencoded, 
                 fprintf(out, "%s %d %s", sep, n_how[k], HOW[k]);
                 sep = ",";
             }
-        if (n_reencoded) fprintf(out, " (%d expert slices re-encoded: 2*d overflows fp16)", n_reencoded);
+        if (cnt->reencoded) fprintf(out, " (%d expert slices re-encoded: 2*d overflows fp16)", cnt->reencoded);
+        if (o->grams)
+            fprintf(out, "; GPTQ from %s on %d expert slices (%d with no gram or under 4 x width rows: imatrix only)",
+                    o->grams, cnt->gptq, cnt->gptq_few);
         fprintf(out, "\n");
     }
     for (int f = 0; f < PACK_NFILES; f++)
@@ -287,7 +290,8 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
     pack_layout L;
     memset(&L, 0, sizeof L);
     char *tmp = NULL;
-    int fds[3] = { -1, -1, -1 }, rc = 1, n_reencoded = 0, caught = 0;
+    int fds[3] = { -1, -1, -1 }, rc = 1, caught = 0;
+    expert_counts cnt = { 0, 0, 0 };
     build_signals sigs;
     const double t0 = build_now();
     if (path_exists(o->out)) {
@@ -356,7 +360,7 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
         }
     }
     if ((dense_here && write_dense(&L, &s, fds, &pg, e, sizeof e)) ||
-        build_write_experts(&L, &s, im, fds[PACK_EXPERTS], o->threads, l0, l1, lo, &pg, &n_reencoded, e, sizeof e))
+        build_write_experts(&L, &s, im, o->grams, fds[PACK_EXPERTS], o->threads, l0, l1, lo, &pg, &cnt, e, sizeof e))
         goto out;
     for (int f = 0; f < 3; f++) {
         if (fds[f] < 0) continue;
@@ -403,7 +407,7 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
     if (dropped != INT_MAX)
         fprintf(out, "  left out: layer %d on (next-token prediction: %s)\n", dropped,
                 o->drop_nextn ? "--no-nextn" : "strata does not draft with this architecture's");
-    summary(&L, o, n_reencoded, build_now() - t0, out);
+    summary(&L, o, &cnt, build_now() - t0, out);
     rc = 0;
 out:
     if (caught && build_interrupted())

@@ -24,6 +24,7 @@
 
 typedef struct build_opts {
     const char *src, *out, *imatrix;
+    const char *grams; /* a calibration recording (strata calibrate): GPTQ for the experts' gate and up */
     int experts_keep; /* 1: experts keep a canonical form instead of IQ3 */
     int drop_nextn;   /* 1: leave the next-token-prediction blocks out (--no-nextn) */
     int threads;
@@ -40,12 +41,16 @@ struct imatrix;
 int build_plan_experts(pack_layout *L, const source *s, const struct imatrix *im, int keep, int drop_nextn,
                        uint64_t *experts_bytes,
                        char *err, size_t errlen);
+/* What the experts' encoding did: IQ3_XXS slices re-encoded; slices
+ * encoded with GPTQ from their expert's gram, and those without a gram or
+ * with under 4 x its width rows (too few to trust: the imatrix path). */
+typedef struct expert_counts { int reencoded, gptq, gptq_few; } expert_counts;
 /* Writes the expert layers [l0, l1) of experts.bin at fd as planned, each
  * byte at its experts.bin offset minus off0 (a whole pack: 0, n_layers, 0;
- * a shard: its layers and range). Counts re-encoded IQ3_XXS experts. */
-int build_write_experts(const pack_layout *L, const source *s, const struct imatrix *im, int fd, int threads,
-                        int l0, int l1, uint64_t off0, build_progress *pg, int *n_reencoded, char *err,
-                        size_t errlen);
+ * a shard: its layers and range). grams: a strata calibrate folder, or NULL. */
+int build_write_experts(const pack_layout *L, const source *s, const struct imatrix *im, const char *grams, int fd,
+                        int threads, int l0, int l1, uint64_t off0, build_progress *pg, expert_counts *cnt,
+                        char *err, size_t errlen);
 
 
 #endif

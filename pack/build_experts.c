@@ -13,6 +13,9 @@
 #include "formats/ggml_types.h"
 #include "formats/imatrix.h"
 #include "formats/iq3.h"
+#include "formats/radgram.h"
+
+#include <sys/stat.h>
 #include "formats/tensor_names.h"
 #include "pack/expert_src.h"
 
@@ -185,9 +188,49 @@ static int write_all(int fd, const void *buf, size_t n, uint64_t off, char *err,
     return 0;
 }
 
+/* GPTQ's factor for expert e of t from its gram in dir (any rank's file;
+ * gate and up: the experts' input, ffn_down_exps.E; down: its own input,
+ * ffn_down_input.E): 1 with *u set (malloc'd) and *diag its diagonal; 0
+ * when the expert has no gram or too few rows (the imatrix path, counted);
+ * -1 with err. */
+static int gptq_factor_for(const char *dir, const pk_tensor *t, int e, double **u, float **diag,
+                           expert_counts *cnt, char *err, size_t errlen)
+{
+    const char *stem = EXPERT_PART_ROLES[t->part] == TN_FFN_DOWN_EXPS ? "ffn_down_input" : "ffn_down_exps";
+    char path[4200];
+    struct stat st;
+    int found = 0;
+    for (int rank = 0; rank < 1024 && !found; rank++) {
+        snprintf(path, sizeof path, "%s/gram.r%d.blk.%d.%s.%d.bin", dir, rank, t->layer, stem, e);
+        found = stat(path, &st) == 0;
+    }
+    if (!found) { cnt->gptq_few++; return 0; }
+    radgram_header h;
+    float *g = NULL;
+    char e2[600];
+    if (radgram_read_matrix(path, &h, &g, e2, sizeof e2)) { snprintf(err, errlen, "%s", e2); return -1; }
+    const int64_t k = t->ne[0];
+    if ((int64_t)h.k != k) {
+        snprintf(err, errlen, "%s: a gram %u wide, but %s takes %lld inputs: it was recorded on another model", path,
+                 h.k, t->name, (long long)k);
+        free(g);
+        return -1;
+    }
+    if (h.rows < 4 * (uint64_t)k) { cnt->gptq_few++; free(g); return 0; }
+    *u = malloc((size_t)k * (size_t)k * sizeof **u);
+    *diag = malloc((size_t)k * sizeof **diag);
+    if (!*u || !*diag) { snprintf(err, errlen, "out of memory for GPTQ's %lld x %lld factor", (long long)k, (long long)k); free(g); return -1; }
+    for (int64_t i = 0; i < k; i++) (*diag)[i] = g[i * k + i];
+    const int rc = iq3_gptq_factor(g, k, 0.01, *u, e2, sizeof e2);
+    free(g);
+    if (rc) { snprintf(err, errlen, "%s: %s", path, e2); return -1; }
+    cnt->gptq++;
+    return 1;
+}
+
 /* One expert's part (src: its slice of the source) into buf (t->part_bytes). */
-static int encode_part(const pk_tensor *t, const uint8_t *src, const imatrix *im, int e, int threads,
-                       uint8_t *buf, float *tmp, int *n_reencoded, char *err, size_t errlen)
+static int encode_part(const pk_tensor *t, const uint8_t *src, const imatrix *im, const char *grams, int e,
+                       int threads, uint8_t *buf, float *tmp, expert_counts *cnt, char *err, size_t errlen)
 {
     const int64_t K = t->ne[0], N = t->ne[1];
     if (t->how == EXP_CANONICAL) {
@@ -201,7 +244,7 @@ static int encode_part(const pk_tensor *t, const uint8_t *src, const imatrix *im
         return 0;
     }
     if (t->how == EXP_TRANSCODED && iq3xxs_to_container(src, N * K / IQ3_QK, buf) == 0) return 0;
-    if (t->how == EXP_TRANSCODED) (*n_reencoded)++;
+    if (t->how == EXP_TRANSCODED) cnt->reencoded++;
     if (ggml_dequantize(t->src_type, src, tmp, N * K) != 0) {
         snprintf(err, errlen, "%s: type has no decoder", t->name);
         return -1;
@@ -209,17 +252,28 @@ static int encode_part(const pk_tensor *t, const uint8_t *src, const imatrix *im
     int kind;
     iq3_encode_opts o = { .mode = IQ3_MODE_QUALITY, .n_threads = threads,
                           .importance = importance_for(im, t, e, &kind) };
+    double *u = NULL;
+    float *diag = NULL;
+    const int g = grams && t->how == EXP_ENCODED ? gptq_factor_for(grams, t, e, &u, &diag, cnt, err, errlen) : 0;
+    if (g < 0) return -1;
+    if (g) {
+        o.gptq_u = u;
+        if (!o.importance) o.importance = diag; /* the gram's diagonal is the imatrix's */
+    }
     char e2[200];
-    if (iq3_encode(tmp, N, K, &o, buf, e2, sizeof e2) != 0) {
+    const int rc = iq3_encode(tmp, N, K, &o, buf, e2, sizeof e2);
+    free(u);
+    free(diag);
+    if (rc != 0) {
         snprintf(err, errlen, "%s expert %d: %s", t->name, e, e2);
         return -1;
     }
     return 0;
 }
 
-int build_write_experts(const pack_layout *L, const source *s, const imatrix *im, int fd, int threads,
-                        int l0, int l1, uint64_t off0, build_progress *pg, int *n_reencoded, char *err,
-                        size_t errlen)
+int build_write_experts(const pack_layout *L, const source *s, const imatrix *im, const char *grams, int fd,
+                        int threads, int l0, int l1, uint64_t off0, build_progress *pg, expert_counts *cnt,
+                        char *err, size_t errlen)
 {
     int rc = 0;
     for (int l = l0; l < l1 && l < L->n_layers && !rc; l++) {
@@ -233,7 +287,7 @@ int build_write_experts(const pack_layout *L, const source *s, const imatrix *im
             float *tmp = malloc(n * sizeof(float));
             if (!buf || !tmp) { snprintf(err, errlen, "out of memory"); rc = -1; }
             for (int e = 0; e < y->n_expert && !rc; e++) {
-                rc = encode_part(t, expert_src_slice(s, &x, e), im, e, threads, buf, tmp, n_reencoded, err, errlen);
+                rc = encode_part(t, expert_src_slice(s, &x, e), im, grams, e, threads, buf, tmp, cnt, err, errlen);
                 if (!rc) rc = write_all(fd, buf, t->part_bytes,
                                         y->base + (uint64_t)e * y->stride + y->part_off[p] - off0, err, errlen);
                 build_progress_step(pg, x.slice_bytes, t->name);

@@ -207,7 +207,7 @@ int iq3pack_cmd_encode(int argc, char **argv)
     int rc = 1;
     if (a.importance && !imp) goto done;
     if (!q) { fail(a.cmd, "out of memory"); goto done; }
-    iq3_encode_opts o = { (iq3_mode)a.mode, a.threads, imp, 0 };
+    iq3_encode_opts o = { .mode = (iq3_mode)a.mode, .n_threads = a.threads, .importance = imp, .force_scalar = 0 };
     char err[512], msg[700];
     if (iq3_encode((const float *)x, a.rows, a.cols, &o, q, err, sizeof err)) {
         snprintf(msg, sizeof msg, "%s: %s", a.pos[0], err);
@@ -292,7 +292,7 @@ int iq3pack_cmd_stats(int argc, char **argv)
         q = malloc(nq ? nq : 1);
         if (!q) { fail(a.cmd, "out of memory"); goto done; }
         for (int mode = IQ3_MODE_REFERENCE; mode >= IQ3_MODE_QUALITY; mode--) {
-            iq3_encode_opts o = { (iq3_mode)mode, a.threads, imp, 0 };
+            iq3_encode_opts o = { .mode = (iq3_mode)mode, .n_threads = a.threads, .importance = imp, .force_scalar = 0 };
             char msg[700];
             if (iq3_encode((const float *)x, a.rows, a.cols, &o, q, err, sizeof err) ||
                 iq3_decode(q, a.rows, a.cols, y, err, sizeof err)) {

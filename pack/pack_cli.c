@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "pack/build.h"
@@ -16,7 +17,8 @@ static int usage(FILE *fp, const char *u, int rc)
 }
 
 static const char BUILD_USAGE[] =
-    "build SRC.gguf -o PACKDIR [--imatrix IMAT] [--experts iq3|keep] [--threads N] [--shard K/N] [--no-nextn] [-v]";
+    "build SRC.gguf -o PACKDIR [--imatrix IMAT] [--grams DIR] [--experts iq3|keep] [--threads N] [--shard K/N]\n"
+    "       [--no-nextn] [-v]";
 static const char BUILD_HELP[] =
     "  Turns a GGUF checkpoint into a pack directory (written under a temporary name,\n"
     "  renamed when complete; an existing PACKDIR is never overwritten).\n"
@@ -24,6 +26,10 @@ static const char BUILD_HELP[] =
     "                   routed experts merged ([K, N, E]) or one tensor per expert, as GGUFs\n"
     "                   converted before April 2024 have them\n"
     "  --imatrix IMAT   llama.cpp importance matrix (imatrix.dat or GGUF) weighting the IQ3 error\n"
+    "  --grams DIR      a calibration recording (`strata calibrate`): the experts chosen with\n"
+    "                   GPTQ's error feedback from the Gram of each part's recorded inputs, so\n"
+    "                   that their error on those inputs is least (an expert with no Gram or\n"
+    "                   under 4 x width rows keeps the imatrix path)\n"
     "  --experts iq3    routed experts into the 3.0625-bit IQ3 container (default; IQ3_XXS moved\n"
     "                   losslessly)\n"
     "  --experts keep   routed experts kept in their source precision (bit-exact)\n"
@@ -54,6 +60,7 @@ int iq3pack_cmd_build(int argc, char **argv)
         } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o.verbose = 1;
         else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && has) o.out = argv[++i];
         else if (!strcmp(a, "--imatrix") && has) o.imatrix = argv[++i];
+        else if (!strcmp(a, "--grams") && has) o.grams = argv[++i];
         else if (!strcmp(a, "--experts") && has) {
             const char *m = argv[++i];
             if (!strcmp(m, "keep")) o.experts_keep = 1;
@@ -76,6 +83,13 @@ int iq3pack_cmd_build(int argc, char **argv)
         else { fprintf(stderr, "iq3pack build: one source only (%s)\n", a); return 2; }
     }
     if (!o.src || !o.out) return usage(stderr, BUILD_USAGE, 2);
+    if (o.grams) {
+        struct stat st;
+        const char *why = o.experts_keep ? "--experts keep encodes nothing"
+                        : o.shard_n ? "with --shard it is not supported yet (build in one piece)"
+                        : stat(o.grams, &st) || !S_ISDIR(st.st_mode) ? "not a folder" : NULL;
+        if (why) { fprintf(stderr, "iq3pack build: --grams %s: %s\n", o.grams, why); return 2; }
+    }
     return pack_build(&o, stdout, stderr);
 }
 

@@ -5,13 +5,16 @@
  * Per recorded MoE layer L: the pooled gram, sum of x x^T over every row
  * that reached the layer, and one per expert e over the rows routed to it,
  * x the layer's ffn_norm output (the input of the experts' gate and up,
- * n_embd wide); rows counts them. Files, rank R:
+ * n_embd wide); and per expert the gram of its down projection's input
+ * (its GLU output, n_ff_exp wide); rows counts them. Files, rank R:
  *   gram.rR.blk.L.ffn_down_exps.bin     the pooled gram
  *   gram.rR.blk.L.ffn_down_exps.E.bin   expert E's (only experts with rows)
- * (the names grams2imatrix and the seed read; their k is n_embd, which the
- * imatrix's gate/up entries take). Accumulated in place in doubles:
- * gram_set_bytes() = 8 k^2 (n_expert + 1) bytes a recorded layer, held for
- * the whole run. */
+ *   gram.rR.blk.L.ffn_down_input.E.bin  expert E's down input
+ * (the first two are the names grams2imatrix and the seed read; their k is
+ * n_embd, which the imatrix's gate/up entries take; grams2imatrix passes
+ * over the third, which iq3pack build --grams reads for the down part).
+ * Accumulated in place in doubles: gram_set_bytes() = 8 (k^2 (n_expert + 1)
+ * + kd^2 n_expert) bytes a recorded layer, held for the whole run. */
 #ifndef STRATA_GRAMS_H
 #define STRATA_GRAMS_H
 
@@ -20,12 +23,18 @@
 
 typedef struct gram_set gram_set;
 
-uint64_t gram_set_bytes(int n_layers, int n_expert, int k);
+uint64_t gram_set_bytes(int n_layers, int n_expert, int k, int kd);
 
 /* record[l] != 0 for each of the n_layer layers to record (MoE layers);
- * K experts a row. NULL with err when out of memory. */
-gram_set *gram_set_new(int n_layer, const unsigned char *record, int n_expert, int K, int k, char *err,
+ * K experts a row; k the experts' input width, kd their down input's.
+ * NULL with err when out of memory. */
+gram_set *gram_set_new(int n_layer, const unsigned char *record, int n_expert, int K, int k, int kd, char *err,
                        size_t errlen);
+/* n rows (kd floats each) of expert e's down input at layer l. 0, or -1
+ * when out of memory. */
+int gram_set_add_down(gram_set *g, int l, int e, int n, const float *rows);
+uint64_t gram_set_down_rows(const gram_set *g, int l, int e);
+double gram_set_down_at(const gram_set *g, int l, int e, int i, int j);
 /* B rows x (k floats each) of layer l and their choices sel (B x K); a
  * layer not recorded is skipped. 0, or -1 when out of memory. */
 int gram_set_add(gram_set *g, int l, int B, const float *x, const int *sel);

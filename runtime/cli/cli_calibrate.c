@@ -28,13 +28,16 @@ static void calibrate_usage(FILE *fp)
             "  first token replaced by BOS; the tokens past the last whole chunk are left out, as\n"
             "  llama-imatrix leaves them. At every MoE layer it sums x x^T over the rows each routed\n"
             "  expert receives (x: the layer's normed input, the experts' gate and up input), and over\n"
-            "  all rows, and writes them as RADGRAM2 files into GRAMDIR (created; never overwritten):\n"
+            "  all rows, and over each expert's down input (its GLU output), and writes them as RADGRAM2\n"
+            "  files into GRAMDIR (created; never overwritten):\n"
             "    gram.rR.blk.L.ffn_down_exps.bin     all rows of layer L\n"
             "    gram.rR.blk.L.ffn_down_exps.E.bin   the rows routed to expert E (experts that got any)\n"
+            "    gram.rR.blk.L.ffn_down_input.E.bin  expert E's down input\n"
             "  with each file's row count: `grams2imatrix GRAMDIR -o imatrix.gguf` makes the importance\n"
-            "  matrix of them. The sums are held in memory as doubles: 8 x n_embd^2 x (experts + 1)\n"
-            "  bytes a MoE layer; --layers A-B records only layers A..B (run it again for the others;\n"
-            "  the grams of one text add up layer by layer). Runs on the CPU.\n"
+            "  matrix of them, `iq3pack build SRC --grams GRAMDIR` encodes the experts with GPTQ. The\n"
+            "  sums are held in memory as doubles: 8 x (n_embd^2 x (experts + 1) + ff^2 x experts)\n"
+            "  bytes a MoE layer (ff: an expert's width); --layers A-B records only layers A..B (run\n"
+            "  it again for the others). Runs on the CPU.\n"
             "  --rank R   the R in the file names (default 0): recordings of disjoint parts of a text\n"
             "             by several machines, each its own rank, fold together in grams2imatrix\n");
 }
@@ -60,6 +63,11 @@ static int calib_opt(void *ctx, const char *a, const char *v)
 typedef struct calib_ctx {
     gram_set *grams;
 } calib_ctx;
+
+static int on_expert(void *ctx, int layer, int expert, int n, const float *rows)
+{
+    return gram_set_add_down(((calib_ctx *)ctx)->grams, layer, expert, n, rows);
+}
 
 static int on_moe(void *ctx, int layer, int B, const float *x, const int *sel, char *err, size_t errlen)
 {
@@ -149,13 +157,14 @@ int cmd_calibrate(int argc, char **argv)
     int n_rec = 0;
     for (long l = l0; l <= l1; l++) n_rec += record[l] = hparams_layer_moe(hp, (int)l);
     if (!n_rec) { fprintf(stderr, "strata calibrate: no MoE layer in %ld-%ld\n", l0, l1); rc = 2; goto out; }
-    const uint64_t need = gram_set_bytes(n_rec, hp->n_expert, hp->n_embd);
+    const uint64_t need = gram_set_bytes(n_rec, hp->n_expert, hp->n_embd, hp->n_ff_exp);
     memavail ma;
     if (memavail_read("", &ma) == 0 && need > ma.bytes) {
         fprintf(stderr,
-                "strata calibrate: the grams of %d MoE layers need %.1f GiB (8 x %d^2 x %d experts + 1, a layer), "
-                "and %.1f GiB are free (%s): record fewer layers at a time with --layers A-B\n",
-                n_rec, (double)need / (1u << 30), hp->n_embd, hp->n_expert, (double)ma.bytes / (1u << 30), ma.by);
+                "strata calibrate: the grams of %d MoE layers need %.1f GiB (8 x (%d^2 x %d + %d^2 x %d) bytes a "
+                "layer), and %.1f GiB are free (%s): record fewer layers at a time with --layers A-B\n",
+                n_rec, (double)need / (1u << 30), hp->n_embd, hp->n_expert + 1, hp->n_ff_exp, hp->n_expert,
+                (double)ma.bytes / (1u << 30), ma.by);
         goto out;
     }
     if (hp->n_ctx_train > 0 && c > hp->n_ctx_train) {
@@ -164,12 +173,17 @@ int cmd_calibrate(int argc, char **argv)
     }
     if (read_file(text_path, &text, &text_len, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); goto out; }
     if (cli_build(&cm, pack, (int)threads, KV_F16, (int)c, NULL)) goto out;
-    if (!(grams = gram_set_new(hp->n_layer, record, hp->n_expert, hp->n_expert_used, hp->n_embd, err, sizeof err))) {
+    if (!(grams = gram_set_new(hp->n_layer, record, hp->n_expert, hp->n_expert_used, hp->n_embd, hp->n_ff_exp, err,
+                               sizeof err))) {
         fprintf(stderr, "strata calibrate: %s\n", err);
         goto out;
     }
     calib_ctx cc = { grams };
-    if (model_on_moe_input(cm.m, on_moe, &cc, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); goto out; }
+    if (model_on_moe_input(cm.m, on_moe, &cc, err, sizeof err) ||
+        model_on_expert_hidden(cm.m, on_expert, &cc, err, sizeof err)) {
+        fprintf(stderr, "strata: %s\n", err);
+        goto out;
+    }
     const tokenizer *tk = loader_tokenizer(cm.pack);
     if (tokenizer_encode(tk, (const char *)text, text_len, true, false, &ids, &n_ids)) {
         fprintf(stderr, "strata: %s: cannot tokenize\n", text_path);

@@ -88,6 +88,7 @@ static void expert_ffn(model *m, const layer_weights *L, int e, const weight *ga
     add_expert_bias(m->ffa, L->exp_gate_b, e, B, ff);
     add_expert_bias(m->ffb, L->exp_up_b, e, B, ff);
     expert_glu_rows(m, m->ffa, m->ffb, B, ff);
+    if (m->exp_hid_fn && m->exp_hid_fn(m->exp_hid_ctx, m->moe_layer, e, B, m->ffa)) m->exp_hid_failed = true;
     mm_mul(&m->mm, down, m->ffa, B, out);
     add_expert_bias(out, L->exp_down_b, e, B, D);
     m->mm.rowwise = 0;
@@ -227,6 +228,7 @@ int cpu_moe(void *c, int l, int B)
     /* Llama 4: the weight scales each expert's input (a float product, as
      * ggml_mul), and the outputs are summed unweighted */
     const bool wb = m->hp.arch.weight_before_ffn;
+    m->moe_layer = l;
 
     expert_tier *tier = m->opt.tier;
     if (B == 1 && 2 * K <= MM_VEC_MAX) {
@@ -273,6 +275,8 @@ int cpu_moe(void *c, int l, int B)
             add_expert_bias(m->ffb + j * ff, L->exp_up_b, m->sel[j], 1, ff);
         }
         expert_glu_rows(m, m->ffa, m->ffb, K, ff);
+        for (int j = 0; j < K && m->exp_hid_fn; j++)
+            if (m->exp_hid_fn(m->exp_hid_ctx, l, m->sel[j], 1, m->ffa + j * ff)) m->exp_hid_failed = true;
         for (int j = 0; j < K; j++) v[j] = (mm_vec){ Dn[j], m->ffa + j * ff, m->eo + (size_t)j * D };
         /* Then the next layer's q, k and v (a shared expert comes first). */
         next.n = 0;
@@ -337,6 +341,11 @@ int cpu_moe(void *c, int l, int B)
         for (int i = 0; i < requested; i++) tier_put(tier, &refs[i % (TIER_AHEAD + 1)]);
         return -1; /* the tier's message is in m->cpu_err */
     }
+    }
+    if (m->exp_hid_failed) {
+        m->exp_hid_failed = false;
+        snprintf(m->cpu_err, sizeof m->cpu_err, "out of memory while recording the experts' inputs");
+        return -1;
     }
     if (wb)
         for (int i = 0; i < B * K; i++) m->selw[i] = 1.0f; /* 1 * y is y: the plain sum */

@@ -447,12 +447,19 @@ model *model_create_mtp(model *m, char *err, size_t errlen)
     return d;
 }
 
-int model_on_hidden(model *m, model_hidden_fn fn, void *ctx, char *err, size_t errlen)
+/* The row sinks read the CPU backend's host buffers: refused elsewhere. */
+static int cpu_sink(const model *m, bool set, const char *what, char *err, size_t errlen)
 {
-    if (fn && m->ops != &backend_cpu) {
-        snprintf(err, errlen, "drafting with the next-token-prediction block runs with --device cpu only");
+    if (set && m->ops != &backend_cpu) {
+        snprintf(err, errlen, "%s runs with --device cpu only", what);
         return -1;
     }
+    return 0;
+}
+
+int model_on_hidden(model *m, model_hidden_fn fn, void *ctx, char *err, size_t errlen)
+{
+    if (cpu_sink(m, fn, "drafting with the next-token-prediction block", err, errlen)) return -1;
     m->hidden_fn = fn;
     m->hidden_ctx = ctx;
     return 0;
@@ -460,12 +467,17 @@ int model_on_hidden(model *m, model_hidden_fn fn, void *ctx, char *err, size_t e
 
 int model_on_moe_input(model *m, model_moe_input_fn fn, void *ctx, char *err, size_t errlen)
 {
-    if (fn && m->ops != &backend_cpu) {
-        snprintf(err, errlen, "recording the experts' inputs runs with --device cpu only");
-        return -1;
-    }
+    if (cpu_sink(m, fn, "recording the experts' inputs", err, errlen)) return -1;
     m->moe_in_fn = fn;
     m->moe_in_ctx = ctx;
+    return 0;
+}
+
+int model_on_expert_hidden(model *m, model_expert_hidden_fn fn, void *ctx, char *err, size_t errlen)
+{
+    if (cpu_sink(m, fn, "recording the experts' inputs", err, errlen)) return -1;
+    m->exp_hid_fn = fn;
+    m->exp_hid_ctx = ctx;
     return 0;
 }
 

@@ -204,6 +204,12 @@ int model_on_hidden(model *m, model_hidden_fn fn, void *ctx, char *err, size_t e
 typedef int (*model_moe_input_fn)(void *ctx, int layer, int B, const float *x, const int *sel, char *err,
                                   size_t errlen);
 int model_on_moe_input(model *m, model_moe_input_fn fn, void *ctx, char *err, size_t errlen);
+/* The input of a routed expert's down projection (its GLU's output, ff
+ * floats a row): n rows of expert e at MoE layer l, handed to fn as each
+ * expert is computed (valid during the call only; a failure is kept and
+ * fails the forward). Set with model_on_moe_input's rules. */
+typedef int (*model_expert_hidden_fn)(void *ctx, int layer, int expert, int n, const float *rows);
+int model_on_expert_hidden(model *m, model_expert_hidden_fn fn, void *ctx, char *err, size_t errlen);
 /* A draft model over m's first next-token-prediction block (GLM-4.5's,
  * DeepSeek V3's and Ling 2.0's MTP; weights' n_mtp > 0): one block of the same graph whose
  * row at position p reads h, the main model's model_on_hidden row at p,

@@ -60,6 +60,11 @@ struct model {
     /* model_on_moe_input's sink: each MoE layer's expert input and choices */
     model_moe_input_fn moe_in_fn;
     void *moe_in_ctx;
+    /* model_on_expert_hidden's sink, the layer cpu_moe is computing, and a failure it reported */
+    model_expert_hidden_fn exp_hid_fn;
+    void *exp_hid_ctx;
+    int moe_layer;
+    bool exp_hid_failed;
     /* a draft model over a next-token-prediction block (model_create_mtp):
      * its input rows are [enorm(embed(t)); hnorm(h)] side by side (mtp_cat,
      * n_batch x 2 n_embd); the pool is the main model's (own_pool false) */

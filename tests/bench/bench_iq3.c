@@ -65,7 +65,7 @@ int main(void)
 
     printf("IQ3 encode, [%d x %d] N(0,1), M weights/s (median of %d)\n", ROWS, K, REPS);
     for (int mode = 1; mode >= 0; mode--) {
-        iq3_encode_opts o = { (iq3_mode)mode, 1, NULL, 1 };
+        iq3_encode_opts o = { .mode = (iq3_mode)mode, .n_threads = 1, .importance = NULL, .force_scalar = 1 };
         /* the scalar baseline runs on a quarter of the rows to keep it short */
         double ts = time_encode(x, ROWS / 4, o, q, 3) * 4;
         o.force_scalar = 0;

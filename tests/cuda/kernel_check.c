@@ -107,7 +107,7 @@ static void make_weight(scuda_ctx *c, const form_case *fc, int64_t rows, int64_t
         for (size_t i = 0; i < nel; i++) x[i] = frand() * 0.1f;
         size_t rb = iq3_row_bytes(cols);
         uint8_t *q = malloc(rb * (size_t)rows);
-        iq3_encode_opts o = { IQ3_MODE_REFERENCE, 4, NULL, 0 };
+        iq3_encode_opts o = { .mode = IQ3_MODE_REFERENCE, .n_threads = 4, .importance = NULL, .force_scalar = 0 };
         CK(iq3_encode(x, rows, cols, &o, q, err, sizeof err));
         free(x);
         h->data = m->host[0] = q;

@@ -67,7 +67,7 @@ static void check_case(const char *name, int force_scalar, int threads)
     uint8_t *got = malloc(nq);
     float *dec = malloc(nx);
     char err[256];
-    iq3_encode_opts o = { IQ3_MODE_REFERENCE, threads, NULL, force_scalar };
+    iq3_encode_opts o = { .mode = IQ3_MODE_REFERENCE, .n_threads = threads, .importance = NULL, .force_scalar = force_scalar };
     assert_int_equal(iq3_encode(x, rows, k, &o, got, err, sizeof err), 0);
     size_t ndiff = 0;
     for (size_t i = 0; i < nq; i++) ndiff += got[i] != want[i];
@@ -100,7 +100,7 @@ static void test_vector_badk_refused(void **state)
     uint8_t out[1024];
     char err[256] = "";
     for (int mode = 0; mode < 2; mode++) {
-        iq3_encode_opts o = { (iq3_mode)mode, 1, NULL, 0 };
+        iq3_encode_opts o = { .mode = (iq3_mode)mode, .n_threads = 1, .importance = NULL, .force_scalar = 0 };
         assert_int_equal(iq3_encode(x, rows, k, &o, out, err, sizeof err), -1);
         assert_string_equal(err, "fmt=5 needs K % 256 == 0, got 300");
     }
@@ -231,7 +231,7 @@ static void test_threads_and_paths_identical(void **state)
     char err[128];
     for (int mode = 0; mode < 2; mode++)
         for (int wi = 0; wi < 2; wi++) {
-            iq3_encode_opts o = { (iq3_mode)mode, 1, wi ? imp : NULL, 1 };
+            iq3_encode_opts o = { .mode = (iq3_mode)mode, .n_threads = 1, .importance = wi ? imp : NULL, .force_scalar = 1 };
             assert_int_equal(iq3_encode(x, rows, k, &o, a, err, sizeof err), 0);
             const int th[] = { 1, 2, 4, 5 };
             for (int i = 0; i < 4; i++)
@@ -254,7 +254,7 @@ static void test_parity_closure(void **state)
     uint8_t *q = malloc(rows * iq3_row_bytes(k));
     char err[128];
     for (int mode = 0; mode < 2; mode++) {
-        iq3_encode_opts o = { (iq3_mode)mode, 1, NULL, 0 };
+        iq3_encode_opts o = { .mode = (iq3_mode)mode, .n_threads = 1, .importance = NULL, .force_scalar = 0 };
         assert_int_equal(iq3_encode(x, rows, k, &o, q, err, sizeof err), 0);
         assert_int_equal(iq3_decode(q, rows, k, y, err, sizeof err), 0);
         for (int64_t b = 0; b < rows * k / 8; b++) {
@@ -276,7 +276,7 @@ static void test_nonfinite_refused(void **state)
     for (int i = 0; i < 3; i++)
         for (int mode = 0; mode < 2; mode++) {
             x[256 + 37] = bad[i];
-            iq3_encode_opts o = { (iq3_mode)mode, 2, NULL, 0 };
+            iq3_encode_opts o = { .mode = (iq3_mode)mode, .n_threads = 2, .importance = NULL, .force_scalar = 0 };
             memset(q, 0x5A, sizeof q);
             assert_int_equal(iq3_encode(x, 2, 256, &o, q, err, sizeof err), -1);
             assert_non_null(strstr(err, "row 1 column 37"));
@@ -296,7 +296,7 @@ static void test_quality_beats_reference(void **state)
     double e[2][2];
     for (int mode = 0; mode < 2; mode++)
         for (int wi = 0; wi < 2; wi++) {
-            iq3_encode_opts o = { (iq3_mode)mode, 2, wi ? imp : NULL, 0 };
+            iq3_encode_opts o = { .mode = (iq3_mode)mode, .n_threads = 2, .importance = wi ? imp : NULL, .force_scalar = 0 };
             assert_int_equal(iq3_encode(x, rows, k, &o, q, err, sizeof err), 0);
             assert_int_equal(iq3_decode(q, rows, k, y, err, sizeof err), 0);
             e[mode][wi] = rel_rmse(x, y, rows, k, wi ? imp : NULL);
