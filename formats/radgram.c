@@ -2,6 +2,9 @@
 #include "radgram.h"
 
 #include "formats/fileio.h"
+#include "formats/sha256.h"
+
+#include <dirent.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -281,4 +284,39 @@ int radgram_write(const char *path, const radgram_header *h, const double *upper
         return -1;
     }
     return atomic_out_commit(&o, err, errlen);
+}
+
+static int cmp_name(const struct dirent **a, const struct dirent **b) { return strcmp((*a)->d_name, (*b)->d_name); }
+static int is_gram(const struct dirent *e) { return !strncmp(e->d_name, "gram.r", 6); }
+
+int radgram_dir_id(const char *dir, char hex[65], char *err, size_t errlen)
+{
+    struct dirent **list = NULL;
+    const int n = scandir(dir, &list, is_gram, cmp_name);
+    if (n < 0) { snprintf(err, errlen, "%s: %s", dir, strerror(errno)); return -1; }
+    sha256_ctx c;
+    sha256_init(&c);
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        char path[4096];
+        unsigned char head[RADGRAM_HEADER_BYTES];
+        snprintf(path, sizeof path, "%s/%s", dir, list[i]->d_name);
+        FILE *f = rc ? NULL : fopen(path, "rb");
+        if (!rc && (!f || fread(head, 1, sizeof head, f) != sizeof head)) {
+            snprintf(err, errlen, "%s: cannot read its header", path);
+            rc = -1;
+        }
+        if (f) fclose(f);
+        if (!rc) {
+            sha256_update(&c, list[i]->d_name, strlen(list[i]->d_name) + 1);
+            sha256_update(&c, head, sizeof head);
+        }
+        free(list[i]);
+    }
+    free(list);
+    if (rc) return -1;
+    unsigned char dg[32];
+    sha256_final(&c, dg);
+    sha256_hex(dg, hex);
+    return 0;
 }

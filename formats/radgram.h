@@ -66,6 +66,12 @@ radgram_error radgram_read(const char *path, radgram_header *h, float **diag,
  * for GPTQ, which needs every element (iq3pack build --grams). */
 radgram_error radgram_read_matrix(const char *path, radgram_header *h, float **m, char *err, size_t errlen);
 
+/* An identity of a recording folder for comparing builds (iq3pack's shards):
+ * SHA-256, as 64 hex digits, over its gram files' names (gram.r*, in name
+ * order) and their 32-byte headers (k, rank, rows): recordings of other
+ * texts or models differ in rows or k. 0, or -1 with one line in err. */
+int radgram_dir_id(const char *dir, char hex[65], char *err, size_t errlen);
+
 /* Writes a gram file: the header (h->pad written 0), then the k x k matrix
  * given as doubles (its upper triangle, row-major; the lower is mirrored),
  * rounded to f32. Published whole (fileio.h: a temporary, never over an

@@ -19,6 +19,7 @@
 #include "formats/ggml_types.h"
 #include "formats/hparam_keys.h"
 #include "formats/imatrix.h"
+#include "formats/radgram.h"
 #include "formats/tensor_names.h"
 #include "pack/expert_src.h"
 #include "pack/packdir.h"
@@ -259,7 +260,7 @@ static int finish_shard(const build_opts *o, const pack_layout *L, const char *t
     char *pp = pack_path(tmp, SHARD_PART), *lp = pack_path(tmp, SHARD_LAYOUT), *js = pack_layout_to_json(L);
     uint64_t bytes = 0;
     uint32_t crc = 0;
-    char ish[65];
+    char ish[65], gid[65];
     unsigned char dg[32];
     int rc = pp && lp && js ? 0 : -1;
     if (rc) snprintf(e, n, "out of memory");
@@ -268,6 +269,7 @@ static int finish_shard(const build_opts *o, const pack_layout *L, const char *t
         if (sha256_file(o->imatrix, dg) != 0) { snprintf(e, n, "%s: %s", o->imatrix, strerror(errno)); rc = -1; }
         else sha256_hex(dg, ish);
     }
+    if (!rc && o->grams) rc = radgram_dir_id(o->grams, gid, e, n);
     if (!rc) {
         FILE *f = fopen(lp, "wx");
         if (!f || fputs(js, f) < 0 || fputc('\n', f) < 0) rc = -1;
@@ -275,7 +277,7 @@ static int finish_shard(const build_opts *o, const pack_layout *L, const char *t
         if (rc) snprintf(e, n, "%s: cannot write", lp);
     }
     if (!rc) rc = shard_write_info(tmp, o->shard_k, o->shard_n, L, o->experts_keep ? "keep" : "iq3", o->drop_nextn,
-                                   o->imatrix ? ish : NULL, l0, l1, lo, hi, eb, crc, e, n);
+                                   o->imatrix ? ish : NULL, o->grams ? gid : NULL, l0, l1, lo, hi, eb, crc, e, n);
     free(pp);
     free(lp);
     free(js);

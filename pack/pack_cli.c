@@ -86,7 +86,6 @@ int iq3pack_cmd_build(int argc, char **argv)
     if (o.grams) {
         struct stat st;
         const char *why = o.experts_keep ? "--experts keep encodes nothing"
-                        : o.shard_n ? "with --shard it is not supported yet (build in one piece)"
                         : stat(o.grams, &st) || !S_ISDIR(st.st_mode) ? "not a folder" : NULL;
         if (why) { fprintf(stderr, "iq3pack build: --grams %s: %s\n", o.grams, why); return 2; }
     }

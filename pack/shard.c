@@ -48,14 +48,15 @@ void shard_range(const pack_layout *L, uint64_t experts_bytes, int k, int n, int
 }
 
 int shard_write_info(const char *dir, int k, int n, const pack_layout *L, const char *experts_mode, int drop_nextn,
-                     const char *imatrix_sha256, int l0, int l1, uint64_t lo, uint64_t hi, uint64_t experts_bytes,
-                     uint32_t part_crc, char *err, size_t errlen)
+                     const char *imatrix_sha256, const char *grams_id, int l0, int l1, uint64_t lo, uint64_t hi,
+                     uint64_t experts_bytes, uint32_t part_crc, char *err, size_t errlen)
 {
-    json_t *o = json_pack("{s:s, s:i, s:s, s:i, s:i, s:s, s:I, s:s, s:b, s:o, s:[i,i], s:[I,I], s:I, s:I}",
+    json_t *o = json_pack("{s:s, s:i, s:s, s:i, s:i, s:s, s:I, s:s, s:b, s:o, s:o, s:[i,i], s:[I,I], s:I, s:I}",
                           "format", "strata-pack-shard", "version", 1, "strata", strata_version(), "shard", k,
                           "shards", n, "source_sha256", L->source_sha256, "source_bytes", (json_int_t)L->source_bytes,
                           "experts", experts_mode, "no_nextn", drop_nextn, "imatrix_sha256",
-                          imatrix_sha256 ? json_string(imatrix_sha256) : json_null(), "layers", l0, l1,
+                          imatrix_sha256 ? json_string(imatrix_sha256) : json_null(), "grams_id",
+                          grams_id ? json_string(grams_id) : json_null(), "layers", l0, l1,
                           "experts_range", (json_int_t)lo, (json_int_t)hi, "experts_bytes", (json_int_t)experts_bytes,
                           "part_crc32", (json_int_t)part_crc);
     char *p = pack_path(dir, SHARD_INFO);
@@ -178,10 +179,10 @@ static int check_shards(shard_in *in, int n_dirs, shard_in **by_k, char *err, si
     json_t *a = in[0].info;
     const int n = in[0].n;
     static const char *const fields[] = { "source_sha256", "source_bytes", "experts", "no_nextn", "imatrix_sha256",
-                                          "strata", "experts_bytes", "shards" };
+                                          "grams_id", "strata", "experts_bytes", "shards" };
     static const char *const what[] = { "another source file", "another source file", "other --experts",
-                                        "another --no-nextn", "another --imatrix", "another strata version",
-                                        "another plan", "another shard count" };
+                                        "another --no-nextn", "another --imatrix", "another --grams",
+                                        "another strata version", "another plan", "another shard count" };
     for (int i = 1; i < n_dirs; i++)
         for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++)
             if (!same(a, in[i].info, fields[f])) {

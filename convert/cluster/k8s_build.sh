@@ -6,11 +6,11 @@
 # one command a user types is
 #
 #   sh convert/cluster/k8s_build.sh SRC.gguf -o PACKDIR -n N --claim PVC --image IMAGE
-#        [--imatrix IMAT] [--experts iq3|keep] [--work DIR] [--mount DIR] [--threads T]
+#        [--imatrix IMAT] [--grams DIR] [--experts iq3|keep] [--work DIR] [--mount DIR] [--threads T]
 #        [--parallel P] [--retries R] [--bin DIR] [--name NAME] [--deadline SECONDS]
 #        [--pull REPO [--local DIR]] [--env NAME=VALUE]...   | kubectl create -f -
 #
-# Paths are as the pods see them: SRC, PACKDIR, IMAT and DIR on the claim PVC,
+# Paths are as the pods see them: SRC, PACKDIR, IMAT and the DIRs on the claim PVC,
 # mounted at --mount (default /data). IMAGE must hold iq3pack on its PATH (or
 # in --bin DIR; strata and flock as well with --pull). The shards go to DIR/0
 # .. DIR/N-1 (default PACKDIR.shards). A pod retries R times (default 1,
@@ -26,7 +26,7 @@
 set -eu
 usage() { sed -n '8,11p' "$0" | sed 's/^# *//' >&2; exit 2; }
 me=k8s_build.sh
-src="" out="" n="" claim="" image="" imatrix="" experts=iq3 work="" mount=/data threads=8 parallel=""
+src="" out="" n="" claim="" image="" imatrix="" grams="" experts=iq3 work="" mount=/data threads=8 parallel=""
 retries=1 bin="" name="" deadline=604800 repo="" local=/tmp/strata-source extra=""
 while [ $# -gt 0 ]; do
     case $1 in
@@ -35,6 +35,7 @@ while [ $# -gt 0 ]; do
         --claim) claim=${2:?--claim needs a PersistentVolumeClaim}; shift 2 ;;
         --image) image=${2:?--image needs an image}; shift 2 ;;
         --imatrix) imatrix=${2:?--imatrix needs a file}; shift 2 ;;
+        --grams) grams=${2:?--grams needs a folder}; shift 2 ;;
         --experts) experts=${2:?--experts needs iq3 or keep}; shift 2 ;;
         --work) work=${2:?--work needs a directory}; shift 2 ;;
         --mount) mount=${2:?--mount needs a directory}; shift 2 ;;
@@ -77,7 +78,7 @@ plain() { # OPTION VALUE
     case $2 in *"
 "*) echo "$me: $1: no line breaks" >&2; exit 2 ;; esac
 }
-for v in "-o=$out" "--claim=$claim" "--image=$image" "--imatrix=$imatrix" "--work=$work" "--mount=$mount" \
+for v in "-o=$out" "--claim=$claim" "--image=$image" "--imatrix=$imatrix" "--grams=$grams" "--work=$work" "--mount=$mount" \
     "--bin=$bin" "--pull=$repo" "--local=$local" "SRC=$src"; do
     plain "${v%%=*}" "${v#*=}"
 done
@@ -102,6 +103,7 @@ on_claim -o "$out"
 work=${work:-$out.shards}
 on_claim --work "$work"
 [ -z "$imatrix" ] || on_claim --imatrix "$imatrix"
+[ -z "$grams" ] || on_claim --grams "$grams"
 if [ -n "$repo" ]; then
     case $src in */*|'') echo "$me: with --pull, SRC is a file name of the repository, not '$src'" >&2; exit 2 ;; esac
     case $local in /?*) ;; *) echo "$me: --local takes an absolute path" >&2; exit 2 ;; esac
@@ -128,6 +130,7 @@ env_block() { # the values both Jobs' pods read
             - {name: WORK, value: "$work"}
             - {name: SHARDS, value: "$n"}
             - {name: IMATRIX, value: "$imatrix"}
+            - {name: GRAMS, value: "$grams"}
             - {name: EXPERTS, value: "$experts"}
             - {name: THREADS, value: "$threads"}
             - {name: RETRIES, value: "$retries"}
@@ -195,6 +198,7 @@ spec:
               fi
               set -- build "\$src" --experts "\$EXPERTS" --threads "\$THREADS" --shard "\$K/\$SHARDS" -o "\$WORK/\$K"
               [ -z "\$IMATRIX" ] || set -- "\$@" --imatrix "\$IMATRIX"
+              [ -z "\$GRAMS" ] || set -- "\$@" --grams "\$GRAMS"
               # a background child, so that the pod's SIGTERM reaches it and it removes its partial folder
               "\${STRATA_BIN:+\$STRATA_BIN/}iq3pack" "\$@" &
               pid=\$!

@@ -4,10 +4,11 @@
 # split; then, on the head of its held-out split, the GPTQ pack's KL
 # divergence from the model with its F16 experts kept must be below that of
 # the pack built with the imatrix alone, and its top-1 agreement higher
-# (docs/grams2imatrix.md has the whole-split figures). The build says how
-# many expert slices took GPTQ; the refusals: --grams with --experts keep,
-# with --shard, a path that is not a folder; a gram of another width or not
-# a gram at all, named.
+# (docs/iq3.md has the whole-split figures). The build says how many expert
+# slices took GPTQ. Built in 2 shards with --grams and merged: the same
+# bytes; a shard built with another recording, or without one, refused by
+# the merge. The refusals: --grams with --experts keep, a path that is not
+# a folder; a gram of another width or not a gram at all, named.
 set -u
 bin=${STRATA_BIN:?STRATA_BIN is not set}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -34,11 +35,26 @@ set -- $(kld im) $(kld gptq)
 echo "held-out head, against the F16 experts: imatrix KLD $1, top-1 $2 %; GPTQ KLD $3, top-1 $4 %"
 awk -v a="$1" -v b="$3" -v ta="$2" -v tb="$4" 'BEGIN { exit !(b < 0.8 * a && tb > ta) }' ||
     fail "GPTQ is not better: KLD $3 against $1, top-1 $4 against $2"
-# refusals, exit 2, nothing built
-for args in "--experts keep" "--shard 0/2" ; do
-    "$bin/iq3pack" build "$G" --grams grams $args -o r >r.out 2>&1; rc=$?
-    [ $rc -eq 2 ] && grep -q -e "--grams grams" r.out && [ ! -e r ] || fail "--grams with $args: exit $rc, $(cat r.out)"
+# in 2 shards: the same bytes; shards of another recording, or of none, refused
+. "$root/tests/lib/pack_cmp.sh"
+bad() { fail "$*"; }
+mkdir s
+for k in 0 1; do
+    "$bin/iq3pack" build "$G" --imatrix "$IM" --grams grams --shard $k/2 -o s/$k >/dev/null 2>&1 || fail "shard $k of 2"
 done
+"$bin/iq3pack" merge s/0 s/1 -o merged >/dev/null 2>&1 || fail "merge"
+pack_same gptq merged
+head -c 24000 calib.txt >calib2.txt
+"$bin/strata" calibrate keep -f calib2.txt -o grams2 >/dev/null 2>&1 || fail "a second recording"
+"$bin/iq3pack" build "$G" --imatrix "$IM" --grams grams2 --shard 1/2 -o s/1b >/dev/null 2>&1 || fail "shard 1 of another recording"
+"$bin/iq3pack" build "$G" --imatrix "$IM" --shard 1/2 -o s/1c >/dev/null 2>&1 || fail "shard 1 without --grams"
+for other in 1b 1c; do
+    "$bin/iq3pack" merge s/0 s/$other -o m$other >m.out 2>&1; rc=$?
+    [ $rc -ne 0 ] && grep -q "another --grams" m.out && [ ! -e m$other ] || fail "merge with s/$other: exit $rc, $(cat m.out)"
+done
+# refusals, exit 2, nothing built
+"$bin/iq3pack" build "$G" --grams grams --experts keep -o r >r.out 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q -e "--grams grams" r.out && [ ! -e r ] || fail "--grams with --experts keep: exit $rc, $(cat r.out)"
 "$bin/iq3pack" build "$G" --grams calib.txt -o r >r.out 2>&1; rc=$?
 [ $rc -eq 2 ] && grep -q "not a folder" r.out || fail "--grams on a file: exit $rc, $(cat r.out)"
 mkdir narrow damaged
