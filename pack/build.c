@@ -322,6 +322,7 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
     int l0 = 0, l1 = L.n_layers;
     uint64_t lo = 0, hi = eb;
     if (sharded) shard_range(&L, eb, o->shard_k, o->shard_n, &l0, &l1, &lo, &hi);
+    if (o->grams && build_check_grams(&L, o->grams, l0, l1, e, sizeof e)) goto out;
     char stale[4096];
     if (packdir_find_stale(o->out, stale, sizeof stale))
         fprintf(err, "note: %s is left from an interrupted build of %s; remove it with: rm -r '%s'\n", stale, o->out,

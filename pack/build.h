@@ -48,6 +48,10 @@ typedef struct expert_counts { int reencoded, gptq, gptq_few; } expert_counts;
 /* Writes the expert layers [l0, l1) of experts.bin at fd as planned, each
  * byte at its experts.bin offset minus off0 (a whole pack: 0, n_layers, 0;
  * a shard: its layers and range). grams: a strata calibrate folder, or NULL. */
+/* Every gram of dir that the expert layers [l0, l1) will read, checked
+ * before anything is written: a RADGRAM2 file of the width its part takes.
+ * 0, or -1 with the file named in err. */
+int build_check_grams(const pack_layout *L, const char *dir, int l0, int l1, char *err, size_t errlen);
 int build_write_experts(const pack_layout *L, const source *s, const struct imatrix *im, const char *grams, int fd,
                         int threads, int l0, int l1, uint64_t off0, build_progress *pg, expert_counts *cnt,
                         char *err, size_t errlen);

@@ -193,26 +193,58 @@ static int write_all(int fd, const void *buf, size_t n, uint64_t off, char *err,
  * ffn_down_input.E): 1 with *u set (malloc'd) and *diag its diagonal; 0
  * when the expert has no gram or too few rows (the imatrix path, counted);
  * -1 with err. */
+/* The gram file of expert e of t in dir (any rank's): 1 with path set, 0 when there is none. */
+static int gram_path(const char *dir, const pk_tensor *t, int e, char *path, size_t n)
+{
+    const char *stem = EXPERT_PART_ROLES[t->part] == TN_FFN_DOWN_EXPS ? "ffn_down_input" : "ffn_down_exps";
+    struct stat st;
+    for (int rank = 0; rank < 1024; rank++) {
+        snprintf(path, n, "%s/gram.r%d.blk.%d.%s.%d.bin", dir, rank, t->layer, stem, e);
+        if (stat(path, &st) == 0) return 1;
+    }
+    return 0;
+}
+
+static int gram_width_ok(const char *path, const radgram_header *h, const pk_tensor *t, char *err, size_t errlen)
+{
+    if ((int64_t)h->k == t->ne[0]) return 0;
+    snprintf(err, errlen, "%s: a gram %u wide, but %s takes %lld inputs: it was recorded on another model", path,
+             h->k, t->name, (long long)t->ne[0]);
+    return -1;
+}
+
+int build_check_grams(const pack_layout *L, const char *dir, int l0, int l1, char *err, size_t errlen)
+{
+    for (int l = l0; l < l1 && l < L->n_layers; l++) {
+        const pk_layer *y = &L->layers[l];
+        for (int p = 0; p < y->n_parts; p++) {
+            const pk_tensor *t = &L->tensors[y->part_tensor[p]];
+            if (t->how != EXP_ENCODED) continue;
+            for (int e = 0; e < y->n_expert; e++) {
+                char path[4200];
+                radgram_header h;
+                float *diag = NULL;
+                if (!gram_path(dir, t, e, path, sizeof path)) continue;
+                if (radgram_read(path, &h, &diag, err, errlen)) return -1;
+                free(diag);
+                if (gram_width_ok(path, &h, t, err, errlen)) return -1;
+            }
+        }
+    }
+    return 0;
+}
+
 static int gptq_factor_for(const char *dir, const pk_tensor *t, int e, double **u, float **diag,
                            expert_counts *cnt, char *err, size_t errlen)
 {
-    const char *stem = EXPERT_PART_ROLES[t->part] == TN_FFN_DOWN_EXPS ? "ffn_down_input" : "ffn_down_exps";
     char path[4200];
-    struct stat st;
-    int found = 0;
-    for (int rank = 0; rank < 1024 && !found; rank++) {
-        snprintf(path, sizeof path, "%s/gram.r%d.blk.%d.%s.%d.bin", dir, rank, t->layer, stem, e);
-        found = stat(path, &st) == 0;
-    }
-    if (!found) { cnt->gptq_few++; return 0; }
+    if (!gram_path(dir, t, e, path, sizeof path)) { cnt->gptq_few++; return 0; }
     radgram_header h;
     float *g = NULL;
     char e2[600];
     if (radgram_read_matrix(path, &h, &g, e2, sizeof e2)) { snprintf(err, errlen, "%s", e2); return -1; }
     const int64_t k = t->ne[0];
-    if ((int64_t)h.k != k) {
-        snprintf(err, errlen, "%s: a gram %u wide, but %s takes %lld inputs: it was recorded on another model", path,
-                 h.k, t->name, (long long)k);
+    if (gram_width_ok(path, &h, t, err, errlen)) {
         free(g);
         return -1;
     }
