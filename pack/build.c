@@ -324,10 +324,10 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
     if (sharded) shard_range(&L, eb, o->shard_k, o->shard_n, &l0, &l1, &lo, &hi);
     if (o->grams && build_check_grams(&L, o->grams, l0, l1, e, sizeof e)) goto out;
     char stale[4096];
-    if (packdir_find_stale(o->out, stale, sizeof stale))
+    if (outdir_find_stale(o->out, stale, sizeof stale))
         fprintf(err, "note: %s is left from an interrupted build of %s; remove it with: rm -r '%s'\n", stale, o->out,
                 stale);
-    if (!(tmp = packdir_begin(o->out, (dense_here ? fb[0] + fb[1] : 0) + (hi - lo) + (16u << 20), e, sizeof e)))
+    if (!(tmp = outdir_begin(o->out, (dense_here ? fb[0] + fb[1] : 0) + (hi - lo) + (16u << 20), e, sizeof e)))
         goto out;
     build_catch_signals(&sigs);
     caught = 1;
@@ -381,7 +381,7 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
     if (sharded) {
         if (finish_shard(o, &L, tmp, l0, l1, lo, hi, eb, e, sizeof e)) goto out;
         if (build_interrupted()) { snprintf(e, sizeof e, "interrupted"); goto out; }
-        if (packdir_publish(tmp, o->out, e, sizeof e)) goto out;
+        if (outdir_publish(tmp, o->out, e, sizeof e)) goto out;
         free(tmp);
         tmp = NULL;
         char what[96];
@@ -401,7 +401,7 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
     /* packindex's summary (under the temporary name) is for --verbose */
     const int irc = packindex_run(tmp, NULL, o->verbose ? out : NULL, err);
     if (build_interrupted()) { snprintf(e, sizeof e, "interrupted"); goto out; }
-    if (packdir_publish(tmp, o->out, e, sizeof e)) goto out;
+    if (outdir_publish(tmp, o->out, e, sizeof e)) goto out;
     free(tmp);
     tmp = NULL;
     if (irc != 0)
@@ -418,7 +418,7 @@ out:
     if (rc && e[0]) fprintf(err, "%s\n", e);
     for (int f = 0; f < 3; f++)
         if (fds[f] >= 0) close(fds[f]);
-    if (tmp) packdir_discard(tmp);
+    if (tmp) outdir_discard(tmp);
     free(tmp);
     if (caught) build_release_signals(&sigs); /* re-raises a caught signal, now that nothing is left */
     pack_layout_free(&L);

@@ -247,7 +247,7 @@ int pack_merge(const char *const *dirs, int n_dirs, const char *out_dir, FILE *o
     free(lp);
     if (lrc) goto out;
     const uint64_t eb = (uint64_t)int_of(in[0].info, "experts_bytes", -1);
-    if (!(tmp = packdir_begin(out_dir, L.files[PACK_DENSE].bytes + L.files[PACK_EMBD].bytes + eb + (16u << 20), e,
+    if (!(tmp = outdir_begin(out_dir, L.files[PACK_DENSE].bytes + L.files[PACK_EMBD].bytes + eb + (16u << 20), e,
                               sizeof e)))
         goto out;
     for (int f = 0; f < PACK_NFILES; f++) {
@@ -263,7 +263,7 @@ int pack_merge(const char *const *dirs, int n_dirs, const char *out_dir, FILE *o
     if (packdir_checksums(&L, tmp, 1, e, sizeof e)) goto out;
     if (packdir_write_manifest(&L, tmp, e, sizeof e)) goto out;
     const int irc = packindex_run(tmp, NULL, NULL, err);
-    if (packdir_publish(tmp, out_dir, e, sizeof e)) goto out;
+    if (outdir_publish(tmp, out_dir, e, sizeof e)) goto out;
     free(tmp);
     tmp = NULL;
     if (irc != 0) fprintf(err, "warning: the index step refused this pack (above): run `packindex --pack %s`\n", out_dir);
@@ -271,7 +271,7 @@ int pack_merge(const char *const *dirs, int n_dirs, const char *out_dir, FILE *o
     rc = 0;
 out:
     if (rc && e[0]) fprintf(err, "iq3pack merge: %s\n", e);
-    if (tmp) packdir_discard(tmp);
+    if (tmp) outdir_discard(tmp);
     free(tmp);
     pack_layout_free(&L);
     for (int i = 0; i < n_dirs; i++) json_decref(in[i].info);

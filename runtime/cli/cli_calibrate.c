@@ -2,21 +2,18 @@
  * calibration text through a MoE pack in chunks, as llama-imatrix does,
  * and records the Gram matrices of every routed expert's input
  * (runtime/calib/grams.h) as RADGRAM2 files that grams2imatrix folds into
- * an importance matrix. The folder is published whole: written under a
- * temporary name beside GRAMDIR, renamed when complete, removed on failure. */
+ * an importance matrix. The folder is published whole (formats/fileio.h's
+ * outdir_*: a partial name beside GRAMDIR, renamed when complete, removed
+ * on failure). */
 #include "runtime/cli/cli.h"
 
 #include "formats/fileio.h"
 #include "runtime/calib/grams.h"
 #include "runtime/util/memavail.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 static void calibrate_usage(FILE *fp)
 {
@@ -87,29 +84,6 @@ static int parse_layers(const char *v, long n_layer, long *a, long *b)
     const char *p = end + 1;
     *b = strtol(p, &end, 10);
     return end == p || *end || *a < 0 || *b < *a || *b >= n_layer ? -1 : 0;
-}
-
-static void remove_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-            char p[4096];
-            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-            unlink(p);
-        }
-        closedir(d);
-    }
-    rmdir(dir);
-}
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 int cmd_calibrate(int argc, char **argv)
@@ -196,15 +170,13 @@ int cmd_calibrate(int argc, char **argv)
     }
     chunk = malloc((size_t)c * sizeof *chunk);
     logits = malloc((size_t)hp->n_vocab * sizeof *logits);
-    const size_t tl = strlen(out) + 32;
-    tmp = malloc(tl);
-    if (!chunk || !logits || !tmp) { fprintf(stderr, "strata: out of memory\n"); goto out; }
-    snprintf(tmp, tl, "%s.partial.XXXXXX", out);
-    if (!mkdtemp(tmp)) { fprintf(stderr, "strata calibrate: %s: cannot create a folder beside it\n", out); free(tmp); tmp = NULL; goto out; }
+    if (!chunk || !logits) { fprintf(stderr, "strata: out of memory\n"); goto out; }
+    /* the files hold the sums as f32: half the memory they take here */
+    if (!(tmp = outdir_begin(out, need / 2, err, sizeof err))) { fprintf(stderr, "strata calibrate: %s\n", err); goto out; }
     fprintf(stderr, "strata calibrate: %zu tokens in %zu chunks of %ld; %d MoE layers recorded (%.1f MiB of sums)\n",
             n_ids, n_chunks, c, n_rec, (double)need / 1048576.0);
     const int32_t bos = tokenizer_add_bos(tk) ? tokenizer_bos(tk) : -1;
-    const double t0 = now_s();
+    const double t0 = cli_now();
     for (size_t k = 0, tenth = 0; k < n_chunks; k++) {
         memcpy(chunk, ids + k * (size_t)c, (size_t)c * sizeof *chunk);
         if (bos >= 0) chunk[0] = bos;
@@ -212,13 +184,13 @@ int cmd_calibrate(int argc, char **argv)
         if (model_forward(cm.m, chunk, (int)c, logits, false, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); goto out; }
         if ((k + 1) * 10 / n_chunks > tenth) {
             tenth = (k + 1) * 10 / n_chunks;
-            const double el = now_s() - t0;
+            const double el = cli_now() - t0;
             fprintf(stderr, "strata calibrate: %zu%% (%zu of %zu chunks) ETA %.0f s\n", tenth * 10, k + 1, n_chunks,
                     el / (double)(k + 1) * (double)(n_chunks - k - 1));
         }
     }
     if (gram_set_write(grams, tmp, (int)rank, err, sizeof err)) { fprintf(stderr, "strata calibrate: %s\n", err); goto out; }
-    if (rename(tmp, out) != 0) { fprintf(stderr, "strata calibrate: %s: cannot publish the recording\n", out); goto out; }
+    if (outdir_publish(tmp, out, err, sizeof err)) { fprintf(stderr, "strata calibrate: %s\n", err); goto out; }
     free(tmp);
     tmp = NULL;
     printf("%s: %zu tokens; per MoE layer the rows each expert received:\n", out, n_chunks * (size_t)c);
@@ -231,7 +203,7 @@ int cmd_calibrate(int argc, char **argv)
     printf("next: grams2imatrix %s -o imatrix.gguf\n", out);
     rc = 0;
 out:
-    if (tmp) { remove_dir(tmp); free(tmp); }
+    if (tmp) { outdir_discard(tmp); free(tmp); }
     gram_set_free(grams);
     free(record);
     free(logits);
