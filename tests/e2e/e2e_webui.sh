@@ -5,8 +5,10 @@
 # kept under build/npm-webui). On stories260K's pack: a prompt typed, the
 # answer streamed and finished, the conversation still there after a reload,
 # the request counted on the dashboard, the page's weight and first paint
-# printed. On strata-fake (the same server with a scripted engine): stop
-# pressed during a slow answer ends it (/metrics: a generation ended early);
+# printed; stop pressed during a long answer (EOS biased away, up to 3 tries)
+# ends it (/metrics: a generation ended early). On strata-fake (the same
+# server with a scripted engine, 30 ms a token): the same stop with nothing
+# left to timing, and nothing arriving after it;
 # an answer holding <script> and <img onerror> shown as text, its reasoning
 # (a Qwen3 template's <think> block) apart and folded; with
 # --api-key the page asks for the key, then answers. No Content-Security-
@@ -53,6 +55,10 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -I "$url/")
 csp=$(curl -s -D - -o /dev/null "$url/" | tr -d '\r' | sed -n 's/^Content-Security-Policy: //Ip')
 case $csp in *"default-src 'none'"*"connect-src 'self'"*) ;; *) fail "no strict Content-Security-Policy on /: '$csp'" ;; esac
 check chat
+# stop on the real model: its EOS biased away (the page's requests amended by the browser check)
+eos=$("$bin/iq3pack" info "$s260" | sed -n 's/^ *tokenizer\.ggml\.eos_token_id  *\([0-9]*\)$/\1/p')
+[ -n "$eos" ] || fail "no eos_token_id in $s260"
+check stop-real "$eos"
 stop_server
 
 # a slow scripted answer to stop; an answer that is markup
