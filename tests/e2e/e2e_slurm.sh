@@ -8,6 +8,8 @@
 # cancelled, the rest released: the merge job is cancelled (its dependency
 # can never be met) and `iq3pack merge` refuses the missing shard; running
 # the script again submits that shard alone and completes the same pack.
+# The same 4-shard array on ../shared's tinymoe (where present) gives its one-shot pack.
+# The same 4-shard array on ../shared's tinymoe, where present: the same pack.
 # And with --pull: the source comes from a loopback stand-in of the hub
 # (tests/fixtures/hf_mirror.py) into each node's --local folder, and the
 # pack equals one build from that copy.
@@ -85,6 +87,16 @@ S="sh $R/convert/cluster/slurm_build.sh $G --imatrix $IM -n 4 --threads 1"
 timeout 300 $S -o a --wait >a.out 2>&1 || bad "slurm_build.sh --wait: $(cat a.out)"
 cat a.out
 pack_same one a
+# ../shared's tinymoe (2 MoE layers: two of the 4 shards hold no expert layer) the same way
+T=${STRATA_SHARED:-$R/../shared}/models/tinymoe/tinymoe-f32.gguf
+if [ -f "$T" ]; then
+    "$BIN/iq3pack" build "$T" -o tiny-one >/dev/null 2>&1 || die "one-shot build of $T"
+    timeout 300 sh "$R/convert/cluster/slurm_build.sh" "$T" -n 4 --threads 1 -o tiny --wait >tiny.out 2>&1 ||
+        bad "slurm_build.sh on tinymoe: $(cat tiny.out)"
+    pack_same tiny-one tiny
+else
+    echo "note: $T is absent: tinymoe's run left out"
+fi
 
 # a task cancelled: the merge never runs, merge refuses; the script again: that shard alone
 $S -o b --hold >b.out 2>&1 || bad "slurm_build.sh --hold: $(cat b.out)"
