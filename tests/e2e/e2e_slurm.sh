@@ -8,7 +8,6 @@
 # cancelled, the rest released: the merge job is cancelled (its dependency
 # can never be met) and `iq3pack merge` refuses the missing shard; running
 # the script again submits that shard alone and completes the same pack.
-# The same 4-shard array on ../shared's tinymoe (where present) gives its one-shot pack.
 # The same 4-shard array on ../shared's tinymoe, where present: the same pack.
 # And with --pull: the source comes from a loopback stand-in of the hub
 # (tests/fixtures/hf_mirror.py) into each node's --local folder, and the
