@@ -27,17 +27,13 @@ void iq3_encode_row_gptq(const iq3_tables *t, const float *x, int64_t k, const d
         iq3_block *o = (iq3_block *)out + c0 / IQ3_QK;
         iq3_encode_block_quality(t, xb, imp ? imp + c0 : NULL, o, simd);
         const float d = fp16_to_f32(iq3_block_d(o));
-        float q0[IQ3_QK];
-        iq3_decode_blocks((const uint8_t *)o, 1, q0, simd);
         for (int ib = 0; ib < IQ3_QK / 32; ib++) {
+            /* sub-block 0, not moved yet, is searched again (the same choice) for its 32 values:
+             * reading the block's back would need iq3.c's decoder, and iq3.c calls this file */
             const int64_t s0 = c0 + 32 * ib;
-            if (ib == 0) { /* nothing has moved it yet: the block search's own choice, which it keeps */
-                memcpy(q, q0, sizeof q);
-            } else {
-                float xs[32];
-                for (int j = 0; j < 32; j++) xs[j] = (float)work[s0 + j];
-                iq3_encode_sub_quality(t, xs, imp ? imp + s0 : NULL, d, simd, o, ib, q);
-            }
+            float xs[32];
+            for (int j = 0; j < 32; j++) xs[j] = (float)work[s0 + j];
+            iq3_encode_sub_quality(t, xs, imp ? imp + s0 : NULL, d, simd, o, ib, q);
             for (int j = 0; j < 32; j++) { /* its errors move the weights to its right */
                 const int64_t i = s0 + j;
                 const double *ur = u + i * k;
