@@ -183,8 +183,13 @@ int iq3_nearest_ref_list_avx2(const iq3_tables *t, const float c[4], int cell)
 __attribute__((target("avx2,fma")))
 int iq3_nearest_w_list_avx2(const iq3_tables *t, const float c[4], const float w[4], int cell)
 {
-    const uint8_t *p = t->cand + t->cand_off[cell];
-    int n = t->cand_off[cell + 1] - t->cand_off[cell];
+    return iq3_nearest_w_among_avx2(t, c, w, t->cand + t->cand_off[cell], t->cand_off[cell + 1] - t->cand_off[cell]);
+}
+
+__attribute__((target("avx2,fma")))
+int iq3_nearest_w_among_avx2(const iq3_tables *t, const float c[4], const float w[4], const uint8_t *p, int n)
+{
+    (void)t; /* the grid's coordinates come from ggml's table (grid_coords) */
     __m256 c0 = _mm256_set1_ps(c[0]), c1 = _mm256_set1_ps(c[1]);
     __m256 c2 = _mm256_set1_ps(c[2]), c3 = _mm256_set1_ps(c[3]);
     __m256 w0 = _mm256_set1_ps(w[0]), w1 = _mm256_set1_ps(w[1]);
@@ -256,6 +261,10 @@ int iq3_nearest_ref_list_avx2(const iq3_tables *t, const float c[4], int cell)
 int iq3_nearest_w_list_avx2(const iq3_tables *t, const float c[4], const float w[4], int cell)
 {
     return iq3_nearest_w_list(t, c, w, cell);
+}
+int iq3_nearest_w_among_avx2(const iq3_tables *t, const float c[4], const float w[4], const uint8_t *p, int n)
+{
+    return iq3_nearest_w_among(t, c, w, p, n);
 }
 void iq3_cells32_avx2(const float *c, int cell[8], unsigned *in, unsigned *safe)
 {

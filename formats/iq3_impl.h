@@ -20,6 +20,8 @@
 #define IQ3_CAND_MARGIN 0.05f
 #define IQ3_CAND_CMAX   64.0f /* coordinates above this take the full scan */
 
+#define IQ3_CAND_PAD 8 /* vector loads may run past the last list */
+
 typedef struct iq3_tables {
     _Alignas(32) float gt[4][256]; /* grid transposed, weight units (byte / 2) */
     _Alignas(32) float g2[256];    /* squared norm of each grid point */
@@ -34,9 +36,13 @@ typedef struct iq3_tables {
      * the float32 argmin, ties included, is always on the list. */
     const uint16_t *cand_off;  /* [4097]: iq3_cand_off */
     const uint8_t *cand;       /* iq3_cand, IQ3_CAND_PAD readable past the end */
+    /* low[j][0 .. n_low[j]): the grid points whose coordinate j is at the
+     * smallest level, in index order: where quality mode looks for a group's
+     * point when a parity flip makes coordinate j's target negative. */
+    uint8_t low[4][256 + IQ3_CAND_PAD];
+    int n_low[4];
 } iq3_tables;
 
-#define IQ3_CAND_PAD 8 /* vector loads may run past the last list */
 
 /* The compiled-in lists (iq3_cand.c, generated; do not edit by hand). */
 extern const uint16_t iq3_cand_off[4097];
@@ -50,6 +56,9 @@ void iq3_tables_init(iq3_tables *t);
  * (cand holds cap entries); returns the number of entries. This is the
  * generator's code, and the test's check that iq3_cand.c is still right. */
 int iq3_build_candidates(const iq3_tables *t, uint16_t off[4097], uint8_t *cand, int cap);
+
+/* The value of each level in grid units (the grid bytes halved). */
+static const float IQ3_LEVELS[8] = { 2, 6, 10, 14, 18, 22, 26, 31 };
 
 /* Per-coordinate level (0..7) of c in weight units: the nearest of
  * 2,6,...,26,31, boundaries 4,8,...,24 and 28.5; negative c is level 0. */
@@ -72,6 +81,11 @@ static inline int iq3_cell_code(const float c[4])
  * does), first minimum wins. */
 int iq3_nearest_ref_scalar(const iq3_tables *t, const float c[4]);
 int iq3_nearest_ref_avx2(const iq3_tables *t, const float c[4]);
+/* argmin of sum_j w[j] * (c[j] - g[i][j])^2 over the n points of list
+ * (in list order), first minimum wins. */
+int iq3_nearest_w_among(const iq3_tables *t, const float c[4], const float w[4], const uint8_t *list, int n);
+/* Its AVX2 twin (the same answer); list must be readable 8 bytes past n. */
+int iq3_nearest_w_among_avx2(const iq3_tables *t, const float c[4], const float w[4], const uint8_t *list, int n);
 /* argmin of sum_j w[j] * (c[j] - g[i][j])^2, first minimum wins. */
 int iq3_nearest_w_scalar(const iq3_tables *t, const float c[4], const float w[4]);
 int iq3_nearest_w_avx2(const iq3_tables *t, const float c[4], const float w[4]);

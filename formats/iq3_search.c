@@ -87,6 +87,8 @@ void iq3_tables_init(iq3_tables *t)
         }
         t->g2[i] = n2;
         t->cell[cell] = (int16_t)i;
+        for (int j = 0; j < 4; j++)
+            if (((cell >> (3 * j)) & 7) == 0) t->low[j][t->n_low[j]++] = (uint8_t)i;
     }
     t->cand_off = iq3_cand_off;
     t->cand = iq3_cand;
@@ -162,8 +164,12 @@ int iq3_nearest_ref_list(const iq3_tables *t, const float c[4], int cell)
 
 int iq3_nearest_w_list(const iq3_tables *t, const float c[4], const float w[4], int cell)
 {
-    const uint8_t *p = t->cand + t->cand_off[cell];
-    int n = t->cand_off[cell + 1] - t->cand_off[cell], best = p[0];
+    return iq3_nearest_w_among(t, c, w, t->cand + t->cand_off[cell], t->cand_off[cell + 1] - t->cand_off[cell]);
+}
+
+int iq3_nearest_w_among(const iq3_tables *t, const float c[4], const float w[4], const uint8_t *p, int n)
+{
+    int best = p[0];
     float bs = 0;
     for (int q = 0; q < n; q++) {
         int i = p[q];
@@ -177,13 +183,11 @@ int iq3_nearest_w_list(const iq3_tables *t, const float c[4], const float w[4], 
     return best;
 }
 
-static const float LEVELS[8] = { 2, 6, 10, 14, 18, 22, 26, 31 };
-
 float iq3_lattice_bound_scalar(const float *m, float db, const float *w)
 {
     float den = db > 1e-20f ? db : 1e-20f, acc[8] = { 0 };
     for (int i = 0; i < 32; i++) {
-        float e = LEVELS[iq3_level(m[i] / den)] * db - m[i];
+        float e = IQ3_LEVELS[iq3_level(m[i] / den)] * db - m[i];
         acc[i % 8] += (w ? w[i] : 1.0f) * (e * e);
     }
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));

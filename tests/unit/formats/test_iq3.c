@@ -306,6 +306,8 @@ static void test_quality_beats_reference(void **state)
     assert_true(e[IQ3_MODE_QUALITY][0] < e[IQ3_MODE_REFERENCE][0]);
     assert_true(e[IQ3_MODE_QUALITY][1] < e[IQ3_MODE_REFERENCE][1]);
     assert_true(e[IQ3_MODE_QUALITY][0] < 0.1817); /* ggml IQ3_XXS, baselines.md */
+    /* a parity flip's group re-chosen over the whole grid: 0.1761 here, 0.1780 with the cell search alone */
+    assert_true(e[IQ3_MODE_QUALITY][0] < 0.1770);
     assert_true(e[IQ3_MODE_QUALITY][1] < 0.149);
     free(x); free(y); free(q);
 }
