@@ -4,6 +4,8 @@
  * pack_index_write.c. */
 #include "formats/pack_index.h"
 
+#include "formats/hadamard.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -232,6 +234,18 @@ static int ext(cur *c, pack_index *x)
         return 0;
     }
     if (!strcmp(k, "@expert")) return expert(c, x);
+    if (!strcmp(k, "@expert_rotate")) {
+        if (c->nf != 4 || strcmp(c->f[2], "hadamard"))
+            return bad(c, "@expert_rotate needs a name, `hadamard` and a block width");
+        pi_expert *e = x->n_e ? &x->e[x->n_e - 1] : NULL;
+        if (!e || strcmp(e->name, c->f[1]))
+            return bad(c, "@expert_rotate %.96s does not follow that tensor's @expert line", c->f[1]);
+        if (num(c, c->f[3], 2, e->ne0, &e->rotate)) return -1;
+        if (!hadamard_block_ok(e->ne0, e->rotate) || strcmp(e->form, "IQ3"))
+            return bad(c, "%s: a Hadamard block of %" PRId64 " on a part of form %s, %" PRId64 " wide (it must be a "
+                       "power of two dividing the width, on form IQ3)", e->name, e->rotate, e->form, e->ne0);
+        return 0;
+    }
     return bad(c, "unknown line kind '%.40s' (a newer packindex?): refusing to guess how it changes the bytes", k);
 }
 

@@ -7,7 +7,7 @@
  * three header lines, the 19-column rows, and the extension lines @shape,
  * @offsets_fp16, @native (each directly after its tensor's row), @hparam,
  * @file, @expert_layer, @expert (each @expert after its layer's
- * @expert_layer). An unknown @keyword is refused: each one changes how bytes
+ * @expert_layer), @expert_rotate (directly after its @expert). An unknown @keyword is refused: each one changes how bytes
  * are read. Errors: -1 and one line "<path>:<line>: <problem>". It checks the
  * syntax and the sums each line states about itself (a row's planes adding
  * up to its src and dst bytes, naming the tensor); sizes against the files
@@ -62,6 +62,7 @@ typedef struct pi_expert {
     char form[8];            /* P32 P16 S2 S4 S8 native IQ3 */
     int code_bits, code_bias, group, codebook, has_offset, scales_fp16, offsets_fp16, native_type, act_kind;
     int64_t plane[5];        /* codes scales offsets values blocks, pack widths */
+    int64_t rotate;          /* 0, or the Hadamard block of a rotated IQ3 part (@expert_rotate) */
 } pi_expert;
 
 typedef struct pi_layer {
@@ -112,6 +113,7 @@ void pindex_put_hparam_int(FILE *fp, const char *arch, const char *key, int64_t 
 void pindex_put_hparam_real(FILE *fp, const char *arch, const char *key, double value);
 void pindex_put_file(FILE *fp, int file, uint64_t bytes, uint32_t crc);
 void pindex_put_expert_layer(FILE *fp, const pi_layer *l);
+/* The @expert line, and its @expert_rotate line when e->rotate. */
 void pindex_put_expert(FILE *fp, const pi_expert *e);
 
 #endif

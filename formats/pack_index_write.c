@@ -107,4 +107,5 @@ void pindex_put_expert(FILE *fp, const pi_expert *e)
      * checks them against the part instead of re-deriving the layout. */
     for (int p = 0; p < 5; p++) fprintf(fp, " %" PRId64, e->plane[p]);
     fputc('\n', fp);
+    if (e->rotate) fprintf(fp, "@expert_rotate %s hadamard %" PRId64 "\n", e->name, e->rotate);
 }

@@ -10,11 +10,26 @@
 #include <jansson.h>
 
 #include "formats/ggml_types.h"
+#include "formats/hadamard.h"
 
 static const char *const HOW_NAMES[] = { "iq3-encoded", "iq3-transcoded", "canonical" };
 static const char *const IMP_NAMES[] = { "none", "layer", "expert" };
 
 uint64_t pk_align_up(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
+
+int pack_layout_rotated(const pack_layout *L, int64_t *lo, int64_t *hi)
+{
+    int n = 0;
+    *lo = *hi = 0;
+    for (int i = 0; i < L->n_tensors; i++) {
+        const int64_t b = L->tensors[i].rotate;
+        if (!b) continue;
+        n++;
+        if (!*lo || b < *lo) *lo = b;
+        if (b > *hi) *hi = b;
+    }
+    return n;
+}
 
 pk_tensor *pack_layout_add(pack_layout *L)
 {
@@ -86,6 +101,9 @@ static json_t *tensor_json(const pk_tensor *t)
         json_object_set_new(o, "part_bytes", json_integer((json_int_t)t->part_bytes));
         json_object_set_new(o, "encoding", json_string(HOW_NAMES[t->how]));
         json_object_set_new(o, "importance", json_string(IMP_NAMES[t->importance]));
+        /* only when rotated: every other pack keeps its bytes */
+        if (t->rotate) json_object_set_new(o, "rotate", json_pack("{s:s,s:I}", "kind", "hadamard", "block",
+                                                                  (json_int_t)t->rotate));
     }
     return o;
 }
@@ -243,6 +261,15 @@ static int read_tensor(rd *r, pack_layout *L, const char *name, const json_t *v,
         t->importance = name_index(IMP_NAMES, 3, json_string_value(json_object_get(v, "importance")));
         if (t->how < 0 || t->importance < 0) return fail(r, "%s: unknown encoding or importance", name);
         if (t->n_dims != 3 || t->ne[2] != t->n_expert) return fail(r, "%s: an expert tensor is [K, N, n_expert]", name);
+        const json_t *rot = json_object_get(v, "rotate");
+        if (rot) {
+            const json_t *kind = json_object_get(rot, "kind"), *blk = json_object_get(rot, "block");
+            if (!json_is_string(kind) || strcmp(json_string_value(kind), "hadamard") || !json_is_integer(blk) ||
+                !hadamard_block_ok(t->ne[0], json_integer_value(blk)) || form != FORM_IQ3 || t->how != EXP_ENCODED)
+                return fail(r, "%s: `rotate` must be {\"kind\": \"hadamard\", \"block\": B} with B a power of two "
+                            "dividing %lld, on an IQ3-encoded part", name, (long long)t->ne[0]);
+            t->rotate = json_integer_value(blk);
+        }
     }
     const int64_t rows = expert ? t->ne[1] : elems / t->ne[0];
     size_t want[PLANE_COUNT];

@@ -40,6 +40,7 @@ typedef struct pk_tensor {
     /* experts only */
     int      layer, part, n_expert, how, importance;
     uint64_t part_bytes;      /* one expert's bytes of this tensor */
+    int64_t  rotate;          /* 0, or the Hadamard block its rows were rotated by (formats/hadamard.h) */
 } pk_tensor;
 
 typedef struct pk_layer {
@@ -74,6 +75,10 @@ int pack_layout_from_json(pack_layout *L, const char *path, char *err, size_t er
 /* pack_layout_from_json() on DIR/manifest.json, the one manifest of a pack
  * directory (verify and info); "out of memory" when the path cannot be made. */
 int pack_layout_from_dir(pack_layout *L, const char *dir, char *err, size_t errlen);
+
+/* How many expert tensors are rotated, and their smallest and largest
+ * Hadamard blocks (0 and 0 when none is). */
+int pack_layout_rotated(const pack_layout *L, int64_t *lo, int64_t *hi);
 
 /* "Q4_K", "IQ3_XXS", "F32": the manifest's source_type spelling. */
 void pk_type_upper(int ggml_type, char out[16]);

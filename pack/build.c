@@ -199,6 +199,8 @@ static long peak_rss_kib(void)
 static void summary(const pack_layout *L, const build_opts *o, const expert_counts *cnt, double secs, FILE *out)
 {
     int n_form[FORM_COUNT] = { 0 }, n_how[3] = { 0 };
+    int64_t rot_lo, rot_hi;
+    const int n_rot = pack_layout_rotated(L, &rot_lo, &rot_hi);
     for (int i = 0; i < L->n_tensors; i++) {
         const pk_tensor *t = &L->tensors[i];
         n_form[t->d.form]++;
@@ -208,8 +210,9 @@ static void summary(const pack_layout *L, const build_opts *o, const expert_coun
                 fprintf(out, "note: %s keeps form %s: its input width %lld is not a multiple of 256\n", t->name,
                         pack_form_name(t->d.form), (long long)t->ne[0]);
             if (t->how == EXP_ENCODED && o->verbose)
-                fprintf(out, "  %s: IQ3 quality, importance %s\n", t->name,
-                        t->importance == IMP_EXPERT ? "per expert" : t->importance == IMP_LAYER ? "layer" : "none");
+                fprintf(out, "  %s: IQ3 quality, importance %s%s\n", t->name,
+                        t->importance == IMP_EXPERT ? "per expert" : t->importance == IMP_LAYER ? "layer" : "none",
+                        t->rotate ? ", rotated" : "");
         }
     }
     fprintf(out, "pack %s: %d tensors (", o->out, L->n_tensors);
@@ -229,6 +232,9 @@ static void summary(const pack_layout *L, const build_opts *o, const expert_coun
         if (o->grams)
             fprintf(out, "; GPTQ from %s on %d expert slices (%d with no gram or under 4 x width rows: imatrix only)",
                     o->grams, cnt->gptq, cnt->gptq_few);
+        if (n_rot && rot_lo == rot_hi) fprintf(out, "; %d rotated (Hadamard blocks of %lld)", n_rot, (long long)rot_lo);
+        else if (n_rot) fprintf(out, "; %d rotated (Hadamard blocks of %lld to %lld)", n_rot, (long long)rot_lo,
+                                (long long)rot_hi);
         fprintf(out, "\n");
     }
     for (int f = 0; f < PACK_NFILES; f++)
@@ -277,7 +283,7 @@ static int finish_shard(const build_opts *o, const pack_layout *L, const char *t
         if (rc) snprintf(e, n, "%s: cannot write", lp);
     }
     if (!rc) rc = shard_write_info(tmp, o->shard_k, o->shard_n, L, o->experts_keep ? "keep" : "iq3", o->drop_nextn,
-                                   o->imatrix ? ish : NULL, o->grams ? gid : NULL, l0, l1, lo, hi, eb, crc, e, n);
+                                   o->rotate, o->imatrix ? ish : NULL, o->grams ? gid : NULL, l0, l1, lo, hi, eb, crc, e, n);
     free(pp);
     free(lp);
     free(js);
@@ -308,7 +314,7 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
     if (o->imatrix && !(im = imatrix_load(o->imatrix, e, sizeof e))) goto out;
     uint64_t fb[2] = { 0, 0 }, eb = 0;
     if (plan_dense(&L, &s, o->drop_nextn, fb, e, sizeof e) ||
-        build_plan_experts(&L, &s, im, o->experts_keep, o->drop_nextn, &eb, e, sizeof e)) {
+        build_plan_experts(&L, &s, im, o->experts_keep, o->drop_nextn, o->rotate, &eb, e, sizeof e)) {
         char what[sizeof e];
         snprintf(what, sizeof what, "%s", e);
         snprintf(e, sizeof e, "%.200s: %.300s", o->src, what); /* the tensor, in this file */

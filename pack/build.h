@@ -26,6 +26,7 @@ typedef struct build_opts {
     const char *src, *out, *imatrix;
     const char *grams; /* a calibration recording (strata calibrate): GPTQ for the experts' gate and up */
     int experts_keep; /* 1: experts keep a canonical form instead of IQ3 */
+    int64_t rotate;   /* 0: none; -1: --rotate hadamard (each part's default block); B: hadamard:B */
     int drop_nextn;   /* 1: leave the next-token-prediction blocks out (--no-nextn) */
     int threads;
     int progress;     /* 1: redraw a progress line (stderr is a terminal); 2: a line every 10 % */
@@ -38,8 +39,10 @@ int pack_build(const build_opts *o, FILE *out, FILE *err);
 /* ---- the experts' half, in build_experts.c ---- */
 struct imatrix;
 /* Plans the expert tensors of source into L (layers and arena). */
+/* rotate as build_opts.rotate: each IQ3-encoded part's Hadamard block
+ * (a block that does not divide a part's rows is refused, naming it). */
 int build_plan_experts(pack_layout *L, const source *s, const struct imatrix *im, int keep, int drop_nextn,
-                       uint64_t *experts_bytes,
+                       int64_t rotate, uint64_t *experts_bytes,
                        char *err, size_t errlen);
 /* What the experts' encoding did: IQ3_XXS slices re-encoded; slices
  * encoded with GPTQ from their expert's gram, and those without a gram or
@@ -49,7 +52,8 @@ typedef struct expert_counts { int reencoded, gptq, gptq_few; } expert_counts;
  * byte at its experts.bin offset minus off0 (a whole pack: 0, n_layers, 0;
  * a shard: its layers and range). grams: a strata calibrate folder, or NULL. */
 /* Every gram of dir that the expert layers [l0, l1) will read, checked
- * before anything is written: a RADGRAM2 file of the width its part takes.
+ * before anything is written: a RADGRAM2 file of the width its part takes,
+ * recorded in the model's own basis or in the part's rotation (domain).
  * 0, or -1 with the file named in err. */
 int build_check_grams(const pack_layout *L, const char *dir, int l0, int l1, char *err, size_t errlen);
 int build_write_experts(const pack_layout *L, const source *s, const struct imatrix *im, const char *grams, int fd,

@@ -11,6 +11,7 @@
 #include "convert/transcode.h"
 #include "formats/ggml_blocks.h"
 #include "formats/ggml_types.h"
+#include "formats/hadamard.h"
 #include "formats/imatrix.h"
 #include "formats/iq3.h"
 #include "formats/radgram.h"
@@ -58,7 +59,7 @@ static int check_importance(const imatrix *im, const pk_tensor *t, char *err, si
 }
 
 int build_plan_experts(pack_layout *L, const source *s, const imatrix *im, int keep, int drop_nextn,
-                       uint64_t *experts_bytes, char *err, size_t errlen)
+                       int64_t rotate, uint64_t *experts_bytes, char *err, size_t errlen)
 {
     uint64_t pos = 0;
     const int dropped = build_first_dropped_layer(s, drop_nextn);
@@ -131,6 +132,15 @@ int build_plan_experts(pack_layout *L, const source *s, const imatrix *im, int k
                 if (check_importance(im, t, err, errlen)) return -1;
                 if (t->how == EXP_ENCODED) importance_for(im, t, 0, &t->importance);
             }
+            /* rotation goes with encoding: an IQ3_XXS source moves losslessly, unrotated */
+            if (rotate && t->how == EXP_ENCODED) {
+                t->rotate = rotate > 0 ? rotate : hadamard_default_block(K);
+                if (!hadamard_block_ok(K, t->rotate)) {
+                    snprintf(err, errlen, "%s: --rotate hadamard:%lld does not divide its rows of %lld", t->name,
+                             (long long)t->rotate, (long long)K);
+                    return -1;
+                }
+            }
             if (y->n_parts && y->n_expert != t->n_expert) {
                 snprintf(err, errlen, "%s: %d experts where layer %d's other parts have %d", t->name, t->n_expert,
                          layer, y->n_expert);
@@ -188,11 +198,6 @@ static int write_all(int fd, const void *buf, size_t n, uint64_t off, char *err,
     return 0;
 }
 
-/* GPTQ's factor for expert e of t from its gram in dir (any rank's file;
- * gate and up: the experts' input, ffn_down_exps.E; down: its own input,
- * ffn_down_input.E): 1 with *u set (malloc'd) and *diag its diagonal; 0
- * when the expert has no gram or too few rows (the imatrix path, counted);
- * -1 with err. */
 /* The gram file of expert e of t in dir (any rank's): 1 with path set, 0 when there is none. */
 static int gram_path(const char *dir, const pk_tensor *t, int e, char *path, size_t n)
 {
@@ -213,6 +218,22 @@ static int gram_width_ok(const char *path, const radgram_header *h, const pk_ten
     return -1;
 }
 
+/* A gram recorded in the model's own basis (domain 0) serves any part (a
+ * rotated part's is rotated here, exactly); one recorded in a Hadamard
+ * basis serves only a part rotated by that block. */
+static int gram_domain_ok(const char *path, const radgram_header *h, const pk_tensor *t, char *err, size_t errlen)
+{
+    if (h->domain == 0 || (int64_t)h->domain == t->rotate) return 0;
+    if (t->rotate)
+        snprintf(err, errlen, "%s: recorded with inputs rotated by Hadamard blocks of %u, but %s is built with blocks "
+                 "of %lld: record again with `strata calibrate --rotate hadamard:%lld`, or build with that block",
+                 path, h->domain, t->name, (long long)t->rotate, (long long)t->rotate);
+    else
+        snprintf(err, errlen, "%s: recorded with inputs rotated by Hadamard blocks of %u, but %s is built unrotated: "
+                 "build with --rotate hadamard:%u, or record without --rotate", path, h->domain, t->name, h->domain);
+    return -1;
+}
+
 int build_check_grams(const pack_layout *L, const char *dir, int l0, int l1, char *err, size_t errlen)
 {
     for (int l = l0; l < l1 && l < L->n_layers; l++) {
@@ -227,13 +248,18 @@ int build_check_grams(const pack_layout *L, const char *dir, int l0, int l1, cha
                 if (!gram_path(dir, t, e, path, sizeof path)) continue;
                 if (radgram_read(path, &h, &diag, err, errlen)) return -1;
                 free(diag);
-                if (gram_width_ok(path, &h, t, err, errlen)) return -1;
+                if (gram_width_ok(path, &h, t, err, errlen) || gram_domain_ok(path, &h, t, err, errlen)) return -1;
             }
         }
     }
     return 0;
 }
 
+/* GPTQ's factor for expert e of t from its gram in dir (any rank's file;
+ * gate and up: the experts' input, ffn_down_exps.E; down: its own input,
+ * ffn_down_input.E): 1 with *u set (malloc'd) and *diag its diagonal; 0
+ * when the expert has no gram or too few rows (the imatrix path, counted);
+ * -1 with err. A rotated part's factor is of its rotated inputs' gram. */
 static int gptq_factor_for(const char *dir, const pk_tensor *t, int e, double **u, float **diag,
                            expert_counts *cnt, char *err, size_t errlen)
 {
@@ -244,11 +270,12 @@ static int gptq_factor_for(const char *dir, const pk_tensor *t, int e, double **
     char e2[600];
     if (radgram_read_matrix(path, &h, &g, e2, sizeof e2)) { snprintf(err, errlen, "%s", e2); return -1; }
     const int64_t k = t->ne[0];
-    if (gram_width_ok(path, &h, t, err, errlen)) {
+    if (gram_width_ok(path, &h, t, err, errlen) || gram_domain_ok(path, &h, t, err, errlen)) {
         free(g);
         return -1;
     }
     if (h.rows < 4 * (uint64_t)k) { cnt->gptq_few++; free(g); return 0; }
+    if (t->rotate && !h.domain) hadamard_gram(g, k, t->rotate); /* the rotated inputs' gram */
     *u = malloc((size_t)k * (size_t)k * sizeof **u);
     *diag = malloc((size_t)k * sizeof **diag);
     if (!*u || !*diag) { snprintf(err, errlen, "out of memory for GPTQ's %lld x %lld factor", (long long)k, (long long)k); free(g); return -1; }
@@ -285,17 +312,34 @@ static int encode_part(const pk_tensor *t, const uint8_t *src, const imatrix *im
     iq3_encode_opts o = { .mode = IQ3_MODE_QUALITY, .n_threads = threads,
                           .importance = importance_for(im, t, e, &kind) };
     double *u = NULL;
-    float *diag = NULL;
+    float *diag = NULL, *rot_imp = NULL;
+    if (t->rotate) {
+        /* the rows as stored (w R^T), and the importance of the rotated
+         * inputs: from an imatrix (a diagonal Gram D) that is R D R^T's
+         * diagonal, each block's mean */
+        hadamard_rows(tmp, N, K, t->rotate);
+        if (o.importance) {
+            if (!(rot_imp = malloc((size_t)K * sizeof *rot_imp))) { snprintf(err, errlen, "out of memory"); return -1; }
+            for (int64_t b0 = 0; b0 < K; b0 += t->rotate) {
+                double sum = 0.0;
+                for (int64_t i = b0; i < b0 + t->rotate; i++) sum += o.importance[i];
+                for (int64_t i = b0; i < b0 + t->rotate; i++) rot_imp[i] = (float)(sum / (double)t->rotate);
+            }
+            o.importance = rot_imp;
+        }
+    }
     const int g = grams && t->how == EXP_ENCODED ? gptq_factor_for(grams, t, e, &u, &diag, cnt, err, errlen) : 0;
-    if (g < 0) return -1;
+    if (g < 0) { free(rot_imp); return -1; }
     if (g) {
         o.gptq_u = u;
-        if (!o.importance) o.importance = diag; /* the gram's diagonal is the imatrix's */
+        /* the gram's diagonal is the imatrix's; a rotated part's is the exact one */
+        if (!o.importance || t->rotate) o.importance = diag;
     }
     char e2[200];
     const int rc = iq3_encode(tmp, N, K, &o, buf, e2, sizeof e2);
     free(u);
     free(diag);
+    free(rot_imp);
     if (rc != 0) {
         snprintf(err, errlen, "%s expert %d: %s", t->name, e, e2);
         return -1;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "formats/hadamard.h"
 #include "pack/build.h"
 #include "pack/shard.h"
 
@@ -17,8 +18,8 @@ static int usage(FILE *fp, const char *u, int rc)
 }
 
 static const char BUILD_USAGE[] =
-    "build SRC.gguf -o PACKDIR [--imatrix IMAT] [--grams DIR] [--experts iq3|keep] [--threads N] [--shard K/N]\n"
-    "       [--no-nextn] [-v]";
+    "build SRC.gguf -o PACKDIR [--imatrix IMAT] [--grams DIR] [--rotate hadamard[:B]] [--experts iq3|keep]\n"
+    "       [--threads N] [--shard K/N] [--no-nextn] [-v]";
 static const char BUILD_HELP[] =
     "  Turns a GGUF checkpoint into a pack directory (written under a temporary name,\n"
     "  renamed when complete; an existing PACKDIR is never overwritten).\n"
@@ -30,6 +31,12 @@ static const char BUILD_HELP[] =
     "                   GPTQ's error feedback from the Gram of each part's recorded inputs, so\n"
     "                   that their error on those inputs is least (an expert with no Gram or\n"
     "                   under 4 x width rows keeps the imatrix path)\n"
+    "  --rotate hadamard[:B]\n"
+    "                   rotated experts: each IQ3-encoded row is stored multiplied by a block\n"
+    "                   Hadamard transform of B columns (a power of two dividing the row; default\n"
+    "                   the largest that does), which spreads outlier columns over the block\n"
+    "                   before encoding; `strata` rotates the inputs the same way as it runs.\n"
+    "                   Grams recorded with `strata calibrate --rotate` must use the same B\n"
     "  --experts iq3    routed experts into the 3.0625-bit IQ3 container (default; IQ3_XXS moved\n"
     "                   losslessly)\n"
     "  --experts keep   routed experts kept in their source precision (bit-exact)\n"
@@ -61,6 +68,14 @@ int iq3pack_cmd_build(int argc, char **argv)
         else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && has) o.out = argv[++i];
         else if (!strcmp(a, "--imatrix") && has) o.imatrix = argv[++i];
         else if (!strcmp(a, "--grams") && has) o.grams = argv[++i];
+        else if (!strcmp(a, "--rotate") && has) {
+            if (hadamard_parse(argv[++i], &o.rotate)) {
+                fprintf(stderr, "iq3pack build: --rotate takes hadamard or hadamard:B (B a power of two), not %s\n",
+                        argv[i]);
+                return 2;
+            }
+            if (!o.rotate) o.rotate = -1;
+        }
         else if (!strcmp(a, "--experts") && has) {
             const char *m = argv[++i];
             if (!strcmp(m, "keep")) o.experts_keep = 1;
@@ -83,6 +98,10 @@ int iq3pack_cmd_build(int argc, char **argv)
         else { fprintf(stderr, "iq3pack build: one source only (%s)\n", a); return 2; }
     }
     if (!o.src || !o.out) return usage(stderr, BUILD_USAGE, 2);
+    if (o.rotate && o.experts_keep) {
+        fprintf(stderr, "iq3pack build: --rotate applies to IQ3-encoded experts; --experts keep encodes nothing\n");
+        return 2;
+    }
     if (o.grams) {
         struct stat st;
         const char *why = o.experts_keep ? "--experts keep encodes nothing"

@@ -69,7 +69,7 @@ static void expert_line(FILE *fp, const pack_layout *L, const pk_layer *y, int k
         .group = sform ? d->group_elems : 0, .codebook = sform ? d->codebook : 0,
         .has_offset = sform ? d->has_offset : 0, .scales_fp16 = sform ? d->scales_fp16 : 0,
         .offsets_fp16 = sform ? d->offsets_fp16 : 0, .native_type = d->form == FORM_NATIVE ? d->native_type : -1,
-        .act_kind = sform ? act_kind(t->src_type) : 0,
+        .act_kind = sform ? act_kind(t->src_type) : 0, .rotate = t->rotate,
     };
     snprintf(e.name, sizeof e.name, "%s", t->name);
     snprintf(e.form, sizeof e.form, "%s", pack_form_name(d->form));

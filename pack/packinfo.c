@@ -75,6 +75,13 @@ int pack_info(const char *dir, FILE *out, FILE *err)
     for (int l = 0; l < L.n_layers; l++) expert_blob += L.layers[l].blob_bytes * (uint64_t)(used > 0 ? used : 0);
     fprintf(out, "  experts: %d layers, %lld of %d used per token\n", L.n_layers, (long long)used,
             L.n_layers ? L.layers[0].n_expert : 0);
+    int64_t rot_lo, rot_hi;
+    const int n_rot = pack_layout_rotated(&L, &rot_lo, &rot_hi);
+    if (n_rot && rot_lo == rot_hi)
+        fprintf(out, "  rotated: %d expert tensors, Hadamard blocks of %lld\n", n_rot, (long long)rot_lo);
+    else if (n_rot)
+        fprintf(out, "  rotated: %d expert tensors, Hadamard blocks of %lld to %lld\n", n_rot, (long long)rot_lo,
+                (long long)rot_hi);
     fprintf(out, "  decode reads per token: %llu bytes (dense %llu + one embedding row %llu + experts %llu)\n",
             (unsigned long long)(dense + embd_row + expert_blob), (unsigned long long)dense,
             (unsigned long long)embd_row, (unsigned long long)expert_blob);

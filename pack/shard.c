@@ -48,7 +48,7 @@ void shard_range(const pack_layout *L, uint64_t experts_bytes, int k, int n, int
 }
 
 int shard_write_info(const char *dir, int k, int n, const pack_layout *L, const char *experts_mode, int drop_nextn,
-                     const char *imatrix_sha256, const char *grams_id, int l0, int l1, uint64_t lo, uint64_t hi,
+                     int64_t rotate, const char *imatrix_sha256, const char *grams_id, int l0, int l1, uint64_t lo, uint64_t hi,
                      uint64_t experts_bytes, uint32_t part_crc, char *err, size_t errlen)
 {
     json_t *o = json_pack("{s:s, s:i, s:s, s:i, s:i, s:s, s:I, s:s, s:b, s:o, s:o, s:[i,i], s:[I,I], s:I, s:I}",
@@ -59,6 +59,7 @@ int shard_write_info(const char *dir, int k, int n, const pack_layout *L, const 
                           grams_id ? json_string(grams_id) : json_null(), "layers", l0, l1,
                           "experts_range", (json_int_t)lo, (json_int_t)hi, "experts_bytes", (json_int_t)experts_bytes,
                           "part_crc32", (json_int_t)part_crc);
+    if (o) json_object_set_new(o, "rotate", json_integer((json_int_t)rotate));
     char *p = pack_path(dir, SHARD_INFO);
     int rc = -1;
     if (o && p && json_dump_file(o, p, JSON_INDENT(2) | JSON_SORT_KEYS) == 0) rc = 0;
@@ -179,10 +180,10 @@ static int check_shards(shard_in *in, int n_dirs, shard_in **by_k, char *err, si
     json_t *a = in[0].info;
     const int n = in[0].n;
     static const char *const fields[] = { "source_sha256", "source_bytes", "experts", "no_nextn", "imatrix_sha256",
-                                          "grams_id", "strata", "experts_bytes", "shards" };
+                                          "grams_id", "rotate", "strata", "experts_bytes", "shards" };
     static const char *const what[] = { "another source file", "another source file", "other --experts",
                                         "another --no-nextn", "another --imatrix", "another --grams",
-                                        "another strata version", "another plan", "another shard count" };
+                                        "another --rotate", "another strata version", "another plan", "another shard count" };
     for (int i = 1; i < n_dirs; i++)
         for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++)
             if (!same(a, in[i].info, fields[f])) {

@@ -37,7 +37,7 @@ void shard_range(const pack_layout *L, uint64_t experts_bytes, int k, int n, int
                  uint64_t *hi);
 /* shard.json into dir for shard k of n (the other fields as above). */
 int shard_write_info(const char *dir, int k, int n, const pack_layout *L, const char *experts_mode, int drop_nextn,
-                     const char *imatrix_sha256, const char *grams_id, int l0, int l1, uint64_t lo, uint64_t hi,
+                     int64_t rotate, const char *imatrix_sha256, const char *grams_id, int l0, int l1, uint64_t lo, uint64_t hi,
                      uint64_t experts_bytes, uint32_t part_crc, char *err, size_t errlen);
 int pack_merge(const char *const *dirs, int n_dirs, const char *out_dir, FILE *out, FILE *err);
 

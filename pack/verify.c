@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "formats/ggml_types.h"
+#include "formats/hadamard.h"
 #include "pack/build_common.h"
 #include "pack/expert_src.h"
 #include "formats/pack_manifest.h"
@@ -160,6 +161,7 @@ static int check_experts(const pack_layout *L, const mapped *ex, const source *s
                 if (decode_at(t, part, t->ne[1], a, err)) { bad = 1; break; }
                 if (!s) continue;
                 ggml_dequantize(x.type, expert_src_slice(s, &x, e), b, (int64_t)n);
+                if (t->rotate) hadamard_rows(b, t->ne[1], t->ne[0], t->rotate); /* the rows as stored */
                 int finite;
                 const double r = rel_rmse(a, b, n, &finite);
                 if (t->how != EXP_ENCODED) {

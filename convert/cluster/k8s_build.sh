@@ -6,7 +6,8 @@
 # one command a user types is
 #
 #   sh convert/cluster/k8s_build.sh SRC.gguf -o PACKDIR -n N --claim PVC --image IMAGE
-#        [--imatrix IMAT] [--grams DIR] [--experts iq3|keep] [--work DIR] [--mount DIR] [--threads T]
+#        [--imatrix IMAT] [--grams DIR] [--rotate hadamard[:B]] [--experts iq3|keep] [--work DIR]
+#        [--mount DIR] [--threads T]
 #        [--parallel P] [--retries R] [--bin DIR] [--name NAME] [--deadline SECONDS]
 #        [--pull REPO [--local DIR]] [--env NAME=VALUE]...   | kubectl create -f -
 #
@@ -24,9 +25,9 @@
 # --env NAME=VALUE adds to the pods' environment (HF_ENDPOINT for a mirror of
 # the hub, say; a token belongs in a Secret, added to the manifest by hand).
 set -eu
-usage() { sed -n '8,11p' "$0" | sed 's/^# *//' >&2; exit 2; }
+usage() { sed -n '8,12p' "$0" | sed 's/^# *//' >&2; exit 2; }
 me=k8s_build.sh
-src="" out="" n="" claim="" image="" imatrix="" grams="" experts=iq3 work="" mount=/data threads=8 parallel=""
+src="" out="" n="" claim="" image="" imatrix="" grams="" rotate="" experts=iq3 work="" mount=/data threads=8 parallel=""
 retries=1 bin="" name="" deadline=604800 repo="" local=/tmp/strata-source extra=""
 while [ $# -gt 0 ]; do
     case $1 in
@@ -36,6 +37,7 @@ while [ $# -gt 0 ]; do
         --image) image=${2:?--image needs an image}; shift 2 ;;
         --imatrix) imatrix=${2:?--imatrix needs a file}; shift 2 ;;
         --grams) grams=${2:?--grams needs a folder}; shift 2 ;;
+        --rotate) rotate=${2:?--rotate needs hadamard or hadamard:B}; shift 2 ;;
         --experts) experts=${2:?--experts needs iq3 or keep}; shift 2 ;;
         --work) work=${2:?--work needs a directory}; shift 2 ;;
         --mount) mount=${2:?--mount needs a directory}; shift 2 ;;
@@ -49,7 +51,7 @@ while [ $# -gt 0 ]; do
         --local) local=${2:?--local needs a directory}; shift 2 ;;
         --env) extra="$extra
 ${2:?--env needs NAME=VALUE}"; shift 2 ;;
-        -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "$me: unknown option $1" >&2; usage ;;
         *) [ -z "$src" ] || { echo "$me: one source only ($1)" >&2; exit 2; }; src=$1; shift ;;
     esac
@@ -78,7 +80,7 @@ plain() { # OPTION VALUE
     case $2 in *"
 "*) echo "$me: $1: no line breaks" >&2; exit 2 ;; esac
 }
-for v in "-o=$out" "--claim=$claim" "--image=$image" "--imatrix=$imatrix" "--grams=$grams" "--work=$work" "--mount=$mount" \
+for v in "-o=$out" "--claim=$claim" "--image=$image" "--imatrix=$imatrix" "--grams=$grams" "--rotate=$rotate" "--work=$work" "--mount=$mount" \
     "--bin=$bin" "--pull=$repo" "--local=$local" "SRC=$src"; do
     plain "${v%%=*}" "${v#*=}"
 done
@@ -131,6 +133,7 @@ env_block() { # the values both Jobs' pods read
             - {name: SHARDS, value: "$n"}
             - {name: IMATRIX, value: "$imatrix"}
             - {name: GRAMS, value: "$grams"}
+            - {name: ROTATE, value: "$rotate"}
             - {name: EXPERTS, value: "$experts"}
             - {name: THREADS, value: "$threads"}
             - {name: RETRIES, value: "$retries"}
@@ -199,6 +202,7 @@ spec:
               set -- build "\$src" --experts "\$EXPERTS" --threads "\$THREADS" --shard "\$K/\$SHARDS" -o "\$WORK/\$K"
               [ -z "\$IMATRIX" ] || set -- "\$@" --imatrix "\$IMATRIX"
               [ -z "\$GRAMS" ] || set -- "\$@" --grams "\$GRAMS"
+              [ -z "\$ROTATE" ] || set -- "\$@" --rotate "\$ROTATE"
               # a background child, so that the pod's SIGTERM reaches it and it removes its partial folder
               "\${STRATA_BIN:+\$STRATA_BIN/}iq3pack" "\$@" &
               pid=\$!

@@ -4,7 +4,7 @@
 # (`iq3pack merge`): the pack is the bytes one `iq3pack build` writes.
 #
 #   sh convert/cluster/slurm_build.sh SRC.gguf -o PACKDIR -n N [--imatrix IMAT] [--grams DIR]
-#        [--experts iq3|keep] [--work DIR] [--threads T] [--hold] [--wait]
+#        [--rotate hadamard[:B]] [--experts iq3|keep] [--work DIR] [--threads T] [--hold] [--wait]
 #        [--pull REPO [--local DIR]]
 #
 # The shards go to DIR/0 .. DIR/N-1 (default PACKDIR.shards, on storage
@@ -20,13 +20,14 @@
 # SBATCH_TIMELIMIT...); each task asks for --threads CPUs (default 8).
 set -eu
 usage() { sed -n '6,8p' "$0" | sed 's/^# *//' >&2; exit 2; }
-src="" out="" n="" imatrix="" grams="" experts="iq3" work="" threads=8 hold="" wait=0 repo="" local=/tmp/strata-source
+src="" out="" n="" imatrix="" grams="" rotate="" experts="iq3" work="" threads=8 hold="" wait=0 repo="" local=/tmp/strata-source
 while [ $# -gt 0 ]; do
     case $1 in
         -o) out=${2:?-o needs a directory}; shift 2 ;;
         -n) n=${2:?-n needs a shard count}; shift 2 ;;
         --imatrix) imatrix=${2:?--imatrix needs a file}; shift 2 ;;
         --grams) grams=${2:?--grams needs a folder}; shift 2 ;;
+        --rotate) rotate=${2:?--rotate needs hadamard or hadamard:B}; shift 2 ;;
         --experts) experts=${2:?--experts needs iq3 or keep}; shift 2 ;;
         --work) work=${2:?--work needs a directory}; shift 2 ;;
         --threads) threads=${2:?--threads needs a count}; shift 2 ;;
@@ -69,6 +70,9 @@ mkdir -p "$work"
 flags="--experts $experts"
 [ -z "$imatrix" ] || flags="$flags --imatrix $(abs "$imatrix")"
 [ -z "$grams" ] || flags="$flags --grams $(abs "$grams")"
+case $rotate in ''|hadamard|hadamard:[0-9]*) ;; *) echo "slurm_build.sh: --rotate takes hadamard or hadamard:B" >&2; exit 2 ;; esac
+case $rotate in *:*[!0-9]*) echo "slurm_build.sh: --rotate takes hadamard or hadamard:B" >&2; exit 2 ;; esac
+[ -z "$rotate" ] || flags="$flags --rotate $rotate"
 todo=""
 k=0
 while [ "$k" -lt "$n" ]; do

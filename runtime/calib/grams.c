@@ -3,6 +3,7 @@
  * of the upper triangle is one contiguous dot product. */
 #include "runtime/calib/grams.h"
 
+#include "formats/hadamard.h"
 #include "formats/radgram.h"
 
 #include <stdio.h>
@@ -20,6 +21,8 @@ struct gram_set {
     gram   *down;    /* [n_layer][n_expert]: the experts' down inputs (kd x kd) */
     double *t;       /* max(k, kd) x cap: the rows being added, transposed */
     int     cap;
+    int64_t rk, rkd; /* Hadamard blocks of the two inputs (0: none) */
+    float  *xr;      /* cap x max(k, kd): rotated rows */
 };
 
 uint64_t gram_set_bytes(int n_layers, int n_expert, int k, int kd)
@@ -67,8 +70,28 @@ static int reserve(gram_set *s, int n)
     double *t = realloc(s->t, (size_t)w * (size_t)n * sizeof *t);
     if (!t) return -1;
     s->t = t;
+    if (s->rk || s->rkd) {
+        float *xr = realloc(s->xr, (size_t)w * (size_t)n * sizeof *xr);
+        if (!xr) return -1;
+        s->xr = xr;
+    }
     s->cap = n;
     return 0;
+}
+
+void gram_set_rotate(gram_set *s, int64_t rk, int64_t rkd)
+{
+    s->rk = rk;
+    s->rkd = rkd;
+}
+
+/* n rows of width k as recorded: x, or a rotated copy of it */
+static const float *recorded_rows(gram_set *s, const float *x, int n, int k, int64_t b)
+{
+    if (!b) return x;
+    memcpy(s->xr, x, (size_t)n * (size_t)k * sizeof *x);
+    hadamard_rows(s->xr, n, k, b);
+    return s->xr;
 }
 
 /* g (k x k) += T^T T for the n rows in s->t */
@@ -93,6 +116,7 @@ int gram_set_add(gram_set *s, int l, int B, const float *x, const int *sel)
     if (l < 0 || l >= s->n_layer || !at(s, l, -1)->g) return 0;
     if (reserve(s, B)) return -1;
     const int k = s->k;
+    x = recorded_rows(s, x, B, k, s->rk);
     for (int e = -1; e < s->n_expert; e++) {
         int n = 0;
         for (int b = 0; b < B; b++) {
@@ -112,6 +136,7 @@ int gram_set_add_down(gram_set *s, int l, int e, int n, const float *rows)
     if (l < 0 || l >= s->n_layer || e < 0 || e >= s->n_expert || !down_at(s, l, e)->g || n <= 0) return 0;
     if (reserve(s, n)) return -1;
     const int kd = s->kd;
+    rows = recorded_rows(s, rows, n, kd, s->rkd);
     for (int r = 0; r < n; r++)
         for (int i = 0; i < kd; i++) s->t[(size_t)i * s->cap + r] = (double)rows[(size_t)r * kd + i];
     accumulate(s, down_at(s, l, e), kd, n);
@@ -144,7 +169,8 @@ int gram_set_write(const gram_set *s, const char *dir, int rank, char *err, size
             char path[4096];
             if (e < 0) snprintf(path, sizeof path, "%s/gram.r%d.blk.%d.ffn_down_exps.bin", dir, rank, l);
             else snprintf(path, sizeof path, "%s/gram.r%d.blk.%d.ffn_down_exps.%d.bin", dir, rank, l, e);
-            const radgram_header h = { .k = (uint32_t)s->k, .rank = (uint32_t)rank, .rows = g->rows, .domain = 0 };
+            const radgram_header h = { .k = (uint32_t)s->k, .rank = (uint32_t)rank, .rows = g->rows,
+                                      .domain = (uint32_t)s->rk };
             if (radgram_write(path, &h, g->g, err, errlen)) return -1;
         }
         for (int e = 0; e < s->n_expert; e++) {
@@ -152,7 +178,8 @@ int gram_set_write(const gram_set *s, const char *dir, int rank, char *err, size
             if (g->rows == 0) continue;
             char path[4096];
             snprintf(path, sizeof path, "%s/gram.r%d.blk.%d.ffn_down_input.%d.bin", dir, rank, l, e);
-            const radgram_header h = { .k = (uint32_t)s->kd, .rank = (uint32_t)rank, .rows = g->rows, .domain = 0 };
+            const radgram_header h = { .k = (uint32_t)s->kd, .rank = (uint32_t)rank, .rows = g->rows,
+                                       .domain = (uint32_t)s->rkd };
             if (radgram_write(path, &h, g->g, err, errlen)) return -1;
         }
     }
@@ -169,5 +196,6 @@ void gram_set_free(gram_set *s)
     free(s->grams);
     free(s->down);
     free(s->t);
+    free(s->xr);
     free(s);
 }

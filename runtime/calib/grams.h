@@ -30,6 +30,13 @@ uint64_t gram_set_bytes(int n_layers, int n_expert, int k, int kd);
  * NULL with err when out of memory. */
 gram_set *gram_set_new(int n_layer, const unsigned char *record, int n_expert, int K, int k, int kd, char *err,
                        size_t errlen);
+/* Records the inputs rotated by Hadamard blocks (formats/hadamard.h): rk
+ * for the gate/up input (k wide), rkd for the down input (kd wide); 0
+ * leaves one as it is. The files' domain is the block (the model's own
+ * basis, 0, otherwise), the grams those of a pack built with the same
+ * `--rotate`. Blocks checked by the caller (hadamard_block_ok). Call
+ * before the first add. */
+void gram_set_rotate(gram_set *g, int64_t rk, int64_t rkd);
 /* n rows (kd floats each) of expert e's down input at layer l. 0, or -1
  * when out of memory. */
 int gram_set_add_down(gram_set *g, int l, int e, int n, const float *rows);

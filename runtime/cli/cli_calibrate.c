@@ -8,6 +8,7 @@
 #include "runtime/cli/cli.h"
 
 #include "formats/fileio.h"
+#include "formats/hadamard.h"
 #include "runtime/calib/grams.h"
 #include "runtime/util/memavail.h"
 
@@ -19,7 +20,7 @@ static void calibrate_usage(FILE *fp)
 {
     fprintf(fp,
             "usage: strata calibrate PACK -f TEXT -o GRAMDIR [-c|--ctx N] [-t|--threads N] [--layers A-B]\n"
-            "                        [--rank R]\n"
+            "                        [--rank R] [--rotate hadamard[:B]]\n"
             "  Tokenizes TEXT (BOS first as the model says) and runs it through the model in chunks of\n"
             "  N tokens (default 512, at most the model's context), each from a fresh context with its\n"
             "  first token replaced by BOS; the tokens past the last whole chunk are left out, as\n"
@@ -36,11 +37,16 @@ static void calibrate_usage(FILE *fp)
             "  bytes a MoE layer (ff: an expert's width); --layers A-B records only layers A..B (run\n"
             "  it again for the others). Runs on the CPU.\n"
             "  --rank R   the R in the file names (default 0): recordings of disjoint parts of a text\n"
-            "             by several machines, each its own rank, fold together in grams2imatrix\n");
+            "             by several machines, each its own rank, fold together in grams2imatrix\n"
+            "  --rotate hadamard[:B]\n"
+            "             records the inputs rotated by Hadamard blocks of B (default: the largest power\n"
+            "             of two dividing each width), the files' domain B: the Grams of a pack built\n"
+            "             with `iq3pack build --rotate` the same way (the build also rotates an\n"
+            "             unrotated recording exactly itself)\n");
 }
 
 typedef struct calib_args {
-    const char *text_path, *out, *layers;
+    const char *text_path, *out, *layers, *rotate;
     long        c, threads, rank;
 } calib_args;
 
@@ -50,6 +56,7 @@ static int calib_opt(void *ctx, const char *a, const char *v)
     if (!strcmp(a, "-f") || !strcmp(a, "--file")) o->text_path = v;
     else if (!strcmp(a, "-o") || !strcmp(a, "--output")) o->out = v;
     else if (!strcmp(a, "--layers")) o->layers = v;
+    else if (!strcmp(a, "--rotate")) o->rotate = v;
     else if (!strcmp(a, "--rank")) return cli_opt_int("calibrate", a, v, 0, 1 << 20, &o->rank);
     else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) return cli_opt_int("calibrate", a, v, 2, 1 << 20, &o->c);
     else if (cli_is_threads(a)) return cli_opt_int("calibrate", a, v, 0, 1024, &o->threads);
@@ -120,6 +127,23 @@ int cmd_calibrate(int argc, char **argv)
         fprintf(stderr, "strata calibrate: %s has no routed experts (a dense model): nothing to record\n", pack);
         goto out;
     }
+    int64_t rot = 0, rk = 0, rkd = 0;
+    if (o.rotate) {
+        if (hadamard_parse(o.rotate, &rot)) {
+            fprintf(stderr, "strata calibrate: --rotate takes hadamard or hadamard:B (B a power of two), not '%s'\n",
+                    o.rotate);
+            rc = 2;
+            goto out;
+        }
+        rk = rot ? rot : hadamard_default_block(hp->n_embd);
+        rkd = rot ? rot : hadamard_default_block(hp->n_ff_exp);
+        if (!hadamard_block_ok(hp->n_embd, rk) || !hadamard_block_ok(hp->n_ff_exp, rkd)) {
+            fprintf(stderr, "strata calibrate: --rotate %s: blocks of %lld do not divide the experts' inputs of %d "
+                    "and %d\n", o.rotate, (long long)(rot ? rot : rk), hp->n_embd, hp->n_ff_exp);
+            rc = 2;
+            goto out;
+        }
+    }
     long l0 = 0, l1 = hp->n_layer - 1;
     if (layers && parse_layers(layers, hp->n_layer, &l0, &l1)) {
         fprintf(stderr, "strata calibrate: --layers takes A-B within 0-%d, not '%s'\n", hp->n_layer - 1, layers);
@@ -152,6 +176,7 @@ int cmd_calibrate(int argc, char **argv)
         fprintf(stderr, "strata calibrate: %s\n", err);
         goto out;
     }
+    gram_set_rotate(grams, rk, rkd);
     calib_ctx cc = { grams };
     if (model_on_moe_input(cm.m, on_moe, &cc, err, sizeof err) ||
         model_on_expert_hidden(cm.m, on_expert, &cc, err, sizeof err)) {

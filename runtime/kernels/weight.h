@@ -50,6 +50,10 @@ typedef struct weight {
     int code_bits, code_bias, group;                 /* SCODE */
     const float *scales, *offsets, *codebook;        /* SCODE */
     const kfactor *kf;       /* SCODE K-quants: factored scales, or NULL */
+    /* 0, or a rotated expert's Hadamard block (formats/hadamard.h): its rows
+     * are stored rotated, so W x needs x rotated by the same blocks first.
+     * The kernels never look at it: the MoE op rotates its inputs. */
+    int64_t rotate;
 } weight;
 
 static inline int weight_present(const weight *w) { return w->data != NULL; }

@@ -5,6 +5,7 @@
  * weighted sum, the shared expert's gate. */
 #include "runtime/model/backend_cpu.h"
 
+#include "formats/hadamard.h"
 #include "runtime/model/expert_tier.h"
 
 #include <math.h>
@@ -75,6 +76,24 @@ static void add_expert_bias(float *y, const float *bias, int e, int rows, int64_
     if (bias) add_bias(y, bias + (size_t)e * (size_t)n, rows, (int)n);
 }
 
+/* Rotated experts (weight.h's rotate): B rows of x as the gate or up
+ * (w) takes them: x itself, or rotated into m->hrot (the loader lets gate
+ * and up share one block, so one copy serves both). */
+static const float *rotated_rows(model *m, const weight *w, const float *x, int B)
+{
+    if (!w->rotate) return x;
+    if (x != m->hrot) memcpy(m->hrot, x, (size_t)B * (size_t)w->cols * sizeof *x);
+    hadamard_rows(m->hrot, B, w->cols, w->rotate);
+    return m->hrot;
+}
+
+/* A rotated down's input, the GLU's rows in place (after the calibration
+ * sink has seen them in the model's own basis). */
+static void rotate_hidden(const weight *down, float *a, int B)
+{
+    if (down->rotate) hadamard_rows(a, B, down->cols, down->rotate);
+}
+
 /* Routed expert e over B rows of h: the FFN of swiglu(), its f32 batch
  * products summed row by row (mm_ctx.rowwise) as llama.cpp's mul_mat_id
  * does, plus gpt-oss's bias rows after each product and its own GLU. The
@@ -84,11 +103,18 @@ static void expert_ffn(model *m, const layer_weights *L, int e, const weight *ga
 {
     const int64_t ff = gate->rows, D = down->rows;
     m->mm.rowwise = 1;
-    mm_mul2(&m->mm, gate, up, h, B, m->ffa, m->ffb);
+    const float *hr = gate->rotate || up->rotate ? rotated_rows(m, gate->rotate ? gate : up, h, B) : h;
+    if (gate->rotate == up->rotate) {
+        mm_mul2(&m->mm, gate, up, hr, B, m->ffa, m->ffb);
+    } else {
+        mm_mul(&m->mm, gate, gate->rotate ? hr : h, B, m->ffa);
+        mm_mul(&m->mm, up, up->rotate ? hr : h, B, m->ffb);
+    }
     add_expert_bias(m->ffa, L->exp_gate_b, e, B, ff);
     add_expert_bias(m->ffb, L->exp_up_b, e, B, ff);
     expert_glu_rows(m, m->ffa, m->ffb, B, ff);
     if (m->exp_hid_fn && m->exp_hid_fn(m->exp_hid_ctx, m->moe_layer, e, B, m->ffa)) m->exp_hid_failed = true;
+    rotate_hidden(down, m->ffa, B);
     mm_mul(&m->mm, down, m->ffa, B, out);
     add_expert_bias(out, L->exp_down_b, e, B, D);
     m->mm.rowwise = 0;
@@ -257,15 +283,24 @@ int cpu_moe(void *c, int l, int B)
             }
         }
         mm_vec v[MM_VEC_MAX] = { { NULL, NULL, NULL } }; /* K >= 1: gcc cannot tell */
+        /* a rotated layer's input, rotated once for every chosen expert */
+        const weight *rw = G[0]->rotate ? G[0] : U[0];
+        const float *hr = rw->rotate && !wb ? rotated_rows(m, rw, m->h, 1) : m->h;
         for (int j = 0; j < K; j++) {
-            const float *in = m->h;
+            const float *in = m->h, *in_r = hr;
             if (wb) {
                 float *row = m->hg + (size_t)j * D;
                 for (int i = 0; i < D; i++) row[i] = m->h[i] * m->selw[j];
-                in = row;
+                in = in_r = row;
+                if (rw->rotate) {
+                    float *r = m->hrot + (size_t)j * D;
+                    memcpy(r, row, (size_t)D * sizeof *r);
+                    hadamard_rows(r, 1, D, rw->rotate);
+                    in_r = r;
+                }
             }
-            v[2 * j] = (mm_vec){ G[j], in, m->ffa + j * ff };
-            v[2 * j + 1] = (mm_vec){ U[j], in, m->ffb + j * ff };
+            v[2 * j] = (mm_vec){ G[j], G[j]->rotate ? in_r : in, m->ffa + j * ff };
+            v[2 * j + 1] = (mm_vec){ U[j], U[j]->rotate ? in_r : in, m->ffb + j * ff };
         }
         mm_next next = { K, { NULL } };
         for (int j = 0; j < K; j++) next.w[j] = Dn[j];
@@ -277,6 +312,7 @@ int cpu_moe(void *c, int l, int B)
         expert_glu_rows(m, m->ffa, m->ffb, K, ff);
         for (int j = 0; j < K && m->exp_hid_fn; j++)
             if (m->exp_hid_fn(m->exp_hid_ctx, l, m->sel[j], 1, m->ffa + j * ff)) m->exp_hid_failed = true;
+        for (int j = 0; j < K; j++) rotate_hidden(Dn[j], m->ffa + j * ff, 1);
         for (int j = 0; j < K; j++) v[j] = (mm_vec){ Dn[j], m->ffa + j * ff, m->eo + (size_t)j * D };
         /* Then the next layer's q, k and v (a shared expert comes first). */
         next.n = 0;

@@ -365,6 +365,7 @@ static int part_weight(loaded_pack *p, const pi_expert *x, const uint8_t *blob, 
     w->rows = x->ne1;
     w->cols = x->ne0;
     w->data = base;
+    w->rotate = x->rotate; /* the index checked it: a power of two dividing ne0, on IQ3 only */
     int64_t want = -1;
     if (!strcmp(x->form, "IQ3")) {
         w->form = WF_IQ3;
@@ -499,6 +500,13 @@ static int load_experts(loaded_pack *p)
             if (part_weight(p, x, blob, &arr[e])) return -1;
         }
         p->used_e[j] = 1;
+    }
+    for (int i = 0; i < p->x.n_l; i++) {
+        /* gate and up read one rotated input (backend_cpu_moe.c): one block, or one of them unrotated */
+        const pi_expert *g = layer_part(p, p->x.l[i].layer, 0), *u = layer_part(p, p->x.l[i].layer, 1);
+        if (g && u && g->rotate && u->rotate && g->rotate != u->rotate)
+            return fail(p, "%s and %s: rotated by Hadamard blocks of %lld and %lld; one input cannot serve both",
+                        g->name, u->name, (long long)g->rotate, (long long)u->rotate);
     }
     for (int i = 0; i < p->x.n_l; i++) {
         const int lay = p->x.l[i].layer;

@@ -371,6 +371,10 @@ static model *create(const model_hparams *hp, const model_weights *w, const mode
         m->selw = alloc_f(nb * K, &fail);
         m->eo = alloc_f(nb * K * D, &fail);
         m->hg = alloc_f(nbk * D, &fail); /* decode: Llama 4's K weighted inputs */
+        for (int l = 0; l < h->n_layer + w->n_mtp && !m->hrot && !fail; l++)
+            if ((w->layers[l].exp_gate && w->layers[l].exp_gate[0].rotate) ||
+                (w->layers[l].exp_up && w->layers[l].exp_up[0].rotate))
+                m->hrot = alloc_f(nbk * D, &fail);
         m->gd = alloc_f(nb * D, &fail);
         m->sel = calloc(nb * K, sizeof(int));
         m->grp = calloc(nb * K, sizeof(int));
@@ -599,6 +603,6 @@ void model_free(model *m)
     free(m->ffa); free(m->ffb); free(m->rope_cs); free(m->att_scores);
     free(m->mla_qa); free(m->mla_q); free(m->mla_kva); free(m->mla_o); free(m->mla_in); free(m->mla_out);
     free(m->mla_kb); free(m->mla_vb); free(m->mla_kf); free(m->qkv_kf);
-    free(m->rlog); free(m->selw); free(m->eo); free(m->hg); free(m->gd); free(m->sel); free(m->grp);
+    free(m->rlog); free(m->selw); free(m->eo); free(m->hg); free(m->hrot); free(m->gd); free(m->sel); free(m->grp);
     free(m);
 }

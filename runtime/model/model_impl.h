@@ -41,6 +41,7 @@ struct model {
     size_t att_stride;
     /* MoE */
     float *rlog, *selw, *eo, *hg, *gd;
+    float *hrot;                /* rotated experts' inputs (as hg); NULL when no expert is rotated */
     int *sel, *grp;             /* grp: (row, slot) pairs routed to one expert */
     /* the backend the graph runs on (backend.h): the CPU's (ctx the model
      * itself, bw its weights, bufs its ubatch buffers) unless another is bound */

@@ -6,7 +6,8 @@
  *    S8, S8+offsets, IQ3): the same floats, bit for bit, as kernels_scalar();
  *  - mat-vec (n = 1) and cuBLAS prefill (n = 17) against weight_dot:
  *    relative error <= 1e-4 of the row's largest |y|;
- *  - activation rounding to Q8_0 / Q8_K: the CPU's values, bit for bit;
+ *  - activation rounding to Q8_0 / Q8_K, the Hadamard rotation of rotated
+ *    experts' inputs: the CPU's values, bit for bit;
  *  - RMSNorm, RoPE (norm and neox), SwiGLU, axpy, the KV store (f16 and
  *    f32) and causal attention (GQA), router top-k (same experts, weights 1e-6);
  *  - timings: decode mat-vec and prefill per form on a 4096 x 4096 weight
@@ -14,6 +15,7 @@
  * Exit 0 when all pass, 1 on the first failing group (each failure printed),
  * 77 when there is no usable GPU. */
 #include "formats/fp16.h"
+#include "formats/hadamard.h"
 #include "formats/iq3.h"
 #include "formats/planes.h"
 #include "runtime/device/cuda/cuda_backend.h"
@@ -326,6 +328,30 @@ static void check_act_round(scuda_ctx *c)
     free(x); free(got); free(ref); free(q); free(d); free(s16);
 }
 
+/* Rotated experts' inputs: the CPU's hadamard_rows, bit for bit, from the
+ * smallest block to the largest the GPU takes. */
+static void check_hadamard(scuda_ctx *c)
+{
+    const int R = 3;
+    const int64_t N = SCUDA_HADAMARD_MAX, blocks[4] = { 2, 256, 1024, SCUDA_HADAMARD_MAX };
+    float *x = malloc((size_t)R * N * 4), *got = malloc((size_t)R * N * 4);
+    for (int k = 0; k < 4; k++) {
+        for (int i = 0; i < R * N; i++) x[i] = frand() * 3;
+        float *dx = dup_dev(c, x, (size_t)R * N * 4);
+        CK(scuda_hadamard(c, dx, R, N, blocks[k], err, sizeof err));
+        CK(scuda_download(c, got, dx, (size_t)R * N * 4, err, sizeof err));
+        hadamard_rows(x, R, N, blocks[k]);
+        int bad = 0;
+        for (int i = 0; i < R * N; i++) bad += memcmp(&got[i], &x[i], 4) != 0;
+        char what[64], det[96];
+        snprintf(what, sizeof what, "Hadamard rotation, blocks of %lld", (long long)blocks[k]);
+        snprintf(det, sizeof det, "(%d of %lld values differ in bits)", bad, (long long)(R * N));
+        check(bad == 0, what, det);
+        scuda_dfree(c, dx);
+    }
+    free(x); free(got);
+}
+
 /* f32: the cache holds f32 (--kv-type f32); else f16, and the reference
  * rounds K and V to f16 as the cache does. */
 static float kv_round(float x, int f32) { return f32 ? x : fp16_to_f32(f32_to_fp16(x)); }
@@ -487,6 +513,7 @@ int main(int argc, char **argv)
     check_forms(c);
     check_ops(c);
     check_act_round(c);
+    check_hadamard(c);
     check_attention(c, quick ? 0 : 4096, 0);
     check_attention(c, 0, 1);
     check_router(c);

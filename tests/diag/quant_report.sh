@@ -12,11 +12,14 @@
 #                      moved into a pack losslessly
 #   strata imatrix     iq3pack build --imatrix (the same matrix)
 #   strata GPTQ        iq3pack build --imatrix --grams (strata calibrate on CALIB)
+#   strata rotated     iq3pack build --imatrix --rotate hadamard (each part's default block)
+#   strata GPTQ+rot    iq3pack build --imatrix --grams --rotate hadamard (the same recording,
+#                      its Grams rotated exactly by the build)
 # llama.cpp's tools come from the distribution's packages, unpacked under
 # ~/.cache (tests/diag/diag_llamacpp_env.sh; needs the Debian mirror of this
 # machine's apt sources once). Work files go to a temporary folder.
 set -eu
-[ $# -ge 3 ] || { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 3 ] || { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
 model=$1 calib=$2 held=$3 ctx=${4:-512}
 for f in "$model" "$calib" "$held"; do [ -f "$f" ] || { echo "quant_report.sh: $f: no such file" >&2; exit 1; }; done
@@ -56,13 +59,16 @@ step "strata calibrate on $calib"
 step "strata packs"
 "$bin/iq3pack" build "$model" --imatrix "$w/imatrix.gguf" -o "$w/imatrix" >"$w/im.log" 2>&1
 "$bin/iq3pack" build "$model" --imatrix "$w/imatrix.gguf" --grams "$w/grams" -o "$w/gptq" >"$w/gptq.log" 2>&1
+"$bin/iq3pack" build "$model" --imatrix "$w/imatrix.gguf" --rotate hadamard -o "$w/rotated" >"$w/rot.log" 2>&1
+"$bin/iq3pack" build "$model" --imatrix "$w/imatrix.gguf" --grams "$w/grams" --rotate hadamard -o "$w/gptq+rot" \
+    >"$w/gptqrot.log" 2>&1
 score() { "$bin/strata" perplexity "$1" -f "$held" -c "$ctx" --kld-base "$w/base.f32" 2>&1 |
           sed -n 's/^Mean KLD: \([0-9.]*\) *Same top: \([0-9.]*\) %$/\1 \2/p'; }
 set -- $(score "$w/llama")
 ref=$1
 printf '%-20s %10s %8s %9s\n' "experts" "mean KLD" "top-1 %" "KLD ratio"
 printf '%-20s %10s %8s %9s\n' "llama.cpp IQ3_XXS" "$1" "$2" "1.00"
-for v in imatrix gptq; do
+for v in imatrix gptq rotated gptq+rot; do
     set -- $(score "$w/$v")
     printf '%-20s %10s %8s %9s\n' "strata $v" "$1" "$2" "$(awk -v a="$1" -v b="$ref" 'BEGIN { printf "%.2f", a / b }')"
 done

@@ -75,6 +75,7 @@ struct device_model {
     int nb, max_cols;
     /* device activations of one ubatch */
     float *x, *h, *q, *kx, *vx, *att, *o, *ffa, *ffb, *xq, *rlog, *selw, *eo, *hg, *gd, *shg, *logits;
+    float *hrot;                /* a rotated expert's gate/up input (nb x n_embd) */
     int32_t *sel, *idx;
     uint8_t *kc, *vc;           /* [n_layer][n_ctx][kv_dim] f16, or f32 (--kv-type f32) */
     /* host */
@@ -288,6 +289,11 @@ static int up_vec(struct device_model *d, const float *v, int n, const float **d
 
 static int refuse_named(const weight *w, const char *name, char *err, size_t errlen)
 {
+    if (weight_present(w) && w->rotate > SCUDA_HADAMARD_MAX) {
+        snprintf(err, errlen, "%s: rotated by Hadamard blocks of %lld, over the GPU's %d; use --device cpu", name,
+                 (long long)w->rotate, SCUDA_HADAMARD_MAX);
+        return -1;
+    }
     if (!weight_present(w) || w->form != WF_GGML) return 0;
     snprintf(err, errlen, "%s: native ggml blocks (WF_GGML) are not supported on the GPU; use --device cpu", name);
     return -1;
@@ -416,6 +422,7 @@ static int alloc_buffers(struct device_model *d, const host_model *m, char *err,
         return -1;
     if (E > 0 && (alloc_f(d, &d->rlog, nb * E, err, errlen) || alloc_f(d, &d->selw, nb * K, err, errlen) ||
                   alloc_f(d, &d->eo, nb * K * D, err, errlen) || alloc_f(d, &d->hg, nb * D, err, errlen) ||
+                  alloc_f(d, &d->hrot, nb * D, err, errlen) ||
                   dalloc(d, (void **)&d->sel, nb * K * sizeof(int32_t), err, errlen) ||
                   dalloc(d, (void **)&d->idx, nb * K * sizeof(int32_t), err, errlen)))
         return -1;
@@ -576,9 +583,20 @@ static int mm(struct device_model *d, const weight *w, const float *x, int n, fl
 static int swiglu(struct device_model *d, const weight *g, const weight *u, const weight *dn, const float *x, int n,
                   float *out, char *err, size_t errlen)
 {
-    TRY(mm(d, g, x, n, d->ffa, err, errlen));
-    TRY(mm(d, u, x, n, d->ffb, err, errlen));
+    /* rotated experts (weight.h's rotate): a rotated gate or up reads x
+     * rotated (d->hrot; the loader lets them share one block), a rotated
+     * down its input rotated in place */
+    const weight *rw = g->rotate ? g : u;
+    const float *xr = x;
+    if (rw->rotate) {
+        TRY(scuda_copy_d2d(d->c, d->hrot, x, (size_t)n * (size_t)rw->cols * sizeof(float), err, errlen));
+        TRY(scuda_hadamard(d->c, d->hrot, n, rw->cols, rw->rotate, err, errlen));
+        xr = d->hrot;
+    }
+    TRY(mm(d, g, g->rotate ? xr : x, n, d->ffa, err, errlen));
+    TRY(mm(d, u, u->rotate ? xr : x, n, d->ffb, err, errlen));
     TRY(scuda_swiglu(d->c, d->ffa, d->ffb, d->ffa, (int64_t)n * g->rows, err, errlen));
+    if (dn->rotate) TRY(scuda_hadamard(d->c, d->ffa, n, dn->cols, dn->rotate, err, errlen));
     return mm(d, dn, d->ffa, n, out, err, errlen);
 }
 

@@ -106,6 +106,11 @@ void scuda_slots_free(scuda_slots *s);
  * WA_Q8_0 or WA_Q8_K, then q * d); cols a multiple of the block. */
 int scuda_act_round(scuda_ctx *c, int act, const float *x, float *out, int rows, int64_t cols, char *err,
                     size_t errlen);
+/* In place on rows x cols floats (device): each block of b rotated as
+ * formats/hadamard.h's hadamard_rows, bit for bit; b a power of two
+ * dividing cols, at most SCUDA_HADAMARD_MAX (one block in shared memory). */
+#define SCUDA_HADAMARD_MAX 8192
+int scuda_hadamard(scuda_ctx *c, float *x, int rows, int64_t cols, int64_t b, char *err, size_t errlen);
 /* y[r][i] += bias[i]. */
 int scuda_add_bias(scuda_ctx *c, float *y, const float *bias, int rows, int n, char *err, size_t errlen);
 /* dst[r] = src[idx[r] / div] (rows of n floats; idx on the device). */

@@ -1,6 +1,7 @@
 // forward_ops.cu: the small kernels the GPU forward pass (backend_cuda.c)
 // needs beyond ops.cu: activation rounding as the CPU does it for quantized
-// weights (ggml's Q8_0 / Q8_K, kernels_q8.c), bias rows, the MoE gather /
+// weights (ggml's Q8_0 / Q8_K, kernels_q8.c), rotated experts' inputs
+// (formats/hadamard.h), bias rows, the MoE gather /
 // scatter / weighted combine, the shared expert's sigmoid gate, copies on the
 // copy stream, and a device-to-device bandwidth measurement.
 #include "runtime/device/cuda/scuda_impl.cuh"
@@ -65,6 +66,46 @@ extern "C" int scuda_act_round(scuda_ctx *c, int act, const float *x, float *out
         scuda_act_q8_k_kernel<<<scuda_blocks(nblk, 128), 128, 0, c->stream>>>(x, out, nblk);
         SCUDA_LAUNCHED("scuda_act_q8_k_kernel");
     }
+    return 0;
+}
+
+// ------------------------------------------------------------------ Hadamard rotation
+
+// One CUDA block per Hadamard block of b floats, in shared memory: the
+// butterflies of formats/hadamard.c (strides 1, 2, ... b/2, a rounded add
+// and subtract each), then the product with the same float 1/sqrt(b), so
+// the rotated rows are the CPU's bit for bit.
+__global__ void scuda_hadamard_kernel(float *x, int64_t b, float scale)
+{
+    extern __shared__ float sh[];
+    float *blk = x + (int64_t)blockIdx.x * b;
+    for (int64_t j = threadIdx.x; j < b; j += blockDim.x) sh[j] = blk[j];
+    __syncthreads();
+    for (int64_t h = 1; h < b; h *= 2) {
+        for (int64_t p = threadIdx.x; p < b / 2; p += blockDim.x) {
+            const int64_t j = p / h * 2 * h + p % h;
+            const float u = sh[j], v = sh[j + h];
+            sh[j] = __fadd_rn(u, v);
+            sh[j + h] = __fsub_rn(u, v);
+        }
+        __syncthreads();
+    }
+    for (int64_t j = threadIdx.x; j < b; j += blockDim.x) blk[j] = __fmul_rn(sh[j], scale);
+}
+
+extern "C" int scuda_hadamard(scuda_ctx *c, float *x, int rows, int64_t cols, int64_t b, char *err, size_t errlen)
+{
+    if (b < 2 || (b & (b - 1)) || cols % b || b > SCUDA_HADAMARD_MAX) {
+        snprintf(err, errlen, "CUDA hadamard: blocks of %lld on rows of %lld (a power of two up to %d dividing them)",
+                 (long long)b, (long long)cols, SCUDA_HADAMARD_MAX);
+        return -1;
+    }
+    const int64_t nblk = (int64_t)rows * cols / b;
+    if (nblk <= 0) return 0;
+    const int threads = b / 2 < 256 ? (int)(b / 2) : 256;
+    const float scale = (float)(1.0 / sqrt((double)b)); // formats/hadamard.c's factor
+    scuda_hadamard_kernel<<<(unsigned)nblk, threads, (size_t)b * sizeof(float), c->stream>>>(x, b, scale);
+    SCUDA_LAUNCHED("scuda_hadamard_kernel");
     return 0;
 }
 
