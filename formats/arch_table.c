@@ -58,6 +58,11 @@ static const arch_info ARCH_TABLE[] = {
       .scale_w = true, .mtp = true, .mtp_out_norm = true },
     /* Ling v1 (bailingmoe): fused qkv, llama's rotation, softmax top-k, shared experts. */
     { .name = "bailingmoe", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false },
+    /* Qwen3-Next: Gated DeltaNet layers, every full_attention_interval-th one full attention with a
+     * per-head output gate in its q projection, per-head q/k norms and partial NEOX rotary; the FFN norm
+     * named post_attention_norm; softmax routing renormalised, a shared expert behind a sigmoid gate. */
+    { .name = "qwen3next", .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true,
+      .scale_w = true, .gated_delta_net = true, .attn_out_gate = true },
     /* OLMoE normalises q and k over the whole projected width, and keeps the raw top-k probabilities. */
     { .name = "olmoe", .rope = ROPE_NEOX, .qk_norm = QK_NORM_FULL, .attn_bias = false, .norm_topk = false },
     /* not run by the runtime; a pack of one still says how it rotates */

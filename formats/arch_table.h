@@ -71,6 +71,14 @@ typedef struct arch_info {
      * 2.0's final_layernorm; it has no shared_head_norm). */
     bool mtp;
     bool mtp_out_norm;
+    /* Qwen3-Next's hybrid stack: every layer but each full_attention_interval-th
+     * (default 4) is a Gated DeltaNet layer (linear attention with a
+     * recurrent state per sequence: a short causal convolution over its q, k
+     * and v, then the gated delta rule; runtime/model/forward.c); the full
+     * attention layers' q projection carries a per-head gate, and their
+     * output is multiplied by its sigmoid before o (attn_out_gate). */
+    bool gated_delta_net;
+    bool attn_out_gate;
 } arch_info;
 
 const arch_info *arch_table_find(const char *name);

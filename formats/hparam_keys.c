@@ -43,6 +43,13 @@ const hparam_key HPARAM_KEYS[HPK_COUNT] = {
     [HPK_RESIDUAL_SCALE] = { "residual_scale", "residual_scale", HPARAM_FLOAT },
     [HPK_ATTENTION_SCALE] = { "attention_scale", "attention.scale", HPARAM_FLOAT },
     [HPK_LOGIT_SCALE] = { "logit_scale", "logit_scale", HPARAM_FLOAT },
+    /* Gated DeltaNet layers (Qwen3-Next) */
+    [HPK_SSM_CONV_KERNEL] = { "ssm_conv_kernel", "ssm.conv_kernel", HPARAM_UINT },
+    [HPK_SSM_INNER_SIZE] = { "ssm_inner_size", "ssm.inner_size", HPARAM_UINT },
+    [HPK_SSM_STATE_SIZE] = { "ssm_state_size", "ssm.state_size", HPARAM_UINT },
+    [HPK_SSM_TIME_STEP_RANK] = { "ssm_time_step_rank", "ssm.time_step_rank", HPARAM_UINT },
+    [HPK_SSM_GROUP_COUNT] = { "ssm_group_count", "ssm.group_count", HPARAM_UINT },
+    [HPK_FULL_ATTENTION_INTERVAL] = { "full_attention_interval", "full_attention_interval", HPARAM_UINT },
 };
 
 const hparam_key HPARAM_ROPE_SCALING = { "rope_scaling", "rope.scaling.type", HPARAM_STRING };

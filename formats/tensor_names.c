@@ -75,6 +75,15 @@ static const role_row ROLES[TN_COUNT] = {
     [TN_NEXTN_SHARED_HEAD_NORM] = W("nextn.shared_head_norm"),
     [TN_NEXTN_EMBED_TOKENS] = W("nextn.embed_tokens"),     /* optional: else the model's own */
     [TN_NEXTN_SHARED_HEAD_HEAD] = W("nextn.shared_head_head"),
+
+    [TN_ATTN_GATE] = W("attn_gate"),
+    [TN_SSM_IN] = W("ssm_in"),
+    [TN_SSM_CONV1D] = W("ssm_conv1d"),
+    [TN_SSM_DT] = B("ssm_dt"),
+    [TN_SSM_A] = { "ssm_a", "", true, false }, /* llama.cpp names it without a suffix */
+    [TN_SSM_BA] = W("ssm_ba"),
+    [TN_SSM_NORM] = W("ssm_norm"),
+    [TN_SSM_OUT] = W("ssm_out"),
 };
 
 /* Where an architecture stores a role under another role's name. */
@@ -84,6 +93,7 @@ static const struct {
 } ARCH_ROLES[] = {
     { "glm4moe", TN_FFN_NORM, TN_ATTN_POST_NORM },
     { "gpt-oss", TN_FFN_NORM, TN_ATTN_POST_NORM },
+    { "qwen3next", TN_FFN_NORM, TN_ATTN_POST_NORM },
 };
 
 static const role_row *row(tensor_role r) { return r >= 0 && r < TN_COUNT ? &ROLES[r] : NULL; }
@@ -101,7 +111,7 @@ static char *format(char *buf, size_t n, tensor_role r, int layer, bool with_wei
     const role_row *t = row(r);
     if (!t) { snprintf(buf, n, "?"); return buf; }
     const bool weight = !strcmp(t->suffix, "weight");
-    const char *dot = with_weight || !weight ? "." : "", *suffix = with_weight || !weight ? t->suffix : "";
+    const char *dot = (with_weight || !weight) && *t->suffix ? "." : "", *suffix = with_weight || !weight ? t->suffix : "";
     if (t->layer) snprintf(buf, n, "blk.%d.%s%s%s", layer, t->stem, dot, suffix);
     else snprintf(buf, n, "%s%s%s", t->stem, dot, suffix);
     return buf;
@@ -132,6 +142,7 @@ static bool matches(const role_row *t, const char *rest, int *expert)
 {
     const size_t sl = strlen(t->stem);
     *expert = -1;
+    if (!*t->suffix) return !strcmp(rest, t->stem); /* a name without a suffix */
     if (!strncmp(rest, t->stem, sl) && rest[sl] == '.' && !strcmp(rest + sl + 1, t->suffix)) return true;
     if (!t->split || strncmp(rest, t->stem, sl - 5)) return false;
     int e = -1, m = 0;

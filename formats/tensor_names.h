@@ -53,6 +53,10 @@ typedef enum tensor_role {
     /* next-token-prediction blocks (GLM-4.5's MTP), which the pack leaves out */
     TN_NEXTN_EH_PROJ, TN_NEXTN_ENORM, TN_NEXTN_HNORM, TN_NEXTN_SHARED_HEAD_NORM, TN_NEXTN_EMBED_TOKENS,
     TN_NEXTN_SHARED_HEAD_HEAD,
+    /* Gated DeltaNet layers (Qwen3-Next): the q/k/v and output-gate projections (attn_qkv, attn_gate;
+     * ssm_in in the first GGUFs), the causal convolution, dt bias, A (no suffix: "blk.N.ssm_a"), the
+     * beta/alpha projection, the gated norm and the output projection */
+    TN_ATTN_GATE, TN_SSM_IN, TN_SSM_CONV1D, TN_SSM_DT, TN_SSM_A, TN_SSM_BA, TN_SSM_NORM, TN_SSM_OUT,
     TN_COUNT
 } tensor_role;
 

@@ -61,6 +61,12 @@ static const struct hkey {
     { HPK_ROPE_SCALING_FACTOR,         offsetof(model_hparams, rope_factor), OPT, 0 },
     { HPK_ROPE_SCALING_ATTN_FACTOR,    offsetof(model_hparams, rope_attn_factor), OPT, 1.0 },
     { HPK_ROPE_SCALING_ORIG_CONTEXT,   offsetof(model_hparams, n_ctx_orig), OPT, 0 },
+    { HPK_SSM_CONV_KERNEL,             offsetof(model_hparams, ssm_d_conv), OPT, 0 },
+    { HPK_SSM_INNER_SIZE,              offsetof(model_hparams, ssm_d_inner), OPT, 0 },
+    { HPK_SSM_STATE_SIZE,              offsetof(model_hparams, ssm_d_state), OPT, 0 },
+    { HPK_SSM_TIME_STEP_RANK,          offsetof(model_hparams, ssm_dt_rank), OPT, 0 },
+    { HPK_SSM_GROUP_COUNT,             offsetof(model_hparams, ssm_n_group), OPT, 0 },
+    { HPK_FULL_ATTENTION_INTERVAL,     offsetof(model_hparams, full_attn_interval), OPT, 4 },
 };
 
 int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *ctx, char *err,
@@ -230,6 +236,17 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
     if (hp->n_layer_dense_lead > hp->n_layer || (hp->n_layer_dense_lead > 0 && hp->n_expert == 0)) {
         snprintf(err, errlen, "hyperparameters: %d leading dense layers of %d, %d experts do not fit",
                  hp->n_layer_dense_lead, hp->n_layer, hp->n_expert);
+        return -1;
+    }
+    /* Gated DeltaNet layers: llama.cpp's shapes (value heads a multiple of key heads, keys and values
+     * state_size wide, inner_size = value heads x state_size) */
+    if (hp->arch.gated_delta_net &&
+        (hp->ssm_d_conv < 2 || hp->ssm_d_state < 1 || hp->ssm_n_group < 1 || hp->ssm_dt_rank < hp->ssm_n_group ||
+         hp->ssm_dt_rank % hp->ssm_n_group || hp->ssm_d_inner != hp->ssm_dt_rank * hp->ssm_d_state ||
+         hp->ssm_d_conv > 64 || hp->ssm_d_state > 1024)) {
+        snprintf(err, errlen, "hyperparameters: Gated DeltaNet layers with conv_kernel %d, state_size %d, group_count "
+                 "%d, time_step_rank %d, inner_size %d do not fit", hp->ssm_d_conv, hp->ssm_d_state, hp->ssm_n_group,
+                 hp->ssm_dt_rank, hp->ssm_d_inner);
         return -1;
     }
     bool any_dense = false; /* a dense layer needs its width: all of a dense model, DeepSeek's lead, Llama 4's steps */

@@ -31,6 +31,11 @@ int backend_check(const backend_caps *c, const model *m, char *err, size_t errle
         snprintf(err, errlen, "the %s backend does not apply Granite's multipliers yet (--device cpu)", c->name);
         return -1;
     }
+    if ((hp->arch.gated_delta_net || hp->arch.attn_out_gate) && !c->gated_delta_net) {
+        snprintf(err, errlen, "the %s backend does not run %s's Gated DeltaNet layers yet (--device cpu)", c->name,
+                 hp->arch.name);
+        return -1;
+    }
     bool probs_b = false;
     for (int l = 0; l < hp->n_layer; l++) probs_b |= m->w.layers[l].exp_probs_b != NULL;
     if ((hp->gating != GATING_SOFTMAX || probs_b || (hp->arch.scale_w && hp->expert_weights_scale != 0) ||

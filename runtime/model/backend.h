@@ -47,12 +47,14 @@ typedef struct backend_caps {
     bool rope_scaled;           /* linear, YaRN, an attention factor, Llama 3's rope_freqs */
     int max_head_dim;           /* 0: any */
     bool gqa_uneven;            /* n_head not a multiple of n_head_kv */
+    bool gated_delta_net;       /* Qwen3-Next: Gated DeltaNet layers (op gdn), gated attention output (op mul_sigmoid) */
 } backend_caps;
 
 /* One ubatch's activations, n_batch rows each, in the backend's memory. */
 typedef struct backend_bufs {
     float *x, *h, *q, *kx, *vx, *att, *o, *rlog, *gd;
     float *mla_qa, *mla_q, *mla_kva, *mla_o;    /* MLA only */
+    float *qg, *qgate;                          /* arch.attn_out_gate: q|gate per head (2 q_dim), the gates */
 } backend_bufs;
 
 typedef struct backend_ops {
@@ -94,6 +96,11 @@ typedef struct backend_ops {
      * block: x_h at x + b * x_stride + h * x_step (x_w wide), y_h at y + b * y_stride + h * y_step. */
     int (*mla_per_head)(void *c, int l, bool v, int B, const float *x, size_t x_stride, size_t x_step, int x_w,
                         float *y, size_t y_stride, size_t y_step);
+    /* Layer l's Gated DeltaNet over B rows of h (its normed input) into out (n_embd each), its
+     * recurrent state carried from the previous positions and moved on. */
+    int (*gdn)(void *c, int l, int B, const float *h, float *out);
+    /* x[i] *= sigmoid(g[i]) */
+    int (*mul_sigmoid)(void *c, float *x, const float *g, size_t n);
     /* logits[rows][w->rows] (host) = h . W^T, everything queued done. */
     int (*logits)(void *c, const weight *w, const float *h, int rows, float *logits);
     /* Everything queued done (NULL: nothing is queued). */

@@ -15,20 +15,9 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-static void rmsnorm(float *out, const float *x, const float *w, int n, float eps)
-{
-    double ss = 0.0;
-    for (int i = 0; i < n; i++) ss += (double)(x[i] * x[i]);
-    const float scale = 1.0f / sqrtf((float)(ss / n) + eps);
-    for (int i = 0; i < n; i++) {
-        float v = x[i] * scale;
-        out[i] = w ? v * w[i] : v; /* no weight: ggml_rms_norm alone */
-    }
-}
-
 static void rmsnorm_rows(float *out, const float *x, const float *w, int B, int n, float eps)
 {
-    for (int b = 0; b < B; b++) rmsnorm(out + (size_t)b * n, x + (size_t)b * n, w, n, eps);
+    for (int b = 0; b < B; b++) cpu_rms_row(out + (size_t)b * n, x + (size_t)b * n, w, n, eps);
 }
 
 
@@ -379,7 +368,7 @@ static const char *cpu_error(void *c)
 static const backend_caps cpu_caps = {
     .name = "CPU", .kv_f32 = true, .granite_scales = true, .routing = true, .mixed_layers = true, .mla = true,
     .qk_norm_after_rope = true, .qk_norm_optional = true, .llama4 = true, .sinks_swa = true, .rope_scaled = true,
-    .max_head_dim = 0, .gqa_uneven = true,
+    .max_head_dim = 0, .gqa_uneven = true, .gated_delta_net = true,
 };
 
 const backend_ops backend_cpu = {
@@ -400,6 +389,8 @@ const backend_ops backend_cpu = {
     .gate_add = cpu_gate_add,
     .copy_rows = cpu_copy_rows,
     .mla_per_head = cpu_mla_per_head,
+    .gdn = cpu_gdn,
+    .mul_sigmoid = cpu_mul_sigmoid,
     .logits = cpu_logits,
     .sync = NULL,
     .error = cpu_error,

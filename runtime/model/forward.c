@@ -97,13 +97,21 @@ static int attention_block(model *m, int l, int B, int pos0)
     /* Decode: the o projection comes next (after attention), so threads
      * that finish early warm their first rows of it (mm_next). */
     const mm_next next_o = { 1, { &L->wo } };
+    /* Qwen3-Next: each head's q is followed by its output gate in wq's rows */
+    const bool gated = hp->arch.attn_out_gate;
+    float *qout = gated ? a->qg : a->q;
     if (B == 1) { /* decode: q, k and v as one job */
-        const mm_vec v[3] = { { &L->wq, a->h, a->q }, { &L->wk, a->h, a->kx }, { &L->wv, a->h, a->vx } };
+        const mm_vec v[3] = { { &L->wq, a->h, qout }, { &L->wk, a->h, a->kx }, { &L->wv, a->h, a->vx } };
         TRY(op->matvecs(c, v, 3, &next_o));
     } else {
-        TRY(op->matmul(c, &L->wq, a->h, B, a->q));
+        TRY(op->matmul(c, &L->wq, a->h, B, qout));
         TRY(op->matmul(c, &L->wk, a->h, B, a->kx));
         TRY(op->matmul(c, &L->wv, a->h, B, a->vx));
+    }
+    if (gated) { /* every (row, head): q from the first head_dim, the gate from the second */
+        const size_t hd = (size_t)hp->head_dim;
+        TRY(op->copy_rows(c, a->q, hd, a->qg, 2 * hd, B * hp->n_head, (int)hd));
+        TRY(op->copy_rows(c, a->qgate, hd, a->qg + hd, 2 * hd, B * hp->n_head, (int)hd));
     }
     TRY(op->add_bias(c, a->q, L->bq, B, m->q_dim));
     TRY(op->add_bias(c, a->kx, L->bk, B, m->kv_dim));
@@ -130,6 +138,7 @@ static int attention_block(model *m, int l, int B, int pos0)
         TRY(op->rmsnorm(c, a->kx, NULL, a->kx, B * hp->n_head_kv, hp->head_dim));
     }
     TRY(op->attention(c, l, B, pos0, &next_o));
+    if (gated) TRY(op->mul_sigmoid(c, a->att, a->qgate, (size_t)B * m->att_dim));
     if (B == 1) {
         /* The FFN's first mat-vec job after o: the router, or gate and up. */
         mm_next next = { 1, { &L->router } };
@@ -140,6 +149,16 @@ static int attention_block(model *m, int l, int B, int pos0)
         TRY(op->matmul(c, &L->wo, a->att, B, a->o));
     }
     TRY(op->add_bias(c, a->o, L->bo, B, hp->n_embd));
+    return residual(m, a->o, B);
+}
+
+/* Qwen3-Next's linear attention (hparams_layer_recurrent): the backend's
+ * Gated DeltaNet over the normed rows, its recurrent state moving on. */
+static int gdn_block(model *m, int l, int B)
+{
+    const backend_bufs *a = &m->bufs;
+    TRY(m->ops->rmsnorm(m->ctx, a->x, m->bw->layers[l].attn_norm, a->h, B, m->hp.n_embd));
+    TRY(m->ops->gdn(m->ctx, l, B, a->h, a->o));
     return residual(m, a->o, B);
 }
 
@@ -215,7 +234,9 @@ static int forward_ubatch(model *m, const int32_t *tokens, const float *hidden, 
     if (hp->embd_scale != 0.0f) TRY(op->scale(c, a->x, (size_t)B * hp->n_embd, hp->embd_scale));
     if (hidden) TRY(mtp_entry(m, hidden, B));
     for (int l = 0; l < hp->n_layer; l++) {
-        TRY(hp->arch.mla ? mla_attention_block(m, l, B, pos0) : attention_block(m, l, B, pos0));
+        TRY(hparams_layer_recurrent(hp, l) ? gdn_block(m, l, B)
+            : hp->arch.mla                 ? mla_attention_block(m, l, B, pos0)
+                                           : attention_block(m, l, B, pos0));
         TRY(hparams_layer_moe(hp, l) ? moe_block(m, l, B) : ffn_block(m, l, B));
     }
     const weight *out = weight_present(&m->bw->output) ? &m->bw->output : &m->bw->tok_embd;

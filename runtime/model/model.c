@@ -100,9 +100,19 @@ static int check_layer(checker *c, const model_hparams *hp, layer_weights *L, in
     const int D = hp->n_embd, qd = hp->n_head * hp->head_dim, kvd = hp->n_head_kv * hp->head_dim;
     if (check_vec(c, L->attn_norm, TN_ATTN_NORM, l) || check_vec(c, L->ffn_norm, TN_FFN_NORM, l))
         return -1;
-    if (hp->arch.mla) {
+    const bool recurrent = hparams_layer_recurrent(hp, l);
+    if (recurrent) {
+        const int C = hparams_ssm_channels(hp);
+        if (check_w(c, &L->wqkv, C, D, TN_ATTN_QKV, l) || check_w(c, &L->ssm_z, hp->ssm_d_inner, D, TN_ATTN_GATE, l) ||
+            check_w(c, &L->ssm_ba, 2 * hp->ssm_dt_rank, D, TN_SSM_BA, l) ||
+            check_w(c, &L->ssm_out, D, hp->ssm_d_inner, TN_SSM_OUT, l) || check_vec(c, L->ssm_conv, TN_SSM_CONV1D, l) ||
+            check_vec(c, L->ssm_dt, TN_SSM_DT, l) || check_vec(c, L->ssm_a, TN_SSM_A, l) ||
+            check_vec(c, L->ssm_norm, TN_SSM_NORM, l))
+            return -1;
+    } else if (hp->arch.mla) {
         if (check_mla(c, hp, L, l)) return -1;
-    } else if (check_w(c, &L->wq, qd, D, TN_ATTN_Q, l) || check_w(c, &L->wk, kvd, D, TN_ATTN_K, l) ||
+    } else if (check_w(c, &L->wq, hp->arch.attn_out_gate ? 2 * qd : qd, D, TN_ATTN_Q, l) ||
+               check_w(c, &L->wk, kvd, D, TN_ATTN_K, l) ||
                check_w(c, &L->wv, kvd, D, TN_ATTN_V, l) || check_w(c, &L->wo, D, qd, TN_ATTN_OUT, l)) {
         return -1;
     }
@@ -114,7 +124,8 @@ static int check_layer(checker *c, const model_hparams *hp, layer_weights *L, in
                                 check_vec(c, L->bo, TN_ATTN_OUT_BIAS, l)))
         return -1;
     /* optional norms come in pairs: both or neither */
-    const bool need_qk = hp->arch.qk_norm != QK_NORM_NONE && (!hp->arch.qk_norm_optional || L->q_norm || L->k_norm);
+    const bool need_qk = hp->arch.qk_norm != QK_NORM_NONE && !recurrent &&
+                         (!hp->arch.qk_norm_optional || L->q_norm || L->k_norm);
     if (need_qk &&
         (check_vec(c, L->q_norm, TN_ATTN_Q_NORM, l) || check_vec(c, L->k_norm, TN_ATTN_K_NORM, l)))
         return -1;
@@ -269,7 +280,7 @@ static model *create(const model_hparams *hp, const model_weights *w, const mode
     for (int l = 0; l < h->n_layer + m->w.n_mtp; l++) {
         layer_weights *L = &m->w.layers[l];
         /* a draft model's block is its main model's checked layer, a fused qkv split there already */
-        if (!mtp && weight_present(&L->wqkv) && split_qkv(&c, h, L, l, m->qkv_kf + 3 * l)) {
+        if (!mtp && weight_present(&L->wqkv) && !hparams_layer_recurrent(h, l) && split_qkv(&c, h, L, l, m->qkv_kf + 3 * l)) {
             model_free(m);
             return NULL;
         }
@@ -361,6 +372,24 @@ static model *create(const model_hparams *hp, const model_weights *w, const mode
             }
         }
     }
+    if (h->arch.gated_delta_net) {
+        const size_t C = (size_t)hparams_ssm_channels(h), S = (size_t)h->ssm_d_state, NV = (size_t)h->ssm_dt_rank;
+        int n_rec = 0;
+        m->gdn_slot = calloc((size_t)h->n_layer + 1, sizeof *m->gdn_slot);
+        for (int l = 0; m->gdn_slot && l < h->n_layer; l++) m->gdn_slot[l] = hparams_layer_recurrent(h, l) ? n_rec++ : -1;
+        if (!m->gdn_slot) fail = 1;
+        m->gdn_conv = alloc_f((size_t)n_rec * (size_t)(h->ssm_d_conv - 1) * C, &fail);
+        m->gdn_state = alloc_f((size_t)n_rec * NV * S * S, &fail);
+        m->gdn_qkv = alloc_f(nb * C, &fail);
+        m->gdn_cv = alloc_f(nb * C, &fail);
+        m->gdn_z = alloc_f(nb * (size_t)h->ssm_d_inner, &fail);
+        m->gdn_ba = alloc_f(nb * 2 * NV, &fail);
+        m->gdn_o = alloc_f(nb * (size_t)h->ssm_d_inner, &fail);
+    }
+    if (h->arch.attn_out_gate) {
+        m->qg = alloc_f(nb * 2 * (size_t)m->q_dim, &fail);
+        m->qgate = alloc_f(nb * (size_t)m->q_dim, &fail);
+    }
     m->ffa = alloc_f(nbk * ff, &fail);
     m->ffb = alloc_f(nbk * ff, &fail);
     m->rope_cs = alloc_f(nb * (size_t)h->n_rot, &fail);
@@ -388,7 +417,7 @@ static model *create(const model_hparams *hp, const model_weights *w, const mode
     m->bw = &m->w;
     m->bufs = (backend_bufs){ .x = m->x, .h = m->h, .q = m->q, .kx = m->kx, .vx = m->vx, .att = m->att, .o = m->o,
                               .rlog = m->rlog, .gd = m->gd, .mla_qa = m->mla_qa, .mla_q = m->mla_q,
-                              .mla_kva = m->mla_kva, .mla_o = m->mla_o };
+                              .mla_kva = m->mla_kva, .mla_o = m->mla_o, .qg = m->qg, .qgate = m->qgate };
     if (fail) {
         snprintf(err, errlen, "out of memory (KV cache %zu bytes for n_ctx %d)",
                  cache_rows * (size_t)(m->kv_dim + m->kv_dim_v), m->n_ctx);
@@ -493,12 +522,26 @@ const model_hparams *model_hp(const model *m) { return &m->hp; }
 const char *model_kernels_name(const model *m) { return m->k->name; }
 int model_n_threads(const model *m) { return m->opt.n_threads; }
 
+/* Every Gated DeltaNet layer's state back to position 0's: zeros. */
+static void model_gdn_reset(model *m)
+{
+    const model_hparams *h = &m->hp;
+    int n_rec = 0;
+    for (int l = 0; l < h->n_layer; l++) n_rec += m->gdn_slot[l] >= 0;
+    const size_t C = (size_t)hparams_ssm_channels(h), S = (size_t)h->ssm_d_state;
+    memset(m->gdn_conv, 0, (size_t)n_rec * (size_t)(h->ssm_d_conv - 1) * C * sizeof(float));
+    memset(m->gdn_state, 0, (size_t)n_rec * (size_t)h->ssm_dt_rank * S * S * sizeof(float));
+}
+
 void model_rewind(model *m, int n_past)
 {
     /* a sliding layer's ring holds n_batch positions more than its window: further back, what the
      * next position would see is gone, so the context starts over */
     if (m->kv_ring && n_past > 0 && m->n_past - n_past > m->opt.n_batch) n_past = 0;
+    /* a recurrent layer's state holds the last position only: anything shorter starts over */
+    if (m->gdn_slot && n_past > 0 && n_past < m->n_past) n_past = 0;
     if (n_past >= 0 && n_past < m->n_past) m->n_past = n_past;
+    if (m->gdn_slot && m->n_past == 0) model_gdn_reset(m);
 }
 
 size_t model_active_bytes(const model *m)
@@ -603,6 +646,8 @@ void model_free(model *m)
     free(m->ffa); free(m->ffb); free(m->rope_cs); free(m->att_scores);
     free(m->mla_qa); free(m->mla_q); free(m->mla_kva); free(m->mla_o); free(m->mla_in); free(m->mla_out);
     free(m->mla_kb); free(m->mla_vb); free(m->mla_kf); free(m->qkv_kf);
-    free(m->rlog); free(m->selw); free(m->eo); free(m->hg); free(m->hrot); free(m->gd); free(m->sel); free(m->grp);
+    free(m->rlog); free(m->selw); free(m->eo); free(m->hg); free(m->hrot); free(m->gd);
+    free(m->gdn_slot); free(m->gdn_conv); free(m->gdn_state); free(m->gdn_qkv); free(m->gdn_cv); free(m->gdn_z);
+    free(m->gdn_ba); free(m->gdn_o); free(m->qg); free(m->qgate); free(m->sel); free(m->grp);
     free(m);
 }

@@ -86,7 +86,23 @@ typedef struct model_hparams {
      * before its residual add, attention scores times attn_scale instead of
      * 1/sqrt(head_dim), logits times 1/logit_scale. */
     float embd_scale, residual_scale, attn_scale, logit_scale;
+    /* Gated DeltaNet layers (arch.gated_delta_net): the convolution's width, the value width (value
+     * heads x head width), the head width (keys and values), the value heads and the key heads; every
+     * full_attn_interval-th layer is full attention */
+    int ssm_d_conv, ssm_d_inner, ssm_d_state, ssm_dt_rank, ssm_n_group, full_attn_interval;
 } model_hparams;
+
+/* Layer l is a Gated DeltaNet layer (Qwen3-Next's linear attention). */
+static inline bool hparams_layer_recurrent(const model_hparams *hp, int l)
+{
+    return hp->arch.gated_delta_net && (l + 1) % (hp->full_attn_interval > 0 ? hp->full_attn_interval : 4) != 0;
+}
+
+/* The channels a Gated DeltaNet layer convolves: q and k (key heads x head width each), then v. */
+static inline int hparams_ssm_channels(const model_hparams *hp)
+{
+    return 2 * hp->ssm_n_group * hp->ssm_d_state + hp->ssm_d_inner;
+}
 
 /* Layer l rotates q and k (Llama 4's every 4th layer does not). */
 static inline bool hparams_layer_rope(const model_hparams *hp, int l)
@@ -147,6 +163,12 @@ typedef struct layer_weights {
      * optional (else the model's) */
     weight eh_proj, nextn_embd, nextn_head;
     const float *enorm, *hnorm, *nextn_norm, *layer_out_norm;
+    /* a Gated DeltaNet layer (hparams_layer_recurrent): q|k|v = wqkv x (not split into views), the
+     * output gate z = ssm_z x, beta|alpha per key head = ssm_ba x; the convolution's weights
+     * (channels x ssm_d_conv), dt's bias and A (-exp(A_log)) per value head, the gated norm's weight
+     * (head width), ssm_out back to n_embd */
+    weight ssm_z, ssm_ba, ssm_out;
+    const float *ssm_conv, *ssm_dt, *ssm_a, *ssm_norm;
 } layer_weights;
 
 typedef struct model_weights {

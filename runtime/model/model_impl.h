@@ -66,6 +66,18 @@ struct model {
     void *exp_hid_ctx;
     int moe_layer;
     bool exp_hid_failed;
+    /* Gated DeltaNet layers (hparams_layer_recurrent): layer l's state is
+     * slot gdn_slot[l] (-1 for the other layers): the convolution's last
+     * ssm_d_conv - 1 input rows (channels wide, oldest first) and the delta
+     * rule's matrix per value head (state_size x state_size, [value][key]);
+     * zero at position 0. Scratch for one ubatch: the q|k|v projection, its
+     * convolution, the output gate z, beta|alpha and the heads' outputs.
+     * Attention layers with an output gate (arch.attn_out_gate): q|gate per
+     * head from wq, and the gates. */
+    int *gdn_slot;
+    float *gdn_conv, *gdn_state;
+    float *gdn_qkv, *gdn_cv, *gdn_z, *gdn_ba, *gdn_o;
+    float *qg, *qgate;
     /* a draft model over a next-token-prediction block (model_create_mtp):
      * its input rows are [enorm(embed(t)); hnorm(h)] side by side (mtp_cat,
      * n_batch x 2 n_embd); the pool is the main model's (own_pool false) */

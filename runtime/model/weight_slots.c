@@ -50,6 +50,13 @@ const weight_slot LAYER_SLOTS[] = {
     VN(TN_NEXTN_HNORM, hnorm, SLOT_EMBD, SLOT_ANY),
     VN(TN_NEXTN_SHARED_HEAD_NORM, nextn_norm, SLOT_EMBD, SLOT_ANY),
     VN(TN_LAYER_OUT_NORM, layer_out_norm, SLOT_EMBD, SLOT_ANY),
+    M(TN_ATTN_GATE, ssm_z, SLOT_MAT),
+    VN(TN_SSM_CONV1D, ssm_conv, SLOT_SSM_CONV, SLOT_SSM_CHANNELS),
+    V(TN_SSM_DT, ssm_dt),
+    V(TN_SSM_A, ssm_a),
+    M(TN_SSM_BA, ssm_ba, SLOT_MAT),
+    V(TN_SSM_NORM, ssm_norm),
+    M(TN_SSM_OUT, ssm_out, SLOT_MAT),
 };
 
 const int N_LAYER_SLOTS = (int)(sizeof LAYER_SLOTS / sizeof LAYER_SLOTS[0]);
@@ -61,5 +68,6 @@ weight *slot_mat(layer_weights *L, const weight_slot *s) { return (weight *)((ch
 int64_t slot_len_of(const model_hparams *hp, slot_len len)
 {
     return len == SLOT_EMBD ? hp->n_embd : len == SLOT_HEADS ? hp->n_head : len == SLOT_EXPERTS ? hp->n_expert
-         : len == SLOT_FF_EXP ? hp->n_ff_exp : 0;
+         : len == SLOT_FF_EXP ? hp->n_ff_exp : len == SLOT_SSM_CONV ? hp->ssm_d_conv
+         : len == SLOT_SSM_CHANNELS ? hparams_ssm_channels(hp) : 0;
 }

@@ -27,7 +27,10 @@ typedef enum slot_kind {
     SLOT_BLOCKS, /* weight, a 2-D tensor or a 3-D one taken as all its ne1 x ne2 rows (MLA's k_b, v_b) */
 } slot_kind;
 
-typedef enum slot_len { SLOT_ANY, SLOT_EMBD, SLOT_HEADS, SLOT_EXPERTS, SLOT_FF_EXP } slot_len;
+/* SLOT_SSM_CONV: the Gated DeltaNet convolution's width, SLOT_SSM_CHANNELS the channels it convolves */
+typedef enum slot_len {
+    SLOT_ANY, SLOT_EMBD, SLOT_HEADS, SLOT_EXPERTS, SLOT_FF_EXP, SLOT_SSM_CONV, SLOT_SSM_CHANNELS
+} slot_len;
 
 typedef struct weight_slot {
     tensor_role role;

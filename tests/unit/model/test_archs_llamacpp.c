@@ -56,6 +56,7 @@
  *   test_archs_llamacpp --write DIR   writes the GGUFs and the tokens, then exits. */
 #include "tests/lib/test_util.h"
 
+#include "tests/lib/gguf_random.h"
 #include "tests/lib/gguf_weights.h"
 #include "tests/lib/spec_check.h"
 #include "tests/lib/llamacpp_fixture.h"
@@ -170,29 +171,6 @@ static const arch_spec specs[] = {
       .norm_w_control = 1, .rope_base = 6e5f },
 };
 #define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
-
-/* splitmix64: the weights are the same on every machine. */
-static float uniform(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return (float)((double)(z >> 40) / (double)(1ull << 24) * 2.0 - 1.0); /* [-1, 1), 24 bits */
-}
-
-static int add_tensor(gguf_writer *w, uint64_t *s, const char *name, int n_dims, int64_t ne0, int64_t ne1, int64_t ne2,
-                      float scale, float offset)
-{
-    const int64_t ne[3] = { ne0, ne1, ne2 };
-    const size_t n = (size_t)(ne0 * ne1 * ne2);
-    float *x = malloc(n * sizeof *x);
-    if (!x) return -1;
-    for (size_t i = 0; i < n; i++) x[i] = offset + scale * uniform(s);
-    const int rc = gguf_writer_add_tensor(w, name, GGML_TYPE_F32, (uint32_t)n_dims, ne, x, n * sizeof *x) < 0 ? -1 : 0;
-    free(x);
-    return rc;
-}
 
 /* Random MXFP4 blocks for an ne0 x ne1 x ne2 tensor: E2M1 codes, block
  * scales 2^(e-128) for e in e_lo..e_lo+2. */
