@@ -378,8 +378,12 @@ static model *create(const model_hparams *hp, const model_weights *w, const mode
         m->gdn_slot = calloc((size_t)h->n_layer + 1, sizeof *m->gdn_slot);
         for (int l = 0; m->gdn_slot && l < h->n_layer; l++) m->gdn_slot[l] = hparams_layer_recurrent(h, l) ? n_rec++ : -1;
         if (!m->gdn_slot) fail = 1;
-        m->gdn_conv = alloc_f((size_t)n_rec * (size_t)(h->ssm_d_conv - 1) * C, &fail);
-        m->gdn_state = alloc_f((size_t)n_rec * NV * S * S, &fail);
+        /* one block, so that a checkpoint is one copy */
+        const size_t n_conv = (size_t)n_rec * (size_t)(h->ssm_d_conv - 1) * C;
+        m->gdn_floats = n_conv + (size_t)n_rec * NV * S * S;
+        m->gdn_conv = alloc_f(m->gdn_floats, &fail);
+        m->gdn_state = m->gdn_conv ? m->gdn_conv + n_conv : NULL;
+        m->gdn_ckpt = alloc_f(m->gdn_floats, &fail);
         m->gdn_qkv = alloc_f(nb * C, &fail);
         m->gdn_cv = alloc_f(nb * C, &fail);
         m->gdn_z = alloc_f(nb * (size_t)h->ssm_d_inner, &fail);
@@ -522,15 +526,11 @@ const model_hparams *model_hp(const model *m) { return &m->hp; }
 const char *model_kernels_name(const model *m) { return m->k->name; }
 int model_n_threads(const model *m) { return m->opt.n_threads; }
 
-/* Every Gated DeltaNet layer's state back to position 0's: zeros. */
-static void model_gdn_reset(model *m)
+void model_checkpoint(model *m)
 {
-    const model_hparams *h = &m->hp;
-    int n_rec = 0;
-    for (int l = 0; l < h->n_layer; l++) n_rec += m->gdn_slot[l] >= 0;
-    const size_t C = (size_t)hparams_ssm_channels(h), S = (size_t)h->ssm_d_state;
-    memset(m->gdn_conv, 0, (size_t)n_rec * (size_t)(h->ssm_d_conv - 1) * C * sizeof(float));
-    memset(m->gdn_state, 0, (size_t)n_rec * (size_t)h->ssm_dt_rank * S * S * sizeof(float));
+    if (!m->gdn_slot) return;
+    memcpy(m->gdn_ckpt, m->gdn_conv, m->gdn_floats * sizeof(float));
+    m->gdn_ckpt_pos = m->n_past;
 }
 
 void model_rewind(model *m, int n_past)
@@ -538,10 +538,16 @@ void model_rewind(model *m, int n_past)
     /* a sliding layer's ring holds n_batch positions more than its window: further back, what the
      * next position would see is gone, so the context starts over */
     if (m->kv_ring && n_past > 0 && m->n_past - n_past > m->opt.n_batch) n_past = 0;
-    /* a recurrent layer's state holds the last position only: anything shorter starts over */
-    if (m->gdn_slot && n_past > 0 && n_past < m->n_past) n_past = 0;
+    if (m->gdn_slot && n_past >= 0 && n_past < m->n_past) {
+        /* a recurrent layer's state holds the last position only: back to the checkpoint, or to 0 */
+        const bool ckpt = m->gdn_ckpt_pos > 0 && m->gdn_ckpt_pos <= n_past;
+        if (ckpt) memcpy(m->gdn_conv, m->gdn_ckpt, m->gdn_floats * sizeof(float));
+        else memset(m->gdn_conv, 0, m->gdn_floats * sizeof(float));
+        if (!ckpt) m->gdn_ckpt_pos = 0;
+        m->n_past = ckpt ? m->gdn_ckpt_pos : 0;
+        return;
+    }
     if (n_past >= 0 && n_past < m->n_past) m->n_past = n_past;
-    if (m->gdn_slot && m->n_past == 0) model_gdn_reset(m);
 }
 
 size_t model_active_bytes(const model *m)
@@ -647,7 +653,7 @@ void model_free(model *m)
     free(m->mla_qa); free(m->mla_q); free(m->mla_kva); free(m->mla_o); free(m->mla_in); free(m->mla_out);
     free(m->mla_kb); free(m->mla_vb); free(m->mla_kf); free(m->qkv_kf);
     free(m->rlog); free(m->selw); free(m->eo); free(m->hg); free(m->hrot); free(m->gd);
-    free(m->gdn_slot); free(m->gdn_conv); free(m->gdn_state); free(m->gdn_qkv); free(m->gdn_cv); free(m->gdn_z);
+    free(m->gdn_slot); free(m->gdn_conv); free(m->gdn_ckpt); free(m->gdn_qkv); free(m->gdn_cv); free(m->gdn_z);
     free(m->gdn_ba); free(m->gdn_o); free(m->qg); free(m->qgate); free(m->sel); free(m->grp);
     free(m);
 }

@@ -248,8 +248,16 @@ int model_forward_mtp(model *m, const int32_t *tokens, const float *hidden, int 
                       char *err, size_t errlen);
 /* Forget positions >= n_past (0: start over). With sliding-window layers
  * (their cache a ring of window + n_batch positions) a rewind further back
- * than n_batch positions starts over instead. */
+ * than n_batch positions starts over instead. With Gated DeltaNet layers
+ * (their state holds the last position only) a rewind resumes from the
+ * checkpoint when it lies at or before n_past, else starts over; callers
+ * read model_n_past() after it and evaluate from there. */
 void model_rewind(model *m, int n_past);
+/* Keeps the Gated DeltaNet layers' state at the current position, the one
+ * checkpoint of this context (a no-op for other models): the server takes
+ * it before a prompt's last token, so the next request that shares the
+ * prompt resumes there. A rewind before it drops it. */
+void model_checkpoint(model *m);
 const model_hparams *model_hp(const model *m);
 /* Bytes of weights one decode step reads (routed experts: n_expert_used of them). */
 size_t model_active_bytes(const model *m);

@@ -76,6 +76,9 @@ struct model {
      * head from wq, and the gates. */
     int *gdn_slot;
     float *gdn_conv, *gdn_state;
+    size_t gdn_floats;          /* the states' size: conv, then matrices, contiguous in gdn_conv */
+    float *gdn_ckpt;            /* model_checkpoint's copy, at position gdn_ckpt_pos (0: none) */
+    int gdn_ckpt_pos;
     float *gdn_qkv, *gdn_cv, *gdn_z, *gdn_ba, *gdn_o;
     float *qg, *qgate;
     /* a draft model over a next-token-prediction block (model_create_mtp):

@@ -333,8 +333,10 @@ static engine_session *me_begin(void *self, const int32_t *prompt, size_t n_prom
     size_t keep = me->no_prompt_cache ? 0 : common_prefix(&me->held[s->slot], prompt, n_prompt);
     if (keep >= n_prompt) keep = n_prompt - 1;
     model_rewind(m, (int)keep);
-    keep = (size_t)model_n_past(m) < keep ? (size_t)model_n_past(m) : keep; /* a sliding window may start over */
+    /* a sliding window, or a recurrent state without a checkpoint there, may start over */
+    keep = (size_t)model_n_past(m) < keep ? (size_t)model_n_past(m) : keep;
     me->held[s->slot].n = keep;
+    const size_t reused = keep;
     /* the drafter before the prompt's forward: mtp reads its rows (those after the cached prefix) */
     if (sp->draft_max > 0 && !sp->mask) {
         spec_params dp = spec_default_params();
@@ -348,7 +350,19 @@ static engine_session *me_begin(void *self, const int32_t *prompt, size_t n_prom
             return NULL;
         }
     }
-    int bad = model_forward(m, prompt + keep, (int)(n_prompt - keep), s->logits, false, err, errlen);
+    /* Gated DeltaNet layers keep their state at the prompt's last token but one (model_checkpoint),
+     * where the next request sharing this prompt (the same again, or a conversation going on) resumes */
+    int bad = 0;
+    if (model_hp(m)->arch.gated_delta_net && n_prompt - 1 > keep) {
+        bad = model_forward(m, prompt + keep, (int)(n_prompt - 1 - keep), s->logits, false, err, errlen);
+        if (!bad) model_checkpoint(m);
+        if (!bad && held_append(me, s->slot, prompt + keep, n_prompt - 1 - keep) != 0) {
+            snprintf(err, errlen, "out of memory");
+            bad = -1;
+        }
+        if (!bad) keep = n_prompt - 1;
+    }
+    if (!bad) bad = model_forward(m, prompt + keep, (int)(n_prompt - keep), s->logits, false, err, errlen);
     if (!bad && held_append(me, s->slot, prompt + keep, n_prompt - keep) != 0) {
         snprintf(err, errlen, "out of memory");
         bad = -1;
@@ -358,7 +372,7 @@ static engine_session *me_begin(void *self, const int32_t *prompt, size_t n_prom
         me_end(s);
         return NULL;
     }
-    s->reused = keep;
+    s->reused = reused;
     snapshot_stats(me, s->slot);
     return s;
 }

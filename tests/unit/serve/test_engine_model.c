@@ -3,9 +3,10 @@
  * that interleave without disturbing each other, the prompt cache, logprobs
  * against a log-softmax computed here from model_forward's logits, logit
  * bias and penalties, the turn-end set (gpt-oss's harmony rule too), and
- * the refusals. With ../shared, a stories260K pack's greedy tokens against
+ * the refusals; the prompt cache of a model with Gated DeltaNet layers. With ../shared, a stories260K pack's greedy tokens against
  * llama.cpp's. */
 #include "tests/lib/test_util.h"
+#include "tests/lib/hybrid_model.h"
 #include "tests/lib/vocab_relabel.h"
 #include "pack/pack_cli.h"
 #include "runtime/serve/engine_model.h"
@@ -193,14 +194,19 @@ static void sessions_interleave(void **state)
     engine_model_free(e);
 }
 
-static engine *open_engine_opts(const fixture *f, int parallel, bool no_cache)
+static engine *open_pack_opts(const char *pack, int parallel, bool no_cache)
 {
     char err[512] = "";
     engine_model_opts o = { .parallel = parallel, .n_ctx = 64, .n_threads = 1, .kv = KV_F32, .no_prompt_cache = no_cache };
-    engine *e = engine_model_open(f->pack, &o, err, sizeof err);
+    engine *e = engine_model_open(pack, &o, err, sizeof err);
     if (!e) printf("%s\n", err);
     assert_non_null(e);
     return e;
+}
+
+static engine *open_engine_opts(const fixture *f, int parallel, bool no_cache)
+{
+    return open_pack_opts(f->pack, parallel, no_cache);
 }
 
 static void greedy(engine *e, const int32_t *p, size_t n, int32_t *out, int k, size_t *cached)
@@ -261,6 +267,58 @@ static void prompt_cache(void **state)
     free(pa);
     free(pb);
     free(pc);
+    engine_model_free(plain);
+    engine_model_free(e);
+}
+
+/* The prompt cache of a model with Gated DeltaNet layers (hybrid_model.h's
+ * qwen3next), whose state holds its last position only: the server keeps
+ * it at the prompt's last token but one. The same prompt again resumes
+ * there; the conversation going on keeps the context as it is; a prompt
+ * sharing that prompt and more resumes from the checkpoint, one sharing
+ * less starts over. Every answer is the one a server without a cache
+ * gives. */
+static void prompt_cache_recurrent(void **state)
+{
+    const fixture *f = *state;
+    char gguf[4300], pack[4300], err[4600];
+    snprintf(gguf, sizeof gguf, "%s/qwen3next.gguf", f->dir);
+    snprintf(pack, sizeof pack, "%s/qwen3next", f->dir);
+    if (hybrid_write_model(&HYBRID_SPECS[0], gguf, 0, err, sizeof err)) fail_msg("%s", err);
+    build(gguf, pack);
+    engine *e = open_pack_opts(pack, 1, false), *plain = open_pack_opts(pack, 1, true);
+    int32_t *ids = hybrid_tokens();
+    assert_non_null(ids);
+    enum { K = 6, NA = 12 };
+    int32_t first[K], again[K], want[K], p[NA + K + 4];
+    size_t cached;
+    greedy(e, ids, NA, first, K, &cached);
+    assert_int_equal(cached, 0);
+    greedy(plain, ids, NA, want, K, &cached);
+    assert_memory_equal(first, want, sizeof want);
+    /* the same prompt again: from the checkpoint */
+    greedy(e, ids, NA, again, K, &cached);
+    assert_int_equal(cached, NA - 1);
+    assert_memory_equal(again, first, sizeof first);
+    /* the conversation going on: prompt + answer, the context as it stands */
+    memcpy(p, ids, NA * sizeof *p);
+    memcpy(p + NA, first, sizeof first);
+    greedy(e, p, NA + K, again, K, &cached);
+    assert_int_equal(cached, NA + K - 1);
+    greedy(plain, p, NA + K, want, K, &cached);
+    assert_memory_equal(again, want, sizeof want);
+    /* the prompt and something else: back to the checkpoint */
+    p[NA] = (first[0] + 1) % 512;
+    greedy(e, p, NA + 3, again, K, &cached);
+    assert_int_equal(cached, NA - 1);
+    greedy(plain, p, NA + 3, want, K, &cached);
+    assert_memory_equal(again, want, sizeof want);
+    /* a prompt sharing less than the checkpoint: from the start */
+    greedy(e, ids + 2, NA, again, K, &cached);
+    assert_int_equal(cached, 0);
+    greedy(plain, ids + 2, NA, want, K, &cached);
+    assert_memory_equal(again, want, sizeof want);
+    free(ids);
     engine_model_free(plain);
     engine_model_free(e);
 }
@@ -426,6 +484,7 @@ int main(void)
         cmocka_unit_test(greedy_repeats),
         cmocka_unit_test(sessions_interleave),
         cmocka_unit_test(prompt_cache),
+        cmocka_unit_test(prompt_cache_recurrent),
         cmocka_unit_test(logprobs_are_log_softmax),
         cmocka_unit_test(bias_and_penalties),
         cmocka_unit_test(turn_ends_and_refusals),
