@@ -12,8 +12,9 @@
  *   per value head, its state S (value x key): S = decay S;
  *   d = beta (v - S k); S += d k^T; o = S q;
  *   o = rmsnorm(o) * ssm_norm * silu(z) per head; out = ssm_out o.
- * The recurrence runs token by token in float (llama.cpp chunks a prompt in
- * 64s: the same sums in another order). */
+ * A batch's rows go through the recurrence in chunks of GDN_CHUNK (its
+ * chunked form, below; llama.cpp's chunks are 64 rows too), a single row
+ * (decode) one step. */
 #include "runtime/model/backend_cpu.h"
 
 #include <math.h>
@@ -58,6 +59,107 @@ static void conv_rows(const float *w, float *state, const float *x, float *y, in
     }
 }
 
+/* Row b's q, k (key head g) and v (value head hv) in the convolved rows. */
+static const float *row_q(const model *m, int b, int g)
+{
+    return m->gdn_cv + (size_t)b * hparams_ssm_channels(&m->hp) + (size_t)g * m->hp.ssm_d_state;
+}
+static const float *row_k(const model *m, int b, int g)
+{
+    return row_q(m, b, g) + (size_t)m->hp.ssm_n_group * m->hp.ssm_d_state;
+}
+static const float *row_v(const model *m, int b, int hv)
+{
+    return row_q(m, b, 0) + (size_t)2 * m->hp.ssm_n_group * m->hp.ssm_d_state + (size_t)hv * m->hp.ssm_d_state;
+}
+
+/* One row through value head hv's state M ([value][key]): M = a M;
+ * d = beta (v - M k); M += d k^T; o = M q. */
+static void recur_one(model *m, float *M, int b, int hv, int g)
+{
+    const int S = m->hp.ssm_d_state, NV = m->hp.ssm_dt_rank;
+    const float a = expf(m->gdn_bg[(size_t)m->opt.n_batch * NV + (size_t)b * NV + hv]);
+    const float beta = m->gdn_bg[(size_t)b * NV + hv];
+    const float *q = row_q(m, b, g), *k = row_k(m, b, g), *v = row_v(m, b, hv);
+    float *o = m->gdn_o + (size_t)b * m->hp.ssm_d_inner + (size_t)hv * S;
+    for (int j = 0; j < S; j++) {
+        float *row = M + (size_t)j * S;
+        float sk = 0.0f;
+        for (int i = 0; i < S; i++) {
+            row[i] *= a;
+            sk += row[i] * k[i];
+        }
+        const float d = (v[j] - sk) * beta;
+        float so = 0.0f;
+        for (int i = 0; i < S; i++) {
+            row[i] += k[i] * d;
+            so += row[i] * q[i];
+        }
+        o[j] = so;
+    }
+}
+
+/* n rows (b0..) through value head hv's state M at once, the chunked form
+ * of the same recurrence (G_t the rows' cumulative log decay, d_t the
+ * rows' updates, S0 the state before them):
+ *   d_t = beta_t (v_t - e^G_t S0 k_t) - beta_t sum_{i<t} e^(G_t - G_i) (k_t . k_i) d_i
+ *   o_t = e^G_t S0 q_t + sum_{i<=t} e^(G_t - G_i) (k_i . q_t) d_i
+ *   S   = e^G_n S0 + sum_i e^(G_n - G_i) d_i k_i^T
+ * the first a forward substitution over the rows, the rest products. */
+static void chunk(model *m, float *M, int b0, int n, int hv, int g)
+{
+    const int S = m->hp.ssm_d_state, NV = m->hp.ssm_dt_rank, VD = m->hp.ssm_d_inner;
+    const float *beta = m->gdn_bg, *gl = m->gdn_bg + (size_t)m->opt.n_batch * NV;
+    float *G = m->gdn_ck, *D = G + GDN_CHUNK, *s0 = D + (size_t)GDN_CHUNK * S;
+    float acc = 0.0f;
+    for (int t = 0; t < n; t++) G[t] = acc += gl[(size_t)(b0 + t) * NV + hv];
+    for (int t = 0; t < n; t++) {
+        const float *k = row_k(m, b0 + t, g), *q = row_q(m, b0 + t, g), *v = row_v(m, b0 + t, hv);
+        const float bt = beta[(size_t)(b0 + t) * NV + hv], et = expf(G[t]);
+        float *d = D + (size_t)t * S, *o = m->gdn_o + (size_t)(b0 + t) * VD + (size_t)hv * S;
+        /* S0 k_t and S0 q_t */
+        for (int j = 0; j < S; j++) {
+            const float *row = M + (size_t)j * S;
+            float sk = 0.0f, sq = 0.0f;
+            for (int i = 0; i < S; i++) {
+                sk += row[i] * k[i];
+                sq += row[i] * q[i];
+            }
+            d[j] = bt * (v[j] - et * sk);
+            s0[j] = et * sq;
+        }
+        for (int i = 0; i < t; i++) {
+            const float *ki = row_k(m, b0 + i, g), *di = D + (size_t)i * S;
+            float kk = 0.0f;
+            for (int x = 0; x < S; x++) kk += k[x] * ki[x];
+            const float c = bt * expf(G[t] - G[i]) * kk;
+            for (int j = 0; j < S; j++) d[j] -= c * di[j];
+        }
+        for (int j = 0; j < S; j++) o[j] = s0[j];
+        for (int i = 0; i <= t; i++) {
+            const float *ki = row_k(m, b0 + i, g), *di = D + (size_t)i * S;
+            float kq = 0.0f;
+            for (int x = 0; x < S; x++) kq += ki[x] * q[x];
+            const float c = expf(G[t] - G[i]) * kq;
+            for (int j = 0; j < S; j++) o[j] += c * di[j];
+        }
+    }
+    const float en = expf(G[n - 1]);
+    for (int j = 0; j < S; j++) {
+        float *row = M + (size_t)j * S;
+        for (int x = 0; x < S; x++) row[x] *= en;
+    }
+    for (int i = 0; i < n; i++) {
+        const float *ki = row_k(m, b0 + i, g), *di = D + (size_t)i * S;
+        const float c = expf(G[n - 1] - G[i]);
+        for (int j = 0; j < S; j++) {
+            float *row = M + (size_t)j * S;
+            const float dj = c * di[j];
+            for (int x = 0; x < S; x++) row[x] += dj * ki[x];
+        }
+    }
+}
+
 int cpu_gdn(void *c, int l, int B, const float *h, float *out)
 {
     model *m = c;
@@ -72,44 +174,40 @@ int cpu_gdn(void *c, int l, int B, const float *h, float *out)
     mm_mul(&m->mm, &L->ssm_ba, h, B, m->gdn_ba);
     conv_rows(L->ssm_conv, conv, m->gdn_qkv, m->gdn_cv, B, C, K);
     const float qscale = 1.0f / sqrtf((float)S);
+    /* per row and value head: beta, then (n_batch rows on) the log decay */
+    float *beta = m->gdn_bg, *gl = m->gdn_bg + (size_t)m->opt.n_batch * NV;
     for (int b = 0; b < B; b++) {
         float *cv = m->gdn_cv + (size_t)b * C;
-        float *q = cv, *k = cv + (size_t)NK * S, *v = cv + (size_t)2 * NK * S;
+        float *q = cv, *k = cv + (size_t)NK * S;
         for (int g = 0; g < NK; g++) {
             l2norm(q + (size_t)g * S, S, hp->rms_eps);
             l2norm(k + (size_t)g * S, S, hp->rms_eps);
             for (int i = 0; i < S; i++) q[(size_t)g * S + i] *= qscale;
         }
         const float *ba = m->gdn_ba + (size_t)b * 2 * NV;
-        float *o = m->gdn_o + (size_t)b * VD;
         for (int hv = 0; hv < NV; hv++) {
             const int g = hv / rf, r = hv % rf;
-            const float beta = sigmoidf(ba[g * 2 * rf + r]);
-            const float alpha = ba[g * 2 * rf + rf + r];
-            const float decay = expf(softplusf(alpha + L->ssm_dt[hv]) * L->ssm_a[hv]);
-            const float *qh = q + (size_t)g * S, *kh = k + (size_t)g * S, *vh = v + (size_t)hv * S;
-            float *M = state + (size_t)hv * S * S, *oh = o + (size_t)hv * S;
-            for (int j = 0; j < S; j++) {
-                float *row = M + (size_t)j * S;
-                float sk = 0.0f;
-                for (int i = 0; i < S; i++) {
-                    row[i] *= decay;
-                    sk += row[i] * kh[i];
-                }
-                const float d = (vh[j] - sk) * beta;
-                float so = 0.0f;
-                for (int i = 0; i < S; i++) {
-                    row[i] += kh[i] * d;
-                    so += row[i] * qh[i];
-                }
-                oh[j] = so;
-            }
-            /* the gated norm */
+            beta[(size_t)b * NV + hv] = sigmoidf(ba[g * 2 * rf + r]);
+            gl[(size_t)b * NV + hv] = softplusf(ba[g * 2 * rf + rf + r] + L->ssm_dt[hv]) * L->ssm_a[hv];
+        }
+    }
+    for (int hv = 0; hv < NV; hv++) {
+        float *M = state + (size_t)hv * S * S;
+        const int g = hv / rf;
+        for (int b0 = 0; b0 < B; b0 += GDN_CHUNK) {
+            const int n = B - b0 < GDN_CHUNK ? B - b0 : GDN_CHUNK;
+            if (n == 1) recur_one(m, M, b0, hv, g);
+            else chunk(m, M, b0, n, hv, g);
+        }
+    }
+    /* the gated norm */
+    for (int b = 0; b < B; b++)
+        for (int hv = 0; hv < NV; hv++) {
+            float *oh = m->gdn_o + (size_t)b * VD + (size_t)hv * S;
             cpu_rms_row(oh, oh, L->ssm_norm, S, hp->rms_eps);
             const float *z = m->gdn_z + (size_t)b * VD + (size_t)hv * S;
             for (int j = 0; j < S; j++) oh[j] *= siluf(z[j]);
         }
-    }
     mm_mul(&m->mm, &L->ssm_out, m->gdn_o, B, out);
     return 0;
 }

@@ -384,6 +384,8 @@ static model *create(const model_hparams *hp, const model_weights *w, const mode
         m->gdn_conv = alloc_f(m->gdn_floats, &fail);
         m->gdn_state = m->gdn_conv ? m->gdn_conv + n_conv : NULL;
         m->gdn_ckpt = alloc_f(m->gdn_floats, &fail);
+        m->gdn_bg = alloc_f(2 * nb * NV, &fail);
+        m->gdn_ck = alloc_f((size_t)GDN_CHUNK * (1 + S) + S, &fail);
         m->gdn_qkv = alloc_f(nb * C, &fail);
         m->gdn_cv = alloc_f(nb * C, &fail);
         m->gdn_z = alloc_f(nb * (size_t)h->ssm_d_inner, &fail);
@@ -653,7 +655,7 @@ void model_free(model *m)
     free(m->mla_qa); free(m->mla_q); free(m->mla_kva); free(m->mla_o); free(m->mla_in); free(m->mla_out);
     free(m->mla_kb); free(m->mla_vb); free(m->mla_kf); free(m->qkv_kf);
     free(m->rlog); free(m->selw); free(m->eo); free(m->hg); free(m->hrot); free(m->gd);
-    free(m->gdn_slot); free(m->gdn_conv); free(m->gdn_ckpt); free(m->gdn_qkv); free(m->gdn_cv); free(m->gdn_z);
+    free(m->gdn_slot); free(m->gdn_conv); free(m->gdn_ckpt); free(m->gdn_bg); free(m->gdn_ck); free(m->gdn_qkv); free(m->gdn_cv); free(m->gdn_z);
     free(m->gdn_ba); free(m->gdn_o); free(m->qg); free(m->qgate); free(m->sel); free(m->grp);
     free(m);
 }

@@ -10,6 +10,8 @@
 #include "runtime/model/model.h"
 #include "runtime/model/routing_trace.h"
 
+#define GDN_CHUNK 64 /* rows of a Gated DeltaNet chunk (backend_cpu_gdn.c) */
+
 struct model {
     model_hparams hp;
     model_weights w;            /* the caller's planes; layers array is the caller's too */
@@ -76,6 +78,8 @@ struct model {
      * head from wq, and the gates. */
     int *gdn_slot;
     float *gdn_conv, *gdn_state;
+    float *gdn_bg;              /* beta, then the log decay: n_batch x value heads each */
+    float *gdn_ck;              /* a chunk's cumulative decays, updates (GDN_CHUNK x state_size) and a row */
     size_t gdn_floats;          /* the states' size: conv, then matrices, contiguous in gdn_conv */
     float *gdn_ckpt;            /* model_checkpoint's copy, at position gdn_ckpt_pos (0: none) */
     int gdn_ckpt_pos;

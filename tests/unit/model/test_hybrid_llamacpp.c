@@ -13,7 +13,8 @@
  * logits for the last SEQ_LAST rows are tests/fixtures/archs/NAME.logits.f32
  * (made by `sh tests/diag/diag_fixtures_llamacpp.sh test_hybrid_llamacpp
  * tests/fixtures/archs`). Ours must agree within 1e-5 of each row's largest
- * |logit|, in ubatches of 64 and of 7; the pack built from the model must
+ * |logit|, in ubatches of 64 and of 7 (the delta rule's chunked form) and
+ * of 1 (its step); the pack built from the model must
  * give the GGUF's bits; a control model whose every layer is full attention
  * is far off.
  *
@@ -98,6 +99,7 @@ static void run_hybrid(const hybrid_spec *a, int n_batch)
 
 static void test_qwen3next(void **st) { (void)st; run_hybrid(&HYBRID_SPECS[0], 64); }
 static void test_qwen3next_small_ubatches(void **st) { (void)st; run_hybrid(&HYBRID_SPECS[0], 7); }
+static void test_qwen3next_one_by_one(void **st) { (void)st; run_hybrid(&HYBRID_SPECS[0], 1); }
 
 int main(int argc, char **argv)
 {
@@ -105,6 +107,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3next),
         cmocka_unit_test(test_qwen3next_small_ubatches),
+        cmocka_unit_test(test_qwen3next_one_by_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
