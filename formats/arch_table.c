@@ -63,6 +63,14 @@ static const arch_info ARCH_TABLE[] = {
      * named post_attention_norm; softmax routing renormalised, a shared expert behind a sigmoid gate. */
     { .name = "qwen3next", .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true,
       .scale_w = true, .gated_delta_net = true, .attn_out_gate = true },
+    /* Qwen3.5 (MoE and dense): Qwen3-Next's layers with the beta and alpha projections apart and the
+     * key heads tiled over the value heads (value head h reads key head h mod key heads); its
+     * interleaved M-RoPE rotates a text position as NEOX does when the sections cover the rotated
+     * dimensions (iq3pack build checks them) */
+    { .name = "qwen35moe", .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true,
+      .scale_w = true, .gated_delta_net = true, .attn_out_gate = true, .gdn_tiled_heads = true, .mrope_sections = true },
+    { .name = "qwen35", .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true,
+      .gated_delta_net = true, .attn_out_gate = true, .gdn_tiled_heads = true, .mrope_sections = true },
     /* OLMoE normalises q and k over the whole projected width, and keeps the raw top-k probabilities. */
     { .name = "olmoe", .rope = ROPE_NEOX, .qk_norm = QK_NORM_FULL, .attn_bias = false, .norm_topk = false },
     /* not run by the runtime; a pack of one still says how it rotates */

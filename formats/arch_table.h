@@ -79,6 +79,13 @@ typedef struct arch_info {
      * output is multiplied by its sigmoid before o (attn_out_gate). */
     bool gated_delta_net;
     bool attn_out_gate;
+    /* Qwen3.5: value head h reads key head h % key heads (ggml_repeat); Qwen3-Next's reads
+     * h / (value heads / key heads) */
+    bool gdn_tiled_heads;
+    /* Qwen3.5's interleaved M-RoPE (rope.dimension_sections): a text position rotates a pair as NEOX
+     * does when the first three sections cover the rotated pairs, the only case strata runs;
+     * iq3pack build refuses a source whose sections leave pairs to the fourth */
+    bool mrope_sections;
 } arch_info;
 
 const arch_info *arch_table_find(const char *name);

@@ -84,6 +84,8 @@ static const role_row ROLES[TN_COUNT] = {
     [TN_SSM_BA] = W("ssm_ba"),
     [TN_SSM_NORM] = W("ssm_norm"),
     [TN_SSM_OUT] = W("ssm_out"),
+    [TN_SSM_BETA] = W("ssm_beta"),
+    [TN_SSM_ALPHA] = W("ssm_alpha"),
 };
 
 /* Where an architecture stores a role under another role's name. */
@@ -94,6 +96,8 @@ static const struct {
     { "glm4moe", TN_FFN_NORM, TN_ATTN_POST_NORM },
     { "gpt-oss", TN_FFN_NORM, TN_ATTN_POST_NORM },
     { "qwen3next", TN_FFN_NORM, TN_ATTN_POST_NORM },
+    { "qwen35moe", TN_FFN_NORM, TN_ATTN_POST_NORM },
+    { "qwen35", TN_FFN_NORM, TN_ATTN_POST_NORM },
 };
 
 static const role_row *row(tensor_role r) { return r >= 0 && r < TN_COUNT ? &ROLES[r] : NULL; }

@@ -57,6 +57,7 @@ typedef enum tensor_role {
      * ssm_in in the first GGUFs), the causal convolution, dt bias, A (no suffix: "blk.N.ssm_a"), the
      * beta/alpha projection, the gated norm and the output projection */
     TN_ATTN_GATE, TN_SSM_IN, TN_SSM_CONV1D, TN_SSM_DT, TN_SSM_A, TN_SSM_BA, TN_SSM_NORM, TN_SSM_OUT,
+    TN_SSM_BETA, TN_SSM_ALPHA, /* Qwen3.5: the beta and alpha projections apart */
     TN_COUNT
 } tensor_role;
 

@@ -259,6 +259,29 @@ static int refuse_arch(const char *src, const char *arch, char *e, size_t n)
     return -1;
 }
 
+/* Qwen3.5's M-RoPE (arch_info.mrope_sections): the first three sections must
+ * cover the rotated pairs, so that a text position rotates each as NEOX does. */
+static int refuse_sections(const char *src, const gguf_file *g, const char *arch, char *e, size_t n)
+{
+    const arch_info *a = arch_table_find(arch);
+    if (!a || !a->mrope_sections) return 0;
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.dimension_sections", arch);
+    const int64_t i = gguf_find_key(g, key);
+    snprintf(key, sizeof key, "%s.%s", arch, HPARAM_KEYS[HPK_ROPE_DIM].key);
+    uint64_t rot = 0;
+    const gguf_type t = i >= 0 ? gguf_kv_arr_type(g, i) : GGUF_TYPE_COUNT;
+    int32_t v[4] = { -1, -1, -1, -1 }; /* the data may lie unaligned in the file */
+    if ((t == GGUF_TYPE_INT32 || t == GGUF_TYPE_UINT32) && gguf_kv_arr_n(g, i) == 4) memcpy(v, gguf_kv_arr_data(g, i), sizeof v);
+    if (gguf_get_uint(g, key, &rot) == 0 && v[0] >= 0 && v[1] >= 0 && v[2] >= 0 &&
+        (uint64_t)v[0] + (uint64_t)v[1] + (uint64_t)v[2] >= rot / 2)
+        return 0;
+    snprintf(e, n, "%s: %s's rope.dimension_sections must be 4 integers whose first three cover the %llu rotated "
+             "pairs (text positions rotate as NEOX then); other M-RoPE layouts are not run yet; nothing was written",
+             src, arch, (unsigned long long)(rot / 2));
+    return -1;
+}
+
 /* layout.json (the plan, for the merge) and shard.json into a shard's directory. */
 static int finish_shard(const build_opts *o, const pack_layout *L, const char *tmp, int l0, int l1, uint64_t lo,
                         uint64_t hi, uint64_t eb, char *e, size_t n)
@@ -310,7 +333,9 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
         fprintf(err, "%s\n", e);
         return 1;
     }
-    if (refuse_arch(o->src, gguf_get_str(source_meta(&s), "general.architecture"), e, sizeof e)) goto out;
+    if (refuse_arch(o->src, gguf_get_str(source_meta(&s), "general.architecture"), e, sizeof e) ||
+        refuse_sections(o->src, source_meta(&s), gguf_get_str(source_meta(&s), "general.architecture"), e, sizeof e))
+        goto out;
     if (o->imatrix && !(im = imatrix_load(o->imatrix, e, sizeof e))) goto out;
     uint64_t fb[2] = { 0, 0 }, eb = 0;
     if (plan_dense(&L, &s, o->drop_nextn, fb, e, sizeof e) ||

@@ -3,11 +3,12 @@
  * attention layers' output (mul_sigmoid), as llama.cpp's qwen3next graph
  * computes them:
  *   q|k|v = wqkv h, z = ssm_z h, beta|alpha = ssm_ba h (per key head: its
- *   value heads' betas, then their alphas);
+ *   value heads' betas, then their alphas; Qwen3.5: ssm_beta h, ssm_alpha h);
  *   q|k|v = silu(causal depthwise convolution of ssm_d_conv over time), the
  *   layer's state holding the previous inputs;
  *   q, k L2-normalised per key head, q scaled by 1/sqrt(state_size); value
- *   head h reads key head h / (value heads / key heads);
+ *   head h reads key head h / (value heads / key heads) (Qwen3.5: h mod key
+ *   heads);
  *   decay = exp(softplus(alpha + dt_bias) * A), beta = sigmoid(beta);
  *   per value head, its state S (value x key): S = decay S;
  *   d = beta (v - S k); S += d k^T; o = S q;
@@ -171,7 +172,13 @@ int cpu_gdn(void *c, int l, int B, const float *h, float *out)
     float *state = m->gdn_state + (size_t)slot * (size_t)NV * S * S;
     mm_mul(&m->mm, &L->wqkv, h, B, m->gdn_qkv);
     mm_mul(&m->mm, &L->ssm_z, h, B, m->gdn_z);
-    mm_mul(&m->mm, &L->ssm_ba, h, B, m->gdn_ba);
+    const bool apart = weight_present(&L->ssm_beta);
+    if (apart) { /* Qwen3.5: B rows of betas, then B rows of alphas */
+        mm_mul(&m->mm, &L->ssm_beta, h, B, m->gdn_ba);
+        mm_mul(&m->mm, &L->ssm_alpha, h, B, m->gdn_ba + (size_t)B * NV);
+    } else {
+        mm_mul(&m->mm, &L->ssm_ba, h, B, m->gdn_ba);
+    }
     conv_rows(L->ssm_conv, conv, m->gdn_qkv, m->gdn_cv, B, C, K);
     const float qscale = 1.0f / sqrtf((float)S);
     /* per row and value head: beta, then (n_batch rows on) the log decay */
@@ -184,16 +191,19 @@ int cpu_gdn(void *c, int l, int B, const float *h, float *out)
             l2norm(k + (size_t)g * S, S, hp->rms_eps);
             for (int i = 0; i < S; i++) q[(size_t)g * S + i] *= qscale;
         }
+        /* Qwen3-Next's ssm_ba: per key head its value heads' betas, then their alphas */
         const float *ba = m->gdn_ba + (size_t)b * 2 * NV;
         for (int hv = 0; hv < NV; hv++) {
             const int g = hv / rf, r = hv % rf;
-            beta[(size_t)b * NV + hv] = sigmoidf(ba[g * 2 * rf + r]);
-            gl[(size_t)b * NV + hv] = softplusf(ba[g * 2 * rf + rf + r] + L->ssm_dt[hv]) * L->ssm_a[hv];
+            const float bv = apart ? m->gdn_ba[(size_t)b * NV + hv] : ba[g * 2 * rf + r];
+            const float av = apart ? m->gdn_ba[(size_t)(B + b) * NV + hv] : ba[g * 2 * rf + rf + r];
+            beta[(size_t)b * NV + hv] = sigmoidf(bv);
+            gl[(size_t)b * NV + hv] = softplusf(av + L->ssm_dt[hv]) * L->ssm_a[hv];
         }
     }
     for (int hv = 0; hv < NV; hv++) {
         float *M = state + (size_t)hv * S * S;
-        const int g = hv / rf;
+        const int g = hp->arch.gdn_tiled_heads ? hv % NK : hv / rf; /* the key head value head hv reads */
         for (int b0 = 0; b0 < B; b0 += GDN_CHUNK) {
             const int n = B - b0 < GDN_CHUNK ? B - b0 : GDN_CHUNK;
             if (n == 1) recur_one(m, M, b0, hv, g);

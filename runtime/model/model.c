@@ -103,8 +103,11 @@ static int check_layer(checker *c, const model_hparams *hp, layer_weights *L, in
     const bool recurrent = hparams_layer_recurrent(hp, l);
     if (recurrent) {
         const int C = hparams_ssm_channels(hp);
+        const bool apart = weight_present(&L->ssm_beta) || weight_present(&L->ssm_alpha);
         if (check_w(c, &L->wqkv, C, D, TN_ATTN_QKV, l) || check_w(c, &L->ssm_z, hp->ssm_d_inner, D, TN_ATTN_GATE, l) ||
-            check_w(c, &L->ssm_ba, 2 * hp->ssm_dt_rank, D, TN_SSM_BA, l) ||
+            (apart ? check_w(c, &L->ssm_beta, hp->ssm_dt_rank, D, TN_SSM_BETA, l) ||
+                         check_w(c, &L->ssm_alpha, hp->ssm_dt_rank, D, TN_SSM_ALPHA, l)
+                   : check_w(c, &L->ssm_ba, 2 * hp->ssm_dt_rank, D, TN_SSM_BA, l)) ||
             check_w(c, &L->ssm_out, D, hp->ssm_d_inner, TN_SSM_OUT, l) || check_vec(c, L->ssm_conv, TN_SSM_CONV1D, l) ||
             check_vec(c, L->ssm_dt, TN_SSM_DT, l) || check_vec(c, L->ssm_a, TN_SSM_A, l) ||
             check_vec(c, L->ssm_norm, TN_SSM_NORM, l))

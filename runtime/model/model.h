@@ -168,6 +168,7 @@ typedef struct layer_weights {
      * (channels x ssm_d_conv), dt's bias and A (-exp(A_log)) per value head, the gated norm's weight
      * (head width), ssm_out back to n_embd */
     weight ssm_z, ssm_ba, ssm_out;
+    weight ssm_beta, ssm_alpha;                 /* Qwen3.5: the betas and alphas apart, per value head */
     const float *ssm_conv, *ssm_dt, *ssm_a, *ssm_norm;
 } layer_weights;
 

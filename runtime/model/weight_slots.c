@@ -57,6 +57,8 @@ const weight_slot LAYER_SLOTS[] = {
     M(TN_SSM_BA, ssm_ba, SLOT_MAT),
     V(TN_SSM_NORM, ssm_norm),
     M(TN_SSM_OUT, ssm_out, SLOT_MAT),
+    M(TN_SSM_BETA, ssm_beta, SLOT_MAT),
+    M(TN_SSM_ALPHA, ssm_alpha, SLOT_MAT),
 };
 
 const int N_LAYER_SLOTS = (int)(sizeof LAYER_SLOTS / sizeof LAYER_SLOTS[0]);

@@ -7,6 +7,9 @@
  *    shared by 4 value heads of 16) and 1 and 3 full attention (q with a
  *    per-head output gate, per-head q/k norms, 8 of 16 dimensions rotated);
  *    every layer a MoE of 4 experts (2 used) with a gated shared expert.
+ *  - qwen35moe: the same with Qwen3.5's separate ssm_beta and ssm_alpha and
+ *    its M-RoPE sections (2, 1, 1, 0: every rotated pair a text position's);
+ *    qwen35 with a dense FFN of 96 instead of the experts.
  * hybrid_write_model(control 1): every layer full attention, the same
  * weights where they exist. hybrid_tokens(): HYBRID_TOK ids (BOS first),
  * the same on every machine. */
@@ -30,10 +33,15 @@ enum { HYBRID_TOK = 160 };
 typedef struct hybrid_spec {
     const char *name, *arch;
     int layers, interval;
+    int qwen35;                 /* Qwen3.5: ssm_beta and ssm_alpha apart, M-RoPE sections */
+    int dense;                  /* a dense FFN instead of the experts (qwen35) */
+    int short_sections;         /* M-RoPE sections 1, 1, 1, 1: one rotated pair left to the fourth */
 } hybrid_spec;
 
 static const hybrid_spec HYBRID_SPECS[] = {
     { .name = "qwen3next", .arch = "qwen3next", .layers = 4, .interval = 2 },
+    { .name = "qwen35moe", .arch = "qwen35moe", .layers = 4, .interval = 2, .qwen35 = 1 },
+    { .name = "qwen35", .arch = "qwen35", .layers = 4, .interval = 2, .qwen35 = 1, .dense = 1 },
 };
 
 static inline int32_t *hybrid_tokens(void)
@@ -60,19 +68,25 @@ static inline int hybrid_write_model(const hybrid_spec *a, const char *path, int
         { "context_length", 512 }, { "embedding_length", EMBD }, { "block_count", (uint32_t)a->layers },
         { "feed_forward_length", 96 }, { "attention.head_count", HEADS }, { "attention.head_count_kv", KV_HEADS },
         { "attention.key_length", HEAD_DIM }, { "attention.value_length", HEAD_DIM },
-        { "rope.dimension_count", ROT }, { "expert_count", EXPERTS }, { "expert_used_count", USED },
+        { "rope.dimension_count", ROT }, { "ssm.conv_kernel", CONV }, { "ssm.state_size", GD },
+        { "ssm.group_count", GK }, { "ssm.time_step_rank", GV }, { "ssm.inner_size", GV * GD },
+        { "full_attention_interval", (uint32_t)interval }, { "expert_count", EXPERTS }, { "expert_used_count", USED },
         { "expert_feed_forward_length", FF_EXP }, { "expert_shared_feed_forward_length", FF_EXP },
-        { "ssm.conv_kernel", CONV }, { "ssm.state_size", GD }, { "ssm.group_count", GK },
-        { "ssm.time_step_rank", GV }, { "ssm.inner_size", GV * GD }, { "full_attention_interval", (uint32_t)interval },
     };
-    for (size_t i = 0; rc == 0 && i < sizeof u32 / sizeof u32[0]; i++) {
+    const size_t n_u32 = sizeof u32 / sizeof u32[0] - (a->dense ? 4 : 0); /* the experts' keys come last */
+    if (a->qwen35) {
+        const int32_t sections[4] = { a->short_sections ? 1 : 2, 1, 1, a->short_sections ? 1 : 0 };
+        snprintf(key, sizeof key, "%s.rope.dimension_sections", a->arch);
+        rc |= gguf_writer_add_arr(w, key, GGUF_TYPE_INT32, sections, 4);
+    }
+    for (size_t i = 0; rc == 0 && i < n_u32; i++) {
         snprintf(key, sizeof key, "%s.%s", a->arch, u32[i].key);
         rc = gguf_writer_add_u32(w, key, u32[i].v);
     }
     const struct { const char *key; float v; } f32[] = {
         { "rope.freq_base", 1e7f }, { "attention.layer_norm_rms_epsilon", 1e-6f }, { "expert_weights_scale", 1.0f },
     };
-    for (size_t i = 0; rc == 0 && i < sizeof f32 / sizeof f32[0]; i++) {
+    for (size_t i = 0; rc == 0 && i < sizeof f32 / sizeof f32[0] - (a->dense ? 1 : 0); i++) {
         snprintf(key, sizeof key, "%s.%s", a->arch, f32[i].key);
         rc = gguf_writer_add_kv(w, key, GGUF_TYPE_FLOAT32, &f32[i].v);
     }
@@ -98,7 +112,12 @@ static inline int hybrid_write_model(const hybrid_spec *a, const char *path, int
             rc |= T(TN_SSM_CONV1D, 2, CONV, conv_dim, 1, 0.5f, 0);
             rc |= T(TN_SSM_DT, 1, GV, 1, 1, 1.0f, 0);
             rc |= T(TN_SSM_A, 1, GV, 1, 1, 0.4f, -0.6f); /* -exp(A_log): negative */
-            rc |= T(TN_SSM_BA, 2, EMBD, 2 * GV, 1, 2 * in_d, 0);
+            if (a->qwen35) {
+                rc |= T(TN_SSM_BETA, 2, EMBD, GV, 1, 2 * in_d, 0);
+                rc |= T(TN_SSM_ALPHA, 2, EMBD, GV, 1, 2 * in_d, 0);
+            } else {
+                rc |= T(TN_SSM_BA, 2, EMBD, 2 * GV, 1, 2 * in_d, 0);
+            }
             rc |= T(TN_SSM_NORM, 1, GD, 1, 1, 0.1f, 1.0f);
             rc |= T(TN_SSM_OUT, 2, value_dim, EMBD, 1, 1.0f / sqrtf((float)value_dim), 0);
         } else {
@@ -108,6 +127,12 @@ static inline int hybrid_write_model(const hybrid_spec *a, const char *path, int
             rc |= T(TN_ATTN_OUT, 2, HEADS * HEAD_DIM, EMBD, 1, 1.0f / sqrtf((float)(HEADS * HEAD_DIM)), 0);
             rc |= T(TN_ATTN_Q_NORM, 1, HEAD_DIM, 1, 1, 0.1f, 1.0f);
             rc |= T(TN_ATTN_K_NORM, 1, HEAD_DIM, 1, 1, 0.1f, 1.0f);
+        }
+        if (a->dense) {
+            rc |= T(TN_FFN_GATE, 2, EMBD, 96, 1, in_d, 0);
+            rc |= T(TN_FFN_UP, 2, EMBD, 96, 1, in_d, 0);
+            rc |= T(TN_FFN_DOWN, 2, 96, EMBD, 1, 1.0f / sqrtf(96.0f), 0);
+            continue;
         }
         rc |= T(TN_FFN_GATE_INP, 2, EMBD, EXPERTS, 1, in_d, 0);
         rc |= T(TN_FFN_GATE_EXPS, 3, EMBD, FF_EXP, EXPERTS, in_d, 0);

@@ -8,6 +8,9 @@
  *    3 full attention (q with a per-head output gate, per-head q/k norms,
  *    8 of 16 dimensions rotated); every layer a MoE with a gated shared
  *    expert.
+ *  - qwen35moe, qwen35 (Qwen3.5): the beta and alpha projections apart, the
+ *    key heads tiled over the value heads, M-RoPE sections that rotate a
+ *    text position as NEOX does; qwen35 with a dense FFN.
  * The sequence is SEQ_TOK random tokens, the first SEQ_PROMPT as one batch
  * (llama.cpp's chunks of 64 cross twice), then one at a time; llama.cpp's
  * logits for the last SEQ_LAST rows are tests/fixtures/archs/NAME.logits.f32
@@ -24,6 +27,9 @@
 #include "tests/lib/gguf_weights.h"
 #include "tests/lib/hybrid_model.h"
 #include "tests/lib/llamacpp_fixture.h"
+#include "pack/build.h"
+
+#include <unistd.h>
 
 enum { SEQ_TOK = HYBRID_TOK, SEQ_PROMPT = 150, SEQ_LAST = 40 };
 
@@ -100,6 +106,34 @@ static void run_hybrid(const hybrid_spec *a, int n_batch)
 static void test_qwen3next(void **st) { (void)st; run_hybrid(&HYBRID_SPECS[0], 64); }
 static void test_qwen3next_small_ubatches(void **st) { (void)st; run_hybrid(&HYBRID_SPECS[0], 7); }
 static void test_qwen3next_one_by_one(void **st) { (void)st; run_hybrid(&HYBRID_SPECS[0], 1); }
+static void test_qwen35moe(void **st) { (void)st; run_hybrid(&HYBRID_SPECS[1], 64); }
+static void test_qwen35(void **st) { (void)st; run_hybrid(&HYBRID_SPECS[2], 64); }
+
+/* M-RoPE sections that leave a rotated pair to the fourth (a text position
+ * would not rotate it): iq3pack build refuses the model by name. */
+static void test_qwen35_sections_refused(void **st)
+{
+    (void)st;
+    hybrid_spec a = HYBRID_SPECS[1];
+    a.short_sections = 1;
+    scratch sc;
+    scratch_make(&sc, "qwen35-sections");
+    char err[256];
+    if (hybrid_write_model(&a, sc.gguf, 0, err, sizeof err)) fail_msg("%s", err);
+    build_opts o = { .src = sc.gguf, .out = sc.pack, .threads = 1 };
+    char *msg = NULL;
+    size_t len = 0;
+    FILE *ef = open_memstream(&msg, &len), *of = fopen("/dev/null", "w");
+    assert_non_null(ef);
+    assert_non_null(of);
+    assert_int_not_equal(pack_build(&o, of, ef), 0);
+    fclose(ef);
+    fclose(of);
+    assert_non_null(strstr(msg, "rope.dimension_sections must be 4 integers whose first three cover the 4 rotated pairs"));
+    assert_int_not_equal(access(sc.pack, F_OK), 0);
+    free(msg);
+    scratch_rm(&sc);
+}
 
 int main(int argc, char **argv)
 {
@@ -108,6 +142,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_qwen3next),
         cmocka_unit_test(test_qwen3next_small_ubatches),
         cmocka_unit_test(test_qwen3next_one_by_one),
+        cmocka_unit_test(test_qwen35moe),
+        cmocka_unit_test(test_qwen35),
+        cmocka_unit_test(test_qwen35_sections_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
