@@ -163,17 +163,17 @@ spec_ctx *spec_create(model *m, sampler *s, const spec_params *p, const int32_t 
         snprintf(err, errlen, "speculative decoding: --draft mtp needs the model's next-token-prediction block");
         return NULL;
     }
-    if (model_hp(m)->arch.gated_delta_net) {
-        /* a refused guess would have to be taken back out of the recurrent state, which holds only the
-         * last position */
-        snprintf(err, errlen, "speculative decoding: %s's Gated DeltaNet layers cannot take back refused guesses yet "
-                 "(run without --draft)", model_hp(m)->arch.name);
-        return NULL;
-    }
     if (p->max_draft < 1 || p->max_draft > SPEC_MAX_DRAFT || p->ngram_min < 1 || p->ngram_max < p->ngram_min ||
         (p->kind == SPEC_FN && !p->fn)) {
         snprintf(err, errlen, "speculative decoding: a draft of 1 to %d tokens and 1 <= ngram_min <= ngram_max",
                  SPEC_MAX_DRAFT);
+        return NULL;
+    }
+    if (m && model_hp(m)->arch.gated_delta_net) {
+        /* a refused guess would have to be taken back out of the recurrent state, which holds only the
+         * last position */
+        snprintf(err, errlen, "speculative decoding: %s's Gated DeltaNet layers cannot take back refused guesses yet "
+                 "(run without --draft)", model_hp(m)->arch.name);
         return NULL;
     }
     spec_ctx *c = calloc(1, sizeof *c);

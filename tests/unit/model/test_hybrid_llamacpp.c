@@ -28,6 +28,7 @@
 #include "tests/lib/hybrid_model.h"
 #include "tests/lib/llamacpp_fixture.h"
 #include "pack/build.h"
+#include "runtime/model/speculate.h"
 
 #include <unistd.h>
 
@@ -69,6 +70,10 @@ static void run_hybrid(const hybrid_spec *a, int n_batch)
     model *m = model_create(&gm.hp, &gm.w, &o, err, sizeof err);
     if (!m) fail_msg("%s", err);
     float *out = run_seq(m, &s);
+    /* drafts are refused: a refused guess cannot be taken back out of the recurrent state */
+    spec_params dp = spec_default_params();
+    assert_null(spec_create(m, NULL, &dp, tok, 4, err, sizeof err));
+    assert_non_null(strstr(err, "Gated DeltaNet layers cannot take back refused guesses"));
     model_free(m);
     gguf_model_free(&gm);
     seq tail = { .n_rows = SEQ_LAST, .n_vocab = VOCAB };

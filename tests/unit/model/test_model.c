@@ -413,7 +413,7 @@ static void test_hparams(void **st)
                          "llama.feed_forward_length", "512", "llama.block_count", "2",
                          "llama.attention.head_count", "8", "llama.attention.layer_norm_rms_epsilon", "1e-5", NULL };
     model_hparams hp;
-    char err[256];
+    char err[1024]; /* the list of architectures runs past 256 */
     assert_int_equal(hparams_load(&hp, "llama", hp_get, kv, err, sizeof err), 0);
     assert_int_equal(hp.n_head_kv, 8);
     assert_int_equal(hp.head_dim, 32);
