@@ -10,6 +10,9 @@
  *  - qwen35moe: the same with Qwen3.5's separate ssm_beta and ssm_alpha and
  *    its M-RoPE sections (2, 1, 1, 0: every rotated pair a text position's);
  *    qwen35 with a dense FFN of 96 instead of the experts.
+ *  - wide: 4 x the widths, the experts 256 wide, so that their IQ3 packs
+ *    can be built (not held against llama.cpp; the agreement tests use the
+ *    narrow ones).
  * hybrid_write_model(control 1): every layer full attention, the same
  * weights where they exist. hybrid_tokens(): HYBRID_TOK ids (BOS first),
  * the same on every machine. */
@@ -36,6 +39,7 @@ typedef struct hybrid_spec {
     int qwen35;                 /* Qwen3.5: ssm_beta and ssm_alpha apart, M-RoPE sections */
     int dense;                  /* a dense FFN instead of the experts (qwen35) */
     int short_sections;         /* M-RoPE sections 1, 1, 1, 1: one rotated pair left to the fourth */
+    int wide;                   /* 4 x the widths (n_embd 256, heads and state of 64, experts 256 wide: IQ3 packs) */
 } hybrid_spec;
 
 static const hybrid_spec HYBRID_SPECS[] = {
@@ -62,20 +66,22 @@ static inline int hybrid_write_model(const hybrid_spec *a, const char *path, int
     int rc = w ? 0 : -1;
     char key[128];
     const int interval = control ? 1 : a->interval;
+    const int x = a->wide ? 4 : 1, e_ = EMBD * x, hd_ = HEAD_DIM * x, rot_ = ROT * x, gd_ = GD * x,
+              ffx_ = FF_EXP * (a->wide ? 8 : 1);
     rc |= gguf_writer_add_str(w, "general.architecture", a->arch);
     rc |= gguf_writer_add_str(w, "general.name", "strata hybrid test model");
     const struct { const char *key; uint32_t v; } u32[] = {
-        { "context_length", 512 }, { "embedding_length", EMBD }, { "block_count", (uint32_t)a->layers },
+        { "context_length", 512 }, { "embedding_length", e_ }, { "block_count", (uint32_t)a->layers },
         { "feed_forward_length", 96 }, { "attention.head_count", HEADS }, { "attention.head_count_kv", KV_HEADS },
-        { "attention.key_length", HEAD_DIM }, { "attention.value_length", HEAD_DIM },
-        { "rope.dimension_count", ROT }, { "ssm.conv_kernel", CONV }, { "ssm.state_size", GD },
-        { "ssm.group_count", GK }, { "ssm.time_step_rank", GV }, { "ssm.inner_size", GV * GD },
+        { "attention.key_length", hd_ }, { "attention.value_length", hd_ },
+        { "rope.dimension_count", rot_ }, { "ssm.conv_kernel", CONV }, { "ssm.state_size", gd_ },
+        { "ssm.group_count", GK }, { "ssm.time_step_rank", GV }, { "ssm.inner_size", GV * gd_ },
         { "full_attention_interval", (uint32_t)interval }, { "expert_count", EXPERTS }, { "expert_used_count", USED },
-        { "expert_feed_forward_length", FF_EXP }, { "expert_shared_feed_forward_length", FF_EXP },
+        { "expert_feed_forward_length", ffx_ }, { "expert_shared_feed_forward_length", ffx_ },
     };
     const size_t n_u32 = sizeof u32 / sizeof u32[0] - (a->dense ? 4 : 0); /* the experts' keys come last */
     if (a->qwen35) {
-        const int32_t sections[4] = { a->short_sections ? 1 : 2, 1, 1, a->short_sections ? 1 : 0 };
+        const int32_t sections[4] = { (a->short_sections ? 1 : 2) * x, x, x, a->short_sections ? x : 0 };
         snprintf(key, sizeof key, "%s.rope.dimension_sections", a->arch);
         rc |= gguf_writer_add_arr(w, key, GGUF_TYPE_INT32, sections, 4);
     }
@@ -96,52 +102,52 @@ static inline int hybrid_write_model(const hybrid_spec *a, const char *path, int
     if (rc == 0) rc = vocab_keys_head(w, tf, VOCAB);
 
     uint64_t s = 20261205;
-    const float in_d = 1.0f / sqrtf((float)EMBD), in_ff = 1.0f / sqrtf((float)FF_EXP);
-    const int key_dim = GK * GD, value_dim = GV * GD, conv_dim = 2 * key_dim + value_dim;
+    const float in_d = 1.0f / sqrtf((float)e_), in_ff = 1.0f / sqrtf((float)ffx_);
+    const int key_dim = GK * gd_, value_dim = GV * gd_, conv_dim = 2 * key_dim + value_dim;
     char n[96];
-    rc |= add_tensor(w, &s, tensor_name(n, sizeof n, TN_TOKEN_EMBD, 0), 2, EMBD, VOCAB, 1, 1.0f, 0);
-    rc |= add_tensor(w, &s, tensor_name(n, sizeof n, TN_OUTPUT_NORM, 0), 1, EMBD, 1, 1, 0.1f, 1.0f);
-    rc |= add_tensor(w, &s, tensor_name(n, sizeof n, TN_OUTPUT, 0), 2, EMBD, VOCAB, 1, 2 * in_d, 0);
+    rc |= add_tensor(w, &s, tensor_name(n, sizeof n, TN_TOKEN_EMBD, 0), 2, e_, VOCAB, 1, 1.0f, 0);
+    rc |= add_tensor(w, &s, tensor_name(n, sizeof n, TN_OUTPUT_NORM, 0), 1, e_, 1, 1, 0.1f, 1.0f);
+    rc |= add_tensor(w, &s, tensor_name(n, sizeof n, TN_OUTPUT, 0), 2, e_, VOCAB, 1, 2 * in_d, 0);
 #define T(role, ...) add_tensor(w, &s, tensor_name(n, sizeof n, role, l), __VA_ARGS__)
     for (int l = 0; rc == 0 && l < a->layers; l++) {
-        rc |= T(TN_ATTN_NORM, 1, EMBD, 1, 1, 0.1f, 1.0f);
-        rc |= T(TN_ATTN_POST_NORM, 1, EMBD, 1, 1, 0.1f, 1.0f);
+        rc |= T(TN_ATTN_NORM, 1, e_, 1, 1, 0.1f, 1.0f);
+        rc |= T(TN_ATTN_POST_NORM, 1, e_, 1, 1, 0.1f, 1.0f);
         if ((l + 1) % interval != 0) { /* Gated DeltaNet */
-            rc |= T(TN_ATTN_QKV, 2, EMBD, conv_dim, 1, 2 * in_d, 0);
-            rc |= T(TN_ATTN_GATE, 2, EMBD, value_dim, 1, 2 * in_d, 0);
+            rc |= T(TN_ATTN_QKV, 2, e_, conv_dim, 1, 2 * in_d, 0);
+            rc |= T(TN_ATTN_GATE, 2, e_, value_dim, 1, 2 * in_d, 0);
             rc |= T(TN_SSM_CONV1D, 2, CONV, conv_dim, 1, 0.5f, 0);
             rc |= T(TN_SSM_DT, 1, GV, 1, 1, 1.0f, 0);
             rc |= T(TN_SSM_A, 1, GV, 1, 1, 0.4f, -0.6f); /* -exp(A_log): negative */
             if (a->qwen35) {
-                rc |= T(TN_SSM_BETA, 2, EMBD, GV, 1, 2 * in_d, 0);
-                rc |= T(TN_SSM_ALPHA, 2, EMBD, GV, 1, 2 * in_d, 0);
+                rc |= T(TN_SSM_BETA, 2, e_, GV, 1, 2 * in_d, 0);
+                rc |= T(TN_SSM_ALPHA, 2, e_, GV, 1, 2 * in_d, 0);
             } else {
-                rc |= T(TN_SSM_BA, 2, EMBD, 2 * GV, 1, 2 * in_d, 0);
+                rc |= T(TN_SSM_BA, 2, e_, 2 * GV, 1, 2 * in_d, 0);
             }
-            rc |= T(TN_SSM_NORM, 1, GD, 1, 1, 0.1f, 1.0f);
-            rc |= T(TN_SSM_OUT, 2, value_dim, EMBD, 1, 1.0f / sqrtf((float)value_dim), 0);
+            rc |= T(TN_SSM_NORM, 1, gd_, 1, 1, 0.1f, 1.0f);
+            rc |= T(TN_SSM_OUT, 2, value_dim, e_, 1, 1.0f / sqrtf((float)value_dim), 0);
         } else {
-            rc |= T(TN_ATTN_Q, 2, EMBD, 2 * HEADS * HEAD_DIM, 1, in_d, 0);
-            rc |= T(TN_ATTN_K, 2, EMBD, KV_HEADS * HEAD_DIM, 1, in_d, 0);
-            rc |= T(TN_ATTN_V, 2, EMBD, KV_HEADS * HEAD_DIM, 1, in_d, 0);
-            rc |= T(TN_ATTN_OUT, 2, HEADS * HEAD_DIM, EMBD, 1, 1.0f / sqrtf((float)(HEADS * HEAD_DIM)), 0);
-            rc |= T(TN_ATTN_Q_NORM, 1, HEAD_DIM, 1, 1, 0.1f, 1.0f);
-            rc |= T(TN_ATTN_K_NORM, 1, HEAD_DIM, 1, 1, 0.1f, 1.0f);
+            rc |= T(TN_ATTN_Q, 2, e_, 2 * HEADS * hd_, 1, in_d, 0);
+            rc |= T(TN_ATTN_K, 2, e_, KV_HEADS * hd_, 1, in_d, 0);
+            rc |= T(TN_ATTN_V, 2, e_, KV_HEADS * hd_, 1, in_d, 0);
+            rc |= T(TN_ATTN_OUT, 2, HEADS * hd_, e_, 1, 1.0f / sqrtf((float)(HEADS * hd_)), 0);
+            rc |= T(TN_ATTN_Q_NORM, 1, hd_, 1, 1, 0.1f, 1.0f);
+            rc |= T(TN_ATTN_K_NORM, 1, hd_, 1, 1, 0.1f, 1.0f);
         }
         if (a->dense) {
-            rc |= T(TN_FFN_GATE, 2, EMBD, 96, 1, in_d, 0);
-            rc |= T(TN_FFN_UP, 2, EMBD, 96, 1, in_d, 0);
-            rc |= T(TN_FFN_DOWN, 2, 96, EMBD, 1, 1.0f / sqrtf(96.0f), 0);
+            rc |= T(TN_FFN_GATE, 2, e_, 96, 1, in_d, 0);
+            rc |= T(TN_FFN_UP, 2, e_, 96, 1, in_d, 0);
+            rc |= T(TN_FFN_DOWN, 2, 96, e_, 1, 1.0f / sqrtf(96.0f), 0);
             continue;
         }
-        rc |= T(TN_FFN_GATE_INP, 2, EMBD, EXPERTS, 1, in_d, 0);
-        rc |= T(TN_FFN_GATE_EXPS, 3, EMBD, FF_EXP, EXPERTS, in_d, 0);
-        rc |= T(TN_FFN_UP_EXPS, 3, EMBD, FF_EXP, EXPERTS, in_d, 0);
-        rc |= T(TN_FFN_DOWN_EXPS, 3, FF_EXP, EMBD, EXPERTS, in_ff, 0);
-        rc |= T(TN_FFN_GATE_INP_SHEXP, 1, EMBD, 1, 1, 2 * in_d, 0);
-        rc |= T(TN_FFN_GATE_SHEXP, 2, EMBD, FF_EXP, 1, in_d, 0);
-        rc |= T(TN_FFN_UP_SHEXP, 2, EMBD, FF_EXP, 1, in_d, 0);
-        rc |= T(TN_FFN_DOWN_SHEXP, 2, FF_EXP, EMBD, 1, in_ff, 0);
+        rc |= T(TN_FFN_GATE_INP, 2, e_, EXPERTS, 1, in_d, 0);
+        rc |= T(TN_FFN_GATE_EXPS, 3, e_, ffx_, EXPERTS, in_d, 0);
+        rc |= T(TN_FFN_UP_EXPS, 3, e_, ffx_, EXPERTS, in_d, 0);
+        rc |= T(TN_FFN_DOWN_EXPS, 3, ffx_, e_, EXPERTS, in_ff, 0);
+        rc |= T(TN_FFN_GATE_INP_SHEXP, 1, e_, 1, 1, 2 * in_d, 0);
+        rc |= T(TN_FFN_GATE_SHEXP, 2, e_, ffx_, 1, in_d, 0);
+        rc |= T(TN_FFN_UP_SHEXP, 2, e_, ffx_, 1, in_d, 0);
+        rc |= T(TN_FFN_DOWN_SHEXP, 2, ffx_, e_, 1, in_ff, 0);
     }
 #undef T
     if (rc) snprintf(err, errlen, "%s: cannot write the %s model", path, a->arch);

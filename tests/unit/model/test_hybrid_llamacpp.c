@@ -114,6 +114,68 @@ static void test_qwen3next_one_by_one(void **st) { (void)st; run_hybrid(&HYBRID_
 static void test_qwen35moe(void **st) { (void)st; run_hybrid(&HYBRID_SPECS[1], 64); }
 static void test_qwen35(void **st) { (void)st; run_hybrid(&HYBRID_SPECS[2], 64); }
 
+/* The IQ3 pack of each (their wide forms, experts 256 wide): its logits
+ * over the sequence against the keep pack's (the same model with its F32
+ * experts): mean KL divergence and top-1 agreement printed and bounded, and
+ * where the keep pack's top two logits stand MARGIN apart the IQ3 pack's
+ * first choice is the same. */
+static const float MARGIN = 0.5f;
+static void iq3_pack_agrees(const hybrid_spec *spec)
+{
+    hybrid_spec a = *spec;
+    a.wide = 1;
+    scratch sc;
+    scratch_make(&sc, a.name);
+    char err[256], iq3[700];
+    if (hybrid_write_model(&a, sc.gguf, 0, err, sizeof err)) fail_msg("%s", err);
+    build_pack(sc.gguf, sc.pack);
+    snprintf(iq3, sizeof iq3, "%s/iq3", sc.dir);
+    char *argv[] = { "build", sc.gguf, "-o", iq3, "--threads", "2", NULL };
+    assert_int_equal(run_quiet(iq3pack_cmd_build, 6, argv), 0);
+    int32_t *tok = hybrid_tokens();
+    assert_non_null(tok);
+    seq s = { .tok = tok, .n_rows = SEQ_TOK, .n_prompt = SEQ_PROMPT, .n_vocab = VOCAB };
+    float *keep = run_pack(sc.pack, &s), *q = run_pack(iq3, &s);
+    double kl = 0;
+    int same = 0, sure = 0, sure_same = 0;
+    for (int r = 0; r < SEQ_TOK; r++) {
+        const float *p = keep + (size_t)r * VOCAB, *o = q + (size_t)r * VOCAB;
+        double mp = -INFINITY, mo = -INFINITY, zp = 0, zo = 0;
+        int ap = 0, ao = 0;
+        for (int i = 0; i < VOCAB; i++) {
+            if (p[i] > mp) { mp = p[i]; ap = i; }
+            if (o[i] > mo) { mo = o[i]; ao = i; }
+        }
+        double second = -INFINITY;
+        for (int i = 0; i < VOCAB; i++) if (i != ap && p[i] > second) second = p[i];
+        for (int i = 0; i < VOCAB; i++) { zp += exp(p[i] - mp); zo += exp(o[i] - mo); }
+        for (int i = 0; i < VOCAB; i++) {
+            const double lp = p[i] - mp - log(zp), lo = o[i] - mo - log(zo);
+            kl += exp(lp) * (lp - lo);
+        }
+        same += ap == ao;
+        if (mp - second > MARGIN) { sure++; sure_same += ap == ao; }
+    }
+    kl /= SEQ_TOK;
+    printf("%s, wide, IQ3 experts against F32 ones: mean KL %.5f, top-1 %d of %d; %d of %d positions with a "
+           "margin over %.2f agree\n", a.name, kl, same, SEQ_TOK, sure_same, sure, (double)MARGIN);
+    assert_true(kl < 0.02);
+    assert_true(same >= SEQ_TOK * 8 / 10);
+    assert_true(sure >= SEQ_TOK / 8); /* the check is not empty */
+    assert_int_equal(sure_same, sure);
+    free(keep);
+    free(q);
+    free(tok);
+    scratch_rm(&sc);
+}
+
+static void test_iq3_packs(void **st)
+{
+    (void)st;
+    for (size_t i = 0; i < sizeof HYBRID_SPECS / sizeof HYBRID_SPECS[0]; i++)
+        if (!HYBRID_SPECS[i].dense) iq3_pack_agrees(&HYBRID_SPECS[i]);
+}
+
 /* M-RoPE sections that leave a rotated pair to the fourth (a text position
  * would not rotate it): iq3pack build refuses the model by name. */
 static void test_qwen35_sections_refused(void **st)
@@ -150,6 +212,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_qwen35moe),
         cmocka_unit_test(test_qwen35),
         cmocka_unit_test(test_qwen35_sections_refused),
+        cmocka_unit_test(test_iq3_packs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
