@@ -15,7 +15,8 @@
  *   o = rmsnorm(o) * ssm_norm * silu(z) per head; out = ssm_out o.
  * A batch's rows go through the recurrence in chunks of GDN_CHUNK (its
  * chunked form, below; llama.cpp's chunks are 64 rows too), a single row
- * (decode) one step. */
+ * (decode) one step; the value heads run side by side on the model's pool,
+ * each computed the same way whatever the thread count. */
 #include "runtime/model/backend_cpu.h"
 
 #include <math.h>
@@ -107,11 +108,11 @@ static void recur_one(model *m, float *M, int b, int hv, int g)
  *   o_t = e^G_t S0 q_t + sum_{i<=t} e^(G_t - G_i) (k_i . q_t) d_i
  *   S   = e^G_n S0 + sum_i e^(G_n - G_i) d_i k_i^T
  * the first a forward substitution over the rows, the rest products. */
-static void chunk(model *m, float *M, int b0, int n, int hv, int g)
+static void chunk(model *m, float *M, int b0, int n, int hv, int g, float *ck)
 {
     const int S = m->hp.ssm_d_state, NV = m->hp.ssm_dt_rank, VD = m->hp.ssm_d_inner;
     const float *beta = m->gdn_bg, *gl = m->gdn_bg + (size_t)m->opt.n_batch * NV;
-    float *G = m->gdn_ck, *D = G + GDN_CHUNK, *s0 = D + (size_t)GDN_CHUNK * S;
+    float *G = ck, *D = G + GDN_CHUNK, *s0 = D + (size_t)GDN_CHUNK * S;
     float acc = 0.0f;
     for (int t = 0; t < n; t++) G[t] = acc += gl[(size_t)(b0 + t) * NV + hv];
     for (int t = 0; t < n; t++) {
@@ -161,6 +162,30 @@ static void chunk(model *m, float *M, int b0, int n, int hv, int g)
     }
 }
 
+typedef struct gdn_job {
+    model *m;
+    float *state;
+    int B;
+} gdn_job;
+
+/* Value head hv's rows through its state, chunk after chunk (a pool task;
+ * the chunk scratch is the thread's). */
+static void gdn_head(void *arg, int hv, int thread)
+{
+    const gdn_job *j = arg;
+    model *m = j->m;
+    const model_hparams *hp = &m->hp;
+    const int S = hp->ssm_d_state, NK = hp->ssm_n_group, rf = hp->ssm_dt_rank / NK;
+    float *M = j->state + (size_t)hv * S * S;
+    float *ck = m->gdn_ck + (size_t)thread * GDN_CK_FLOATS(S);
+    const int g = hp->arch.gdn_tiled_heads ? hv % NK : hv / rf; /* the key head value head hv reads */
+    for (int b0 = 0; b0 < j->B; b0 += GDN_CHUNK) {
+        const int n = j->B - b0 < GDN_CHUNK ? j->B - b0 : GDN_CHUNK;
+        if (n == 1) recur_one(m, M, b0, hv, g);
+        else chunk(m, M, b0, n, hv, g, ck);
+    }
+}
+
 int cpu_gdn(void *c, int l, int B, const float *h, float *out)
 {
     model *m = c;
@@ -201,15 +226,9 @@ int cpu_gdn(void *c, int l, int B, const float *h, float *out)
             gl[(size_t)b * NV + hv] = softplusf(av + L->ssm_dt[hv]) * L->ssm_a[hv];
         }
     }
-    for (int hv = 0; hv < NV; hv++) {
-        float *M = state + (size_t)hv * S * S;
-        const int g = hp->arch.gdn_tiled_heads ? hv % NK : hv / rf; /* the key head value head hv reads */
-        for (int b0 = 0; b0 < B; b0 += GDN_CHUNK) {
-            const int n = B - b0 < GDN_CHUNK ? B - b0 : GDN_CHUNK;
-            if (n == 1) recur_one(m, M, b0, hv, g);
-            else chunk(m, M, b0, n, hv, g);
-        }
-    }
+    /* the value heads side by side on the pool: each its own state and output columns */
+    gdn_job job = { m, state, B };
+    pool_run(m->pool, NV, gdn_head, &job);
     /* the gated norm */
     for (int b = 0; b < B; b++)
         for (int hv = 0; hv < NV; hv++) {

@@ -388,7 +388,7 @@ static model *create(const model_hparams *hp, const model_weights *w, const mode
         m->gdn_state = m->gdn_conv ? m->gdn_conv + n_conv : NULL;
         m->gdn_ckpt = alloc_f(m->gdn_floats, &fail);
         m->gdn_bg = alloc_f(2 * nb * NV, &fail);
-        m->gdn_ck = alloc_f((size_t)GDN_CHUNK * (1 + S) + S, &fail);
+        m->gdn_ck = alloc_f((size_t)pool_size(m->pool) * GDN_CK_FLOATS(S), &fail);
         m->gdn_qkv = alloc_f(nb * C, &fail);
         m->gdn_cv = alloc_f(nb * C, &fail);
         m->gdn_z = alloc_f(nb * (size_t)h->ssm_d_inner, &fail);

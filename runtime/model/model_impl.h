@@ -11,6 +11,8 @@
 #include "runtime/model/routing_trace.h"
 
 #define GDN_CHUNK 64 /* rows of a Gated DeltaNet chunk (backend_cpu_gdn.c) */
+/* a chunk's scratch for one thread: cumulative decays, updates, a row */
+#define GDN_CK_FLOATS(S) ((size_t)GDN_CHUNK * (1 + (size_t)(S)) + (size_t)(S))
 
 struct model {
     model_hparams hp;
@@ -79,7 +81,7 @@ struct model {
     int *gdn_slot;
     float *gdn_conv, *gdn_state;
     float *gdn_bg;              /* beta, then the log decay: n_batch x value heads each */
-    float *gdn_ck;              /* a chunk's cumulative decays, updates (GDN_CHUNK x state_size) and a row */
+    float *gdn_ck;              /* per pool thread GDN_CK_FLOATS(state_size): a chunk's scratch */
     size_t gdn_floats;          /* the states' size: conv, then matrices, contiguous in gdn_conv */
     float *gdn_ckpt;            /* model_checkpoint's copy, at position gdn_ckpt_pos (0: none) */
     int gdn_ckpt_pos;
