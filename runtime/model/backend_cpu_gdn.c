@@ -2,7 +2,8 @@
  * linear attention, backend.h's gdn op) and the sigmoid gate of its
  * attention layers' output (mul_sigmoid), as llama.cpp's qwen3next graph
  * computes them:
- *   q|k|v = wqkv h, z = ssm_z h, beta|alpha = ssm_ba h (per key head: its
+ *   q|k|v = wqkv h, z = ssm_z h (the first GGUFs: one ssm_in, per key head
+ *   [q | k | its value heads' v | their z], split here), beta|alpha = ssm_ba h (per key head: its
  *   value heads' betas, then their alphas; Qwen3.5: ssm_beta h, ssm_alpha h);
  *   q|k|v = silu(causal depthwise convolution of ssm_d_conv over time), the
  *   layer's state holding the previous inputs;
@@ -195,8 +196,25 @@ int cpu_gdn(void *c, int l, int B, const float *h, float *out)
     const int K = hp->ssm_d_conv, VD = hp->ssm_d_inner, rf = NV / NK, slot = m->gdn_slot[l];
     float *conv = m->gdn_conv + (size_t)slot * (size_t)(K - 1) * C;
     float *state = m->gdn_state + (size_t)slot * (size_t)NV * S * S;
-    mm_mul(&m->mm, &L->wqkv, h, B, m->gdn_qkv);
-    mm_mul(&m->mm, &L->ssm_z, h, B, m->gdn_z);
+    if (weight_present(&L->ssm_in)) {
+        /* per key head [q | k | its value heads' v | their z] -> q of every head | k | v, and z */
+        const int W = C + VD, vg = rf * S, gw = 2 * S + 2 * vg;
+        mm_mul(&m->mm, &L->ssm_in, h, B, m->gdn_in);
+        for (int b = 0; b < B; b++) {
+            const float *in = m->gdn_in + (size_t)b * W;
+            float *qkv = m->gdn_qkv + (size_t)b * C, *z = m->gdn_z + (size_t)b * VD;
+            for (int g = 0; g < NK; g++) {
+                const float *src = in + (size_t)g * gw;
+                memcpy(qkv + (size_t)g * S, src, (size_t)S * sizeof *src);
+                memcpy(qkv + (size_t)(NK + g) * S, src + S, (size_t)S * sizeof *src);
+                memcpy(qkv + (size_t)2 * NK * S + (size_t)g * vg, src + 2 * S, (size_t)vg * sizeof *src);
+                memcpy(z + (size_t)g * vg, src + 2 * S + vg, (size_t)vg * sizeof *src);
+            }
+        }
+    } else {
+        mm_mul(&m->mm, &L->wqkv, h, B, m->gdn_qkv);
+        mm_mul(&m->mm, &L->ssm_z, h, B, m->gdn_z);
+    }
     const bool apart = weight_present(&L->ssm_beta);
     if (apart) { /* Qwen3.5: B rows of betas, then B rows of alphas */
         mm_mul(&m->mm, &L->ssm_beta, h, B, m->gdn_ba);

@@ -104,7 +104,10 @@ static int check_layer(checker *c, const model_hparams *hp, layer_weights *L, in
     if (recurrent) {
         const int C = hparams_ssm_channels(hp);
         const bool apart = weight_present(&L->ssm_beta) || weight_present(&L->ssm_alpha);
-        if (check_w(c, &L->wqkv, C, D, TN_ATTN_QKV, l) || check_w(c, &L->ssm_z, hp->ssm_d_inner, D, TN_ATTN_GATE, l) ||
+        const bool fused = weight_present(&L->ssm_in);
+        if ((fused ? check_w(c, &L->ssm_in, C + hp->ssm_d_inner, D, TN_SSM_IN, l)
+                   : check_w(c, &L->wqkv, C, D, TN_ATTN_QKV, l) ||
+                         check_w(c, &L->ssm_z, hp->ssm_d_inner, D, TN_ATTN_GATE, l)) ||
             (apart ? check_w(c, &L->ssm_beta, hp->ssm_dt_rank, D, TN_SSM_BETA, l) ||
                          check_w(c, &L->ssm_alpha, hp->ssm_dt_rank, D, TN_SSM_ALPHA, l)
                    : check_w(c, &L->ssm_ba, 2 * hp->ssm_dt_rank, D, TN_SSM_BA, l)) ||
@@ -390,6 +393,7 @@ static model *create(const model_hparams *hp, const model_weights *w, const mode
         m->gdn_bg = alloc_f(2 * nb * NV, &fail);
         m->gdn_ck = alloc_f((size_t)pool_size(m->pool) * GDN_CK_FLOATS(S), &fail);
         m->gdn_qkv = alloc_f(nb * C, &fail);
+        m->gdn_in = alloc_f(nb * (C + (size_t)h->ssm_d_inner), &fail);
         m->gdn_cv = alloc_f(nb * C, &fail);
         m->gdn_z = alloc_f(nb * (size_t)h->ssm_d_inner, &fail);
         m->gdn_ba = alloc_f(nb * 2 * NV, &fail);
@@ -658,7 +662,7 @@ void model_free(model *m)
     free(m->mla_qa); free(m->mla_q); free(m->mla_kva); free(m->mla_o); free(m->mla_in); free(m->mla_out);
     free(m->mla_kb); free(m->mla_vb); free(m->mla_kf); free(m->qkv_kf);
     free(m->rlog); free(m->selw); free(m->eo); free(m->hg); free(m->hrot); free(m->gd);
-    free(m->gdn_slot); free(m->gdn_conv); free(m->gdn_ckpt); free(m->gdn_bg); free(m->gdn_ck); free(m->gdn_qkv); free(m->gdn_cv); free(m->gdn_z);
+    free(m->gdn_slot); free(m->gdn_conv); free(m->gdn_ckpt); free(m->gdn_bg); free(m->gdn_ck); free(m->gdn_qkv); free(m->gdn_in); free(m->gdn_cv); free(m->gdn_z);
     free(m->gdn_ba); free(m->gdn_o); free(m->qg); free(m->qgate); free(m->sel); free(m->grp);
     free(m);
 }

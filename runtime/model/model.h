@@ -169,6 +169,8 @@ typedef struct layer_weights {
      * (head width), ssm_out back to n_embd */
     weight ssm_z, ssm_ba, ssm_out;
     weight ssm_beta, ssm_alpha;                 /* Qwen3.5: the betas and alphas apart, per value head */
+    weight ssm_in;                              /* the first Qwen3-Next GGUFs: q, k, v and z in one matrix, per
+                                                 * key head [q | k | its value heads' v | their z] */
     const float *ssm_conv, *ssm_dt, *ssm_a, *ssm_norm;
 } layer_weights;
 

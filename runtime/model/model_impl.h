@@ -86,6 +86,7 @@ struct model {
     float *gdn_ckpt;            /* model_checkpoint's copy, at position gdn_ckpt_pos (0: none) */
     int gdn_ckpt_pos;
     float *gdn_qkv, *gdn_cv, *gdn_z, *gdn_ba, *gdn_o;
+    float *gdn_in;              /* a fused ssm_in's rows (channels + value width each), before the split */
     float *qg, *qgate;
     /* a draft model over a next-token-prediction block (model_create_mtp):
      * its input rows are [enorm(embed(t)); hnorm(h)] side by side (mtp_cat,

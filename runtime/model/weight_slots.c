@@ -59,6 +59,7 @@ const weight_slot LAYER_SLOTS[] = {
     M(TN_SSM_OUT, ssm_out, SLOT_MAT),
     M(TN_SSM_BETA, ssm_beta, SLOT_MAT),
     M(TN_SSM_ALPHA, ssm_alpha, SLOT_MAT),
+    M(TN_SSM_IN, ssm_in, SLOT_MAT),
 };
 
 const int N_LAYER_SLOTS = (int)(sizeof LAYER_SLOTS / sizeof LAYER_SLOTS[0]);

@@ -10,6 +10,8 @@
  *  - qwen35moe: the same with Qwen3.5's separate ssm_beta and ssm_alpha and
  *    its M-RoPE sections (2, 1, 1, 0: every rotated pair a text position's);
  *    qwen35 with a dense FFN of 96 instead of the experts.
+ *  - qwen3next-ssm-in: qwen3next as the first GGUFs store it, q, k, v and
+ *    z in one ssm_in, per key head [q | k | its value heads' v | their z].
  *  - wide: 4 x the widths, the experts 256 wide, so that their IQ3 packs
  *    can be built (not held against llama.cpp; the agreement tests use the
  *    narrow ones).
@@ -40,12 +42,14 @@ typedef struct hybrid_spec {
     int dense;                  /* a dense FFN instead of the experts (qwen35) */
     int short_sections;         /* M-RoPE sections 1, 1, 1, 1: one rotated pair left to the fourth */
     int wide;                   /* 4 x the widths (n_embd 256, heads and state of 64, experts 256 wide: IQ3 packs) */
+    int ssm_in;                 /* the first Qwen3-Next GGUFs' fused ssm_in instead of attn_qkv and attn_gate */
 } hybrid_spec;
 
 static const hybrid_spec HYBRID_SPECS[] = {
     { .name = "qwen3next", .arch = "qwen3next", .layers = 4, .interval = 2 },
     { .name = "qwen35moe", .arch = "qwen35moe", .layers = 4, .interval = 2, .qwen35 = 1 },
     { .name = "qwen35", .arch = "qwen35", .layers = 4, .interval = 2, .qwen35 = 1, .dense = 1 },
+    { .name = "qwen3next-ssm-in", .arch = "qwen3next", .layers = 4, .interval = 2, .ssm_in = 1 },
 };
 
 static inline int32_t *hybrid_tokens(void)
@@ -113,8 +117,12 @@ static inline int hybrid_write_model(const hybrid_spec *a, const char *path, int
         rc |= T(TN_ATTN_NORM, 1, e_, 1, 1, 0.1f, 1.0f);
         rc |= T(TN_ATTN_POST_NORM, 1, e_, 1, 1, 0.1f, 1.0f);
         if ((l + 1) % interval != 0) { /* Gated DeltaNet */
-            rc |= T(TN_ATTN_QKV, 2, e_, conv_dim, 1, 2 * in_d, 0);
-            rc |= T(TN_ATTN_GATE, 2, e_, value_dim, 1, 2 * in_d, 0);
+            if (a->ssm_in) {
+                rc |= T(TN_SSM_IN, 2, e_, conv_dim + value_dim, 1, 2 * in_d, 0);
+            } else {
+                rc |= T(TN_ATTN_QKV, 2, e_, conv_dim, 1, 2 * in_d, 0);
+                rc |= T(TN_ATTN_GATE, 2, e_, value_dim, 1, 2 * in_d, 0);
+            }
             rc |= T(TN_SSM_CONV1D, 2, CONV, conv_dim, 1, 0.5f, 0);
             rc |= T(TN_SSM_DT, 1, GV, 1, 1, 1.0f, 0);
             rc |= T(TN_SSM_A, 1, GV, 1, 1, 0.4f, -0.6f); /* -exp(A_log): negative */

@@ -11,6 +11,7 @@
  *  - qwen35moe, qwen35 (Qwen3.5): the beta and alpha projections apart, the
  *    key heads tiled over the value heads, M-RoPE sections that rotate a
  *    text position as NEOX does; qwen35 with a dense FFN.
+ *  - qwen3next-ssm-in: the first Qwen3-Next GGUFs' fused ssm_in.
  * The sequence is SEQ_TOK random tokens, the first SEQ_PROMPT as one batch
  * (llama.cpp's chunks of 64 cross twice), then one at a time; llama.cpp's
  * logits for the last SEQ_LAST rows are tests/fixtures/archs/NAME.logits.f32
@@ -113,6 +114,7 @@ static void test_qwen3next_small_ubatches(void **st) { (void)st; run_hybrid(&HYB
 static void test_qwen3next_one_by_one(void **st) { (void)st; run_hybrid(&HYBRID_SPECS[0], 1); }
 static void test_qwen35moe(void **st) { (void)st; run_hybrid(&HYBRID_SPECS[1], 64); }
 static void test_qwen35(void **st) { (void)st; run_hybrid(&HYBRID_SPECS[2], 64); }
+static void test_qwen3next_ssm_in(void **st) { (void)st; run_hybrid(&HYBRID_SPECS[3], 64); }
 
 /* The IQ3 pack of each (their wide forms, experts 256 wide): its logits
  * over the sequence against the keep pack's (the same model with its F32
@@ -211,6 +213,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_qwen3next_one_by_one),
         cmocka_unit_test(test_qwen35moe),
         cmocka_unit_test(test_qwen35),
+        cmocka_unit_test(test_qwen3next_ssm_in),
         cmocka_unit_test(test_qwen35_sections_refused),
         cmocka_unit_test(test_iq3_packs),
     };
