@@ -46,6 +46,14 @@ static const arch_info ARCH_TABLE[] = {
      * next-token-prediction block drafts (--draft mtp). */
     { .name = "deepseek2", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false,
       .scale_w = true, .mla = true, .mtp = true },
+    /* DeepSeek V3.2 and GLM-5 (glm-dsa): deepseek2's layers with the lightning indexer's sparse
+     * attention; llama.cpp's LayerNorm eps there is 1e-6 for DeepSeek, its default 0 for GLM-5. Their
+     * next-token-prediction blocks are not drafted with (they would need the indexer too). */
+    { .name = "deepseek32", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false,
+      .scale_w = true, .mla = true, .dsa = true, .dsa_rope = ROPE_NEOX, .dsa_ln_eps = 1e-6f },
+    { .name = "glm-dsa", .rope = ROPE_NORM, .qk_norm = QK_NORM_NONE, .attn_bias = false, .norm_topk = false,
+      .scale_w = true, .mla = true, .dsa = true, .dsa_rope = ROPE_NORM, .dsa_ln_eps = 0.0f, .sigmoid_default = true,
+      .dsa_shared_ctx = 1048576 },
     /* gpt-oss: q/k/v/o biases, attention sinks, sliding-window attention on every other layer, the FFN
      * norm named post_attention_norm, softmax over the chosen router logits, biased experts with a
      * clamped SwiGLU. */

@@ -86,6 +86,25 @@ typedef struct arch_info {
      * does when the first three sections cover the rotated pairs, the only case strata runs;
      * iq3pack build refuses a source whose sections leave pairs to the fourth */
     bool mrope_sections;
+    /* DeepSeek V3.2's sparse attention (DSA) on top of mla: a lightning
+     * indexer per layer picks the attention.indexer.top_k positions each
+     * query attends to. Indexer q = attn_q_b of the normed q LoRA row
+     * (indexer.head_count heads of indexer.key_length), one indexer key a
+     * position = indexer.attn_k of the normed input through a LayerNorm
+     * (eps dsa_ln_eps); each rotates its first n_rot dimensions (dsa_rope:
+     * DeepSeek's NEOX, GLM-5's adjacent pairs); score(q, s) = sum_h
+     * w_h relu(q_h . k_s) / sqrt(key_length x head_count), w = indexer.proj
+     * of the normed input. With no more positions than top_k it is plain
+     * MLA. sigmoid_default: the router is a sigmoid when expert_gating_func
+     * is absent (GLM-5). Layers that reuse an earlier layer's choice
+     * (GLM-5.2's attention.indexer.types 0; llama.cpp assumes its pattern
+     * without the key from a context of dsa_shared_ctx on) are not run:
+     * iq3pack build refuses them. */
+    bool dsa;
+    rope_kind dsa_rope;
+    float dsa_ln_eps;
+    bool sigmoid_default;
+    int dsa_shared_ctx;
 } arch_info;
 
 const arch_info *arch_table_find(const char *name);

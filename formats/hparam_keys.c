@@ -50,6 +50,10 @@ const hparam_key HPARAM_KEYS[HPK_COUNT] = {
     [HPK_SSM_TIME_STEP_RANK] = { "ssm_time_step_rank", "ssm.time_step_rank", HPARAM_UINT },
     [HPK_SSM_GROUP_COUNT] = { "ssm_group_count", "ssm.group_count", HPARAM_UINT },
     [HPK_FULL_ATTENTION_INTERVAL] = { "full_attention_interval", "full_attention_interval", HPARAM_UINT },
+    /* DeepSeek V3.2's lightning indexer (DSA) */
+    [HPK_INDEXER_HEADS] = { "indexer_heads", "attention.indexer.head_count", HPARAM_UINT },
+    [HPK_INDEXER_KEY_LENGTH] = { "indexer_key_length", "attention.indexer.key_length", HPARAM_UINT },
+    [HPK_INDEXER_TOP_K] = { "indexer_top_k", "attention.indexer.top_k", HPARAM_UINT },
 };
 
 const hparam_key HPARAM_ROPE_SCALING = { "rope_scaling", "rope.scaling.type", HPARAM_STRING };

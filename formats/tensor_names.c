@@ -86,6 +86,12 @@ static const role_row ROLES[TN_COUNT] = {
     [TN_SSM_OUT] = W("ssm_out"),
     [TN_SSM_BETA] = W("ssm_beta"),
     [TN_SSM_ALPHA] = W("ssm_alpha"),
+
+    [TN_INDEXER_ATTN_Q_B] = W("indexer.attn_q_b"),
+    [TN_INDEXER_ATTN_K] = W("indexer.attn_k"),
+    [TN_INDEXER_K_NORM] = W("indexer.k_norm"),
+    [TN_INDEXER_K_NORM_BIAS] = B("indexer.k_norm"),
+    [TN_INDEXER_PROJ] = W("indexer.proj"),
 };
 
 /* Where an architecture stores a role under another role's name. */

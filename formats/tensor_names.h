@@ -58,6 +58,9 @@ typedef enum tensor_role {
      * beta/alpha projection, the gated norm and the output projection */
     TN_ATTN_GATE, TN_SSM_IN, TN_SSM_CONV1D, TN_SSM_DT, TN_SSM_A, TN_SSM_BA, TN_SSM_NORM, TN_SSM_OUT,
     TN_SSM_BETA, TN_SSM_ALPHA, /* Qwen3.5: the beta and alpha projections apart */
+    /* DeepSeek V3.2's lightning indexer: its q from the q LoRA row, its key, the key's LayerNorm (weight and
+     * bias), the per-head weights */
+    TN_INDEXER_ATTN_Q_B, TN_INDEXER_ATTN_K, TN_INDEXER_K_NORM, TN_INDEXER_K_NORM_BIAS, TN_INDEXER_PROJ,
     TN_COUNT
 } tensor_role;
 

@@ -282,6 +282,44 @@ static int refuse_sections(const char *src, const gguf_file *g, const char *arch
     return -1;
 }
 
+/* DSA (arch_info.dsa): every layer must run its own indexer; the layers
+ * that reuse an earlier one's choice (GLM-5.2) are not run yet. */
+static int refuse_shared_indexers(const char *src, const gguf_file *g, const char *arch, char *e, size_t n)
+{
+    const arch_info *a = arch_table_find(arch);
+    if (!a || !a->dsa) return 0;
+    char key[128];
+    snprintf(key, sizeof key, "%s.attention.indexer.types", arch);
+    const int64_t i = gguf_find_key(g, key);
+    bool shared = false;
+    if (i >= 0) {
+        const gguf_type t = gguf_kv_arr_type(g, i);
+        const uint64_t cnt = gguf_kv_arr_n(g, i);
+        const unsigned char *d = gguf_kv_arr_data(g, i);
+        const size_t w = t == GGUF_TYPE_INT32 || t == GGUF_TYPE_UINT32 ? 4 : t == GGUF_TYPE_UINT8 || t == GGUF_TYPE_INT8 || t == GGUF_TYPE_BOOL ? 1 : 0;
+        if (!w || !d) shared = true; /* a kind llama.cpp would not read: refused as unknown */
+        for (uint64_t k = 0; w && d && k < cnt && !shared; k++) {
+            uint32_t v = 0;
+            memcpy(&v, d + k * w, w); /* little-endian: the low byte first either way */
+            shared = v == 0;
+        }
+    } else if (a->dsa_shared_ctx > 0) {
+        char ck[128];
+        uint64_t ctx = 0;
+        snprintf(ck, sizeof ck, "%s.%s", arch, HPARAM_KEYS[HPK_CONTEXT].key);
+        shared = gguf_get_uint(g, ck, &ctx) == 0 && ctx >= (uint64_t)a->dsa_shared_ctx;
+    }
+    if (!shared) return 0;
+    if (i >= 0)
+        snprintf(e, n, "%s: %s has layers that reuse an earlier layer's indexer choice (a 0 in %s); strata runs only "
+                 "models whose every layer has its own indexer; nothing was written", src, arch, key);
+    else
+        snprintf(e, n, "%s: %s with a context of %d or more and no %s is GLM-5.2's pattern of layers that reuse an "
+                 "earlier layer's indexer choice; strata runs only models whose every layer has its own indexer; "
+                 "nothing was written", src, arch, a->dsa_shared_ctx, key);
+    return -1;
+}
+
 /* layout.json (the plan, for the merge) and shard.json into a shard's directory. */
 static int finish_shard(const build_opts *o, const pack_layout *L, const char *tmp, int l0, int l1, uint64_t lo,
                         uint64_t hi, uint64_t eb, char *e, size_t n)
@@ -334,7 +372,9 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
         return 1;
     }
     if (refuse_arch(o->src, gguf_get_str(source_meta(&s), "general.architecture"), e, sizeof e) ||
-        refuse_sections(o->src, source_meta(&s), gguf_get_str(source_meta(&s), "general.architecture"), e, sizeof e))
+        refuse_sections(o->src, source_meta(&s), gguf_get_str(source_meta(&s), "general.architecture"), e, sizeof e) ||
+        refuse_shared_indexers(o->src, source_meta(&s), gguf_get_str(source_meta(&s), "general.architecture"), e,
+                               sizeof e))
         goto out;
     if (o->imatrix && !(im = imatrix_load(o->imatrix, e, sizeof e))) goto out;
     uint64_t fb[2] = { 0, 0 }, eb = 0;

@@ -67,6 +67,9 @@ static const struct hkey {
     { HPK_SSM_TIME_STEP_RANK,          offsetof(model_hparams, ssm_dt_rank), OPT, 0 },
     { HPK_SSM_GROUP_COUNT,             offsetof(model_hparams, ssm_n_group), OPT, 0 },
     { HPK_FULL_ATTENTION_INTERVAL,     offsetof(model_hparams, full_attn_interval), OPT, 4 },
+    { HPK_INDEXER_HEADS,               offsetof(model_hparams, n_idx_head), OPT, 0 },
+    { HPK_INDEXER_KEY_LENGTH,          offsetof(model_hparams, idx_head_dim), OPT, 0 },
+    { HPK_INDEXER_TOP_K,               offsetof(model_hparams, idx_top_k), OPT, 0 },
 };
 
 int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *ctx, char *err,
@@ -127,6 +130,11 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
         }
     }
     if (a->oai_moe) hp->gating = GATING_SOFTMAX_WEIGHT;
+    if (a->sigmoid_default) { /* GLM-5: a sigmoid unless the key says otherwise */
+        double g;
+        snprintf(key, sizeof key, "%s.%s", arch, HPARAM_KEYS[HPK_GATING].key);
+        if (get(ctx, key, &g) != 0) hp->gating = GATING_SIGMOID;
+    }
     /* llama.cpp's older name for the factor, read when the new one is absent. */
     double old_factor;
     snprintf(key, sizeof key, "%s.%s", arch, HPARAM_KEYS[HPK_ROPE_SCALING_FACTOR].key);
@@ -193,6 +201,14 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
     } else if (hp->head_dim_v != hp->head_dim) {
         snprintf(err, errlen, "hyperparameters: value_length %d differs from key_length %d", hp->head_dim_v,
                  hp->head_dim);
+        return -1;
+    }
+    /* DSA's indexer: llama.cpp requires its three keys; its heads rotate their first n_rot dimensions */
+    if (hp->arch.dsa && (hp->n_idx_head < 1 || hp->idx_head_dim <= hp->n_rot || hp->idx_top_k < 1 ||
+                         hp->n_idx_head > 1024 || hp->idx_head_dim > 4096)) {
+        snprintf(err, errlen, "hyperparameters: a lightning indexer of %d heads of %d (rope dims %d), top_k %d does "
+                 "not fit (%s.attention.indexer.* missing?)", hp->n_idx_head, hp->idx_head_dim, hp->n_rot,
+                 hp->idx_top_k, arch);
         return -1;
     }
     if (hp->n_ff_exp < 0) hp->n_ff_exp = hp->n_ff;

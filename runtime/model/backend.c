@@ -11,6 +11,7 @@ static const char *missing_attention(const backend_caps *c, const arch_info *a, 
     const bool llama4 = a->l2_qk_norm || a->weight_before_ffn || hp->no_rope_step > 0 || hp->attn_chunk > 0;
     const bool sinks_swa = a->attn_sinks || a->swa_pattern > 0;
     if (a->mla && !c->mla) return "multi-head latent attention";
+    if (a->dsa && !c->dsa) return "the lightning indexer's sparse attention (DSA)";
     if (sinks_swa && !c->sinks_swa) return "attention sinks and sliding-window layers";
     if (a->qk_norm_after_rope && !c->qk_norm_after_rope) return "q/k norms after RoPE";
     if (a->qk_norm_optional && !c->qk_norm_optional) return "q/k norms on some layers only";

@@ -48,6 +48,7 @@ typedef struct backend_caps {
     int max_head_dim;           /* 0: any */
     bool gqa_uneven;            /* n_head not a multiple of n_head_kv */
     bool gated_delta_net;       /* Qwen3-Next: Gated DeltaNet layers (op gdn), gated attention output (op mul_sigmoid) */
+    bool dsa;                   /* DeepSeek V3.2, GLM-5: the lightning indexer picks each query's keys (op indexer) */
 } backend_caps;
 
 /* One ubatch's activations, n_batch rows each, in the backend's memory. */
@@ -99,6 +100,10 @@ typedef struct backend_ops {
     /* Layer l's Gated DeltaNet over B rows of h (its normed input) into out (n_embd each), its
      * recurrent state carried from the previous positions and moved on. */
     int (*gdn)(void *c, int l, int B, const float *h, float *out);
+    /* DSA: layer l's lightning indexer over B rows at pos0.. from h (the normed input) and qa (the normed
+     * q LoRA rows): their indexer keys kept, and the positions each row's next attention() reads (the
+     * top_k of its scores, all of them while they are no more). */
+    int (*indexer)(void *c, int l, int B, int pos0, const float *h, const float *qa);
     /* x[i] *= sigmoid(g[i]) */
     int (*mul_sigmoid)(void *c, float *x, const float *g, size_t n);
     /* logits[rows][w->rows] (host) = h . W^T, everything queued done. */

@@ -69,26 +69,12 @@ static void rope_tables(model *m, int B, int pos0)
     }
 }
 
-/* NORM rotates adjacent pairs (2i, 2i+1); NEOX pairs i with i + n_rot/2. */
-static void rope_head(float *v, const float *cs, int n_rot, rope_kind kind)
-{
-    const int half = n_rot / 2;
-    for (int i = 0; i < half; i++) {
-        const int i0 = kind == ROPE_NEOX ? i : 2 * i, i1 = kind == ROPE_NEOX ? i + half : 2 * i + 1;
-        const float c = cs[i], s = cs[half + i], a = v[i0], b = v[i1];
-        /* ggml-cpu is built with floating-point contraction: its
-         * x0*cos - x1*sin and x0*sin + x1*cos become these two FMAs */
-        v[i0] = fmaf(a, c, -(b * s));
-        v[i1] = fmaf(a, s, b * c);
-    }
-}
-
 void model_rope_rows(model *m, float *v, int n_heads, int B, int pos0)
 {
     rope_tables(m, B, pos0);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < n_heads; h++)
-            rope_head(v + ((size_t)b * n_heads + h) * m->hp.head_dim, m->rope_cs + (size_t)b * m->hp.n_rot,
+            cpu_rope_head(v + ((size_t)b * n_heads + h) * m->hp.head_dim, m->rope_cs + (size_t)b * m->hp.n_rot,
                       m->hp.n_rot, m->hp.arch.rope);
 }
 
@@ -161,8 +147,11 @@ static void attn_task(void *arg, int task, int thread)
     if (hparams_layer_swa(&m->hp, j->layer) && pos - m->hp.n_swa + 1 > p_lo) p_lo = pos - m->hp.n_swa + 1;
     const float *sinks = m->w.layers[j->layer].sinks, sink = sinks ? sinks[h] : -INFINITY;
 
+    /* DSA: the positions the indexer did not pick are masked the same way */
+    const uint8_t *pick = m->dsa_on ? m->dsa_sel + (size_t)b * m->n_ctx : NULL;
     for (int p = 0; p < p_lo; p++) sc[p] = -INFINITY;
     for (int p = p_lo; p < n_pos; p++) {
+        if (pick && !pick[p]) { sc[p] = -INFINITY; continue; }
         const void *kr = (const char *)k_row(m, j->layer, p) + (size_t)kvh * hd * m->kv_elt;
         float s = f16 ? m->k->dot_f16(kr, q, hd) : m->k->dot_f32(kr, q, hd);
         sc[p] = s * scale;
@@ -176,6 +165,7 @@ static void attn_task(void *arg, int task, int thread)
         const float inv = (float)(1.0 / sum);
         memset(out, 0, (size_t)hv * sizeof *out);
         for (int p = p_lo; p < n_pos; p++) {
+            if (pick && !pick[p]) continue;
             const void *vr = (const char *)v_row(m, j->layer, p) + (size_t)kvh * hv * m->kv_elt;
             m->k->axpy_f16(out, sc[p] * inv, vr, hv);
         }
@@ -188,6 +178,7 @@ static void attn_task(void *arg, int task, int thread)
     float *acc = sc + m->n_ctx + 8; /* lanes x hv */
     memset(acc, 0, (size_t)lanes * hv * sizeof *acc);
     for (int p = p_lo; p < n_pos; p++) { /* the masked ones would add exact zeros */
+        if (pick && !pick[p]) continue;
         const float *vr = (const float *)v_row(m, j->layer, p) + (size_t)kvh * hv;
         m->k->axpy_f32(acc + (size_t)(p % lanes) * hv, sc[p], vr, hv); /* fused: one rounding per element */
     }
@@ -310,7 +301,7 @@ static int cpu_rope(void *c, float *v, int B, size_t row_stride, int n_heads, si
     for (int b = 0; b < B; b++) {
         const float *cs = m->rope_cs + (size_t)b * m->hp.n_rot;
         for (int h = 0; h < n_heads; h++)
-            rope_head(v + (size_t)b * row_stride + (size_t)h * head_stride, cs, m->hp.n_rot, m->hp.arch.rope);
+            cpu_rope_head(v + (size_t)b * row_stride + (size_t)h * head_stride, cs, m->hp.n_rot, m->hp.arch.rope);
     }
     return 0;
 }
@@ -368,7 +359,7 @@ static const char *cpu_error(void *c)
 static const backend_caps cpu_caps = {
     .name = "CPU", .kv_f32 = true, .granite_scales = true, .routing = true, .mixed_layers = true, .mla = true,
     .qk_norm_after_rope = true, .qk_norm_optional = true, .llama4 = true, .sinks_swa = true, .rope_scaled = true,
-    .max_head_dim = 0, .gqa_uneven = true, .gated_delta_net = true,
+    .max_head_dim = 0, .gqa_uneven = true, .gated_delta_net = true, .dsa = true,
 };
 
 const backend_ops backend_cpu = {
@@ -391,6 +382,7 @@ const backend_ops backend_cpu = {
     .mla_per_head = cpu_mla_per_head,
     .gdn = cpu_gdn,
     .mul_sigmoid = cpu_mul_sigmoid,
+    .indexer = cpu_indexer,
     .logits = cpu_logits,
     .sync = NULL,
     .error = cpu_error,

@@ -39,7 +39,9 @@ static int qk_norm(model *m, float *v, int n_heads, const float *w, int B)
 /* MLA (arch_info.mla), as llama.cpp's deepseek2 graph with absorbed
  * weights: each head's query is [k_b q_nope | rope(q_pe)], the one KV head
  * [norm(compressed) | rope(k_pe)] with the normed compressed row as V, and
- * each head's attention output goes back through v_b before o. */
+ * each head's attention output goes back through v_b before o. With DSA
+ * (arch_info.dsa, deepseek32's and glm-dsa's graphs) the lightning indexer
+ * first chooses which positions the attention reads. */
 static int mla_attention_block(model *m, int l, int B, int pos0)
 {
     const backend_ops *op = m->ops;
@@ -61,6 +63,8 @@ static int mla_attention_block(model *m, int l, int B, int pos0)
     }
     if (lora) {
         TRY(op->rmsnorm(c, a->mla_qa, L->q_a_norm, a->mla_qa, B, hp->n_lora_q));
+        /* DSA: the lightning indexer picks the positions this layer's attention reads */
+        if (hp->arch.dsa) TRY(op->indexer(c, l, B, pos0, a->h, a->mla_qa));
         TRY(op->matmul(c, &L->wq_b, a->mla_qa, B, a->mla_q));
     }
     TRY(op->rope(c, a->mla_q + nope, B, (size_t)H * qk, H, (size_t)qk, pos0));

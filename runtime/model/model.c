@@ -68,6 +68,20 @@ static int check_mla(checker *c, const model_hparams *hp, layer_weights *L, int 
     } else if (check_w(c, &L->wq, H * qk, D, TN_ATTN_Q, l)) {
         return -1;
     }
+    /* DSA: the indexer reads the q LoRA row */
+    if (hp->arch.dsa && (!weight_present(&L->wq_a) ||
+                         check_w(c, &L->idx_q_b, hp->n_idx_head * hp->idx_head_dim, hp->n_lora_q, TN_INDEXER_ATTN_Q_B, l) ||
+                         check_w(c, &L->idx_k, hp->idx_head_dim, D, TN_INDEXER_ATTN_K, l) ||
+                         check_w(c, &L->idx_proj, hp->n_idx_head, D, TN_INDEXER_PROJ, l) ||
+                         check_vec(c, L->idx_k_norm, TN_INDEXER_K_NORM, l) ||
+                         check_vec(c, L->idx_k_norm_b, TN_INDEXER_K_NORM_BIAS, l))) {
+        if (!weight_present(&L->wq_a)) {
+            char name[96];
+            snprintf(c->err, c->errlen, "%s: missing (the lightning indexer reads the q LoRA row)",
+                     tensor_label(name, sizeof name, TN_ATTN_Q_A, l));
+        }
+        return -1;
+    }
     return check_w(c, &L->wkv_a, r + hp->n_rot, D, TN_ATTN_KV_A_MQA, l) ||
                    check_vec(c, L->kv_a_norm, TN_ATTN_KV_A_NORM, l) ||
                    check_w(c, &L->wk_b, H * r, qk - hp->n_rot, TN_ATTN_K_B, l) ||
@@ -399,6 +413,16 @@ static model *create(const model_hparams *hp, const model_weights *w, const mode
         m->gdn_ba = alloc_f(nb * 2 * NV, &fail);
         m->gdn_o = alloc_f(nb * (size_t)h->ssm_d_inner, &fail);
     }
+    if (h->arch.dsa) {
+        const size_t NH = (size_t)h->n_idx_head, HD = (size_t)h->idx_head_dim, C = (size_t)m->n_ctx;
+        m->dsa_kcache = calloc((size_t)h->n_layer * C * HD, m->kv_elt);
+        m->dsa_k = alloc_f(nb * HD, &fail);
+        m->dsa_q = alloc_f(nb * NH * HD, &fail);
+        m->dsa_w = alloc_f(nb * NH, &fail);
+        m->dsa_score = alloc_f(nb * C, &fail);
+        m->dsa_sel = calloc(nb * C, 1);
+        if (!m->dsa_kcache || !m->dsa_sel) fail = 1;
+    }
     if (h->arch.attn_out_gate) {
         m->qg = alloc_f(nb * 2 * (size_t)m->q_dim, &fail);
         m->qgate = alloc_f(nb * (size_t)m->q_dim, &fail);
@@ -661,6 +685,7 @@ void model_free(model *m)
     free(m->ffa); free(m->ffb); free(m->rope_cs); free(m->att_scores);
     free(m->mla_qa); free(m->mla_q); free(m->mla_kva); free(m->mla_o); free(m->mla_in); free(m->mla_out);
     free(m->mla_kb); free(m->mla_vb); free(m->mla_kf); free(m->qkv_kf);
+    free(m->dsa_kcache); free(m->dsa_k); free(m->dsa_q); free(m->dsa_w); free(m->dsa_score); free(m->dsa_sel);
     free(m->rlog); free(m->selw); free(m->eo); free(m->hg); free(m->hrot); free(m->gd);
     free(m->gdn_slot); free(m->gdn_conv); free(m->gdn_ckpt); free(m->gdn_bg); free(m->gdn_ck); free(m->gdn_qkv); free(m->gdn_in); free(m->gdn_cv); free(m->gdn_z);
     free(m->gdn_ba); free(m->gdn_o); free(m->qg); free(m->qgate); free(m->sel); free(m->grp);

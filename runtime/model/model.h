@@ -6,9 +6,10 @@
  *    with the pack tools: llama (dense and Mixtral-style MoE), qwen2,
  *    qwen2moe, qwen3, qwen3moe, olmoe, deepseek, granite, granitemoe, dots1,
  *    ernie4_5-moe, glm4moe, llama4, hunyuan-moe, minimax-m2, deepseek2
- *    (multi-head latent attention: a graph of its own), gpt-oss, bailingmoe,
- *    bailingmoe2. A row names the architecture, its RoPE layout and how the
- *    shared forward pass is configured (q/k norm kind, attention biases,
+ *    (multi-head latent attention: a graph of its own), deepseek32 and
+ *    glm-dsa (its sparse form), gpt-oss, bailingmoe, bailingmoe2,
+ *    qwen3next, qwen35moe, qwen35. A row names the architecture, its RoPE
+ *    layout and how the shared forward pass is configured (q/k norm kind, attention biases,
  *    top-k renormalisation); arch_find() is NULL for a name without a row
  *    and for the pack-only rows, which the runtime does not run.
  *  - hparams_load() fills model_hparams from "<arch>.<key>" values read
@@ -90,6 +91,9 @@ typedef struct model_hparams {
      * heads x head width), the head width (keys and values), the value heads and the key heads; every
      * full_attn_interval-th layer is full attention */
     int ssm_d_conv, ssm_d_inner, ssm_d_state, ssm_dt_rank, ssm_n_group, full_attn_interval;
+    /* DSA (arch.dsa): the lightning indexer's heads, their width (the first n_rot rotated) and the
+     * positions each query attends to at most */
+    int n_idx_head, idx_head_dim, idx_top_k;
 } model_hparams;
 
 /* Layer l is a Gated DeltaNet layer (Qwen3-Next's linear attention). */
@@ -172,6 +176,10 @@ typedef struct layer_weights {
     weight ssm_in;                              /* the first Qwen3-Next GGUFs: q, k, v and z in one matrix, per
                                                  * key head [q | k | its value heads' v | their z] */
     const float *ssm_conv, *ssm_dt, *ssm_a, *ssm_norm;
+    /* DSA's lightning indexer (arch.dsa): q heads from the normed q LoRA row, one key from the normed
+     * input, the key's LayerNorm, one weight per head from the normed input */
+    weight idx_q_b, idx_k, idx_proj;
+    const float *idx_k_norm, *idx_k_norm_b;
 } layer_weights;
 
 typedef struct model_weights {

@@ -88,6 +88,14 @@ struct model {
     float *gdn_qkv, *gdn_cv, *gdn_z, *gdn_ba, *gdn_o;
     float *gdn_in;              /* a fused ssm_in's rows (channels + value width each), before the split */
     float *qg, *qgate;
+    /* DSA (arch.dsa): every layer's indexer keys (n_ctx rows of idx_head_dim, in the KV cache's type,
+     * position p in row p of layer l's block), the ubatch's indexer keys, queries (n_idx_head x
+     * idx_head_dim a row), head weights and scores (n_ctx a row), and the positions each row attends
+     * to (dsa_sel: n_ctx flags a row), which attention reads while dsa_on */
+    void *dsa_kcache;
+    float *dsa_k, *dsa_q, *dsa_w, *dsa_score;
+    uint8_t *dsa_sel;
+    bool dsa_on;
     /* a draft model over a next-token-prediction block (model_create_mtp):
      * its input rows are [enorm(embed(t)); hnorm(h)] side by side (mtp_cat,
      * n_batch x 2 n_embd); the pool is the main model's (own_pool false) */

@@ -60,6 +60,11 @@ const weight_slot LAYER_SLOTS[] = {
     M(TN_SSM_BETA, ssm_beta, SLOT_MAT),
     M(TN_SSM_ALPHA, ssm_alpha, SLOT_MAT),
     M(TN_SSM_IN, ssm_in, SLOT_MAT),
+    M(TN_INDEXER_ATTN_Q_B, idx_q_b, SLOT_MAT),
+    M(TN_INDEXER_ATTN_K, idx_k, SLOT_MAT),
+    M(TN_INDEXER_PROJ, idx_proj, SLOT_MAT),
+    V(TN_INDEXER_K_NORM, idx_k_norm),
+    V(TN_INDEXER_K_NORM_BIAS, idx_k_norm_b),
 };
 
 const int N_LAYER_SLOTS = (int)(sizeof LAYER_SLOTS / sizeof LAYER_SLOTS[0]);

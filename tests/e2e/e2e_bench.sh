@@ -32,8 +32,9 @@ figure() {
         awk -v prec="$2" '{
             med = $1; sp = $2; lo = $3; hi = $4
             if (!(lo <= med && med <= hi)) { print "FAIL median " med " outside min " lo ", max " hi; exit }
-            # the printed figures are rounded: allow for it
-            tol = 0.15 + 100 * 2 * 10 ^ -prec / med
+            # the printed figures are rounded (half a unit of the last decimal each): max - min moves by up to
+            # one unit, the median by half, which moves a large spread by sp / 2 units of it
+            tol = 0.15 + 100 * 2 * 10 ^ -prec / med + sp * 10 ^ -prec / med
             d = 100 * (hi - lo) / med - sp
             if (d > tol || -d > tol) { print "FAIL spread " sp " % is not (max - min) / median"; exit }
             print med, sp

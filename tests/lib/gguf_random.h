@@ -1,7 +1,8 @@
 /* gguf_random.h: random tensors for the test models our GGUF writer makes
  * (the architecture agreement tests). uniform() is splitmix64 mapped to
  * [-1, 1) with 24 bits, so the weights are the same on every machine;
- * add_tensor() adds an F32 tensor of offset + scale * uniform. */
+ * add_tensor() adds an F32 tensor of offset + scale * uniform;
+ * random_tokens() n token ids below vocab from seed, BOS (1) first. */
 #ifndef STRATA_TEST_GGUF_RANDOM_H
 #define STRATA_TEST_GGUF_RANDOM_H
 
@@ -31,6 +32,14 @@ static inline int add_tensor(gguf_writer *w, uint64_t *s, const char *name, int 
     const int rc = gguf_writer_add_tensor(w, name, GGML_TYPE_F32, (uint32_t)n_dims, ne, x, n * sizeof *x) < 0 ? -1 : 0;
     free(x);
     return rc;
+}
+
+static inline int32_t *random_tokens(int n, int vocab, uint64_t seed)
+{
+    int32_t *t = malloc((size_t)n * sizeof *t);
+    for (int i = 0; t && i < n; i++) t[i] = (int32_t)((uniform(&seed) + 1.0f) * 0.5f * (float)(vocab - 1));
+    if (t) t[0] = 1;
+    return t;
 }
 
 #endif

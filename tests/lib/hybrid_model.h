@@ -52,14 +52,7 @@ static const hybrid_spec HYBRID_SPECS[] = {
     { .name = "qwen3next-ssm-in", .arch = "qwen3next", .layers = 4, .interval = 2, .ssm_in = 1 },
 };
 
-static inline int32_t *hybrid_tokens(void)
-{
-    int32_t *t = malloc(HYBRID_TOK * sizeof *t);
-    uint64_t s = 3;
-    for (int i = 0; t && i < HYBRID_TOK; i++) t[i] = (int32_t)((uniform(&s) + 1.0f) * 0.5f * (VOCAB - 1));
-    if (t) t[0] = 1;
-    return t;
-}
+static inline int32_t *hybrid_tokens(void) { return random_tokens(HYBRID_TOK, VOCAB, 3); }
 
 /* control 1: every layer full attention (interval 1), the same weights where they exist */
 static inline int hybrid_write_model(const hybrid_spec *a, const char *path, int control, char *err, size_t errlen)

@@ -27,7 +27,7 @@
 
 #include "tests/lib/gguf_weights.h"
 #include "tests/lib/hybrid_model.h"
-#include "tests/lib/llamacpp_fixture.h"
+#include "tests/lib/logits_agree.h"
 #include "pack/build.h"
 #include "runtime/model/speculate.h"
 
@@ -128,45 +128,12 @@ static void iq3_pack_agrees(const hybrid_spec *spec)
     a.wide = 1;
     scratch sc;
     scratch_make(&sc, a.name);
-    char err[256], iq3[700];
+    char err[256];
     if (hybrid_write_model(&a, sc.gguf, 0, err, sizeof err)) fail_msg("%s", err);
-    build_pack(sc.gguf, sc.pack);
-    snprintf(iq3, sizeof iq3, "%s/iq3", sc.dir);
-    char *argv[] = { "build", sc.gguf, "-o", iq3, "--threads", "2", NULL };
-    assert_int_equal(run_quiet(iq3pack_cmd_build, 6, argv), 0);
     int32_t *tok = hybrid_tokens();
     assert_non_null(tok);
     seq s = { .tok = tok, .n_rows = SEQ_TOK, .n_prompt = SEQ_PROMPT, .n_vocab = VOCAB };
-    float *keep = run_pack(sc.pack, &s), *q = run_pack(iq3, &s);
-    double kl = 0;
-    int same = 0, sure = 0, sure_same = 0;
-    for (int r = 0; r < SEQ_TOK; r++) {
-        const float *p = keep + (size_t)r * VOCAB, *o = q + (size_t)r * VOCAB;
-        double mp = -INFINITY, mo = -INFINITY, zp = 0, zo = 0;
-        int ap = 0, ao = 0;
-        for (int i = 0; i < VOCAB; i++) {
-            if (p[i] > mp) { mp = p[i]; ap = i; }
-            if (o[i] > mo) { mo = o[i]; ao = i; }
-        }
-        double second = -INFINITY;
-        for (int i = 0; i < VOCAB; i++) if (i != ap && p[i] > second) second = p[i];
-        for (int i = 0; i < VOCAB; i++) { zp += exp(p[i] - mp); zo += exp(o[i] - mo); }
-        for (int i = 0; i < VOCAB; i++) {
-            const double lp = p[i] - mp - log(zp), lo = o[i] - mo - log(zo);
-            kl += exp(lp) * (lp - lo);
-        }
-        same += ap == ao;
-        if (mp - second > MARGIN) { sure++; sure_same += ap == ao; }
-    }
-    kl /= SEQ_TOK;
-    printf("%s, wide, IQ3 experts against F32 ones: mean KL %.5f, top-1 %d of %d; %d of %d positions with a "
-           "margin over %.2f agree\n", a.name, kl, same, SEQ_TOK, sure_same, sure, (double)MARGIN);
-    assert_true(kl < 0.02);
-    assert_true(same >= SEQ_TOK * 8 / 10);
-    assert_true(sure >= SEQ_TOK / 8); /* the check is not empty */
-    assert_int_equal(sure_same, sure);
-    free(keep);
-    free(q);
+    iq3_agreement_holds(a.name, iq3_against_keep(&sc, &s, MARGIN), SEQ_TOK, MARGIN, 0.02, SEQ_TOK * 8 / 10);
     free(tok);
     scratch_rm(&sc);
 }

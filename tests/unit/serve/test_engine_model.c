@@ -3,9 +3,11 @@
  * that interleave without disturbing each other, the prompt cache, logprobs
  * against a log-softmax computed here from model_forward's logits, logit
  * bias and penalties, the turn-end set (gpt-oss's harmony rule too), and
- * the refusals; the prompt cache of a model with Gated DeltaNet layers. With ../shared, a stories260K pack's greedy tokens against
+ * the refusals; the prompt cache of a model with Gated DeltaNet layers and of one
+ * whose lightning indexer chooses the positions each query reads (DSA). With ../shared, a stories260K pack's greedy tokens against
  * llama.cpp's. */
 #include "tests/lib/test_util.h"
+#include "tests/lib/dsa_model.h"
 #include "tests/lib/hybrid_model.h"
 #include "tests/lib/vocab_relabel.h"
 #include "pack/pack_cli.h"
@@ -271,6 +273,32 @@ static void prompt_cache(void **state)
     engine_model_free(e);
 }
 
+enum { CACHE_K = 6, CACHE_NA_MAX = 48 };
+
+/* The first na ids as a prompt to e (a fresh cache) and to plain (no cache),
+ * the same prompt again (cached to its last token), then the conversation
+ * going on (prompt + answer, cached as it stands): every answer plain's.
+ * first: the first answer; p (na + CACHE_K ids): the conversation. */
+static void cache_gives_plain(engine *e, engine *plain, const int32_t *ids, int na, int32_t *first, int32_t *p)
+{
+    int32_t again[CACHE_K], want[CACHE_K];
+    size_t cached;
+    assert_true(na <= CACHE_NA_MAX);
+    greedy(e, ids, (size_t)na, first, CACHE_K, &cached);
+    assert_int_equal(cached, 0);
+    greedy(plain, ids, (size_t)na, want, CACHE_K, &cached);
+    assert_memory_equal(first, want, sizeof want);
+    greedy(e, ids, (size_t)na, again, CACHE_K, &cached);
+    assert_int_equal(cached, na - 1);
+    assert_memory_equal(again, first, sizeof again);
+    memcpy(p, ids, (size_t)na * sizeof *p);
+    memcpy(p + na, first, sizeof again);
+    greedy(e, p, (size_t)(na + CACHE_K), again, CACHE_K, &cached);
+    assert_int_equal(cached, na + CACHE_K - 1);
+    greedy(plain, p, (size_t)(na + CACHE_K), want, CACHE_K, &cached);
+    assert_memory_equal(again, want, sizeof want);
+}
+
 /* The prompt cache of a model with Gated DeltaNet layers (hybrid_model.h's
  * qwen3next), whose state holds its last position only: the server keeps
  * it at the prompt's last token but one. The same prompt again resumes
@@ -289,24 +317,10 @@ static void prompt_cache_recurrent(void **state)
     engine *e = open_pack_opts(pack, 1, false), *plain = open_pack_opts(pack, 1, true);
     int32_t *ids = hybrid_tokens();
     assert_non_null(ids);
-    enum { K = 6, NA = 12 };
+    enum { K = CACHE_K, NA = 12 };
     int32_t first[K], again[K], want[K], p[NA + K + 4];
     size_t cached;
-    greedy(e, ids, NA, first, K, &cached);
-    assert_int_equal(cached, 0);
-    greedy(plain, ids, NA, want, K, &cached);
-    assert_memory_equal(first, want, sizeof want);
-    /* the same prompt again: from the checkpoint */
-    greedy(e, ids, NA, again, K, &cached);
-    assert_int_equal(cached, NA - 1);
-    assert_memory_equal(again, first, sizeof first);
-    /* the conversation going on: prompt + answer, the context as it stands */
-    memcpy(p, ids, NA * sizeof *p);
-    memcpy(p + NA, first, sizeof first);
-    greedy(e, p, NA + K, again, K, &cached);
-    assert_int_equal(cached, NA + K - 1);
-    greedy(plain, p, NA + K, want, K, &cached);
-    assert_memory_equal(again, want, sizeof want);
+    cache_gives_plain(e, plain, ids, NA, first, p);
     /* the prompt and something else: back to the checkpoint */
     p[NA] = (first[0] + 1) % 512;
     greedy(e, p, NA + 3, again, K, &cached);
@@ -318,6 +332,27 @@ static void prompt_cache_recurrent(void **state)
     assert_int_equal(cached, 0);
     greedy(plain, ids + 2, NA, want, K, &cached);
     assert_memory_equal(again, want, sizeof want);
+    free(ids);
+    engine_model_free(plain);
+    engine_model_free(e);
+}
+
+/* DSA (deepseek32): the indexer keys are kept per position like K and V, so
+ * a cached prefix resumes where it ends; past the indexer's top_k every
+ * answer equals a cache-less server's. */
+static void prompt_cache_dsa(void **state)
+{
+    const fixture *f = *state;
+    char gguf[4300], pack[4300], err[4600];
+    snprintf(gguf, sizeof gguf, "%s/deepseek32.gguf", f->dir);
+    snprintf(pack, sizeof pack, "%s/deepseek32", f->dir);
+    if (dsa_write_model(&DSA_SPECS[0], gguf, 0, err, sizeof err)) fail_msg("%s", err);
+    build(gguf, pack);
+    engine *e = open_pack_opts(pack, 1, false), *plain = open_pack_opts(pack, 1, true);
+    int32_t *ids = dsa_tokens();
+    assert_non_null(ids);
+    int32_t first[CACHE_K], p[3 * DSA_TOP_K + CACHE_K];
+    cache_gives_plain(e, plain, ids, 3 * DSA_TOP_K, first, p);
     free(ids);
     engine_model_free(plain);
     engine_model_free(e);
@@ -485,6 +520,7 @@ int main(void)
         cmocka_unit_test(sessions_interleave),
         cmocka_unit_test(prompt_cache),
         cmocka_unit_test(prompt_cache_recurrent),
+        cmocka_unit_test(prompt_cache_dsa),
         cmocka_unit_test(logprobs_are_log_softmax),
         cmocka_unit_test(bias_and_penalties),
         cmocka_unit_test(turn_ends_and_refusals),
