@@ -87,8 +87,9 @@ int budget_compute(const char *dir, const budget_opts *o, budget_report *r, char
     r->n_ctx = o->n_ctx > 0 ? o->n_ctx : (hp.n_ctx_train < 4096 ? hp.n_ctx_train : 4096);
     r->n_ctx_train = hp.n_ctx_train;
     r->dense = (uint64_t)x.pool;
-    r->kv = (uint64_t)hp.n_layer * (uint64_t)r->n_ctx * (uint64_t)hp.n_head_kv *
-            (uint64_t)(hp.head_dim + hp.head_dim_v) * 2;
+    /* K and V rows, and DSA's indexer key a position, f16 */
+    r->kv = (uint64_t)hp.n_layer * (uint64_t)r->n_ctx *
+            ((uint64_t)hp.n_head_kv * (uint64_t)(hp.head_dim + hp.head_dim_v) + (hp.arch.dsa ? (uint64_t)hp.idx_head_dim : 0)) * 2;
     uint64_t ub = r->n_ctx < 512 ? (uint64_t)r->n_ctx : 512;
     uint64_t ff = (uint64_t)hp.n_ff;
     if ((uint64_t)hp.n_ff_exp * (uint64_t)hp.n_expert_used > ff) ff = (uint64_t)hp.n_ff_exp * (uint64_t)hp.n_expert_used;

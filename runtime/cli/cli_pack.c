@@ -53,6 +53,9 @@ int cmd_info(int argc, char **argv)
         if (hp->n_lora_q) printf(", q rank %d", hp->n_lora_q);
         printf(", q/k heads %d (%d rotated), v heads %d\n", hp->head_k_mla, hp->n_rot, hp->head_v_mla);
     }
+    if (hp->arch.dsa)
+        printf("  sparse attention: a lightning indexer of %d heads of %d picks %d positions a query\n", hp->n_idx_head,
+               hp->idx_head_dim, hp->idx_top_k);
     if (hp->arch.attn_sinks || hp->n_swa > 0) {
         printf("  attention:%s", hp->arch.attn_sinks ? " a sink per head" : "");
         if (hp->n_swa > 0)

@@ -3,8 +3,9 @@
  * dense) and, with ../shared, stories260K (dense): sizes recomputed here
  * from the hyperparameters, slots against VRAM, the hit rate from a
  * profile, and the refusals (no pack, a profile of another model, bad
- * sizes). */
+ * sizes); a DSA model's cache counts its indexer keys. */
 #include "tests/lib/test_util.h"
+#include "tests/lib/dsa_model.h"
 
 #include "formats/iq3.h"
 #include "runtime/cli/budget.h"
@@ -99,6 +100,23 @@ static void test_moe_layout(void **state)
     assert_true(g.kv == 2 * r.kv);
 }
 
+/* deepseek32 (dsa_model.h): one KV head of K and V rows (kv_lora_rank + rope dims, kv_lora_rank) and
+ * the indexer's key, each position, every layer, f16 */
+static void test_dsa_cache(void **state)
+{
+    fixture *f = *state;
+    char err[1024], gguf[256], pack[256];
+    snprintf(gguf, sizeof gguf, "%s/deepseek32.gguf", f->dir);
+    snprintf(pack, sizeof pack, "%s/deepseek32", f->dir);
+    assert_int_equal(dsa_write_model(&DSA_SPECS[0], gguf, 0, err, sizeof err), 0);
+    assert_int_equal(build_pack(gguf, pack), 0);
+    budget_opts o = { .vram_reserve = 1 << 20, .n_ctx = 100 };
+    budget_report r;
+    assert_int_equal(budget_compute(pack, &o, &r, err, sizeof err), 0);
+    assert_string_equal(r.arch, "deepseek32");
+    assert_int_equal(r.kv, (uint64_t)DSA_LAYERS * 100 * ((DSA_R + DSA_ROT) + DSA_R + DSA_IDX_DIM) * 2);
+}
+
 static void test_moe_profile(void **state)
 {
     fixture *f = *state;
@@ -187,6 +205,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_moe_layout),
         cmocka_unit_test(test_moe_profile),
+        cmocka_unit_test(test_dsa_cache),
         cmocka_unit_test(test_dense_and_refusals),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
