@@ -44,6 +44,8 @@ struct loaded_pack {
     unsigned char *used_t, *used_e;
     int *xpart;                  /* (n_layer + n_mtp) x 3: the index entry of each routed part (gate, up, down), -1 none */
     int lazy_experts;            /* loader_opts.lazy_experts */
+    bool resident;               /* experts.bin read into map[PACK_EXPERTS] (owned memory), not mapped */
+    int64_t resident_bytes;      /* its size then (0: mapped): the progress counts it first */
     loader_progress_fn progress; /* NULL: none */
     void *progress_ctx;
     float codebook[16];
@@ -98,6 +100,51 @@ static int read_index(loaded_pack *p)
     return rc;
 }
 
+#define HUGE_PAGE ((size_t)2 << 20)
+
+/* loader_opts.resident_experts: experts.bin read into memory of our own on
+ * 2 MiB boundaries, asking for transparent huge pages before the first
+ * touch. Decode streams the chosen experts once per token; through a file
+ * mapping they sit in the page cache's 4 KiB pages or huge folios as the
+ * cache happens to hold them, and decode swung from run to run (1.18 GB
+ * Q8_0 MoE, one thread: 33 to 68 tokens/s in successive runs, against 75
+ * to 81 read in). The file's cached pages are dropped after the read, so
+ * the bytes are held once. */
+static int read_resident(loaded_pack *p, int fd, const char *path, size_t bytes)
+{
+    const size_t cap = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    uint8_t *m = aligned_alloc(HUGE_PAGE, cap);
+    if (!m) return fail(p, "%s: cannot allocate %zu bytes to hold the experts (run with less, or --mem)", path, bytes);
+#ifdef MADV_HUGEPAGE
+    (void)madvise(m, cap, MADV_HUGEPAGE);
+#endif
+    for (size_t done = 0; done < bytes;) {
+        const size_t want = bytes - done < ((size_t)64 << 20) ? bytes - done : (size_t)64 << 20;
+        const ssize_t got = pread(fd, m + done, want, (off_t)done);
+        if (got <= 0) {
+            free(m);
+            return fail(p, "%s: %s", path, got < 0 ? strerror(errno) : "shorter than its size");
+        }
+        done += (size_t)got;
+        if (p->progress) p->progress(p->progress_ctx, (int64_t)done, (int64_t)bytes + p->x.pool);
+    }
+    p->resident_bytes = (int64_t)bytes;
+#ifdef POSIX_FADV_DONTNEED
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+#endif
+    p->map[PACK_EXPERTS] = m;
+    p->map_bytes[PACK_EXPERTS] = bytes;
+    return 0;
+}
+
+static void unmap_file(loaded_pack *p, int f)
+{
+    if (!p->map[f]) return;
+    if (f == PACK_EXPERTS && p->resident) free(p->map[f]);
+    else munmap(p->map[f], p->map_bytes[f]);
+    p->map[f] = NULL;
+}
+
 /* Sizes first, so a short file is one clear line instead of a fault. */
 static int map_files(loaded_pack *p)
 {
@@ -122,6 +169,13 @@ static int map_files(loaded_pack *p)
             close(fd);
             free(path);
             return -1;
+        }
+        if (f == PACK_EXPERTS && p->resident && st.st_size > 0) {
+            const int rc = read_resident(p, fd, path, (size_t)st.st_size);
+            close(fd);
+            free(path);
+            if (rc) return -1;
+            continue;
         }
         if (f != PACK_TOKENIZER && st.st_size > 0) {
             void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -227,7 +281,7 @@ static int fill_tensor(loaded_pack *p, const pi_tensor *t)
     return 0;
 }
 
-#define POOL_HUGE ((size_t)2 << 20)
+#define POOL_HUGE HUGE_PAGE
 
 static int build_pool(loaded_pack *p)
 {
@@ -245,13 +299,14 @@ static int build_pool(loaded_pack *p)
     for (int i = 0; i < p->x.n_t; i++) {
         if (fill_tensor(p, &p->x.t[i])) return -1;
         done += p->x.t[i].dst_bytes;
-        if (p->progress) p->progress(p->progress_ctx, done < p->x.pool ? done : p->x.pool, p->x.pool);
+        if (p->progress)
+            p->progress(p->progress_ctx, p->resident_bytes + (done < p->x.pool ? done : p->x.pool),
+                        p->resident_bytes + p->x.pool);
     }
     /* the tensors' bytes fall short of the pool by its alignment padding: the end is the whole pool */
-    if (p->progress) p->progress(p->progress_ctx, p->x.pool, p->x.pool);
+    if (p->progress) p->progress(p->progress_ctx, p->resident_bytes + p->x.pool, p->resident_bytes + p->x.pool);
     /* The dense files are in the pool now; only experts.bin stays mapped. */
-    for (int f = 0; f < 2; f++)
-        if (p->map[f]) { munmap(p->map[f], p->map_bytes[f]); p->map[f] = NULL; }
+    for (int f = 0; f < 2; f++) unmap_file(p, f);
     return 0;
 }
 
@@ -606,7 +661,7 @@ loaded_pack *loader_open(const char *dir, char *err, size_t errlen)
 
 loaded_pack *loader_open_progress(const char *dir, loader_progress_fn fn, void *ctx, char *err, size_t errlen)
 {
-    const loader_opts o = { fn, ctx, 0 };
+    const loader_opts o = { fn, ctx, 0, 0 };
     return loader_open_opts(dir, &o, err, errlen);
 }
 
@@ -618,6 +673,7 @@ loaded_pack *loader_open_opts(const char *dir, const loader_opts *o, char *err, 
         p->progress = o->progress;
         p->progress_ctx = o->progress_ctx;
         p->lazy_experts = o->lazy_experts;
+        p->resident = o->resident_experts && !o->lazy_experts;
     }
     p->err = err;
     p->errlen = errlen;
@@ -636,8 +692,7 @@ loaded_pack *loader_open_opts(const char *dir, const loader_opts *o, char *err, 
 void loader_close(loaded_pack *p)
 {
     if (!p) return;
-    for (int f = 0; f < PACK_NFILES; f++)
-        if (p->map[f]) munmap(p->map[f], p->map_bytes[f]);
+    for (int f = 0; f < PACK_NFILES; f++) unmap_file(p, f);
     for (int i = 0; i < p->n_owned; i++) free(p->owned[i]);
     free(p->owned);
     if (p->w.layers) {

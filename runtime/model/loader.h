@@ -13,8 +13,8 @@
  *    spans copied, fp16 scale/offset planes widened to f32, BF16-in-f32
  *    re-rounded to bf16 by taking the high half (refused if the low half is
  *    not zero: the pack would not hold promoted bf16), F16-in-f32 converted
- *    with round-to-nearest-even. experts.bin is mmapped read-only; expert
- *    parts point into the mapping (S-form scales are widened into owned f32).
+ *    with round-to-nearest-even. experts.bin is mmapped read-only (but see
+ *    resident_experts); expert parts point into the mapping (S-form scales are widened into owned f32).
  *  - 1-D tensors (norms, biases) are handed to the model as f32.
  *  - loader_open_opts() with lazy_experts: every expert's planes are checked
  *    as above, but the routed experts' weights (model_weights) keep only
@@ -22,13 +22,19 @@
  *    factors, nothing of experts.bin read): whoever runs the model builds
  *    each expert when it needs it (loader_expert_build). Nothing of
  *    experts.bin is then resident unless a caller touches the mapping.
+ *  - loader_open_opts() with resident_experts (and not lazy_experts):
+ *    experts.bin is read into memory of the pack's own, on 2 MiB boundaries
+ *    with transparent huge pages asked for, instead of mapped (its page
+ *    cache dropped after the read): for a pack that fits in memory, decode
+ *    then streams huge pages every run.
  *  - loader_check() recomputes the crc32 (zlib) and size of every file and
  *    compares them with the index; 0 when all agree, else -1 with the first
  *    mismatch in err. It prints one line per file to `out` when non-NULL.
  *  - loader_open_progress() is loader_open() that calls fn(ctx, done,
  *    total) as the dense weights are read into the pool (bytes, after each
  *    tensor; the last call has done == total), the part of the load that
- *    reads the disk.
+ *    reads the disk; with resident_experts experts.bin's bytes come first
+ *    in the same count.
  *  - loader_precheck() is the cheap look `strata serve` takes before it
  *    listens on a DIR whose index.txt exists (the caller checks the path
  *    first: runtime/cli's cli_check_pack_path()): index.txt parses and every
@@ -56,6 +62,7 @@ typedef struct loader_opts {
     loader_progress_fn progress;    /* NULL: none */
     void *progress_ctx;
     int lazy_experts;               /* see the contract */
+    int resident_experts;           /* see the contract */
 } loader_opts;
 loaded_pack *loader_open_opts(const char *dir, const loader_opts *o, char *err, size_t errlen);
 void loader_close(loaded_pack *p);

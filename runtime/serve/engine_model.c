@@ -561,7 +561,7 @@ engine *engine_model_open(const char *dir, const engine_model_opts *o, char *err
     if (!me) { snprintf(err, errlen, "out of memory"); return NULL; }
     pthread_mutex_init(&me->mu, NULL);
     me->e.self = me;
-    const loader_opts lo = { opt.progress, opt.progress_ctx, opt.plan && opt.plan->tier };
+    const loader_opts lo = { opt.progress, opt.progress_ctx, opt.plan && opt.plan->tier, opt.plan && !opt.plan->tier };
     me->pack = loader_open_opts(dir, &lo, err, errlen);
     if (!me->pack) { engine_model_free(&me->e); return NULL; }
     if (opt.plan && tier_from_plan(dir, opt.plan, me->pack, opt.dev ? opt.dev->profile : NULL, stderr, &me->tier, err,

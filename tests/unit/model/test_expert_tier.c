@@ -130,7 +130,7 @@ static void test_tier_equals_eager(void **st)
 
     loaded_pack *eager = loader_open(pack, err, sizeof err);
     if (!eager) fail_msg("%s", err);
-    const loader_opts lo = { NULL, NULL, 1 };
+    const loader_opts lo = { .lazy_experts = 1 };
     loaded_pack *lazy = loader_open_opts(pack, &lo, err, sizeof err);
     if (!lazy) fail_msg("%s", err);
     assert_true(loader_lazy_experts(lazy));

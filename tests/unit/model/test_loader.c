@@ -8,7 +8,9 @@
  * an IQ3-re-encoded pack's mean KL / top-1 against the F32 reference
  * (printed beside llama.cpp's figures). Then hostile packs (the shipped
  * model's, no ../shared needed): no index, a truncated bin, a corrupted row,
- * a crc mismatch: one clear line each. */
+ * a crc mismatch: one clear line each. The shipped model's pack with its
+ * experts read into memory (resident_experts) gives the mapped pack's
+ * logits bit for bit. */
 #include "tests/lib/test_util.h"
 
 #include "pack/pack_cli.h"
@@ -210,6 +212,48 @@ static void test_tinymoe_iq3_reencoded(void **state)
 
 /* ------------------------------------------------------------ hostile packs */
 
+/* The logits of 24 ids through the pack opened with o. */
+static float *logits_with(const char *pack, const loader_opts *o, size_t *n_out, size_t *expert_bytes)
+{
+    char err[512];
+    loaded_pack *lp = loader_open_opts(pack, o, err, sizeof err);
+    if (!lp) fail_msg("%s", err);
+    *expert_bytes = loader_expert_bytes(lp);
+    model_options mo = model_default_options();
+    mo.kv = KV_F32;
+    mo.n_threads = 2;
+    model *m = model_create(loader_hparams(lp), loader_weights(lp), &mo, err, sizeof err);
+    if (!m) fail_msg("%s", err);
+    enum { N = 24 };
+    int32_t ids[N];
+    for (int i = 0; i < N; i++) ids[i] = 1 + (i * 37) % 200;
+    const size_t nv = (size_t)loader_hparams(lp)->n_vocab;
+    float *out = malloc(N * nv * sizeof *out);
+    assert_non_null(out);
+    assert_int_equal(model_forward(m, ids, N, out, true, err, sizeof err), 0);
+    model_free(m);
+    loader_close(lp);
+    *n_out = N * nv;
+    return out;
+}
+
+static void test_resident_experts(void **state)
+{
+    (void)state;
+    fixture f;
+    build(&f, SHIPPED_MODEL, "iq3");
+    const loader_opts mapped = { 0 }, resident = { .resident_experts = 1 };
+    size_t n, n2, eb, eb2;
+    float *a = logits_with(f.pack, &mapped, &n, &eb), *b = logits_with(f.pack, &resident, &n2, &eb2);
+    assert_int_equal(n, n2);
+    assert_int_equal(eb, eb2);
+    assert_true(eb > 0);
+    assert_memory_equal(a, b, n * sizeof *a);
+    free(a);
+    free(b);
+    fixture_rm(&f);
+}
+
 static void expect_refusal(const char *pack, const char *needle)
 {
     char err[512] = "";
@@ -274,6 +318,7 @@ int main(void)
         cmocka_unit_test(test_tinymoe_quantized_exact),
         cmocka_unit_test(test_tinymoe_iq3_reencoded),
         cmocka_unit_test(test_hostile),
+        cmocka_unit_test(test_resident_experts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
