@@ -259,6 +259,31 @@ static int refuse_arch(const char *src, const char *arch, char *e, size_t n)
     return -1;
 }
 
+/* The integers of array key `key` (int8/16/32, uint8/16/32 or bool
+ * elements), at most cap of them, into out: how many the array holds, or -1
+ * when the key is absent or not such an array. The data may lie unaligned
+ * in the file: each element is copied out. */
+static int64_t int_array(const gguf_file *g, const char *key, int64_t *out, size_t cap)
+{
+    const int64_t i = gguf_find_key(g, key);
+    if (i < 0 || gguf_kv_type(g, i) != GGUF_TYPE_ARRAY) return -1;
+    const gguf_type t = gguf_kv_arr_type(g, i);
+    const unsigned char *d = gguf_kv_arr_data(g, i);
+    const size_t w = t == GGUF_TYPE_INT32 || t == GGUF_TYPE_UINT32 ? 4
+                   : t == GGUF_TYPE_INT16 || t == GGUF_TYPE_UINT16 ? 2
+                   : t == GGUF_TYPE_INT8 || t == GGUF_TYPE_UINT8 || t == GGUF_TYPE_BOOL ? 1 : 0;
+    if (!w || !d) return -1;
+    const uint64_t n = gguf_kv_arr_n(g, i);
+    const bool sign = t == GGUF_TYPE_INT32 || t == GGUF_TYPE_INT16 || t == GGUF_TYPE_INT8;
+    for (uint64_t k = 0; k < n && k < cap; k++) {
+        uint32_t u = 0;
+        memcpy(&u, d + k * w, w); /* little-endian: the low bytes first */
+        const int shift = 32 - 8 * (int)w;
+        out[k] = sign ? (int64_t)((int32_t)(u << shift) >> shift) : (int64_t)u;
+    }
+    return (int64_t)n;
+}
+
 /* Qwen3.5's M-RoPE (arch_info.mrope_sections): the first three sections must
  * cover the rotated pairs, so that a text position rotates each as NEOX does. */
 static int refuse_sections(const char *src, const gguf_file *g, const char *arch, char *e, size_t n)
@@ -267,14 +292,12 @@ static int refuse_sections(const char *src, const gguf_file *g, const char *arch
     if (!a || !a->mrope_sections) return 0;
     char key[128];
     snprintf(key, sizeof key, "%s.rope.dimension_sections", arch);
-    const int64_t i = gguf_find_key(g, key);
+    int64_t v[4] = { -1, -1, -1, -1 };
+    const int64_t cnt = int_array(g, key, v, 4);
     snprintf(key, sizeof key, "%s.%s", arch, HPARAM_KEYS[HPK_ROPE_DIM].key);
     uint64_t rot = 0;
-    const gguf_type t = i >= 0 ? gguf_kv_arr_type(g, i) : GGUF_TYPE_COUNT;
-    int32_t v[4] = { -1, -1, -1, -1 }; /* the data may lie unaligned in the file */
-    if ((t == GGUF_TYPE_INT32 || t == GGUF_TYPE_UINT32) && gguf_kv_arr_n(g, i) == 4) memcpy(v, gguf_kv_arr_data(g, i), sizeof v);
-    if (gguf_get_uint(g, key, &rot) == 0 && v[0] >= 0 && v[1] >= 0 && v[2] >= 0 &&
-        (uint64_t)v[0] + (uint64_t)v[1] + (uint64_t)v[2] >= rot / 2)
+    if (cnt == 4 && gguf_get_uint(g, key, &rot) == 0 && v[0] >= 0 && v[1] >= 0 && v[2] >= 0 &&
+        (uint64_t)(v[0] + v[1] + v[2]) >= rot / 2)
         return 0;
     snprintf(e, n, "%s: %s's rope.dimension_sections must be 4 integers whose first three cover the %llu rotated "
              "pairs (text positions rotate as NEOX then); other M-RoPE layouts are not run yet; nothing was written",
@@ -290,19 +313,15 @@ static int refuse_shared_indexers(const char *src, const gguf_file *g, const cha
     if (!a || !a->dsa) return 0;
     char key[128];
     snprintf(key, sizeof key, "%s.attention.indexer.types", arch);
-    const int64_t i = gguf_find_key(g, key);
+    const bool keyed = gguf_find_key(g, key) >= 0;
     bool shared = false;
-    if (i >= 0) {
-        const gguf_type t = gguf_kv_arr_type(g, i);
-        const uint64_t cnt = gguf_kv_arr_n(g, i);
-        const unsigned char *d = gguf_kv_arr_data(g, i);
-        const size_t w = t == GGUF_TYPE_INT32 || t == GGUF_TYPE_UINT32 ? 4 : t == GGUF_TYPE_UINT8 || t == GGUF_TYPE_INT8 || t == GGUF_TYPE_BOOL ? 1 : 0;
-        if (!w || !d) shared = true; /* a kind llama.cpp would not read: refused as unknown */
-        for (uint64_t k = 0; w && d && k < cnt && !shared; k++) {
-            uint32_t v = 0;
-            memcpy(&v, d + k * w, w); /* little-endian: the low byte first either way */
-            shared = v == 0;
-        }
+    if (keyed) {
+        enum { MAX_TYPES = 4096 };
+        int64_t *t = malloc(MAX_TYPES * sizeof *t);
+        const int64_t cnt = t ? int_array(g, key, t, MAX_TYPES) : -1;
+        shared = cnt < 0 || cnt > MAX_TYPES; /* a kind or a length llama.cpp would not read: refused */
+        for (int64_t k = 0; !shared && k < cnt; k++) shared = t[k] == 0;
+        free(t);
     } else if (a->dsa_shared_ctx > 0) {
         char ck[128];
         uint64_t ctx = 0;
@@ -310,7 +329,7 @@ static int refuse_shared_indexers(const char *src, const gguf_file *g, const cha
         shared = gguf_get_uint(g, ck, &ctx) == 0 && ctx >= (uint64_t)a->dsa_shared_ctx;
     }
     if (!shared) return 0;
-    if (i >= 0)
+    if (keyed)
         snprintf(e, n, "%s: %s has layers that reuse an earlier layer's indexer choice (a 0 in %s); strata runs only "
                  "models whose every layer has its own indexer; nothing was written", src, arch, key);
     else
@@ -371,10 +390,9 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
         fprintf(err, "%s\n", e);
         return 1;
     }
-    if (refuse_arch(o->src, gguf_get_str(source_meta(&s), "general.architecture"), e, sizeof e) ||
-        refuse_sections(o->src, source_meta(&s), gguf_get_str(source_meta(&s), "general.architecture"), e, sizeof e) ||
-        refuse_shared_indexers(o->src, source_meta(&s), gguf_get_str(source_meta(&s), "general.architecture"), e,
-                               sizeof e))
+    const char *arch = gguf_get_str(source_meta(&s), "general.architecture");
+    if (refuse_arch(o->src, arch, e, sizeof e) || refuse_sections(o->src, source_meta(&s), arch, e, sizeof e) ||
+        refuse_shared_indexers(o->src, source_meta(&s), arch, e, sizeof e))
         goto out;
     if (o->imatrix && !(im = imatrix_load(o->imatrix, e, sizeof e))) goto out;
     uint64_t fb[2] = { 0, 0 }, eb = 0;

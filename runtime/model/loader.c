@@ -110,11 +110,14 @@ static int read_index(loaded_pack *p)
  * Q8_0 MoE, one thread: 33 to 68 tokens/s in successive runs, against 75
  * to 81 read in). The file's cached pages are dropped piece by piece as
  * they are read, so the bytes are never held twice. */
+/* Returns 0, 1 when there is no memory for it (the caller maps the file
+ * as without the option: it is a speed-up, never a reason to refuse), or
+ * -1 on a read error. */
 static int read_resident(loaded_pack *p, int fd, const char *path, size_t bytes)
 {
     const size_t cap = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
     uint8_t *m = aligned_alloc(HUGE_PAGE, cap);
-    if (!m) return fail(p, "%s: cannot allocate %zu bytes to hold the experts (run with less, or --mem)", path, bytes);
+    if (!m) return 1;
 #ifdef MADV_HUGEPAGE
     (void)madvise(m, cap, MADV_HUGEPAGE);
 #endif
@@ -173,10 +176,13 @@ static int map_files(loaded_pack *p)
         }
         if (f == PACK_EXPERTS && p->resident && st.st_size > 0) {
             const int rc = read_resident(p, fd, path, (size_t)st.st_size);
-            close(fd);
-            free(path);
-            if (rc) return -1;
-            continue;
+            p->resident = rc == 0;
+            if (rc <= 0) {
+                close(fd);
+                free(path);
+                if (rc) return -1;
+                continue;
+            }
         }
         if (f != PACK_TOKENIZER && st.st_size > 0) {
             void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
