@@ -32,7 +32,7 @@ BIN     ?= bin
 
 # pkg-config flags for optional libraries, resolved once; missing ones are empty.
 pc = $(shell pkg-config --silence-errors $(1) $(2))
-RUNTIME_LIBS := $(call pc,--libs,zlib) -lopenblas $(call pc,--libs,libcurl libmicrohttpd jansson libpcre2-8)
+RUNTIME_LIBS := $(call pc,--libs,zlib) -lopenblas $(call pc,--libs,libcurl libmicrohttpd jansson libpcre2-8 libpng libjpeg libwebp)
 RUNTIME_LIBS := $(if $(wildcard /usr/include/*/cblas.h /usr/include/cblas.h /usr/include/openblas/cblas.h),$(RUNTIME_LIBS),$(filter-out -lopenblas,$(RUNTIME_LIBS)))
 TOOL_LIBS    := $(call pc,--libs,zlib jansson)
 CMOCKA_LIBS  := $(or $(call pc,--libs,cmocka),-lcmocka)

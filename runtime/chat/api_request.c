@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "runtime/chat/pyjson.h"
+#include "runtime/util/base64.h"
 
 static int fail(api_error *e, const char *param, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -134,9 +135,88 @@ static char *dup_n(const char *s, size_t n)
     return d;
 }
 
+/* ---- images ----------------------------------------------------------- */
+
+/* The pictures of one message while its parts are read; attached to the
+ * message once it is added. */
+typedef struct img_list {
+    api_image *v;
+    size_t     n;
+} img_list;
+
+static void free_images(api_image *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].data);
+        free(v[i].mime);
+    }
+    free(v);
+}
+
+/* mime[0..mlen) and base64 text b64[0..blen) as image `at` of l; p names the part. */
+static int add_image(img_list *l, const char *mime, size_t mlen, const char *b64, size_t blen, size_t at,
+                     const char *p, api_error *e)
+{
+    api_image im = { .at = at };
+    snprintf(im.param, sizeof im.param, "%s", p);
+    if (base64_decode(b64, blen, &im.data, &im.n) != 0) return fail(e, p, "%s: the image data is not valid base64", p);
+    api_image *v = realloc(l->v, (l->n + 1) * sizeof *v);
+    if (!v || !(im.mime = dup_n(mime, mlen))) {
+        free(im.data);
+        if (v) l->v = v;
+        return fail(e, p, "out of memory");
+    }
+    l->v = v;
+    l->v[l->n++] = im;
+    return 0;
+}
+
+/* An image given by URL: "data:MIME[;param...];base64,DATA". */
+static int image_url(img_list *l, json_t *u, size_t at, const char *p, api_error *e)
+{
+    if (!json_is_string(u)) return fail(e, p, "%s: the image's url must be a string", p);
+    const char *s = json_string_value(u);
+    const size_t n = json_string_length(u);
+    if (!strncmp(s, "http://", 7) || !strncmp(s, "https://", 8))
+        return fail(e, p, "%s: remote image URLs are not fetched; send the picture inline as a data: URI (base64)", p);
+    if (strncmp(s, "data:", 5)) return fail(e, p, "%s: the image's url must be a data: URI (data:image/png;base64,...)", p);
+    const char *comma = memchr(s, ',', n);
+    if (!comma) return fail(e, p, "%s: the data: URI has no ',' before its data", p);
+    const size_t head = (size_t)(comma - s);
+    if (head < 12 || memcmp(comma - 7, ";base64", 7))
+        return fail(e, p, "%s: the data: URI must be base64 (data:image/png;base64,...)", p);
+    const char *mime = s + 5;
+    const size_t mlen = strcspn(mime, ";,");
+    return add_image(l, mime, mlen, comma + 1, n - head - 1, at, p, e);
+}
+
+/* An Anthropic image block's source: {"type": "base64", "media_type", "data"}. */
+static int image_source(img_list *l, json_t *src, size_t at, const char *p, api_error *e)
+{
+    json_t *t = json_object_get(src, "type"), *mt = json_object_get(src, "media_type"), *d = json_object_get(src, "data");
+    if (!json_is_object(src) || !json_is_string(t)) return fail(e, p, "%s.source must be an object with a type", p);
+    if (!strcmp(json_string_value(t), "url"))
+        return fail(e, p, "%s: remote image URLs are not fetched; send the picture as a base64 source", p);
+    if (strcmp(json_string_value(t), "base64")) return fail(e, p, "%s.source.type must be \"base64\"", p);
+    if (!json_is_string(mt)) return fail(e, p, "%s.source.media_type must be a string", p);
+    if (!json_is_string(d)) return fail(e, p, "%s.source.data must be a string", p);
+    return add_image(l, json_string_value(mt), json_string_length(mt), json_string_value(d), json_string_length(d), at,
+                     p, e);
+}
+
+/* The message just added takes the pictures of l. */
+static void attach_images(api_request *r, img_list *l)
+{
+    api_message *m = &r->msgs[r->n_msgs - 1];
+    m->images = l->v;
+    m->n_images = l->n;
+    *l = (img_list){ 0 };
+}
+
 /* content: a string, or an array of {"type":"text","text":...} parts joined
- * by '\n'. Anything else (images, audio, tool blocks) is refused by path. */
-static int text_content(json_t *c, const char *path, bool null_ok, char **out, api_error *e)
+ * by '\n', and where imgs is given (a user's message) image_url parts.
+ * Anything else (audio, tool blocks) is refused by path. */
+static int text_content(json_t *c, const char *path, bool null_ok, img_list *imgs, char **out, api_error *e)
 {
     char p[96];
     if (json_is_string(c)) {
@@ -145,35 +225,37 @@ static int text_content(json_t *c, const char *path, bool null_ok, char **out, a
     }
     if (!c && null_ok) { *out = dup_n("", 0); return *out ? 0 : fail(e, path, "out of memory"); }
     if (!json_is_array(c))
-        return fail(e, path, "%s must be a string or an array of text parts", path);
-    size_t total = 0, i;
+        return fail(e, path, "%s must be a string or an array of text%s parts", path, imgs ? " and image" : "");
+    strbuf s = { 0 };
+    size_t i, n_text = 0;
     json_t *part;
     json_array_foreach(c, i, part) {
         snprintf(p, sizeof p, "%s[%zu].type", path, i);
         json_t *t = json_object_get(part, "type");
-        if (!json_is_object(part) || !json_is_string(t))
-            return fail(e, p, "%s must be a string", p);
-        if (strcmp(json_string_value(t), "text"))
-        {
+        if (!json_is_object(part) || !json_is_string(t)) { strbuf_free(&s); return fail(e, p, "%s must be a string", p); }
+        const char *type = json_string_value(t);
+        if (imgs && !strcmp(type, "image_url")) {
+            json_t *iu = json_object_get(part, "image_url");
+            snprintf(p, sizeof p, "%s[%zu]", path, i);
+            if (image_url(imgs, json_is_object(iu) ? json_object_get(iu, "url") : iu, s.len, p, e)) {
+                strbuf_free(&s);
+                return -1;
+            }
+            continue;
+        }
+        if (strcmp(type, "text")) {
             char q[40];
-            return fail(e, p, "%s '%s' is not supported (text only)", p,
-                        quoted(json_string_value(t), q, sizeof q));
+            strbuf_free(&s);
+            return fail(e, p, "%s '%s' is not supported (%s)", p, quoted(type, q, sizeof q),
+                        imgs ? "text, image_url" : "text only");
         }
         json_t *x = json_object_get(part, "text");
         snprintf(p, sizeof p, "%s[%zu].text", path, i);
-        if (!json_is_string(x)) return fail(e, p, "%s must be a string", p);
-        total += json_string_length(x) + 1;
+        if (!json_is_string(x)) { strbuf_free(&s); return fail(e, p, "%s must be a string", p); }
+        if (n_text++) strbuf_add(&s, "\n", 1);
+        strbuf_add(&s, json_string_value(x), json_string_length(x));
     }
-    char *s = malloc(total + 1), *w = s;
-    if (!s) return fail(e, path, "out of memory");
-    json_array_foreach(c, i, part) {
-        json_t *x = json_object_get(part, "text");
-        if (i) *w++ = '\n';
-        memcpy(w, json_string_value(x), json_string_length(x));
-        w += json_string_length(x);
-    }
-    *w = 0;
-    *out = s;
+    if (!(*out = strbuf_take(&s))) return fail(e, path, "out of memory");
     return 0;
 }
 
@@ -246,6 +328,7 @@ static int anthropic_blocks(json_t *c, size_t mi, bool assistant, api_request *r
 {
     char p[96];
     strbuf text = { 0 };
+    img_list imgs = { 0 };
     size_t i, n_text = 0;
     json_t *b;
     if (assistant && add_msg(r, "assistant", dup_n("", 0), e)) return -1;
@@ -263,6 +346,9 @@ static int anthropic_blocks(json_t *c, size_t mi, bool assistant, api_request *r
                 if (n_text++) strbuf_add(&text, "\n", 1);
                 strbuf_add(&text, json_string_value(x), json_string_length(x));
             }
+        } else if (!strcmp(type, "image") && !assistant) {
+            snprintf(p, sizeof p, "messages[%zu].content[%zu]", mi, i);
+            rc = image_source(&imgs, json_object_get(b, "source"), text.len, p, e);
         } else if (!strcmp(type, "tool_use") && assistant) {
             json_t *id = json_object_get(b, "id"), *name = json_object_get(b, "name"), *in = json_object_get(b, "input");
             snprintf(p, sizeof p, "messages[%zu].content[%zu].name", mi, i);
@@ -281,7 +367,7 @@ static int anthropic_blocks(json_t *c, size_t mi, bool assistant, api_request *r
             else {
                 char *rtext;
                 snprintf(p, sizeof p, "messages[%zu].content[%zu].content", mi, i);
-                rc = text_content(field(b, "content"), p, true, &rtext, e);
+                rc = text_content(field(b, "content"), p, true, NULL, &rtext, e);
                 if (!rc) rc = add_msg(r, "tool", rtext, e);
                 if (!rc && id && !(r->msgs[r->n_msgs - 1].tool_call_id = dup_str(id)))
                     rc = fail(e, "messages", "out of memory");
@@ -307,21 +393,22 @@ static int anthropic_blocks(json_t *c, size_t mi, bool assistant, api_request *r
         } else {
             char q[40];
             rc = fail(e, p, "%s '%s' is not supported in a%s message (text%s)", p, quoted(type, q, sizeof q),
-                      assistant ? "n assistant" : " user", assistant ? ", tool_use, thinking" : ", tool_result");
+                      assistant ? "n assistant" : " user", assistant ? ", tool_use, thinking" : ", image, tool_result");
         }
-        if (rc) { strbuf_free(&text); return -1; }
+        if (rc) { strbuf_free(&text); free_images(imgs.v, imgs.n); return -1; }
     }
-    if (text.oom) { strbuf_free(&text); return fail(e, "messages", "out of memory"); }
     char *s = strbuf_take(&text);
-    if (!s) return fail(e, "messages", "out of memory");
+    if (!s) { free_images(imgs.v, imgs.n); return fail(e, "messages", "out of memory"); }
     if (assistant) {
         free(r->msgs[r->n_msgs - 1].content);
         r->msgs[r->n_msgs - 1].content = s;
         return 0;
     }
-    bool had_results = r->n_msgs && !strcmp(r->msgs[r->n_msgs - 1].role, "tool") && n_text == 0;
+    bool had_results = r->n_msgs && !strcmp(r->msgs[r->n_msgs - 1].role, "tool") && n_text == 0 && imgs.n == 0;
     if (had_results && json_array_size(c) > 0) { free(s); return 0; }
-    return add_msg(r, "user", s, e);
+    if (add_msg(r, "user", s, e)) { free_images(imgs.v, imgs.n); return -1; }
+    attach_images(r, &imgs);
+    return 0;
 }
 
 static int parse_messages(json_t *o, api_request *r, bool anthropic, api_error *e)
@@ -367,8 +454,14 @@ static int parse_messages(json_t *o, api_request *r, bool anthropic, api_error *
             continue;
         }
         char *content;
-        if (text_content(cv, p, !anthropic && assistant, &content, e) != 0) return -1;
-        if (add_msg(r, role, content, e) != 0) return -1;
+        img_list imgs = { 0 };
+        const bool user = !anthropic && !strcmp(role, "user");
+        if (text_content(cv, p, !anthropic && assistant, user ? &imgs : NULL, &content, e) != 0 ||
+            add_msg(r, role, content, e) != 0) {
+            free_images(imgs.v, imgs.n);
+            return -1;
+        }
+        attach_images(r, &imgs);
         if (!strcmp(role, "tool")) {
             json_t *id = field(m, "tool_call_id");
             snprintf(p, sizeof p, "messages[%zu].tool_call_id", i);
@@ -719,7 +812,7 @@ static int parse_anthropic(json_t *o, api_request *r, int limit, api_error *e)
     json_t *sys = field(o, "system");
     if (sys) {
         char *s;
-        if (text_content(sys, "system", false, &s, e) != 0) return -1;
+        if (text_content(sys, "system", false, NULL, &s, e) != 0) return -1;
         if (add_msg(r, "system", s, e) != 0) return -1;
     }
     if (parse_messages(o, r, true, e) != 0 || anthropic_tools(o, r, e) != 0 || tool_choice(o, true, r, e) != 0)
@@ -740,25 +833,31 @@ static int parse_anthropic(json_t *o, api_request *r, int limit, api_error *e)
 
 /* A Responses content: a string, or parts of type input_text, output_text
  * or text, joined by '\n' (images and files refused by path). */
-static int responses_text(json_t *c, const char *path, char **out, api_error *e)
+static int responses_text(json_t *c, const char *path, img_list *imgs, char **out, api_error *e)
 {
-    if (json_is_string(c) || !json_is_array(c)) return text_content(c, path, false, out, e);
+    if (json_is_string(c) || !json_is_array(c)) return text_content(c, path, false, NULL, out, e);
     strbuf t = { 0 };
-    size_t i;
+    size_t i, n_text = 0;
     json_t *part;
     char p[96];
     json_array_foreach(c, i, part) {
         snprintf(p, sizeof p, "%s[%zu].type", path, i);
         json_t *ty = json_object_get(part, "type"), *x = json_object_get(part, "text");
         const char *type = json_is_string(ty) ? json_string_value(ty) : "";
+        if (imgs && !strcmp(type, "input_image")) {
+            snprintf(p, sizeof p, "%s[%zu]", path, i);
+            if (image_url(imgs, json_object_get(part, "image_url"), t.len, p, e)) { strbuf_free(&t); return -1; }
+            continue;
+        }
         if (strcmp(type, "input_text") && strcmp(type, "output_text") && strcmp(type, "text")) {
             char q[40];
             strbuf_free(&t);
-            return fail(e, p, "%s '%s' is not supported (input_text, output_text)", p, quoted(type, q, sizeof q));
+            return fail(e, p, "%s '%s' is not supported (input_text, output_text%s)", p, quoted(type, q, sizeof q),
+                        imgs ? ", input_image" : "");
         }
         snprintf(p, sizeof p, "%s[%zu].text", path, i);
         if (!json_is_string(x)) { strbuf_free(&t); return fail(e, p, "%s must be a string", p); }
-        if (i) strbuf_add(&t, "\n", 1);
+        if (n_text++) strbuf_add(&t, "\n", 1);
         strbuf_add(&t, json_string_value(x), json_string_length(x));
     }
     if (t.oom || !(*out = strbuf_take(&t))) { strbuf_free(&t); return fail(e, path, "out of memory"); }
@@ -833,9 +932,14 @@ static int responses_input(json_t *o, api_request *r, api_error *e)
                 break;
             }
             char *text;
+            img_list imgs = { 0 };
             snprintf(p, sizeof p, "input[%zu].content", i);
-            if ((rc = responses_text(field(it, "content"), p, &text, e))) break;
-            if ((rc = add_msg(r, role, text, e))) break;
+            if ((rc = responses_text(field(it, "content"), p, !strcmp(role, "user") ? &imgs : NULL, &text, e)) ||
+                (rc = add_msg(r, role, text, e))) {
+                free_images(imgs.v, imgs.n);
+                break;
+            }
+            attach_images(r, &imgs);
             if (!strcmp(role, "assistant") && pending) { r->msgs[r->n_msgs - 1].reasoning = pending; pending = NULL; }
         } else if (!strcmp(type, "function_call")) {
             json_t *name = json_object_get(it, "name"), *args = field(it, "arguments"), *id = field(it, "call_id");
@@ -856,7 +960,7 @@ static int responses_input(json_t *o, api_request *r, api_error *e)
             if (id && !json_is_string(id)) { rc = fail(e, p, "%s.call_id must be a string", p); break; }
             char *text;
             snprintf(p, sizeof p, "input[%zu].output", i);
-            if ((rc = responses_text(field(it, "output"), p, &text, e))) break;
+            if ((rc = responses_text(field(it, "output"), p, NULL, &text, e))) break;
             if ((rc = add_msg(r, "tool", text, e))) break;
             if (id && !(r->msgs[r->n_msgs - 1].tool_call_id = dup_str(id))) { rc = fail(e, p, "out of memory"); break; }
         } else if (!strcmp(type, "reasoning")) {
@@ -971,6 +1075,7 @@ void api_request_free(api_request *r)
             free(r->msgs[i].calls[j].arguments);
         }
         free(r->msgs[i].calls);
+        free_images(r->msgs[i].images, r->msgs[i].n_images);
     }
     for (size_t i = 0; i < r->n_tools; i++) free(r->tools[i]);
     free(r->tools);

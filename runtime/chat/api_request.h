@@ -1,7 +1,7 @@
 /* api_request.h: request bodies of the OpenAI and Anthropic APIs, parsed
  * and checked into one plain struct the handlers can trust.
  *
- * This file depends on jansson, libc, pyjson.c and strbuf.c only, so the
+ * This file depends on jansson, libc, pyjson.c, strbuf.c and base64.c only, so the
  * fuzz target can build it alone; it knows nothing about HTTP, engines or
  * templates.
  *
@@ -36,6 +36,13 @@
  *    field this server answers with; Anthropic thinking blocks, their
  *    text) is kept for the templates that render it; redacted_thinking
  *    blocks are dropped.
+ *  - Images in user messages: OpenAI chat's image_url parts and the
+ *    Responses API's input_image parts (a data: URI with base64 data),
+ *    Anthropic's image blocks (a base64 source with its media_type) become
+ *    api_image entries of the message, each at the place among the text
+ *    where it stood. Invalid base64, a data: URI that is not base64, a
+ *    remote URL (http, https: not fetched) and images anywhere else are
+ *    refused by path. Whether the bytes are a picture is not checked here.
  *  - Anthropic's system (string or text blocks) becomes a leading "system"
  *    message; OpenAI's "developer" role becomes "system". Text parts and
  *    text blocks of one message are joined with '\n'.
@@ -77,6 +84,17 @@ typedef struct api_tool_call {
     char *arguments; /* JSON text of the arguments object */
 } api_tool_call;
 
+/* A picture a user message carries, as sent: its bytes (base64 decoded,
+ * not yet checked as an image: runtime/vision/image.h does that) and the
+ * MIME type the client gave with them. */
+typedef struct api_image {
+    uint8_t *data;
+    size_t   n;
+    char    *mime;      /* "image/png", ...: the data: URI's or Anthropic's media_type */
+    size_t   at;        /* where the part stood: a byte offset into the message's content */
+    char     param[64]; /* where it came from in the request ("messages[0].content[1]"), for errors */
+} api_image;
+
 typedef struct api_message {
     char          *role;    /* "system" | "user" | "assistant" | "tool" */
     char          *content; /* never NULL */
@@ -85,6 +103,8 @@ typedef struct api_message {
     char          *reasoning; /* assistant: its reasoning sent back (OpenAI reasoning_content, Anthropic
                                * thinking blocks joined by '\n'), or NULL */
     char          *tool_call_id; /* tool: the call it answers (NULL if not given) */
+    api_image     *images;  /* user: the pictures among its parts, in order */
+    size_t         n_images;
 } api_message;
 
 typedef struct api_request {

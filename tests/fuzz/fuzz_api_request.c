@@ -10,7 +10,7 @@
  * template (Qwen3's, gpt-oss's, Qwen3-Coder's, GLM-4.5's, MiniMax-M2's,
  * Kimi K2 Thinking's, DeepSeek V3.1's, Llama 4's, 3.1's, 3.2's, Qwen3 2507's) or
  * be refused with a 400.
- * fuzz-link: runtime/chat/api_request.c runtime/chat/pyjson.c runtime/util/strbuf.c runtime/chat/chat_*.c runtime/chat/tool_calls.c -ljansson */
+ * fuzz-link: runtime/chat/api_request.c runtime/chat/pyjson.c runtime/util/strbuf.c runtime/util/base64.c runtime/chat/chat_*.c runtime/chat/tool_calls.c -ljansson */
 #include "runtime/chat/api_request.h"
 #include "runtime/chat/chat_request.h"
 

@@ -63,6 +63,8 @@ static void test_openai_refusals(void **st)
     REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":5}]}", "messages[0].content");
     REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"user\"}]}", "messages[0].content");
     REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\"}]}]}",
+           "messages[0].content[0]"); /* no url */
+    REFUSE(API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_audio\"}]}]}",
            "messages[0].content[0].type");
 #define MSG "\"messages\":[{\"role\":\"user\",\"content\":\"a\"}]"
     REFUSE(API_CHAT, "{" MSG ",\"max_tokens\":1e400}", "body");                  /* real overflow */
@@ -262,6 +264,8 @@ static void test_anthropic(void **st)
     REFUSE(API_MESSAGES, "{\"max_tokens\":5,\"messages\":[{\"role\":\"system\",\"content\":[{\"type\":\"image\"}]}]}",
            "messages[0].content[0].type");
     REFUSE(API_MESSAGES, "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image\"}]}]}",
+           "messages[0].content[0]"); /* no source */
+    REFUSE(API_MESSAGES, "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"document\"}]}]}",
            "messages[0].content[0].type");
     REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":5,\"system\":5}", "system");
     REFUSE(API_MESSAGES, "{" AMSG ",\"max_tokens\":5,\"temperature\":1.5}", "temperature");
@@ -441,11 +445,94 @@ static void test_responses(void **st)
     REFUSE(API_RESPONSES, "{\"input\":[{\"type\":\"local_shell_call\"}]}", "input[0].type");
     REFUSE(API_RESPONSES, "{\"input\":[{\"role\":\"tool\",\"content\":\"a\"}]}", "input[0].role");
     REFUSE(API_RESPONSES, "{\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_image\"}]}]}",
+           "input[0].content[0]"); /* no image_url */
+    REFUSE(API_RESPONSES, "{\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_file\"}]}]}",
            "input[0].content[0].type");
     REFUSE(API_RESPONSES, "{\"input\":[{\"type\":\"function_call\",\"name\":\"\"}]}", "input[0].name");
     REFUSE(API_RESPONSES, "{\"input\":[{\"type\":\"function_call\",\"name\":\"f\",\"arguments\":{}}]}", "input[0]");
     REFUSE(API_RESPONSES, "{\"input\":\"a\",\"tools\":[{\"type\":\"function\",\"name\":\"f\",\"parameters\":3}]}",
            "tools[0]");
+}
+
+/* Pictures in user messages of all three APIs: kept with their bytes, MIME
+ * type, place in the text and path; refused by path elsewhere, as remote
+ * URLs, as data: URIs that are not base64 and as invalid base64. */
+static void expect_message(api_kind k, const char *body, const char *param, const char *words)
+{
+    api_request r;
+    api_error e;
+    if (api_request_parse(k, body, strlen(body), 256, &r, &e) == 0) { api_request_free(&r); fail_msg("accepted: %s", body); }
+    if (strcmp(e.param, param) || !strstr(e.message, words))
+        fail_msg("got %s: '%s', want %s: '...%s...'", e.param, e.message, param, words);
+}
+
+static void test_images(void **st)
+{
+    (void)st;
+    api_request r;
+    api_error e;
+    static const char chat[] =
+        "{\"messages\":[{\"role\":\"system\",\"content\":\"s\"},{\"role\":\"user\",\"content\":["
+        "{\"type\":\"text\",\"text\":\"look\"},{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:image/png;base64,AAEC/w==\","
+        "\"detail\":\"auto\"}},{\"type\":\"text\",\"text\":\"what?\"},{\"type\":\"image_url\",\"image_url\":"
+        "\"data:image/jpeg;name=x.jpg;base64,\\r\\nQUJD\"}]}]}";
+    assert_int_equal(api_request_parse(API_CHAT, chat, sizeof chat - 1, 256, &r, &e), 0);
+    assert_int_equal(r.msgs[0].n_images, 0);
+    const api_message *m = &r.msgs[1];
+    assert_string_equal(m->content, "look\nwhat?");
+    assert_int_equal(m->n_images, 2);
+    assert_int_equal(m->images[0].n, 4);
+    assert_memory_equal(m->images[0].data, "\x00\x01\x02\xff", 4);
+    assert_string_equal(m->images[0].mime, "image/png");
+    assert_int_equal(m->images[0].at, 4);
+    assert_string_equal(m->images[0].param, "messages[1].content[1]");
+    assert_memory_equal(m->images[1].data, "ABC", 3);
+    assert_string_equal(m->images[1].mime, "image/jpeg");
+    assert_int_equal(m->images[1].at, strlen("look\nwhat?"));
+    api_request_free(&r);
+    static const char anth[] =
+        "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image\",\"source\":"
+        "{\"type\":\"base64\",\"media_type\":\"image/webp\",\"data\":\"UklGRg\"}},{\"type\":\"text\",\"text\":\"hi\"}]}]}";
+    assert_int_equal(api_request_parse(API_MESSAGES, anth, sizeof anth - 1, 256, &r, &e), 0);
+    assert_int_equal(r.n_msgs, 1);
+    assert_string_equal(r.msgs[0].content, "hi");
+    assert_int_equal(r.msgs[0].n_images, 1);
+    assert_memory_equal(r.msgs[0].images[0].data, "RIFF", 4);
+    assert_string_equal(r.msgs[0].images[0].mime, "image/webp");
+    assert_int_equal(r.msgs[0].images[0].at, 0);
+    api_request_free(&r);
+    static const char resp[] = "{\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"t\"},"
+                               "{\"type\":\"input_image\",\"image_url\":\"data:image/png;base64,QQ==\"}]}]}";
+    assert_int_equal(api_request_parse(API_RESPONSES, resp, sizeof resp - 1, 256, &r, &e), 0);
+    assert_int_equal(r.msgs[0].n_images, 1);
+    assert_string_equal(r.msgs[0].images[0].param, "input[0].content[1]");
+    assert_int_equal(r.msgs[0].images[0].at, 1);
+    api_request_free(&r);
+#define IMG(url) "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\",\"image_url\":{\"url\":\"" url "\"}}]}]}"
+    expect_message(API_CHAT, IMG("https://example.com/a.png"), "messages[0].content[0]", "remote image URLs are not fetched");
+    expect_message(API_CHAT, IMG("http://example.com/a.png"), "messages[0].content[0]", "remote image URLs");
+    expect_message(API_CHAT, IMG("data:image/png,abc"), "messages[0].content[0]", "must be base64");
+    expect_message(API_CHAT, IMG("data:image/png;base64"), "messages[0].content[0]", "no ','");
+    expect_message(API_CHAT, IMG("data:image/png;base64,A"), "messages[0].content[0]", "not valid base64");
+    expect_message(API_CHAT, IMG("file:///etc/passwd"), "messages[0].content[0]", "must be a data: URI");
+    expect_message(API_CHAT,
+                   "{\"messages\":[{\"role\":\"system\",\"content\":[{\"type\":\"image_url\",\"image_url\":"
+                   "{\"url\":\"data:image/png;base64,QQ==\"}}]}]}",
+                   "messages[0].content[0].type", "text only");
+    expect_message(API_CHAT,
+                   "{\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":\"image_url\",\"image_url\":"
+                   "{\"url\":\"data:image/png;base64,QQ==\"}}]}]}",
+                   "messages[0].content[0].type", "text only");
+#define AIMG(src) "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image\",\"source\":" src "}]}]}"
+    expect_message(API_MESSAGES, AIMG("{\"type\":\"url\",\"url\":\"https://x/y.png\"}"), "messages[0].content[0]",
+                   "remote image URLs are not fetched");
+    expect_message(API_MESSAGES, AIMG("{\"type\":\"file\",\"file_id\":\"f\"}"), "messages[0].content[0]", "base64");
+    expect_message(API_MESSAGES, AIMG("{\"type\":\"base64\",\"data\":\"QQ==\"}"), "messages[0].content[0]", "media_type");
+    expect_message(API_MESSAGES, AIMG("{\"type\":\"base64\",\"media_type\":\"image/png\",\"data\":\"Q===\"}"),
+                   "messages[0].content[0]", "not valid base64");
+    expect_message(API_MESSAGES,
+                   "{\"max_tokens\":5,\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":\"image\"}]}]}",
+                   "messages[0].content[0].type", "not supported in an assistant message");
 }
 
 int main(void)
@@ -457,6 +544,7 @@ int main(void)
         cmocka_unit_test(test_completion_ok),
         cmocka_unit_test(test_anthropic),
         cmocka_unit_test(test_responses),
+        cmocka_unit_test(test_images),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
