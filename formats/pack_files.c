@@ -8,9 +8,12 @@
 
 #include <zlib.h>
 
+#include "formats/sha256.h"
+
 const char *const PACK_FILE_NAMES[PACK_NFILES] = { "dense.bin", "embd.bin", "experts.bin", "tokenizer.gguf" };
 const char PACK_MANIFEST[] = "manifest.json";
 const char PACK_INDEX[] = "index.txt";
+const char PACK_VISION[] = "vision.gguf";
 
 char *pack_path(const char *dir, const char *leaf)
 {
@@ -22,6 +25,11 @@ char *pack_path(const char *dir, const char *leaf)
 
 int pack_file_crc32(const char *path, uint64_t *bytes, uint32_t *crc, char *err, size_t errlen)
 {
+    return pack_file_digest(path, bytes, crc, NULL, err, errlen);
+}
+
+int pack_file_digest(const char *path, uint64_t *bytes, uint32_t *crc, char sha256[65], char *err, size_t errlen)
+{
     FILE *fp = fopen(path, "rb");
     if (!fp) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -32,9 +40,17 @@ int pack_file_crc32(const char *path, uint64_t *bytes, uint32_t *crc, char *err,
     uLong c = crc32(0L, Z_NULL, 0);
     uint64_t n = 0;
     size_t got;
+    sha256_ctx sh;
+    sha256_init(&sh);
     while (buf && (got = fread(buf, 1, BUF, fp)) > 0) {
         c = crc32(c, buf, (uInt)got);
+        if (sha256) sha256_update(&sh, buf, got);
         n += got;
+    }
+    if (sha256) {
+        unsigned char dg[32];
+        sha256_final(&sh, dg);
+        sha256_hex(dg, sha256);
     }
     const int rc = (!buf || ferror(fp)) ? -1 : 0;
     if (rc) snprintf(err, errlen, "%s: %s", path, buf ? "read error" : "out of memory");

@@ -234,6 +234,34 @@ static int ext(cur *c, pack_index *x)
         return 0;
     }
     if (!strcmp(k, "@expert")) return expert(c, x);
+    if (!strcmp(k, "@vision")) {
+        int64_t b, crc;
+        if (c->nf != 6 || strcmp(c->f[1], PACK_VISION)) return bad(c, "@vision needs %s, bytes, crc32, a projector type and a count", PACK_VISION);
+        if (x->have_vision) return bad(c, "a second @vision line");
+        if (num(c, c->f[2], 1, BIG, &b) || num(c, c->f[3], 0, UINT32_MAX, &crc) ||
+            name_copy(c, x->vision_projector, sizeof x->vision_projector, c->f[4]) ||
+            inum(c, c->f[5], 1, 1 << 20, &x->vision_n_tensors))
+            return -1;
+        x->have_vision = 1;
+        x->vision_bytes = (uint64_t)b;
+        x->vision_crc = (uint32_t)crc;
+        return 0;
+    }
+    if (!strcmp(k, "@vision_tensor")) {
+        if (c->nf != 9) return bad(c, "@vision_tensor has %d fields, not 9", c->nf);
+        if (!x->have_vision || x->n_vt >= x->vision_n_tensors)
+            return bad(c, "@vision_tensor %.96s beyond what the @vision line announced", c->f[1]);
+        if (grow(c, (void **)&x->vt, &x->n_vt, sizeof *x->vt)) return -1;
+        pi_vtensor *t = &x->vt[x->n_vt - 1];
+        if (name_copy(c, t->name, sizeof t->name, c->f[1]) || inum(c, c->f[2], 0, 1 << 10, &t->type) ||
+            num(c, c->f[3], 0, BIG, &t->off) || num(c, c->f[4], 1, BIG, &t->bytes))
+            return -1;
+        for (int d = 0; d < 4; d++)
+            if (num(c, c->f[5 + d], 1, BIG, &t->ne[d])) return -1;
+        if (t->off + t->bytes > (int64_t)x->vision_bytes)
+            return bad(c, "%s: overruns %s (%" PRIu64 " bytes)", t->name, PACK_VISION, x->vision_bytes);
+        return 0;
+    }
     if (!strcmp(k, "@expert_rotate")) {
         if (c->nf != 4 || strcmp(c->f[2], "hadamard"))
             return bad(c, "@expert_rotate needs a name, `hadamard` and a block width");
@@ -296,6 +324,10 @@ int pindex_parse(pack_index *x, const char *text, size_t len, const char *path, 
     c.line = 0;
     if (n_rows < 0) { bad(&c, "no header (an empty or truncated index)"); goto fail; }
     if (n_rows != x->n_t) { bad(&c, "the header says %lld tensors, the index has %d rows", (long long)n_rows, x->n_t); goto fail; }
+    if (x->n_vt != x->vision_n_tensors) {
+        bad(&c, "@vision announced %d tensors, %d @vision_tensor lines follow", x->vision_n_tensors, x->n_vt);
+        goto fail;
+    }
     return 0;
 fail:
     pindex_free(x);
@@ -315,5 +347,6 @@ void pindex_free(pack_index *x)
     free(x->e);
     free(x->l);
     free(x->h);
+    free(x->vt);
     memset(x, 0, sizeof *x);
 }

@@ -7,8 +7,9 @@
  * three header lines, the 19-column rows, and the extension lines @shape,
  * @offsets_fp16, @native (each directly after its tensor's row), @hparam,
  * @file, @expert_layer, @expert (each @expert after its layer's
- * @expert_layer), @expert_rotate (directly after its @expert). An unknown @keyword is refused: each one changes how bytes
- * are read. Errors: -1 and one line "<path>:<line>: <problem>". It checks the
+ * @expert_layer), @expert_rotate (directly after its @expert), @vision and
+ * its @vision_tensor lines (a vision projector's GGUF, PACK_VISION). An
+ * unknown @keyword is refused: each one changes how bytes are read. Errors: -1 and one line "<path>:<line>: <problem>". It checks the
  * syntax and the sums each line states about itself (a row's planes adding
  * up to its src and dst bytes, naming the tensor); sizes against the files
  * are the loader's job. pindex_free() releases everything.
@@ -72,6 +73,13 @@ typedef struct pi_layer {
 
 typedef struct pi_hparam { char key[96]; char value[64]; } pi_hparam;
 
+/* One tensor of the vision projector's GGUF: where it lies in PACK_VISION. */
+typedef struct pi_vtensor {
+    char name[96];
+    int type; /* ggml type id */
+    int64_t off, bytes, ne[4];
+} pi_vtensor;
+
 typedef struct pack_index {
     int64_t align, pool;
     pi_tensor *t;   int n_t;
@@ -81,6 +89,14 @@ typedef struct pack_index {
     int have_file[PACK_NFILES];
     uint64_t file_bytes[PACK_NFILES];
     uint32_t file_crc[PACK_NFILES];
+    /* @vision: the pack carries a vision projector (its size, crc32 and
+     * clip.projector_type, and as many @vision_tensor lines as it says) */
+    int have_vision;
+    uint64_t vision_bytes;
+    uint32_t vision_crc;
+    char vision_projector[64];
+    int vision_n_tensors; /* what @vision announced */
+    pi_vtensor *vt;  int n_vt;
 } pack_index;
 
 /* ---- reading ---- */
@@ -115,5 +131,9 @@ void pindex_put_file(FILE *fp, int file, uint64_t bytes, uint32_t crc);
 void pindex_put_expert_layer(FILE *fp, const pi_layer *l);
 /* The @expert line, and its @expert_rotate line when e->rotate. */
 void pindex_put_expert(FILE *fp, const pi_expert *e);
+/* "@vision vision.gguf BYTES CRC32 PROJECTOR N", then one
+ * "@vision_tensor NAME TYPE OFF BYTES NE0 NE1 NE2 NE3" per tensor. */
+void pindex_put_vision(FILE *fp, uint64_t bytes, uint32_t crc, const char *projector, int n_tensors);
+void pindex_put_vision_tensor(FILE *fp, const pi_vtensor *t);
 
 #endif

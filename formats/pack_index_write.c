@@ -91,6 +91,17 @@ void pindex_put_file(FILE *fp, int file, uint64_t bytes, uint32_t crc)
     fprintf(fp, "@file %s %" PRIu64 " %" PRIu32 "\n", PACK_FILE_NAMES[file], bytes, crc);
 }
 
+void pindex_put_vision(FILE *fp, uint64_t bytes, uint32_t crc, const char *projector, int n_tensors)
+{
+    fprintf(fp, "@vision %s %" PRIu64 " %" PRIu32 " %s %d\n", PACK_VISION, bytes, crc, projector, n_tensors);
+}
+
+void pindex_put_vision_tensor(FILE *fp, const pi_vtensor *t)
+{
+    fprintf(fp, "@vision_tensor %s %d %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 "\n",
+            t->name, t->type, t->off, t->bytes, t->ne[0], t->ne[1], t->ne[2], t->ne[3]);
+}
+
 void pindex_put_expert_layer(FILE *fp, const pi_layer *l)
 {
     fprintf(fp, "@expert_layer %d %d %" PRId64 " %" PRId64 " %" PRId64 " %d\n", l->layer, l->n_expert, l->base,

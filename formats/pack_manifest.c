@@ -50,6 +50,8 @@ void pack_layout_free(pack_layout *L)
     free(L->tensors);
     free(L->layers);
     free(L->source_path);
+    free(L->vision.source_path);
+    free(L->vision.tensors);
     json_decref(L->hparams);
     memset(L, 0, sizeof *L);
 }
@@ -108,6 +110,24 @@ static json_t *tensor_json(const pk_tensor *t)
     return o;
 }
 
+static json_t *vision_json(const pk_vision *v)
+{
+    json_t *ts = json_object();
+    for (int i = 0; i < v->n_tensors; i++) {
+        const pk_vtensor *t = &v->tensors[i];
+        char st[16];
+        pk_type_upper(t->type, st);
+        json_t *shape = json_array();
+        for (int d = 0; d < t->n_dims; d++) json_array_append_new(shape, json_integer(t->ne[d]));
+        json_object_set_new(ts, t->name, json_pack("{s:s,s:o,s:I,s:I}", "type", st, "shape", shape, "offset",
+                                                   (json_int_t)t->off, "bytes", (json_int_t)t->bytes));
+    }
+    return json_pack("{s:s,s:s,s:I,s:I,s:{s:s,s:I,s:s},s:o}", "file", PACK_VISION, "projector", v->projector, "bytes",
+                     (json_int_t)v->file.bytes, "crc32", (json_int_t)v->file.crc32, "source", "path",
+                     v->source_path ? v->source_path : "", "bytes", (json_int_t)v->source_bytes, "sha256",
+                     v->source_sha256, "tensors", ts);
+}
+
 char *pack_layout_to_json(const pack_layout *L)
 {
     json_t *root = json_object();
@@ -153,6 +173,7 @@ char *pack_layout_to_json(const pack_layout *L)
         json_object_set_new(files, PACK_FILE_NAMES[f], json_pack("{s:I,s:I}", "bytes", (json_int_t)L->files[f].bytes,
                                                                "crc32", (json_int_t)L->files[f].crc32));
     json_object_set_new(root, "files", files);
+    if (L->vision.present) json_object_set_new(root, "vision", vision_json(&L->vision));
     char *s = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
     json_decref(root);
     return s;
@@ -336,6 +357,59 @@ static int read_layers(rd *r, pack_layout *L, const json_t *layers)
     return 0;
 }
 
+/* The `vision` object: every tensor's type known, its bytes what its shape
+ * gives, and inside the file. */
+static int read_vision(rd *r, pk_vision *v, const json_t *o)
+{
+    const char *file = json_string_value(json_object_get(o, "file"));
+    const char *proj = json_string_value(json_object_get(o, "projector"));
+    const json_t *src = json_object_get(o, "source"), *ts = json_object_get(o, "tensors");
+    const char *sp = json_string_value(json_object_get(src, "path")), *sh = json_string_value(json_object_get(src, "sha256"));
+    uint64_t crc;
+    if (!file || strcmp(file, PACK_VISION) || !proj || strlen(proj) >= sizeof v->projector || !sh || strlen(sh) != 64 ||
+        !json_is_object(ts))
+        return fail(r, "vision: `file` (%s), `projector`, `source.sha256` and `tensors` are required", PACK_VISION);
+    if (get_u64(r, o, "bytes", "vision", &v->file.bytes) || get_u64(r, o, "crc32", "vision", &crc) ||
+        get_u64(r, src, "bytes", "vision.source", &v->source_bytes))
+        return -1;
+    v->file.crc32 = (uint32_t)crc;
+    snprintf(v->projector, sizeof v->projector, "%s", proj);
+    snprintf(v->source_sha256, sizeof v->source_sha256, "%s", sh);
+    if (!(v->source_path = strdup(sp ? sp : ""))) return fail(r, "out of memory");
+    if (!(v->tensors = calloc(json_object_size(ts) + 1, sizeof *v->tensors))) return fail(r, "out of memory");
+    const char *name;
+    const json_t *t;
+    json_object_foreach((json_t *)ts, name, t) {
+        pk_vtensor *x = &v->tensors[v->n_tensors++];
+        const char *type = json_string_value(json_object_get(t, "type"));
+        const ggml_type_row *row = type ? ggml_type_by_name(type) : NULL;
+        const json_t *shape = json_object_get(t, "shape");
+        if (strlen(name) >= sizeof x->name || !row || !json_is_array(shape) || json_array_size(shape) < 1 ||
+            json_array_size(shape) > 4)
+            return fail(r, "vision: %s: needs a name under 64 bytes, a known `type` and a `shape` of 1 to 4 sizes", name);
+        snprintf(x->name, sizeof x->name, "%s", name);
+        x->type = row->id;
+        x->n_dims = (int)json_array_size(shape);
+        int64_t rows = 1;
+        for (int d = 0; d < 4; d++) {
+            const json_t *e = json_array_get(shape, (size_t)d);
+            x->ne[d] = d < x->n_dims ? json_integer_value(e) : 1;
+            if (d < x->n_dims && (!json_is_integer(e) || x->ne[d] < 1 || x->ne[d] > ((int64_t)1 << 40)))
+                return fail(r, "vision: %s: a shape size is not a positive integer", name);
+            if (d > 0) rows *= x->ne[d];
+        }
+        if (get_u64(r, t, "offset", name, &x->off) || get_u64(r, t, "bytes", name, &x->bytes)) return -1;
+        const size_t rb = ggml_row_bytes(x->type, x->ne[0]);
+        if (!rb || rows > ((int64_t)1 << 40) || x->bytes != (uint64_t)rb * (uint64_t)rows)
+            return fail(r, "vision: %s: %llu bytes, not what a %s tensor of its shape holds", name,
+                        (unsigned long long)x->bytes, type);
+        if (x->off > v->file.bytes || x->bytes > v->file.bytes - x->off)
+            return fail(r, "vision: %s: overruns %s", name, PACK_VISION);
+    }
+    v->present = 1;
+    return 0;
+}
+
 int pack_layout_from_json(pack_layout *L, const char *path, char *err, size_t errlen)
 {
     memset(L, 0, sizeof *L);
@@ -386,6 +460,7 @@ int pack_layout_from_json(pack_layout *L, const char *path, char *err, size_t er
             }
     }
     if (read_layers(&r, L, json_object_get(ex, "layers"))) goto out;
+    if (json_object_get(root, "vision") && read_vision(&r, &L->vision, json_object_get(root, "vision"))) goto out;
     rc = 0;
 out:
     json_decref(root);

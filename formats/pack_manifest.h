@@ -52,6 +52,30 @@ typedef struct pk_layer {
 
 typedef struct pk_file { uint64_t bytes; uint32_t crc32; } pk_file;
 
+/* A vision projector (`iq3pack build --mmproj`): its GGUF carried byte for
+ * byte as PACK_VISION, so every tensor keeps its bits and the runtime reads
+ * the projector's settings from the same keys llama.cpp reads; each tensor
+ * named with its place in that file. Absent (present 0) in a pack without
+ * one, whose manifest then has no `vision` key at all. */
+typedef struct pk_vtensor {
+    char     name[64];
+    int      type; /* ggml type id */
+    int      n_dims;
+    int64_t  ne[4];
+    uint64_t off, bytes; /* in PACK_VISION */
+} pk_vtensor;
+
+typedef struct pk_vision {
+    int         present;
+    char        projector[48]; /* clip.projector_type */
+    pk_file     file;
+    char       *source_path;
+    uint64_t    source_bytes;
+    char        source_sha256[65]; /* the file's sha256: the same as the copy's */
+    pk_vtensor *tensors;
+    int         n_tensors;
+} pk_vision;
+
 typedef struct pack_layout {
     pk_tensor *tensors;
     int        n_tensors, cap_tensors;
@@ -63,6 +87,7 @@ typedef struct pack_layout {
     char       source_sha256[65];
     int        source_splits;
     void      *hparams;       /* json_t object, owned */
+    pk_vision  vision;
 } pack_layout;
 
 uint64_t pk_align_up(uint64_t n, uint64_t a);

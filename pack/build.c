@@ -240,6 +240,9 @@ static void summary(const pack_layout *L, const build_opts *o, const expert_coun
     for (int f = 0; f < PACK_NFILES; f++)
         if (L->files[f].bytes || o->verbose)
             fprintf(out, "  %-15s %12llu bytes\n", PACK_FILE_NAMES[f], (unsigned long long)L->files[f].bytes);
+    if (L->vision.present)
+        fprintf(out, "  %-15s %12llu bytes (vision projector %s, %d tensors, copied byte for byte)\n", PACK_VISION,
+                (unsigned long long)L->vision.file.bytes, L->vision.projector, L->vision.n_tensors);
     fprintf(out, "  %.1f s on %d thread%s, peak RSS %.1f MiB\n", secs, o->threads, o->threads == 1 ? "" : "s",
             (double)peak_rss_kib() / 1024.0);
     fprintf(out, "next: `strata budget %s` (the memory it needs), `strata run %s -p \"Hello\"`\n", o->out, o->out);
@@ -403,6 +406,7 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
         snprintf(e, sizeof e, "%.200s: %.300s", o->src, what); /* the tensor, in this file */
         goto out;
     }
+    if (o->mmproj && build_plan_vision(&L, o->mmproj, e, sizeof e)) goto out;
     L.files[PACK_DENSE].bytes = fb[0];
     L.files[PACK_EMBD].bytes = fb[1];
     L.files[PACK_EXPERTS].bytes = eb;
@@ -416,7 +420,8 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
     if (outdir_find_stale(o->out, stale, sizeof stale))
         fprintf(err, "note: %s is left from an interrupted build of %s; remove it with: rm -r '%s'\n", stale, o->out,
                 stale);
-    if (!(tmp = outdir_begin(o->out, (dense_here ? fb[0] + fb[1] : 0) + (hi - lo) + (16u << 20), e, sizeof e)))
+    if (!(tmp = outdir_begin(o->out, (dense_here ? fb[0] + fb[1] + L.vision.file.bytes : 0) + (hi - lo) + (16u << 20),
+                             e, sizeof e)))
         goto out;
     build_catch_signals(&sigs);
     caught = 1;
@@ -467,6 +472,7 @@ int pack_build(const build_opts *o, FILE *out, FILE *err)
     const int trc = !dense_here ? 0 : tp ? write_tokenizer(source_meta(&s), tp, e, sizeof e) : -1;
     free(tp);
     if (trc) goto out;
+    if (L.vision.present && build_write_vision(&L, tmp, e, sizeof e)) goto out;
     if (sharded) {
         if (finish_shard(o, &L, tmp, l0, l1, lo, hi, eb, e, sizeof e)) goto out;
         if (build_interrupted()) { snprintf(e, sizeof e, "interrupted"); goto out; }

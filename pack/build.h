@@ -32,6 +32,7 @@ typedef struct build_opts {
     int progress;     /* 1: redraw a progress line (stderr is a terminal); 2: a line every 10 % */
     int verbose;      /* per-tensor lines and the index step's summary */
     int shard_k, shard_n; /* shard_n > 0: build only shard K of N into a shard directory (pack/shard.h) */
+    const char *mmproj; /* a vision projector's GGUF, carried as vision.gguf, or NULL */
 } build_opts;
 
 int pack_build(const build_opts *o, FILE *out, FILE *err);
@@ -60,5 +61,14 @@ int build_write_experts(const pack_layout *L, const source *s, const struct imat
                         int threads, int l0, int l1, uint64_t off0, build_progress *pg, expert_counts *cnt,
                         char *err, size_t errlen);
 
+
+/* ---- the vision projector, in build_vision.c ---- */
+/* L->vision from the projector GGUF at path: refused (one line, naming it)
+ * unless it is llama.cpp's mmproj form (general.architecture clip, a vision
+ * encoder) with names the index can hold. Nothing is written. */
+int build_plan_vision(pack_layout *L, const char *path, char *err, size_t errlen);
+/* Copies the planned projector into dir/vision.gguf (never over a file),
+ * its crc32 and sha256 taken from the bytes written. */
+int build_write_vision(pack_layout *L, const char *dir, char *err, size_t errlen);
 
 #endif

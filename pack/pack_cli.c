@@ -19,7 +19,7 @@ static int usage(FILE *fp, const char *u, int rc)
 
 static const char BUILD_USAGE[] =
     "build SRC.gguf -o PACKDIR [--imatrix IMAT] [--grams DIR] [--rotate hadamard[:B]] [--experts iq3|keep]\n"
-    "       [--threads N] [--shard K/N] [--no-nextn] [-v]";
+    "       [--threads N] [--shard K/N] [--no-nextn] [--mmproj MMPROJ.gguf] [-v]";
 static const char BUILD_HELP[] =
     "  Turns a GGUF checkpoint into a pack directory (written under a temporary name,\n"
     "  renamed when complete; an existing PACKDIR is never overwritten).\n"
@@ -50,6 +50,10 @@ static const char BUILD_HELP[] =
     "  --no-nextn       leave out the next-token-prediction blocks (the MTP layers of GLM-4.5,\n"
     "                   DeepSeek V3 and Ling 2.0, kept by default: `strata run --draft mtp` drafts\n"
     "                   with them)\n"
+    "  --mmproj MMPROJ.gguf\n"
+    "                   a vision projector (llama.cpp's mmproj file of the model), carried in the\n"
+    "                   pack as vision.gguf byte for byte; `iq3pack verify` checks it and\n"
+    "                   `strata info` shows it (not with --shard yet)\n"
     "  -v, --verbose    one line per expert tensor and the index step's own summary\n";
 
 int iq3pack_cmd_build(int argc, char **argv)
@@ -81,6 +85,7 @@ int iq3pack_cmd_build(int argc, char **argv)
             if (!strcmp(m, "keep")) o.experts_keep = 1;
             else if (strcmp(m, "iq3")) { fprintf(stderr, "iq3pack build: --experts is iq3 or keep, not %s\n", m); return 2; }
         } else if (!strcmp(a, "--no-nextn")) o.drop_nextn = 1;
+        else if (!strcmp(a, "--mmproj") && has) o.mmproj = argv[++i];
         else if (!strcmp(a, "--threads") && has) {
             char *end;
             const long n = strtol(argv[++i], &end, 10);
@@ -98,6 +103,11 @@ int iq3pack_cmd_build(int argc, char **argv)
         else { fprintf(stderr, "iq3pack build: one source only (%s)\n", a); return 2; }
     }
     if (!o.src || !o.out) return usage(stderr, BUILD_USAGE, 2);
+    if (o.mmproj && o.shard_n) {
+        fprintf(stderr, "iq3pack build: --mmproj is not taken with --shard yet: a sharded build carries no vision "
+                        "projector\n");
+        return 2;
+    }
     if (o.rotate && o.experts_keep) {
         fprintf(stderr, "iq3pack build: --rotate applies to IQ3-encoded experts; --experts keep encodes nothing\n");
         return 2;

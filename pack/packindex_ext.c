@@ -1,4 +1,4 @@
-/* packindex_ext.c: @hparam, @file, @expert_layer and @expert lines
+/* packindex_ext.c: @hparam, @file, @expert_layer, @expert and @vision lines
  * (packindex_ext.h, docs/pack-format.md). */
 #include "pack/packindex_ext.h"
 
@@ -97,6 +97,17 @@ int packindex_ext_text(const char *manifest_path, const json_t *man, char **text
                                  .blob_bytes = (int64_t)y->blob_bytes };
             pindex_put_expert_layer(fp, &l);
             for (int k = 0; k < y->n_parts; k++) expert_line(fp, &L, y, k);
+        }
+        if (rc == 0 && L.vision.present) {
+            const pk_vision *v = &L.vision;
+            pindex_put_vision(fp, v->file.bytes, v->file.crc32, v->projector, v->n_tensors);
+            for (int i = 0; i < v->n_tensors; i++) {
+                pi_vtensor t = { .type = v->tensors[i].type, .off = (int64_t)v->tensors[i].off,
+                                 .bytes = (int64_t)v->tensors[i].bytes };
+                snprintf(t.name, sizeof t.name, "%s", v->tensors[i].name);
+                for (int d = 0; d < 4; d++) t.ne[d] = v->tensors[i].ne[d];
+                pindex_put_vision_tensor(fp, &t);
+            }
         }
         if (rc == 0) pack_layout_free(&L);
     }

@@ -70,6 +70,11 @@ int pack_info(const char *dir, FILE *out, FILE *err)
     for (int f = 0; f < PACK_NFILES; f++)
         fprintf(out, "    %-15s %14llu bytes  crc32 %08x%s\n", PACK_FILE_NAMES[f], (unsigned long long)L.files[f].bytes,
                 L.files[f].crc32, have_file(dir, PACK_FILE_NAMES[f]) ? "" : "  MISSING");
+    if (L.vision.present)
+        fprintf(out, "    %-15s %14llu bytes  crc32 %08x%s (vision projector %s, %d tensors, from %s)\n", PACK_VISION,
+                (unsigned long long)L.vision.file.bytes, L.vision.file.crc32,
+                have_file(dir, PACK_VISION) ? "" : "  MISSING", L.vision.projector, L.vision.n_tensors,
+                L.vision.source_path);
     fprintf(out, "    %-15s %s\n", PACK_INDEX, have_file(dir, PACK_INDEX) ? "present" : "MISSING");
     const json_int_t used = json_integer_value(json_object_get(h, "experts_used"));
     for (int l = 0; l < L.n_layers; l++) expert_blob += L.layers[l].blob_bytes * (uint64_t)(used > 0 ? used : 0);

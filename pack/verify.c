@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "formats/ggml_types.h"
+#include "formats/gguf.h"
 #include "formats/hadamard.h"
 #include "pack/build_common.h"
 #include "pack/expert_src.h"
@@ -95,6 +96,58 @@ static int check_files(const char *dir, const pack_layout *L, FILE *out, FILE *e
         }
         free(p);
     }
+    return bad;
+}
+
+/* vision.gguf: its size and crc32 as the manifest says, its sha256 the one
+ * of the projector it was copied from (so every tensor has its bits), and
+ * each tensor the manifest names where the file's own header puts it. */
+static int check_vision(const char *dir, const pk_vision *v, FILE *out, FILE *err)
+{
+    if (!v->present) return 0;
+    char e[300], sha[65];
+    char *p = pack_path(dir, PACK_VISION);
+    uint64_t n = 0;
+    uint32_t crc = 0;
+    int bad = 0;
+    if (!p || pack_file_digest(p, &n, &crc, sha, e, sizeof e)) {
+        fprintf(err, "%s\n", p ? e : "out of memory");
+        free(p);
+        return 1;
+    }
+    if (n != v->file.bytes || crc != v->file.crc32) {
+        fprintf(err, "%s: %llu bytes crc32 %08x, the manifest says %llu bytes crc32 %08x\n", p, (unsigned long long)n, crc,
+                (unsigned long long)v->file.bytes, v->file.crc32);
+        bad = 1;
+    } else if (strcmp(sha, v->source_sha256)) {
+        fprintf(err, "%s: sha256 %s, the projector it was built from has %s\n", p, sha, v->source_sha256);
+        bad = 1;
+    }
+    gguf_file *g = bad ? NULL : gguf_open(p, e, sizeof e);
+    if (!bad && !g) {
+        fprintf(err, "%s\n", e);
+        bad = 1;
+    }
+    if (g && gguf_n_tensors(g) != v->n_tensors) {
+        fprintf(err, "%s: %lld tensors, the manifest names %d\n", p, (long long)gguf_n_tensors(g), v->n_tensors);
+        bad = 1;
+    }
+    for (int i = 0; g && !bad && i < v->n_tensors; i++) {
+        const pk_vtensor *x = &v->tensors[i];
+        const gguf_tensor *t = gguf_find_tensor(g, x->name);
+        int same = t && t->type == x->type && (int)t->n_dims == x->n_dims &&
+                   gguf_data_offset(g) + t->offset == x->off && t->size == x->bytes;
+        for (int d = 0; same && d < x->n_dims; d++) same = t->ne[d] == x->ne[d];
+        if (!same) {
+            fprintf(err, "%s: %s is %s in the file than the manifest says\n", p, x->name, t ? "otherwise" : "not");
+            bad = 1;
+        }
+    }
+    if (g) gguf_close(g);
+    if (!bad)
+        fprintf(out, "ok   %-15s %12llu bytes crc32 %08x; the projector's sha256; %d tensors where named (%s)\n",
+                PACK_VISION, (unsigned long long)n, crc, v->n_tensors, v->projector);
+    free(p);
     return bad;
 }
 
@@ -221,6 +274,7 @@ int pack_verify(const char *dir, const char *source_path, FILE *out, FILE *err)
         return 1;
     }
     int bad = check_files(dir, &L, out, err);
+    bad |= check_vision(dir, &L.vision, out, err);
     source s, *sp = NULL;
     const char *src = source_path ? source_path : L.source_path;
     if (!bad && src && *src) {

@@ -88,6 +88,15 @@ int cmd_info(int argc, char **argv)
     printf("  tokenizer: %d tokens, pre '%s', bos %d eos %d\n", tokenizer_n_vocab(loader_tokenizer(p)),
            tokenizer_pre_name(loader_tokenizer(p)), tokenizer_bos(loader_tokenizer(p)),
            tokenizer_eos(loader_tokenizer(p)));
+    int n_vt = 0;
+    uint64_t vbytes = 0;
+    const char *proj = loader_vision(p, &n_vt, &vbytes);
+    if (proj) {
+        char vb[32];
+        pull_human_bytes(vb, sizeof vb, (double)vbytes);
+        printf("  vision projector: %s (%s, %d tensors, %s); strata does not run it yet: requests with images are "
+               "refused\n", proj, PACK_VISION, n_vt, vb);
+    }
     /* the chat template strata serve will render (the loader keeps only the tokenizer) */
     char tpath[4096];
     snprintf(tpath, sizeof tpath, "%s/%s", argv[1], PACK_FILE_NAMES[PACK_TOKENIZER]);

@@ -204,6 +204,17 @@ static int map_files(loaded_pack *p)
         close(fd);
         free(path);
     }
+    /* the vision projector is only checked for its size here: nothing reads it yet */
+    if (p->x.have_vision) {
+        char *path = pack_path(p->dir, PACK_VISION);
+        struct stat st;
+        if (!path) return fail(p, "%s: out of memory", p->dir);
+        const int missing = stat(path, &st) != 0, bad = missing || (uint64_t)st.st_size != p->x.vision_bytes;
+        if (bad) fail(p, "%s: %s, but the index names it with %llu bytes", path, missing ? "missing" : "another size",
+                      (unsigned long long)p->x.vision_bytes);
+        free(path);
+        if (bad) return -1;
+    }
     return 0;
 }
 
@@ -726,6 +737,14 @@ const tokenizer *loader_tokenizer(const loaded_pack *p) { return p->tok; }
 size_t loader_pool_bytes(const loaded_pack *p) { return p->pool_bytes; }
 size_t loader_expert_bytes(const loaded_pack *p) { return p->map_bytes[PACK_EXPERTS]; }
 int loader_n_tensors(const loaded_pack *p) { return p->x.n_t + p->x.n_e; }
+
+const char *loader_vision(const loaded_pack *p, int *n_tensors, uint64_t *bytes)
+{
+    if (!p->x.have_vision) return NULL;
+    *n_tensors = p->x.n_vt;
+    *bytes = p->x.vision_bytes;
+    return p->x.vision_projector;
+}
 
 const char *loader_dir(const loaded_pack *p) { return p->dir; }
 int loader_lazy_experts(const loaded_pack *p) { return p->lazy_experts; }

@@ -74,6 +74,10 @@ const tokenizer *loader_tokenizer(const loaded_pack *p);
 size_t loader_pool_bytes(const loaded_pack *p);     /* dense engine pool */
 size_t loader_expert_bytes(const loaded_pack *p);   /* experts.bin mapping */
 int loader_n_tensors(const loaded_pack *p);         /* rows + expert parts */
+/* The pack's vision projector (vision.gguf, `iq3pack build --mmproj`): its
+ * clip.projector_type, with its tensor count and file bytes; NULL when the
+ * pack has none. */
+const char *loader_vision(const loaded_pack *p, int *n_tensors, uint64_t *bytes);
 
 int loader_check(const char *dir, FILE *out, char *err, size_t errlen);
 

@@ -29,41 +29,50 @@ static int read_index(const char *dir, pack_index *x, char *err, size_t errlen)
     return rc ? -1 : 0;
 }
 
-/* Every file the index names against its @file line: its size, and its
- * crc32 too when crc is set (each file read once in 1 MiB chunks); without
- * crc only stat() is asked, nothing is read. */
-static int check_files(const char *dir, const pack_index *x, bool crc, FILE *out, char *err, size_t errlen)
+/* One file against what the index says: its size, and its crc32 too when
+ * crc is set (read once in 1 MiB chunks); without crc only stat() is asked. */
+static int check_one(const char *dir, const char *leaf, uint64_t want_bytes, uint32_t want_crc, bool crc, FILE *out,
+                     char *err, size_t errlen)
 {
     char path[4096];
+    uint64_t bytes;
+    uint32_t c = 0;
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, leaf);
+    if (crc) {
+        if (pack_file_crc32(path, &bytes, &c, err, errlen)) return -1;
+    } else {
+        if (stat(path, &st) != 0) {
+            snprintf(err, errlen, "%s: %s", path, errno == ENOENT ? "missing" : strerror(errno));
+            return -1;
+        }
+        bytes = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+    }
+    if (bytes != want_bytes) {
+        snprintf(err, errlen, "%s: %llu bytes, the index says %llu", path, (unsigned long long)bytes,
+                 (unsigned long long)want_bytes);
+        return -1;
+    }
+    if (crc && c != want_crc) {
+        snprintf(err, errlen, "%s: crc32 %08x, the index says %08x (the file is corrupt)", path, c, want_crc);
+        return -1;
+    }
+    if (out) fprintf(out, "ok  %-15s %14llu bytes  crc32 %08x\n", leaf, (unsigned long long)bytes, c);
+    return 0;
+}
+
+/* Every file the index names (its @file lines, and the @vision line's
+ * projector when the pack has one) through check_one. */
+static int check_files(const char *dir, const pack_index *x, bool crc, FILE *out, char *err, size_t errlen)
+{
     for (int f = 0; f < PACK_NFILES; f++) {
-        uint64_t bytes;
-        uint32_t c = 0;
-        struct stat st;
-        snprintf(path, sizeof path, "%s/%s", dir, PACK_FILE_NAMES[f]);
         if (!x->have_file[f]) {
             snprintf(err, errlen, "%s/%s: no @file line for %s", dir, PACK_INDEX, PACK_FILE_NAMES[f]);
             return -1;
         }
-        if (crc) {
-            if (pack_file_crc32(path, &bytes, &c, err, errlen)) return -1;
-        } else {
-            if (stat(path, &st) != 0) {
-                snprintf(err, errlen, "%s: %s", path, errno == ENOENT ? "missing" : strerror(errno));
-                return -1;
-            }
-            bytes = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
-        }
-        if (bytes != x->file_bytes[f]) {
-            snprintf(err, errlen, "%s: %llu bytes, the index says %llu", path, (unsigned long long)bytes,
-                     (unsigned long long)x->file_bytes[f]);
-            return -1;
-        }
-        if (crc && c != x->file_crc[f]) {
-            snprintf(err, errlen, "%s: crc32 %08x, the index says %08x (the file is corrupt)", path, c, x->file_crc[f]);
-            return -1;
-        }
-        if (out) fprintf(out, "ok  %-15s %14llu bytes  crc32 %08x\n", PACK_FILE_NAMES[f], (unsigned long long)bytes, c);
+        if (check_one(dir, PACK_FILE_NAMES[f], x->file_bytes[f], x->file_crc[f], crc, out, err, errlen)) return -1;
     }
+    if (x->have_vision && check_one(dir, PACK_VISION, x->vision_bytes, x->vision_crc, crc, out, err, errlen)) return -1;
     return 0;
 }
 

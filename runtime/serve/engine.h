@@ -78,6 +78,8 @@ typedef struct engine {
     const char *eos_text;
     bool        mtp;           /* sessions may draft with the model's next-token-prediction block
                                 * (engine_sampling.draft_mtp) */
+    const char *vision;        /* the pack's vision projector type (clip.projector_type), NULL when it has
+                                * none; sessions take no images either way yet */
 
     /* Special tokens written in text become their ids (templates rely on it). */
     int  (*tokenize)(void *self, const char *text, size_t len, bool add_special,

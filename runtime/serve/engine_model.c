@@ -640,7 +640,10 @@ engine *engine_model_open(const char *dir, const engine_model_opts *o, char *err
               (me->mtp[i] = model_create_mtp(me->slots[i], merr, sizeof merr)) != NULL;
     }
     me->record = dev.record;
+    int n_vt;
+    uint64_t vbytes;
     me->e = (engine){
+        .vision = loader_vision(me->pack, &n_vt, &vbytes),
         .self = me, .name = me->name, .n_ctx = model_n_ctx(me->slots[0]),
         .chat_template = me->tmpl, .bos_text = me->bos, .eos_text = me->eos, .n_vocab = me->n_vocab, .mtp = mtp,
         .tokenize = me_tokenize, .piece = me_piece, .is_eog = me_is_eog,

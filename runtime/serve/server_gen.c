@@ -124,7 +124,7 @@ int server_prepare(server *s, const api_request *r, prepared *p, api_error *e)
     char *text;
     const char *what = r->kind == API_COMPLETION ? "prompt" : "messages";
     bool add_special = true;
-    if (server_check_images(r, e)) return -1;
+    if (server_check_images(s, r, e)) return -1;
     if (r->draft_mtp == 1 && r->draft_max != 0 && !eng->mtp)
         return fail(e, 400, "draft", "draft \"mtp\" needs the model's next-token-prediction block, which this "
                                      "server's model does not have (or runs on a GPU): use \"ngram\"");

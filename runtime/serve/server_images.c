@@ -1,9 +1,9 @@
 /* server_images.c: the pictures a request brings. Each is decoded and held
  * to the limits (runtime/vision/image.h) so that a hostile or mislabelled
  * upload gets a 400 naming the part and the reason, whatever the model;
- * then, because no pack holds a vision projector yet, a request with a
- * picture is refused by name rather than answered as if the picture were
- * not there. */
+ * then, because strata runs no vision projector yet, a request with a
+ * picture is refused by name (the pack has none, or strata does not run
+ * the one it has) rather than answered as if the picture were not there. */
 #include "runtime/serve/server_internal.h"
 #include "runtime/vision/image.h"
 
@@ -27,7 +27,7 @@ static int refuse(api_error *e, const char *param, const char *fmt, ...)
     return -1;
 }
 
-int server_check_images(const api_request *r, api_error *e)
+int server_check_images(const server *s, const api_request *r, api_error *e)
 {
     const image_limits lim = { IMAGE_DEFAULT_MAX_BYTES, IMAGE_DEFAULT_MAX_PIXELS };
     const api_image *first = NULL;
@@ -45,7 +45,9 @@ int server_check_images(const api_request *r, api_error *e)
             image_free(&px);
             if (!first) first = im;
         }
-    if (first)
-        return refuse(e, first->param, "this model takes no images (its pack holds no vision projector)");
+    if (first && s->eng->vision)
+        return refuse(e, first->param, "this model's vision projector (%s) is not run by strata yet: no images",
+                      s->eng->vision);
+    if (first) return refuse(e, first->param, "this model takes no images (its pack holds no vision projector)");
     return 0;
 }

@@ -120,7 +120,7 @@ typedef struct prepared {
 } prepared;
 /* The request's pictures decoded and held to the limits, each failure a
  * 400 naming the part (server_images.c); 0 when there are none. */
-int server_check_images(const api_request *r, api_error *e);
+int server_check_images(const server *s, const api_request *r, api_error *e);
 /* Renders (chat) or takes (completion) the prompt, tokenizes it and checks
  * the context; on failure fills e (400 with the limit that was hit). */
 int server_prepare(server *s, const api_request *r, prepared *p, api_error *e);

@@ -9,7 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "formats/gguf.h"
 #include "pack/pack_cli.h"
+#include "runtime/model/loader.h"
 
 static int run_cmd(int (*fn)(int, char **), int n, ...)
 {
@@ -35,7 +37,8 @@ static int count_entries(const char *dir)
 
 static void rm_pack(const char *dir)
 {
-    static const char *const F[] = { "manifest.json", "dense.bin", "embd.bin", "experts.bin", "tokenizer.gguf", "index.txt" };
+    static const char *const F[] = { "manifest.json", "dense.bin",  "embd.bin", "experts.bin",
+                                     "tokenizer.gguf", "index.txt", "vision.gguf" };
     char p[4608];
     for (size_t i = 0; i < sizeof F / sizeof F[0]; i++) {
         snprintf(p, sizeof p, "%s/%s", dir, F[i]);
@@ -132,6 +135,136 @@ static void test_hostile(void **state)
     free(scratch);
 }
 
+/* An mmproj-shaped GGUF (qwen3vl's keys; tensors of three types and 1 to 4
+ * dimensions, random bytes: they are carried, not read) at path. */
+static void write_mmproj(const char *path, const char *arch)
+{
+    gguf_writer *w = gguf_writer_new();
+    const bool yes = true;
+    assert_int_equal(gguf_writer_add_str(w, "general.architecture", arch), 0);
+    assert_int_equal(gguf_writer_add_kv(w, "clip.has_vision_encoder", GGUF_TYPE_BOOL, &yes), 0);
+    assert_int_equal(gguf_writer_add_str(w, "clip.projector_type", "qwen3vl_merger"), 0);
+    assert_int_equal(gguf_writer_add_u32(w, "clip.vision.embedding_length", 64), 0);
+    static const struct { const char *name; int type; uint32_t nd; int64_t ne[4]; size_t bytes; } T[] = {
+        { "v.patch_embd.weight", 1 /* F16 */, 4, { 16, 16, 3, 64 }, 16 * 16 * 3 * 64 * 2 },
+        { "v.blk.0.attn_qkv.weight", 0 /* F32 */, 2, { 64, 192 }, 64 * 192 * 4 },
+        { "mm.0.weight", 8 /* Q8_0 */, 2, { 256, 64 }, 256 / 32 * 34 * 64 },
+        { "v.post_ln.bias", 0, 1, { 64 }, 64 * 4 },
+    };
+    uint64_t rs = 5;
+    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
+        unsigned char *d = malloc(T[i].bytes);
+        for (size_t k = 0; k < T[i].bytes; k++) d[k] = (unsigned char)((rs = rs * 6364136223846793005ull + 1) >> 56);
+        assert_true(gguf_writer_add_tensor(w, T[i].name, T[i].type, T[i].nd, T[i].ne, d, T[i].bytes) >= 0);
+        free(d);
+    }
+    char err[256];
+    if (gguf_writer_write(w, path, err, sizeof err)) fail_msg("%s", err);
+    gguf_writer_free(w);
+}
+
+static void flip_byte(const char *path, long at)
+{
+    FILE *fp = fopen(path, "r+b");
+    assert_non_null(fp);
+    fseek(fp, at, SEEK_SET);
+    int c = fgetc(fp);
+    fseek(fp, at, SEEK_SET);
+    fputc(c ^ 1, fp);
+    fclose(fp);
+}
+
+/* iq3pack build --mmproj: the projector carried byte for byte as
+ * vision.gguf, named in the manifest and the index, checked by verify,
+ * strata check and the loader, shown by info; a pack without one has no
+ * trace of it; a GGUF that is no projector, a missing file and --shard
+ * refused with nothing written. */
+static void test_vision_projector(void **state)
+{
+    (void)state;
+    char *scratch = make_scratch_dir();
+    char mm[4200], out[4200], plain[4200], p[4400], err[512];
+    snprintf(mm, sizeof mm, "%s/mmproj.gguf", scratch);
+    snprintf(out, sizeof out, "%s/pack", scratch);
+    snprintf(plain, sizeof plain, "%s/plain", scratch);
+    write_mmproj(mm, "clip");
+    assert_int_equal(run_cmd(iq3pack_cmd_build, 6, "build", SHIPPED_MODEL, "-o", out, "--mmproj", mm), 0);
+    size_t n_src = 0, n_copy = 0;
+    unsigned char *src = slurp(mm, &n_src), *copy = NULL;
+    snprintf(p, sizeof p, "%s/vision.gguf", out);
+    copy = slurp(p, &n_copy);
+    assert_non_null(copy);
+    assert_int_equal(n_copy, n_src);
+    assert_memory_equal(copy, src, n_src);
+    free(src);
+    free(copy);
+    size_t n;
+    snprintf(p, sizeof p, "%s/index.txt", out);
+    char *idx = (char *)slurp(p, &n);
+    assert_non_null(strstr(idx, "\n@vision vision.gguf "));
+    assert_non_null(strstr(idx, " qwen3vl_merger 4\n"));
+    assert_non_null(strstr(idx, "\n@vision_tensor v.patch_embd.weight 1 "));
+    assert_non_null(strstr(idx, " 16 16 3 64\n"));
+    assert_non_null(strstr(idx, "\n@vision_tensor mm.0.weight 8 "));
+    free(idx);
+    snprintf(p, sizeof p, "%s/manifest.json", out);
+    char *man = (char *)slurp(p, &n);
+    assert_non_null(strstr(man, "\"vision\": {"));
+    assert_non_null(strstr(man, "\"projector\": \"qwen3vl_merger\""));
+    free(man);
+    assert_int_equal(run_cmd(iq3pack_cmd_verify, 2, "verify", out), 0);
+    assert_int_equal(run_cmd(iq3pack_cmd_packinfo, 2, "info", out), 0);
+    assert_int_equal(loader_check(out, NULL, err, sizeof err), 0);
+    loaded_pack *lp = loader_open(out, err, sizeof err);
+    if (!lp) fail_msg("%s", err);
+    int nt = 0;
+    uint64_t vb = 0;
+    assert_string_equal(loader_vision(lp, &nt, &vb), "qwen3vl_merger");
+    assert_int_equal(nt, 4);
+    assert_int_equal(vb, n_src);
+    loader_close(lp);
+    /* without --mmproj: no vision key, no @vision line, no file */
+    assert_int_equal(run_cmd(iq3pack_cmd_build, 4, "build", SHIPPED_MODEL, "-o", plain), 0);
+    snprintf(p, sizeof p, "%s/manifest.json", plain);
+    man = (char *)slurp(p, &n);
+    assert_null(strstr(man, "vision"));
+    free(man);
+    snprintf(p, sizeof p, "%s/index.txt", plain);
+    idx = (char *)slurp(p, &n);
+    assert_null(strstr(idx, "@vision"));
+    free(idx);
+    lp = loader_open(plain, err, sizeof err);
+    assert_non_null(lp);
+    assert_null(loader_vision(lp, &nt, &vb));
+    loader_close(lp);
+    rm_pack(plain);
+    /* a flipped byte: verify and strata check catch it; a short file: the loader refuses it */
+    snprintf(p, sizeof p, "%s/vision.gguf", out);
+    flip_byte(p, (long)n_src - 3);
+    assert_int_equal(run_cmd(iq3pack_cmd_verify, 2, "verify", out), 1);
+    assert_int_equal(loader_check(out, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "vision.gguf: crc32"));
+    assert_int_equal(truncate(p, (off_t)n_src - 1), 0);
+    assert_null(loader_open(out, err, sizeof err));
+    assert_non_null(strstr(err, "vision.gguf: another size"));
+    unlink(p);
+    assert_null(loader_open(out, err, sizeof err));
+    assert_non_null(strstr(err, "vision.gguf: missing"));
+    rm_pack(out);
+    /* refused, nothing written: a model GGUF, a GGUF of another architecture, no file, --shard */
+    snprintf(p, sizeof p, "%s/other.gguf", scratch);
+    write_mmproj(p, "llama");
+    assert_int_equal(run_cmd(iq3pack_cmd_build, 6, "build", SHIPPED_MODEL, "-o", out, "--mmproj", SHIPPED_MODEL), 1);
+    assert_int_equal(run_cmd(iq3pack_cmd_build, 6, "build", SHIPPED_MODEL, "-o", out, "--mmproj", p), 1);
+    assert_int_equal(run_cmd(iq3pack_cmd_build, 6, "build", SHIPPED_MODEL, "-o", out, "--mmproj", "/nonexistent.gguf"), 1);
+    assert_int_equal(run_cmd(iq3pack_cmd_build, 8, "build", SHIPPED_MODEL, "-o", out, "--mmproj", mm, "--shard", "0/2"), 2);
+    assert_int_equal(count_entries(scratch), 2); /* mmproj.gguf, other.gguf */
+    unlink(p);
+    unlink(mm);
+    rmdir(scratch);
+    free(scratch);
+}
+
 /* A build killed mid-way: the target never appears; whatever partial
  * directory remains has no index.txt and no manifest a loader would take. */
 static void test_sigkill(void **state)
@@ -183,6 +316,7 @@ int main(void)
         cmocka_unit_test(test_tinymoe_all),
         cmocka_unit_test(test_tinymoe_imatrix_and_keep),
         cmocka_unit_test(test_hostile),
+        cmocka_unit_test(test_vision_projector),
         cmocka_unit_test(test_sigkill),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1610,9 +1610,9 @@ static void test_errors(void **st)
     stop(&f);
 }
 
-/* Pictures over HTTP, in both APIs: a good one is refused by name (no pack
- * holds a vision projector yet), hostile ones each with their own reason,
- * all 400 naming the part. */
+/* Pictures over HTTP, in both APIs: a good one is refused by name (strata
+ * runs no vision projector yet: the pack has none, or one it does not run),
+ * hostile ones each with their own reason, all 400 naming the part. */
 static void post_image(int port, bool anthropic, const char *mime, const uint8_t *d, size_t n, const char *want)
 {
     char *b64 = timg_base64(d, n);
@@ -1654,6 +1654,10 @@ static void test_images(void **st)
         post_image(f.port, a, "image/jpeg", png, n, "the data is a PNG picture, not image/jpeg as declared");
         post_image(f.port, a, "image/png", (const uint8_t *)"GIF89a", 6, "not a PNG, JPEG or WebP picture");
     }
+    /* a pack with a projector strata does not run yet: said so */
+    f.e->vision = "qwen3vl_merger";
+    post_image(f.port, false, "image/png", png, n, "vision projector (qwen3vl_merger) is not run by strata yet");
+    f.e->vision = NULL;
     /* the server is unharmed: a text request still answers */
     reply r = { 0 };
     http(f.port, "/v1/chat/completions", CHAT ",\"max_tokens\":4}", NULL, &r);
