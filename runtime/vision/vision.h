@@ -1,0 +1,35 @@
+/* vision.h: a vision projector (llama.cpp's mmproj GGUF, or a pack's
+ * vision.gguf) loaded and run on pictures on the CPU: the tower's image
+ * embeddings, which a text model takes in place of token embeddings.
+ *
+ * Contract:
+ *  - vision_open() reads the projector's settings from the keys llama.cpp's
+ *    mtmd reads (clip.vision.*) and its weights (F32 or F16, widened to f32
+ *    once); a projector type with no row in the table (vision.c) is refused
+ *    by name, as is a file whose tensors do not fit its settings. -1 / NULL
+ *    and one line in err.
+ *  - vision_encode() preprocesses a decoded picture as mtmd does for that
+ *    projector (preprocess.h) and runs the tower: *out holds n_tokens rows
+ *    of vision_width() floats (malloc'd), the image tokens in the order the
+ *    text model takes them, on a grid of nx x ny. The same picture gives
+ *    the same bits every time; nothing is kept between calls.
+ *  - Supported: qwen3vl_merger (Qwen3-VL's tower, with its deepstack
+ *    mergers: each row is the merger's output, then each deepstack layer's,
+ *    in layer order). */
+#ifndef STRATA_VISION_H
+#define STRATA_VISION_H
+
+#include <stddef.h>
+
+#include "runtime/vision/image.h"
+
+typedef struct vision_model vision_model;
+
+vision_model *vision_open(const char *path, char *err, size_t errlen);
+void vision_close(vision_model *v);
+const char *vision_projector(const vision_model *v);
+int vision_width(const vision_model *v);
+int vision_encode(const vision_model *v, const image_rgb *img, float **out, int *n_tokens, int *nx, int *ny,
+                  char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,162 @@
+/* vision_model.h: the small Qwen3-VL vision tower the vision agreement
+ * test writes with our GGUF writer (llama.cpp's mmproj layout: the keys
+ * and tensor names mtmd reads for clip.projector_type qwen3vl_merger),
+ * the llama text model mtmd needs beside it (its width is the tower's
+ * output width: it only has to load), and the pictures.
+ * Tower: patch 8, a 6 x 6 position table (its native picture is 48 x 48),
+ * width 32 in 2 heads, 3 layers with a deepstack merger after layer 1,
+ * output 24 + 24. Weights F32 from gguf_random.h's uniform(), so every
+ * machine writes the same bytes. No global state. */
+#ifndef STRATA_TEST_VISION_MODEL_H
+#define STRATA_TEST_VISION_MODEL_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "formats/gguf.h"
+#include "tests/lib/gguf_random.h"
+#include "tests/lib/vocab_relabel.h"
+
+#define VM_PATCH 8
+#define VM_SIDE 6
+#define VM_EMBD 32
+#define VM_HEADS 2
+#define VM_FF 64
+#define VM_LAYERS 3
+#define VM_DS_LAYER 1
+#define VM_OUT 24
+#define VM_WIDTH (VM_OUT * 2)
+
+/* A layer's tensor: its name's format (%d the layer), dims, sizes, and the
+ * uniform weights' scale and offset. */
+typedef struct vm_spec { const char *f; int nd; int64_t a, b; float sc, off; } vm_spec;
+
+static inline int vm_add_specs(gguf_writer *w, uint64_t *s, const vm_spec *t, size_t n, int il)
+{
+    char name[64];
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        snprintf(name, sizeof name, t[i].f, il);
+        rc = add_tensor(w, s, name, t[i].nd, t[i].a, t[i].b, 1, t[i].sc, t[i].off);
+    }
+    return rc;
+}
+
+static inline int vm_write_mmproj(const char *path, char *err, size_t errlen)
+{
+    gguf_writer *w = gguf_writer_new();
+    uint64_t s = 0x5157454e33564cull; /* "QWEN3VL" */
+    const bool yes = true;
+    const float eps = 1e-6f, mean[3] = { 0.5f, 0.5f, 0.5f }, sd[3] = { 0.5f, 0.5f, 0.5f };
+    int rc = w ? 0 : -1;
+    rc |= gguf_writer_add_str(w, "general.architecture", "clip");
+    rc |= gguf_writer_add_kv(w, "clip.has_vision_encoder", GGUF_TYPE_BOOL, &yes);
+    rc |= gguf_writer_add_kv(w, "clip.use_gelu", GGUF_TYPE_BOOL, &yes);
+    rc |= gguf_writer_add_str(w, "clip.projector_type", "qwen3vl_merger");
+    const struct { const char *k; uint32_t v; } u[] = {
+        { "clip.vision.image_size", VM_SIDE * VM_PATCH }, { "clip.vision.patch_size", VM_PATCH },
+        { "clip.vision.embedding_length", VM_EMBD },     { "clip.vision.feed_forward_length", VM_FF },
+        { "clip.vision.block_count", VM_LAYERS },         { "clip.vision.attention.head_count", VM_HEADS },
+        { "clip.vision.projection_dim", VM_OUT },         { "clip.vision.spatial_merge_size", 2 },
+    };
+    for (size_t i = 0; rc == 0 && i < sizeof u / sizeof u[0]; i++) rc = gguf_writer_add_u32(w, u[i].k, u[i].v);
+    rc |= gguf_writer_add_kv(w, "clip.vision.attention.layer_norm_epsilon", GGUF_TYPE_FLOAT32, &eps);
+    rc |= gguf_writer_add_arr(w, "clip.vision.image_mean", GGUF_TYPE_FLOAT32, mean, 3);
+    rc |= gguf_writer_add_arr(w, "clip.vision.image_std", GGUF_TYPE_FLOAT32, sd, 3);
+    const int64_t E = VM_EMBD, E4 = 4 * VM_EMBD, P = VM_PATCH;
+    /* a 4-D tensor: add_tensor makes 3 dims, so the kernels are written here */
+    for (int k = 0; rc == 0 && k < 2; k++) {
+        const int64_t ne[4] = { P, P, 3, E };
+        const size_t n = (size_t)(P * P * 3 * E);
+        float *x = malloc(n * sizeof *x);
+        for (size_t i = 0; x && i < n; i++) x[i] = 0.08f * uniform(&s);
+        rc = x && gguf_writer_add_tensor(w, k ? "v.patch_embd.weight.1" : "v.patch_embd.weight", GGML_TYPE_F32, 4, ne,
+                                         x, n * sizeof *x) >= 0 ? 0 : -1;
+        free(x);
+    }
+    rc |= add_tensor(w, &s, "v.patch_embd.bias", 1, E, 1, 1, 0.1f, 0.0f);
+    rc |= add_tensor(w, &s, "v.position_embd.weight", 2, E, VM_SIDE * VM_SIDE, 1, 0.5f, 0.0f);
+    for (int il = 0; rc == 0 && il < VM_LAYERS; il++) {
+        const vm_spec T[] = {
+            { "v.blk.%d.ln1.weight", 1, E, 1, 0.2f, 1.0f },     { "v.blk.%d.ln1.bias", 1, E, 1, 0.1f, 0.0f },
+            { "v.blk.%d.attn_qkv.weight", 2, E, 3 * E, 0.3f, 0.0f }, { "v.blk.%d.attn_qkv.bias", 1, 3 * E, 1, 0.1f, 0.0f },
+            { "v.blk.%d.attn_out.weight", 2, E, E, 0.2f, 0.0f }, { "v.blk.%d.attn_out.bias", 1, E, 1, 0.1f, 0.0f },
+            { "v.blk.%d.ln2.weight", 1, E, 1, 0.2f, 1.0f },     { "v.blk.%d.ln2.bias", 1, E, 1, 0.1f, 0.0f },
+            { "v.blk.%d.ffn_up.weight", 2, E, VM_FF, 0.3f, 0.0f }, { "v.blk.%d.ffn_up.bias", 1, VM_FF, 1, 0.1f, 0.0f },
+            { "v.blk.%d.ffn_down.weight", 2, VM_FF, E, 0.2f, 0.0f }, { "v.blk.%d.ffn_down.bias", 1, E, 1, 0.1f, 0.0f },
+        };
+        const vm_spec D[] = {
+            { "v.deepstack.%d.norm.weight", 1, E4, 1, 0.2f, 1.0f }, { "v.deepstack.%d.norm.bias", 1, E4, 1, 0.1f, 0.0f },
+            { "v.deepstack.%d.fc1.weight", 2, E4, E4, 0.15f, 0.0f }, { "v.deepstack.%d.fc1.bias", 1, E4, 1, 0.1f, 0.0f },
+            { "v.deepstack.%d.fc2.weight", 2, E4, VM_OUT, 0.15f, 0.0f }, { "v.deepstack.%d.fc2.bias", 1, VM_OUT, 1, 0.1f, 0.0f },
+        };
+        rc = vm_add_specs(w, &s, T, sizeof T / sizeof T[0], il);
+        if (rc == 0 && il == VM_DS_LAYER) rc = vm_add_specs(w, &s, D, sizeof D / sizeof D[0], il);
+    }
+    rc |= add_tensor(w, &s, "v.post_ln.weight", 1, E, 1, 1, 0.2f, 1.0f);
+    rc |= add_tensor(w, &s, "v.post_ln.bias", 1, E, 1, 1, 0.1f, 0.0f);
+    rc |= add_tensor(w, &s, "mm.0.weight", 2, E4, E4, 1, 0.15f, 0.0f);
+    rc |= add_tensor(w, &s, "mm.0.bias", 1, E4, 1, 1, 0.1f, 0.0f);
+    rc |= add_tensor(w, &s, "mm.2.weight", 2, E4, VM_OUT, 1, 0.15f, 0.0f);
+    rc |= add_tensor(w, &s, "mm.2.bias", 1, VM_OUT, 1, 1, 0.1f, 0.0f);
+    if (rc == 0) rc = gguf_writer_write(w, path, err, errlen);
+    else snprintf(err, errlen, "%s: could not build the GGUF", path);
+    gguf_writer_free(w);
+    return rc;
+}
+
+/* A one-layer llama of width VM_WIDTH with the shipped model's first 512
+ * tokens: what mtmd needs to load the tower beside (its input width must
+ * be the tower's output width). */
+static inline int vm_write_text(const char *path, const char *vocab_gguf, char *err, size_t errlen)
+{
+    gguf_file *tf = gguf_open(vocab_gguf, err, errlen);
+    if (!tf) return -1;
+    gguf_writer *w = gguf_writer_new();
+    uint64_t s = 77;
+    const float eps = 1e-5f, base = 10000.0f;
+    int rc = w ? 0 : -1;
+    rc |= gguf_writer_add_str(w, "general.architecture", "llama");
+    const struct { const char *k; uint32_t v; } u[] = {
+        { "llama.context_length", 256 }, { "llama.embedding_length", VM_WIDTH }, { "llama.block_count", 1 },
+        { "llama.feed_forward_length", 64 }, { "llama.attention.head_count", 2 }, { "llama.attention.head_count_kv", 2 },
+    };
+    for (size_t i = 0; rc == 0 && i < sizeof u / sizeof u[0]; i++) rc = gguf_writer_add_u32(w, u[i].k, u[i].v);
+    rc |= gguf_writer_add_kv(w, "llama.attention.layer_norm_rms_epsilon", GGUF_TYPE_FLOAT32, &eps);
+    rc |= gguf_writer_add_kv(w, "llama.rope.freq_base", GGUF_TYPE_FLOAT32, &base);
+    if (rc == 0) rc = vocab_keys_head(w, tf, 512);
+    const int64_t Wd = VM_WIDTH;
+    rc |= add_tensor(w, &s, "token_embd.weight", 2, Wd, 512, 1, 0.5f, 0.0f);
+    rc |= add_tensor(w, &s, "output_norm.weight", 1, Wd, 1, 1, 0.1f, 1.0f);
+    rc |= add_tensor(w, &s, "output.weight", 2, Wd, 512, 1, 0.3f, 0.0f);
+    rc |= add_tensor(w, &s, "blk.0.attn_norm.weight", 1, Wd, 1, 1, 0.1f, 1.0f);
+    rc |= add_tensor(w, &s, "blk.0.attn_q.weight", 2, Wd, Wd, 1, 0.2f, 0.0f);
+    rc |= add_tensor(w, &s, "blk.0.attn_k.weight", 2, Wd, Wd, 1, 0.2f, 0.0f);
+    rc |= add_tensor(w, &s, "blk.0.attn_v.weight", 2, Wd, Wd, 1, 0.2f, 0.0f);
+    rc |= add_tensor(w, &s, "blk.0.attn_output.weight", 2, Wd, Wd, 1, 0.2f, 0.0f);
+    rc |= add_tensor(w, &s, "blk.0.ffn_norm.weight", 1, Wd, 1, 1, 0.1f, 1.0f);
+    rc |= add_tensor(w, &s, "blk.0.ffn_gate.weight", 2, Wd, 64, 1, 0.2f, 0.0f);
+    rc |= add_tensor(w, &s, "blk.0.ffn_up.weight", 2, Wd, 64, 1, 0.2f, 0.0f);
+    rc |= add_tensor(w, &s, "blk.0.ffn_down.weight", 2, 64, Wd, 1, 0.2f, 0.0f);
+    if (rc == 0) rc = gguf_writer_write(w, path, err, errlen);
+    else snprintf(err, errlen, "%s: could not build the GGUF", path);
+    gguf_writer_free(w);
+    gguf_close(tf);
+    return rc;
+}
+
+/* A w x h picture with smooth gradients and some texture. */
+static inline void vm_picture(int w, int h, uint64_t seed, uint8_t *rgb)
+{
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            for (int c = 0; c < 3; c++) {
+                const float g = 128.0f + 100.0f * sinf(0.21f * (float)(x * (c + 1)) + 0.13f * (float)(y * (3 - c)));
+                const float v = g + 25.0f * uniform(&seed);
+                rgb[((size_t)y * w + x) * 3 + c] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+            }
+}
+
+#endif

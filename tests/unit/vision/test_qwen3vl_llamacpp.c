@@ -1,0 +1,162 @@
+/* test_qwen3vl_llamacpp.c: the Qwen3-VL vision tower (runtime/vision/vision.h)
+ * against llama.cpp 0.7.0's mtmd on a tower our GGUF writer makes
+ * (tests/lib/vision_model.h: patch 8, a 6 x 6 position table, a deepstack
+ * merger): a 48 x 48 picture (the table's native grid, no resize) and a
+ * 70 x 40 one (made 64 x 48 by mtmd's smart resize: Pillow's bicubic to
+ * 64 x 37, centred on black; the position table resized to 8 x 6). The
+ * image embeddings (merger and deepstack, every token) must agree with the
+ * committed fixtures within 1e-3 of their largest magnitude; a picture one
+ * patch away from the native one must not (the comparison can fail). Also
+ * refused by name: a projector type with no row, a missing tensor.
+ * Fixtures: sh tests/diag/diag_vision_llamacpp.sh tests/fixtures/vision
+ * (llama.cpp's libmtmd, flash attention off, on the pixels this test
+ * writes with --write DIR). */
+#include "tests/lib/test_util.h"
+#include "tests/lib/vision_model.h"
+
+#include <math.h>
+
+#include "runtime/vision/vision.h"
+
+static const struct { const char *name; int w, h; uint64_t seed; int nx, ny; } PICS[] = {
+    { "native", 48, 48, 11, 3, 3 },
+    { "resized", 70, 40, 12, 4, 3 },
+};
+
+static uint8_t *picture(int i)
+{
+    uint8_t *p = malloc((size_t)PICS[i].w * PICS[i].h * 3);
+    vm_picture(PICS[i].w, PICS[i].h, PICS[i].seed, p);
+    return p;
+}
+
+/* max |a - ref| / max |ref| */
+static double rel_err(const float *a, const float *ref, size_t n)
+{
+    double md = 0, mr = 0;
+    for (size_t i = 0; i < n; i++) {
+        md = fmax(md, fabs((double)a[i] - ref[i]));
+        mr = fmax(mr, fabs((double)ref[i]));
+    }
+    return md / mr;
+}
+
+static vision_model *open_tower(char *dir, size_t n)
+{
+    char *scratch = make_scratch_dir();
+    char path[4200], err[4400];
+    snprintf(dir, n, "%s", scratch);
+    free(scratch);
+    snprintf(path, sizeof path, "%s/mmproj.gguf", dir);
+    if (vm_write_mmproj(path, err, sizeof err)) fail_msg("%s", err);
+    vision_model *v = vision_open(path, err, sizeof err);
+    if (!v) fail_msg("%s", err);
+    return v;
+}
+
+static void test_agreement(void **st)
+{
+    (void)st;
+    char dir[4200], path[4400], err[4600];
+    vision_model *v = open_tower(dir, sizeof dir);
+    assert_string_equal(vision_projector(v), "qwen3vl_merger");
+    assert_int_equal(vision_width(v), VM_WIDTH);
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "tests/fixtures/vision/qwen3vl.%s.embd.f32", PICS[i].name);
+        size_t nb = 0;
+        float *ref = (float *)slurp(path, &nb);
+        if (!ref) fail_msg("%s: missing (make it with tests/diag/diag_vision_llamacpp.sh)", path);
+        image_rgb img = { PICS[i].w, PICS[i].h, picture(i) };
+        float *out;
+        int n_tok, nx, ny;
+        if (vision_encode(v, &img, &out, &n_tok, &nx, &ny, err, sizeof err)) fail_msg("%s", err);
+        assert_int_equal(nx, PICS[i].nx);
+        assert_int_equal(ny, PICS[i].ny);
+        assert_int_equal(n_tok, nx * ny);
+        assert_int_equal(nb, (size_t)n_tok * VM_WIDTH * sizeof(float));
+        const double e = rel_err(out, ref, (size_t)n_tok * VM_WIDTH);
+        printf("%s: %d tokens of %d, largest difference %.3g of the largest value\n", PICS[i].name, n_tok, VM_WIDTH, e);
+        assert_true(e < 1e-3);
+        if (i == 0) { /* the first patch black: far off */
+            for (int y = 0; y < VM_PATCH; y++) memset(img.rgb + (size_t)y * PICS[i].w * 3, 0, VM_PATCH * 3);
+            float *o2;
+            assert_int_equal(vision_encode(v, &img, &o2, &n_tok, &nx, &ny, err, sizeof err), 0);
+            const double e2 = rel_err(o2, ref, (size_t)n_tok * VM_WIDTH);
+            printf("control (one patch black): %.3g\n", e2);
+            assert_true(e2 > 1e-2);
+            free(o2);
+        }
+        free(out);
+        free(img.rgb);
+        free(ref);
+    }
+    vision_close(v);
+    snprintf(path, sizeof path, "%s/mmproj.gguf", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+static void test_refusals(void **st)
+{
+    (void)st;
+    char dir[4200], path[4400], err[4600];
+    vision_close(open_tower(dir, sizeof dir));
+    snprintf(path, sizeof path, "%s/mmproj.gguf", dir);
+    assert_null(vision_open(SHIPPED_MODEL, err, sizeof err));
+    assert_non_null(strstr(err, "vision projector 'none' is not supported"));
+    /* the tower without one tensor */
+    size_t n = 0;
+    unsigned char *d = slurp(path, &n);
+    assert_non_null(d);
+    gguf_file *g = gguf_open_memory(d, n, "mm", err, sizeof err);
+    assert_non_null(g);
+    gguf_writer *w = gguf_writer_new();
+    for (int64_t i = 0; i < gguf_n_kv(g); i++) assert_int_equal(gguf_writer_copy_kv(w, g, i), 0);
+    for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
+        const gguf_tensor *t = gguf_tensor_at(g, i);
+        if (!strcmp(t->name, "v.blk.2.ffn_down.weight")) continue;
+        assert_true(gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->size) >= 0);
+    }
+    char cut[4400];
+    snprintf(cut, sizeof cut, "%s/cut.gguf", dir);
+    assert_int_equal(gguf_writer_write(w, cut, err, sizeof err), 0);
+    gguf_writer_free(w);
+    gguf_close(g);
+    free(d);
+    assert_null(vision_open(cut, err, sizeof err));
+    assert_non_null(strstr(err, "tensor v.blk.2.ffn_down.weight is missing"));
+    unlink(cut);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* --write DIR: the tower, its text model and the pictures (raw RGB) for
+ * tests/diag/diag_vision_llamacpp.sh; one line "NAME W H" per picture. */
+static int write_all(const char *dir)
+{
+    char path[4200], err[4400];
+    snprintf(path, sizeof path, "%s/mmproj.gguf", dir);
+    if (vm_write_mmproj(path, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
+    snprintf(path, sizeof path, "%s/text.gguf", dir);
+    if (vm_write_text(path, SHIPPED_MODEL, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s.rgb", dir, PICS[i].name);
+        uint8_t *p = picture(i);
+        FILE *f = fopen(path, "wb");
+        if (!f || fwrite(p, 3, (size_t)PICS[i].w * PICS[i].h, f) != (size_t)PICS[i].w * PICS[i].h) return 1;
+        fclose(f);
+        free(p);
+        printf("%s %d %d\n", PICS[i].name, PICS[i].w, PICS[i].h);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && !strcmp(argv[1], "--write")) return write_all(argv[2]);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_agreement),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
