@@ -13,6 +13,11 @@ static const arch_info ARCH_TABLE[] = {
     { .name = "qwen2", .rope = ROPE_NEOX, .qk_norm = QK_NORM_NONE, .attn_bias = true,  .norm_topk = true },
     { .name = "qwen3", .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true },
     { .name = "qwen3moe", .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true },
+    /* Qwen3-VL MoE's text model: Qwen3-MoE's layers under interleaved M-RoPE, which rotates a text position as
+     * NEOX does when the sections cover the rotated dimensions (iq3pack build checks them); the
+     * deepstack additions are zero for text tokens */
+    { .name = "qwen3vlmoe", .rope = ROPE_NEOX, .qk_norm = QK_NORM_HEAD, .attn_bias = false, .norm_topk = true,
+      .mrope_sections = true },
     /* Qwen1.5/Qwen2-MoE: qwen2 attention, raw top-k weights, a shared expert behind a sigmoid gate row. */
     { .name = "qwen2moe", .rope = ROPE_NEOX, .qk_norm = QK_NORM_NONE, .attn_bias = true,  .norm_topk = false },
     /* DeepSeek-MoE (v1): llama attention, the first layers dense, shared experts without a gate, raw top-k weights. */

@@ -287,8 +287,9 @@ static int64_t int_array(const gguf_file *g, const char *key, int64_t *out, size
     return (int64_t)n;
 }
 
-/* Qwen3.5's M-RoPE (arch_info.mrope_sections): the first three sections must
- * cover the rotated pairs, so that a text position rotates each as NEOX does. */
+/* Qwen3.5's and Qwen3-VL's M-RoPE (arch_info.mrope_sections): the first
+ * three sections must cover the rotated pairs, so that a text position
+ * rotates each as NEOX does. */
 static int refuse_sections(const char *src, const gguf_file *g, const char *arch, char *e, size_t n)
 {
     const arch_info *a = arch_table_find(arch);
@@ -297,10 +298,20 @@ static int refuse_sections(const char *src, const gguf_file *g, const char *arch
     snprintf(key, sizeof key, "%s.rope.dimension_sections", arch);
     int64_t v[4] = { -1, -1, -1, -1 };
     const int64_t cnt = int_array(g, key, v, 4);
+    /* the rotated width: rope.dimension_count, else the whole head (key_length, else embd / heads), as
+     * llama.cpp reads it */
+    uint64_t rot = 0, embd = 0, heads = 0;
     snprintf(key, sizeof key, "%s.%s", arch, HPARAM_KEYS[HPK_ROPE_DIM].key);
-    uint64_t rot = 0;
-    if (cnt == 4 && gguf_get_uint(g, key, &rot) == 0 && v[0] >= 0 && v[1] >= 0 && v[2] >= 0 &&
-        (uint64_t)(v[0] + v[1] + v[2]) >= rot / 2)
+    if (gguf_get_uint(g, key, &rot) != 0) {
+        snprintf(key, sizeof key, "%s.%s", arch, HPARAM_KEYS[HPK_HEAD_DIM].key);
+        if (gguf_get_uint(g, key, &rot) != 0) {
+            snprintf(key, sizeof key, "%s.%s", arch, HPARAM_KEYS[HPK_EMBD].key);
+            const int ok = gguf_get_uint(g, key, &embd) == 0;
+            snprintf(key, sizeof key, "%s.%s", arch, HPARAM_KEYS[HPK_HEADS].key);
+            rot = ok && gguf_get_uint(g, key, &heads) == 0 && heads ? embd / heads : 0;
+        }
+    }
+    if (cnt == 4 && rot > 0 && v[0] >= 0 && v[1] >= 0 && v[2] >= 0 && (uint64_t)(v[0] + v[1] + v[2]) >= rot / 2)
         return 0;
     snprintf(e, n, "%s: %s's rope.dimension_sections must be 4 integers whose first three cover the %llu rotated "
              "pairs (text positions rotate as NEOX then); other M-RoPE layouts are not run yet; nothing was written",

@@ -96,6 +96,9 @@ typedef struct arch_spec {
     int fused;                  /* q, k and v as one attn_qkv matrix (Bailing) */
     int mxfp4;                  /* the routed experts in random MXFP4 blocks (as gpt-oss ships them), run with
                                  * llama.cpp's Q8_0 activations */
+    int vl;                     /* Qwen3-VL's text model: M-RoPE sections covering the rotated half and two
+                                 * deepstack layers (zero for text tokens); the control has its q/k norm
+                                 * weights all 1 */
     float rope_base;
 } arch_spec;
 
@@ -169,6 +172,9 @@ static const arch_spec specs[] = {
      * llama's MoE layer otherwise, so the control is the key saying not to renormalise */
     { .name = "bailingmoe", .arch = "bailingmoe", .layers = 2, .n_shared = 2, .fused = 1, .norm_w = 2,
       .norm_w_control = 1, .rope_base = 6e5f },
+    /* Qwen3-VL MoE's text model (text only: no picture reaches it yet) */
+    { .name = "qwen3vlmoe", .arch = "qwen3vlmoe", .layers = 2, .qk_norm = 1, .experts_at_ff = 0, .vl = 1,
+      .rope_base = 5e6f },
 };
 #define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
 
@@ -286,6 +292,13 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
         snprintf(key, sizeof key, "%s.nextn_predict_layers", arch);
         rc |= gguf_writer_add_u32(w, key, (uint32_t)a->nextn);
     }
+    if (a->vl) { /* head 16: 8 rotated pairs in sections t, h, w (Qwen3-VL: 24, 20, 20 of 64) */
+        const int32_t sections[4] = { 4, 2, 2, 0 };
+        snprintf(key, sizeof key, "%s.rope.dimension_sections", arch);
+        rc |= gguf_writer_add_arr(w, key, GGUF_TYPE_INT32, sections, 4);
+        snprintf(key, sizeof key, "%s.n_deepstack_layers", arch);
+        rc |= gguf_writer_add_u32(w, key, 2);
+    }
     if (a->moe_step) {
         snprintf(key, sizeof key, "%s.interleave_moe_layer_step", arch);
         rc |= gguf_writer_add_u32(w, key, (uint32_t)a->moe_step);
@@ -346,8 +359,9 @@ static int write_model(const arch_spec *a, const char *path, int control, char *
                 rc |= T(TN_ATTN_V_BIAS, 1, kvd, 1, 1, 0.1f, 0);
             }
             if (a->qk_norm) {
-                rc |= T(TN_ATTN_Q_NORM, 1, a->qk_norm == 2 ? EMBD : hd, 1, 1, 0.1f, 1.0f);
-                rc |= T(TN_ATTN_K_NORM, 1, a->qk_norm == 2 ? kvd : hd, 1, 1, 0.1f, 1.0f);
+                const float qs = control && a->vl ? 0.0f : 0.1f;
+                rc |= T(TN_ATTN_Q_NORM, 1, a->qk_norm == 2 ? EMBD : hd, 1, 1, qs, 1.0f);
+                rc |= T(TN_ATTN_K_NORM, 1, a->qk_norm == 2 ? kvd : hd, 1, 1, qs, 1.0f);
             }
             rc |= T(TN_ATTN_OUT, 2, EMBD, EMBD, 1, in_d, 0);
             if (a->oai) {
@@ -525,6 +539,7 @@ static void test_gpt_oss(void **st) { (void)st; check_arch(&specs[19]); }
 static void test_gpt_oss_mxfp4(void **st) { (void)st; check_arch(&specs[20]); }
 static void test_bailingmoe2(void **st) { (void)st; check_arch(&specs[21]); }
 static void test_bailingmoe(void **st) { (void)st; check_arch(&specs[22]); }
+static void test_qwen3vlmoe(void **st) { (void)st; check_arch(&specs[23]); }
 
 /* gpt-oss's sliding layers keep a ring of window + n_batch positions: in
  * ubatches of 2 it is 6 rows, wrapped three times over the 20 positions,
@@ -638,7 +653,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_deepseek2), cmocka_unit_test(test_deepseek2_lite), cmocka_unit_test(test_deepseek2_yarn),
         cmocka_unit_test(test_deepseek2_v3), cmocka_unit_test(test_gpt_oss),
         cmocka_unit_test(test_gpt_oss_mxfp4), cmocka_unit_test(test_gpt_oss_ring),
-        cmocka_unit_test(test_bailingmoe2), cmocka_unit_test(test_bailingmoe),
+        cmocka_unit_test(test_bailingmoe2), cmocka_unit_test(test_bailingmoe), cmocka_unit_test(test_qwen3vlmoe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
