@@ -16,6 +16,8 @@
 #include "formats/fp16.h"
 #include "formats/ggml_types.h"
 #include "formats/gguf.h"
+#include "runtime/kernels/kernels.h"
+#include "runtime/kernels/pool.h"
 #include "runtime/vision/preprocess.h"
 
 #define MAX_LAYERS 128
@@ -36,6 +38,8 @@ struct vision_model {
     float *owned[MAX_WEIGHTS];
     int n_owned;
     uint16_t gelu[65536]; /* ggml's table: fp16(gelu(x)) for every fp16 x */
+    const kernels *k;     /* the CPU's kernel table: the products */
+    pool *pool;           /* the tower's threads */
 };
 
 /* ---------------------------------------------------------------- loading */
@@ -213,7 +217,7 @@ static const struct { const char *name; int (*load)(loadctx *); } PROJECTORS[] =
     { "qwen3vl_merger", load_qwen3vl },
 };
 
-vision_model *vision_open(const char *path, char *err, size_t errlen)
+vision_model *vision_open(const char *path, int n_threads, char *err, size_t errlen)
 {
     gguf_file *g = gguf_open(path, err, errlen);
     if (!g) return NULL;
@@ -230,8 +234,11 @@ vision_model *vision_open(const char *path, char *err, size_t errlen)
         memcpy(v->mean, mean, sizeof mean); /* mtmd's defaults (OpenAI CLIP's) when the file has none */
         memcpy(v->std, sd, sizeof sd);
         snprintf(v->projector, sizeof v->projector, "%s", proj);
+        v->k = kernels_get(1);
+        v->pool = pool_create(n_threads < 1 ? 1 : n_threads);
         loadctx c = { v, g, err, errlen };
-        if (PROJECTORS[row].load(&c) != 0) {
+        if (!v->pool) snprintf(err, errlen, "%s: cannot start %d threads", path, n_threads);
+        if (!v->pool || PROJECTORS[row].load(&c) != 0) {
             vision_close(v);
             v = NULL;
         }
@@ -244,6 +251,7 @@ void vision_close(vision_model *v)
 {
     if (!v) return;
     for (int i = 0; i < v->n_owned; i++) free(v->owned[i]);
+    if (v->pool) pool_free(v->pool);
     free(v);
 }
 
@@ -252,15 +260,41 @@ int vision_width(const vision_model *v) { return v->out_dim * (1 + v->n_ds); }
 
 /* ---------------------------------------------------------------- the tower */
 
-/* y[o] = W[o] . x + b[o] for o < n_out (W rows of n_in). */
-static void linear(const float *w, const float *b, const float *x, int n_in, int n_out, float *y)
+/* Y[t][o] = W[o] . X[t] + b[o] for every token t < n and o < n_out (W
+ * rows of n_in, X and Y rows of n_in and n_out), on the pool: tasks of 64
+ * output rows, each a register-blocked f32 GEMM (the kernel table's gemm8,
+ * n_in a multiple of 8) or plain dots; a task's rows do not depend on the
+ * thread count. */
+typedef struct lin_job {
+    const kernels *k;
+    const float *w, *b, *x;
+    float *y;
+    int n_in, n_out, n;
+} lin_job;
+
+enum { LIN_ROWS = 64 };
+
+static void lin_task(void *arg, int task, int thread)
 {
-    for (int o = 0; o < n_out; o++) {
-        const float *r = w + (size_t)o * n_in;
-        float s = 0.0f;
-        for (int i = 0; i < n_in; i++) s += r[i] * x[i];
-        y[o] = b ? s + b[o] : s;
-    }
+    (void)thread;
+    const lin_job *j = arg;
+    const int r0 = task * LIN_ROWS, r1 = r0 + LIN_ROWS < j->n_out ? r0 + LIN_ROWS : j->n_out;
+    if (j->n_in % 8 == 0)
+        j->k->gemm8_f32(j->w + (size_t)r0 * j->n_in, j->n_in, r1 - r0, j->x, j->n_in, j->n, j->y + r0, j->n_out, j->n_in);
+    else
+        for (int t = 0; t < j->n; t++)
+            for (int o = r0; o < r1; o++)
+                j->y[(size_t)t * j->n_out + o] = j->k->dot_f32(j->w + (size_t)o * j->n_in, j->x + (size_t)t * j->n_in, j->n_in);
+    if (j->b)
+        for (int t = 0; t < j->n; t++)
+            for (int o = r0; o < r1; o++) j->y[(size_t)t * j->n_out + o] += j->b[o];
+}
+
+static void linear(const vision_model *v, const float *w, const float *b, const float *x, int n, int n_in, int n_out,
+                   float *y)
+{
+    lin_job j = { v->k, w, b, x, y, n_in, n_out, n };
+    pool_run(v->pool, (n_out + LIN_ROWS - 1) / LIN_ROWS, lin_task, &j);
 }
 
 /* ggml_norm (two passes, the sums in double), then * w + b. */
@@ -331,10 +365,48 @@ static void position(const vision_model *v, int gw, int gh, int x, int y, float 
         out[e] = a[e] * (1 - dx) * (1 - dy) + b[e] * dx * (1 - dy) + c[e] * (1 - dx) * dy + d[e] * dx * dy;
 }
 
+/* Attention over all n tokens for head h and queries [i0, i1): the task's
+ * thread has n floats of scores in S + thread * n. */
+typedef struct attn_job {
+    const vision_model *v;
+    const float *H; /* n rows of q | k | v, 3E each */
+    float *A, *S;
+    int n, qblocks;
+} attn_job;
+
+enum { ATTN_Q = 16 };
+
+static void attn_task(void *arg, int task, int thread)
+{
+    const attn_job *j = arg;
+    const vision_model *v = j->v;
+    const int E = v->n_embd, dh = v->d_head, h = task / j->qblocks, i0 = task % j->qblocks * ATTN_Q;
+    const int i1 = i0 + ATTN_Q < j->n ? i0 + ATTN_Q : j->n;
+    const float kq_scale = 1.0f / sqrtf((float)dh);
+    float *S = j->S + (size_t)thread * j->n;
+    for (int i = i0; i < i1; i++) {
+        const float *q = j->H + (size_t)i * 3 * E + h * dh;
+        float mx = -INFINITY;
+        for (int t = 0; t < j->n; t++) {
+            S[t] = v->k->dot_f32(j->H + (size_t)t * 3 * E + E + h * dh, q, dh) * kq_scale;
+            if (S[t] > mx) mx = S[t];
+        }
+        double sum = 0.0;
+        for (int t = 0; t < j->n; t++) {
+            S[t] = expf(S[t] - mx);
+            sum += S[t];
+        }
+        const float inv = (float)(1.0 / sum);
+        float *o = j->A + (size_t)i * E + h * dh;
+        memset(o, 0, (size_t)dh * sizeof *o);
+        for (int t = 0; t < j->n; t++) v->k->axpy_f32(o, S[t] * inv, j->H + (size_t)t * 3 * E + 2 * E + h * dh, dh);
+    }
+}
+
 int vision_encode(const vision_model *v, const image_rgb *img, float **out, int *n_tokens, int *nx, int *ny,
                   char *err, size_t errlen)
 {
-    const int P = v->patch, E = v->n_embd, E4 = 4 * E, D = v->out_dim, dh = v->d_head, F = v->n_ff;
+    const int P = v->patch, E = v->n_embd, E4 = 4 * E, D = v->out_dim, F = v->n_ff, PP3 = 3 * P * P;
     int tw, th;
     vp_target_size(img->w, img->h, P * v->merge, v->min_pixels, v->max_pixels, &tw, &th);
     image_rgb r = { 0 };
@@ -342,112 +414,89 @@ int vision_encode(const vision_model *v, const image_rgb *img, float **out, int 
         snprintf(err, errlen, "the picture (%d x %d) cannot be made %d x %d: out of memory", img->w, img->h, tw, th);
         return -1;
     }
-    const int gw = tw / P, gh = th / P, n = gw * gh, W = tw;
-    const int nm = n / 4, width = vision_width(v);
+    const int gw = tw / P, gh = th / P, n = gw * gh, nm = n / 4, width = vision_width(v), T = pool_size(v->pool);
+    const int wide = F > E4 ? F : E4, cols = PP3 > wide ? PP3 : wide;
     float *pix = malloc((size_t)3 * tw * th * sizeof *pix), *X = malloc((size_t)n * E * sizeof *X);
     float *H = malloc((size_t)n * 3 * E * sizeof *H), *A = malloc((size_t)n * E * sizeof *A);
-    float *T = malloc((size_t)(F > E4 ? F : E4) * sizeof *T), *U = malloc((size_t)(F > E4 ? F : E4) * sizeof *U);
-    float *S = malloc((size_t)n * sizeof *S), *Y = malloc((size_t)nm * width * sizeof *Y);
+    float *N = malloc((size_t)n * cols * sizeof *N), *U = malloc((size_t)n * cols * sizeof *U);
+    float *B = malloc((size_t)n * E * sizeof *B), *S = malloc((size_t)T * n * sizeof *S);
+    float *Y = malloc((size_t)nm * width * sizeof *Y), *Z = malloc((size_t)nm * D * sizeof *Z);
     int *ty = malloc((size_t)n * sizeof *ty), *tx = malloc((size_t)n * sizeof *tx);
-    if (!pix || !X || !H || !A || !T || !U || !S || !Y || !ty || !tx) {
+    int rc = -1;
+    if (!pix || !X || !H || !A || !N || !U || !B || !S || !Y || !Z || !ty || !tx) {
         snprintf(err, errlen, "out of memory for a %d x %d picture", tw, th);
-        free(pix); free(X); free(H); free(A); free(T); free(U); free(S); free(Y); free(ty); free(tx); free(r.rgb);
-        return -1;
+        goto out;
     }
     vp_normalize(&r, v->mean, v->std, pix);
-    free(r.rgb);
-    /* patches in the merger's order: 2 x 2 blocks row by row, (0,0) (0,1) (1,0) (1,1) inside */
+    /* patches in the merger's order: 2 x 2 blocks row by row, (0,0) (0,1) (1,0) (1,1) inside; each one's
+     * pixels as (channel, row, column), the kernels' order */
     const size_t plane = (size_t)tw * th;
     for (int t = 0; t < n; t++) {
         const int blk = t / 4, by = blk / (gw / 2), bx = blk % (gw / 2);
         ty[t] = by * 2 + (t % 4) / 2;
         tx[t] = bx * 2 + t % 2;
-        float *x = X + (size_t)t * E;
-        position(v, gw, gh, tx[t], ty[t], T);
+        float *col = N + (size_t)t * PP3;
+        for (int c = 0; c < 3; c++)
+            for (int ky = 0; ky < P; ky++)
+                memcpy(col + (c * P + ky) * P, pix + c * plane + (size_t)(ty[t] * P + ky) * tw + (size_t)tx[t] * P,
+                       (size_t)P * sizeof *col);
+    }
+    linear(v, v->patch0, NULL, N, n, PP3, E, X);
+    linear(v, v->patch1, NULL, N, n, PP3, E, A);
+    for (int t = 0; t < n; t++) {
+        position(v, gw, gh, tx[t], ty[t], B);
         for (int e = 0; e < E; e++) {
-            float c0 = 0.0f, c1 = 0.0f;
-            for (int c = 0; c < 3; c++)
-                for (int ky = 0; ky < P; ky++)
-                    for (int kx = 0; kx < P; kx++) {
-                        const float p = pix[c * plane + (size_t)(ty[t] * P + ky) * W + tx[t] * P + kx];
-                        const size_t k = (((size_t)e * 3 + c) * P + ky) * P + kx;
-                        c0 += p * v->patch0[k];
-                        c1 += p * v->patch1[k];
-                    }
-            x[e] = (c0 + c1) + v->patch_b[e];
-            x[e] += T[e];
+            float *x = X + (size_t)t * E + e;
+            *x = (*x + A[(size_t)t * E + e]) + v->patch_b[e];
+            *x += B[e];
         }
     }
-    const float kq_scale = 1.0f / sqrtf((float)dh);
+    const int qblocks = (n + ATTN_Q - 1) / ATTN_Q;
     int ds = 0;
     for (int il = 0; il < v->n_layer; il++) {
         const vlayer *l = &v->layers[il];
-        for (int t = 0; t < n; t++) {
-            layer_norm(X + (size_t)t * E, l->ln1_w, l->ln1_b, E, v->eps, T);
-            float *q = H + (size_t)t * 3 * E;
-            linear(l->qkv_w, l->qkv_b, T, E, 3 * E, q);
+        for (int t = 0; t < n; t++) layer_norm(X + (size_t)t * E, l->ln1_w, l->ln1_b, E, v->eps, N + (size_t)t * E);
+        linear(v, l->qkv_w, l->qkv_b, N, n, E, 3 * E, H);
+        for (int t = 0; t < n; t++)
             for (int h = 0; h < v->n_head; h++) {
-                rope_vision(q + h * dh, dh, (float)ty[t], (float)tx[t]);
-                rope_vision(q + E + h * dh, dh, (float)ty[t], (float)tx[t]);
+                rope_vision(H + (size_t)t * 3 * E + h * v->d_head, v->d_head, (float)ty[t], (float)tx[t]);
+                rope_vision(H + (size_t)t * 3 * E + E + h * v->d_head, v->d_head, (float)ty[t], (float)tx[t]);
             }
-        }
-        for (int h = 0; h < v->n_head; h++)
-            for (int i = 0; i < n; i++) {
-                const float *q = H + (size_t)i * 3 * E + h * dh;
-                float mx = -INFINITY;
-                for (int j = 0; j < n; j++) {
-                    const float *k = H + (size_t)j * 3 * E + E + h * dh;
-                    float s = 0.0f;
-                    for (int c = 0; c < dh; c++) s += k[c] * q[c];
-                    S[j] = s * kq_scale;
-                    if (S[j] > mx) mx = S[j];
-                }
-                double sum = 0.0;
-                for (int j = 0; j < n; j++) {
-                    S[j] = expf(S[j] - mx);
-                    sum += S[j];
-                }
-                const float inv = (float)(1.0 / sum);
-                float *o = A + (size_t)i * E + h * dh;
-                for (int c = 0; c < dh; c++) o[c] = 0.0f;
-                for (int j = 0; j < n; j++) {
-                    const float p = S[j] * inv, *vv = H + (size_t)j * 3 * E + 2 * E + h * dh;
-                    for (int c = 0; c < dh; c++) o[c] += p * vv[c];
-                }
-            }
-        for (int t = 0; t < n; t++) {
-            float *x = X + (size_t)t * E;
-            linear(l->o_w, l->o_b, A + (size_t)t * E, E, E, T);
-            for (int e = 0; e < E; e++) x[e] = T[e] + x[e];
-            layer_norm(x, l->ln2_w, l->ln2_b, E, v->eps, T);
-            linear(l->up_w, l->up_b, T, E, F, U);
-            gelu(v, U, F);
-            linear(l->down_w, l->down_b, U, F, E, T);
-            for (int e = 0; e < E; e++) x[e] = x[e] + T[e];
-        }
+        attn_job aj = { v, H, A, S, n, qblocks };
+        pool_run(v->pool, v->n_head * qblocks, attn_task, &aj);
+        linear(v, l->o_w, l->o_b, A, n, E, E, B);
+        for (size_t i = 0; i < (size_t)n * E; i++) X[i] = B[i] + X[i];
+        for (int t = 0; t < n; t++) layer_norm(X + (size_t)t * E, l->ln2_w, l->ln2_b, E, v->eps, N + (size_t)t * E);
+        linear(v, l->up_w, l->up_b, N, n, E, F, U);
+        gelu(v, U, n * F);
+        linear(v, l->down_w, l->down_b, U, n, F, E, B);
+        for (size_t i = 0; i < (size_t)n * E; i++) X[i] = X[i] + B[i];
         if (!l->ds_fc1_w) continue;
         ds++;
-        for (int m = 0; m < nm; m++) {
-            layer_norm(X + (size_t)m * E4, l->ds_norm_w, l->ds_norm_b, E4, v->eps, T);
-            linear(l->ds_fc1_w, l->ds_fc1_b, T, E4, E4, U);
-            gelu(v, U, E4);
-            linear(l->ds_fc2_w, l->ds_fc2_b, U, E4, D, Y + (size_t)m * width + (size_t)ds * D);
-        }
+        for (int m = 0; m < nm; m++)
+            layer_norm(X + (size_t)m * E4, l->ds_norm_w, l->ds_norm_b, E4, v->eps, N + (size_t)m * E4);
+        linear(v, l->ds_fc1_w, l->ds_fc1_b, N, nm, E4, E4, U);
+        gelu(v, U, nm * E4);
+        linear(v, l->ds_fc2_w, l->ds_fc2_b, U, nm, E4, D, Z);
+        for (int m = 0; m < nm; m++) memcpy(Y + (size_t)m * width + (size_t)ds * D, Z + (size_t)m * D, (size_t)D * sizeof *Z);
     }
     if (v->post_w)
         for (int t = 0; t < n; t++) {
-            layer_norm(X + (size_t)t * E, v->post_w, v->post_b, E, v->eps, T);
-            memcpy(X + (size_t)t * E, T, (size_t)E * sizeof *T);
+            layer_norm(X + (size_t)t * E, v->post_w, v->post_b, E, v->eps, B);
+            memcpy(X + (size_t)t * E, B, (size_t)E * sizeof *B);
         }
-    for (int m = 0; m < nm; m++) {
-        linear(v->mm0_w, v->mm0_b, X + (size_t)m * E4, E4, E4, U);
-        gelu(v, U, E4);
-        linear(v->mm2_w, v->mm2_b, U, E4, D, Y + (size_t)m * width);
-    }
-    free(pix); free(X); free(H); free(A); free(T); free(U); free(S); free(ty); free(tx);
+    linear(v, v->mm0_w, v->mm0_b, X, nm, E4, E4, U);
+    gelu(v, U, nm * E4);
+    linear(v, v->mm2_w, v->mm2_b, U, nm, E4, D, Z);
+    for (int m = 0; m < nm; m++) memcpy(Y + (size_t)m * width, Z + (size_t)m * D, (size_t)D * sizeof *Z);
     *out = Y;
+    Y = NULL;
     *n_tokens = nm;
     *nx = gw / 2;
     *ny = gh / 2;
-    return 0;
+    rc = 0;
+out:
+    free(r.rgb); free(pix); free(X); free(H); free(A); free(N); free(U); free(B); free(S); free(Y); free(Z);
+    free(ty); free(tx);
+    return rc;
 }

@@ -8,11 +8,15 @@
  *    once); a projector type with no row in the table (vision.c) is refused
  *    by name, as is a file whose tensors do not fit its settings. -1 / NULL
  *    and one line in err.
+ *  - The tower runs on its own pool of n_threads (products through the CPU
+ *    kernel table, runtime/kernels/kernels.h); its results do not depend
+ *    on the thread count.
  *  - vision_encode() preprocesses a decoded picture as mtmd does for that
  *    projector (preprocess.h) and runs the tower: *out holds n_tokens rows
  *    of vision_width() floats (malloc'd), the image tokens in the order the
  *    text model takes them, on a grid of nx x ny. The same picture gives
- *    the same bits every time; nothing is kept between calls.
+ *    the same bits every time; nothing is kept between calls; one call at a
+ *    time per model (the pool runs one loop at a time).
  *  - Supported: qwen3vl_merger (Qwen3-VL's tower, with its deepstack
  *    mergers: each row is the merger's output, then each deepstack layer's,
  *    in layer order). */
@@ -25,7 +29,7 @@
 
 typedef struct vision_model vision_model;
 
-vision_model *vision_open(const char *path, char *err, size_t errlen);
+vision_model *vision_open(const char *path, int n_threads, char *err, size_t errlen);
 void vision_close(vision_model *v);
 const char *vision_projector(const vision_model *v);
 int vision_width(const vision_model *v);

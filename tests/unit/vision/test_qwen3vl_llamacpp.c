@@ -6,7 +6,8 @@
  * 64 x 37, centred on black; the position table resized to 8 x 6). The
  * image embeddings (merger and deepstack, every token) must agree with the
  * committed fixtures within 1e-3 of their largest magnitude; a picture one
- * patch away from the native one must not (the comparison can fail). Also
+ * patch away from the native one must not (the comparison can fail); one
+ * thread gives the bits two give. Also
  * refused by name: a projector type with no row, a missing tensor.
  * Fixtures: sh tests/diag/diag_vision_llamacpp.sh tests/fixtures/vision
  * (llama.cpp's libmtmd, flash attention off, on the pixels this test
@@ -49,7 +50,7 @@ static vision_model *open_tower(char *dir, size_t n)
     free(scratch);
     snprintf(path, sizeof path, "%s/mmproj.gguf", dir);
     if (vm_write_mmproj(path, err, sizeof err)) fail_msg("%s", err);
-    vision_model *v = vision_open(path, err, sizeof err);
+    vision_model *v = vision_open(path, 2, err, sizeof err);
     if (!v) fail_msg("%s", err);
     return v;
 }
@@ -77,6 +78,19 @@ static void test_agreement(void **st)
         const double e = rel_err(out, ref, (size_t)n_tok * VM_WIDTH);
         printf("%s: %d tokens of %d, largest difference %.3g of the largest value\n", PICS[i].name, n_tok, VM_WIDTH, e);
         assert_true(e < 1e-3);
+        { /* one thread gives the same bits as two */
+            char one_path[4400];
+            snprintf(one_path, sizeof one_path, "%s/mmproj.gguf", dir);
+            vision_model *v1 = vision_open(one_path, 1, err, sizeof err);
+            assert_non_null(v1);
+            float *o1;
+            int n1, x1, y1;
+            assert_int_equal(vision_encode(v1, &img, &o1, &n1, &x1, &y1, err, sizeof err), 0);
+            assert_int_equal(n1, n_tok);
+            assert_memory_equal(o1, out, (size_t)n_tok * VM_WIDTH * sizeof *o1);
+            free(o1);
+            vision_close(v1);
+        }
         if (i == 0) { /* the first patch black: far off */
             for (int y = 0; y < VM_PATCH; y++) memset(img.rgb + (size_t)y * PICS[i].w * 3, 0, VM_PATCH * 3);
             float *o2;
@@ -102,7 +116,7 @@ static void test_refusals(void **st)
     char dir[4200], path[4400], err[4600];
     vision_close(open_tower(dir, sizeof dir));
     snprintf(path, sizeof path, "%s/mmproj.gguf", dir);
-    assert_null(vision_open(SHIPPED_MODEL, err, sizeof err));
+    assert_null(vision_open(SHIPPED_MODEL, 1, err, sizeof err));
     assert_non_null(strstr(err, "vision projector 'none' is not supported"));
     /* the tower without one tensor */
     size_t n = 0;
@@ -123,7 +137,7 @@ static void test_refusals(void **st)
     gguf_writer_free(w);
     gguf_close(g);
     free(d);
-    assert_null(vision_open(cut, err, sizeof err));
+    assert_null(vision_open(cut, 1, err, sizeof err));
     assert_non_null(strstr(err, "tensor v.blk.2.ffn_down.weight is missing"));
     unlink(cut);
     unlink(path);
