@@ -58,7 +58,8 @@ TOOLS := $(BIN)/grams2imatrix $(BIN)/iq3pack $(BIN)/packindex $(BIN)/strata
 
 TEST_SRCS  := $(wildcard tests/unit/*/test_*.c)
 TEST_BINS  := $(patsubst %.c,$(BUILD)/tests/%,$(notdir $(TEST_SRCS)))
-TEST_LIB   := $(filter-out %_main.c,$(wildcard tests/lib/*.c))
+# the tests' own library, compiled apart so that each test's -MMD file lists that test's headers
+TEST_LIB   := $(patsubst %.c,$(BUILD)/%.o,$(filter-out %_main.c,$(wildcard tests/lib/*.c)))
 # strata serve with the tests' fake engine, for the end-to-end scripts
 STRATA_FAKE := $(BUILD)/tests/strata-fake
 E2E_SRCS   := $(wildcard tests/e2e/e2e_*.sh)

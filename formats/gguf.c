@@ -673,6 +673,28 @@ int gguf_get_float(const gguf_file *f, const char *key, double *out)
     return gguf_kv_f64(f, gguf_find_key(f, key), out);
 }
 
+/* Each element copied out: the data may lie unaligned in the file. */
+int64_t gguf_get_int_array(const gguf_file *g, const char *key, int64_t *out, size_t cap)
+{
+    const int64_t i = gguf_find_key(g, key);
+    if (i < 0 || gguf_kv_type(g, i) != GGUF_TYPE_ARRAY) return -1;
+    const gguf_type t = gguf_kv_arr_type(g, i);
+    const unsigned char *d = gguf_kv_arr_data(g, i);
+    const size_t w = t == GGUF_TYPE_INT32 || t == GGUF_TYPE_UINT32 ? 4
+                   : t == GGUF_TYPE_INT16 || t == GGUF_TYPE_UINT16 ? 2
+                   : t == GGUF_TYPE_INT8 || t == GGUF_TYPE_UINT8 || t == GGUF_TYPE_BOOL ? 1 : 0;
+    if (!w || !d) return -1;
+    const uint64_t n = gguf_kv_arr_n(g, i);
+    const bool sign = t == GGUF_TYPE_INT32 || t == GGUF_TYPE_INT16 || t == GGUF_TYPE_INT8;
+    for (uint64_t k = 0; k < n && k < cap; k++) {
+        uint32_t u = 0;
+        memcpy(&u, d + k * w, w); /* little-endian: the low bytes first */
+        const int shift = 32 - 8 * (int)w;
+        out[k] = sign ? (int64_t)((int32_t)(u << shift) >> shift) : (int64_t)u;
+    }
+    return (int64_t)n;
+}
+
 const char *gguf_get_str(const gguf_file *f, const char *key)
 {
     return gguf_kv_str(f, gguf_find_key(f, key));

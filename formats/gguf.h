@@ -109,6 +109,10 @@ int gguf_get_uint(const gguf_file *f, const char *key, uint64_t *out); /* any in
 int gguf_get_int(const gguf_file *f, const char *key, int64_t *out);   /* any int type */
 int gguf_get_float(const gguf_file *f, const char *key, double *out);  /* f32 or f64 */
 const char *gguf_get_str(const gguf_file *f, const char *key);        /* NULL if absent */
+/* The integers of array key `key` (int8/16/32, uint8/16/32 or bool
+ * elements), at most cap of them, into out: how many the array holds, or -1
+ * when the key is absent or not such an array. */
+int64_t gguf_get_int_array(const gguf_file *g, const char *key, int64_t *out, size_t cap);
 
 int64_t gguf_n_tensors(const gguf_file *f);
 const gguf_tensor *gguf_tensor_at(const gguf_file *f, int64_t i);

@@ -1,6 +1,10 @@
 /* hparam_keys.c: the hyperparameter key table (hparam_keys.h). */
 #include "formats/hparam_keys.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 const hparam_key HPARAM_KEYS[HPK_COUNT] = {
     [HPK_LAYERS] = { "layers", "block_count", HPARAM_UINT },
     [HPK_EMBD] = { "embd", "embedding_length", HPARAM_UINT },
@@ -54,7 +58,40 @@ const hparam_key HPARAM_KEYS[HPK_COUNT] = {
     [HPK_INDEXER_HEADS] = { "indexer_heads", "attention.indexer.head_count", HPARAM_UINT },
     [HPK_INDEXER_KEY_LENGTH] = { "indexer_key_length", "attention.indexer.key_length", HPARAM_UINT },
     [HPK_INDEXER_TOP_K] = { "indexer_top_k", "attention.indexer.top_k", HPARAM_UINT },
+    /* Qwen3-VL and Qwen3.5: the interleaved M-RoPE's sections (t, y, x, and a fourth position that is 0
+     * for text and pictures), and the vision tower's deepstack features the text model adds */
+    [HPK_ROPE_SECTIONS] = { "rope_sections", "rope.dimension_sections", HPARAM_UINT4 },
+    [HPK_DEEPSTACK_LAYERS] = { "deepstack_layers", "n_deepstack_layers", HPARAM_UINT },
 };
 
 const hparam_key HPARAM_ROPE_SCALING = { "rope_scaling", "rope.scaling.type", HPARAM_STRING };
 const char HPARAM_ROPE_SCALE_LINEAR[] = "rope.scale_linear";
+
+int hparam_elem_split(const char *key, char *base, size_t n, int *i)
+{
+    const size_t len = strlen(key);
+    const char *open = strrchr(key, '[');
+    if (!open || len < 3 || key[len - 1] != ']' || open == key || (size_t)(open - key) >= n) return 0;
+    char *end;
+    const long v = strtol(open + 1, &end, 10);
+    if (end != key + len - 1 || end == open + 1 || v < 0 || v > 64) return 0;
+    memcpy(base, key, (size_t)(open - key));
+    base[open - key] = '\0';
+    *i = (int)v;
+    return 1;
+}
+
+int hparam_list_elem(const char *list, int i, double *out)
+{
+    const char *p = list;
+    for (int k = 0; k < i; k++) {
+        p = strchr(p, ',');
+        if (!p) return -1;
+        p++;
+    }
+    char *end;
+    const double v = strtod(p, &end);
+    if (end == p || (*end && *end != ',')) return -1;
+    *out = v;
+    return 0;
+}

@@ -14,7 +14,12 @@
 #ifndef STRATA_HPARAM_KEYS_H
 #define STRATA_HPARAM_KEYS_H
 
-enum { HPARAM_UINT, HPARAM_FLOAT, HPARAM_BOOL, HPARAM_STRING };
+#include <stddef.h>
+
+/* HPARAM_UINT4: an array of 4 counts (M-RoPE's rope.dimension_sections), a
+ * JSON array in the manifest and "a,b,c,d" in the index; the runtime asks
+ * for element i as "<arch>.<key>[i]" (hparam_elem_split). */
+enum { HPARAM_UINT, HPARAM_FLOAT, HPARAM_BOOL, HPARAM_STRING, HPARAM_UINT4 };
 
 typedef enum hparam_id {
     HPK_LAYERS, HPK_EMBD, HPK_FF, HPK_EXPERT_FF, HPK_SHARED_EXPERT_FF, HPK_HEADS, HPK_KV_HEADS, HPK_HEAD_DIM,
@@ -26,17 +31,25 @@ typedef enum hparam_id {
     HPK_EXPERT_WEIGHTS_NORM, HPK_EMBEDDING_SCALE, HPK_RESIDUAL_SCALE, HPK_ATTENTION_SCALE, HPK_LOGIT_SCALE,
     HPK_SSM_CONV_KERNEL, HPK_SSM_INNER_SIZE, HPK_SSM_STATE_SIZE, HPK_SSM_TIME_STEP_RANK, HPK_SSM_GROUP_COUNT,
     HPK_FULL_ATTENTION_INTERVAL, HPK_INDEXER_HEADS, HPK_INDEXER_KEY_LENGTH, HPK_INDEXER_TOP_K,
+    HPK_ROPE_SECTIONS, HPK_DEEPSTACK_LAYERS,
     HPK_COUNT
 } hparam_id;
 
 typedef struct hparam_key {
     const char *json; /* the manifest's `hparams` member */
     const char *key;  /* the GGUF key after "<arch>." */
-    int kind;         /* HPARAM_UINT / HPARAM_FLOAT / HPARAM_BOOL / HPARAM_STRING */
+    int kind;         /* HPARAM_UINT / HPARAM_FLOAT / HPARAM_BOOL / HPARAM_STRING / HPARAM_UINT4 */
 } hparam_key;
 
 extern const hparam_key HPARAM_KEYS[HPK_COUNT];
 extern const hparam_key HPARAM_ROPE_SCALING;
 extern const char HPARAM_ROPE_SCALE_LINEAR[];
+
+/* key "<base>[i]" (an element of an array hyperparameter): 1 with its base
+ * in base (n bytes) and i in *i; 0 for any other key. */
+int hparam_elem_split(const char *key, char *base, size_t n, int *i);
+/* Element i of an index's list value "a,b,c,d" into *out: 0, or -1 when
+ * the list is shorter or an element is not a number. */
+int hparam_list_elem(const char *list, int i, double *out);
 
 #endif

@@ -5,9 +5,11 @@
 #include "formats/pack_index.h"
 
 #include "formats/hadamard.h"
+#include "formats/hparam_keys.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -339,6 +341,24 @@ const char *pindex_hparam(const pack_index *x, const char *key)
     for (int i = 0; i < x->n_h; i++)
         if (!strcmp(x->h[i].key, key)) return x->h[i].value;
     return NULL;
+}
+
+int pindex_hparam_num(void *ctx, const char *key, double *out)
+{
+    char base[160];
+    int i;
+    if (hparam_elem_split(key, base, sizeof base, &i)) {
+        const char *v = pindex_hparam(ctx, base);
+        if (!v) return -1;
+        if (hparam_list_elem(v, i, out) != 0) *out = NAN;
+        return 0;
+    }
+    const char *v = pindex_hparam(ctx, key);
+    if (!v) return -1;
+    char *end;
+    const double d = strtod(v, &end);
+    *out = (*end || end == v) ? NAN : d; /* hparams_load refuses a non-finite value */
+    return 0;
 }
 
 void pindex_free(pack_index *x)

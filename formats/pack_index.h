@@ -103,6 +103,10 @@ typedef struct pack_index {
 int pindex_parse(pack_index *x, const char *text, size_t len, const char *path, char *err, size_t errlen);
 /* The @hparam value of key, or NULL. */
 const char *pindex_hparam(const pack_index *x, const char *key);
+/* The runtime's hyperparameter getter over an index (ctx: the pack_index):
+ * 0 with the @hparam value of key as a number (NAN when it is not one),
+ * element i of a list value for "<key>[i]" (hparam_keys.h); -1 when absent. */
+int pindex_hparam_num(void *ctx, const char *key, double *out);
 void pindex_free(pack_index *x);
 
 /* ---- writing ---- */

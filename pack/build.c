@@ -46,6 +46,13 @@ static json_t *hparams_json(const gguf_file *g)
             json_object_set_new(h, k->json, json_real(f));
         else if (k->kind == HPARAM_BOOL && gguf_get_bool(g, key, &b) == 0)
             json_object_set_new(h, k->json, json_boolean(b));
+        else if (k->kind == HPARAM_UINT4) {
+            int64_t v[4];
+            if (gguf_get_int_array(g, key, v, 4) != 4) continue; /* another length: refuse_sections names it */
+            json_t *a = json_array();
+            for (int j = 0; j < 4; j++) json_array_append_new(a, json_integer((json_int_t)v[j]));
+            json_object_set_new(h, k->json, a);
+        }
     }
     /* rope.scale_linear: llama.cpp's older name for the factor. */
     const char *factor = HPARAM_KEYS[HPK_ROPE_SCALING_FACTOR].json;
@@ -262,34 +269,9 @@ static int refuse_arch(const char *src, const char *arch, char *e, size_t n)
     return -1;
 }
 
-/* The integers of array key `key` (int8/16/32, uint8/16/32 or bool
- * elements), at most cap of them, into out: how many the array holds, or -1
- * when the key is absent or not such an array. The data may lie unaligned
- * in the file: each element is copied out. */
-static int64_t int_array(const gguf_file *g, const char *key, int64_t *out, size_t cap)
-{
-    const int64_t i = gguf_find_key(g, key);
-    if (i < 0 || gguf_kv_type(g, i) != GGUF_TYPE_ARRAY) return -1;
-    const gguf_type t = gguf_kv_arr_type(g, i);
-    const unsigned char *d = gguf_kv_arr_data(g, i);
-    const size_t w = t == GGUF_TYPE_INT32 || t == GGUF_TYPE_UINT32 ? 4
-                   : t == GGUF_TYPE_INT16 || t == GGUF_TYPE_UINT16 ? 2
-                   : t == GGUF_TYPE_INT8 || t == GGUF_TYPE_UINT8 || t == GGUF_TYPE_BOOL ? 1 : 0;
-    if (!w || !d) return -1;
-    const uint64_t n = gguf_kv_arr_n(g, i);
-    const bool sign = t == GGUF_TYPE_INT32 || t == GGUF_TYPE_INT16 || t == GGUF_TYPE_INT8;
-    for (uint64_t k = 0; k < n && k < cap; k++) {
-        uint32_t u = 0;
-        memcpy(&u, d + k * w, w); /* little-endian: the low bytes first */
-        const int shift = 32 - 8 * (int)w;
-        out[k] = sign ? (int64_t)((int32_t)(u << shift) >> shift) : (int64_t)u;
-    }
-    return (int64_t)n;
-}
-
-/* Qwen3.5's and Qwen3-VL's M-RoPE (arch_info.mrope_sections): the first
- * three sections must cover the rotated pairs, so that a text position
- * rotates each as NEOX does. */
+/* Qwen3.5's and Qwen3-VL's interleaved M-RoPE (arch_info.mrope_sections):
+ * the runtime needs the four sections that assign each rotated pair a
+ * position (t, y, x or the fourth); llama.cpp asserts they fit the head. */
 static int refuse_sections(const char *src, const gguf_file *g, const char *arch, char *e, size_t n)
 {
     const arch_info *a = arch_table_find(arch);
@@ -297,25 +279,21 @@ static int refuse_sections(const char *src, const gguf_file *g, const char *arch
     char key[128];
     snprintf(key, sizeof key, "%s.rope.dimension_sections", arch);
     int64_t v[4] = { -1, -1, -1, -1 };
-    const int64_t cnt = int_array(g, key, v, 4);
-    /* the rotated width: rope.dimension_count, else the whole head (key_length, else embd / heads), as
-     * llama.cpp reads it */
-    uint64_t rot = 0, embd = 0, heads = 0;
-    snprintf(key, sizeof key, "%s.%s", arch, HPARAM_KEYS[HPK_ROPE_DIM].key);
-    if (gguf_get_uint(g, key, &rot) != 0) {
-        snprintf(key, sizeof key, "%s.%s", arch, HPARAM_KEYS[HPK_HEAD_DIM].key);
-        if (gguf_get_uint(g, key, &rot) != 0) {
-            snprintf(key, sizeof key, "%s.%s", arch, HPARAM_KEYS[HPK_EMBD].key);
-            const int ok = gguf_get_uint(g, key, &embd) == 0;
-            snprintf(key, sizeof key, "%s.%s", arch, HPARAM_KEYS[HPK_HEADS].key);
-            rot = ok && gguf_get_uint(g, key, &heads) == 0 && heads ? embd / heads : 0;
-        }
+    const int64_t cnt = gguf_get_int_array(g, key, v, 4);
+    /* the head's width: key_length, else embd / heads, as llama.cpp reads it */
+    uint64_t head = 0, embd = 0, heads = 0;
+    snprintf(key, sizeof key, "%s.%s", arch, HPARAM_KEYS[HPK_HEAD_DIM].key);
+    if (gguf_get_uint(g, key, &head) != 0) {
+        snprintf(key, sizeof key, "%s.%s", arch, HPARAM_KEYS[HPK_EMBD].key);
+        const int ok = gguf_get_uint(g, key, &embd) == 0;
+        snprintf(key, sizeof key, "%s.%s", arch, HPARAM_KEYS[HPK_HEADS].key);
+        head = ok && gguf_get_uint(g, key, &heads) == 0 && heads ? embd / heads : 0;
     }
-    if (cnt == 4 && rot > 0 && v[0] >= 0 && v[1] >= 0 && v[2] >= 0 && (uint64_t)(v[0] + v[1] + v[2]) >= rot / 2)
+    const int64_t sum = v[0] + v[1] + v[2] + v[3];
+    if (cnt == 4 && v[0] >= 0 && v[1] >= 0 && v[2] >= 0 && v[3] >= 0 && sum > 0 && (uint64_t)sum <= head)
         return 0;
-    snprintf(e, n, "%s: %s's rope.dimension_sections must be 4 integers whose first three cover the %llu rotated "
-             "pairs (text positions rotate as NEOX then); other M-RoPE layouts are not run yet; nothing was written",
-             src, arch, (unsigned long long)(rot / 2));
+    snprintf(e, n, "%s: %s's rope.dimension_sections must be 4 counts whose sum is 1 to the head's width (%llu); "
+             "nothing was written", src, arch, (unsigned long long)head);
     return -1;
 }
 
@@ -332,7 +310,7 @@ static int refuse_shared_indexers(const char *src, const gguf_file *g, const cha
     if (keyed) {
         enum { MAX_TYPES = 4096 };
         int64_t *t = malloc(MAX_TYPES * sizeof *t);
-        const int64_t cnt = t ? int_array(g, key, t, MAX_TYPES) : -1;
+        const int64_t cnt = t ? gguf_get_int_array(g, key, t, MAX_TYPES) : -1;
         shared = cnt < 0 || cnt > MAX_TYPES; /* a kind or a length llama.cpp would not read: refused */
         for (int64_t k = 0; !shared && k < cnt; k++) shared = t[k] == 0;
         free(t);

@@ -26,6 +26,19 @@ static int hparams(FILE *fp, const json_t *h, char *err, size_t errlen)
         const hparam_key *k = &HPARAM_KEYS[i];
         const json_t *v = json_object_get(h, k->json);
         if (!v || json_is_null(v)) continue;
+        if (k->kind == HPARAM_UINT4) { /* "a,b,c,d" */
+            char list[96];
+            int n = 0, ok = json_is_array(v) && json_array_size(v) == 4;
+            for (size_t j = 0; ok && j < 4; j++) {
+                const json_t *e = json_array_get(v, j);
+                ok = json_is_integer(e) && json_integer_value(e) >= 0 && json_integer_value(e) < 1000000;
+                if (ok) n += snprintf(list + n, sizeof list - (size_t)n, "%s%lld", j ? "," : "",
+                                      (long long)json_integer_value(e));
+            }
+            if (!ok) { snprintf(err, errlen, "hparams: `%s` is not 4 counts", k->json); return -1; }
+            pindex_put_hparam_str(fp, arch, k->key, list);
+            continue;
+        }
         int ok = k->kind == HPARAM_UINT ? json_is_integer(v) && json_integer_value(v) >= 0
                : k->kind == HPARAM_BOOL ? json_is_boolean(v) : json_is_number(v);
         if (!ok) {

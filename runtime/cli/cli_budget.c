@@ -18,16 +18,6 @@
 
 #define INDEX_MAX ((size_t)64 << 20)
 
-static int hp_get(void *ctx, const char *key, double *out)
-{
-    const char *v = pindex_hparam(ctx, key);
-    if (!v) return -1;
-    char *end;
-    double d = strtod(v, &end);
-    *out = (*end || end == v) ? NAN : d;   /* hparams_load refuses a non-finite value */
-    return 0;
-}
-
 static char *read_index(const char *path, size_t *len, char *err, size_t errlen)
 {
     FILE *fp = fopen(path, "rb");
@@ -79,7 +69,7 @@ int budget_compute(const char *dir, const budget_opts *o, budget_report *r, char
     const char *arch = pindex_hparam(&x, "general.architecture");
     char e2[512];
     if (!arch) { err_printf(err, errlen, "%s: no @hparam general.architecture (an index from an older packindex)", path); goto bad; }
-    if (hparams_load(&hp, arch, hp_get, &x, e2, sizeof e2)) { err_printf(err, errlen, "%s: %s", path, e2); goto bad; }
+    if (hparams_load(&hp, arch, pindex_hparam_num, &x, e2, sizeof e2)) { err_printf(err, errlen, "%s: %s", path, e2); goto bad; }
     snprintf(r->arch, sizeof r->arch, "%s", arch);
     r->n_layer = hp.n_layer;
     r->n_expert = hp.n_expert;

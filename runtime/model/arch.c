@@ -70,6 +70,7 @@ static const struct hkey {
     { HPK_INDEXER_HEADS,               offsetof(model_hparams, n_idx_head), OPT, 0 },
     { HPK_INDEXER_KEY_LENGTH,          offsetof(model_hparams, idx_head_dim), OPT, 0 },
     { HPK_INDEXER_TOP_K,               offsetof(model_hparams, idx_top_k), OPT, 0 },
+    { HPK_DEEPSTACK_LAYERS,            offsetof(model_hparams, n_deepstack), OPT, 0 },
 };
 
 int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *ctx, char *err,
@@ -164,6 +165,20 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
             return -1;
         }
         *(float *)((char *)hp + granite[i].off) = (float)v;
+    }
+    /* Interleaved M-RoPE: the four sections, element by element ("<key>[i]") */
+    for (int i = 0; a->mrope_sections && i < 4; i++) {
+        double v;
+        snprintf(key, sizeof key, "%s.%s[%d]", arch, HPARAM_KEYS[HPK_ROPE_SECTIONS].key, i);
+        if (get(ctx, key, &v) != 0) {
+            snprintf(err, errlen, "hyperparameter %s.%s (4 counts) is missing", arch, HPARAM_KEYS[HPK_ROPE_SECTIONS].key);
+            return -1;
+        }
+        if (!isfinite(v) || v < 0 || v != floor(v) || v > 1e6) {
+            snprintf(err, errlen, "hyperparameter %s = %g is not a valid value", key, v);
+            return -1;
+        }
+        hp->rope_sections[i] = (int)v;
     }
     /* An explicit key beats the arch default for top-k renormalisation. */
     double norm;
@@ -265,6 +280,15 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
                  hp->ssm_dt_rank, hp->ssm_d_inner);
         return -1;
     }
+    if (a->mrope_sections) {
+        const int sum = hp->rope_sections[0] + hp->rope_sections[1] + hp->rope_sections[2] + hp->rope_sections[3];
+        if (sum < 1 || sum > hp->head_dim) {
+            snprintf(err, errlen, "hyperparameters: M-RoPE sections %d, %d, %d, %d do not fit a head of %d",
+                     hp->rope_sections[0], hp->rope_sections[1], hp->rope_sections[2], hp->rope_sections[3],
+                     hp->head_dim);
+            return -1;
+        }
+    }
     bool any_dense = false; /* a dense layer needs its width: all of a dense model, DeepSeek's lead, Llama 4's steps */
     for (int l = 0; l < hp->n_layer; l++) any_dense |= !hparams_layer_moe(hp, l);
     if (any_dense && hp->n_ff < 1) {
@@ -291,6 +315,24 @@ int hparams_rope_scaling(model_hparams *hp, const char *type, char *err, size_t 
     hp->rope_freq_scale = scales ? 1.0f / hp->rope_factor : 1.0f;
     hp->yarn_ext_factor = hp->rope_scaling == ROPE_SCALING_YARN ? 1.0f : 0.0f;
     return 0;
+}
+
+int hparams_mrope_axis(const model_hparams *hp, int pair)
+{
+    const int *s = hp->rope_sections;
+    const int sector = pair % (s[0] + s[1] + s[2] + s[3]);
+    if (sector % 3 == 1 && sector < 3 * s[1]) return 1;
+    if (sector % 3 == 2 && sector < 3 * s[2]) return 2;
+    if (sector % 3 == 0 && sector < 3 * s[0]) return 0;
+    return 3;
+}
+
+bool hparams_mrope_text_plain(const model_hparams *hp)
+{
+    if (!hp->arch.mrope_sections) return true;
+    for (int i = 0; i < hp->n_rot / 2; i++)
+        if (hparams_mrope_axis(hp, i) == 3) return false;
+    return true;
 }
 
 bool hparams_rope_scaled(const model_hparams *hp)

@@ -32,6 +32,11 @@ int backend_check(const backend_caps *c, const model *m, char *err, size_t errle
         snprintf(err, errlen, "the %s backend does not apply Granite's multipliers yet (--device cpu)", c->name);
         return -1;
     }
+    if (!hparams_mrope_text_plain(hp) && !c->mrope) {
+        snprintf(err, errlen, "the %s backend does not run %s's M-RoPE sections yet (--device cpu)", c->name,
+                 hp->arch.name);
+        return -1;
+    }
     if ((hp->arch.gated_delta_net || hp->arch.attn_out_gate) && !c->gated_delta_net) {
         snprintf(err, errlen, "the %s backend does not run %s's Gated DeltaNet layers yet (--device cpu)", c->name,
                  hp->arch.name);

@@ -49,6 +49,7 @@ typedef struct backend_caps {
     bool gqa_uneven;            /* n_head not a multiple of n_head_kv */
     bool gated_delta_net;       /* Qwen3-Next: Gated DeltaNet layers (op gdn), gated attention output (op mul_sigmoid) */
     bool dsa;                   /* DeepSeek V3.2, GLM-5: the lightning indexer picks each query's keys (op indexer) */
+    bool mrope;                 /* interleaved M-RoPE whose sections leave pairs unturned (Qwen3-VL) */
 } backend_caps;
 
 /* One ubatch's activations, n_batch rows each, in the backend's memory. */

@@ -50,10 +50,17 @@ static void rope_tables(model *m, int B, int pos0)
      * attention factor, which it puts into the q·k scale (attn_scale) */
     float mscale = hp->arch.mla ? 1.0f / (1.0f + 0.1f * logf(1.0f / fs)) : hp->rope_attn_factor;
     if (ext != 0.0f) mscale *= fmaf(0.1f, logf(1.0f / fs), 1.0f);
+    const bool mrope = hp->arch.mrope_sections;
     for (int b = 0; b < B; b++) {
         float *cs = m->rope_cs + (size_t)b * hp->n_rot;
         float theta = (float)(pos0 + b);
+        /* interleaved M-RoPE (ggml's mrope cache): t, y, x and the fourth position (0) turn
+         * together, and each pair takes the one its section names */
+        float th[4] = { 0, 0, 0, 0 };
+        if (mrope)
+            for (int a = 0; a < 3; a++) th[a] = (float)m->mpos[3 * b + a];
         for (int i = 0; i < half; i++) {
+            if (mrope) theta = th[hparams_mrope_axis(hp, i)];
             const float t_extrap = ff ? theta / ff[i] : theta, t_interp = fs * t_extrap;
             float t = t_interp;
             if (ext != 0.0f) {
@@ -65,6 +72,7 @@ static void rope_tables(model *m, int B, int pos0)
             cs[i] = cosf(t) * mscale;
             cs[half + i] = sinf(t) * mscale;
             theta *= theta_scale;
+            for (int a = 0; mrope && a < 4; a++) th[a] *= theta_scale;
         }
     }
 }
@@ -252,7 +260,7 @@ void model_embed_rows(const model *m, const int32_t *tokens, int B, float *out)
 static int cpu_begin(void *c, const int32_t *tokens, int B, int pos0)
 {
     model *m = c;
-    model_embed_rows(m, tokens, B, m->x);
+    if (tokens) model_embed_rows(m, tokens, B, m->x); /* else the forward pass copies image rows in */
     rope_tables(m, B, pos0);
     if (m->opt.tier) tier_begin_token(m->opt.tier);
     return 0;
@@ -358,7 +366,7 @@ static const char *cpu_error(void *c)
 /* The CPU runs everything the graph has. */
 static const backend_caps cpu_caps = {
     .name = "CPU", .kv_f32 = true, .granite_scales = true, .routing = true, .mixed_layers = true, .mla = true,
-    .qk_norm_after_rope = true, .qk_norm_optional = true, .llama4 = true, .sinks_swa = true, .rope_scaled = true,
+    .qk_norm_after_rope = true, .qk_norm_optional = true, .llama4 = true, .sinks_swa = true, .rope_scaled = true, .mrope = true,
     .max_head_dim = 0, .gqa_uneven = true, .gated_delta_net = true, .dsa = true,
 };
 

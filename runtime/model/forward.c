@@ -234,7 +234,18 @@ static int forward_ubatch(model *m, const int32_t *tokens, const float *hidden, 
     const backend_bufs *a = &m->bufs;
     const model_hparams *hp = &m->hp;
     const int pos0 = m->n_past;
+    const size_t D = (size_t)hp->n_embd;
+    /* interleaved M-RoPE: text rows take consecutive positions after the last slot's (a picture's
+     * rows were given theirs by model_forward_image) */
+    if (hp->arch.mrope_sections && tokens) {
+        const int32_t t0 = pos0 > 0 ? m->pos_next[pos0 - 1] : 0;
+        for (int b = 0; b < B; b++) {
+            m->mpos[3 * b] = m->mpos[3 * b + 1] = m->mpos[3 * b + 2] = t0 + b;
+            m->pos_next[pos0 + b] = t0 + b + 1;
+        }
+    }
     TRY(op->begin(c, tokens, B, pos0));
+    if (!tokens) TRY(op->copy_rows(c, a->x, D, m->img_rows, (size_t)m->img_width, B, (int)D));
     if (hp->embd_scale != 0.0f) TRY(op->scale(c, a->x, (size_t)B * hp->n_embd, hp->embd_scale));
     if (hidden) TRY(mtp_entry(m, hidden, B));
     for (int l = 0; l < hp->n_layer; l++) {
@@ -242,9 +253,13 @@ static int forward_ubatch(model *m, const int32_t *tokens, const float *hidden, 
             : hp->arch.mla                 ? mla_attention_block(m, l, B, pos0)
                                            : attention_block(m, l, B, pos0));
         TRY(hparams_layer_moe(hp, l) ? moe_block(m, l, B) : ffn_block(m, l, B));
+        /* Qwen3-VL's deepstack: the tower's k-th feature rows join the residual after layer k */
+        if (!tokens && l < hp->n_deepstack) {
+            TRY(op->copy_rows(c, a->o, D, m->img_rows + (size_t)(l + 1) * D, (size_t)m->img_width, B, (int)D));
+            TRY(op->add(c, a->x, a->o, (size_t)B * D));
+        }
     }
     const weight *out = weight_present(&m->bw->output) ? &m->bw->output : &m->bw->tok_embd;
-    const size_t D = (size_t)hp->n_embd;
     /* a hidden-row sink wants every row normed; each row's norm is the same
      * float code either way, so the logits keep their bits */
     const bool sink = m->hidden_fn != NULL;
@@ -308,4 +323,52 @@ int model_forward_mtp(model *m, const int32_t *tokens, const float *hidden, int 
 {
     if (!m->mtp || !hidden) { snprintf(err, errlen, "not a draft model over a next-token-prediction block"); return -1; }
     return forward(m, tokens, hidden, n, logits, all_logits, err, errlen);
+}
+
+int model_forward_image(model *m, const float *rows, int width, int nx, int ny, char *err, size_t errlen)
+{
+    const model_hparams *hp = &m->hp;
+    const int need = hp->n_embd * (1 + hp->n_deepstack);
+    if (!hp->arch.mrope_sections || m->mtp) {
+        snprintf(err, errlen, "%s takes no picture rows (only models with M-RoPE positions do)", hp->arch.name);
+        return -1;
+    }
+    if (m->ops != &backend_cpu) {
+        snprintf(err, errlen, "the %s backend does not take pictures yet (--device cpu does)", m->ops->caps->name);
+        return -1;
+    }
+    if (width != need) {
+        snprintf(err, errlen, "picture rows of %d floats; this model takes %d (width %d and %d deepstack features): "
+                 "the vision projector does not belong to this model", width, need, hp->n_embd, hp->n_deepstack);
+        return -1;
+    }
+    if (nx < 1 || ny < 1 || nx > m->n_ctx || ny > m->n_ctx / nx) {
+        snprintf(err, errlen, "a picture of %d x %d rows does not fit the context (%d)", nx, ny, m->n_ctx);
+        return -1;
+    }
+    const int n = nx * ny;
+    if (n > m->n_ctx - m->n_past) {
+        snprintf(err, errlen, "context overflow: %d cached + %d picture rows > n_ctx %d", m->n_past, n, m->n_ctx);
+        return -1;
+    }
+    /* llama.cpp's mtmd: every row at t (the next text position), y and x on the grid in raster
+     * order; the text after the picture continues at t + max(nx, ny) */
+    const int32_t t = m->n_past > 0 ? m->pos_next[m->n_past - 1] : 0;
+    const int32_t next = t + (nx > ny ? nx : ny);
+    m->img_width = width;
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i += m->opt.n_batch) {
+        const int B = n - i < m->opt.n_batch ? n - i : m->opt.n_batch;
+        for (int b = 0; b < B; b++) {
+            m->mpos[3 * b] = t;
+            m->mpos[3 * b + 1] = t + (i + b) / nx;
+            m->mpos[3 * b + 2] = t + (i + b) % nx;
+            m->pos_next[m->n_past + b] = next;
+        }
+        m->img_rows = rows + (size_t)i * (size_t)width;
+        rc = forward_ubatch(m, NULL, NULL, B, NULL, WANT_NONE);
+        if (rc) snprintf(err, errlen, "%s", m->ops->error(m->ctx));
+    }
+    m->img_rows = NULL;
+    return rc ? -1 : 0;
 }

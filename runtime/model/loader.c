@@ -220,17 +220,6 @@ static int map_files(loaded_pack *p)
 
 /* ---------------------------------------------------------- hyperparameters */
 
-static int hp_get(void *ctx, const char *key, double *out)
-{
-    const char *v = pindex_hparam(ctx, key);
-    if (!v) return -1;
-    char *end;
-    double d = strtod(v, &end);
-    if (*end || end == v) { *out = NAN; return 0; } /* hparams_load refuses a non-finite value */
-    *out = d;
-    return 0;
-}
-
 static int load_hparams(loaded_pack *p)
 {
     const char *arch = pindex_hparam(&p->x, "general.architecture");
@@ -240,7 +229,7 @@ static int load_hparams(loaded_pack *p)
     snprintf(key, sizeof key, "%s.%s", arch, HPARAM_ROPE_SCALING.key);
     const char *rs = pindex_hparam(&p->x, key);
     char e[256];
-    if (hparams_load(&p->hp, arch, hp_get, &p->x, e, sizeof e) || hparams_rope_scaling(&p->hp, rs, e, sizeof e))
+    if (hparams_load(&p->hp, arch, pindex_hparam_num, &p->x, e, sizeof e) || hparams_rope_scaling(&p->hp, rs, e, sizeof e))
         return fail(p, "%s: %s", p->dir, e);
     return 0;
 }

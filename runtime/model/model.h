@@ -94,6 +94,11 @@ typedef struct model_hparams {
     /* DSA (arch.dsa): the lightning indexer's heads, their width (the first n_rot rotated) and the
      * positions each query attends to at most */
     int n_idx_head, idx_head_dim, idx_top_k;
+    /* interleaved M-RoPE (arch.mrope_sections, Qwen3-VL, Qwen3.5): rope.dimension_sections, which
+     * assign each rotated pair one of a row's four positions (hparams_mrope_axis); the vision
+     * tower's deepstack features the text model adds after its first n_deepstack layers */
+    int rope_sections[4];
+    int n_deepstack;
 } model_hparams;
 
 /* Layer l is a Gated DeltaNet layer (Qwen3-Next's linear attention). */
@@ -136,6 +141,13 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
  * (llama.cpp then takes "linear", which with no factor changes nothing).
  * Returns 0, or -1 with one line in err for a kind the runtime does not do. */
 int hparams_rope_scaling(model_hparams *hp, const char *type, char *err, size_t errlen);
+/* Interleaved M-RoPE (llama.cpp's IMROPE): the position rotated pair `pair` takes, 0 t (a text
+ * token's position, a picture's first), 1 y, 2 x, 3 the fourth (always 0 here, so those pairs
+ * never turn). */
+int hparams_mrope_axis(const model_hparams *hp, int pair);
+/* True when a text position rotates every pair as plain NEOX RoPE does (no M-RoPE, or sections
+ * that leave no rotated pair to the fourth position). */
+bool hparams_mrope_text_plain(const model_hparams *hp);
 /* True when the angles differ from plain RoPE (a scaling that changes them). */
 bool hparams_rope_scaled(const model_hparams *hp);
 
@@ -212,6 +224,16 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
                     char *err, size_t errlen);
 int model_forward(model *m, const int32_t *tokens, int n, float *logits, bool all_logits, char *err,
                   size_t errlen);
+/* A picture's rows (a vision tower's output, vision.h) into the context of a
+ * model with interleaved M-RoPE (Qwen3-VL): nx * ny rows in raster order,
+ * each width floats (n_embd, then n_deepstack deepstack features of n_embd,
+ * which join the residual after layers 0..n_deepstack-1), at the next
+ * cache slots. As llama.cpp's mtmd places them: every row at position t
+ * (where the next text token would be), y and x on the grid; the text
+ * after continues at t + max(nx, ny). No logits (a picture is followed by
+ * its end marker). CPU only; -1 with one line in err for a wrong width, a
+ * model without M-RoPE, another backend or a full context. */
+int model_forward_image(model *m, const float *rows, int width, int nx, int ny, char *err, size_t errlen);
 int model_n_past(const model *m);
 int model_n_ctx(const model *m);
 /* on: every row of a batch gets the bits a one-token forward would give it

@@ -101,6 +101,15 @@ struct model {
      * n_batch x 2 n_embd); the pool is the main model's (own_pool false) */
     bool mtp, own_pool;
     float *mtp_cat;
+    /* interleaved M-RoPE (arch.mrope_sections): the ubatch's positions, t, y and x per row, which
+     * rope_tables reads; pos_next[s]: the position of the text token after cache slot s (a
+     * picture's rows all start at one t and take max(nx, ny) positions, so positions and slots part) */
+    int32_t *mpos;
+    int32_t *pos_next;
+    /* model_forward_image's rows (width floats each: the embedding, then the deepstack features)
+     * while it runs, NULL otherwise */
+    const float *img_rows;
+    int img_width;
 };
 
 /* Records one row's routing at layer l in the profile and the trace,

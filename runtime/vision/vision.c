@@ -30,6 +30,7 @@ typedef struct vlayer {
 
 struct vision_model {
     char projector[48];
+    int row;                /* its PROJECTORS row */
     int n_embd, n_head, d_head, n_ff, n_layer, patch, merge, pos_side, out_dim, n_ds;
     float eps, mean[3], std[3];
     int64_t min_pixels, max_pixels;
@@ -211,10 +212,11 @@ static int load_qwen3vl(loadctx *c)
     return 0;
 }
 
-/* One row per projector type: its clip.projector_type and its loader (the
- * only one so far; a second type is a row and a file). */
-static const struct { const char *name; int (*load)(loadctx *); } PROJECTORS[] = {
-    { "qwen3vl_merger", load_qwen3vl },
+/* One row per projector type: its clip.projector_type, its loader, and the
+ * text mtmd puts before and after a picture's rows (the only one so far; a
+ * second type is a row and a file). */
+static const struct { const char *name; int (*load)(loadctx *); const char *begin, *end; } PROJECTORS[] = {
+    { "qwen3vl_merger", load_qwen3vl, "<|vision_start|>", "<|vision_end|>" },
 };
 
 vision_model *vision_open(const char *path, int n_threads, char *err, size_t errlen)
@@ -234,6 +236,7 @@ vision_model *vision_open(const char *path, int n_threads, char *err, size_t err
         memcpy(v->mean, mean, sizeof mean); /* mtmd's defaults (OpenAI CLIP's) when the file has none */
         memcpy(v->std, sd, sizeof sd);
         snprintf(v->projector, sizeof v->projector, "%s", proj);
+        v->row = row;
         v->k = kernels_get(1);
         v->pool = pool_create(n_threads < 1 ? 1 : n_threads);
         loadctx c = { v, g, err, errlen };
@@ -256,6 +259,8 @@ void vision_close(vision_model *v)
 }
 
 const char *vision_projector(const vision_model *v) { return v->projector; }
+const char *vision_marker_begin(const vision_model *v) { return PROJECTORS[v->row].begin; }
+const char *vision_marker_end(const vision_model *v) { return PROJECTORS[v->row].end; }
 int vision_width(const vision_model *v) { return v->out_dim * (1 + v->n_ds); }
 
 /* ---------------------------------------------------------------- the tower */

@@ -33,6 +33,10 @@ vision_model *vision_open(const char *path, int n_threads, char *err, size_t err
 void vision_close(vision_model *v);
 const char *vision_projector(const vision_model *v);
 int vision_width(const vision_model *v);
+/* The text llama.cpp's mtmd puts before and after a picture's rows for this
+ * projector (Qwen3-VL: "<|vision_start|>", "<|vision_end|>"). */
+const char *vision_marker_begin(const vision_model *v);
+const char *vision_marker_end(const vision_model *v);
 int vision_encode(const vision_model *v, const image_rgb *img, float **out, int *n_tokens, int *nx, int *ny,
                   char *err, size_t errlen);
 

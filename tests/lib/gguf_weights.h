@@ -16,11 +16,13 @@
 
 #include "formats/ggml_types.h"
 #include "formats/gguf.h"
+#include "formats/hparam_keys.h"
 #include "formats/tensor_names.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/model/model.h"
 #include "runtime/model/weight_slots.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +39,15 @@ typedef struct gguf_model {
 static int gw_get(void *ctx, const char *key, double *out)
 {
     gguf_file *f = ctx;
+    char base[160];
+    int e;
+    if (hparam_elem_split(key, base, sizeof base, &e)) { /* an array's element: "<key>[e]" */
+        int64_t v[8];
+        const int64_t n = gguf_get_int_array(f, base, v, 8);
+        if (n < 0) return -1;
+        *out = e < n && e < 8 ? (double)v[e] : NAN;
+        return 0;
+    }
     int64_t i = gguf_find_key(f, key);
     if (i < 0) return -1;
     int64_t iv;

@@ -40,7 +40,7 @@ typedef struct hybrid_spec {
     int layers, interval;
     int qwen35;                 /* Qwen3.5: ssm_beta and ssm_alpha apart, M-RoPE sections */
     int dense;                  /* a dense FFN instead of the experts (qwen35) */
-    int short_sections;         /* M-RoPE sections 1, 1, 1, 1: one rotated pair left to the fourth */
+    int wide_sections;          /* M-RoPE sections wider than the head (refused) */
     int wide;                   /* 4 x the widths (n_embd 256, heads and state of 64, experts 256 wide: IQ3 packs) */
     int ssm_in;                 /* the first Qwen3-Next GGUFs' fused ssm_in instead of attn_qkv and attn_gate */
 } hybrid_spec;
@@ -78,7 +78,7 @@ static inline int hybrid_write_model(const hybrid_spec *a, const char *path, int
     };
     const size_t n_u32 = sizeof u32 / sizeof u32[0] - (a->dense ? 4 : 0); /* the experts' keys come last */
     if (a->qwen35) {
-        const int32_t sections[4] = { (a->short_sections ? 1 : 2) * x, x, x, a->short_sections ? x : 0 };
+        const int32_t sections[4] = { (a->wide_sections ? 1000 : 2) * x, x, x, 0 };
         snprintf(key, sizeof key, "%s.rope.dimension_sections", a->arch);
         rc |= gguf_writer_add_arr(w, key, GGUF_TYPE_INT32, sections, 4);
     }

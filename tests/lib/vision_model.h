@@ -147,6 +147,66 @@ static inline int vm_write_text(const char *path, const char *vocab_gguf, char *
     return rc;
 }
 
+/* Qwen3-VL MoE's text model for the tower (qwen3vlmoe): width VM_OUT, the
+ * tower's deepstack features added after its first layer (input width
+ * VM_WIDTH), 2 layers of 2 heads (one KV head) 16 wide, 4 experts (2
+ * used), M-RoPE sections 3, 2, 2, 1 over the 8 rotated pairs (the last pair
+ * left to the fourth position, as Qwen3-VL's 24, 20, 20 leave two) with a
+ * RoPE base of 100 so that a row's y and x turn it visibly, the shipped
+ * model's first 512 tokens. */
+static inline int vm_write_text_vl(const char *path, const char *vocab_gguf, char *err, size_t errlen)
+{
+    gguf_file *tf = gguf_open(vocab_gguf, err, errlen);
+    if (!tf) return -1;
+    gguf_writer *w = gguf_writer_new();
+    uint64_t s = 0x564c4d4f45ull; /* "VLMOE" */
+    const float eps = 1e-6f, base = 100.0f;
+    const bool yes = true;
+    const int32_t sections[4] = { 3, 2, 2, 1 };
+    int rc = w ? 0 : -1;
+    rc |= gguf_writer_add_str(w, "general.architecture", "qwen3vlmoe");
+    const struct { const char *k; uint32_t v; } u[] = {
+        { "qwen3vlmoe.context_length", 256 },  { "qwen3vlmoe.embedding_length", VM_OUT },
+        { "qwen3vlmoe.block_count", 2 },        { "qwen3vlmoe.feed_forward_length", 32 },
+        { "qwen3vlmoe.attention.head_count", 2 }, { "qwen3vlmoe.attention.head_count_kv", 1 },
+        { "qwen3vlmoe.attention.key_length", 16 }, { "qwen3vlmoe.attention.value_length", 16 },
+        { "qwen3vlmoe.expert_count", 4 },       { "qwen3vlmoe.expert_used_count", 2 },
+        { "qwen3vlmoe.expert_feed_forward_length", 16 }, { "qwen3vlmoe.n_deepstack_layers", 1 },
+    };
+    for (size_t i = 0; rc == 0 && i < sizeof u / sizeof u[0]; i++) rc = gguf_writer_add_u32(w, u[i].k, u[i].v);
+    rc |= gguf_writer_add_kv(w, "qwen3vlmoe.attention.layer_norm_rms_epsilon", GGUF_TYPE_FLOAT32, &eps);
+    rc |= gguf_writer_add_kv(w, "qwen3vlmoe.rope.freq_base", GGUF_TYPE_FLOAT32, &base);
+    rc |= gguf_writer_add_kv(w, "qwen3vlmoe.expert_weights_norm", GGUF_TYPE_BOOL, &yes);
+    rc |= gguf_writer_add_arr(w, "qwen3vlmoe.rope.dimension_sections", GGUF_TYPE_INT32, sections, 4);
+    if (rc == 0) rc = vocab_keys_head(w, tf, 512);
+    const int64_t D = VM_OUT, Q = 32, KV = 16, E = 4, F = 16;
+    rc |= add_tensor(w, &s, "token_embd.weight", 2, D, 512, 1, 0.5f, 0.0f);
+    rc |= add_tensor(w, &s, "output_norm.weight", 1, D, 1, 1, 0.1f, 1.0f);
+    rc |= add_tensor(w, &s, "output.weight", 2, D, 512, 1, 0.3f, 0.0f);
+    for (int il = 0; rc == 0 && il < 2; il++) {
+        const vm_spec T[] = {
+            { "blk.%d.attn_norm.weight", 1, D, 1, 0.1f, 1.0f },  { "blk.%d.attn_q.weight", 2, D, Q, 0.3f, 0.0f },
+            { "blk.%d.attn_k.weight", 2, D, KV, 0.3f, 0.0f },    { "blk.%d.attn_v.weight", 2, D, KV, 0.3f, 0.0f },
+            { "blk.%d.attn_q_norm.weight", 1, 16, 1, 0.1f, 1.0f }, { "blk.%d.attn_k_norm.weight", 1, 16, 1, 0.1f, 1.0f },
+            { "blk.%d.attn_output.weight", 2, Q, D, 0.3f, 0.0f }, { "blk.%d.ffn_norm.weight", 1, D, 1, 0.1f, 1.0f },
+            { "blk.%d.ffn_gate_inp.weight", 2, D, E, 0.5f, 0.0f },
+        };
+        rc = vm_add_specs(w, &s, T, sizeof T / sizeof T[0], il);
+        char name[64];
+        static const char *const exps[3] = { "blk.%d.ffn_gate_exps.weight", "blk.%d.ffn_up_exps.weight",
+                                             "blk.%d.ffn_down_exps.weight" };
+        for (int k = 0; rc == 0 && k < 3; k++) {
+            snprintf(name, sizeof name, exps[k], il);
+            rc = add_tensor(w, &s, name, 3, k == 2 ? F : D, k == 2 ? D : F, E, 0.3f, 0.0f);
+        }
+    }
+    if (rc == 0) rc = gguf_writer_write(w, path, err, errlen);
+    else snprintf(err, errlen, "%s: could not build the GGUF", path);
+    gguf_writer_free(w);
+    gguf_close(tf);
+    return rc;
+}
+
 /* A w x h picture with smooth gradients and some texture. */
 static inline void vm_picture(int w, int h, uint64_t seed, uint8_t *rgb)
 {

@@ -151,7 +151,7 @@ static void test_qwen35_sections_refused(void **st)
 {
     (void)st;
     hybrid_spec a = HYBRID_SPECS[1];
-    a.short_sections = 1;
+    a.wide_sections = 1;
     scratch sc;
     scratch_make(&sc, "qwen35-sections");
     char err[256];
@@ -165,7 +165,7 @@ static void test_qwen35_sections_refused(void **st)
     assert_int_not_equal(pack_build(&o, of, ef), 0);
     fclose(ef);
     fclose(of);
-    assert_non_null(strstr(msg, "rope.dimension_sections must be 4 integers whose first three cover the 4 rotated pairs"));
+    assert_non_null(strstr(msg, "rope.dimension_sections must be 4 counts whose sum is 1 to the head's width"));
     assert_int_not_equal(access(sc.pack, F_OK), 0);
     free(msg);
     scratch_rm(&sc);

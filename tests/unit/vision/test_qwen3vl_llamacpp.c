@@ -17,12 +17,19 @@
 
 #include <math.h>
 
+#include "runtime/vision/picture_prompt.h"
 #include "runtime/vision/vision.h"
+#include "tests/lib/gguf_weights.h"
+#include "tests/lib/test_images.h"
 
 static const struct { const char *name; int w, h; uint64_t seed; int nx, ny; } PICS[] = {
     { "native", 48, 48, 11, 3, 3 },
     { "resized", 70, 40, 12, 4, 3 },
 };
+
+/* The prompt of the greedy agreement (llama.cpp: the same text through mtmd_tokenize) */
+#define GREEDY_PROMPT "The picture " PICTURE_MARKER " shows"
+#define GREEDY_N 12
 
 static uint8_t *picture(int i)
 {
@@ -110,6 +117,100 @@ static void test_agreement(void **st)
     rmdir(dir);
 }
 
+
+/* Picture i through the tower and the qwen3vlmoe text model as llama.cpp's
+ * mtmd feeds it: the first step's logits into *first, the GREEDY_N greedy
+ * tokens into ids. black: the picture's first patch black (the control). */
+static void greedy_run(const char *dir, int i, bool black, float **first, int32_t *ids, int *n_vocab)
+{
+    char path[4400], err[4600];
+    snprintf(path, sizeof path, "%s/text_vl.gguf", dir);
+    gguf_model gm;
+    if (gguf_model_load(&gm, path, 0, err, sizeof err)) fail_msg("%s", err);
+    model_options o = model_default_options();
+    o.n_threads = 2;
+    o.n_ctx = 256;
+    model *m = model_create(&gm.hp, &gm.w, &o, err, sizeof err);
+    if (!m) fail_msg("%s", err);
+    tokenizer *tk = tokenizer_load(gm.f, err, sizeof err);
+    if (!tk) fail_msg("%s", err);
+    snprintf(path, sizeof path, "%s/mmproj.gguf", dir);
+    vision_model *v = vision_open(path, 2, err, sizeof err);
+    if (!v) fail_msg("%s", err);
+    image_rgb img = { PICS[i].w, PICS[i].h, picture(i) };
+    if (black)
+        for (int y = 0; y < VM_PATCH; y++) memset(img.rgb + (size_t)y * PICS[i].w * 3, 0, VM_PATCH * 3);
+    picture_prompt pp;
+    if (picture_prompt_make(&pp, v, tk, GREEDY_PROMPT, false, &img, 1, err, sizeof err)) fail_msg("%s", err);
+    const int nv = model_hp(m)->n_vocab;
+    float *lg = malloc((size_t)nv * sizeof *lg);
+    assert_non_null(lg);
+    if (picture_prompt_eval(&pp, 0, m, lg, err, sizeof err)) fail_msg("%s", err);
+    *first = malloc((size_t)nv * sizeof **first);
+    memcpy(*first, lg, (size_t)nv * sizeof *lg);
+    for (int g = 0; g < GREEDY_N; g++) {
+        int32_t best = 0;
+        for (int32_t t = 1; t < nv; t++)
+            if (lg[t] > lg[best]) best = t;
+        ids[g] = best;
+        if (model_forward(m, &best, 1, lg, false, err, sizeof err)) fail_msg("%s", err);
+    }
+    *n_vocab = nv;
+    free(lg);
+    picture_prompt_free(&pp);
+    free(img.rgb);
+    vision_close(v);
+    tokenizer_free(tk);
+    model_free(m);
+    gguf_model_free(&gm);
+}
+
+/* Greedy text for a prompt with a picture, at the native size and resized:
+ * token for token llama.cpp's (libmtmd's tokenize and eval, as
+ * llama-mtmd-cli runs them), and the first step's logits within 1e-3 of the
+ * largest; with the picture's first patch black the logits are far off. */
+static void test_greedy(void **st)
+{
+    (void)st;
+    char dir[4200], path[4400], err[4600];
+    vision_close(open_tower(dir, sizeof dir));
+    snprintf(path, sizeof path, "%s/text_vl.gguf", dir);
+    if (vm_write_text_vl(path, SHIPPED_MODEL, err, sizeof err)) fail_msg("%s", err);
+    for (int i = 0; i < 2; i++) {
+        char fx[4400];
+        snprintf(fx, sizeof fx, "tests/fixtures/vision/qwen3vl.%s.greedy.txt", PICS[i].name);
+        FILE *f = fopen(fx, "r");
+        if (!f) fail_msg("%s: missing (make it with tests/diag/diag_vision_llamacpp.sh)", fx);
+        int32_t want[GREEDY_N];
+        for (int g = 0; g < GREEDY_N; g++) assert_int_equal(fscanf(f, "%d", &want[g]), 1);
+        fclose(f);
+        snprintf(fx, sizeof fx, "tests/fixtures/vision/qwen3vl.%s.logits.f32", PICS[i].name);
+        size_t nb = 0;
+        float *ref = (float *)slurp(fx, &nb);
+        if (!ref) fail_msg("%s: missing (make it with tests/diag/diag_vision_llamacpp.sh)", fx);
+        float *first, *first_black;
+        int32_t got[GREEDY_N], got_black[GREEDY_N];
+        int nv;
+        greedy_run(dir, i, false, &first, got, &nv);
+        greedy_run(dir, i, true, &first_black, got_black, &nv);
+        assert_int_equal(nb, (size_t)nv * sizeof(float));
+        const double e = rel_err(first, ref, (size_t)nv), ec = rel_err(first_black, ref, (size_t)nv);
+        printf("%s: greedy", PICS[i].name);
+        for (int g = 0; g < GREEDY_N; g++) printf(" %d", got[g]);
+        printf("; first logits %.3g of the largest from llama.cpp's (first patch black: %.3g)\n", e, ec);
+        assert_memory_equal(got, want, sizeof got);
+        assert_true(e < 1e-3);
+        assert_true(ec > 1e-2);
+        free(first);
+        free(first_black);
+        free(ref);
+    }
+    unlink(path);
+    snprintf(path, sizeof path, "%s/mmproj.gguf", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
 static void test_refusals(void **st)
 {
     (void)st;
@@ -144,8 +245,9 @@ static void test_refusals(void **st)
     rmdir(dir);
 }
 
-/* --write DIR: the tower, its text model and the pictures (raw RGB) for
- * tests/diag/diag_vision_llamacpp.sh; one line "NAME W H" per picture. */
+/* --write DIR: the tower, its text models and the pictures (raw RGB and
+ * PNG) for tests/diag/diag_vision_llamacpp.sh; one line "NAME W H" per
+ * picture, then "prompt TEXT" and "n N" for the greedy run. */
 static int write_all(const char *dir)
 {
     char path[4200], err[4400];
@@ -153,15 +255,23 @@ static int write_all(const char *dir)
     if (vm_write_mmproj(path, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
     snprintf(path, sizeof path, "%s/text.gguf", dir);
     if (vm_write_text(path, SHIPPED_MODEL, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
+    snprintf(path, sizeof path, "%s/text_vl.gguf", dir);
+    if (vm_write_text_vl(path, SHIPPED_MODEL, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
     for (int i = 0; i < 2; i++) {
         snprintf(path, sizeof path, "%s/%s.rgb", dir, PICS[i].name);
         uint8_t *p = picture(i);
         FILE *f = fopen(path, "wb");
         if (!f || fwrite(p, 3, (size_t)PICS[i].w * PICS[i].h, f) != (size_t)PICS[i].w * PICS[i].h) return 1;
         fclose(f);
+        size_t n = 0;
+        uint8_t *png = timg_png_rgb(PICS[i].w, PICS[i].h, p, &n);
+        snprintf(path, sizeof path, "%s/%s.png", dir, PICS[i].name);
+        if (!png || !(f = fopen(path, "wb")) || fwrite(png, 1, n, f) != n || fclose(f)) return 1;
+        free(png);
         free(p);
         printf("%s %d %d\n", PICS[i].name, PICS[i].w, PICS[i].h);
     }
+    printf("prompt %s\nn %d\n", GREEDY_PROMPT, GREEDY_N);
     return 0;
 }
 
@@ -170,6 +280,7 @@ int main(int argc, char **argv)
     if (argc == 3 && !strcmp(argv[1], "--write")) return write_all(argv[2]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_agreement),
+        cmocka_unit_test(test_greedy),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
