@@ -43,6 +43,16 @@ size_t utf8_incomplete_tail(const char *s, size_t len)
     return 0;
 }
 
+/* The bytes one U+FFFD stands for at an ill-formed s: the longest start of
+ * a well-formed sequence there (Unicode's "maximal subpart", as WHATWG's
+ * and Python's decoders replace), at least 1. */
+static size_t maximal_subpart(const unsigned char *s, size_t len)
+{
+    size_t k = 1;
+    while (k < len && k < 4 && utf8_seq_len(s, k + 1) == -1) k++;
+    return k;
+}
+
 char *utf8_sanitize(const char *s, size_t len, size_t *outlen)
 {
     /* each bad byte grows to 3 bytes at most */
@@ -60,7 +70,7 @@ char *utf8_sanitize(const char *s, size_t len, size_t *outlen)
         } else {
             memcpy(out + o, "\xEF\xBF\xBD", 3);
             o += 3;
-            i++;
+            i += utf8_seq_len(u + i, 1) == -1 ? maximal_subpart(u + i, len - i) : 1;
         }
     }
     out[o] = 0;

@@ -20,7 +20,9 @@ int utf8_seq_len(const unsigned char *s, size_t len);
  * next bytes may complete (0..3). */
 size_t utf8_incomplete_tail(const char *s, size_t len);
 
-/* A copy of s[0..len) with every ill-formed byte replaced by U+FFFD;
+/* A copy of s[0..len) with each ill-formed part replaced by one U+FFFD
+ * (the longest start of a sequence, else one byte: Unicode's maximal
+ * subparts, as browsers and Python decode);
  * NUL-terminated, *outlen excludes the NUL. NULL on out of memory. */
 char *utf8_sanitize(const char *s, size_t len, size_t *outlen);
 

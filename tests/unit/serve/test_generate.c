@@ -25,6 +25,9 @@ static void test_utf8(void **st)
     assert_string_equal(s, "a\xef\xbf\xbd" "b\xef\xbf\xbd");
     assert_int_equal(n, 8);
     free(s);
+    s = utf8_sanitize("\xf2\x98 g\xe2\x82", 6, &n); /* a cut 4-byte and 3-byte start: one U+FFFD each */
+    assert_string_equal(s, "\xef\xbf\xbd g\xef\xbf\xbd");
+    free(s);
     s = utf8_sanitize("\xed\xa0\x80 \xc0\xaf", 6, &n); /* surrogate, overlong */
     assert_null(strstr(s, "\xed\xa0"));
     assert_null(strstr(s, "\xc0"));
