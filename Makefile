@@ -152,7 +152,7 @@ tests: $(TEST_BINS) $(TOOLS) $(STRATA_FAKE)
 # suites at once as make's -j says (make test -j2), one without -j.
 TEST_JOBS ?= $(or $(patsubst -j%,%,$(filter -j%,$(MAKEFLAGS))),1)
 test: tests
-	@STRATA_SHARED=$(SHARED) STRATA_BIN=$(abspath $(BIN)) STRATA_FAKE=$(abspath $(STRATA_FAKE)) bash tests/run.sh -j $(TEST_JOBS) $(TEST_BINS) $(E2E_SRCS)
+	@STRATA_SHARED=$(SHARED) STRATA_BIN=$(abspath $(BIN)) STRATA_FAKE=$(abspath $(STRATA_FAKE)) STRATA_TESTS=$(abspath $(BUILD)/tests) bash tests/run.sh -j $(TEST_JOBS) $(TEST_BINS) $(E2E_SRCS)
 
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -g
 asan:

@@ -149,6 +149,7 @@ static void free_images(api_image *v, size_t n)
     for (size_t i = 0; i < n; i++) {
         free(v[i].data);
         free(v[i].mime);
+        free(v[i].url);
     }
     free(v);
 }
@@ -171,14 +172,30 @@ static int add_image(img_list *l, const char *mime, size_t mlen, const char *b64
     return 0;
 }
 
-/* An image given by URL: "data:MIME[;param...];base64,DATA". */
+/* A remote picture: its URL kept for the server, which fetches it only when
+ * told to (strata serve --allow-remote-images). */
+static int add_remote(img_list *l, const char *url, size_t n, size_t at, const char *p, api_error *e)
+{
+    if (n > 8192) return fail(e, p, "%s: the image's URL is longer than 8192 bytes", p);
+    api_image im = { .at = at };
+    snprintf(im.param, sizeof im.param, "%s", p);
+    api_image *v = realloc(l->v, (l->n + 1) * sizeof *v);
+    if (v) l->v = v;
+    if (!v || !(im.url = dup_n(url, n)) || !(im.mime = dup_n("", 0))) {
+        free(im.url);
+        return fail(e, p, "out of memory");
+    }
+    l->v[l->n++] = im;
+    return 0;
+}
+
+/* An image given by URL: "data:MIME[;param...];base64,DATA", or http(s). */
 static int image_url(img_list *l, json_t *u, size_t at, const char *p, api_error *e)
 {
     if (!json_is_string(u)) return fail(e, p, "%s: the image's url must be a string", p);
     const char *s = json_string_value(u);
     const size_t n = json_string_length(u);
-    if (!strncmp(s, "http://", 7) || !strncmp(s, "https://", 8))
-        return fail(e, p, "%s: remote image URLs are not fetched; send the picture inline as a data: URI (base64)", p);
+    if (!strncmp(s, "http://", 7) || !strncmp(s, "https://", 8)) return add_remote(l, s, n, at, p, e);
     if (strncmp(s, "data:", 5)) return fail(e, p, "%s: the image's url must be a data: URI (data:image/png;base64,...)", p);
     const char *comma = memchr(s, ',', n);
     if (!comma) return fail(e, p, "%s: the data: URI has no ',' before its data", p);
@@ -195,8 +212,14 @@ static int image_source(img_list *l, json_t *src, size_t at, const char *p, api_
 {
     json_t *t = json_object_get(src, "type"), *mt = json_object_get(src, "media_type"), *d = json_object_get(src, "data");
     if (!json_is_object(src) || !json_is_string(t)) return fail(e, p, "%s.source must be an object with a type", p);
-    if (!strcmp(json_string_value(t), "url"))
-        return fail(e, p, "%s: remote image URLs are not fetched; send the picture as a base64 source", p);
+    if (!strcmp(json_string_value(t), "url")) {
+        json_t *u = json_object_get(src, "url");
+        if (!json_is_string(u)) return fail(e, p, "%s.source.url must be a string", p);
+        const char *s = json_string_value(u);
+        if (strncmp(s, "http://", 7) && strncmp(s, "https://", 8))
+            return fail(e, p, "%s.source.url must be an http or https URL", p);
+        return add_remote(l, s, json_string_length(u), at, p, e);
+    }
     if (strcmp(json_string_value(t), "base64")) return fail(e, p, "%s.source.type must be \"base64\"", p);
     if (!json_is_string(mt)) return fail(e, p, "%s.source.media_type must be a string", p);
     if (!json_is_string(d)) return fail(e, p, "%s.source.data must be a string", p);

@@ -40,9 +40,11 @@
  *    Responses API's input_image parts (a data: URI with base64 data),
  *    Anthropic's image blocks (a base64 source with its media_type) become
  *    api_image entries of the message, each at the place among the text
- *    where it stood. Invalid base64, a data: URI that is not base64, a
- *    remote URL (http, https: not fetched) and images anywhere else are
- *    refused by path. Whether the bytes are a picture is not checked here.
+ *    where it stood; an http(s) URL (OpenAI's url, Anthropic's url source)
+ *    is kept as the entry's url, for the server to fetch or refuse. Invalid
+ *    base64, a data: URI that is not base64, another URL scheme and images
+ *    anywhere else are refused by path. Whether the bytes are a picture is
+ *    not checked here.
  *  - Anthropic's system (string or text blocks) becomes a leading "system"
  *    message; OpenAI's "developer" role becomes "system". Text parts and
  *    text blocks of one message are joined with '\n'.
@@ -88,9 +90,10 @@ typedef struct api_tool_call {
  * not yet checked as an image: runtime/vision/image.h does that) and the
  * MIME type the client gave with them. */
 typedef struct api_image {
-    uint8_t *data;
+    uint8_t *data;      /* NULL for a remote picture (url) */
     size_t   n;
-    char    *mime;      /* "image/png", ...: the data: URI's or Anthropic's media_type */
+    char    *url;       /* an http(s) URL the server may fetch (strata serve --allow-remote-images), else NULL */
+    char    *mime;      /* "image/png", ...: the data: URI's or Anthropic's media_type ("" for a URL) */
     size_t   at;        /* where the part stood: a byte offset into the message's content */
     char     param[64]; /* where it came from in the request ("messages[0].content[1]"), for errors */
 } api_image;

@@ -4,6 +4,7 @@
 #include "runtime/cli/cli.h"
 
 #include "runtime/model/sampler.h"
+#include "runtime/vision/picture_prompt.h"
 
 #include <errno.h>
 #include <math.h>
@@ -147,16 +148,24 @@ static void usage(FILE *fp)
                 "                  [--seed S] [-t|--threads N] [-c|--ctx N] [--kv-type f16|f32] [--logits-out FILE]\n"
                 "                  [--device auto|cpu|cuda] [--vram-reserve SIZE] [--miss cpu|pcie|auto]\n"
                 "                  [--profile FILE] [--record-routing FILE] [--draft none|ngram|mtp] [--draft-max N]\n"
+                "                  [--image FILE ...]\n"
                 "  Streams the continuation of TEXT to stdout (N tokens, default 64; stops at EOS or\n"
                 "  at the end of the context, -c N, default the model's trained context), then one\n"
                 "  line of timings on stderr.\n"
                 "  --temp 0 is greedy. --logits-out writes the f32 logits of every evaluated\n"
                 "  position (prompt rows, then one row per generated token) as raw little-endian f32.\n"
+                "  --image FILE (PNG, JPEG or WebP; up to 8) puts a picture into the prompt, where TEXT\n"
+                "  says " PICTURE_MARKER " (one per picture), else before TEXT, for a pack built with a\n"
+                "  vision projector (iq3pack build --mmproj).\n"
                 DRAFT_HELP DEVICE_HELP);
 }
 
+#define RUN_MAX_IMAGES 8
+
 typedef struct run_opts {
     const char *pack, *prompt, *logits_out;
+    const char *images[RUN_MAX_IMAGES];
+    int n_images;
     long n, threads, seed, ctx;
     kv_type kv;
     sampler_params sp;
@@ -194,6 +203,13 @@ static int parse(run_opts *o, int argc, char **argv)
         else if (!strcmp(a, "--min-p")) { if (cli_opt_float("run", a, v, 0, 1, &d)) return -1; o->sp.min_p = (float)d; }
         else if (!strcmp(a, "--top-k")) { if (cli_opt_int("run", a, v, 0, 1 << 24, &l)) return -1; o->sp.top_k = (int)l; }
         else if (!strcmp(a, "--logits-out")) o->logits_out = v;
+        else if (!strcmp(a, "--image")) {
+            if (o->n_images == RUN_MAX_IMAGES) {
+                fprintf(stderr, "strata run: --image: at most %d pictures\n", RUN_MAX_IMAGES);
+                return -1;
+            }
+            o->images[o->n_images++] = v;
+        }
         else if (!strcmp(a, "--kv-type")) {
             if (!strcmp(v, "f16")) o->kv = KV_F16;
             else if (!strcmp(v, "f32")) o->kv = KV_F32;
@@ -202,7 +218,55 @@ static int parse(run_opts *o, int argc, char **argv)
     }
     if (!o->pack) { fprintf(stderr, "strata run: no PACK given\n"); return -1; }
     if (!o->prompt) { fprintf(stderr, "strata run: no prompt given (-p TEXT)\n"); return -1; }
+    if (o->n_images && (o->logits_out || o->draft.kind != SPEC_NONE)) {
+        fprintf(stderr, "strata run: --image takes neither --logits-out nor --draft yet\n");
+        return -1;
+    }
     return 0;
+}
+
+/* The pictures of --image, decoded, and the pack's vision tower: the
+ * prompt as text and pictures (picture_prompt.h). -1 with the reason on
+ * stderr. */
+static int picture_prompt_from(const run_opts *o, cli_model *cm, int threads, picture_prompt *pp)
+{
+    char err[512];
+    char *vpath = loader_vision_path(cm->pack);
+    if (!vpath) {
+        fprintf(stderr, "strata run: --image: %s holds no vision projector (iq3pack build --mmproj MMPROJ.gguf "
+                "makes a pack with one)\n", o->pack);
+        return -1;
+    }
+    image_rgb img[RUN_MAX_IMAGES];
+    memset(img, 0, sizeof img);
+    const image_limits lim = { IMAGE_DEFAULT_MAX_BYTES, IMAGE_DEFAULT_MAX_PIXELS };
+    int rc = 0, n = 0;
+    for (; rc == 0 && n < o->n_images; n++) {
+        FILE *f = fopen(o->images[n], "rb");
+        const char *why = NULL;
+        size_t len = 0;
+        uint8_t *data = f ? (uint8_t *)cli_read_all(f, &len, &why) : NULL;
+        if (f) fclose(f);
+        if (!data) {
+            fprintf(stderr, "strata run: %s: %s\n", o->images[n], f ? why : strerror(errno));
+            rc = -1;
+        } else if (image_decode(data, len, &lim, &img[n], err, sizeof err)) {
+            fprintf(stderr, "strata run: %s: %s\n", o->images[n], err);
+            rc = -1;
+        }
+        free(data);
+    }
+    vision_model *v = rc == 0 ? vision_open(vpath, threads, err, sizeof err) : NULL;
+    if (rc == 0 && !v) { fprintf(stderr, "strata run: %s\n", err); rc = -1; }
+    if (rc == 0 && picture_prompt_make(pp, v, loader_tokenizer(cm->pack), o->prompt, true, img, o->n_images, err,
+                                       sizeof err)) {
+        fprintf(stderr, "strata run: %s\n", err);
+        rc = -1;
+    }
+    vision_close(v);
+    for (int i = 0; i < n; i++) image_free(&img[i]);
+    free(vpath);
+    return rc;
 }
 
 static int write_rows(FILE *fp, const float *rows, size_t n)
@@ -229,7 +293,15 @@ int cmd_run(int argc, char **argv)
     FILE *lf = NULL;
     char err[512] = "write failed", piece[256];
     int rc = 1;
-    if (tokenizer_encode(tk, o.prompt, strlen(o.prompt), true, false, &ids, &n_ids) || n_ids == 0) {
+    picture_prompt pp = { 0 };
+    if (o.n_images) {
+        if (picture_prompt_from(&o, &cm, model_n_threads(cm.m), &pp)) goto out;
+        if (pp.n == 0 || pp.c[pp.n - 1].rows) { fprintf(stderr, "strata: the prompt gives no tokens\n"); goto out; }
+        for (int i = 0; i < pp.n; i++) n_ids += pp.c[i].n_ids;
+        if (!(ids = malloc(n_ids * sizeof *ids))) { fprintf(stderr, "strata: out of memory\n"); goto out; }
+        for (int i = 0, k = 0; i < pp.n; k += (int)pp.c[i].n_ids, i++)
+            if (pp.c[i].n_ids) memcpy(ids + k, pp.c[i].ids, pp.c[i].n_ids * sizeof *ids);
+    } else if (tokenizer_encode(tk, o.prompt, strlen(o.prompt), true, false, &ids, &n_ids) || n_ids == 0) {
         fprintf(stderr, "strata: the prompt gives no tokens\n");
         goto out;
     }
@@ -242,8 +314,10 @@ int cmd_run(int argc, char **argv)
     }
     for (size_t i = 0; i < n_ids; i++) sampler_accept(s, ids[i]);
     const int n_ctx = model_n_ctx(cm.m);
-    if (n_ids > (size_t)n_ctx) {
-        fprintf(stderr, "strata run: the prompt is %zu tokens, longer than the context of %d (-c N sets it)\n", n_ids, n_ctx);
+    const size_t n_slots = o.n_images ? pp.n_slots : n_ids;
+    if (n_slots > (size_t)n_ctx) {
+        fprintf(stderr, "strata run: the prompt is %zu tokens%s, longer than the context of %d (-c N sets it)\n",
+                n_slots, o.n_images ? " and picture rows" : "", n_ctx);
         goto out;
     }
     /* before the prompt's forward: an mtp draft reads the prompt's rows */
@@ -257,8 +331,9 @@ int cmd_run(int argc, char **argv)
     const double t0 = cli_now();
     double t_prompt = 0;
     long n_gen = 0;
-    if (model_forward(cm.m, ids, (int)n_ids, logits, lf != NULL, err, sizeof err) ||
-        write_rows(lf, logits, (lf ? n_ids : 0) * (size_t)nv)) {
+    if (o.n_images ? picture_prompt_eval(&pp, 0, cm.m, logits, err, sizeof err)
+                   : model_forward(cm.m, ids, (int)n_ids, logits, lf != NULL, err, sizeof err) ||
+                         write_rows(lf, logits, (lf ? n_ids : 0) * (size_t)nv)) {
         fprintf(stderr, "strata: %s\n", err);
         goto out;
     }
@@ -303,8 +378,8 @@ int cmd_run(int argc, char **argv)
         /* the first token comes from the prompt's logits; the rest took one
          * decode step each */
         const double t_gen = cli_now() - t0 - t_prompt;
-        fprintf(stderr, "strata run: prompt %zu tokens, %.1f tokens/s; generation %ld tokens, %.1f tokens/s\n", n_ids,
-                t_prompt > 0 ? (double)n_ids / t_prompt : 0.0, n_gen,
+        fprintf(stderr, "strata run: prompt %zu tokens, %.1f tokens/s; generation %ld tokens, %.1f tokens/s\n", n_slots,
+                t_prompt > 0 ? (double)n_slots / t_prompt : 0.0, n_gen,
                 n_gen > 1 && t_gen > 0 ? (double)(n_gen - 1) / t_gen : 0.0);
         if (sc) {
             const spec_stats ss = spec_get_stats(sc);
@@ -327,6 +402,7 @@ int cmd_run(int argc, char **argv)
     }
     rc = cli_save_routing(&cm, &o.dev) ? 1 : 0;
 out:
+    picture_prompt_free(&pp);
     if (lf && fclose(lf) != 0 && rc == 0) { fprintf(stderr, "strata: %s: write failed\n", o.logits_out); rc = 1; }
     spec_free(sc);
     sampler_free(s);

@@ -7,6 +7,7 @@
  * load ends with one error line and no "listening" line. */
 #include "runtime/cli/serve_cli.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -27,9 +28,11 @@ static void usage(FILE *fp, const serve_engine_hooks *hooks)
         "                         [--parallel N] [--queue N] [--ctx N] [--chat-template NAME]\n"
         "                         [--cors ORIGIN] [--max-body BYTES] [--no-prompt-cache]\n"
         "                         [--strict-max-tokens] [--draft none|ngram|mtp] [--draft-max N]\n"
-        "                         [--no-webui]\n"
+        "                         [--no-webui] [--allow-remote-images]\n"
         "  Serves PACK over OpenAI- and Anthropic-compatible HTTP APIs (docs/server.md), with a chat\n"
-        "  page at / and a dashboard of /metrics at /dashboard for a browser.\n"
+        "  page at / and a dashboard of /metrics at /dashboard for a browser. Pictures in requests\n"
+        "  (image_url parts, image blocks) are answered when the pack has a vision projector strata\n"
+        "  runs (iq3pack build --mmproj); --max-body bounds their size.\n"
         "  --host          name or IPv4/IPv6 address to bind: localhost, 0.0.0.0, ::1 (default 127.0.0.1:\n"
         "                  this machine only)\n"
         "  --port          TCP port (default 8080; 0 picks a free one and prints it)\n"
@@ -48,6 +51,9 @@ static void usage(FILE *fp, const serve_engine_hooks *hooks)
         "                  deepseek-v3.1, llama4, llama3.x, mistral-v3* and gpt-oss bring their tool calls)\n"
         "  --cors          allow browser requests from ORIGIN\n"
         "  --no-webui      no chat page and dashboard (/ then answers as /health)\n"
+        "  --allow-remote-images  fetch pictures a request names by http(s) URL (at most 20 MiB, 10 s,\n"
+        "                  3 redirects; any address the server can reach, its own network included);\n"
+        "                  without it such a picture is refused (400)\n"
         "  --max-body      largest request body in bytes (default 1048576)\n"
         "  --no-prompt-cache  evaluate every prompt whole (default: a slot keeps its KV cache and a\n"
         "                  request evaluates only what follows the prefix it shares with it)\n"
@@ -102,6 +108,7 @@ static int parse_args(int argc, char **argv, serve_opts *o)
         if (!strcmp(a, "--no-prompt-cache")) { o->no_prompt_cache = true; continue; }
         if (!strcmp(a, "--strict-max-tokens")) { o->cfg.strict_max_tokens = true; continue; }
         if (!strcmp(a, "--no-webui")) { o->cfg.no_webui = true; continue; }
+        if (!strcmp(a, "--allow-remote-images")) { o->cfg.allow_remote_images = true; continue; }
         if (a[0] != '-') {
             if (o->pack) { fprintf(stderr, "strata serve: more than one PACK given ('%s')\n", a); return 2; }
             o->pack = a;
@@ -233,6 +240,11 @@ int strata_cmd_serve_with(int argc, char **argv, const serve_engine_hooks *hooks
             return 1;
         }
         cli_warn_ctx(o.cfg.n_ctx, n_train);
+    }
+    /* libcurl's process-wide state, before any thread of the server exists (it lives until exit) */
+    if (o.cfg.allow_remote_images && curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fprintf(stderr, "strata serve: --allow-remote-images: libcurl could not be initialised\n");
+        return 1;
     }
     server *s = server_start(&o.cfg, err, sizeof err);
     if (!s) { fprintf(stderr, "strata serve: %s\n", err); return 1; }

@@ -735,6 +735,11 @@ const char *loader_vision(const loaded_pack *p, int *n_tensors, uint64_t *bytes)
     return p->x.vision_projector;
 }
 
+char *loader_vision_path(const loaded_pack *p)
+{
+    return p->x.have_vision ? pack_path(p->dir, PACK_VISION) : NULL;
+}
+
 const char *loader_dir(const loaded_pack *p) { return p->dir; }
 int loader_lazy_experts(const loaded_pack *p) { return p->lazy_experts; }
 

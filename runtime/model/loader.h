@@ -78,6 +78,8 @@ int loader_n_tensors(const loaded_pack *p);         /* rows + expert parts */
  * clip.projector_type, with its tensor count and file bytes; NULL when the
  * pack has none. */
 const char *loader_vision(const loaded_pack *p, int *n_tensors, uint64_t *bytes);
+/* Its file's path (malloc'd; NULL when the pack has none or out of memory). */
+char *loader_vision_path(const loaded_pack *p);
 
 int loader_check(const char *dir, FILE *out, char *err, size_t errlen);
 

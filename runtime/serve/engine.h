@@ -29,6 +29,9 @@
 
 #define ENGINE_MAX_PROBS 20
 
+struct image_rgb;                                   /* runtime/vision/image.h */
+typedef struct engine_pictures engine_pictures;     /* the engine's: a prompt's pictures */
+
 /* A constraint on what may come next (JSON mode): fill() marks allow[id] 1
  * for each token that may, for the n_vocab of the vocabulary, and returns
  * true; false when nothing is constrained at this step. Called by step()
@@ -56,6 +59,8 @@ typedef struct engine_sampling {
     const int32_t     *bias_id;     /* logit_bias: n_bias token ids (each < n_vocab) and the bias added to each */
     const float       *bias;
     int                n_bias;
+    const engine_pictures *pictures; /* the prompt's pictures (tokenize_pictures made both), NULL: none; no
+                                      * drafting then */
 } engine_sampling;
 
 typedef struct engine_token {
@@ -79,11 +84,22 @@ typedef struct engine {
     bool        mtp;           /* sessions may draft with the model's next-token-prediction block
                                 * (engine_sampling.draft_mtp) */
     const char *vision;        /* the pack's vision projector type (clip.projector_type), NULL when it has
-                                * none; sessions take no images either way yet */
+                                * none */
+    const char *vision_off;    /* with a projector: why pictures are not taken (NULL: they are, through
+                                * tokenize_pictures) */
 
     /* Special tokens written in text become their ids (templates rely on it). */
     int  (*tokenize)(void *self, const char *text, size_t len, bool add_special,
                      int32_t **ids, size_t *n);
+    /* Optional (NULL: no pictures): text with one "<__media__>" marker per picture (none: the pictures
+     * go first), tokenized with the pictures run through the vision projector. *ids is begin()'s prompt,
+     * each picture a run of ids below 0, one per row, the same for the same pixels (so the prompt cache
+     * keys on them), *pics what begin() needs for them (sampling.pictures; pictures_free). -1 with one
+     * line in err (a marker count that does not match, a prompt ending with a picture). */
+    int  (*tokenize_pictures)(void *self, const char *text, size_t len, bool add_special,
+                              const struct image_rgb *pics, size_t n_pics, int32_t **ids, size_t *n,
+                              engine_pictures **out, char *err, size_t errlen);
+    void (*pictures_free)(engine_pictures *p);
     /* Same return convention as tokenizer_piece(): the full length, or -1. */
     int  (*piece)(void *self, int32_t id, char *buf, size_t bufsz);
     bool (*is_eog)(void *self, int32_t id);

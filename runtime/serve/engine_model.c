@@ -1,6 +1,7 @@
 /* engine_model.c: see engine_model.h. Sections: the engine object and its
  * contexts, the tokenizer side, a session (begin/step/end), opening. */
 #include "runtime/serve/engine_model.h"
+#include "runtime/serve/engine_pictures.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -43,6 +44,9 @@ typedef struct model_engine {
         size_t   n, cap;
     } *held;
     bool             no_prompt_cache;
+    vision_model    *vision;   /* the pack's vision tower when pictures are taken, else NULL */
+    pthread_mutex_t  vision_mu; /* one picture through the tower at a time */
+    char            *vision_off; /* why they are not (a projector is there), or NULL */
 } model_engine;
 
 struct engine_session {
@@ -69,6 +73,15 @@ static int me_tokenize(void *self, const char *text, size_t len, bool add_specia
     model_engine *me = self;
     /* parse_special: a rendered template writes <|im_start|> etc. as text */
     return tokenizer_encode(me->tok, text, len, add_special, true, ids, n);
+}
+
+static int me_tokenize_pictures(void *self, const char *text, size_t len, bool add_special,
+                                const struct image_rgb *pics, size_t n_pics, int32_t **ids, size_t *n,
+                                engine_pictures **out, char *err, size_t errlen)
+{
+    model_engine *me = self;
+    return ep_tokenize(me->vision, &me->vision_mu, me->tok, text, len, add_special, pics, n_pics, ids, n, out, err,
+                       errlen);
 }
 
 static int me_piece(void *self, int32_t id, char *buf, size_t bufsz)
@@ -332,13 +345,15 @@ static engine_session *me_begin(void *self, const int32_t *prompt, size_t n_prom
      * always evaluated, its logits give the first answer token */
     size_t keep = me->no_prompt_cache ? 0 : common_prefix(&me->held[s->slot], prompt, n_prompt);
     if (keep >= n_prompt) keep = n_prompt - 1;
+    const engine_pictures *pics = sp->pictures;
+    keep = ep_keep(pics, keep); /* a picture's rows go in whole */
     model_rewind(m, (int)keep);
     /* a sliding window, or a recurrent state without a checkpoint there, may start over */
     keep = (size_t)model_n_past(m) < keep ? (size_t)model_n_past(m) : keep;
     me->held[s->slot].n = keep;
     const size_t reused = keep;
     /* the drafter before the prompt's forward: mtp reads its rows (those after the cached prefix) */
-    if (sp->draft_max > 0 && !sp->mask) {
+    if (sp->draft_max > 0 && !sp->mask && !pics) {
         spec_params dp = spec_default_params();
         dp.max_draft = sp->draft_max > SPEC_MAX_DRAFT ? SPEC_MAX_DRAFT : sp->draft_max;
         if (sp->draft_mtp) {
@@ -353,7 +368,14 @@ static engine_session *me_begin(void *self, const int32_t *prompt, size_t n_prom
     /* Gated DeltaNet layers keep their state at the prompt's last token but one (model_checkpoint),
      * where the next request sharing this prompt (the same again, or a conversation going on) resumes */
     int bad = 0;
-    if (model_hp(m)->arch.gated_delta_net && n_prompt - 1 > keep) {
+    if (pics) {
+        bad = ep_eval(pics, m, keep, s->logits, err, errlen);
+        if (!bad && held_append(me, s->slot, prompt + keep, n_prompt - keep) != 0) {
+            snprintf(err, errlen, "out of memory");
+            bad = -1;
+        }
+        keep = n_prompt;
+    } else if (model_hp(m)->arch.gated_delta_net && n_prompt - 1 > keep) {
         bad = model_forward(m, prompt + keep, (int)(n_prompt - 1 - keep), s->logits, false, err, errlen);
         if (!bad) model_checkpoint(m);
         if (!bad && held_append(me, s->slot, prompt + keep, n_prompt - 1 - keep) != 0) {
@@ -362,8 +384,8 @@ static engine_session *me_begin(void *self, const int32_t *prompt, size_t n_prom
         }
         if (!bad) keep = n_prompt - 1;
     }
-    if (!bad) bad = model_forward(m, prompt + keep, (int)(n_prompt - keep), s->logits, false, err, errlen);
-    if (!bad && held_append(me, s->slot, prompt + keep, n_prompt - keep) != 0) {
+    if (!bad && !pics) bad = model_forward(m, prompt + keep, (int)(n_prompt - keep), s->logits, false, err, errlen);
+    if (!bad && !pics && held_append(me, s->slot, prompt + keep, n_prompt - keep) != 0) {
         snprintf(err, errlen, "out of memory");
         bad = -1;
     }
@@ -522,6 +544,9 @@ void engine_model_free(engine *e)
     for (int i = 0; me->held && i < me->n_slots; i++) free(me->held[i].ids);
     free(me->held);
     tier_free(me->tier);
+    vision_close(me->vision);
+    free(me->vision_off);
+    pthread_mutex_destroy(&me->vision_mu);
     loader_close(me->pack);
     free(me->name);
     free(me->bos);
@@ -547,6 +572,28 @@ static int read_tokenizer_meta(model_engine *me, const char *dir, char *err, siz
     return 0;
 }
 
+/* The pack's vision tower, when the model can take its rows on the backend it runs on; else why
+ * not, in vision_off (a projector strata does not run, a backend that takes no pictures). */
+static void open_vision(model_engine *me, int n_threads)
+{
+    char err[512], *path = loader_vision_path(me->pack);
+    const model_hparams *hp = loader_hparams(me->pack);
+    const int need = hp->n_embd * (1 + hp->n_deepstack);
+    vision_model *v = path ? vision_open(path, n_threads, err, sizeof err) : NULL;
+    if (!path) snprintf(err, sizeof err, "out of memory");
+    else if (v && (!hp->arch.mrope_sections || vision_width(v) != need))
+        snprintf(err, sizeof err, "its rows (%d floats) do not fit %s (%d)", vision_width(v), hp->arch.name, need);
+    else if (v && !model_backend_ctx(me->slots[0], &backend_cpu))
+        snprintf(err, sizeof err, "the model runs on a GPU, which takes no pictures yet (--device cpu does)");
+    else if (v) {
+        me->vision = v;
+        v = NULL;
+    }
+    free(path);
+    vision_close(v);
+    if (!me->vision) me->vision_off = strdup(err);
+}
+
 engine *engine_model_open(const char *dir, const engine_model_opts *o, char *err, size_t errlen)
 {
     engine_model_opts opt = o ? *o : (engine_model_opts){ 0 };
@@ -560,6 +607,7 @@ engine *engine_model_open(const char *dir, const engine_model_opts *o, char *err
     model_engine *me = calloc(1, sizeof *me);
     if (!me) { snprintf(err, errlen, "out of memory"); return NULL; }
     pthread_mutex_init(&me->mu, NULL);
+    pthread_mutex_init(&me->vision_mu, NULL);
     me->e.self = me;
     const loader_opts lo = { opt.progress, opt.progress_ctx, opt.plan && opt.plan->tier, opt.plan && !opt.plan->tier };
     me->pack = loader_open_opts(dir, &lo, err, errlen);
@@ -642,8 +690,11 @@ engine *engine_model_open(const char *dir, const engine_model_opts *o, char *err
     me->record = dev.record;
     int n_vt;
     uint64_t vbytes;
+    const char *vision = loader_vision(me->pack, &n_vt, &vbytes);
+    if (vision) open_vision(me, opt.n_threads);
     me->e = (engine){
-        .vision = loader_vision(me->pack, &n_vt, &vbytes),
+        .vision = vision, .vision_off = me->vision_off,
+        .tokenize_pictures = me->vision ? me_tokenize_pictures : NULL, .pictures_free = ep_free,
         .self = me, .name = me->name, .n_ctx = model_n_ctx(me->slots[0]),
         .chat_template = me->tmpl, .bos_text = me->bos, .eos_text = me->eos, .n_vocab = me->n_vocab, .mtp = mtp,
         .tokenize = me_tokenize, .piece = me_piece, .is_eog = me_is_eog,

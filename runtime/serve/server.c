@@ -240,6 +240,7 @@ server *server_start(const server_config *cfg, char *err, size_t errlen)
     s->n_ctx_cfg = cfg->n_ctx;
     s->strict_max_tokens = cfg->strict_max_tokens;
     s->webui = !cfg->no_webui;
+    s->remote_images = cfg->allow_remote_images;
     s->draft_max = cfg->draft_max;
     s->draft_mtp = cfg->draft_mtp;
     s->max_body = cfg->max_body ? cfg->max_body : (size_t)1 << 20;

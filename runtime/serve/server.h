@@ -41,6 +41,8 @@ typedef struct server_config {
                                 * most a step, 0: none */
     bool        draft_mtp;     /* and those guesses from the next-token-prediction block, not n-grams */
     bool        no_webui;      /* no chat page at / (it answers as /health) and no /dashboard */
+    bool        allow_remote_images; /* fetch pictures requests name by http(s) URL (libcurl initialised by
+                                      * the caller); false: refused */
 } server_config;
 
 typedef struct server server;

@@ -85,7 +85,7 @@ static void release(ant *a)
 {
     server_gen_finish(a->s, a->g, a->p.n_ids);
     if (a->slot) server_slot_release(a->s);
-    free(a->p.ids);
+    server_prepared_free(a->s, &a->p);
     api_request_free(&a->r);
     tool_scan_free(&a->ts);
     free(a);

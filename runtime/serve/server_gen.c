@@ -115,16 +115,35 @@ static void free_texts(char **t, size_t n)
     free(t);
 }
 
+static int prepare(server *s, const api_request *r, api_message *marked, prepared *p, api_error *e);
+
 int server_prepare(server *s, const api_request *r, prepared *p, api_error *e)
 {
     memset(p, 0, sizeof *p);
     memset(e, 0, sizeof *e);
     p->forced_tool = -1;
+    api_message *marked = NULL;
+    if (server_pictures(s, r, p, &marked, e)) return -1;
+    const int rc = prepare(s, r, marked, p, e);
+    server_free_marked(r, marked);
+    if (rc) server_prepared_free(s, p);
+    return rc;
+}
+
+void server_prepared_free(const server *s, prepared *p)
+{
+    free(p->ids);
+    p->ids = NULL;
+    server_free_pictures(s, p);
+}
+
+/* server_prepare() after the pictures: marked, the messages with their markers (NULL: none). */
+static int prepare(server *s, const api_request *r, api_message *marked, prepared *p, api_error *e)
+{
     const engine *eng = s->eng;
     char *text;
     const char *what = r->kind == API_COMPLETION ? "prompt" : "messages";
     bool add_special = true;
-    if (server_check_images(s, r, e)) return -1;
     if (r->draft_mtp == 1 && r->draft_max != 0 && !eng->mtp)
         return fail(e, 400, "draft", "draft \"mtp\" needs the model's next-token-prediction block, which this "
                                      "server's model does not have (or runs on a GPU): use \"ngram\"");
@@ -155,7 +174,9 @@ int server_prepare(server *s, const api_request *r, prepared *p, api_error *e)
     } else {
         const chat_setup cs = { .family = s->family, .tools = s->tools, .bos = eng->bos_text,
                                 .eos = eng->eos_text, .default_system = s->default_system };
-        text = chat_request_render(&cs, r, e);
+        api_request rm = *r; /* with pictures: the texts that mark where they stood */
+        if (marked) rm.msgs = marked;
+        text = chat_request_render(&cs, &rm, e);
         if (!text) return -1;
         p->tools = r->n_tools > 0;
         p->tool_defs = (const char *const *)r->tools;
@@ -177,15 +198,21 @@ int server_prepare(server *s, const api_request *r, prepared *p, api_error *e)
         size_t bl = strlen(eng->bos_text);
         if (bl && !strncmp(text, eng->bos_text, bl)) add_special = false;
     }
-    int rc = eng->tokenize(eng->self, text, strlen(text), add_special, &p->ids, &p->n_ids);
-    free(text);
-    if (rc != 0) return fail(e, 500, what, "tokenization failed");
+    if (p->n_pics) { /* the pictures through the vision projector, in the prompt where their markers are */
+        char perr[256];
+        int rc = eng->tokenize_pictures(eng->self, text, strlen(text), add_special, p->pics, p->n_pics, &p->ids,
+                                        &p->n_ids, &p->pictures, perr, sizeof perr);
+        free(text);
+        if (rc != 0) return fail(e, 400, what, perr);
+    } else {
+        int rc = eng->tokenize(eng->self, text, strlen(text), add_special, &p->ids, &p->n_ids);
+        free(text);
+        if (rc != 0) return fail(e, 500, what, "tokenization failed");
+    }
     char msg[256];
     if (p->n_ids >= (size_t)s->n_ctx) {
-        snprintf(msg, sizeof msg, "the prompt is %zu tokens; the context length is %d tokens",
-                 p->n_ids, s->n_ctx);
-        free(p->ids);
-        p->ids = NULL;
+        snprintf(msg, sizeof msg, "the prompt is %zu tokens%s; the context length is %d tokens",
+                 p->n_ids, p->n_pics ? " and picture rows" : "", s->n_ctx);
         return fail(e, 400, what, msg);
     }
     int room = s->n_ctx - (int)p->n_ids;
@@ -198,8 +225,6 @@ int server_prepare(server *s, const api_request *r, prepared *p, api_error *e)
         snprintf(msg, sizeof msg,
                  "the prompt (%zu tokens) plus max_tokens (%d) exceeds the context length of %d tokens",
                  p->n_ids, p->max_tokens, s->n_ctx);
-        free(p->ids);
-        p->ids = NULL;
         return fail(e, 400, "max_tokens", msg);
     }
     return 0;
@@ -228,7 +253,8 @@ gen *server_gen_begin(server *s, const api_request *r, const prepared *p, char *
                       .n_bias = r->n_bias, .min_p = r->min_p, .repeat_penalty = r->repeat_penalty,
                       .draft_max = r->draft_max >= 0 ? r->draft_max : s->draft_max,
                       .draft_mtp = r->draft_mtp >= 0 ? r->draft_mtp == 1 : s->draft_mtp,
-                      .n_probs = r->logprobs ? (r->top_logprobs > 0 ? r->top_logprobs : 1) : 0 },
+                      .n_probs = r->logprobs ? (r->top_logprobs > 0 ? r->top_logprobs : 1) : 0,
+                      .pictures = p->pictures },
         .stops = (const char *const *)r->stops,
         .n_stops = r->n_stops,
         .cancel = &s->stopping,

@@ -34,6 +34,7 @@ struct server {
     size_t             max_body;
     bool               strict_max_tokens;
     bool               webui;      /* the chat page and dashboard (server_web.c) */
+    bool               remote_images; /* --allow-remote-images (server_images.c) */
     int                draft_max;  /* server_config's: the default of requests that do not say */
     bool               draft_mtp;
     struct MHD_Daemon *daemon;
@@ -117,10 +118,22 @@ typedef struct prepared {
                                  * names and holds to its schema (server_gen_begin), its close the answer's end;
                                  * in the tagged formats only the name is held (forced_name_only) */
     bool      forced_name_only;
+    struct image_rgb *pics;         /* the request's pictures, decoded, in message order */
+    size_t    n_pics;
+    engine_pictures *pictures;      /* the engine's, for begin() (NULL: no pictures) */
 } prepared;
-/* The request's pictures decoded and held to the limits, each failure a
- * 400 naming the part (server_images.c); 0 when there are none. */
-int server_check_images(const server *s, const api_request *r, api_error *e);
+/* The request's pictures decoded into p->pics and held to the limits, each
+ * failure a 400 naming the part; then a 400 by name when the model takes
+ * none, or a client's text holding the picture marker. With pictures,
+ * *marked is a copy of the messages whose contents carry the marker where
+ * each picture stood (server_free_marked). 0 when there are none
+ * (server_images.c). */
+int server_pictures(const server *s, const api_request *r, prepared *p, api_message **marked, api_error *e);
+void server_free_marked(const api_request *r, api_message *msgs);
+/* The prepared prompt's pictures and their engine state. */
+void server_free_pictures(const server *s, prepared *p);
+/* Everything server_prepare() made (the ids, the pictures). */
+void server_prepared_free(const server *s, prepared *p);
 /* Renders (chat) or takes (completion) the prompt, tokenizes it and checks
  * the context; on failure fills e (400 with the limit that was hit). */
 int server_prepare(server *s, const api_request *r, prepared *p, api_error *e);

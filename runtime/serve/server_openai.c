@@ -124,7 +124,7 @@ static void release(oai *o)
     o->g = NULL;
     if (o->slot) server_slot_release(o->s);
     o->slot = false;
-    free(o->p.ids);
+    server_prepared_free(o->s, &o->p);
     api_request_free(&o->r);
     tool_scan_free(&o->ts);
     free(o);

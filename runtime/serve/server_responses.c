@@ -121,7 +121,7 @@ static void release(resp *x)
 {
     server_gen_finish(x->s, x->g, x->p.n_ids);
     if (x->slot) server_slot_release(x->s);
-    free(x->p.ids);
+    server_prepared_free(x->s, &x->p);
     api_request_free(&x->r);
     tool_scan_free(&x->ts);
     strbuf_free(&x->reasoning);

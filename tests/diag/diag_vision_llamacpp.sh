@@ -13,6 +13,9 @@
 #                             tokenize and eval as llama-mtmd-cli runs them
 #                             (tests/diag/diag_mtmd_greedy.c)
 #   qwen3vl.NAME.logits.f32   the logits the first of them was drawn from
+#   qwen3vl.NAME.chat.txt     llama-mtmd-cli's greedy answer (8 tokens) to a user
+#                             message "What is this?<__media__>" in chatml (the
+#                             template strata serve uses for a pack without one)
 #
 #   sh tests/diag/diag_vision_llamacpp.sh tests/fixtures/vision [CPU_VARIANT]
 set -eu
@@ -24,6 +27,7 @@ bin=$root/build/cc/tests/test_qwen3vl_llamacpp
 [ -x "$bin" ] || { echo "$bin: build the tests first (make tests)" >&2; exit 2; }
 . "$root/tests/diag/diag_llamacpp_env.sh"
 llamacpp_fetch
+llamacpp_fetch_tools
 [ -f "$sys/libmtmd.so" ] || { echo "$sys/libmtmd.so: not in the unpacked packages" >&2; exit 1; }
 for prog in mtmd_embd mtmd_greedy; do
     if ! [ -x "$deb/$prog" ] || [ "$root/tests/diag/diag_$prog.c" -nt "$deb/$prog" ]; then
@@ -47,4 +51,15 @@ grep -v -e '^prompt ' -e '^n ' "$work/list" | while read -r name w h; do
         >"$out/qwen3vl.$name.greedy.txt" 2>"$work/$name.greedy.log" || { cat "$work/$name.greedy.log" >&2; exit 1; }
     grep -e '^text chunk' -e '^picture chunk' "$work/$name.greedy.log"
     echo "$name greedy: $(tr '\n' ' ' <"$out/qwen3vl.$name.greedy.txt")"
+    # llama-mtmd-cli prints a newline before the answer and two after it; now and then (0.7.0) it
+    # exits with status 0 and prints nothing at all, so it runs until it has printed them
+    for try in 1 2 3 4 5 6; do
+        llamacpp_tool llama-mtmd-cli -m "$work/text_vl.gguf" --mmproj "$work/mmproj.gguf" --image "$work/$name.png" \
+            -p "What is this?<__media__>" --temp 0 -n 8 --no-warmup -t 2 --chat-template chatml \
+            >"$work/$name.chat" 2>"$work/$name.chat.log" || { tail -5 "$work/$name.chat.log" >&2; exit 1; }
+        [ "$(tail -c 2 "$work/$name.chat" | od -An -c | tr -d ' ')" = '\n\n' ] && break
+        [ "$try" = 6 ] && { echo "llama-mtmd-cli printed no answer in 6 runs" >&2; exit 1; }
+    done
+    tail -c +2 "$work/$name.chat" | head -c -2 >"$out/qwen3vl.$name.chat.txt"
+    echo "$name chat: $(od -An -c "$out/qwen3vl.$name.chat.txt" | tr -s ' ')"
 done

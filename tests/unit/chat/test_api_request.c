@@ -509,8 +509,13 @@ static void test_images(void **st)
     assert_int_equal(r.msgs[0].images[0].at, 1);
     api_request_free(&r);
 #define IMG(url) "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\",\"image_url\":{\"url\":\"" url "\"}}]}]}"
-    expect_message(API_CHAT, IMG("https://example.com/a.png"), "messages[0].content[0]", "remote image URLs are not fetched");
-    expect_message(API_CHAT, IMG("http://example.com/a.png"), "messages[0].content[0]", "remote image URLs");
+    /* remote pictures: kept by URL for the server (which fetches them only with --allow-remote-images) */
+    static const char url_req[] = IMG("https://example.com/a.png");
+    assert_int_equal(api_request_parse(API_CHAT, url_req, sizeof url_req - 1, 256, &r, &e), 0);
+    assert_int_equal(r.msgs[0].n_images, 1);
+    assert_string_equal(r.msgs[0].images[0].url, "https://example.com/a.png");
+    assert_null(r.msgs[0].images[0].data);
+    api_request_free(&r);
     expect_message(API_CHAT, IMG("data:image/png,abc"), "messages[0].content[0]", "must be base64");
     expect_message(API_CHAT, IMG("data:image/png;base64"), "messages[0].content[0]", "no ','");
     expect_message(API_CHAT, IMG("data:image/png;base64,A"), "messages[0].content[0]", "not valid base64");
@@ -524,8 +529,12 @@ static void test_images(void **st)
                    "{\"url\":\"data:image/png;base64,QQ==\"}}]}]}",
                    "messages[0].content[0].type", "text only");
 #define AIMG(src) "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image\",\"source\":" src "}]}]}"
-    expect_message(API_MESSAGES, AIMG("{\"type\":\"url\",\"url\":\"https://x/y.png\"}"), "messages[0].content[0]",
-                   "remote image URLs are not fetched");
+    static const char aurl[] = AIMG("{\"type\":\"url\",\"url\":\"http://x/y.png\"}");
+    assert_int_equal(api_request_parse(API_MESSAGES, aurl, sizeof aurl - 1, 256, &r, &e), 0);
+    assert_string_equal(r.msgs[0].images[0].url, "http://x/y.png");
+    api_request_free(&r);
+    expect_message(API_MESSAGES, AIMG("{\"type\":\"url\",\"url\":\"ftp://x/y.png\"}"), "messages[0].content[0]",
+                   "must be an http or https URL");
     expect_message(API_MESSAGES, AIMG("{\"type\":\"file\",\"file_id\":\"f\"}"), "messages[0].content[0]", "base64");
     expect_message(API_MESSAGES, AIMG("{\"type\":\"base64\",\"data\":\"QQ==\"}"), "messages[0].content[0]", "media_type");
     expect_message(API_MESSAGES, AIMG("{\"type\":\"base64\",\"media_type\":\"image/png\",\"data\":\"Q===\"}"),

@@ -1654,10 +1654,13 @@ static void test_images(void **st)
         post_image(f.port, a, "image/jpeg", png, n, "the data is a PNG picture, not image/jpeg as declared");
         post_image(f.port, a, "image/png", (const uint8_t *)"GIF89a", 6, "not a PNG, JPEG or WebP picture");
     }
-    /* a pack with a projector strata does not run yet: said so */
-    f.e->vision = "qwen3vl_merger";
-    post_image(f.port, false, "image/png", png, n, "vision projector (qwen3vl_merger) is not run by strata yet");
+    /* a pack with a projector the engine does not take pictures through: said so, with its reason */
+    f.e->vision = "llama4";
+    f.e->vision_off = "vision projector 'llama4' is not supported (supported: qwen3vl_merger)";
+    post_image(f.port, false, "image/png", png, n,
+               "vision projector (llama4) takes no pictures here: vision projector 'llama4' is not supported");
     f.e->vision = NULL;
+    f.e->vision_off = NULL;
     /* the server is unharmed: a text request still answers */
     reply r = { 0 };
     http(f.port, "/v1/chat/completions", CHAT ",\"max_tokens\":4}", NULL, &r);
