@@ -171,7 +171,8 @@ int hparams_load(model_hparams *hp, const char *arch, hparam_get_fn get, void *c
         double v;
         snprintf(key, sizeof key, "%s.%s[%d]", arch, HPARAM_KEYS[HPK_ROPE_SECTIONS].key, i);
         if (get(ctx, key, &v) != 0) {
-            snprintf(err, errlen, "hyperparameter %s.%s (4 counts) is missing", arch, HPARAM_KEYS[HPK_ROPE_SECTIONS].key);
+            snprintf(err, errlen, "hyperparameter %s.%s (4 counts) is missing (a pack built before strata carried it "
+                     "needs building again)", arch, HPARAM_KEYS[HPK_ROPE_SECTIONS].key);
             return -1;
         }
         if (!isfinite(v) || v < 0 || v != floor(v) || v > 1e6) {

@@ -241,6 +241,31 @@ static void test_refusals(void **st)
     assert_null(vision_open(cut, 1, err, sizeof err));
     assert_non_null(strstr(err, "tensor v.blk.2.ffn_down.weight is missing"));
     unlink(cut);
+    /* the text model without its M-RoPE sections: refused by name (its rotated pairs cannot be placed) */
+    char tv[4400];
+    snprintf(tv, sizeof tv, "%s/text_vl.gguf", dir);
+    assert_int_equal(vm_write_text_vl(tv, SHIPPED_MODEL, err, sizeof err), 0);
+    d = slurp(tv, &n);
+    assert_non_null(d);
+    g = gguf_open_memory(d, n, "tv", err, sizeof err);
+    assert_non_null(g);
+    w = gguf_writer_new();
+    for (int64_t i = 0; i < gguf_n_kv(g); i++)
+        if (strcmp(gguf_kv_key(g, i), "qwen3vlmoe.rope.dimension_sections"))
+            assert_int_equal(gguf_writer_copy_kv(w, g, i), 0);
+    for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
+        const gguf_tensor *t = gguf_tensor_at(g, i);
+        assert_true(gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->size) >= 0);
+    }
+    assert_int_equal(gguf_writer_write(w, cut, err, sizeof err), 0);
+    gguf_writer_free(w);
+    gguf_close(g);
+    free(d);
+    gguf_model gm;
+    assert_int_not_equal(gguf_model_load(&gm, cut, 0, err, sizeof err), 0);
+    assert_non_null(strstr(err, "hyperparameter qwen3vlmoe.rope.dimension_sections (4 counts) is missing"));
+    unlink(cut);
+    unlink(tv);
     unlink(path);
     rmdir(dir);
 }
