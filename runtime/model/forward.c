@@ -329,8 +329,8 @@ int model_forward_image(model *m, const float *rows, int width, int nx, int ny, 
 {
     const model_hparams *hp = &m->hp;
     const int need = hp->n_embd * (1 + hp->n_deepstack);
-    if (!hp->arch.mrope_sections || m->mtp) {
-        snprintf(err, errlen, "%s takes no picture rows (only models with M-RoPE positions do)", hp->arch.name);
+    if (m->mtp || hp->arch.gated_delta_net || hp->arch.mla || hp->arch.dsa) {
+        snprintf(err, errlen, "%s takes no picture rows", m->mtp ? "a draft model" : hp->arch.name);
         return -1;
     }
     if (m->ops != &backend_cpu) {
@@ -351,15 +351,17 @@ int model_forward_image(model *m, const float *rows, int width, int nx, int ny, 
         snprintf(err, errlen, "context overflow: %d cached + %d picture rows > n_ctx %d", m->n_past, n, m->n_ctx);
         return -1;
     }
-    /* llama.cpp's mtmd: every row at t (the next text position), y and x on the grid in raster
-     * order; the text after the picture continues at t + max(nx, ny) */
-    const int32_t t = m->n_past > 0 ? m->pos_next[m->n_past - 1] : 0;
+    /* llama.cpp's mtmd: with M-RoPE every row at t (the next text position), y and x on the grid in
+     * raster order, the text after the picture continuing at t + max(nx, ny); else the rows take the
+     * next positions one by one, as text does */
+    const bool mrope = hp->arch.mrope_sections;
+    const int32_t t = mrope && m->n_past > 0 ? m->pos_next[m->n_past - 1] : 0;
     const int32_t next = t + (nx > ny ? nx : ny);
     m->img_width = width;
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i += m->opt.n_batch) {
         const int B = n - i < m->opt.n_batch ? n - i : m->opt.n_batch;
-        for (int b = 0; b < B; b++) {
+        for (int b = 0; mrope && b < B; b++) {
             m->mpos[3 * b] = t;
             m->mpos[3 * b + 1] = t + (i + b) / nx;
             m->mpos[3 * b + 2] = t + (i + b) % nx;

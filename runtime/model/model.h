@@ -224,15 +224,17 @@ model *model_create(const model_hparams *hp, const model_weights *w, const model
                     char *err, size_t errlen);
 int model_forward(model *m, const int32_t *tokens, int n, float *logits, bool all_logits, char *err,
                   size_t errlen);
-/* A picture's rows (a vision tower's output, vision.h) into the context of a
- * model with interleaved M-RoPE (Qwen3-VL): nx * ny rows in raster order,
- * each width floats (n_embd, then n_deepstack deepstack features of n_embd,
- * which join the residual after layers 0..n_deepstack-1), at the next
- * cache slots. As llama.cpp's mtmd places them: every row at position t
- * (where the next text token would be), y and x on the grid; the text
- * after continues at t + max(nx, ny). No logits (a picture is followed by
- * its end marker). CPU only; -1 with one line in err for a wrong width, a
- * model without M-RoPE, another backend or a full context. */
+/* A picture's rows (a vision tower's output, vision.h) into the context:
+ * nx * ny rows in raster order, each width floats (n_embd, then
+ * n_deepstack deepstack features of n_embd, which join the residual after
+ * layers 0..n_deepstack-1), at the next cache slots, in place of token
+ * embeddings. As llama.cpp's mtmd places them: with interleaved M-RoPE
+ * (Qwen3-VL) every row at position t (where the next text token would be),
+ * y and x on the grid, the text after continuing at t + max(nx, ny);
+ * otherwise (Llama 4) at the next positions, as text. No logits (a picture
+ * is followed by its end marker). CPU only; -1 with one line in err for a
+ * wrong width, a model whose graph takes no rows (MLA, Gated DeltaNet, a
+ * draft model), another backend or a full context. */
 int model_forward_image(model *m, const float *rows, int width, int nx, int ny, char *err, size_t errlen);
 int model_n_past(const model *m);
 int model_n_ctx(const model *m);

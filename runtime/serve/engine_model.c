@@ -581,7 +581,7 @@ static void open_vision(model_engine *me, int n_threads)
     const int need = hp->n_embd * (1 + hp->n_deepstack);
     vision_model *v = path ? vision_open(path, n_threads, err, sizeof err) : NULL;
     if (!path) snprintf(err, sizeof err, "out of memory");
-    else if (v && (!hp->arch.mrope_sections || vision_width(v) != need))
+    else if (v && vision_width(v) != need)
         snprintf(err, sizeof err, "its rows (%d floats) do not fit %s (%d)", vision_width(v), hp->arch.name, need);
     else if (v && !model_backend_ctx(me->slots[0], &backend_cpu))
         snprintf(err, sizeof err, "the model runs on a GPU, which takes no pictures yet (--device cpu does)");

@@ -141,6 +141,11 @@ static int resample(const image_rgb *in, int w, int h, image_rgb *out)
     return 0;
 }
 
+int vp_resize(const image_rgb *in, int tw, int th, image_rgb *out)
+{
+    return resample(in, tw, th, out);
+}
+
 int vp_resize_pad(const image_rgb *in, int tw, int th, image_rgb *out)
 {
     if (tw == in->w && th == in->h) return resample(in, tw, th, out); /* a copy */

@@ -19,7 +19,9 @@
  *    time per model (the pool runs one loop at a time).
  *  - Supported: qwen3vl_merger (Qwen3-VL's tower, with its deepstack
  *    mergers: each row is the merger's output, then each deepstack layer's,
- *    in layer order). */
+ *    in layer order; nx x ny is the merged grid) and llama4 (Llama 4's: the
+ *    tiles row by row, then the overview, each slice's rows in llama.cpp's
+ *    order; nx is the row count, ny 1). */
 #ifndef STRATA_VISION_H
 #define STRATA_VISION_H
 

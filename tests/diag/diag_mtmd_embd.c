@@ -1,8 +1,8 @@
 /* diag_mtmd_embd.c: a diagnostic (not built by make, not run by CI): runs
  * llama.cpp's mtmd (libmtmd, as Debian's llama.cpp packages ship it) on one
  * picture and writes the image embeddings it gives the text model, f32,
- * n_tokens rows of the text model's input width, to OUT; prints
- * "n_tokens N width W". The picture comes as raw 8-bit RGB (W x H), decoded
+ * n_tokens rows of the text model's input width, to OUT, every picture chunk
+ * in order (Llama 4 makes one per slice); prints "n_tokens N width W". The picture comes as raw 8-bit RGB (W x H), decoded
  * by the caller, so both programs see the same pixels. Flash attention off
  * (DIAG_FA=1: on), no warm-up, DIAG_THREADS threads (default 2). With
  * DUMPDIR set, every contiguous f32 intermediate tensor of the encoder goes
@@ -69,20 +69,25 @@ int main(int argc, char **argv)
                             .add_special = false, .parse_special = true };
     const mtmd_bitmap *bms[1] = { bm };
     if (mtmd_tokenize(ctx, chunks, &txt, bms, 1) != 0) { fprintf(stderr, "mtmd_tokenize failed\n"); return 1; }
-    for (size_t i = 0; i < mtmd_input_chunks_size(chunks); i++) {
+    FILE *o = fopen(argv[7], "wb");
+    if (!o) { fprintf(stderr, "%s: cannot write\n", argv[7]); return 1; }
+    size_t total = 0, images = 0;
+    const int width = llama_model_n_embd_inp(m);
+    for (size_t i = 0; i < mtmd_input_chunks_size(chunks); i++) { /* every picture chunk (Llama 4: a slice each) */
         const mtmd_input_chunk *c = mtmd_input_chunks_get(chunks, i);
         if (mtmd_input_chunk_get_type(c) != MTMD_INPUT_CHUNK_TYPE_IMAGE) continue;
         if (mtmd_encode_chunk(ctx, c) != 0) { fprintf(stderr, "mtmd_encode_chunk failed\n"); return 1; }
         const size_t n_tok = mtmd_input_chunk_get_n_tokens(c);
-        const int width = llama_model_n_embd_inp(m);
-        FILE *o = fopen(argv[7], "wb");
-        if (!o || fwrite(mtmd_get_output_embd(ctx), sizeof(float) * width, n_tok, o) != n_tok) {
+        if (fwrite(mtmd_get_output_embd(ctx), sizeof(float) * width, n_tok, o) != n_tok) {
             fprintf(stderr, "%s: cannot write\n", argv[7]);
             return 1;
         }
-        fclose(o);
-        printf("n_tokens %zu width %d n_pos %d\n", n_tok, width, (int)mtmd_input_chunk_get_n_pos(c));
+        total += n_tok;
+        images++;
+        printf("chunk %zu: n_tokens %zu n_pos %d\n", images, n_tok, (int)mtmd_input_chunk_get_n_pos(c));
     }
+    if (fclose(o) != 0) { fprintf(stderr, "%s: cannot write\n", argv[7]); return 1; }
+    printf("n_tokens %zu width %d chunks %zu\n", total, width, images);
     mtmd_input_chunks_free(chunks);
     mtmd_bitmap_free(bm);
     mtmd_free(ctx);

@@ -9,9 +9,11 @@
 # picture and none of a picture's rows for another; then, when npm can
 # install them, the official openai and @anthropic-ai/sdk packages send the
 # picture and get llama-mtmd-cli's answer (tests/fixtures/sdk_check.cjs).
-# Last, with --allow-remote-images, pictures by URL from python3's
+# Then, with --allow-remote-images, pictures by URL from python3's
 # http.server on this machine, and its refusals (404, not a picture, over
-# 20 MiB).
+# 20 MiB). Last, Llama 4's tower and a llama4 text model
+# (tests/unit/vision/test_llama4_llamacpp.c --write) answer as
+# llama-mtmd-cli does, for one slice and for tiles.
 set -u
 bin=${STRATA_BIN:?STRATA_BIN is not set}
 tests=${STRATA_TESTS:?STRATA_TESTS (the test programs folder) is not set}
@@ -141,6 +143,25 @@ for c in "missing.png:HTTP status 404" "note.txt:not a PNG, JPEG or WebP picture
 done
 kill "$web"
 echo "serve --allow-remote-images: a picture by URL answered in both APIs; a 404, a text file and 21 MiB refused by name"
+kill -TERM "$pid"
+wait "$pid"; rc=$?; pid=""
+[ $rc -eq 0 ] || fail "exit status $rc after SIGTERM"
+
+# Llama 4: its tower (one slice, and 3 x 2 tiles with the overview) and a llama4 text model
+m4=$tmp/m4
+mkdir -p "$m4"
+(cd "$here/.." && "$tests/test_llama4_llamacpp" --write "$m4") >/dev/null || fail "writing the Llama 4 models"
+"$bin/iq3pack" build "$m4/text_vl.gguf" --mmproj "$m4/mmproj.gguf" --experts keep -o "$tmp/pack4" >/dev/null 2>&1 ||
+    fail "iq3pack build --mmproj (llama4)"
+"$bin/strata" serve "$tmp/pack4" --port 0 >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+server_port 100
+server_healthy 100
+for name in native tiled; do
+    oai "$m4/$name.png" >"$tmp/r.json"
+    same "$tmp/r.json" "$fx/llama4.$name.chat.txt" openai || fail "Llama 4, $name picture: $(cat "$tmp/r.json")"
+done
+echo "serve (Llama 4): llama-mtmd-cli's answer for one slice and for 3 x 2 tiles and the overview"
 kill -TERM "$pid"
 wait "$pid"; rc=$?; pid=""
 [ $rc -eq 0 ] || fail "exit status $rc after SIGTERM"

@@ -107,6 +107,119 @@ static inline int vm_write_mmproj(const char *path, char *err, size_t errlen)
     return rc;
 }
 
+/* Llama 4's tower (clip.projector_type llama4): 16 x 16 tiles of 4 x 4 patches (16 patches and the
+ * class token a slice), width 32 in 2 heads, 2 layers with biases, pixel shuffle by 2 (4 rows a
+ * slice), an adapter 64 wide and a projector to VM_WIDTH (the text model's width). */
+#define VM4_SIDE 16
+#define VM4_PATCH 4
+#define VM4_EMBD 32
+#define VM4_FF 64
+#define VM4_MLP 64
+
+static inline int vm_write_mmproj_llama4(const char *path, char *err, size_t errlen)
+{
+    gguf_writer *w = gguf_writer_new();
+    uint64_t s = 0x4c4c414d4134ull; /* "LLAMA4" */
+    const bool yes = true;
+    const float eps = 1e-5f, mean[3] = { 0.5f, 0.5f, 0.5f }, sd[3] = { 0.5f, 0.5f, 0.5f };
+    int rc = w ? 0 : -1;
+    rc |= gguf_writer_add_str(w, "general.architecture", "clip");
+    rc |= gguf_writer_add_kv(w, "clip.has_vision_encoder", GGUF_TYPE_BOOL, &yes);
+    rc |= gguf_writer_add_kv(w, "clip.use_gelu", GGUF_TYPE_BOOL, &yes);
+    rc |= gguf_writer_add_str(w, "clip.projector_type", "llama4");
+    const struct { const char *k; uint32_t v; } u[] = {
+        { "clip.vision.image_size", VM4_SIDE },      { "clip.vision.patch_size", VM4_PATCH },
+        { "clip.vision.embedding_length", VM4_EMBD }, { "clip.vision.feed_forward_length", VM4_FF },
+        { "clip.vision.block_count", 2 },             { "clip.vision.attention.head_count", 2 },
+        { "clip.vision.projection_dim", VM_WIDTH },   { "clip.vision.projector.scale_factor", 2 },
+    };
+    for (size_t i = 0; rc == 0 && i < sizeof u / sizeof u[0]; i++) rc = gguf_writer_add_u32(w, u[i].k, u[i].v);
+    rc |= gguf_writer_add_kv(w, "clip.vision.attention.layer_norm_epsilon", GGUF_TYPE_FLOAT32, &eps);
+    rc |= gguf_writer_add_arr(w, "clip.vision.image_mean", GGUF_TYPE_FLOAT32, mean, 3);
+    rc |= gguf_writer_add_arr(w, "clip.vision.image_std", GGUF_TYPE_FLOAT32, sd, 3);
+    const int64_t E = VM4_EMBD, Np = (VM4_SIDE / VM4_PATCH) * (VM4_SIDE / VM4_PATCH);
+    rc |= add_tensor(w, &s, "v.patch_embd.weight", 2, 3 * VM4_PATCH * VM4_PATCH, E, 1, 0.1f, 0.0f);
+    rc |= add_tensor(w, &s, "v.class_embd", 1, E, 1, 1, 0.5f, 0.0f);
+    rc |= add_tensor(w, &s, "v.position_embd.weight", 2, E, Np + 1, 1, 0.5f, 0.0f);
+    rc |= add_tensor(w, &s, "v.pre_ln.weight", 1, E, 1, 1, 0.2f, 1.0f);
+    rc |= add_tensor(w, &s, "v.pre_ln.bias", 1, E, 1, 1, 0.1f, 0.0f);
+    for (int il = 0; rc == 0 && il < 2; il++) {
+        const vm_spec T[] = {
+            { "v.blk.%d.ln1.weight", 1, E, 1, 0.2f, 1.0f },      { "v.blk.%d.ln1.bias", 1, E, 1, 0.1f, 0.0f },
+            { "v.blk.%d.attn_q.weight", 2, E, E, 0.3f, 0.0f },   { "v.blk.%d.attn_q.bias", 1, E, 1, 0.1f, 0.0f },
+            { "v.blk.%d.attn_k.weight", 2, E, E, 0.3f, 0.0f },   { "v.blk.%d.attn_k.bias", 1, E, 1, 0.1f, 0.0f },
+            { "v.blk.%d.attn_v.weight", 2, E, E, 0.3f, 0.0f },   { "v.blk.%d.attn_v.bias", 1, E, 1, 0.1f, 0.0f },
+            { "v.blk.%d.attn_out.weight", 2, E, E, 0.2f, 0.0f }, { "v.blk.%d.attn_out.bias", 1, E, 1, 0.1f, 0.0f },
+            { "v.blk.%d.ln2.weight", 1, E, 1, 0.2f, 1.0f },      { "v.blk.%d.ln2.bias", 1, E, 1, 0.1f, 0.0f },
+            { "v.blk.%d.ffn_up.weight", 2, E, VM4_FF, 0.3f, 0.0f }, { "v.blk.%d.ffn_up.bias", 1, VM4_FF, 1, 0.1f, 0.0f },
+            { "v.blk.%d.ffn_down.weight", 2, VM4_FF, E, 0.2f, 0.0f }, { "v.blk.%d.ffn_down.bias", 1, E, 1, 0.1f, 0.0f },
+        };
+        rc = vm_add_specs(w, &s, T, sizeof T / sizeof T[0], il);
+    }
+    rc |= add_tensor(w, &s, "v.post_ln.weight", 1, E, 1, 1, 0.2f, 1.0f);
+    rc |= add_tensor(w, &s, "v.post_ln.bias", 1, E, 1, 1, 0.1f, 0.0f);
+    rc |= add_tensor(w, &s, "mm.model.mlp.1.weight", 2, 4 * E, VM4_MLP, 1, 0.15f, 0.0f);
+    rc |= add_tensor(w, &s, "mm.model.mlp.2.weight", 2, VM4_MLP, VM4_MLP, 1, 0.2f, 0.0f);
+    rc |= add_tensor(w, &s, "mm.model.fc.weight", 2, VM4_MLP, VM_WIDTH, 1, 0.2f, 0.0f);
+    if (rc == 0) rc = gguf_writer_write(w, path, err, errlen);
+    else snprintf(err, errlen, "%s: could not build the GGUF", path);
+    gguf_writer_free(w);
+    return rc;
+}
+
+/* Llama 4's text model for the llama4 tower: width VM_WIDTH, 4 layers (the 4th without RoPE), 2 heads
+ * (one KV head) 24 wide, every layer MoE (4 experts, 1 used, sigmoid, a shared expert), the shipped
+ * model's first 512 tokens. */
+static inline int vm_write_text_llama4(const char *path, const char *vocab_gguf, char *err, size_t errlen)
+{
+    gguf_file *tf = gguf_open(vocab_gguf, err, errlen);
+    if (!tf) return -1;
+    gguf_writer *w = gguf_writer_new();
+    uint64_t s = 0x4c34544558ull; /* "L4TEX" */
+    const float eps = 1e-5f, base = 500000.0f;
+    int rc = w ? 0 : -1;
+    rc |= gguf_writer_add_str(w, "general.architecture", "llama4");
+    const struct { const char *k; uint32_t v; } u[] = {
+        { "llama4.context_length", 256 },      { "llama4.embedding_length", VM_WIDTH },
+        { "llama4.block_count", 4 },           { "llama4.feed_forward_length", 32 },
+        { "llama4.attention.head_count", 2 },  { "llama4.attention.head_count_kv", 1 },
+        { "llama4.expert_count", 4 },          { "llama4.expert_used_count", 1 },
+        { "llama4.expert_feed_forward_length", 16 }, { "llama4.expert_shared_feed_forward_length", 16 },
+        { "llama4.interleave_moe_layer_step", 1 },
+    };
+    for (size_t i = 0; rc == 0 && i < sizeof u / sizeof u[0]; i++) rc = gguf_writer_add_u32(w, u[i].k, u[i].v);
+    rc |= gguf_writer_add_kv(w, "llama4.attention.layer_norm_rms_epsilon", GGUF_TYPE_FLOAT32, &eps);
+    rc |= gguf_writer_add_kv(w, "llama4.rope.freq_base", GGUF_TYPE_FLOAT32, &base);
+    if (rc == 0) rc = vocab_keys_head(w, tf, 512);
+    const int64_t D = VM_WIDTH, KV = 24, E = 4, F = 16;
+    rc |= add_tensor(w, &s, "token_embd.weight", 2, D, 512, 1, 0.5f, 0.0f);
+    rc |= add_tensor(w, &s, "output_norm.weight", 1, D, 1, 1, 0.1f, 1.0f);
+    rc |= add_tensor(w, &s, "output.weight", 2, D, 512, 1, 0.3f, 0.0f);
+    for (int il = 0; rc == 0 && il < 4; il++) {
+        const vm_spec T[] = {
+            { "blk.%d.attn_norm.weight", 1, D, 1, 0.1f, 1.0f },   { "blk.%d.attn_q.weight", 2, D, D, 0.3f, 0.0f },
+            { "blk.%d.attn_k.weight", 2, D, KV, 0.3f, 0.0f },     { "blk.%d.attn_v.weight", 2, D, KV, 0.3f, 0.0f },
+            { "blk.%d.attn_output.weight", 2, D, D, 0.3f, 0.0f }, { "blk.%d.ffn_norm.weight", 1, D, 1, 0.1f, 1.0f },
+            { "blk.%d.ffn_gate_inp.weight", 2, D, E, 0.5f, 0.0f },
+            { "blk.%d.ffn_gate_shexp.weight", 2, D, F, 0.3f, 0.0f }, { "blk.%d.ffn_up_shexp.weight", 2, D, F, 0.3f, 0.0f },
+            { "blk.%d.ffn_down_shexp.weight", 2, F, D, 0.3f, 0.0f },
+        };
+        rc = vm_add_specs(w, &s, T, sizeof T / sizeof T[0], il);
+        char name[64];
+        static const char *const exps[3] = { "blk.%d.ffn_gate_exps.weight", "blk.%d.ffn_up_exps.weight",
+                                             "blk.%d.ffn_down_exps.weight" };
+        for (int k = 0; rc == 0 && k < 3; k++) {
+            snprintf(name, sizeof name, exps[k], il);
+            rc = add_tensor(w, &s, name, 3, k == 2 ? F : D, k == 2 ? D : F, E, 0.3f, 0.0f);
+        }
+    }
+    if (rc == 0) rc = gguf_writer_write(w, path, err, errlen);
+    else snprintf(err, errlen, "%s: could not build the GGUF", path);
+    gguf_writer_free(w);
+    gguf_close(tf);
+    return rc;
+}
+
 /* A one-layer llama of width VM_WIDTH with the shipped model's first 512
  * tokens: what mtmd needs to load the tower beside (its input width must
  * be the tower's output width). */

@@ -1655,10 +1655,10 @@ static void test_images(void **st)
         post_image(f.port, a, "image/png", (const uint8_t *)"GIF89a", 6, "not a PNG, JPEG or WebP picture");
     }
     /* a pack with a projector the engine does not take pictures through: said so, with its reason */
-    f.e->vision = "llama4";
-    f.e->vision_off = "vision projector 'llama4' is not supported (supported: qwen3vl_merger)";
+    f.e->vision = "gemma3";
+    f.e->vision_off = "vision projector 'gemma3' is not supported (supported: qwen3vl_merger, llama4)";
     post_image(f.port, false, "image/png", png, n,
-               "vision projector (llama4) takes no pictures here: vision projector 'llama4' is not supported");
+               "vision projector (gemma3) takes no pictures here: vision projector 'gemma3' is not supported");
     f.e->vision = NULL;
     f.e->vision_off = NULL;
     /* the server is unharmed: a text request still answers */
