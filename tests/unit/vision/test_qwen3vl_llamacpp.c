@@ -17,36 +17,21 @@
 
 #include <math.h>
 
-#include "runtime/vision/picture_prompt.h"
 #include "runtime/vision/vision.h"
 #include "tests/lib/gguf_weights.h"
 #include "tests/lib/test_images.h"
+#include "tests/lib/vision_greedy.h"
 
 static const struct { const char *name; int w, h; uint64_t seed; int nx, ny; } PICS[] = {
     { "native", 48, 48, 11, 3, 3 },
     { "resized", 70, 40, 12, 4, 3 },
 };
 
-/* The prompt of the greedy agreement (llama.cpp: the same text through mtmd_tokenize) */
-#define GREEDY_PROMPT "The picture " PICTURE_MARKER " shows"
-#define GREEDY_N 12
-
 static uint8_t *picture(int i)
 {
     uint8_t *p = malloc((size_t)PICS[i].w * PICS[i].h * 3);
     vm_picture(PICS[i].w, PICS[i].h, PICS[i].seed, p);
     return p;
-}
-
-/* max |a - ref| / max |ref| */
-static double rel_err(const float *a, const float *ref, size_t n)
-{
-    double md = 0, mr = 0;
-    for (size_t i = 0; i < n; i++) {
-        md = fmax(md, fabs((double)a[i] - ref[i]));
-        mr = fmax(mr, fabs((double)ref[i]));
-    }
-    return md / mr;
 }
 
 static vision_model *open_tower(char *dir, size_t n)
@@ -82,7 +67,7 @@ static void test_agreement(void **st)
         assert_int_equal(ny, PICS[i].ny);
         assert_int_equal(n_tok, nx * ny);
         assert_int_equal(nb, (size_t)n_tok * VM_WIDTH * sizeof(float));
-        const double e = rel_err(out, ref, (size_t)n_tok * VM_WIDTH);
+        const double e = vg_rel_err(out, ref, (size_t)n_tok * VM_WIDTH);
         printf("%s: %d tokens of %d, largest difference %.3g of the largest value\n", PICS[i].name, n_tok, VM_WIDTH, e);
         assert_true(e < 1e-3);
         { /* one thread gives the same bits as two */
@@ -102,7 +87,7 @@ static void test_agreement(void **st)
             for (int y = 0; y < VM_PATCH; y++) memset(img.rgb + (size_t)y * PICS[i].w * 3, 0, VM_PATCH * 3);
             float *o2;
             assert_int_equal(vision_encode(v, &img, &o2, &n_tok, &nx, &ny, err, sizeof err), 0);
-            const double e2 = rel_err(o2, ref, (size_t)n_tok * VM_WIDTH);
+            const double e2 = vg_rel_err(o2, ref, (size_t)n_tok * VM_WIDTH);
             printf("control (one patch black): %.3g\n", e2);
             assert_true(e2 > 1e-2);
             free(o2);
@@ -118,53 +103,6 @@ static void test_agreement(void **st)
 }
 
 
-/* Picture i through the tower and the qwen3vlmoe text model as llama.cpp's
- * mtmd feeds it: the first step's logits into *first, the GREEDY_N greedy
- * tokens into ids. black: the picture's first patch black (the control). */
-static void greedy_run(const char *dir, int i, bool black, float **first, int32_t *ids, int *n_vocab)
-{
-    char path[4400], err[4600];
-    snprintf(path, sizeof path, "%s/text_vl.gguf", dir);
-    gguf_model gm;
-    if (gguf_model_load(&gm, path, 0, err, sizeof err)) fail_msg("%s", err);
-    model_options o = model_default_options();
-    o.n_threads = 2;
-    o.n_ctx = 256;
-    model *m = model_create(&gm.hp, &gm.w, &o, err, sizeof err);
-    if (!m) fail_msg("%s", err);
-    tokenizer *tk = tokenizer_load(gm.f, err, sizeof err);
-    if (!tk) fail_msg("%s", err);
-    snprintf(path, sizeof path, "%s/mmproj.gguf", dir);
-    vision_model *v = vision_open(path, 2, err, sizeof err);
-    if (!v) fail_msg("%s", err);
-    image_rgb img = { PICS[i].w, PICS[i].h, picture(i) };
-    if (black)
-        for (int y = 0; y < VM_PATCH; y++) memset(img.rgb + (size_t)y * PICS[i].w * 3, 0, VM_PATCH * 3);
-    picture_prompt pp;
-    if (picture_prompt_make(&pp, v, tk, GREEDY_PROMPT, false, &img, 1, err, sizeof err)) fail_msg("%s", err);
-    const int nv = model_hp(m)->n_vocab;
-    float *lg = malloc((size_t)nv * sizeof *lg);
-    assert_non_null(lg);
-    if (picture_prompt_eval(&pp, 0, m, lg, err, sizeof err)) fail_msg("%s", err);
-    *first = malloc((size_t)nv * sizeof **first);
-    memcpy(*first, lg, (size_t)nv * sizeof *lg);
-    for (int g = 0; g < GREEDY_N; g++) {
-        int32_t best = 0;
-        for (int32_t t = 1; t < nv; t++)
-            if (lg[t] > lg[best]) best = t;
-        ids[g] = best;
-        if (model_forward(m, &best, 1, lg, false, err, sizeof err)) fail_msg("%s", err);
-    }
-    *n_vocab = nv;
-    free(lg);
-    picture_prompt_free(&pp);
-    free(img.rgb);
-    vision_close(v);
-    tokenizer_free(tk);
-    model_free(m);
-    gguf_model_free(&gm);
-}
-
 /* Greedy text for a prompt with a picture, at the native size and resized:
  * token for token llama.cpp's (libmtmd's tokenize and eval, as
  * llama-mtmd-cli runs them), and the first step's logits within 1e-3 of the
@@ -172,43 +110,21 @@ static void greedy_run(const char *dir, int i, bool black, float **first, int32_
 static void test_greedy(void **st)
 {
     (void)st;
-    char dir[4200], path[4400], err[4600];
-    vision_close(open_tower(dir, sizeof dir));
+    char *dir = make_scratch_dir(), path[4400], err[4600];
+    snprintf(path, sizeof path, "%s/mmproj.gguf", dir);
+    if (vm_write_mmproj(path, err, sizeof err)) fail_msg("%s", err);
     snprintf(path, sizeof path, "%s/text_vl.gguf", dir);
     if (vm_write_text_vl(path, SHIPPED_MODEL, err, sizeof err)) fail_msg("%s", err);
     for (int i = 0; i < 2; i++) {
-        char fx[4400];
-        snprintf(fx, sizeof fx, "tests/fixtures/vision/qwen3vl.%s.greedy.txt", PICS[i].name);
-        FILE *f = fopen(fx, "r");
-        if (!f) fail_msg("%s: missing (make it with tests/diag/diag_vision_llamacpp.sh)", fx);
-        int32_t want[GREEDY_N];
-        for (int g = 0; g < GREEDY_N; g++) assert_int_equal(fscanf(f, "%d", &want[g]), 1);
-        fclose(f);
-        snprintf(fx, sizeof fx, "tests/fixtures/vision/qwen3vl.%s.logits.f32", PICS[i].name);
-        size_t nb = 0;
-        float *ref = (float *)slurp(fx, &nb);
-        if (!ref) fail_msg("%s: missing (make it with tests/diag/diag_vision_llamacpp.sh)", fx);
-        float *first, *first_black;
-        int32_t got[GREEDY_N], got_black[GREEDY_N];
-        int nv;
-        greedy_run(dir, i, false, &first, got, &nv);
-        greedy_run(dir, i, true, &first_black, got_black, &nv);
-        assert_int_equal(nb, (size_t)nv * sizeof(float));
-        const double e = rel_err(first, ref, (size_t)nv), ec = rel_err(first_black, ref, (size_t)nv);
-        printf("%s: greedy", PICS[i].name);
-        for (int g = 0; g < GREEDY_N; g++) printf(" %d", got[g]);
-        printf("; first logits %.3g of the largest from llama.cpp's (first patch black: %.3g)\n", e, ec);
-        assert_memory_equal(got, want, sizeof got);
-        assert_true(e < 1e-3);
-        assert_true(ec > 1e-2);
-        free(first);
-        free(first_black);
-        free(ref);
+        uint8_t *p = picture(i);
+        vg_check(dir, "qwen3vl", PICS[i].name, p, PICS[i].w, PICS[i].h, VM_PATCH);
+        free(p);
     }
     unlink(path);
     snprintf(path, sizeof path, "%s/mmproj.gguf", dir);
     unlink(path);
     rmdir(dir);
+    free(dir);
 }
 
 static void test_refusals(void **st)
@@ -283,20 +199,12 @@ static int write_all(const char *dir)
     snprintf(path, sizeof path, "%s/text_vl.gguf", dir);
     if (vm_write_text_vl(path, SHIPPED_MODEL, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
     for (int i = 0; i < 2; i++) {
-        snprintf(path, sizeof path, "%s/%s.rgb", dir, PICS[i].name);
         uint8_t *p = picture(i);
-        FILE *f = fopen(path, "wb");
-        if (!f || fwrite(p, 3, (size_t)PICS[i].w * PICS[i].h, f) != (size_t)PICS[i].w * PICS[i].h) return 1;
-        fclose(f);
-        size_t n = 0;
-        uint8_t *png = timg_png_rgb(PICS[i].w, PICS[i].h, p, &n);
-        snprintf(path, sizeof path, "%s/%s.png", dir, PICS[i].name);
-        if (!png || !(f = fopen(path, "wb")) || fwrite(png, 1, n, f) != n || fclose(f)) return 1;
-        free(png);
+        const int bad = vg_write_picture(dir, PICS[i].name, p, PICS[i].w, PICS[i].h);
         free(p);
-        printf("%s %d %d\n", PICS[i].name, PICS[i].w, PICS[i].h);
+        if (bad) return 1;
     }
-    printf("prompt %s\nn %d\n", GREEDY_PROMPT, GREEDY_N);
+    printf("prompt %s\nn %d\n", VG_PROMPT, VG_N);
     return 0;
 }
 
