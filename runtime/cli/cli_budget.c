@@ -94,6 +94,8 @@ int budget_compute(const char *dir, const budget_opts *o, budget_report *r, char
         r->n_experts += x.l[l].n_expert;
         r->expert_layers++;
     }
+    for (int i = 0; i < x.n_vt; i++) /* the tower widens its weights to f32 on the host */
+        r->vision += 4 * (uint64_t)(x.vt[i].ne[0] * x.vt[i].ne[1] * x.vt[i].ne[2] * x.vt[i].ne[3]);
     uint64_t fixed = r->dense + r->kv + r->work;
     r->dense_on_gpu = o->vram > 0 && fixed + o->vram_reserve <= o->vram;
     r->slots = r->dense_on_gpu ? ec_plan_slots(o->vram - fixed, o->vram_reserve, r->slot_bytes, r->n_experts) : 0;
@@ -109,7 +111,7 @@ int budget_compute(const char *dir, const budget_opts *o, budget_report *r, char
         r->hit_from_profile = 1;
         ec_profile_free(&p);
     }
-    r->host_need = r->expert_file + (r->dense_on_gpu ? 0 : fixed);
+    r->host_need = r->expert_file + r->vision + (r->dense_on_gpu ? 0 : fixed);
     pindex_free(&x);
     return 0;
 bad:
@@ -173,6 +175,10 @@ int cmd_budget(int argc, char **argv)
                (long long)r.n_experts, r.expert_layers, r.n_expert, r.n_expert_used, a, b);
     } else {
         printf("  experts: none (a dense model)\n");
+    }
+    if (r.vision) {
+        size_str(a, sizeof a, r.vision);
+        printf("  vision tower %s (its weights as f32, on the CPU)\n", a);
     }
     if (o.vram) {
         size_str(a, sizeof a, o.vram);
