@@ -34,7 +34,8 @@ typedef struct budget_report {
     int n_layer, n_ctx, n_expert, n_expert_used, expert_layers;
     int n_ctx_train;                    /* the context the model was trained on */
     uint64_t dense, kv, work;
-    uint64_t vision;                    /* the vision tower's weights as the CPU holds them (f32); 0: none */
+    uint64_t vision;                    /* the vision tower's weights as the CPU holds them (F16 matrices as
+                                         * they are, the rest f32); 0: none */
     uint64_t slot_bytes, expert_file;   /* one slot; experts.bin */
     int64_t n_experts, slots;           /* routed experts in the pack; that fit in VRAM */
     int dense_on_gpu;                   /* dense + kv + work + reserve fit in vram */

@@ -4,6 +4,7 @@
  * slots left over would give. */
 #include "runtime/cli/budget.h"
 
+#include "formats/ggml_types.h"
 #include "formats/pack_index.h"
 #include "runtime/cli/cli.h"
 #include "runtime/device/expert_cache.h"
@@ -94,8 +95,11 @@ int budget_compute(const char *dir, const budget_opts *o, budget_report *r, char
         r->n_experts += x.l[l].n_expert;
         r->expert_layers++;
     }
-    for (int i = 0; i < x.n_vt; i++) /* the tower widens its weights to f32 on the host */
-        r->vision += 4 * (uint64_t)(x.vt[i].ne[0] * x.vt[i].ne[1] * x.vt[i].ne[2] * x.vt[i].ne[3]);
+    for (int i = 0; i < x.n_vt; i++) { /* on the host: F16 matrices as they are, everything else as f32 */
+        const pi_vtensor *t = &x.vt[i];
+        const int half = t->type == GGML_TYPE_F16 && t->ne[1] > 1;
+        r->vision += (half ? 2 : 4) * (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
+    }
     uint64_t fixed = r->dense + r->kv + r->work;
     r->dense_on_gpu = o->vram > 0 && fixed + o->vram_reserve <= o->vram;
     r->slots = r->dense_on_gpu ? ec_plan_slots(o->vram - fixed, o->vram_reserve, r->slot_bytes, r->n_experts) : 0;
@@ -178,7 +182,7 @@ int cmd_budget(int argc, char **argv)
     }
     if (r.vision) {
         size_str(a, sizeof a, r.vision);
-        printf("  vision tower %s (its weights as f32, on the CPU)\n", a);
+        printf("  vision tower %s (its weights on the CPU: F16 matrices as they are, the rest as f32)\n", a);
     }
     if (o.vram) {
         size_str(a, sizeof a, o.vram);

@@ -51,6 +51,11 @@ vision_model *vision_open(const char *path, int n_threads, char *err, size_t err
         if (!v->pool || PROJECTORS[row].load(&c) != 0) {
             vision_close(v);
             v = NULL;
+        } else if (v->wide_cols &&
+                   !(v->wide = malloc((size_t)pool_size(v->pool) * VT_LIN_ROWS * (size_t)v->wide_cols * sizeof(float)))) {
+            snprintf(err, errlen, "%s: out of memory", path);
+            vision_close(v);
+            v = NULL;
         }
     }
     gguf_close(g);
@@ -61,6 +66,7 @@ void vision_close(vision_model *v)
 {
     if (!v) return;
     for (int i = 0; i < v->n_owned; i++) free(v->owned[i]);
+    free(v->wide);
     if (v->pool) pool_free(v->pool);
     free(v);
 }
@@ -69,6 +75,7 @@ const char *vision_projector(const vision_model *v) { return v->projector; }
 const char *vision_marker_begin(const vision_model *v) { return PROJECTORS[v->row].begin; }
 const char *vision_marker_end(const vision_model *v) { return PROJECTORS[v->row].end; }
 int vision_width(const vision_model *v) { return v->out_dim * (1 + v->n_ds); }
+size_t vision_weight_bytes(const vision_model *v) { return v->weight_bytes; }
 
 int vision_encode(const vision_model *v, const image_rgb *img, float **out, int *n_tokens, int *nx, int *ny,
                   char *err, size_t errlen)

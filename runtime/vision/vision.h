@@ -4,8 +4,8 @@
  *
  * Contract:
  *  - vision_open() reads the projector's settings from the keys llama.cpp's
- *    mtmd reads (clip.vision.*) and its weights (F32 or F16, widened to f32
- *    once); a projector type with no row in the table (vision.c) is refused
+ *    mtmd reads (clip.vision.*) and its weights (F16 matrices kept as fp16,
+ *    everything else widened to f32 once); a projector type with no row in the table (vision.c) is refused
  *    by name, as is a file whose tensors do not fit its settings. -1 / NULL
  *    and one line in err.
  *  - The tower runs on its own pool of n_threads (products through the CPU
@@ -35,6 +35,9 @@ vision_model *vision_open(const char *path, int n_threads, char *err, size_t err
 void vision_close(vision_model *v);
 const char *vision_projector(const vision_model *v);
 int vision_width(const vision_model *v);
+/* What the weights take in memory: f32, except F16 matrices, kept as fp16 and widened row block by row
+ * block as each product reads them (the same bits as widening them once). */
+size_t vision_weight_bytes(const vision_model *v);
 /* The text llama.cpp's mtmd puts before and after a picture's rows for this
  * projector (Qwen3-VL: "<|vision_start|>", "<|vision_end|>"). */
 const char *vision_marker_begin(const vision_model *v);

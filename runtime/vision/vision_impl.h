@@ -17,11 +17,21 @@
 #include "runtime/vision/vision.h"
 
 #define MAX_LAYERS 128
+#define VT_LIN_ROWS 64 /* a product's task: this many output rows */
 #define MAX_WEIGHTS (16 + MAX_LAYERS * 20)
 
+/* A matrix of the tower: f32, or fp16 rows (an F16 tensor kept as it is, half the memory) widened as
+ * each product reads them, which gives the same bits. */
+typedef struct vt_mat {
+    const float *f;
+    const uint16_t *h;
+} vt_mat;
+
 typedef struct vlayer {
-    const float *ln1_w, *ln1_b, *qkv_w, *qkv_b, *o_w, *o_b, *ln2_w, *ln2_b, *up_w, *up_b, *down_w, *down_b;
-    const float *ds_norm_w, *ds_norm_b, *ds_fc1_w, *ds_fc1_b, *ds_fc2_w, *ds_fc2_b; /* NULL: no deepstack */
+    const float *ln1_w, *ln1_b, *qkv_b, *o_b, *ln2_w, *ln2_b, *up_b, *down_b;
+    vt_mat qkv_w, o_w, up_w, down_w;
+    const float *ds_norm_w, *ds_norm_b, *ds_fc1_b, *ds_fc2_b;
+    vt_mat ds_fc1_w, ds_fc2_w; /* none: no deepstack */
 } vlayer;
 
 struct vision_model {
@@ -31,8 +41,13 @@ struct vision_model {
     int image_size;         /* Llama 4: the side of a tile and of the overview */
     float eps, mean[3], std[3];
     int64_t min_pixels, max_pixels;
-    const float *patch0, *patch1, *patch_b, *pos, *post_w, *post_b, *mm0_w, *mm0_b, *mm2_w, *mm2_b;
-    const float *cls, *pre_w, *pre_b, *mlp1_w, *mlp2_w, *fc_w; /* Llama 4 */
+    vt_mat patch0, patch1, mm0_w, mm2_w;
+    const float *patch_b, *pos, *post_w, *post_b, *mm0_b, *mm2_b;
+    const float *cls, *pre_w, *pre_b; /* Llama 4 */
+    vt_mat mlp1_w, mlp2_w, fc_w;
+    size_t weight_bytes;    /* what the weights take as held (f32, or fp16 rows) */
+    int64_t wide_cols;      /* the widest fp16 matrix's row (0: none) */
+    float *wide;            /* scratch: pool threads x VT_LIN_ROWS x wide_cols floats, fp16 rows widened */
     int mlp_dim;            /* Llama 4: the adapter's width */
     vlayer layers[MAX_LAYERS];
     float *owned[MAX_WEIGHTS];
@@ -55,13 +70,20 @@ typedef struct loadctx {
 const float *vt_tensor(loadctx *c, const char *name, int optional, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3);
 /* An f32 array of n floats the model owns (zeroed), or NULL with err. */
 float *vt_owned(loadctx *c, size_t n);
+/* Matrix `name` (vt_tensor's checks): an F16 tensor's rows kept as fp16, any other type widened to f32.
+ * 0, or -1 with err (optional and absent: 0 with both NULL). */
+int vt_matrix(loadctx *c, const char *name, int optional, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3,
+              vt_mat *out);
+/* n_rows rows of k matrices of cols columns each, one under the other as one matrix (the fp16 form when
+ * all are fp16); -1 with err. */
+int vt_stack(loadctx *c, const vt_mat *parts, int k, int64_t rows_each, int64_t cols, vt_mat *out);
 int vt_key_u32(loadctx *c, const char *key, int *out, int optional);
 int vt_key_f32_arr3(loadctx *c, const char *key, float out[3]);
 /* ggml's fp16 GELU table (the tanh form) into v->gelu. */
 void vt_gelu_init(vision_model *v);
 /* Y[t][o] = W[o] . X[t] + b[o] for t < n, o < n_out (b NULL: none), on the pool; bits independent of
  * the thread count. */
-void vt_linear(const vision_model *v, const float *w, const float *b, const float *x, int n, int n_in, int n_out,
+void vt_linear(const vision_model *v, const vt_mat *w, const float *b, const float *x, int n, int n_in, int n_out,
                float *y);
 /* ggml_norm (two passes, the sums in double), then * w + b. */
 void vt_layer_norm(const float *x, const float *w, const float *b, int n, float eps, float *y);

@@ -63,18 +63,23 @@ int vl4_load(loadctx *c)
     v->mlp_dim = (int)m1->ne[1];
     v->out_dim = (int)fc->ne[1];
     const int Np = G * G, M = v->mlp_dim;
-    if (!(v->patch0 = vt_tensor(c, "v.patch_embd.weight", 0, 3 * P * P, E, 0, 0)) ||
+    if (vt_matrix(c, "v.patch_embd.weight", 0, 3 * P * P, E, 0, 0, &v->patch0) ||
         !(v->cls = vt_tensor(c, "v.class_embd", 0, E, 0, 0, 0)) ||
         !(v->pos = vt_tensor(c, "v.position_embd.weight", 0, E, Np + 1, 0, 0)) ||
-        !(v->mlp1_w = vt_tensor(c, "mm.model.mlp.1.weight", 0, (int64_t)E * s * s, M, 0, 0)) ||
-        !(v->mlp2_w = vt_tensor(c, "mm.model.mlp.2.weight", 0, M, M, 0, 0)) ||
-        !(v->fc_w = vt_tensor(c, "mm.model.fc.weight", 0, M, v->out_dim, 0, 0)))
+        vt_matrix(c, "mm.model.mlp.1.weight", 0, (int64_t)E * s * s, M, 0, 0, &v->mlp1_w) ||
+        vt_matrix(c, "mm.model.mlp.2.weight", 0, M, M, 0, 0, &v->mlp2_w) ||
+        vt_matrix(c, "mm.model.fc.weight", 0, M, v->out_dim, 0, 0, &v->fc_w))
         return -1;
     v->pre_w = vt_tensor(c, "v.pre_ln.weight", 1, E, 0, 0, 0);
     v->pre_b = v->pre_w ? vt_tensor(c, "v.pre_ln.bias", 0, E, 0, 0, 0) : NULL;
     v->post_w = vt_tensor(c, "v.post_ln.weight", 1, E, 0, 0, 0);
     v->post_b = v->post_w ? vt_tensor(c, "v.post_ln.bias", 0, E, 0, 0, 0) : NULL;
     if ((v->pre_w && !v->pre_b) || (v->post_w && !v->post_b)) return -1;
+#define TM(field, fmt, ne0, ne1)                                                                           \
+    do {                                                                                                   \
+        snprintf(n, sizeof n, fmt, il);                                                                    \
+        if (vt_matrix(c, n, 0, ne0, ne1, 0, 0, &l->field)) return -1;                                      \
+    } while (0)
 #define T(field, fmt, ne0, ne1)                                                                            \
     do {                                                                                                   \
         snprintf(n, sizeof n, fmt, il);                                                                    \
@@ -84,31 +89,32 @@ int vl4_load(loadctx *c)
         vlayer *l = &v->layers[il];
         T(ln1_w, "v.blk.%d.ln1.weight", E, 0);
         T(ln1_b, "v.blk.%d.ln1.bias", E, 0);
-        T(o_w, "v.blk.%d.attn_out.weight", E, E);
+        TM(o_w, "v.blk.%d.attn_out.weight", E, E);
         T(o_b, "v.blk.%d.attn_out.bias", E, 0);
         T(ln2_w, "v.blk.%d.ln2.weight", E, 0);
         T(ln2_b, "v.blk.%d.ln2.bias", E, 0);
-        T(up_w, "v.blk.%d.ffn_up.weight", E, v->n_ff);
+        TM(up_w, "v.blk.%d.ffn_up.weight", E, v->n_ff);
         T(up_b, "v.blk.%d.ffn_up.bias", v->n_ff, 0);
-        T(down_w, "v.blk.%d.ffn_down.weight", v->n_ff, E);
+        TM(down_w, "v.blk.%d.ffn_down.weight", v->n_ff, E);
         T(down_b, "v.blk.%d.ffn_down.bias", E, 0);
         /* q, k and v as one product: their rows one after the other, their biases likewise */
-        float *w = vt_owned(c, (size_t)3 * E * E), *b = vt_owned(c, (size_t)3 * E);
-        if (!w || !b) return -1;
+        vt_mat qkv[3];
+        float *b = vt_owned(c, (size_t)3 * E);
+        if (!b) return -1;
         static const char *const QKV[3] = { "q", "k", "v" };
         for (int k = 0; k < 3; k++) {
             char wn[64], bn[64];
             snprintf(wn, sizeof wn, "v.blk.%d.attn_%s.weight", il, QKV[k]);
             snprintf(bn, sizeof bn, "v.blk.%d.attn_%s.bias", il, QKV[k]);
-            const float *tw = vt_tensor(c, wn, 0, E, E, 0, 0), *tb = vt_tensor(c, bn, 0, E, 0, 0, 0);
-            if (!tw || !tb) return -1;
-            memcpy(w + (size_t)k * E * E, tw, (size_t)E * E * sizeof *w);
+            const float *tb = vt_tensor(c, bn, 0, E, 0, 0, 0);
+            if (vt_matrix(c, wn, 0, E, E, 0, 0, &qkv[k]) || !tb) return -1;
             memcpy(b + (size_t)k * E, tb, (size_t)E * sizeof *b);
         }
-        l->qkv_w = w;
+        if (vt_stack(c, qkv, 3, E, E, &l->qkv_w)) return -1;
         l->qkv_b = b;
     }
 #undef T
+#undef TM
     vt_gelu_init(v);
     return 0;
 }
@@ -173,7 +179,7 @@ static int slice(const vision_model *v, const float *pix, float *out)
                 memcpy(col + (c * P + ky) * P, pix + (size_t)c * S * S + (size_t)(oy * P + ky) * S + (size_t)ox * P,
                        (size_t)P * sizeof *col);
     }
-    vt_linear(v, v->patch0, NULL, N, Np, PP3, E, X);
+    vt_linear(v, &v->patch0, NULL, N, Np, PP3, E, X);
     memcpy(X + (size_t)Np * E, v->cls, (size_t)E * sizeof *X); /* the class token last */
     for (size_t i = 0; i < (size_t)n * E; i++) X[i] += v->pos[i];
     if (v->pre_w)
@@ -184,7 +190,7 @@ static int slice(const vision_model *v, const float *pix, float *out)
     for (int il = 0; il < v->n_layer; il++) {
         const vlayer *l = &v->layers[il];
         for (int t = 0; t < n; t++) vt_layer_norm(X + (size_t)t * E, l->ln1_w, l->ln1_b, E, v->eps, N + (size_t)t * E);
-        vt_linear(v, l->qkv_w, l->qkv_b, N, n, E, 3 * E, H);
+        vt_linear(v, &l->qkv_w, l->qkv_b, N, n, E, 3 * E, H);
         for (int t = 0; t < Np; t++) /* the class token at position 0: not turned */
             for (int h = 0; h < v->n_head; h++) {
                 const float px = (float)(t % G + 1), py = (float)(t / G + 1);
@@ -192,12 +198,12 @@ static int slice(const vision_model *v, const float *pix, float *out)
                 rope2d(H + (size_t)t * 3 * E + E + h * v->d_head, v->d_head, px, py);
             }
         vt_attention(v, H, A, Sc, n);
-        vt_linear(v, l->o_w, l->o_b, A, n, E, E, B);
+        vt_linear(v, &l->o_w, l->o_b, A, n, E, E, B);
         for (size_t i = 0; i < (size_t)n * E; i++) X[i] = B[i] + X[i];
         for (int t = 0; t < n; t++) vt_layer_norm(X + (size_t)t * E, l->ln2_w, l->ln2_b, E, v->eps, N + (size_t)t * E);
-        vt_linear(v, l->up_w, l->up_b, N, n, E, F, U);
+        vt_linear(v, &l->up_w, l->up_b, N, n, E, F, U);
         vt_gelu(v, U, (size_t)n * F);
-        vt_linear(v, l->down_w, l->down_b, U, n, F, E, B);
+        vt_linear(v, &l->down_w, l->down_b, U, n, F, E, B);
         for (size_t i = 0; i < (size_t)n * E; i++) X[i] = X[i] + B[i];
     }
     if (v->post_w)
@@ -215,11 +221,11 @@ static int slice(const vision_model *v, const float *pix, float *out)
                 memcpy(N + (size_t)t * W + (size_t)E * (dx + s * dy),
                        X + ((size_t)(yq * s + dy) * G + (size_t)(xq * s + dx)) * E, (size_t)E * sizeof *X);
     }
-    vt_linear(v, v->mlp1_w, NULL, N, Mt, W, M, Z);
+    vt_linear(v, &v->mlp1_w, NULL, N, Mt, W, M, Z);
     vt_gelu(v, Z, (size_t)Mt * M);
-    vt_linear(v, v->mlp2_w, NULL, Z, Mt, M, M, U);
+    vt_linear(v, &v->mlp2_w, NULL, Z, Mt, M, M, U);
     vt_gelu(v, U, (size_t)Mt * M);
-    vt_linear(v, v->fc_w, NULL, U, Mt, M, v->out_dim, out);
+    vt_linear(v, &v->fc_w, NULL, U, Mt, M, v->out_dim, out);
     rc = 0;
 out:
     free(X); free(H); free(A); free(N); free(U); free(B); free(Sc); free(Z);

@@ -33,6 +33,7 @@ const float *vt_tensor(loadctx *c, const char *name, int optional, int64_t ne0, 
         return NULL;
     }
     c->v->owned[c->v->n_owned++] = f;
+    c->v->weight_bytes += (size_t)t->n_elements * sizeof *f;
     if (ggml_dequantize(t->type, t->data, f, t->n_elements) != 0) {
         snprintf(c->err, c->errlen, "%s: %s is of a type with no decoder here", gguf_path(c->g), name);
         return NULL;
@@ -49,6 +50,64 @@ float *vt_owned(loadctx *c, size_t n)
     }
     c->v->owned[c->v->n_owned++] = f;
     return f;
+}
+
+int vt_matrix(loadctx *c, const char *name, int optional, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3,
+              vt_mat *out)
+{
+    out->f = NULL;
+    out->h = NULL;
+    const gguf_tensor *t = gguf_find_tensor(c->g, name);
+    if (!t || t->type != GGML_TYPE_F16) {
+        out->f = vt_tensor(c, name, optional, ne0, ne1, ne2, ne3);
+        return out->f || (optional && !t) ? 0 : -1;
+    }
+    const int64_t want[4] = { ne0, ne1 ? ne1 : 1, ne2 ? ne2 : 1, ne3 ? ne3 : 1 };
+    for (int d = 0; d < 4; d++)
+        if (t->ne[d] != want[d]) { /* vt_tensor says what is wrong (and keeps nothing) */
+            vt_tensor(c, name, optional, ne0, ne1, ne2, ne3);
+            return -1;
+        }
+    uint16_t *h = c->v->n_owned < MAX_WEIGHTS ? malloc((size_t)t->n_elements * sizeof *h) : NULL;
+    if (!h) {
+        snprintf(c->err, c->errlen, "%s: out of memory for %s", gguf_path(c->g), name);
+        return -1;
+    }
+    memcpy(h, t->data, (size_t)t->n_elements * sizeof *h);
+    c->v->owned[c->v->n_owned++] = (float *)(void *)h;
+    c->v->weight_bytes += (size_t)t->n_elements * sizeof *h;
+    int last = 3; /* a row: everything but the last dimension that is not 1 */
+    while (last > 0 && t->ne[last] == 1) last--;
+    const int64_t cols = t->n_elements / t->ne[last];
+    if (cols > c->v->wide_cols) c->v->wide_cols = cols;
+    out->h = h;
+    return 0;
+}
+
+int vt_stack(loadctx *c, const vt_mat *parts, int k, int64_t rows_each, int64_t cols, vt_mat *out)
+{
+    bool half = true;
+    for (int i = 0; i < k; i++) half = half && parts[i].h;
+    const size_t each = (size_t)(rows_each * cols);
+    if (half) {
+        uint16_t *h = c->v->n_owned < MAX_WEIGHTS ? malloc((size_t)k * each * sizeof *h) : NULL;
+        if (!h) { snprintf(c->err, c->errlen, "%s: out of memory", gguf_path(c->g)); return -1; }
+        c->v->owned[c->v->n_owned++] = (float *)(void *)h;
+        for (int i = 0; i < k; i++) memcpy(h + i * each, parts[i].h, each * sizeof *h);
+        c->v->weight_bytes += (size_t)k * each * sizeof *h;
+        if (cols > c->v->wide_cols) c->v->wide_cols = cols;
+        out->h = h;
+        out->f = NULL;
+        return 0;
+    }
+    float *f = vt_owned(c, (size_t)k * each);
+    if (!f) return -1;
+    for (int i = 0; i < k; i++)
+        for (size_t j = 0; j < each; j++) f[i * each + j] = parts[i].h ? fp16_to_f32(parts[i].h[j]) : parts[i].f[j];
+    c->v->weight_bytes += (size_t)k * each * sizeof *f;
+    out->f = f;
+    out->h = NULL;
+    return 0;
 }
 
 int vt_key_u32(loadctx *c, const char *key, int *out, int optional)
@@ -98,33 +157,38 @@ void vt_gelu_init(vision_model *v)
  * thread count. */
 typedef struct lin_job {
     const kernels *k;
-    const float *w, *b, *x;
+    const vt_mat *w;
+    const float *b, *x;
     float *y;
     int n_in, n_out, n;
+    float *wide; /* fp16 rows: each thread's VT_LIN_ROWS x n_in floats (the model's scratch) */
 } lin_job;
 
-enum { LIN_ROWS = 64 };
+enum { LIN_ROWS = VT_LIN_ROWS };
 
 static void lin_task(void *arg, int task, int thread)
 {
-    (void)thread;
     const lin_job *j = arg;
     const int r0 = task * LIN_ROWS, r1 = r0 + LIN_ROWS < j->n_out ? r0 + LIN_ROWS : j->n_out;
+    const size_t cells = (size_t)(r1 - r0) * (size_t)j->n_in;
+    float *wide = j->w->h ? j->wide + (size_t)thread * LIN_ROWS * j->n_in : NULL; /* fp16 rows: the f32 bits */
+    for (size_t i = 0; wide && i < cells; i++) wide[i] = fp16_to_f32(j->w->h[(size_t)r0 * j->n_in + i]);
+    const float *w = wide ? wide : j->w->f + (size_t)r0 * j->n_in;
     if (j->n_in % 8 == 0)
-        j->k->gemm8_f32(j->w + (size_t)r0 * j->n_in, j->n_in, r1 - r0, j->x, j->n_in, j->n, j->y + r0, j->n_out, j->n_in);
+        j->k->gemm8_f32(w, j->n_in, r1 - r0, j->x, j->n_in, j->n, j->y + r0, j->n_out, j->n_in);
     else
         for (int t = 0; t < j->n; t++)
             for (int o = r0; o < r1; o++)
-                j->y[(size_t)t * j->n_out + o] = j->k->dot_f32(j->w + (size_t)o * j->n_in, j->x + (size_t)t * j->n_in, j->n_in);
+                j->y[(size_t)t * j->n_out + o] = j->k->dot_f32(w + (size_t)(o - r0) * j->n_in, j->x + (size_t)t * j->n_in, j->n_in);
     if (j->b)
         for (int t = 0; t < j->n; t++)
             for (int o = r0; o < r1; o++) j->y[(size_t)t * j->n_out + o] += j->b[o];
 }
 
-void vt_linear(const vision_model *v, const float *w, const float *b, const float *x, int n, int n_in, int n_out,
-                   float *y)
+void vt_linear(const vision_model *v, const vt_mat *w, const float *b, const float *x, int n, int n_in, int n_out,
+               float *y)
 {
-    lin_job j = { v->k, w, b, x, y, n_in, n_out, n };
+    lin_job j = { v->k, w, b, x, y, n_in, n_out, n, v->wide };
     pool_run(v->pool, (n_out + LIN_ROWS - 1) / LIN_ROWS, lin_task, &j);
 }
 

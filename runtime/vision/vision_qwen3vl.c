@@ -56,12 +56,12 @@ int vq_load(loadctx *c)
         return -1;
     }
     const int D = v->out_dim;
-    if (!(v->patch0 = vt_tensor(c, "v.patch_embd.weight", 0, P, P, 3, E)) ||
-        !(v->patch1 = vt_tensor(c, "v.patch_embd.weight.1", 0, P, P, 3, E)) ||
+    if (vt_matrix(c, "v.patch_embd.weight", 0, P, P, 3, E, &v->patch0) ||
+        vt_matrix(c, "v.patch_embd.weight.1", 0, P, P, 3, E, &v->patch1) ||
         !(v->patch_b = vt_tensor(c, "v.patch_embd.bias", 0, E, 0, 0, 0)) ||
         !(v->pos = vt_tensor(c, "v.position_embd.weight", 0, E, pt->ne[1], 0, 0)) ||
-        !(v->mm0_w = vt_tensor(c, "mm.0.weight", 0, E4, E4, 0, 0)) || !(v->mm0_b = vt_tensor(c, "mm.0.bias", 0, E4, 0, 0, 0)) ||
-        !(v->mm2_w = vt_tensor(c, "mm.2.weight", 0, E4, D, 0, 0)) || !(v->mm2_b = vt_tensor(c, "mm.2.bias", 0, D, 0, 0, 0)))
+        vt_matrix(c, "mm.0.weight", 0, E4, E4, 0, 0, &v->mm0_w) || !(v->mm0_b = vt_tensor(c, "mm.0.bias", 0, E4, 0, 0, 0)) ||
+        vt_matrix(c, "mm.2.weight", 0, E4, D, 0, 0, &v->mm2_w) || !(v->mm2_b = vt_tensor(c, "mm.2.bias", 0, D, 0, 0, 0)))
         return -1;
     v->post_w = vt_tensor(c, "v.post_ln.weight", 1, E, 0, 0, 0);
     v->post_b = v->post_w ? vt_tensor(c, "v.post_ln.bias", 0, E, 0, 0, 0) : NULL;
@@ -70,6 +70,11 @@ int vq_load(loadctx *c)
         snprintf(c->err, c->errlen, "%s: a qwen3vl tower with v.pre_ln is not supported", gguf_path(c->g));
         return -1;
     }
+#define TM(field, fmt, ne0, ne1)                                                                           \
+    do {                                                                                                   \
+        snprintf(n, sizeof n, fmt, il);                                                                    \
+        if (vt_matrix(c, n, 0, ne0, ne1, 0, 0, &l->field)) return -1;                                      \
+    } while (0)
 #define T(field, fmt, ne0, ne1)                                                                            \
     do {                                                                                                   \
         snprintf(n, sizeof n, fmt, il);                                                                    \
@@ -79,27 +84,28 @@ int vq_load(loadctx *c)
         vlayer *l = &v->layers[il];
         T(ln1_w, "v.blk.%d.ln1.weight", E, 0);
         T(ln1_b, "v.blk.%d.ln1.bias", E, 0);
-        T(qkv_w, "v.blk.%d.attn_qkv.weight", E, 3 * E);
+        TM(qkv_w, "v.blk.%d.attn_qkv.weight", E, 3 * E);
         T(qkv_b, "v.blk.%d.attn_qkv.bias", 3 * E, 0);
-        T(o_w, "v.blk.%d.attn_out.weight", E, E);
+        TM(o_w, "v.blk.%d.attn_out.weight", E, E);
         T(o_b, "v.blk.%d.attn_out.bias", E, 0);
         T(ln2_w, "v.blk.%d.ln2.weight", E, 0);
         T(ln2_b, "v.blk.%d.ln2.bias", E, 0);
-        T(up_w, "v.blk.%d.ffn_up.weight", E, v->n_ff);
+        TM(up_w, "v.blk.%d.ffn_up.weight", E, v->n_ff);
         T(up_b, "v.blk.%d.ffn_up.bias", v->n_ff, 0);
-        T(down_w, "v.blk.%d.ffn_down.weight", v->n_ff, E);
+        TM(down_w, "v.blk.%d.ffn_down.weight", v->n_ff, E);
         T(down_b, "v.blk.%d.ffn_down.bias", E, 0);
         snprintf(n, sizeof n, "v.deepstack.%d.fc1.weight", il);
         if (!gguf_find_tensor(c->g, n)) continue;
         v->n_ds++;
         T(ds_norm_w, "v.deepstack.%d.norm.weight", E4, 0);
         T(ds_norm_b, "v.deepstack.%d.norm.bias", E4, 0);
-        T(ds_fc1_w, "v.deepstack.%d.fc1.weight", E4, E4);
+        TM(ds_fc1_w, "v.deepstack.%d.fc1.weight", E4, E4);
         T(ds_fc1_b, "v.deepstack.%d.fc1.bias", E4, 0);
-        T(ds_fc2_w, "v.deepstack.%d.fc2.weight", E4, D);
+        TM(ds_fc2_w, "v.deepstack.%d.fc2.weight", E4, D);
         T(ds_fc2_b, "v.deepstack.%d.fc2.bias", D, 0);
     }
 #undef T
+#undef TM
     /* mtmd's limits for these towers: 8 to 4096 image tokens */
     const int64_t area = (int64_t)P * P * v->merge * v->merge;
     v->min_pixels = 8 * area;
@@ -191,8 +197,8 @@ int vq_encode(const vision_model *v, const image_rgb *img, float **out, int *n_t
                 memcpy(col + (c * P + ky) * P, pix + c * plane + (size_t)(ty[t] * P + ky) * tw + (size_t)tx[t] * P,
                        (size_t)P * sizeof *col);
     }
-    vt_linear(v, v->patch0, NULL, N, n, PP3, E, X);
-    vt_linear(v, v->patch1, NULL, N, n, PP3, E, A);
+    vt_linear(v, &v->patch0, NULL, N, n, PP3, E, X);
+    vt_linear(v, &v->patch1, NULL, N, n, PP3, E, A);
     for (int t = 0; t < n; t++) {
         position(v, gw, gh, tx[t], ty[t], B);
         for (int e = 0; e < E; e++) {
@@ -205,27 +211,27 @@ int vq_encode(const vision_model *v, const image_rgb *img, float **out, int *n_t
     for (int il = 0; il < v->n_layer; il++) {
         const vlayer *l = &v->layers[il];
         for (int t = 0; t < n; t++) vt_layer_norm(X + (size_t)t * E, l->ln1_w, l->ln1_b, E, v->eps, N + (size_t)t * E);
-        vt_linear(v, l->qkv_w, l->qkv_b, N, n, E, 3 * E, H);
+        vt_linear(v, &l->qkv_w, l->qkv_b, N, n, E, 3 * E, H);
         for (int t = 0; t < n; t++)
             for (int h = 0; h < v->n_head; h++) {
                 rope_vision(H + (size_t)t * 3 * E + h * v->d_head, v->d_head, (float)ty[t], (float)tx[t]);
                 rope_vision(H + (size_t)t * 3 * E + E + h * v->d_head, v->d_head, (float)ty[t], (float)tx[t]);
             }
         vt_attention(v, H, A, S, n);
-        vt_linear(v, l->o_w, l->o_b, A, n, E, E, B);
+        vt_linear(v, &l->o_w, l->o_b, A, n, E, E, B);
         for (size_t i = 0; i < (size_t)n * E; i++) X[i] = B[i] + X[i];
         for (int t = 0; t < n; t++) vt_layer_norm(X + (size_t)t * E, l->ln2_w, l->ln2_b, E, v->eps, N + (size_t)t * E);
-        vt_linear(v, l->up_w, l->up_b, N, n, E, F, U);
+        vt_linear(v, &l->up_w, l->up_b, N, n, E, F, U);
         vt_gelu(v, U, (size_t)n * F);
-        vt_linear(v, l->down_w, l->down_b, U, n, F, E, B);
+        vt_linear(v, &l->down_w, l->down_b, U, n, F, E, B);
         for (size_t i = 0; i < (size_t)n * E; i++) X[i] = X[i] + B[i];
-        if (!l->ds_fc1_w) continue;
+        if (!l->ds_fc1_w.f && !l->ds_fc1_w.h) continue;
         ds++;
         for (int m = 0; m < nm; m++)
             vt_layer_norm(X + (size_t)m * E4, l->ds_norm_w, l->ds_norm_b, E4, v->eps, N + (size_t)m * E4);
-        vt_linear(v, l->ds_fc1_w, l->ds_fc1_b, N, nm, E4, E4, U);
+        vt_linear(v, &l->ds_fc1_w, l->ds_fc1_b, N, nm, E4, E4, U);
         vt_gelu(v, U, (size_t)nm * E4);
-        vt_linear(v, l->ds_fc2_w, l->ds_fc2_b, U, nm, E4, D, Z);
+        vt_linear(v, &l->ds_fc2_w, l->ds_fc2_b, U, nm, E4, D, Z);
         for (int m = 0; m < nm; m++) memcpy(Y + (size_t)m * width + (size_t)ds * D, Z + (size_t)m * D, (size_t)D * sizeof *Z);
     }
     if (v->post_w)
@@ -233,9 +239,9 @@ int vq_encode(const vision_model *v, const image_rgb *img, float **out, int *n_t
             vt_layer_norm(X + (size_t)t * E, v->post_w, v->post_b, E, v->eps, B);
             memcpy(X + (size_t)t * E, B, (size_t)E * sizeof *B);
         }
-    vt_linear(v, v->mm0_w, v->mm0_b, X, nm, E4, E4, U);
+    vt_linear(v, &v->mm0_w, v->mm0_b, X, nm, E4, E4, U);
     vt_gelu(v, U, (size_t)nm * E4);
-    vt_linear(v, v->mm2_w, v->mm2_b, U, nm, E4, D, Z);
+    vt_linear(v, &v->mm2_w, v->mm2_b, U, nm, E4, D, Z);
     for (int m = 0; m < nm; m++) memcpy(Y + (size_t)m * width, Z + (size_t)m * D, (size_t)D * sizeof *Z);
     *out = Y;
     Y = NULL;

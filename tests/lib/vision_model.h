@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "formats/fp16.h"
 #include "formats/gguf.h"
 #include "tests/lib/gguf_random.h"
 #include "tests/lib/vocab_relabel.h"
@@ -317,6 +318,42 @@ static inline int vm_write_text_vl(const char *path, const char *vocab_gguf, cha
     else snprintf(err, errlen, "%s: could not build the GGUF", path);
     gguf_writer_free(w);
     gguf_close(tf);
+    return rc;
+}
+
+/* The tower at src with every matrix (a tensor of more than one row) rounded to fp16: as F16 into
+ * dst_f16, and as F32 holding the same rounded values into dst_f32 (what widening gives). 0 or -1. */
+static inline int vm_rewrite_f16(const char *src, const char *dst_f16, const char *dst_f32, char *err, size_t errlen)
+{
+    gguf_file *g = gguf_open(src, err, errlen);
+    if (!g) return -1;
+    int rc = 0;
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        gguf_writer *w = gguf_writer_new();
+        rc = w ? 0 : -1;
+        for (int64_t i = 0; rc == 0 && i < gguf_n_kv(g); i++) rc = gguf_writer_copy_kv(w, g, i);
+        for (int64_t i = 0; rc == 0 && i < gguf_n_tensors(g); i++) {
+            const gguf_tensor *t = gguf_tensor_at(g, i);
+            const float *f = (const float *)t->data;
+            const size_t n = (size_t)t->n_elements;
+            if (t->ne[1] == 1 || t->type != GGML_TYPE_F32) {
+                rc = gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->size) < 0 ? -1 : 0;
+                continue;
+            }
+            void *d = malloc(n * (k ? sizeof(float) : sizeof(uint16_t)));
+            for (size_t j = 0; d && j < n; j++) {
+                const uint16_t h = f32_to_fp16(f[j]);
+                if (k) ((float *)d)[j] = fp16_to_f32(h);
+                else ((uint16_t *)d)[j] = h;
+            }
+            rc = d && gguf_writer_add_tensor(w, t->name, k ? GGML_TYPE_F32 : GGML_TYPE_F16, t->n_dims, t->ne, d,
+                                             n * (k ? sizeof(float) : sizeof(uint16_t))) >= 0 ? 0 : -1;
+            free(d);
+        }
+        if (rc == 0) rc = gguf_writer_write(w, k ? dst_f32 : dst_f16, err, errlen);
+        gguf_writer_free(w);
+    }
+    gguf_close(g);
     return rc;
 }
 

@@ -81,6 +81,21 @@ static void test_agreement(void **st)
 }
 
 
+/* F16 matrices, as real towers ship them: kept as fp16, the same bits (the larger picture). */
+static void test_f16(void **st)
+{
+    (void)st;
+    char *dir = make_scratch_dir(), path[4200], err[4400];
+    snprintf(path, sizeof path, "%s/mmproj.gguf", dir);
+    if (vm_write_mmproj_llama4(path, err, sizeof err)) fail_msg("%s", err);
+    uint8_t *p = picture(1);
+    vg_check_f16(path, p, PICS[1].w, PICS[1].h);
+    free(p);
+    unlink(path);
+    rmdir(dir);
+    free(dir);
+}
+
 /* Greedy text for a prompt with a picture (one slice, and seven): token for
  * token llama.cpp's (libmtmd's tokenize and eval, as llama-mtmd-cli runs
  * them) on a llama4 text model, the first step's logits within 1e-3 of the
@@ -134,6 +149,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_agreement),
         cmocka_unit_test(test_greedy),
+        cmocka_unit_test(test_f16),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
