@@ -296,7 +296,6 @@ int cmd_run(int argc, char **argv)
     picture_prompt pp = { 0 };
     if (o.n_images) {
         if (picture_prompt_from(&o, &cm, model_n_threads(cm.m), &pp)) goto out;
-        if (pp.n == 0 || pp.c[pp.n - 1].rows) { fprintf(stderr, "strata: the prompt gives no tokens\n"); goto out; }
         for (int i = 0; i < pp.n; i++) n_ids += pp.c[i].n_ids;
         if (!(ids = malloc(n_ids * sizeof *ids))) { fprintf(stderr, "strata: out of memory\n"); goto out; }
         for (int i = 0, k = 0; i < pp.n; k += (int)pp.c[i].n_ids, i++)

@@ -60,7 +60,7 @@ static void rope_tables(model *m, int B, int pos0)
         if (mrope)
             for (int a = 0; a < 3; a++) th[a] = (float)m->mpos[3 * b + a];
         for (int i = 0; i < half; i++) {
-            if (mrope) theta = th[hparams_mrope_axis(hp, i)];
+            if (mrope) theta = th[m->mrope_axis[i]];
             const float t_extrap = ff ? theta / ff[i] : theta, t_interp = fs * t_extrap;
             float t = t_interp;
             if (ext != 0.0f) {

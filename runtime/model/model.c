@@ -433,7 +433,9 @@ static model *create(const model_hparams *hp, const model_weights *w, const mode
     if (h->arch.mrope_sections) {
         m->mpos = calloc(nb * 3, sizeof *m->mpos);
         m->pos_next = calloc((size_t)m->n_ctx, sizeof *m->pos_next);
-        if (!m->mpos || !m->pos_next) fail = 1;
+        m->mrope_axis = malloc((size_t)(h->n_rot / 2 > 0 ? h->n_rot / 2 : 1));
+        if (!m->mpos || !m->pos_next || !m->mrope_axis) fail = 1;
+        for (int i = 0; !fail && i < h->n_rot / 2; i++) m->mrope_axis[i] = (uint8_t)hparams_mrope_axis(h, i);
     }
     m->att_stride = (size_t)m->n_ctx + 8 + 32 * (size_t)(h->head_dim > h->head_dim_v ? h->head_dim : h->head_dim_v);
     m->att_scores = alloc_f(T * m->att_stride, &fail);
@@ -687,7 +689,7 @@ void model_free(model *m)
     free(m->mtp_cat);
     free(m->kcache); free(m->vcache); free(m->kv_off); free(m->kv_rows); free(m->mm.scratch); free(m->mm.qbuf);
     free(m->x); free(m->h); free(m->o); free(m->q); free(m->att); free(m->kx); free(m->vx);
-    free(m->ffa); free(m->ffb); free(m->rope_cs); free(m->mpos); free(m->pos_next); free(m->att_scores);
+    free(m->ffa); free(m->ffb); free(m->rope_cs); free(m->mpos); free(m->pos_next); free(m->mrope_axis); free(m->att_scores);
     free(m->mla_qa); free(m->mla_q); free(m->mla_kva); free(m->mla_o); free(m->mla_in); free(m->mla_out);
     free(m->mla_kb); free(m->mla_vb); free(m->mla_kf); free(m->qkv_kf);
     free(m->dsa_kcache); free(m->dsa_k); free(m->dsa_q); free(m->dsa_w); free(m->dsa_score); free(m->dsa_sel);

@@ -105,6 +105,7 @@ struct model {
      * rope_tables reads; pos_next[s]: the position of the text token after cache slot s (a
      * picture's rows all start at one t and take max(nx, ny) positions, so positions and slots part) */
     int32_t *mpos;
+    uint8_t *mrope_axis;        /* each rotated pair's position (hparams_mrope_axis), made once */
     int32_t *pos_next;
     /* model_forward_image's rows (width floats each: the embedding, then the deepstack features)
      * while it runs, NULL otherwise */

@@ -368,14 +368,7 @@ static engine_session *me_begin(void *self, const int32_t *prompt, size_t n_prom
     /* Gated DeltaNet layers keep their state at the prompt's last token but one (model_checkpoint),
      * where the next request sharing this prompt (the same again, or a conversation going on) resumes */
     int bad = 0;
-    if (pics) {
-        bad = ep_eval(pics, m, keep, s->logits, err, errlen);
-        if (!bad && held_append(me, s->slot, prompt + keep, n_prompt - keep) != 0) {
-            snprintf(err, errlen, "out of memory");
-            bad = -1;
-        }
-        keep = n_prompt;
-    } else if (model_hp(m)->arch.gated_delta_net && n_prompt - 1 > keep) {
+    if (!pics && model_hp(m)->arch.gated_delta_net && n_prompt - 1 > keep) {
         bad = model_forward(m, prompt + keep, (int)(n_prompt - 1 - keep), s->logits, false, err, errlen);
         if (!bad) model_checkpoint(m);
         if (!bad && held_append(me, s->slot, prompt + keep, n_prompt - 1 - keep) != 0) {
@@ -384,8 +377,10 @@ static engine_session *me_begin(void *self, const int32_t *prompt, size_t n_prom
         }
         if (!bad) keep = n_prompt - 1;
     }
-    if (!bad && !pics) bad = model_forward(m, prompt + keep, (int)(n_prompt - keep), s->logits, false, err, errlen);
-    if (!bad && !pics && held_append(me, s->slot, prompt + keep, n_prompt - keep) != 0) {
+    if (!bad) /* a prompt with pictures: its text and its pictures' rows, each from where the cache ends */
+        bad = pics ? ep_eval(pics, m, keep, s->logits, err, errlen)
+                   : model_forward(m, prompt + keep, (int)(n_prompt - keep), s->logits, false, err, errlen);
+    if (!bad && held_append(me, s->slot, prompt + keep, n_prompt - keep) != 0) {
         snprintf(err, errlen, "out of memory");
         bad = -1;
     }

@@ -50,10 +50,6 @@ int ep_tokenize(vision_model *v, pthread_mutex_t *mu, const tokenizer *t, const 
     int rc = picture_prompt_make(&p->pp, v, t, s, add_special, pics, (int)n_pics, err, errlen);
     pthread_mutex_unlock(mu);
     free(s);
-    if (rc == 0 && (p->pp.n == 0 || p->pp.c[p->pp.n - 1].rows)) {
-        snprintf(err, errlen, "the prompt ends with a picture (the model's answer needs text after it)");
-        rc = -1;
-    }
     p->at = rc == 0 ? malloc((size_t)p->pp.n * sizeof *p->at) : NULL;
     int32_t *d = rc == 0 ? malloc(p->pp.n_slots * sizeof *d) : NULL;
     if (rc == 0 && (!p->at || !d)) { snprintf(err, errlen, "out of memory"); rc = -1; }

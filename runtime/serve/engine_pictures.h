@@ -8,8 +8,8 @@
  *    below 0, one per row, made from a hash of the picture's size and
  *    pixels, so the prompt cache (common prefixes of ids) keys on what the
  *    pictures are, whatever their encoding. The tower runs under mu (one
- *    encoding at a time). A prompt that ends with a picture, or whose
- *    rows the model cannot take, is refused. -1 with one line in err.
+ *    encoding at a time). -1 with one line in err (picture_prompt_make's
+ *    refusals).
  *  - ep_keep() moves a cached prefix length back to the start of the
  *    picture it would end inside (a picture's rows are evaluated whole).
  *  - ep_eval() evaluates the prompt from slot `from` (a text token or a

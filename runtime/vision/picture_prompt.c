@@ -80,6 +80,10 @@ int picture_prompt_make(picture_prompt *pp, const vision_model *v, const tokeniz
         p = found ? m + ml : p;
     }
     if (rc == 0) rc = add_text(pp, t, p, strlen(p), false, err, errlen);
+    if (rc == 0 && (pp->n == 0 || pp->c[pp->n - 1].rows)) { /* a projector without an end text */
+        snprintf(err, errlen, "the prompt ends with a picture (the model's answer needs text after it)");
+        rc = -1;
+    }
     if (rc) picture_prompt_free(pp);
     return rc;
 }

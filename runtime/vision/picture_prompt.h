@@ -9,8 +9,8 @@
  *    piece on its own with special tokens parsed: the text before a marker,
  *    the projector's begin text, the picture's rows (vision_encode), its end
  *    text, and so on; consecutive tokens make one text chunk. A marker count
- *    that is not n_pics is refused by name. -1 with one line in err, nothing
- *    kept.
+ *    that is not n_pics, or a prompt that would end with a picture, is
+ *    refused by name. -1 with one line in err, nothing kept.
  *  - n_slots is the KV-cache slots the prompt takes (tokens + picture rows).
  *  - picture_prompt_eval() evaluates the chunks from chunk `from` on into m
  *    (a model with M-RoPE: model_forward_image), writing the last token's
