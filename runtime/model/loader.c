@@ -62,7 +62,7 @@ static int fail(loaded_pack *p, const char *fmt, ...)
     return -1;
 }
 
-static void *own(loaded_pack *p, size_t bytes)
+static void *own_aligned(loaded_pack *p, size_t bytes, size_t align)
 {
     if (p->n_owned == p->cap_owned) {
         int cap = p->cap_owned ? 2 * p->cap_owned : 64;
@@ -71,10 +71,12 @@ static void *own(loaded_pack *p, size_t bytes)
         p->owned = o;
         p->cap_owned = cap;
     }
-    void *m = malloc(bytes ? bytes : 1);
+    void *m = align ? aligned_alloc(align, (bytes + align - 1) / align * align) : malloc(bytes ? bytes : 1);
     if (m) p->owned[p->n_owned++] = m;
     return m;
 }
+
+static void *own(loaded_pack *p, size_t bytes) { return own_aligned(p, bytes, 0); }
 
 /* ------------------------------------------------------------ index, files */
 
@@ -570,18 +572,37 @@ static int load_experts(loaded_pack *p)
             return fail(p, "%s and %s: rotated by Hadamard blocks of %lld and %lld; one input cannot serve both",
                         g->name, u->name, (long long)g->rotate, (long long)u->rotate);
     }
+    /* The derived planes of every expert built here, in one block on huge
+     * pages (HUGE_PAGE): decode reads a K-quant's factors beside its codes,
+     * and on 4 KiB pages each new page of them is a TLB miss and a stop of
+     * the hardware prefetcher. */
+    size_t total = 0;
     for (int i = 0; i < p->x.n_l; i++) {
         const int lay = p->x.l[i].layer;
         /* a tier builds the run layers' experts on demand; a next-token-prediction
          * block is a draft model's, which reads its experts in place */
         if (p->lazy_experts && lay < hp->n_layer) continue;
+        total += loader_expert_derived_bytes(p, lay) * (size_t)p->x.l[i].n_expert;
+    }
+    uint8_t *arena = NULL;
+    if (total) {
+        arena = own_aligned(p, total, total >= HUGE_PAGE ? HUGE_PAGE : 64);
+        if (!arena) return fail(p, "%s: out of memory", p->dir);
+#ifdef MADV_HUGEPAGE
+        if (total >= HUGE_PAGE) (void)madvise(arena, (total + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE, MADV_HUGEPAGE);
+#endif
+    }
+    for (int i = 0; i < p->x.n_l; i++) {
+        const int lay = p->x.l[i].layer;
+        if (p->lazy_experts && lay < hp->n_layer) continue;
         const size_t nd = loader_expert_derived_bytes(p, lay);
         if (!nd) continue;
         layer_weights *L = &p->w.layers[lay];
         for (int e = 0; e < p->x.l[i].n_expert; e++) {
-            uint8_t *mem = own(p, nd);
+            uint8_t *mem = arena;
+            arena += nd;
             kfactor *kf = own(p, 3 * sizeof *kf);
-            if (!mem || !kf) return fail(p, "%s: out of memory", p->dir);
+            if (!kf) return fail(p, "%s: out of memory", p->dir);
             weight *parts[3] = { &L->exp_gate[e], &L->exp_up[e], &L->exp_down[e] };
             for (int k = 0; k < 3; k++) {
                 const pi_expert *x = layer_part(p, lay, k);
