@@ -1,9 +1,9 @@
 /* kernels_kq_avx512.c: the K-quant S-forms (Q4_K, Q5_K and Q6_K with their
  * factors, kfactor.h) against Q8_K activations on AVX-512 (F, BW, VL,
- * VNNI): one row, four rows (decode) and one row against several tokens
- * (prefill). Each gives the AVX2 kernel's bits (kernels_q8_avx2.c, kf_dot:
- * ggml-cpu's order), because every float step is the same and the
- * integers are the same:
+ * VNNI): one row (decode) and one row against several tokens (prefill).
+ * Each gives the AVX2 kernel's bits (kernels_q8_avx2.c, kf_dot: ggml-cpu's
+ * order), because every float step is the same and the integers are the
+ * same:
  *  - A zmm holds 64 elements, two groups of 32 (Q6_K: four of 16). Per
  *    group maddubs makes pair sums of value x activation and vpdpwssd
  *    multiplies them by the group's integer scale and adds them into 16
@@ -21,8 +21,7 @@
  *    vpmaddwd by the integer mins: the AVX2 kernel's four pair sums.
  * Why: the AVX2 kernel unpacked 32 codes at a time, took absolute values
  * and signs for maddubs and multiplied the scales with a separate madd;
- * here half the instructions do the same work, and four rows share each
- * activation load. */
+ * here half the instructions do the same work. */
 #include "runtime/kernels/kernels_impl.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -145,41 +144,38 @@ KQ512 KQ_INLINE float kq_total(int style, __m256 acc, __m128 accm, float summs)
     return hsum_ps(acc) + ggml_order_kmins_total(style, m4, summs);
 }
 
-/* Rows r + k * stride, k < NR, against one token; style (kfactor.h) and NR
- * constants at each call, so each style's loop is its own code. */
-KQ512 KQ_INLINE void kq_rows(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y, const int NR,
-                             const int style)
+/* Row r against one token; style (kfactor.h) a constant at each call, so
+ * each style's loop is its own code. Decode reads K-quants row after row
+ * (matmul.c: one stream of codes and one of each factor plane, where four
+ * rows at once made twenty), so this reads ahead within its own row. */
+KQ512 KQ_INLINE void kq_row(const weight *w, int64_t r, const qrow *a, float *y, const int style)
 {
     const kfactor *kf = w->kf;
     const int per_sb = style == 6 ? 16 : 8;
     const int64_t nsb = w->cols / 256;
-    const size_t sb_bytes = style == 4 ? 128 : 256, ahead = qd4_ahead(w->row_bytes, stride);
-    __m256 acc[QD_ROWS];
-    __m128 accm[QD_ROWS];
-    float summs[QD_ROWS];
-    for (int k = 0; k < NR; k++) { acc[k] = _mm256_setzero_ps(); accm[k] = _mm_setzero_ps(); summs[k] = 0.0f; }
+    const size_t sb_bytes = style == 4 ? 128 : 256, ahead = qd4_ahead(w->row_bytes, 1);
+    __m256 acc = _mm256_setzero_ps();
+    __m128 accm = _mm_setzero_ps();
+    float summs = 0.0f;
     for (int64_t i = 0; i < nsb; i++) {
         kq_act t;
         kq_act_load(&t, a, i, style);
-        QD_UNROLL
-        for (int k = 0; k < NR; k++) {
-            const int64_t rk = r + k * stride, sb = rk * nsb + i;
-            const uint8_t *c = (const uint8_t *)w->data + (size_t)rk * w->row_bytes + (size_t)i * sb_bytes;
-            for (size_t o = 0; o < sb_bytes; o += 64) _mm_prefetch((const char *)c + ahead + o, QD_HINT);
-            kq_wt u;
-            kq_wt_load(&u, c, kf->sc + sb * per_sb, style);
-            kq_step(kf, sb, &u, &t, &acc[k], &accm[k], &summs[k], style);
-        }
+        const int64_t sb = r * nsb + i;
+        const uint8_t *c = (const uint8_t *)w->data + (size_t)r * w->row_bytes + (size_t)i * sb_bytes;
+        for (size_t o = 0; o < sb_bytes; o += 64) _mm_prefetch((const char *)c + ahead + o, QD_HINT);
+        kq_wt u;
+        kq_wt_load(&u, c, kf->sc + sb * per_sb, style);
+        kq_step(kf, sb, &u, &t, &acc, &accm, &summs, style);
     }
-    for (int k = 0; k < NR; k++) y[k * stride] = kq_total(style, acc[k], accm[k], summs[k]);
+    *y = kq_total(style, acc, accm, summs);
 }
 
 KQ512 static void kq_rows1(const weight *w, int64_t r, const qrow *a, float *y)
 {
     switch (w->kf->style) {
-    case 4: kq_rows(w, r, 1, a, y, 1, 4); break;
-    case 5: kq_rows(w, r, 1, a, y, 1, 5); break;
-    default: kq_rows(w, r, 1, a, y, 1, 6); break;
+    case 4: kq_row(w, r, a, y, 4); break;
+    case 5: kq_row(w, r, a, y, 5); break;
+    default: kq_row(w, r, a, y, 6); break;
     }
 }
 
@@ -201,14 +197,12 @@ KQ512 float kavx512v_qdot_scode(const weight *w, int64_t r, const qrow *a)
     return y;
 }
 
+/* Four rows a stride apart, each as kavx512_qdot_scode gives it (decode
+ * does not read K-quants four rows at once: matmul.c). */
 KQ512 int kavx512_qdot4_kq(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
 {
     if (!kq_takes(w, a)) return 0;
-    switch (w->kf->style) {
-    case 4: kq_rows(w, r, stride, a, y, QD_ROWS, 4); break;
-    case 5: kq_rows(w, r, stride, a, y, QD_ROWS, 5); break;
-    default: kq_rows(w, r, stride, a, y, QD_ROWS, 6); break;
-    }
+    for (int k = 0; k < QD_ROWS; k++) kq_rows1(w, r + k * stride, a, &y[k * stride]);
     return 1;
 }
 

@@ -42,16 +42,34 @@ typedef struct mm_job {
  * plain sweep). Each row's result is the same either way (kernels.h). */
 static int64_t stream_len(int64_t r0, int64_t r1) { return (r1 - r0) / 4; }
 
-/* Software prefetch of the first `depth` rows of each stream of the task
- * [r0, r1) (of its first 4 x depth rows for forms that have no four-row
- * kernel, IQ3 and the f32/f16 planes: they are read front to back; native
- * blocks have one in every SIMD table: MXFP4's, or four single rows in
- * stream order), and, for SCODE, of their scales; only a hint, results
- * never depend on it. */
-static void warm_rows(const weight *w, int64_t r0, int64_t r1, int64_t depth)
+/* Whether a mat-vec reads w in those four streams, or row after row (one
+ * stream front to back, the single-row kernel). A K-quant with its factors
+ * reads its codes and four planes of factors: in four streams that is
+ * twenty (on one thread, 2048 x 2048 Q4_K experts from DRAM: 16-20 GB/s
+ * against 25-27 row after row, a plain sweep 26-29; the 1.18 GB Q4_K
+ * MoE's experts in `strata bench`: 20 against 27 GB/s). The others share
+ * each activation load between four rows and stream as well. */
+static int four_streams(const weight *w) { return (w->form == WF_SCODE || w->form == WF_GGML) && !w->kf; }
+
+static void prefetch_range(const void *p, size_t bytes)
 {
 #if defined(__GNUC__) || defined(__clang__)
-    const int64_t len = w->form == WF_SCODE || w->form == WF_GGML ? stream_len(r0, r1) : 0;
+    for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch((const char *)p + o, 0, 3);
+#else
+    (void)p; (void)bytes;
+#endif
+}
+
+/* Software prefetch of the first `depth` rows of each stream of the task
+ * [r0, r1) (of its first 4 x depth rows for weights read row after row:
+ * IQ3, the f32/f16 planes and K-quants with factors; native blocks have a
+ * four-row kernel in every SIMD table: MXFP4's, or four single rows in
+ * stream order), and of what the kernels read beside the codes: an
+ * S-form's scales, or a K-quant's factors; only a hint, results never
+ * depend on it. */
+static void warm_rows(const weight *w, int64_t r0, int64_t r1, int64_t depth)
+{
+    const int64_t len = four_streams(w) ? stream_len(r0, r1) : 0;
     const int64_t n_streams = len > 0 ? 4 : 1, stride = len;
     const int64_t rows = len == 0 ? 4 * depth : depth > len ? len : depth;
     const size_t bytes = w->row_bytes < MV_WARM_BYTES ? w->row_bytes : MV_WARM_BYTES;
@@ -59,24 +77,25 @@ static void warm_rows(const weight *w, int64_t r0, int64_t r1, int64_t depth)
     for (int64_t s = 0; s < n_streams; s++) {
         const int64_t r = r0 + s * stride;
         const int64_t n = r + rows <= r1 ? rows : r1 - r;
-        for (int64_t k = 0; k < n; k++) {
-            const char *p = (const char *)w->data + (size_t)(r + k) * w->row_bytes;
-            for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
-        }
-        if (per_row && n > 0) {
-            const char *sc = (const char *)(w->scales + r * per_row);
-            for (size_t o = 0; o < (size_t)(n * per_row) * sizeof(float); o += 64) __builtin_prefetch(sc + o, 0, 3);
+        if (n <= 0) continue;
+        for (int64_t k = 0; k < n; k++) prefetch_range((const char *)w->data + (size_t)(r + k) * w->row_bytes, bytes);
+        if (w->kf) {
+            const kfactor *kf = w->kf;
+            const int64_t nsb = w->cols / 256, sb0 = r * nsb, cnt = n * nsb, per_sb = kf->style == 6 ? 16 : 8;
+            prefetch_range(kf->d + sb0, (size_t)cnt * sizeof(float));
+            prefetch_range(kf->sc + sb0 * per_sb, (size_t)(cnt * per_sb));
+            if (kf->dmin) prefetch_range(kf->dmin + sb0, (size_t)cnt * sizeof(float));
+            if (kf->m) prefetch_range(kf->m + sb0 * 8, (size_t)cnt * 8);
+        } else if (per_row) {
+            prefetch_range(w->scales + r * per_row, (size_t)(n * per_row) * sizeof(float));
         }
     }
-#else
-    (void)w; (void)r0; (void)r1; (void)depth;
-#endif
 }
 
-/* Rows r0..r1-1 of w through the integer kernels, in the streams above;
- * `next` (when not NULL) is warmed before the last two calls, so the
- * read-ahead runs on into the next matrix of the job instead of stopping at
- * the end of this one. */
+/* Rows r0..r1-1 of w through the integer kernels, in the streams above
+ * (or row after row); `next` (when not NULL) is warmed before the last two
+ * calls, so the read-ahead runs on into the next matrix of the job instead
+ * of stopping at the end of this one. */
 static void qdot_rows(const kernels *k, const weight *w, const qrow *qa, float *Y, int64_t r0, int64_t r1,
                       const weight *next, int64_t next_r0, int64_t next_r1)
 {
@@ -84,14 +103,16 @@ static void qdot_rows(const kernels *k, const weight *w, const qrow *qa, float *
     const qdot4_fn dot4 = k->qdot4[w->form];
     int64_t r = r0;
     int warmed = next == NULL;
-    const int64_t len = dot4 ? stream_len(r0, r1) : 0;
+    const int64_t len = dot4 && four_streams(w) ? stream_len(r0, r1) : 0;
     for (int64_t j = 0; j < len; j++) {
         if (!warmed && j + 2 >= len) { warm_rows(next, next_r0, next_r1, 1); warmed = 1; }
         dot4(w, r0 + j, len, qa, Y + r0 + j);
     }
-    r += 4 * len;
+    for (r += 4 * len; r < r1; r++) {
+        if (!warmed && r + 2 >= r1) { warm_rows(next, next_r0, next_r1, 1); warmed = 1; }
+        Y[r] = dot(w, r, qa);
+    }
     if (!warmed) warm_rows(next, next_r0, next_r1, 1);
-    for (; r < r1; r++) Y[r] = dot(w, r, qa);
 }
 
 static void matvec_task(void *arg, int task, int thread)
