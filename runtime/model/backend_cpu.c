@@ -121,6 +121,23 @@ static float attn_scale(const model_hparams *hp)
 
 /* -------------------------------------------------------------- attention */
 
+/* How far ahead of the position it reads the f16 attention asks for the
+ * cached rows: the weights streamed since the last token have pushed them
+ * out of the caches, and one head's rows lie a whole cache row apart (a
+ * position's heads side by side), a pattern the hardware prefetchers are
+ * slow to follow (1.18 GB MoE, one thread, depths 1-256: 0.84 against 0.76
+ * ms a token). */
+#define ATTN_AHEAD 16
+
+static void attn_prefetch(const void *row, size_t bytes)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch((const char *)row + o, 0, 3);
+#else
+    (void)row; (void)bytes;
+#endif
+}
+
 typedef struct attn_job {
     model *m;
     int layer, B, pos0;
@@ -161,6 +178,8 @@ static void attn_task(void *arg, int task, int thread)
     for (int p = p_lo; p < n_pos; p++) {
         if (pick && !pick[p]) { sc[p] = -INFINITY; continue; }
         const void *kr = (const char *)k_row(m, j->layer, p) + (size_t)kvh * hd * m->kv_elt;
+        if (f16 && p + ATTN_AHEAD < n_pos)
+            attn_prefetch((const char *)k_row(m, j->layer, p + ATTN_AHEAD) + (size_t)kvh * hd * m->kv_elt, (size_t)hd * 2);
         float s = f16 ? m->k->dot_f16(kr, q, hd) : m->k->dot_f32(kr, q, hd);
         sc[p] = s * scale;
     }
@@ -175,6 +194,8 @@ static void attn_task(void *arg, int task, int thread)
         for (int p = p_lo; p < n_pos; p++) {
             if (pick && !pick[p]) continue;
             const void *vr = (const char *)v_row(m, j->layer, p) + (size_t)kvh * hv * m->kv_elt;
+            if (p + ATTN_AHEAD < n_pos)
+                attn_prefetch((const char *)v_row(m, j->layer, p + ATTN_AHEAD) + (size_t)kvh * hv * m->kv_elt, (size_t)hv * 2);
             m->k->axpy_f16(out, sc[p] * inv, vr, hv);
         }
         return;
