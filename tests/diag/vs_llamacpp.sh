@@ -21,7 +21,9 @@
 # zen4, skylakex, haswell, ...). Each round runs, for every form and thread
 # count, `strata bench -r 1` and `llama-bench -r 1` with the same -p and -n,
 # alternating which goes first; the medians over the rounds and their
-# ratio (strata / llama.cpp) are printed with every raw figure.
+# ratio (strata / llama.cpp) are printed with every raw figure. Both
+# decode after -p tokens (llama-bench's tg at depth -p, as strata bench
+# decodes after its prompt).
 set -eu
 here=$(cd "$(dirname "$0")/../.." && pwd)
 forms="q8_0 q4_K iq3_xxs"
@@ -38,7 +40,7 @@ while [ $# -gt 0 ]; do
         -p) np=$2; shift 2 ;;
         -n) ng=$2; shift 2 ;;
         -d) dir=$2; shift 2 ;;
-        -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "vs_llamacpp.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -86,12 +88,18 @@ strata_one() { # FORM THREADS -> "prefill decode"
         awk '/^(prefill|decode) / { match($0, /tokens: [0-9.]+/); v = substr($0, RSTART + 8, RLENGTH - 8) }
              /^prefill / { p = v } /^decode / { d = v } END { print p, d }'
 }
-# llama-bench -o csv: one line for pp, one for tg; avg_ts by its header name.
-llama_one() { # FORM THREADS -> "prefill decode"
-    llamacpp_tool llama-bench -m "$dir/$1.gguf" -t "$2" -p "$np" -n "$ng" -r 1 -o csv 2>/dev/null |
+# llama-bench -o csv: avg_ts by its header name. Its tg test starts from an
+# empty context unless -d gives a depth, and strata bench decodes after its
+# -p prompt: so the prefill from an empty context, the decode at depth -p.
+llama_ts() { # FORM THREADS llama-bench-arguments... -> tokens/s
+    f=$1 t=$2
+    shift 2
+    llamacpp_tool llama-bench -m "$dir/$f.gguf" -t "$t" -r 1 -o csv "$@" 2>/dev/null |
         awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { h = $i; gsub(/"/, "", h); c[h] = i } next }
-                 { gsub(/"/, ""); if ($c["n_prompt"] > 0) p = $c["avg_ts"]; else d = $c["avg_ts"] }
-                 END { print p, d }'
+                 { gsub(/"/, ""); v = $c["avg_ts"] } END { print v }'
+}
+llama_one() { # FORM THREADS -> "prefill decode"
+    echo "$(llama_ts "$1" "$2" -p "$np" -n 0) $(llama_ts "$1" "$2" -p 0 -n "$ng" -d "$np")"
 }
 
 raw="$dir/raw.tsv"
