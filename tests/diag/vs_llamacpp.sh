@@ -40,7 +40,7 @@ while [ $# -gt 0 ]; do
         -p) np=$2; shift 2 ;;
         -n) ng=$2; shift 2 ;;
         -d) dir=$2; shift 2 ;;
-        -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "vs_llamacpp.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
