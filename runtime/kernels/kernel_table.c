@@ -33,6 +33,7 @@
     .name = "scalar", .dot_f32 = kscalar_dot_f32, .dot8_f32 = kscalar_dot8_f32,                         \
     .gemm8_f32 = kscalar_gemm8_f32, .swiglu_f32 = kscalar_swiglu_f32, .softmax_f32 = kscalar_softmax_f32, \
     .dot_f16 = kscalar_dot_f16, .axpy_f32 = kscalar_axpy_f32, .axpy_f16 = kscalar_axpy_f16,             \
+    .dot_f16_heads = kscalar_dot_f16_heads, .axpy_f16_heads = kscalar_axpy_f16_heads,                   \
     .f16_to_f32 = kscalar_f16_to_f32, .f32_to_f16 = kscalar_f32_to_f16,                                 \
     .row_f32[WF_P32] = kscalar_row_p32, .row_f32[WF_P16] = kscalar_row_p16,                             \
     .row_f32[WF_SCODE] = kscalar_row_scode, .row_f32[WF_GGML] = kscalar_row_ggml,                       \
@@ -51,6 +52,7 @@
     .dot_f32 = kavx2_dot_f32, .dot8_f32 = kavx2_dot8_f32, .gemm8_f32 = kavx2_gemm8_f32,                 \
     .swiglu_f32 = kavx2_swiglu_f32, .softmax_f32 = kavx2_softmax_f32, .dot_f16 = kavx2_dot_f16,         \
     .axpy_f32 = kavx2_axpy_f32, .axpy_f16 = kavx2_axpy_f16, .f16_to_f32 = kavx2_f16_to_f32,             \
+    .dot_f16_heads = kavx2_dot_f16_heads, .axpy_f16_heads = kavx2_axpy_f16_heads,                       \
     .f32_to_f16 = kavx2_f32_to_f16,                                                                     \
     .row_f32[WF_P16] = kavx2_row_p16, .row_f32[WF_SCODE] = kavx2_row_scode,                             \
     .quant_q8[WA_Q8_0] = kavx2_quant_q8_0, .quant_q8[WA_Q8_K] = kavx2_quant_q8_k,                       \

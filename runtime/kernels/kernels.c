@@ -75,6 +75,20 @@ void kscalar_axpy_f16(float *y, float a, const uint16_t *x, int64_t n)
     for (int64_t i = 0; i < n; i++) y[i] += a * fp16_to_f32(x[i]);
 }
 
+void kscalar_dot_f16_heads(const uint16_t *const *a, int rows, const float *b, int nb, int64_t n, float *out,
+                           int64_t ostride)
+{
+    for (int h = 0; h < nb; h++)
+        for (int i = 0; i < rows; i++) out[h * ostride + i] = kscalar_dot_f16(a[i], b + h * n, n);
+}
+
+void kscalar_axpy_f16_heads(float *y, int ny, const float *w, int64_t wstride, const uint16_t *const *x, int rows,
+                            int64_t n)
+{
+    for (int h = 0; h < ny; h++)
+        for (int i = 0; i < rows; i++) kscalar_axpy_f16(y + h * n, w[h * wstride + i], x[i], n);
+}
+
 void kscalar_f16_to_f32(const uint16_t *src, float *dst, int64_t n) { fp16_row_to_f32(src, dst, n); }
 
 void kscalar_f32_to_f16(const float *src, uint16_t *dst, int64_t n)

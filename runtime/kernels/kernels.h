@@ -103,6 +103,16 @@ typedef struct kernels {
     void (*softmax_f32)(const float *x, int64_t n, float *y, float sink);
     void (*axpy_f32)(float *y, float a, const float *x, int64_t n);
     void (*axpy_f16)(float *y, float a, const uint16_t *x, int64_t n);
+    /* The f16 attention of nb <= 4 query heads that share a KV head, over
+     * cached rows a[0..rows): out[h * ostride + i] = dot_f16(a[i], b + h * n,
+     * n), each with the bits of its own dot_f16; each row widened once */
+    void (*dot_f16_heads)(const uint16_t *const *a, int rows, const float *b, int nb, int64_t n, float *out,
+                          int64_t ostride);
+    /* and their weighted sums: for each h < ny, axpy_f16(y + h * n,
+     * w[h * wstride + i], x[i], n) for i = 0, 1, .., rows - 1 in turn, with
+     * their bits; each row widened once, y kept in registers meanwhile */
+    void (*axpy_f16_heads)(float *y, int ny, const float *w, int64_t wstride, const uint16_t *const *x, int rows,
+                           int64_t n);
     void (*f16_to_f32)(const uint16_t *src, float *dst, int64_t n);
     void (*f32_to_f16)(const float *src, uint16_t *dst, int64_t n);
     row_f32_fn row_f32[WF_COUNT];

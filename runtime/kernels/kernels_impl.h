@@ -20,6 +20,10 @@ void kscalar_swiglu_f32(float *x, const float *g, int64_t n);
 void kscalar_softmax_f32(const float *x, int64_t n, float *y, float sink);
 void kscalar_axpy_f32(float *y, float a, const float *x, int64_t n);
 void kscalar_axpy_f16(float *y, float a, const uint16_t *x, int64_t n);
+void kscalar_dot_f16_heads(const uint16_t *const *a, int rows, const float *b, int nb, int64_t n, float *out,
+                           int64_t ostride);
+void kscalar_axpy_f16_heads(float *y, int ny, const float *w, int64_t wstride, const uint16_t *const *x, int rows,
+                            int64_t n);
 void kscalar_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
 void kscalar_f32_to_f16(const float *src, uint16_t *dst, int64_t n);
 
@@ -60,6 +64,10 @@ void kavx2_swiglu_f32(float *x, const float *g, int64_t n);
 void kavx2_softmax_f32(const float *x, int64_t n, float *y, float sink);
 void kavx2_axpy_f32(float *y, float a, const float *x, int64_t n);
 void kavx2_axpy_f16(float *y, float a, const uint16_t *x, int64_t n);
+void kavx2_dot_f16_heads(const uint16_t *const *a, int rows, const float *b, int nb, int64_t n, float *out,
+                         int64_t ostride);
+void kavx2_axpy_f16_heads(float *y, int ny, const float *w, int64_t wstride, const uint16_t *const *x, int rows,
+                          int64_t n);
 void kavx2_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
 void kavx2_f32_to_f16(const float *src, uint16_t *dst, int64_t n);
 void kavx2_row_p16(const weight *w, int64_t r, float *dst);

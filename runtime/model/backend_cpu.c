@@ -121,13 +121,13 @@ static float attn_scale(const model_hparams *hp)
 
 /* -------------------------------------------------------------- attention */
 
-/* How far ahead of the position it reads the f16 attention asks for the
+/* How far ahead of the positions it reads the f16 attention asks for the
  * cached rows: the weights streamed since the last token have pushed them
  * out of the caches, and one head's rows lie a whole cache row apart (a
  * position's heads side by side), a pattern the hardware prefetchers are
- * slow to follow (1.18 GB MoE, one thread, depths 1-256: 0.84 against 0.76
- * ms a token). */
+ * slow to follow. ATTN_ROWS positions go to a kernel call at once. */
 #define ATTN_AHEAD 16
+#define ATTN_ROWS 8
 
 static void attn_prefetch(const void *row, size_t bytes)
 {
@@ -141,11 +141,100 @@ static void attn_prefetch(const void *row, size_t bytes)
 typedef struct attn_job {
     model *m;
     int layer, B, pos0;
+    int group; /* f16: query heads a task takes (they share a KV head); f32: 1 */
 } attn_job;
 
-/* One (row, query head): causal softmax(q·k / sqrt(d)) over the cache, times
- * v. With an f32 cache every step is ggml-cpu's (non-flash) attention on
- * x86, bit for bit: the scores by ggml_vec_dot_f32, scaled, softmax as
+/* The positions row b of the job sees: p_lo.. its own (the return), the
+ * others masked. Llama 4's chunked layers see only their own chunk, gpt-oss's
+ * sliding layers the last n_swa positions: the ones before are masked (-inf,
+ * exact zeros after the softmax), as llama.cpp masks them, so the sums keep
+ * their order. DSA's unpicked positions (*pick) are masked the same way. */
+static int attn_window(const attn_job *j, int b, int *p_lo, const uint8_t **pick)
+{
+    const model *m = j->m;
+    const int chunk = m->hp.attn_chunk, pos = j->pos0 + b;
+    int lo = chunk > 0 && hparams_layer_rope(&m->hp, j->layer) ? pos / chunk * chunk : 0;
+    if (hparams_layer_swa(&m->hp, j->layer) && pos - m->hp.n_swa + 1 > lo) lo = pos - m->hp.n_swa + 1;
+    *p_lo = lo;
+    *pick = m->dsa_on ? m->dsa_sel + (size_t)b * m->n_ctx : NULL;
+    return pos + 1;
+}
+
+/* Query heads h0..h0 + G - 1 of row b (they share KV head kvh) over an f16
+ * cache: each head's scores, softmax (expf, a double sum) and weighted sum
+ * are the steps one head alone would take (dot_f16_heads and
+ * axpy_f16_heads give each head dot_f16's and axpy_f16's bits), while each
+ * cached row is read and widened once for the G heads. */
+static void attn_task_f16(const attn_job *j, int b, int h0, int kvh, int thread)
+{
+    model *m = j->m;
+    const int hd = m->hp.head_dim, hv = m->hp.head_dim_v, G = j->group;
+    int p_lo;
+    const uint8_t *pick;
+    const int n_pos = attn_window(j, b, &p_lo, &pick);
+    const size_t sst = (size_t)m->n_ctx + 8; /* head g's scores at sc + g * sst */
+    float *sc = m->att_scores + (size_t)thread * m->att_stride;
+    const float *q = m->q + (size_t)b * m->q_dim + (size_t)h0 * hd;
+    float *out = m->att + (size_t)b * m->att_dim + (size_t)h0 * hv;
+    const float scale = attn_scale(&m->hp);
+    const float *sinks = m->w.layers[j->layer].sinks;
+    const uint16_t *rows[ATTN_ROWS];
+    int at[ATTN_ROWS], n = 0;
+    float part[ATTN_HEADS * ATTN_ROWS];
+    for (int g = 0; g < G; g++)
+        for (int p = 0; p < p_lo; p++) sc[g * sst + p] = -INFINITY;
+    for (int p = p_lo; p < n_pos; p++) {
+        if (pick && !pick[p]) {
+            for (int g = 0; g < G; g++) sc[g * sst + p] = -INFINITY;
+            continue;
+        }
+        if (p + ATTN_AHEAD < n_pos)
+            attn_prefetch((const uint16_t *)k_row(m, j->layer, p + ATTN_AHEAD) + (size_t)kvh * hd, (size_t)hd * 2);
+        rows[n] = (const uint16_t *)k_row(m, j->layer, p) + (size_t)kvh * hd;
+        at[n++] = p;
+        if (n == ATTN_ROWS || p + 1 == n_pos) {
+            m->k->dot_f16_heads(rows, n, q, G, hd, part, ATTN_ROWS);
+            for (int g = 0; g < G; g++)
+                for (int i = 0; i < n; i++) sc[g * sst + at[i]] = part[g * ATTN_ROWS + i] * scale;
+            n = 0;
+        }
+    }
+    if (n) { /* the last position was masked */
+        m->k->dot_f16_heads(rows, n, q, G, hd, part, ATTN_ROWS);
+        for (int g = 0; g < G; g++)
+            for (int i = 0; i < n; i++) sc[g * sst + at[i]] = part[g * ATTN_ROWS + i] * scale;
+        n = 0;
+    }
+    float inv[ATTN_HEADS];
+    for (int g = 0; g < G; g++) {
+        float *s = sc + g * sst;
+        const float sink = sinks ? sinks[h0 + g] : -INFINITY;
+        float mx = sink;
+        for (int p = 0; p < n_pos; p++) mx = s[p] > mx ? s[p] : mx;
+        double sum = 0.0;
+        for (int p = 0; p < n_pos; p++) { s[p] = expf(s[p] - mx); sum += s[p]; }
+        if (sinks) sum += expf(sink - mx);
+        inv[g] = (float)(1.0 / sum);
+    }
+    memset(out, 0, (size_t)G * hv * sizeof *out);
+    for (int p = p_lo; p < n_pos; p++) {
+        if (pick && !pick[p]) continue;
+        if (p + ATTN_AHEAD < n_pos)
+            attn_prefetch((const uint16_t *)v_row(m, j->layer, p + ATTN_AHEAD) + (size_t)kvh * hv, (size_t)hv * 2);
+        rows[n] = (const uint16_t *)v_row(m, j->layer, p) + (size_t)kvh * hv;
+        for (int g = 0; g < G; g++) part[g * ATTN_ROWS + n] = sc[g * sst + p] * inv[g];
+        if (++n == ATTN_ROWS) {
+            m->k->axpy_f16_heads(out, G, part, ATTN_ROWS, rows, n, hv);
+            n = 0;
+        }
+    }
+    if (n) m->k->axpy_f16_heads(out, G, part, ATTN_ROWS, rows, n, hv);
+}
+
+/* One (row, query head) over an f32 cache (or, f16, one row's group of
+ * heads: attn_task_f16): causal softmax(q·k / sqrt(d)) over the cache,
+ * times v. Every step is ggml-cpu's (non-flash) attention on x86, bit for
+ * bit: the scores by ggml_vec_dot_f32, scaled, softmax as
  * ggml_soft_max_ext (ggml's expf over whole groups of 8 positions, masked
  * ones counting as exact zeros), and the weighted sum of v with position p
  * in float lane p % 32, ggml_vec_dot_f32's fold at the end, when one row is
@@ -156,49 +245,22 @@ static void attn_task(void *arg, int task, int thread)
     attn_job *j = arg;
     model *m = j->m;
     const int hd = m->hp.head_dim, hv = m->hp.head_dim_v, nh = m->hp.n_head;
-    const int b = task / nh, h = task % nh, kvh = h / (nh / m->hp.n_head_kv);
-    const int n_pos = j->pos0 + b + 1;
+    const int per_row = nh / j->group, b = task / per_row, h = task % per_row * j->group;
+    const int kvh = h / (nh / m->hp.n_head_kv);
+    if (m->opt.kv == KV_F16) { attn_task_f16(j, b, h, kvh, thread); return; }
+    int p_lo;
+    const uint8_t *pick;
+    const int n_pos = attn_window(j, b, &p_lo, &pick);
     const float *q = m->q + (size_t)b * m->q_dim + (size_t)h * hd;
     float *out = m->att + (size_t)b * m->att_dim + (size_t)h * hv;
     float *sc = m->att_scores + (size_t)thread * m->att_stride;
     const float scale = attn_scale(&m->hp);
-    const bool f16 = m->opt.kv == KV_F16;
-    /* Llama 4's chunked layers see only their own chunk: the positions
-     * before it are masked (-inf, exact zeros after the softmax), as
-     * llama.cpp masks them, so the sums keep their order */
-    const int chunk = m->hp.attn_chunk, pos = j->pos0 + b;
-    int p_lo = chunk > 0 && hparams_layer_rope(&m->hp, j->layer) ? pos / chunk * chunk : 0;
-    /* gpt-oss's sliding layers: the last n_swa positions, the older ones masked the same way */
-    if (hparams_layer_swa(&m->hp, j->layer) && pos - m->hp.n_swa + 1 > p_lo) p_lo = pos - m->hp.n_swa + 1;
     const float *sinks = m->w.layers[j->layer].sinks, sink = sinks ? sinks[h] : -INFINITY;
-
-    /* DSA: the positions the indexer did not pick are masked the same way */
-    const uint8_t *pick = m->dsa_on ? m->dsa_sel + (size_t)b * m->n_ctx : NULL;
     for (int p = 0; p < p_lo; p++) sc[p] = -INFINITY;
     for (int p = p_lo; p < n_pos; p++) {
         if (pick && !pick[p]) { sc[p] = -INFINITY; continue; }
-        const void *kr = (const char *)k_row(m, j->layer, p) + (size_t)kvh * hd * m->kv_elt;
-        if (f16 && p + ATTN_AHEAD < n_pos)
-            attn_prefetch((const char *)k_row(m, j->layer, p + ATTN_AHEAD) + (size_t)kvh * hd * m->kv_elt, (size_t)hd * 2);
-        float s = f16 ? m->k->dot_f16(kr, q, hd) : m->k->dot_f32(kr, q, hd);
-        sc[p] = s * scale;
-    }
-    if (f16) {
-        float mx = sink;
-        for (int p = 0; p < n_pos; p++) mx = sc[p] > mx ? sc[p] : mx;
-        double sum = 0.0;
-        for (int p = 0; p < n_pos; p++) { sc[p] = expf(sc[p] - mx); sum += sc[p]; }
-        if (sinks) sum += expf(sink - mx);
-        const float inv = (float)(1.0 / sum);
-        memset(out, 0, (size_t)hv * sizeof *out);
-        for (int p = p_lo; p < n_pos; p++) {
-            if (pick && !pick[p]) continue;
-            const void *vr = (const char *)v_row(m, j->layer, p) + (size_t)kvh * hv * m->kv_elt;
-            if (p + ATTN_AHEAD < n_pos)
-                attn_prefetch((const char *)v_row(m, j->layer, p + ATTN_AHEAD) + (size_t)kvh * hv * m->kv_elt, (size_t)hv * 2);
-            m->k->axpy_f16(out, sc[p] * inv, vr, hv);
-        }
-        return;
+        const float *kr = (const float *)k_row(m, j->layer, p) + (size_t)kvh * hd;
+        sc[p] = m->k->dot_f32(kr, q, hd) * scale;
     }
     const int n8 = (n_pos + 7) & ~7;
     for (int p = n_pos; p < n8; p++) sc[p] = -INFINITY;
@@ -233,12 +295,19 @@ static void attend(model *m, int l, int B, int pos0, const mm_next *next_o)
             memcpy(vr, m->vx + (size_t)b * m->kv_dim_v, (size_t)m->kv_dim_v * sizeof(float));
         }
     }
-    attn_job j = { m, l, B, pos0 };
+    /* f16: the query heads that share a KV head, up to ATTN_HEADS, one task */
+    int group = 1;
+    if (m->opt.kv == KV_F16 && hp->n_head % hp->n_head_kv == 0) {
+        const int per_kv = hp->n_head / hp->n_head_kv;
+        for (group = per_kv < ATTN_HEADS ? per_kv : ATTN_HEADS; per_kv % group; group--) {}
+    }
+    attn_job j = { m, l, B, pos0, group };
+    const int n_tasks = B * hp->n_head / group;
     /* A short context is cheaper on one thread than a pool wake-up. */
     if ((int64_t)B * hp->n_head * (pos0 + B) * hp->head_dim < 32 * 1024)
-        for (int t = 0; t < B * hp->n_head; t++) attn_task(&j, t, 0);
+        for (int t = 0; t < n_tasks; t++) attn_task(&j, t, 0);
     else
-        pool_run_then(m->pool, B * hp->n_head, attn_task, &j, B == 1 ? mm_warm_next : NULL, (void *)next_o);
+        pool_run_then(m->pool, n_tasks, attn_task, &j, B == 1 ? mm_warm_next : NULL, (void *)next_o);
 }
 
 /* y_h = W_h x_h for every head h of B rows: x_h at x + b * x_stride + h * x_step (x_w wide), y_h

@@ -438,6 +438,7 @@ static model *create(const model_hparams *hp, const model_weights *w, const mode
         for (int i = 0; !fail && i < h->n_rot / 2; i++) m->mrope_axis[i] = (uint8_t)hparams_mrope_axis(h, i);
     }
     m->att_stride = (size_t)m->n_ctx + 8 + 32 * (size_t)(h->head_dim > h->head_dim_v ? h->head_dim : h->head_dim_v);
+    if (m->att_stride < ATTN_HEADS * ((size_t)m->n_ctx + 8)) m->att_stride = ATTN_HEADS * ((size_t)m->n_ctx + 8);
     m->att_scores = alloc_f(T * m->att_stride, &fail);
     if (E > 0) {
         m->rlog = alloc_f(nb * E, &fail);

@@ -10,6 +10,10 @@
 #include "runtime/model/model.h"
 #include "runtime/model/routing_trace.h"
 
+/* Query heads (sharing one KV head) that one task of the f16 attention
+ * takes, at most: the cached rows are read and widened once for them. */
+#define ATTN_HEADS 4
+
 #define GDN_CHUNK 64 /* rows of a Gated DeltaNet chunk (backend_cpu_gdn.c) */
 /* a chunk's scratch for one thread: cumulative decays, updates, a row */
 #define GDN_CK_FLOATS(S) ((size_t)GDN_CHUNK * (1 + (size_t)(S)) + (size_t)(S))
@@ -41,7 +45,8 @@ struct model {
     kfactor *mla_kf;
     kfactor *qkv_kf;            /* fused qkv: the q, k and v views' K-quant factors, 3 a layer */
     float *rope_cs;             /* per row: n_rot/2 cos, then n_rot/2 sin */
-    float *att_scores;          /* per thread, att_stride floats: n_ctx + 8 scores, then 32 x head_dim lane sums */
+    float *att_scores;          /* per thread, att_stride floats: n_ctx + 8 scores, then 32 x head_dim lane sums;
+                                 * with an f16 cache ATTN_HEADS x (n_ctx + 8) scores */
     size_t att_stride;
     /* MoE */
     float *rlog, *selw, *eo, *hg, *gd;

@@ -125,6 +125,59 @@ static void test_vector_ops(void **st)
     }
 }
 
+/* The f16 attention's kernels over several query heads give, in every
+ * table, each head's score the bits of its own dot_f16 and each head's sum
+ * the bits of axpy_f16 row after row: 1..4 heads, 1..11 rows, every width
+ * (whole blocks of 32, of 16, of 8, and a tail). */
+static void test_f16_heads(void **st)
+{
+    (void)st;
+    uint64_t rs = 7;
+    const kernels *tabs[4] = { kernels_scalar(), kernels_avx2(), kernels_avx2_vnni(), kernels_avx512() };
+    enum { MAXR = 11, MAXH = 4 };
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        const int n = sizes[si];
+        uint16_t *h = malloc((size_t)MAXR * n * sizeof *h);
+        const uint16_t *rows[MAXR];
+        float *q = malloc((size_t)MAXH * n * sizeof *q), *y1 = malloc((size_t)MAXH * n * sizeof *y1),
+              *y2 = malloc((size_t)MAXH * n * sizeof *y2);
+        float w[MAXH * MAXR], got[MAXH * MAXR];
+        for (int i = 0; i < MAXR * n; i++) h[i] = f32_to_fp16(rndf_(&rs) * 3);
+        for (int i = 0; i < MAXH * n; i++) q[i] = rndf_(&rs);
+        for (int r = 0; r < MAXR; r++) rows[r] = h + (size_t)((r * 5) % MAXR) * n; /* out of order, one twice */
+        for (int i = 0; i < MAXH * MAXR; i++) w[i] = rndf_(&rs);
+        for (int t = 0; t < 4; t++) {
+            const kernels *k = tabs[t];
+            if (!k) continue;
+            for (int nh = 1; nh <= MAXH; nh++)
+                for (int nr = 1; nr <= MAXR; nr++) {
+                    k->dot_f16_heads(rows, nr, q, nh, n, got, MAXR);
+                    for (int g = 0; g < nh; g++)
+                        for (int r = 0; r < nr; r++) {
+                            const float one = k->dot_f16(rows[r], q + (size_t)g * n, n);
+                            assert_memory_equal(&got[g * MAXR + r], &one, sizeof one);
+                        }
+                    for (int i = 0; i < nh * n; i++) y1[i] = y2[i] = q[i] * 0.5f;
+                    k->axpy_f16_heads(y1, nh, w, MAXR, rows, nr, n);
+                    for (int g = 0; g < nh; g++)
+                        for (int r = 0; r < nr; r++) k->axpy_f16(y2 + (size_t)g * n, w[g * MAXR + r], rows[r], n);
+                    assert_memory_equal(y1, y2, (size_t)nh * n * sizeof *y1);
+                }
+        }
+        /* and a score is a sum: the scalar table's against a double */
+        for (int r = 0; r < MAXR; r++) {
+            double ref = 0.0, mag = 0.0;
+            for (int i = 0; i < n; i++) {
+                ref += (double)fp16_to_f32(rows[r][i]) * q[i];
+                mag += fabs((double)fp16_to_f32(rows[r][i]) * q[i]);
+            }
+            tabs[0]->dot_f16_heads(&rows[r], 1, q, 1, n, got, 1);
+            assert_true(fabs(got[0] - ref) <= 1e-5 * mag + 1e-30);
+        }
+        free(h); free(q); free(y1); free(y2);
+    }
+}
+
 /* Random SCODE weights: every code width, with and without codebook and
  * offsets, groups that take the vector path and one that falls back. */
 static void test_scode_rows(void **st)
@@ -1294,6 +1347,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vector_ops),
+        cmocka_unit_test(test_f16_heads),
         cmocka_unit_test(test_scode_rows),
         cmocka_unit_test(test_scode_equals_ggml_q4_0),
         cmocka_unit_test(test_other_rows),
