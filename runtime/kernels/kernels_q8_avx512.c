@@ -265,8 +265,20 @@ AVX512VNNI static inline __m512i z_pair(const uint8_t *p0, const uint8_t *p1)
                               _mm256_loadu_si256((const __m256i *)p1), 1);
 }
 
-AVX512VNNI static void z4_s8(const uint8_t *codes, size_t row_bytes, const int8_t *q, const float *sc, int64_t n32,
-                             const float *d, float *y, int64_t stride)
+/* Eight scales from unit `at` on: the fp16 copy where the weight has one
+ * (the same values, half the bytes read), else the f32 plane. */
+AVX512VNNI static inline __m256 z_scales8(const float *sc, const uint16_t *sch, int64_t at)
+{
+    return sch ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sch + at))) : _mm256_loadu_ps(sc + at);
+}
+
+AVX512VNNI static inline float z_scale1(const float *sc, const uint16_t *sch, int64_t at)
+{
+    return sch ? _cvtsh_ss(sch[at]) : sc[at];
+}
+
+AVX512VNNI static void z4_s8(const uint8_t *codes, size_t row_bytes, const int8_t *q, const float *sc,
+                             const uint16_t *sch, int64_t n32, const float *d, float *y, int64_t stride)
 {
     const size_t rstep = (size_t)stride * row_bytes;
     const int64_t sstep = stride * n32;
@@ -278,8 +290,8 @@ AVX512VNNI static void z4_s8(const uint8_t *codes, size_t row_bytes, const int8_
         const __m256 vd = _mm256_loadu_ps(d + i);
         __m512 sd[2];
         for (int h = 0; h < 2; h++) {
-            const __m256 lo = _mm256_mul_ps(_mm256_loadu_ps(sc + (2 * h) * sstep + i), vd);
-            const __m256 hi = _mm256_mul_ps(_mm256_loadu_ps(sc + (2 * h + 1) * sstep + i), vd);
+            const __m256 lo = _mm256_mul_ps(z_scales8(sc, sch, (2 * h) * sstep + i), vd);
+            const __m256 hi = _mm256_mul_ps(z_scales8(sc, sch, (2 * h + 1) * sstep + i), vd);
             sd[h] = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1));
         }
         QD_UNROLL
@@ -309,8 +321,8 @@ AVX512VNNI static void z4_s8(const uint8_t *codes, size_t row_bytes, const int8_
             const uint8_t *p0 = codes + (2 * h) * rstep + i * 32;
             const __m512i s2 = _mm512_dpbusd_epi32(b2, z_pair(p0, p0 + rstep), q2);
             const __m512 sdv = _mm512_castpd_ps(_mm512_insertf64x4(
-                _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_set1_ps(sc[(2 * h) * sstep + i] * d[i]))),
-                _mm256_castps_pd(_mm256_set1_ps(sc[(2 * h + 1) * sstep + i] * d[i])), 1));
+                _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_set1_ps(z_scale1(sc, sch, (2 * h) * sstep + i) * d[i]))),
+                _mm256_castps_pd(_mm256_set1_ps(z_scale1(sc, sch, (2 * h + 1) * sstep + i) * d[i])), 1));
             acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s2), sdv, acc[h]);
         }
     }
@@ -424,8 +436,8 @@ AVX512VNNI void kavx512_qdot4_scode(const weight *w, int64_t r, int64_t stride, 
     if (kavx512_qdot4_kq(w, r, stride, a, y)) return;
     if (!z4_takes(w, a)) { kavx2_qdot4_scode(w, r, stride, a, y); return; }
     const int64_t n32 = w->cols / 32;
-    z4_s8((const uint8_t *)w->data + (size_t)r * w->row_bytes, w->row_bytes, a->q, w->scales + r * n32, n32, a->d, y,
-          stride);
+    z4_s8((const uint8_t *)w->data + (size_t)r * w->row_bytes, w->row_bytes, a->q, w->scales + r * n32,
+          w->scales_h ? w->scales_h + r * n32 : NULL, n32, a->d, y, stride);
 }
 
 AVX512VNNI void kavx512v_qdot4_scode(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y)
@@ -433,8 +445,8 @@ AVX512VNNI void kavx512v_qdot4_scode(const weight *w, int64_t r, int64_t stride,
     if (kavx512_qdot4_kq(w, r, stride, a, y)) return;
     if (!z4_takes(w, a)) { kvnni_qdot4_scode(w, r, stride, a, y); return; }
     const int64_t n32 = w->cols / 32;
-    z4_s8((const uint8_t *)w->data + (size_t)r * w->row_bytes, w->row_bytes, a->q, w->scales + r * n32, n32, a->d, y,
-          stride);
+    z4_s8((const uint8_t *)w->data + (size_t)r * w->row_bytes, w->row_bytes, a->q, w->scales + r * n32,
+          w->scales_h ? w->scales_h + r * n32 : NULL, n32, a->d, y, stride);
 }
 
 #endif

@@ -86,6 +86,8 @@ static void warm_rows(const weight *w, int64_t r0, int64_t r1, int64_t depth)
             prefetch_range(kf->sc + sb0 * per_sb, (size_t)(cnt * per_sb));
             if (kf->dmin) prefetch_range(kf->dmin + sb0, (size_t)cnt * sizeof(float));
             if (kf->m) prefetch_range(kf->m + sb0 * 8, (size_t)cnt * 8);
+        } else if (per_row && w->scales_h) {
+            prefetch_range(w->scales_h + r * per_row, (size_t)(n * per_row) * sizeof(uint16_t));
         } else if (per_row) {
             prefetch_range(w->scales + r * per_row, (size_t)(n * per_row) * sizeof(float));
         }

@@ -71,6 +71,8 @@ size_t weight_bytes(const weight *w)
 
 size_t weight_read_bytes(const weight *w)
 {
+    if (w->form == WF_SCODE && !w->kf && w->scales_h)
+        return weight_bytes(w) - (size_t)(w->rows * w->cols / w->group) * 2;
     if (w->form != WF_SCODE || !w->kf) return weight_bytes(w);
     const size_t n = (size_t)w->rows * (size_t)w->cols, groups = n / (size_t)w->group, sbs = n / 256;
     return w->row_bytes * (size_t)w->rows + groups * (w->kf->m ? 2 : 1) + sbs * sizeof(float) * (w->kf->dmin ? 2 : 1);
@@ -84,6 +86,7 @@ void weight_rows_view(const weight *w, int64_t r0, int64_t n, weight *out, kfact
     if (w->form != WF_SCODE) return;
     const size_t g0 = (size_t)(r0 * w->cols / w->group);
     out->scales = w->scales + g0;
+    if (w->scales_h) out->scales_h = w->scales_h + g0;
     if (w->offsets) out->offsets = w->offsets + g0;
     if (!w->kf) return;
     const size_t s0 = (size_t)(r0 * w->cols / 256);

@@ -49,6 +49,10 @@ typedef struct weight {
     int act;                 /* wact; 0 (f32) unless the loader says otherwise */
     int code_bits, code_bias, group;                 /* SCODE */
     const float *scales, *offsets, *codebook;        /* SCODE */
+    /* SCODE: the same scales as fp16 when the pack stores them so (scales
+     * holds their exact widening), else NULL: the decode kernel of
+     * Q8_0-shaped rows reads these, half the bytes (kernels_q8_avx512.c) */
+    const uint16_t *scales_h;
     const kfactor *kf;       /* SCODE K-quants: factored scales, or NULL */
     /* 0, or a rotated expert's Hadamard block (formats/hadamard.h): its rows
      * are stored rotated, so W x needs x rotated by the same blocks first.
@@ -70,9 +74,10 @@ void weight_rows_view(const weight *w, int64_t r0, int64_t n, weight *out, kfact
 
 /* Bytes of weight data W holds (codes, scales, offsets). */
 size_t weight_bytes(const weight *w);
-/* Bytes one decode pass over W reads: weight_bytes, but for a K-quant with
- * its factors (kf) the codes and the factors (int8 sc and m, float d and
- * dmin): its f32 scale and offset planes are not read then. */
+/* Bytes one decode pass over W reads at least: weight_bytes, but for a
+ * K-quant with its factors (kf) the codes and the factors (int8 sc and m,
+ * float d and dmin): its f32 scale and offset planes are not read then;
+ * with fp16 scales (scales_h) those instead of the f32 ones. */
 size_t weight_read_bytes(const weight *w);
 
 const char *wform_name(wform f);

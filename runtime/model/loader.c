@@ -504,6 +504,8 @@ static void part_derive(const pi_expert *x, weight *w, uint8_t *mem, kfactor *kf
             if (fp16) { uint16_t h; memcpy(&h, s + 2 * i, 2); f[i] = fp16_to_f32(h); }
             else memcpy(&f[i], s + 4 * i, 4);
         }
+        /* fp16 scales stay where they are too, for the kernels that read them */
+        if (!k && fp16 && (uintptr_t)s % 2 == 0) w->scales_h = (const uint16_t *)s;
         s += groups * (fp16 ? 2 : 4);
         mem += up64((size_t)groups * sizeof(float));
         if (k) w->offsets = f; else w->scales = f;

@@ -827,6 +827,51 @@ static void test_qdot4n_s8_random(void **st)
     free(codes); free(sc); free(x);
 }
 
+/* A Q8_0-shaped S8 weight that also has its scales as fp16 (scales_h, as
+ * the loader gives experts whose pack stores them so) gives the same bits
+ * in every table's qdot and qdot4 (the AVX-512 VNNI kernel reads the fp16
+ * copy), and a decode reads 2 bytes a group for them instead of 4. */
+static void test_s8_fp16_scales(void **st)
+{
+    (void)st;
+    const kernels *tabs[4] = { kernels_scalar(), kernels_avx2(), kernels_avx2_vnni(), kernels_avx512() };
+    const int64_t R = 12, C = 21 * 32; /* units in groups of 8 and a tail of 5 */
+    uint64_t rs = 515;
+    uint8_t *codes = malloc((size_t)(R * C));
+    float *sc = malloc((size_t)(R * C / 32) * sizeof *sc), *x = malloc((size_t)C * sizeof *x);
+    uint16_t *sh = malloc((size_t)(R * C / 32) * sizeof *sh);
+    for (int64_t i = 0; i < R * C; i++) codes[i] = (uint8_t)(rnd_(&rs) >> 8);
+    for (int64_t i = 0; i < R * C / 32; i++) {
+        sh[i] = f32_to_fp16(i % 5 == 0 ? 6.0e4f : rndf_(&rs) * 0.02f);
+        sc[i] = fp16_to_f32(sh[i]);
+    }
+    weight w = { .form = WF_SCODE, .rows = R, .cols = C, .data = codes, .act = WA_Q8_0, .group = 32,
+                 .scales = sc, .code_bits = 8, .code_bias = -128 };
+    char err[128];
+    assert_int_equal(weight_check(&w, "S8", err, sizeof err), 0);
+    weight wh = w;
+    wh.scales_h = sh;
+    assert_int_equal(weight_read_bytes(&wh), weight_read_bytes(&w) - (size_t)(R * C / 32) * 2);
+    qrow an[KQ_NT_MAX];
+    make_acts(tabs[0], &w, &rs, x, an);
+    for (int k = 0; k < 4; k++) {
+        if (!tabs[k]) continue;
+        for (int64_t stride = 1; stride <= 3; stride++)
+            for (int64_t r0 = 0; r0 + 3 * stride < R; r0++) {
+                float y[4 * 3], yh[4 * 3];
+                tabs[k]->qdot4[WF_SCODE](&w, r0, stride, &an[0], y);
+                tabs[k]->qdot4[WF_SCODE](&wh, r0, stride, &an[0], yh);
+                for (int q = 0; q < 4; q++) {
+                    assert_memory_equal(&y[q * stride], &yh[q * stride], sizeof *y);
+                    const float one = tabs[k]->qdot[WF_SCODE](&wh, r0 + q * stride, &an[0]);
+                    assert_memory_equal(&y[q * stride], &one, sizeof one);
+                }
+            }
+    }
+    free_acts(an);
+    free(codes); free(sc); free(sh); free(x);
+}
+
 static void test_native_equals_sform(void **st)
 {
     (void)st;
@@ -1357,6 +1402,7 @@ int main(void)
         cmocka_unit_test(test_qdot_iq3_random_blocks),
         cmocka_unit_test(test_native_equals_sform),
         cmocka_unit_test(test_qdot4n_s8_random),
+        cmocka_unit_test(test_s8_fp16_scales),
         cmocka_unit_test(test_qdot_mxfp4_random_blocks),
         cmocka_unit_test(test_ggml_kquant_two_superblocks),
         cmocka_unit_test(test_qdot_refusals),
