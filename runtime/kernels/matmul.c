@@ -1,5 +1,6 @@
 /* matmul.c: see matmul.h. */
 #include "runtime/kernels/matmul.h"
+#include "runtime/util/prefetch.h"
 
 #if defined(__has_include)
 #if __has_include(<cblas.h>)
@@ -51,14 +52,6 @@ static int64_t stream_len(int64_t r0, int64_t r1) { return (r1 - r0) / 4; }
  * each activation load between four rows and stream as well. */
 static int four_streams(const weight *w) { return (w->form == WF_SCODE || w->form == WF_GGML) && !w->kf; }
 
-static void prefetch_range(const void *p, size_t bytes)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch((const char *)p + o, 0, 3);
-#else
-    (void)p; (void)bytes;
-#endif
-}
 
 /* Software prefetch of the first `depth` rows of each stream of the task
  * [r0, r1) (of its first 4 x depth rows for weights read row after row:
@@ -78,18 +71,18 @@ static void warm_rows(const weight *w, int64_t r0, int64_t r1, int64_t depth)
         const int64_t r = r0 + s * stride;
         const int64_t n = r + rows <= r1 ? rows : r1 - r;
         if (n <= 0) continue;
-        for (int64_t k = 0; k < n; k++) prefetch_range((const char *)w->data + (size_t)(r + k) * w->row_bytes, bytes);
+        for (int64_t k = 0; k < n; k++) prefetch_bytes((const char *)w->data + (size_t)(r + k) * w->row_bytes, bytes);
         if (w->kf) {
             const kfactor *kf = w->kf;
             const int64_t nsb = w->cols / 256, sb0 = r * nsb, cnt = n * nsb, per_sb = kf->style == 6 ? 16 : 8;
-            prefetch_range(kf->d + sb0, (size_t)cnt * sizeof(float));
-            prefetch_range(kf->sc + sb0 * per_sb, (size_t)(cnt * per_sb));
-            if (kf->dmin) prefetch_range(kf->dmin + sb0, (size_t)cnt * sizeof(float));
-            if (kf->m) prefetch_range(kf->m + sb0 * 8, (size_t)cnt * 8);
+            prefetch_bytes(kf->d + sb0, (size_t)cnt * sizeof(float));
+            prefetch_bytes(kf->sc + sb0 * per_sb, (size_t)(cnt * per_sb));
+            if (kf->dmin) prefetch_bytes(kf->dmin + sb0, (size_t)cnt * sizeof(float));
+            if (kf->m) prefetch_bytes(kf->m + sb0 * 8, (size_t)cnt * 8);
         } else if (per_row && w->scales_h) {
-            prefetch_range(w->scales_h + r * per_row, (size_t)(n * per_row) * sizeof(uint16_t));
+            prefetch_bytes(w->scales_h + r * per_row, (size_t)(n * per_row) * sizeof(uint16_t));
         } else if (per_row) {
-            prefetch_range(w->scales + r * per_row, (size_t)(n * per_row) * sizeof(float));
+            prefetch_bytes(w->scales + r * per_row, (size_t)(n * per_row) * sizeof(float));
         }
     }
 }

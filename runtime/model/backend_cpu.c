@@ -9,6 +9,7 @@
 #include "runtime/model/expert_tier.h"
 
 #include "runtime/kernels/ggml_order.h"
+#include "runtime/util/prefetch.h"
 
 #include <math.h>
 #include <string.h>
@@ -129,15 +130,6 @@ static float attn_scale(const model_hparams *hp)
 #define ATTN_AHEAD 16
 #define ATTN_ROWS 8
 
-static void attn_prefetch(const void *row, size_t bytes)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch((const char *)row + o, 0, 3);
-#else
-    (void)row; (void)bytes;
-#endif
-}
-
 typedef struct attn_job {
     model *m;
     int layer, B, pos0;
@@ -189,7 +181,7 @@ static void attn_task_f16(const attn_job *j, int b, int h0, int kvh, int thread)
             continue;
         }
         if (p + ATTN_AHEAD < n_pos)
-            attn_prefetch((const uint16_t *)k_row(m, j->layer, p + ATTN_AHEAD) + (size_t)kvh * hd, (size_t)hd * 2);
+            prefetch_bytes((const uint16_t *)k_row(m, j->layer, p + ATTN_AHEAD) + (size_t)kvh * hd, (size_t)hd * 2);
         rows[n] = (const uint16_t *)k_row(m, j->layer, p) + (size_t)kvh * hd;
         at[n++] = p;
         if (n == ATTN_ROWS || p + 1 == n_pos) {
@@ -220,7 +212,7 @@ static void attn_task_f16(const attn_job *j, int b, int h0, int kvh, int thread)
     for (int p = p_lo; p < n_pos; p++) {
         if (pick && !pick[p]) continue;
         if (p + ATTN_AHEAD < n_pos)
-            attn_prefetch((const uint16_t *)v_row(m, j->layer, p + ATTN_AHEAD) + (size_t)kvh * hv, (size_t)hv * 2);
+            prefetch_bytes((const uint16_t *)v_row(m, j->layer, p + ATTN_AHEAD) + (size_t)kvh * hv, (size_t)hv * 2);
         rows[n] = (const uint16_t *)v_row(m, j->layer, p) + (size_t)kvh * hv;
         for (int g = 0; g < G; g++) part[g * ATTN_ROWS + n] = sc[g * sst + p] * inv[g];
         if (++n == ATTN_ROWS) {
