@@ -122,12 +122,12 @@ KQ512 KQ_INLINE void kq_step(const kfactor *kf, int64_t sb, const kq_wt *u, cons
         lanes = _mm512_dpwssd_epi32(lanes, p16, u->sc[p]);
     }
     const __m256i l8 = _mm256_add_epi32(_mm512_castsi512_si256(lanes), _mm512_extracti64x4_epi64(lanes, 1));
-    const float D = t->yd * kf->d[sb];
+    const float D = t->yd * _cvtsh_ss(kf->d[sb]);
     *acc = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(l8), *acc);
     if (style == 6) return;
     const __m128i m16 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(kf->m + sb * 8)));
     const __m128i pairs = _mm_madd_epi16(t->bs, m16); /* m[2k] bs[2k] + m[2k+1] bs[2k+1] */
-    const float dmin = -t->yd * kf->dmin[sb];
+    const float dmin = -t->yd * _cvtsh_ss(kf->dmin[sb]);
     if (style == 5) {
         const __m128i h = _mm_add_epi32(pairs, _mm_shuffle_epi32(pairs, 0x4e));
         const int32_t tot = _mm_cvtsi128_si32(_mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1)));
@@ -225,19 +225,19 @@ KQ512 KQ_INLINE void kq_step2(const kfactor *kf, int64_t sb, const kq_wt *u, con
     const __m512i l8 = _mm512_add_epi32(_mm512_shuffle_i64x2(l0, l1, 0x44), _mm512_shuffle_i64x2(l0, l1, 0xee));
     const __m512 yd2 = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(_mm256_set1_ps(t0->yd))),
                                                            _mm256_castps_pd(_mm256_set1_ps(t1->yd)), 1));
-    *acc2 = _mm512_fmadd_ps(_mm512_mul_ps(yd2, _mm512_set1_ps(kf->d[sb])), _mm512_cvtepi32_ps(l8), *acc2);
+    *acc2 = _mm512_fmadd_ps(_mm512_mul_ps(yd2, _mm512_set1_ps(_cvtsh_ss(kf->d[sb]))), _mm512_cvtepi32_ps(l8), *acc2);
     if (style == 6) return;
     const __m256i m16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(kf->m + sb * 8))));
     const __m256i pairs = _mm256_madd_epi16(_mm256_inserti128_si256(_mm256_castsi128_si256(t0->bs), t1->bs, 1), m16);
     if (style == 5) {
         const __m256i h = _mm256_add_epi32(pairs, _mm256_shuffle_epi32(pairs, 0x4e));
         const __m256i s = _mm256_add_epi32(h, _mm256_shuffle_epi32(h, 0xb1));
-        *summs0 = fmaf(-t0->yd * kf->dmin[sb], (float)_mm256_cvtsi256_si32(s), *summs0);
-        *summs1 = fmaf(-t1->yd * kf->dmin[sb], (float)_mm256_extract_epi32(s, 4), *summs1);
+        *summs0 = fmaf(-t0->yd * _cvtsh_ss(kf->dmin[sb]), (float)_mm256_cvtsi256_si32(s), *summs0);
+        *summs1 = fmaf(-t1->yd * _cvtsh_ss(kf->dmin[sb]), (float)_mm256_extract_epi32(s, 4), *summs1);
         return;
     }
     const __m256 nyd = _mm256_set_m128(_mm_set1_ps(-t1->yd), _mm_set1_ps(-t0->yd));
-    *accm2 = _mm256_fmadd_ps(_mm256_mul_ps(nyd, _mm256_set1_ps(kf->dmin[sb])), _mm256_cvtepi32_ps(pairs), *accm2);
+    *accm2 = _mm256_fmadd_ps(_mm256_mul_ps(nyd, _mm256_set1_ps(_cvtsh_ss(kf->dmin[sb]))), _mm256_cvtepi32_ps(pairs), *accm2);
 }
 
 /* One row against nt tokens: the row's values and scales are made once per

@@ -130,7 +130,7 @@ float kscalar_qdot_kf(const weight *w, int64_t r, const qrow *a)
     float acc[8] = { 0 }, accm[4] = { 0 }, summs = 0.0f;
     for (int64_t i = 0; i < nsb; i++) {
         const float yd = a->d[i];
-        const float D = yd * kf->d[sb0 + i];
+        const float D = yd * fp16_to_f32(kf->d[sb0 + i]);
         const int8_t *sc = kf->sc + (sb0 + i) * per_sb;
         int32_t lane[8] = { 0 };
         for (int e = 0; e < 256; e++) {
@@ -142,7 +142,7 @@ float kscalar_qdot_kf(const weight *w, int64_t r, const qrow *a)
         if (kf->style == 6) continue;
         int32_t bs[8];
         for (int j = 0; j < 8; j++) bs[j] = a->sum16[(i * 256 + j * 32) / 16] + a->sum16[(i * 256 + j * 32) / 16 + 1];
-        summs = ggml_order_kmins(kf->style, -yd * kf->dmin[sb0 + i], kf->m + (sb0 + i) * 8, bs, accm, summs);
+        summs = ggml_order_kmins(kf->style, -yd * fp16_to_f32(kf->dmin[sb0 + i]), kf->m + (sb0 + i) * 8, bs, accm, summs);
     }
     return ggml_order_hsum8(acc) + ggml_order_kmins_total(kf->style, accm, summs);
 }

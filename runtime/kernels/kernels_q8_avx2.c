@@ -222,10 +222,10 @@ AVX2 static float kf_dot(const weight *w, int64_t r, const qrow *a)
             lanes = _mm256_add_epi32(lanes, kf_lane32(_mm256_sign_epi8(v, v), v,
                                                       _mm256_loadu_si256((const __m256i *)(a->q + c0)), kf_sc16(sc, per_sb, j)));
         }
-        const float yd = a->d[i], D = yd * kf->d[sb0 + i];
+        const float yd = a->d[i], D = yd * _cvtsh_ss(kf->d[sb0 + i]);
         acc = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc);
         if (kf->style == 6) continue;
-        summs = kf_mins(kf->style, -yd * kf->dmin[sb0 + i], kf->m + (sb0 + i) * 8, a->sum16 + i * 16, accm, summs);
+        summs = kf_mins(kf->style, -yd * _cvtsh_ss(kf->dmin[sb0 + i]), kf->m + (sb0 + i) * 8, a->sum16 + i * 16, accm, summs);
     }
     return hsum_ps(acc) + ggml_order_kmins_total(kf->style, accm, summs);
 }
@@ -262,10 +262,10 @@ AVX2 static void kf_dotn(const weight *w, int64_t r, const qrow *a, int nt, floa
                 lanes = _mm256_add_epi32(lanes, kf_lane32(avals[j], vals[j],
                                                           _mm256_loadu_si256((const __m256i *)(a[t].q + i * 256 + j * 32)),
                                                           sc16[j]));
-            const float yd = a[t].d[i], D = yd * kf->d[sb0 + i];
+            const float yd = a[t].d[i], D = yd * _cvtsh_ss(kf->d[sb0 + i]);
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc[t]);
             if (kf->style == 6) continue;
-            summs[t] = kf_mins(kf->style, -yd * kf->dmin[sb0 + i], kf->m + (sb0 + i) * 8, a[t].sum16 + i * 16, accm[t],
+            summs[t] = kf_mins(kf->style, -yd * _cvtsh_ss(kf->dmin[sb0 + i]), kf->m + (sb0 + i) * 8, a[t].sum16 + i * 16, accm[t],
                                summs[t]);
         }
     }

@@ -22,7 +22,7 @@ size_t kfactor_bytes(const weight *w)
     const int st = kstyle(w);
     if (!st) return 0;
     const size_t sb = (size_t)w->rows * (size_t)(w->cols / 256);
-    return st == 6 ? sb * sizeof(float) + sb * 16 : sb * 2 * sizeof(float) + sb * 8 * 2;
+    return st == 6 ? sb * sizeof(uint16_t) + sb * 16 : sb * 2 * sizeof(uint16_t) + sb * 8 * 2;
 }
 
 /* x[j] = f * k[j] (j < n) with f an fp16 value and k[j] in lo..hi. ggml's
@@ -66,20 +66,26 @@ int kfactor_build(const weight *w, void *mem, kfactor *kf)
     const int st = kstyle(w);
     if (!st) return 0;
     const size_t sb = (size_t)w->rows * (size_t)(w->cols / 256);
-    float *d = mem;
+    uint16_t *d = mem;
+    float f, g;
     if (st == 6) {
         int8_t *sc = (int8_t *)(d + sb);
-        for (size_t i = 0; i < sb; i++)
-            if (!factor(w->scales + i * 16, 16, 1, -128, 127, &d[i], sc + i * 16)) return 0;
+        for (size_t i = 0; i < sb; i++) {
+            if (!factor(w->scales + i * 16, 16, 1, -128, 127, &f, sc + i * 16)) return 0;
+            d[i] = f32_to_fp16(f); /* exact: factor() gives fp16 values */
+        }
         *kf = (kfactor){ 6, d, NULL, sc, NULL };
         return 1;
     }
-    float *dmin = d + sb;
+    uint16_t *dmin = d + sb;
     int8_t *sc = (int8_t *)(dmin + sb), *m = sc + sb * 8;
-    for (size_t i = 0; i < sb; i++)
-        if (!factor(w->scales + i * 8, 8, 1, 0, 63, &d[i], sc + i * 8) ||
-            !factor(w->offsets + i * 8, 8, -1, 0, 63, &dmin[i], m + i * 8))
+    for (size_t i = 0; i < sb; i++) {
+        if (!factor(w->scales + i * 8, 8, 1, 0, 63, &f, sc + i * 8) ||
+            !factor(w->offsets + i * 8, 8, -1, 0, 63, &g, m + i * 8))
             return 0;
+        d[i] = f32_to_fp16(f);
+        dmin[i] = f32_to_fp16(g);
+    }
     *kf = (kfactor){ st, d, dmin, sc, m };
     return 1;
 }

@@ -13,7 +13,8 @@
  * *kf and returns 1 when every super-block factors exactly (d and dmin fp16
  * values whose integer multiples, 0..63 or -128..127, give every scale and
  * offset bit for bit, the largest such integers taken);
- * otherwise it returns 0 and the weight keeps its per-group kernel.
+ * otherwise it returns 0 and the weight keeps its per-group kernel. d and
+ * dmin are stored as those fp16 values (ggml's blocks hold them so).
  * kf->style is 4 (Q4_K: ggml sums the mins in four lanes), 5 (Q5_K: one
  * integer sum) or 6 (Q6_K: no mins), taken from the shape. No allocation, no global state. */
 #ifndef STRATA_KFACTOR_H

@@ -75,9 +75,9 @@ static void warm_rows(const weight *w, int64_t r0, int64_t r1, int64_t depth)
         if (w->kf) {
             const kfactor *kf = w->kf;
             const int64_t nsb = w->cols / 256, sb0 = r * nsb, cnt = n * nsb, per_sb = kf->style == 6 ? 16 : 8;
-            prefetch_bytes(kf->d + sb0, (size_t)cnt * sizeof(float));
+            prefetch_bytes(kf->d + sb0, (size_t)cnt * sizeof *kf->d);
             prefetch_bytes(kf->sc + sb0 * per_sb, (size_t)(cnt * per_sb));
-            if (kf->dmin) prefetch_bytes(kf->dmin + sb0, (size_t)cnt * sizeof(float));
+            if (kf->dmin) prefetch_bytes(kf->dmin + sb0, (size_t)cnt * sizeof *kf->dmin);
             if (kf->m) prefetch_bytes(kf->m + sb0 * 8, (size_t)cnt * 8);
         } else if (per_row && w->scales_h) {
             prefetch_bytes(w->scales_h + r * per_row, (size_t)(n * per_row) * sizeof(uint16_t));

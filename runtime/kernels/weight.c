@@ -75,7 +75,7 @@ size_t weight_read_bytes(const weight *w)
         return weight_bytes(w) - (size_t)(w->rows * w->cols / w->group) * 2;
     if (w->form != WF_SCODE || !w->kf) return weight_bytes(w);
     const size_t n = (size_t)w->rows * (size_t)w->cols, groups = n / (size_t)w->group, sbs = n / 256;
-    return w->row_bytes * (size_t)w->rows + groups * (w->kf->m ? 2 : 1) + sbs * sizeof(float) * (w->kf->dmin ? 2 : 1);
+    return w->row_bytes * (size_t)w->rows + groups * (w->kf->m ? 2 : 1) + sbs * sizeof *w->kf->d * (w->kf->dmin ? 2 : 1);
 }
 
 void weight_rows_view(const weight *w, int64_t r0, int64_t n, weight *out, kfactor *kf_out)

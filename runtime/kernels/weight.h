@@ -32,11 +32,13 @@ typedef enum wform { WF_P32, WF_P16, WF_SCODE, WF_GGML, WF_IQ3, WF_COUNT } wform
 typedef enum wact { WA_F32 = 0, WA_Q8_0 = 1, WA_Q8_K = 2 } wact;
 
 /* K-quant super-block factors of an S-form weight (runtime/kernels/kfactor.h):
- * per 256 elements of a row d (and dmin), per group the integers sc (and
- * m), so scale = d * sc and offset = -dmin * m. */
+ * per 256 elements of a row d (and dmin), fp16 values kept as fp16 (as in
+ * ggml's blocks: decode reads 4 bytes less per 256 weights than as f32),
+ * per group the integers sc (and m), so scale = d * sc and offset =
+ * -dmin * m. */
 typedef struct kfactor {
     int style;              /* 4: Q4_K (mins summed in 4 lanes), 5: Q5_K (in one int), 6: Q6_K (no mins) */
-    const float *d, *dmin;  /* rows * cols / 256 (dmin NULL for style 6) */
+    const uint16_t *d, *dmin; /* fp16, rows * cols / 256 (dmin NULL for style 6) */
     const int8_t *sc, *m;   /* one per group: rows * cols / group (m NULL for style 6) */
 } kfactor;
 
@@ -76,7 +78,7 @@ void weight_rows_view(const weight *w, int64_t r0, int64_t n, weight *out, kfact
 size_t weight_bytes(const weight *w);
 /* Bytes one decode pass over W reads at least: weight_bytes, but for a
  * K-quant with its factors (kf) the codes and the factors (int8 sc and m,
- * float d and dmin): its f32 scale and offset planes are not read then;
+ * fp16 d and dmin): its f32 scale and offset planes are not read then;
  * with fp16 scales (scales_h) those instead of the f32 ones. */
 size_t weight_read_bytes(const weight *w);
 

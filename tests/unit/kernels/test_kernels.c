@@ -965,7 +965,7 @@ static void test_native_equals_sform(void **st)
             /* decode reads the codes and the factors, not the f32 planes */
             const size_t n = (size_t)R * C, groups = n / (size_t)sf.group;
             assert_int_equal(weight_read_bytes(&sf), (size_t)R * sf.row_bytes + groups * (kf.m ? 2 : 1) +
-                                                         n / 256 * 4 * (kf.dmin ? 2 : 1));
+                                                         n / 256 * 2 * (kf.dmin ? 2 : 1));
             assert_true(weight_read_bytes(&sf) < full);
         }
         assert_true(kernels_qdot_ok(&sf));
