@@ -5,6 +5,7 @@
  * the figure can be trusted, and a warning says when it cannot. */
 #include "runtime/cli/cli.h"
 
+#include "runtime/util/hugemem.h"
 #include "runtime/util/memavail.h"
 #include "runtime/util/stats.h"
 
@@ -12,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 enum { REPS_DEFAULT = 5, REPS_MAX = 1000 };
 /* Above this spread ((max - min) / median) a figure gets a warning: on a
@@ -105,13 +105,9 @@ static int read_bandwidth(size_t bytes, int threads, int sweeps, double *bw)
 {
     if (threads < 1) threads = 1;
     if (threads > 256) threads = 256;
-    const size_t huge = (size_t)2 << 20, cap = (bytes + huge - 1) / huge * huge;
     const size_t n = bytes / sizeof(uint64_t);
-    uint64_t *buf = aligned_alloc(huge, cap);
+    uint64_t *buf = hugemem_alloc(bytes);
     if (!buf) return -1;
-#ifdef MADV_HUGEPAGE
-    (void)madvise(buf, cap, MADV_HUGEPAGE);
-#endif
     for (size_t i = 0; i < n; i++) buf[i] = i;
     const int avx2 = have_avx2();
     volatile uint64_t sink = 0;

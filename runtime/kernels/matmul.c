@@ -52,7 +52,6 @@ static int64_t stream_len(int64_t r0, int64_t r1) { return (r1 - r0) / 4; }
  * each activation load between four rows and stream as well. */
 static int four_streams(const weight *w) { return (w->form == WF_SCODE || w->form == WF_GGML) && !w->kf; }
 
-
 /* Software prefetch of the first `depth` rows of each stream of the task
  * [r0, r1) (of its first 4 x depth rows for weights read row after row:
  * IQ3, the f32/f16 planes and K-quants with factors; native blocks have a

@@ -178,24 +178,18 @@ static void attn_task_f16(const attn_job *j, int b, int h0, int kvh, int thread)
     for (int p = p_lo; p < n_pos; p++) {
         if (pick && !pick[p]) {
             for (int g = 0; g < G; g++) sc[g * sst + p] = -INFINITY;
-            continue;
+        } else {
+            if (p + ATTN_AHEAD < n_pos)
+                prefetch_bytes((const uint16_t *)k_row(m, j->layer, p + ATTN_AHEAD) + (size_t)kvh * hd, (size_t)hd * 2);
+            rows[n] = (const uint16_t *)k_row(m, j->layer, p) + (size_t)kvh * hd;
+            at[n++] = p;
         }
-        if (p + ATTN_AHEAD < n_pos)
-            prefetch_bytes((const uint16_t *)k_row(m, j->layer, p + ATTN_AHEAD) + (size_t)kvh * hd, (size_t)hd * 2);
-        rows[n] = (const uint16_t *)k_row(m, j->layer, p) + (size_t)kvh * hd;
-        at[n++] = p;
-        if (n == ATTN_ROWS || p + 1 == n_pos) {
+        if (n == ATTN_ROWS || (n && p + 1 == n_pos)) {
             m->k->dot_f16_heads(rows, n, q, G, hd, part, ATTN_ROWS);
             for (int g = 0; g < G; g++)
                 for (int i = 0; i < n; i++) sc[g * sst + at[i]] = part[g * ATTN_ROWS + i] * scale;
             n = 0;
         }
-    }
-    if (n) { /* the last position was masked */
-        m->k->dot_f16_heads(rows, n, q, G, hd, part, ATTN_ROWS);
-        for (int g = 0; g < G; g++)
-            for (int i = 0; i < n; i++) sc[g * sst + at[i]] = part[g * ATTN_ROWS + i] * scale;
-        n = 0;
     }
     float inv[ATTN_HEADS];
     for (int g = 0; g < G; g++) {
@@ -210,17 +204,18 @@ static void attn_task_f16(const attn_job *j, int b, int h0, int kvh, int thread)
     }
     memset(out, 0, (size_t)G * hv * sizeof *out);
     for (int p = p_lo; p < n_pos; p++) {
-        if (pick && !pick[p]) continue;
-        if (p + ATTN_AHEAD < n_pos)
-            prefetch_bytes((const uint16_t *)v_row(m, j->layer, p + ATTN_AHEAD) + (size_t)kvh * hv, (size_t)hv * 2);
-        rows[n] = (const uint16_t *)v_row(m, j->layer, p) + (size_t)kvh * hv;
-        for (int g = 0; g < G; g++) part[g * ATTN_ROWS + n] = sc[g * sst + p] * inv[g];
-        if (++n == ATTN_ROWS) {
+        if (!pick || pick[p]) {
+            if (p + ATTN_AHEAD < n_pos)
+                prefetch_bytes((const uint16_t *)v_row(m, j->layer, p + ATTN_AHEAD) + (size_t)kvh * hv, (size_t)hv * 2);
+            rows[n] = (const uint16_t *)v_row(m, j->layer, p) + (size_t)kvh * hv;
+            for (int g = 0; g < G; g++) part[g * ATTN_ROWS + n] = sc[g * sst + p] * inv[g];
+            n++;
+        }
+        if (n == ATTN_ROWS || (n && p + 1 == n_pos)) {
             m->k->axpy_f16_heads(out, G, part, ATTN_ROWS, rows, n, hv);
             n = 0;
         }
     }
-    if (n) m->k->axpy_f16_heads(out, G, part, ATTN_ROWS, rows, n, hv);
 }
 
 /* One (row, query head) over an f32 cache (or, f16, one row's group of

@@ -16,6 +16,7 @@
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/kfactor.h"
 #include "runtime/model/weight_slots.h"
+#include "runtime/util/hugemem.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -62,7 +63,9 @@ static int fail(loaded_pack *p, const char *fmt, ...)
     return -1;
 }
 
-static void *own_aligned(loaded_pack *p, size_t bytes, size_t align)
+/* bytes of memory the pack owns (freed with it): from malloc, or on huge
+ * pages (hugemem.h) when huge. */
+static void *own_from(loaded_pack *p, size_t bytes, int huge)
 {
     if (p->n_owned == p->cap_owned) {
         int cap = p->cap_owned ? 2 * p->cap_owned : 64;
@@ -71,12 +74,12 @@ static void *own_aligned(loaded_pack *p, size_t bytes, size_t align)
         p->owned = o;
         p->cap_owned = cap;
     }
-    void *m = align ? aligned_alloc(align, (bytes + align - 1) / align * align) : malloc(bytes ? bytes : 1);
+    void *m = huge ? hugemem_alloc(bytes) : malloc(bytes ? bytes : 1);
     if (m) p->owned[p->n_owned++] = m;
     return m;
 }
 
-static void *own(loaded_pack *p, size_t bytes) { return own_aligned(p, bytes, 0); }
+static void *own(loaded_pack *p, size_t bytes) { return own_from(p, bytes, 0); }
 
 /* ------------------------------------------------------------ index, files */
 
@@ -102,8 +105,6 @@ static int read_index(loaded_pack *p)
     return rc;
 }
 
-#define HUGE_PAGE ((size_t)2 << 20)
-
 /* loader_opts.resident_experts: experts.bin read into memory of our own on
  * 2 MiB boundaries, asking for transparent huge pages before the first
  * touch. Decode streams the chosen experts once per token; through a file
@@ -117,12 +118,8 @@ static int read_index(loaded_pack *p)
  * -1 on a read error. */
 static int read_resident(loaded_pack *p, int fd, const char *path, size_t bytes)
 {
-    const size_t cap = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-    uint8_t *m = aligned_alloc(HUGE_PAGE, cap);
+    uint8_t *m = hugemem_alloc(bytes);
     if (!m) return 1;
-#ifdef MADV_HUGEPAGE
-    (void)madvise(m, cap, MADV_HUGEPAGE);
-#endif
     for (size_t done = 0; done < bytes;) {
         const size_t want = bytes - done < ((size_t)64 << 20) ? bytes - done : (size_t)64 << 20;
         const ssize_t got = pread(fd, m + done, want, (off_t)done);
@@ -290,20 +287,12 @@ static int fill_tensor(loaded_pack *p, const pi_tensor *t)
     return 0;
 }
 
-#define POOL_HUGE HUGE_PAGE
-
 static int build_pool(loaded_pack *p)
 {
-    /* A pool of several MiB starts on a 2 MiB boundary and asks for
-     * transparent huge pages: decode reads all of it once per token, and
-     * with 4 KiB pages every 4 KiB of a mat-vec's rows is a TLB miss. */
-    const size_t align = (uint64_t)p->x.pool >= POOL_HUGE ? POOL_HUGE : 64;
-    p->pool_bytes = (size_t)((p->x.pool + align - 1) / align * align);
-    p->pool = aligned_alloc(align, p->pool_bytes ? p->pool_bytes : 64);
+    /* decode reads all of the pool once per token: on huge pages (hugemem.h) */
+    p->pool_bytes = (size_t)p->x.pool;
+    p->pool = hugemem_alloc(p->pool_bytes);
     if (!p->pool) return fail(p, "%s: cannot allocate the %zu-byte pool", p->dir, p->pool_bytes);
-#ifdef MADV_HUGEPAGE
-    if (align == POOL_HUGE) (void)madvise(p->pool, p->pool_bytes, MADV_HUGEPAGE);
-#endif
     int64_t done = 0;
     for (int i = 0; i < p->x.n_t; i++) {
         if (fill_tensor(p, &p->x.t[i])) return -1;
@@ -575,9 +564,7 @@ static int load_experts(loaded_pack *p)
                         g->name, u->name, (long long)g->rotate, (long long)u->rotate);
     }
     /* The derived planes of every expert built here, in one block on huge
-     * pages (HUGE_PAGE): decode reads a K-quant's factors beside its codes,
-     * and on 4 KiB pages each new page of them is a TLB miss and a stop of
-     * the hardware prefetcher. */
+     * pages (hugemem.h): decode reads a K-quant's factors beside its codes. */
     size_t total = 0;
     for (int i = 0; i < p->x.n_l; i++) {
         const int lay = p->x.l[i].layer;
@@ -587,13 +574,7 @@ static int load_experts(loaded_pack *p)
         total += loader_expert_derived_bytes(p, lay) * (size_t)p->x.l[i].n_expert;
     }
     uint8_t *arena = NULL;
-    if (total) {
-        arena = own_aligned(p, total, total >= HUGE_PAGE ? HUGE_PAGE : 64);
-        if (!arena) return fail(p, "%s: out of memory", p->dir);
-#ifdef MADV_HUGEPAGE
-        if (total >= HUGE_PAGE) (void)madvise(arena, (total + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE, MADV_HUGEPAGE);
-#endif
-    }
+    if (total && !(arena = own_from(p, total, 1))) return fail(p, "%s: out of memory", p->dir);
     for (int i = 0; i < p->x.n_l; i++) {
         const int lay = p->x.l[i].layer;
         if (p->lazy_experts && lay < hp->n_layer) continue;

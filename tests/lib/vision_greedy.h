@@ -46,11 +46,13 @@ static inline int vg_write_picture(const char *dir, const char *name, const uint
     return 0;
 }
 
-/* The tower at mmproj with its matrices as F16 (kept fp16 and widened as read) gives the bits of the
- * same values as F32 (widened once) on an w x h picture, in less memory. */
-static inline void vg_check_f16(const char *mmproj, const uint8_t *rgb, int w, int h)
+/* The tower write_mmproj writes, with its matrices as F16 (kept fp16 and widened as read), gives the
+ * bits of the same values as F32 (widened once) on an w x h picture, in less memory. */
+static inline void vg_check_f16(int (*write_mmproj)(const char *, char *, size_t), const uint8_t *rgb, int w, int h)
 {
-    char a[4300], b[4300], err[4600];
+    char *dir = make_scratch_dir(), mmproj[4200], a[4300], b[4300], err[4600];
+    snprintf(mmproj, sizeof mmproj, "%s/mmproj.gguf", dir);
+    if (write_mmproj(mmproj, err, sizeof err)) fail_msg("%s", err);
     snprintf(a, sizeof a, "%s.f16", mmproj);
     snprintf(b, sizeof b, "%s.f32", mmproj);
     if (vm_rewrite_f16(mmproj, a, b, err, sizeof err)) fail_msg("%s", err);
@@ -70,8 +72,7 @@ static inline void vg_check_f16(const char *mmproj, const uint8_t *rgb, int w, i
     free(of);
     vision_close(vh);
     vision_close(vf);
-    unlink(a);
-    unlink(b);
+    remove_scratch_dir(dir);
 }
 
 /* The picture through dir's mmproj.gguf and text_vl.gguf as mtmd feeds it:
