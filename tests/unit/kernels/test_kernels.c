@@ -987,6 +987,32 @@ static void test_native_equals_sform(void **st)
             }
             check_qdot4(tabs, &sf, WF_SCODE, &a);
         }
+        /* the eight rows as one row of 8 x C (the blocks, codes and factor
+         * planes lie row after row): more super-blocks than a kernel takes
+         * factors for at once, the same bits in every table */
+        if (t > 0) {
+            const int64_t W = R * C;
+            weight wn = nat, ws = sf;
+            wn.rows = ws.rows = 1;
+            wn.cols = ws.cols = W;
+            wn.row_bytes = ws.row_bytes = 0;
+            assert_int_equal(weight_check(&wn, "native", err, sizeof err), 0);
+            assert_int_equal(weight_check(&ws, "S-form", err, sizeof err), 0);
+            float *wx = malloc((size_t)W * sizeof *wx), *wdeq = malloc((size_t)W * sizeof *wdeq),
+                  *wd = malloc((size_t)W / 32 * sizeof *wd);
+            int8_t *wq = malloc((size_t)W);
+            int32_t *ws16 = malloc((size_t)W / 16 * sizeof *ws16);
+            fill_act(wx, W, &rs, 0);
+            qrow a = { nat.act, W, wq, wd, ws16, wdeq };
+            qrow_fill(tabs[0], &a, wx);
+            const float ref = tabs[0]->qdot[WF_GGML](&wn, 0, &a);
+            for (int k = 0; k < 4; k++) {
+                if (!tabs[k]) continue;
+                const float ys = tabs[k]->qdot[WF_SCODE](&ws, 0, &a);
+                assert_memory_equal(&ys, &ref, 4);
+            }
+            free(wx); free(wdeq); free(wd); free(wq); free(ws16);
+        }
         /* a batch takes qdotn for K-quant S-forms (shared code values and
          * scales), qdot4 for the rest; qdotn of 1..KQ_NT_MAX tokens is the
          * table's qdot of each, bit for bit */
