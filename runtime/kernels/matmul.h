@@ -2,9 +2,9 @@
  *
  * Contract: mm_mul(c, w, X, B, Y) computes Y[b][r] = W[r]·X[b] for b < B,
  * r < w->rows (X is B x cols, Y is B x rows, both row-major, no overlap).
- *  - B == 1 (decode): a mat-vec, rows split in fixed chunks over the pool;
- *    each row is one weight_dot, so the result does not depend on the
- *    thread count.
+ *  - B == 1 (decode): a mat-vec, rows split in chunks over the pool (their
+ *    size from the job's rows and the thread count); each row is one
+ *    weight_dot, so the result does not depend on the thread count.
  *  - B > 1 (prefill): rows are cut into fixed tiles of MM_TILE (tiles never
  *    depend on the thread count either). Where the integer qdot kernel
  *    takes the weight, each tile row is multiplied by every rounded row of
