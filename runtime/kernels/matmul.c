@@ -347,7 +347,7 @@ static int mv_run(mm_ctx *c, const mm_vec *v, int n, const mm_next *next)
     size_t used = 0;
     int ok = n <= MM_VEC_MAX && c->qbuf;
     if (!ok) return -1;
-    const weight *ws[MM_VEC_MAX];
+    const weight *ws[MM_VEC_MAX] = { NULL };
     for (int i = 0; i < n; i++) ws[i] = v[i].w;
     j.chunk = mv_chunk(ws, n, c->pool ? pool_size(c->pool) : 1);
     for (int i = 0; i < n && ok; i++) {
