@@ -9,7 +9,8 @@
 #endif
 #endif
 
-/* Rows per mat-vec task: contiguous runs long enough that the kernel's
+/* The fewest rows a mat-vec task takes (and the rows of every task of a
+ * mat-vec outside mv_run): contiguous runs long enough that the kernel's
  * read-ahead stays within the thread's own rows, and still 32 tasks for a
  * 2048-row matrix to balance 2..16 threads. */
 #define MV_CHUNK 64
@@ -345,8 +346,8 @@ static int mv_run(mm_ctx *c, const mm_vec *v, int n, const mm_next *next)
     j.n = n;
     j.n_tasks = 0;
     size_t used = 0;
-    int ok = n <= MM_VEC_MAX && c->qbuf;
-    if (!ok) return -1;
+    if (n > MM_VEC_MAX || !c->qbuf) return -1;
+    int ok = 1;
     const weight *ws[MM_VEC_MAX] = { NULL };
     for (int i = 0; i < n; i++) ws[i] = v[i].w;
     j.chunk = mv_chunk(ws, n, c->pool ? pool_size(c->pool) : 1);

@@ -988,8 +988,8 @@ static void test_native_equals_sform(void **st)
             check_qdot4(tabs, &sf, WF_SCODE, &a);
         }
         /* the eight rows as one row of 8 x C (the blocks, codes and factor
-         * planes lie row after row): more super-blocks than a kernel takes
-         * factors for at once, the same bits in every table */
+         * planes lie row after row): a row of 16 super-blocks, as long as a
+         * real model's rows and not just two, the same bits in every table */
         if (t > 0) {
             const int64_t W = R * C;
             weight wn = nat, ws = sf;
