@@ -6,6 +6,8 @@
  * GPU) and a host of `ram` bytes (0: not checked):
  *  - dense: the engine pool (index @pool: every non-expert tensor, the
  *    token embedding included, fp16 scale planes widened), on the GPU;
+ *  - dense_half: the fp16 scales the CPU keeps beside the pool for its
+ *    Q8_0 rows (loader_half_scales_bytes), host memory only;
  *  - kv: n_layer x n_ctx x n_head_kv x head_dim x (K, V) x 2 bytes (f16);
  *  - work: activation buffers for a 512-token prefill ubatch, an estimate;
  *  - slot: one expert's engine bytes (all its parts, S-form scales widened,
@@ -14,7 +16,8 @@
  *  - hit rate: ec_profile_hit_rate of the profile for that many slots, or
  *    slots / n_experts (uniform routing) without one.
  * The host holds experts.bin (pinned when a GPU is used) plus, without a
- * GPU or when the dense pool does not fit on it, the pool and the KV cache.
+ * GPU or when the dense pool does not fit on it, the pool, dense_half and
+ * the KV cache.
  * Errors: -1 and one line naming the file. cmd_budget() is the CLI (cli.h
  * conventions: 0 ok, 1 pack or profile refused, 2 usage). */
 #ifndef STRATA_BUDGET_H
@@ -33,7 +36,7 @@ typedef struct budget_report {
     char arch[32];
     int n_layer, n_ctx, n_expert, n_expert_used, expert_layers;
     int n_ctx_train;                    /* the context the model was trained on */
-    uint64_t dense, kv, work;
+    uint64_t dense, dense_half, kv, work;
     uint64_t vision;                    /* the vision tower's weights as the CPU holds them (F16 matrices as
                                          * they are, the rest f32); 0: none */
     uint64_t slot_bytes, expert_file;   /* one slot; experts.bin */

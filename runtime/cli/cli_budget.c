@@ -8,6 +8,7 @@
 #include "formats/pack_index.h"
 #include "runtime/cli/cli.h"
 #include "runtime/device/expert_cache.h"
+#include "runtime/model/loader.h"
 #include "runtime/model/model.h"
 #include "runtime/util/strbuf.h"
 
@@ -78,6 +79,7 @@ int budget_compute(const char *dir, const budget_opts *o, budget_report *r, char
     r->n_ctx = o->n_ctx > 0 ? o->n_ctx : (hp.n_ctx_train < 4096 ? hp.n_ctx_train : 4096);
     r->n_ctx_train = hp.n_ctx_train;
     r->dense = (uint64_t)x.pool;
+    r->dense_half = loader_half_scales_bytes(&x);
     /* K and V rows, and DSA's indexer key a position, f16 */
     r->kv = (uint64_t)hp.n_layer * (uint64_t)r->n_ctx *
             ((uint64_t)hp.n_head_kv * (uint64_t)(hp.head_dim + hp.head_dim_v) + (hp.arch.dsa ? (uint64_t)hp.idx_head_dim : 0)) * 2;
@@ -115,7 +117,7 @@ int budget_compute(const char *dir, const budget_opts *o, budget_report *r, char
         r->hit_from_profile = 1;
         ec_profile_free(&p);
     }
-    r->host_need = r->expert_file + r->vision + (r->dense_on_gpu ? 0 : fixed);
+    r->host_need = r->expert_file + r->vision + (r->dense_on_gpu ? 0 : fixed + r->dense_half);
     pindex_free(&x);
     return 0;
 bad:
@@ -170,8 +172,13 @@ int cmd_budget(int argc, char **argv)
     size_str(a, sizeof a, r.dense);
     size_str(b, sizeof b, r.kv);
     size_str(c, sizeof c, r.work);
-    printf("%s: %s, %d layers\n  dense pool %s, KV cache %s (f16, %d positions), work buffers %s\n", dir, r.arch, r.n_layer,
-           a, b, r.n_ctx, c);
+    char half[96] = "";
+    if (r.dense_half) {
+        size_str(d, sizeof d, r.dense_half);
+        snprintf(half, sizeof half, " (on the CPU %s more: the fp16 scales of its Q8_0 rows)", d);
+    }
+    printf("%s: %s, %d layers\n  dense pool %s%s, KV cache %s (f16, %d positions), work buffers %s\n", dir, r.arch,
+           r.n_layer, a, half, b, r.n_ctx, c);
     if (r.n_experts) {
         size_str(a, sizeof a, r.slot_bytes);
         size_str(b, sizeof b, r.expert_file);

@@ -60,7 +60,7 @@ int cli_mem_plan(const char *dir, const device_opts *dev, int n_ctx, int paralle
     if (budget_compute(dir, &bo, &r, err, errlen)) return -1;
     uint64_t kv = r.kv;
     if (n_ctx <= 0 && r.n_ctx > 0 && r.n_ctx_train > r.n_ctx) kv = kv / (uint64_t)r.n_ctx * (uint64_t)r.n_ctx_train;
-    plan->fixed = r.dense + (uint64_t)parallel * (kv + r.work) + r.vision + MEM_OVERHEAD;
+    plan->fixed = r.dense + r.dense_half + (uint64_t)parallel * (kv + r.work) + r.vision + MEM_OVERHEAD;
     plan->experts = (uint64_t)r.n_experts * r.slot_bytes;
     if (r.n_experts == 0 || plan->fixed + plan->experts <= plan->mem) return 0;
     char a[32], b[32];

@@ -35,6 +35,9 @@ struct loaded_pack {
     pack_index x;
     uint8_t *pool;
     size_t pool_bytes;
+    uint16_t *halves;            /* the fp16 scales of the rows that keep them (loader_keeps_half_scales) */
+    size_t halves_bytes;
+    int64_t *half_at;            /* per row: its first scale in halves, or -1 */
     void *map[PACK_NFILES];
     size_t map_bytes[PACK_NFILES];
     model_hparams hp;
@@ -235,6 +238,23 @@ static int load_hparams(loaded_pack *p)
 
 /* --------------------------------------------------------------- dense pool */
 
+int loader_keeps_half_scales(const pi_tensor *t)
+{
+    return t->native_type < 0 && t->kind == PI_VERBATIM && t->code_bits == 8 && t->code_bias == -128 &&
+           t->group == 32 && !t->codebook && !t->has_offset && t->scales_fp16;
+}
+
+/* Each kept row's fp16 scales start on a 64-byte line. */
+static int64_t halves_span(const pi_tensor *t) { return (t->scales_bytes / 4 * 2 + 63) / 64 * 64; }
+
+uint64_t loader_half_scales_bytes(const pack_index *x)
+{
+    uint64_t b = 0;
+    for (int i = 0; i < x->n_t; i++)
+        if (loader_keeps_half_scales(&x->t[i])) b += (uint64_t)halves_span(&x->t[i]);
+    return b;
+}
+
 static int fill_tensor(loaded_pack *p, const pi_tensor *t)
 {
     const uint8_t *src = (const uint8_t *)p->map[t->file] + t->src_off;
@@ -266,9 +286,12 @@ static int fill_tensor(loaded_pack *p, const pi_tensor *t)
             o[i] = (uint16_t)(u >> 16);
         }
     } else {
-        /* codes verbatim, then each fp16 plane widened (exact). */
+        /* codes verbatim, then each fp16 plane widened (exact); the scales
+         * that stay fp16 as well, as they are */
         memcpy(dst, src, (size_t)t->codes_bytes);
         const uint8_t *s = src + t->codes_bytes;
+        const int64_t at = p->half_at[t - p->x.t];
+        if (at >= 0) memcpy(p->halves + at, s, (size_t)(t->scales_bytes / 2));
         uint8_t *d = dst + t->codes_bytes;
         const int64_t planes[2] = { t->scales_bytes, t->offset_bytes };
         const int fp16[2] = { t->scales_fp16, t->offsets_fp16 };
@@ -293,6 +316,19 @@ static int build_pool(loaded_pack *p)
     p->pool_bytes = (size_t)p->x.pool;
     p->pool = hugemem_alloc(p->pool_bytes);
     if (!p->pool) return fail(p, "%s: cannot allocate the %zu-byte pool", p->dir, p->pool_bytes);
+    /* S8 rows whose pack holds fp16 scales keep them beside the pool's f32
+     * ones: decode's kernel reads those, 34 bytes per 32 weights instead of
+     * 36 (weight.h scales_h), as a Q8_0 row is read */
+    p->halves_bytes = (size_t)loader_half_scales_bytes(&p->x);
+    p->half_at = malloc(((size_t)p->x.n_t + 1) * sizeof *p->half_at);
+    p->halves = p->halves_bytes ? hugemem_alloc(p->halves_bytes) : NULL;
+    if (!p->half_at || (p->halves_bytes && !p->halves))
+        return fail(p, "%s: cannot allocate the %zu bytes of fp16 scales", p->dir, p->halves_bytes);
+    int64_t at = 0; /* bytes */
+    for (int i = 0; i < p->x.n_t; i++) {
+        p->half_at[i] = loader_keeps_half_scales(&p->x.t[i]) ? at / 2 : -1;
+        if (p->half_at[i] >= 0) at += halves_span(&p->x.t[i]);
+    }
     int64_t done = 0;
     for (int i = 0; i < p->x.n_t; i++) {
         if (fill_tensor(p, &p->x.t[i])) return -1;
@@ -329,6 +365,7 @@ static void row_weight(const loaded_pack *p, const pi_tensor *t, weight *w)
         w->scales = (const float *)(d + t->codes_bytes);
         w->offsets = t->has_offset ? (const float *)(d + t->codes_bytes + t->scales_bytes) : NULL;
         w->codebook = t->codebook ? p->codebook : NULL;
+        if (p->half_at && p->half_at[t - p->x.t] >= 0) w->scales_h = p->halves + p->half_at[t - p->x.t];
     }
 }
 
@@ -716,6 +753,8 @@ void loader_close(loaded_pack *p)
     }
     tokenizer_free(p->tok);
     free(p->pool);
+    free(p->halves);
+    free(p->half_at);
     free(p->used_t);
     free(p->used_e);
     free(p->xpart);
@@ -727,7 +766,7 @@ void loader_close(loaded_pack *p)
 const model_hparams *loader_hparams(const loaded_pack *p) { return &p->hp; }
 const model_weights *loader_weights(const loaded_pack *p) { return &p->w; }
 const tokenizer *loader_tokenizer(const loaded_pack *p) { return p->tok; }
-size_t loader_pool_bytes(const loaded_pack *p) { return p->pool_bytes; }
+size_t loader_pool_bytes(const loaded_pack *p) { return p->pool_bytes + p->halves_bytes; }
 size_t loader_expert_bytes(const loaded_pack *p) { return p->map_bytes[PACK_EXPERTS]; }
 int loader_n_tensors(const loaded_pack *p) { return p->x.n_t + p->x.n_e; }
 

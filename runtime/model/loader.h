@@ -13,7 +13,11 @@
  *    spans copied, fp16 scale/offset planes widened to f32, BF16-in-f32
  *    re-rounded to bf16 by taking the high half (refused if the low half is
  *    not zero: the pack would not hold promoted bf16), F16-in-f32 converted
- *    with round-to-nearest-even. experts.bin is mmapped read-only (but see
+ *    with round-to-nearest-even. Beside the pool, the S8 rows that decode
+ *    reads as Q8_0 rows (loader_keeps_half_scales: 8-bit codes with bias
+ *    -128 in groups of 32, fp16 scales, no offsets) keep their fp16 scales
+ *    as well (weight.h scales_h): loader_half_scales_bytes more memory,
+ *    counted in loader_pool_bytes. experts.bin is mmapped read-only (but see
  *    resident_experts); expert parts point into the mapping (S-form scales are widened into owned f32).
  *  - 1-D tensors (norms, biases) are handed to the model as f32.
  *  - loader_open_opts() with lazy_experts: every expert's planes are checked
@@ -50,6 +54,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "formats/pack_index.h"
 #include "runtime/model/model.h"
 #include "runtime/tokenizer/tokenizer.h"
 
@@ -71,7 +76,9 @@ int loader_precheck(const char *dir, long *n_ctx_train, char *err, size_t errlen
 const model_hparams *loader_hparams(const loaded_pack *p);
 const model_weights *loader_weights(const loaded_pack *p);
 const tokenizer *loader_tokenizer(const loaded_pack *p);
-size_t loader_pool_bytes(const loaded_pack *p);     /* dense engine pool */
+size_t loader_pool_bytes(const loaded_pack *p);     /* dense engine pool, with the kept fp16 scales */
+int loader_keeps_half_scales(const pi_tensor *t);
+uint64_t loader_half_scales_bytes(const pack_index *x);
 size_t loader_expert_bytes(const loaded_pack *p);   /* experts.bin mapping */
 int loader_n_tensors(const loaded_pack *p);         /* rows + expert parts */
 /* The pack's vision projector (vision.gguf, `iq3pack build --mmproj`): its

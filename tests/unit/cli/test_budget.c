@@ -70,7 +70,7 @@ static void test_moe_layout(void **state)
     assert_true(r.expert_file >= (uint64_t)r.n_experts * 3 * part);
     assert_false(r.dense_on_gpu);                       /* no --vram */
     assert_int_equal(r.slots, 0);
-    assert_true(r.host_need == r.expert_file + r.dense + r.kv + r.work);
+    assert_true(r.host_need == r.expert_file + r.dense + r.dense_half + r.kv + r.work);
 
     /* room for 3.5 slots after the fixed part and the reserve: 3 slots */
     uint64_t fixed = r.dense + r.kv + r.work;

@@ -13,7 +13,9 @@
  * logits bit for bit. */
 #include "tests/lib/test_util.h"
 
+#include "formats/fp16.h"
 #include "pack/pack_cli.h"
+#include "runtime/cli/budget.h"
 #include "tests/lib/ref_seq.h"
 #include "runtime/model/loader.h"
 #include "runtime/model/model.h"
@@ -189,6 +191,57 @@ static void test_tinymoe_quantized_exact(void **state)
     exact_pack("models/tinymoe/tinymoe-q8_0.gguf", "keep", "models/tinymoe/logits/q8_0", "tinymoe-q8_0 keep pack");
 }
 
+/* The Q8_0 file's pack: its attention rows are S8 with fp16 scales, and
+ * the loader keeps those beside the f32 ones (weight.h scales_h, what the
+ * AVX-512 decode kernel reads): present on every such row, each the exact
+ * fp16 of its f32 scale, counted by strata budget as the loader holds
+ * them; a row of an F16 pack has none. (The logits above
+ * show the kernels reading them give llama.cpp's bits.) */
+static void test_half_scales(void **state)
+{
+    (void)state;
+    SKIP_UNLESS_SHARED("models/tinymoe/tinymoe-q8_0.gguf");
+    fixture f;
+    build(&f, "models/tinymoe/tinymoe-q8_0.gguf", "keep");
+    char err[512];
+    loaded_pack *lp = loader_open(f.pack, err, sizeof err);
+    assert_non_null(lp);
+    const model_weights *mw = loader_weights(lp);
+    int rows = 0;
+    uint64_t kept = 0;
+    for (int l = 0; l < loader_hparams(lp)->n_layer; l++) {
+        const weight *ws[4] = { &mw->layers[l].wq, &mw->layers[l].wk, &mw->layers[l].wv, &mw->layers[l].wo };
+        for (int k = 0; k < 4; k++) {
+            const weight *w = ws[k];
+            if (w->form != WF_SCODE || w->code_bits != 8 || w->group != 32) continue;
+            assert_non_null(w->scales_h);
+            for (int64_t i = 0; i < w->rows * w->cols / 32; i++) {
+                const float h = fp16_to_f32(w->scales_h[i]);
+                assert_memory_equal(&h, &w->scales[i], sizeof h);
+            }
+            kept += (uint64_t)(w->rows * w->cols / 32 * 2 + 63) / 64 * 64;
+            rows++;
+        }
+    }
+    printf("tinymoe-q8_0 keep pack: %d attention matrices keep their fp16 scales\n", rows);
+    assert_true(rows > 0);
+    /* strata budget counts them (host memory) as the loader holds them */
+    budget_opts bo = { 0 };
+    budget_report br;
+    assert_int_equal(budget_compute(f.pack, &bo, &br, err, sizeof err), 0);
+    assert_true(br.dense_half >= kept);
+    assert_int_equal(loader_pool_bytes(lp), br.dense + br.dense_half);
+    assert_int_equal(br.host_need, br.expert_file + br.dense + br.dense_half + br.kv + br.work);
+    loader_close(lp);
+    fixture_rm(&f);
+    build(&f, "models/tinymoe/tinymoe-f16.gguf", "keep");
+    lp = loader_open(f.pack, err, sizeof err);
+    assert_non_null(lp);
+    assert_null(loader_weights(lp)->layers[0].wq.scales_h);
+    loader_close(lp);
+    fixture_rm(&f);
+}
+
 /* Re-encoded to IQ3 (quality mode, no imatrix) from F32 and from F16, both
  * against the F32 reference: reported next to llama.cpp's figures for its
  * own quantizations (agreement-vs-f32.txt, part b: iq3_xxs mean KL 0.375,
@@ -316,6 +369,7 @@ int main(void)
         cmocka_unit_test(test_stories260k),
         cmocka_unit_test(test_tinymoe_keep),
         cmocka_unit_test(test_tinymoe_quantized_exact),
+        cmocka_unit_test(test_half_scales),
         cmocka_unit_test(test_tinymoe_iq3_reencoded),
         cmocka_unit_test(test_hostile),
         cmocka_unit_test(test_resident_experts),
