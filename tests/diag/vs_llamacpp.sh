@@ -23,7 +23,9 @@
 # alternating which goes first; the medians over the rounds and their
 # ratio (strata / llama.cpp) are printed with every raw figure. Both
 # decode after -p tokens (llama-bench's tg at depth -p, as strata bench
-# decodes after its prompt).
+# decodes after its prompt). A second table gives the memory read bandwidth
+# strata bench measured right after each of its decode runs and that decode
+# as a fraction of the floor the bandwidth sets.
 set -eu
 here=$(cd "$(dirname "$0")/../.." && pwd)
 forms="q8_0 q4_K iq3_xxs"
@@ -40,7 +42,7 @@ while [ $# -gt 0 ]; do
         -p) np=$2; shift 2 ;;
         -n) ng=$2; shift 2 ;;
         -d) dir=$2; shift 2 ;;
-        -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "vs_llamacpp.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -82,11 +84,16 @@ for f in $forms; do
     fi
 done
 
-# strata bench prints "prefill N tokens: X tokens/s ..." and "decode ..."; one run a round.
-strata_one() { # FORM THREADS -> "prefill decode"
+# strata bench prints "prefill N tokens: X tokens/s ...", "decode ...", then
+# the memory read bandwidth it measures right after its decode and the decode
+# as a fraction of the floor that bandwidth sets; one run a round.
+strata_one() { # FORM THREADS -> "prefill decode bandwidth floor-fraction"
     "$here/bin/strata" bench "$dir/pack-$1" -t "$2" -p "$np" -n "$ng" -r 1 2>/dev/null |
         awk '/^(prefill|decode) / { match($0, /tokens: [0-9.]+/); v = substr($0, RSTART + 8, RLENGTH - 8) }
-             /^prefill / { p = v } /^decode / { d = v } END { print p, d }'
+             /^prefill / { p = v } /^decode / { d = v }
+             /^memory read bandwidth/ { match($0, /: [0-9.]+ GB\/s/); b = substr($0, RSTART + 2, RLENGTH - 7) }
+             /^bandwidth floor/ { match($0, /is [0-9.]+ of it/); f = substr($0, RSTART + 3, RLENGTH - 9) }
+             END { print p, d, (b == "" ? "-" : b), (f == "" ? "-" : f) }'
 }
 # llama-bench -o csv: avg_ts by its header name. Its tg test starts from an
 # empty context unless -d gives a depth, and strata bench decodes after its
@@ -99,11 +106,11 @@ llama_ts() { # FORM THREADS llama-bench-arguments... -> tokens/s
                  { gsub(/"/, ""); v = $c["avg_ts"] } END { print v }'
 }
 llama_one() { # FORM THREADS -> "prefill decode"
-    echo "$(llama_ts "$1" "$2" -p "$np" -n 0) $(llama_ts "$1" "$2" -p 0 -n "$ng" -d "$np")"
+    echo "$(llama_ts "$1" "$2" -p "$np" -n 0) $(llama_ts "$1" "$2" -p 0 -n "$ng" -d "$np") - -"
 }
 
 raw="$dir/raw.tsv"
-printf 'round\tform\tthreads\tprogram\tprefill\tdecode\n' > "$raw"
+printf 'round\tform\tthreads\tprogram\tprefill\tdecode\tbandwidth\tfloor\n' > "$raw"
 r=1
 while [ "$r" -le "$rounds" ]; do
     for f in $forms; do
@@ -111,7 +118,7 @@ while [ "$r" -le "$rounds" ]; do
             if [ $((r % 2)) -eq 1 ]; then order="strata llama"; else order="llama strata"; fi
             for prog in $order; do
                 res=$(${prog}_one "$f" "$t")
-                printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$f" "$t" "$prog" $res >> "$raw"
+                printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$f" "$t" "$prog" $res >> "$raw"
             done
         done
     done
@@ -140,5 +147,28 @@ awk -F'\t' 'NR > 1 { k = $2 "\t" $3; key[k] = 1; n[k, $4]++; P[k, $4, n[k, $4]] 
             ds = med(D, k, "strata", m); dss = spr(D, k, "strata", m); dl = med(D, k, "llama", ml); dls = spr(D, k, "llama", ml)
             printf "%-8s %-7s | %8.1f (%4.1f %%)      %8.1f (%4.1f %%)      %5.2fx | %8.1f (%4.1f %%)      %8.1f (%4.1f %%)      %5.2fx\n",
                 kk[1], kk[2], ps, pss, pl, pls, (pl > 0 ? ps / pl : 0), ds, dss, dl, dls, (dl > 0 ? ds / dl : 0)
+        }
+    }' "$raw" | sort
+# A decode near its bandwidth floor moves with the memory bandwidth the
+# machine gives it at that moment (on a shared host that moves by tens of
+# per cent within seconds), one further from its floor moves less: the
+# fraction of the floor says whether the program or the machine moved.
+echo
+echo "memory read bandwidth measured by strata bench right after each of its decode runs, and that decode"
+echo "as a fraction of the floor the bandwidth sets (medians, spread as above):"
+awk -F'\t' 'NR > 1 && $4 == "strata" && $7 != "-" { k = $2 "\t" $3; key[k] = 1; n[k]++; B[k, n[k]] = $7; F[k, n[k]] = $8 }
+    function med(A, k, m,   i, j, t, a) {
+        for (i = 1; i <= m; i++) a[i] = A[k, i] + 0
+        for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+        lo = a[1]; hi = a[m]
+        return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+    }
+    function spr(A, k, m,   x) { x = med(A, k, m); return x > 0 ? 100 * (hi - lo) / x : 0 }
+    END {
+        printf "%-8s %-7s | %-22s | %-22s\n", "experts", "threads", "bandwidth GB/s", "strata decode / floor"
+        for (k in key) {
+            split(k, kk, "\t")
+            b = med(B, k, n[k]); bs = spr(B, k, n[k]); f = med(F, k, n[k]); fs = spr(F, k, n[k])
+            printf "%-8s %-7s | %8.2f (%4.1f %%)      | %8.3f (%4.1f %%)\n", kk[1], kk[2], b, bs, f, fs
         }
     }' "$raw" | sort
