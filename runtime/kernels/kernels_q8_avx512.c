@@ -334,8 +334,8 @@ AVX512VNNI static void z4_s8(const uint8_t *codes, size_t row_bytes, const int8_
 
 static int z4_takes(const weight *w, const qrow *a)
 {
-    return w->group == 32 && qrow_block(a->kind) == 32 && !w->offsets && !w->codebook && w->code_bits == 8 &&
-           w->code_bias == -128;
+    return qrow_block(a->kind) == 32 &&
+           sform_q8_0_shaped(w->code_bits, w->code_bias, w->group, w->offsets != NULL, w->codebook != NULL);
 }
 
 /* z4_s8 for four adjacent rows against NT tokens (prefill), on ymm: one

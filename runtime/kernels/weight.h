@@ -64,6 +64,16 @@ typedef struct weight {
 
 static inline int weight_present(const weight *w) { return w->data != NULL; }
 
+/* An S-form laid out as ggml's Q8_0 (8-bit codes, bias -128, groups of
+ * 32, no offsets, no codebook): the rows whose decode kernel reads fp16
+ * scales (scales_h) where it has them, and so the rows whose fp16 scales
+ * the loader keeps (loader.h). The fields, not a weight, so that a pack's
+ * index can be asked before any weight exists. */
+static inline int sform_q8_0_shaped(int code_bits, int code_bias, int group, int has_offsets, int has_codebook)
+{
+    return code_bits == 8 && code_bias == -128 && group == 32 && !has_offsets && !has_codebook;
+}
+
 /* Fills row_bytes for P32/P16/GGML/IQ3 and checks the shape rules above;
  * returns 0, or -1 with "<name>: <problem>" in err. */
 int weight_check(weight *w, const char *name, char *err, size_t errlen);

@@ -240,8 +240,8 @@ static int load_hparams(loaded_pack *p)
 
 int loader_keeps_half_scales(const pi_tensor *t)
 {
-    return t->native_type < 0 && t->kind == PI_VERBATIM && t->code_bits == 8 && t->code_bias == -128 &&
-           t->group == 32 && !t->codebook && !t->has_offset && t->scales_fp16;
+    return t->native_type < 0 && t->kind == PI_VERBATIM && t->scales_fp16 &&
+           sform_q8_0_shaped(t->code_bits, t->code_bias, t->group, t->has_offset, t->codebook);
 }
 
 /* Each kept row's fp16 scales start on a 64-byte line. */
