@@ -172,3 +172,22 @@ awk -F'\t' 'NR > 1 && $4 == "strata" && $7 != "-" { k = $2 "\t" $3; key[k] = 1; 
             printf "%-8s %-7s | %8.2f (%4.1f %%)      | %8.3f (%4.1f %%)\n", kk[1], kk[2], b, bs, f, fs
         }
     }' "$raw" | sort
+# The two programs of a round run back to back, so the ratio within a round
+# compares them under nearly the same machine; the ratio of the medians above
+# may pair a fast phase of one with a slow phase of the other. Both are
+# printed: the per-round ratios' median, and their lowest and highest.
+echo
+echo "strata / llama.cpp within each round (the two ran back to back): median, lowest, highest:"
+awk -F'\t' 'NR > 1 { k = $2 "\t" $3; key[k] = 1; P[k, $1, $4] = $5; D[k, $1, $4] = $6; if ($1 > R) R = $1 }
+    function stat(A, k,   i, j, t, a, m) {
+        m = 0
+        for (i = 1; i <= R; i++)
+            if (A[k, i, "llama"] > 0 && A[k, i, "strata"] != "") a[++m] = A[k, i, "strata"] / A[k, i, "llama"]
+        if (m == 0) return "-"
+        for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+        return sprintf("%5.2fx (%4.2f-%4.2f)", m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2, a[1], a[m])
+    }
+    END {
+        printf "%-8s %-7s | %-22s | %-22s\n", "experts", "threads", "prefill", "decode"
+        for (k in key) { split(k, kk, "\t"); printf "%-8s %-7s | %-22s | %-22s\n", kk[1], kk[2], stat(P, k), stat(D, k) }
+    }' "$raw" | sort

@@ -827,6 +827,56 @@ static void test_qdot4n_s8_random(void **st)
     free(codes); free(sc); free(x);
 }
 
+/* K-quant S-forms with their factors (Q4_K, Q5_K and Q6_K shapes, random
+ * codes and factors that factor exactly) in rows of eleven super-blocks:
+ * the four-row kernels (qdot4, which the AVX-512 table runs side by side,
+ * the factors of eight super-blocks at a time and the last three alone)
+ * give every row the scalar qdot's bits, for adjacent rows and rows a
+ * stride apart, against activations of every kind. */
+static void test_kq_four_rows(void **st)
+{
+    (void)st;
+    const kernels *tabs[4] = { kernels_scalar(), kernels_avx2(), kernels_avx2_vnni(), kernels_avx512() };
+    const int64_t R = 9, C = 11 * 256;
+    uint64_t rs = 2417;
+    float *x = malloc((size_t)C * sizeof *x);
+    for (int style = 4; style <= 6; style++) {
+        const int group = style == 6 ? 16 : 32, bits = style == 4 ? 4 : 8, ng = (int)(R * C / group);
+        uint8_t *codes = calloc((size_t)(R * C * bits / 8), 1);
+        float *sc = malloc((size_t)ng * sizeof *sc), *off = malloc((size_t)ng * sizeof *off);
+        for (int64_t e = 0; e < R * C; e++) {
+            const unsigned c = (unsigned)(rnd_(&rs) >> 7) % (style == 4 ? 16u : style == 5 ? 32u : 64u);
+            if (bits == 4) codes[e / 2] |= (uint8_t)(c << (4 * (e % 2)));
+            else codes[e] = (uint8_t)c;
+        }
+        const int per_sb = 256 / group;
+        for (int g = 0; g < ng; g += per_sb) { /* one super-block: its d and dmin, then its groups */
+            const float d = fp16_to_f32(f32_to_fp16(1e-3f + 1e-2f * (rndf_(&rs) + 1.0f)));
+            const float dmin = fp16_to_f32(f32_to_fp16(1e-3f + 5e-3f * (rndf_(&rs) + 1.0f)));
+            for (int j = 0; j < per_sb; j++) {
+                const int k = style == 6 ? (int)(rnd_(&rs) >> 9) % 256 - 128 : (int)(rnd_(&rs) >> 9) % 64;
+                sc[g + j] = d * (float)k;
+                off[g + j] = -(dmin * (float)((rnd_(&rs) >> 9) % 64));
+            }
+        }
+        weight w = { .form = WF_SCODE, .rows = R, .cols = C, .data = codes, .act = WA_Q8_K, .group = group,
+                     .scales = sc, .offsets = style == 6 ? NULL : off, .code_bits = bits, .code_bias = style == 6 ? -32 : 0 };
+        char err[128];
+        assert_int_equal(weight_check(&w, "K-quant", err, sizeof err), 0);
+        kfactor kf;
+        void *mem = malloc(kfactor_bytes(&w));
+        assert_int_equal(kfactor_build(&w, mem, &kf), 1);
+        assert_int_equal(kf.style, style);
+        w.kf = &kf;
+        qrow an[KQ_NT_MAX];
+        make_acts(tabs[0], &w, &rs, x, an);
+        for (int t = 0; t < 4; t++) check_qdot4(tabs, &w, WF_SCODE, &an[t]);
+        free_acts(an);
+        free(mem); free(codes); free(sc); free(off);
+    }
+    free(x);
+}
+
 /* A Q8_0-shaped S8 weight that also has its scales as fp16 (scales_h, as
  * the loader gives experts whose pack stores them so) gives the same bits
  * in every table's qdot and qdot4 (the AVX-512 VNNI kernel reads the fp16
@@ -1428,6 +1478,7 @@ int main(void)
         cmocka_unit_test(test_qdot_iq3_random_blocks),
         cmocka_unit_test(test_native_equals_sform),
         cmocka_unit_test(test_qdot4n_s8_random),
+        cmocka_unit_test(test_kq_four_rows),
         cmocka_unit_test(test_s8_fp16_scales),
         cmocka_unit_test(test_qdot_mxfp4_random_blocks),
         cmocka_unit_test(test_ggml_kquant_two_superblocks),
