@@ -244,8 +244,10 @@ int loader_keeps_half_scales(const pi_tensor *t)
            sform_q8_0_shaped(t->code_bits, t->code_bias, t->group, t->has_offset, t->codebook);
 }
 
-/* Each kept row's fp16 scales start on a 64-byte line. */
-static int64_t halves_span(const pi_tensor *t) { return (t->scales_bytes / 4 * 2 + 63) / 64 * 64; }
+/* A kept row's fp16 scales: half its f32 plane in the pool (scales_bytes);
+ * each row's start on a 64-byte line. */
+static int64_t half_bytes(const pi_tensor *t) { return t->scales_bytes / 2; }
+static int64_t halves_span(const pi_tensor *t) { return (half_bytes(t) + 63) / 64 * 64; }
 
 uint64_t loader_half_scales_bytes(const pack_index *x)
 {
@@ -291,7 +293,7 @@ static int fill_tensor(loaded_pack *p, const pi_tensor *t)
         memcpy(dst, src, (size_t)t->codes_bytes);
         const uint8_t *s = src + t->codes_bytes;
         const int64_t at = p->half_at[t - p->x.t];
-        if (at >= 0) memcpy(p->halves + at, s, (size_t)(t->scales_bytes / 2));
+        if (at >= 0) memcpy(p->halves + at, s, (size_t)half_bytes(t));
         uint8_t *d = dst + t->codes_bytes;
         const int64_t planes[2] = { t->scales_bytes, t->offset_bytes };
         const int fp16[2] = { t->scales_fp16, t->offsets_fp16 };

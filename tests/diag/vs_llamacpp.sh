@@ -25,7 +25,8 @@
 # decode after -p tokens (llama-bench's tg at depth -p, as strata bench
 # decodes after its prompt). A second table gives the memory read bandwidth
 # strata bench measured right after each of its decode runs and that decode
-# as a fraction of the floor the bandwidth sets.
+# as a fraction of the floor the bandwidth sets; a third the ratios within
+# each round (the two programs ran back to back): median, lowest, highest.
 set -eu
 here=$(cd "$(dirname "$0")/../.." && pwd)
 forms="q8_0 q4_K iq3_xxs"
@@ -42,7 +43,7 @@ while [ $# -gt 0 ]; do
         -p) np=$2; shift 2 ;;
         -n) ng=$2; shift 2 ;;
         -d) dir=$2; shift 2 ;;
-        -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "vs_llamacpp.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -130,15 +131,21 @@ echo
 echo "raw figures (tokens/s), $raw:"
 column -t "$raw"
 echo
-echo "medians of $rounds alternating rounds (-p $np -n $ng), spread = (max - min) / median:"
-awk -F'\t' 'NR > 1 { k = $2 "\t" $3; key[k] = 1; n[k, $4]++; P[k, $4, n[k, $4]] = $5; D[k, $4, n[k, $4]] = $6 }
-    function med(A, k, p, m,   i, j, t, a) {
-        for (i = 1; i <= m; i++) a[i] = A[k, p, i] + 0
+# The tables' statistics, for every awk below: sortmed(a, m) sorts a[1..m]
+# in place, sets lo and hi and returns the median; spread() is (hi - lo)
+# over that median, in per cent.
+awk_stats='
+    function sortmed(a, m,   i, j, t) {
         for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
         lo = a[1]; hi = a[m]
         return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
     }
-    function spr(A, k, p, m,   x) { x = med(A, k, p, m); return x > 0 ? 100 * (hi - lo) / x : 0 }
+    function spread(x) { return x > 0 ? 100 * (hi - lo) / x : 0 }'
+echo "medians of $rounds alternating rounds (-p $np -n $ng), spread = (max - min) / median:"
+awk -F'\t' "$awk_stats"'
+    NR > 1 { k = $2 "\t" $3; key[k] = 1; n[k, $4]++; P[k, $4, n[k, $4]] = $5; D[k, $4, n[k, $4]] = $6 }
+    function med(A, k, p, m,   i, a) { for (i = 1; i <= m; i++) a[i] = A[k, p, i] + 0; return sortmed(a, m) }
+    function spr(A, k, p, m) { return spread(med(A, k, p, m)) }
     END {
         printf "%-8s %-7s | %-22s %-22s %-6s | %-22s %-22s %-6s\n", "experts", "threads", "prefill strata", "llama.cpp", "ratio", "decode strata", "llama.cpp", "ratio"
         for (k in key) {
@@ -156,14 +163,10 @@ awk -F'\t' 'NR > 1 { k = $2 "\t" $3; key[k] = 1; n[k, $4]++; P[k, $4, n[k, $4]] 
 echo
 echo "memory read bandwidth measured by strata bench right after each of its decode runs, and that decode"
 echo "as a fraction of the floor the bandwidth sets (medians, spread as above):"
-awk -F'\t' 'NR > 1 && $4 == "strata" && $7 != "-" { k = $2 "\t" $3; key[k] = 1; n[k]++; B[k, n[k]] = $7; F[k, n[k]] = $8 }
-    function med(A, k, m,   i, j, t, a) {
-        for (i = 1; i <= m; i++) a[i] = A[k, i] + 0
-        for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-        lo = a[1]; hi = a[m]
-        return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
-    }
-    function spr(A, k, m,   x) { x = med(A, k, m); return x > 0 ? 100 * (hi - lo) / x : 0 }
+awk -F'\t' "$awk_stats"'
+    NR > 1 && $4 == "strata" && $7 != "-" { k = $2 "\t" $3; key[k] = 1; n[k]++; B[k, n[k]] = $7; F[k, n[k]] = $8 }
+    function med(A, k, m,   i, a) { for (i = 1; i <= m; i++) a[i] = A[k, i] + 0; return sortmed(a, m) }
+    function spr(A, k, m) { return spread(med(A, k, m)) }
     END {
         printf "%-8s %-7s | %-22s | %-22s\n", "experts", "threads", "bandwidth GB/s", "strata decode / floor"
         for (k in key) {
@@ -178,14 +181,15 @@ awk -F'\t' 'NR > 1 && $4 == "strata" && $7 != "-" { k = $2 "\t" $3; key[k] = 1; 
 # printed: the per-round ratios' median, and their lowest and highest.
 echo
 echo "strata / llama.cpp within each round (the two ran back to back): median, lowest, highest:"
-awk -F'\t' 'NR > 1 { k = $2 "\t" $3; key[k] = 1; P[k, $1, $4] = $5; D[k, $1, $4] = $6; if ($1 > R) R = $1 }
-    function stat(A, k,   i, j, t, a, m) {
+awk -F'\t' "$awk_stats"'
+    NR > 1 { k = $2 "\t" $3; key[k] = 1; P[k, $1, $4] = $5; D[k, $1, $4] = $6; if ($1 + 0 > R) R = $1 + 0 }
+    function stat(A, k,   i, a, m, x) {
         m = 0
         for (i = 1; i <= R; i++)
             if (A[k, i, "llama"] > 0 && A[k, i, "strata"] != "") a[++m] = A[k, i, "strata"] / A[k, i, "llama"]
         if (m == 0) return "-"
-        for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-        return sprintf("%5.2fx (%4.2f-%4.2f)", m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2, a[1], a[m])
+        x = sortmed(a, m)
+        return sprintf("%5.2fx (%4.2f-%4.2f)", x, lo, hi)
     }
     END {
         printf "%-8s %-7s | %-22s | %-22s\n", "experts", "threads", "prefill", "decode"
