@@ -3,7 +3,7 @@
 # and decode, side by side (a diagnostic; not run by CI: it downloads
 # llama.cpp's packages and writes several GB).
 #
-#   sh tests/diag/vs_llamacpp.sh [-f "q8_0 q4_K iq3_xxs"] [-t "1 2"] [-r ROUNDS] [-p N] [-n N] [-d DIR]
+#   sh tests/diag/vs_llamacpp.sh [-f "q8_0 q4_K iq3_xxs"] [-t "1 2"] [-r ROUNDS] [-i N] [-p N] [-n N] [-d DIR]
 #
 # The models: tests/bench/bench_moe_floor.c writes a Mixtral-style MoE
 # (10 layers, 8 experts of 2048 x 2048, top-2; 1.18 GB) in Q8_0;
@@ -27,11 +27,16 @@
 # strata bench measured right after each of its decode runs and that decode
 # as a fraction of the floor the bandwidth sets; a third the ratios within
 # each round (the two programs ran back to back): median, lowest, highest.
+# With -i N (N > 1) each run repeats its test N times (strata bench -r N,
+# llama-bench -r N): a run's figure is the median of its N, and a fourth
+# table gives each program's decode spread within its runs, the run-to-run
+# spread of one program on nearly the same machine.
 set -eu
 here=$(cd "$(dirname "$0")/../.." && pwd)
 forms="q8_0 q4_K iq3_xxs"
 threads="1 2"
 rounds=3
+inner=1
 np=128
 ng=32
 dir=${STRATA_VS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/strata/vs-llamacpp}
@@ -40,14 +45,16 @@ while [ $# -gt 0 ]; do
         -f) forms=$2; shift 2 ;;
         -t) threads=$2; shift 2 ;;
         -r) rounds=$2; shift 2 ;;
+        -i) inner=$2; shift 2 ;;
         -p) np=$2; shift 2 ;;
         -n) ng=$2; shift 2 ;;
         -d) dir=$2; shift 2 ;;
-        -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "vs_llamacpp.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
 case $rounds in ''|*[!0-9]*|0) echo "vs_llamacpp.sh: -r needs a positive count, not '$rounds'" >&2; exit 2 ;; esac
+case $inner in ''|*[!0-9]*|0) echo "vs_llamacpp.sh: -i needs a positive count, not '$inner'" >&2; exit 2 ;; esac
 
 # shellcheck source=tests/diag/diag_llamacpp_env.sh
 . "$here/tests/diag/diag_llamacpp_env.sh"
@@ -85,33 +92,54 @@ for f in $forms; do
     fi
 done
 
+# The statistics of every awk below: sortmed(a, m) sorts a[1..m]
+# in place, sets lo and hi and returns the median; spread() is (hi - lo)
+# over that median, in per cent.
+awk_stats='
+    function sortmed(a, m,   i, j, t) {
+        for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+        lo = a[1]; hi = a[m]
+        return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+    }
+    function spread(x) { return x > 0 ? 100 * (hi - lo) / x : 0 }'
 # strata bench prints "prefill N tokens: X tokens/s ...", "decode ...", then
 # the memory read bandwidth it measures right after its decode and the decode
-# as a fraction of the floor that bandwidth sets; one run a round.
-strata_one() { # FORM THREADS -> "prefill decode bandwidth floor-fraction"
-    "$here/bin/strata" bench "$dir/pack-$1" -t "$2" -p "$np" -n "$ng" -r 1 2>/dev/null |
+# as a fraction of the floor that bandwidth sets; one run (of -i repetitions)
+# a round.
+strata_one() { # FORM THREADS -> "prefill decode bandwidth floor decode-spread"
+    "$here/bin/strata" bench "$dir/pack-$1" -t "$2" -p "$np" -n "$ng" -r "$inner" 2>/dev/null |
         awk '/^(prefill|decode) / { match($0, /tokens: [0-9.]+/); v = substr($0, RSTART + 8, RLENGTH - 8) }
-             /^prefill / { p = v } /^decode / { d = v }
+             /^prefill / { p = v }
+             /^decode / { d = v; if (match($0, /spread [0-9.]+ %/)) s = substr($0, RSTART + 7, RLENGTH - 9) }
              /^memory read bandwidth/ { match($0, /: [0-9.]+ GB\/s/); b = substr($0, RSTART + 2, RLENGTH - 7) }
              /^bandwidth floor/ { match($0, /is [0-9.]+ of it/); f = substr($0, RSTART + 3, RLENGTH - 9) }
-             END { print p, d, (b == "" ? "-" : b), (f == "" ? "-" : f) }'
+             END { print p, d, (b == "" ? "-" : b), (f == "" ? "-" : f), (s == "" ? "-" : s) }'
 }
-# llama-bench -o csv: avg_ts by its header name. Its tg test starts from an
-# empty context unless -d gives a depth, and strata bench decodes after its
-# -p prompt: so the prefill from an empty context, the decode at depth -p.
-llama_ts() { # FORM THREADS llama-bench-arguments... -> tokens/s
+# llama-bench -o jsonl: each test's samples_ts, the tokens/s of each of its
+# -r repetitions; their median, and their spread as strata bench gives it.
+# Its tg test starts from an empty context unless -d gives a depth, and
+# strata bench decodes after its -p prompt: so the prefill from an empty
+# context, the decode at depth -p.
+llama_ts() { # FORM THREADS llama-bench-arguments... -> "tokens/s spread"
     f=$1 t=$2
     shift 2
-    llamacpp_tool llama-bench -m "$dir/$f.gguf" -t "$t" -r 1 -o csv "$@" 2>/dev/null |
-        awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { h = $i; gsub(/"/, "", h); c[h] = i } next }
-                 { gsub(/"/, ""); v = $c["avg_ts"] } END { print v }'
+    llamacpp_tool llama-bench -m "$dir/$f.gguf" -t "$t" -r "$inner" -o jsonl "$@" 2>/dev/null |
+        awk "$awk_stats"'
+            match($0, /"samples_ts": *\[[^]]*\]/) {
+                v = substr($0, RSTART, RLENGTH); sub(/^[^[]*\[/, "", v); sub(/\]$/, "", v)
+                m = split(v, a, /[ ,]+/); k = 0
+                for (i = 1; i <= m; i++) if (a[i] != "") b[++k] = a[i] + 0
+                if (k) { x = sortmed(b, k); print x, (k > 1 ? sprintf("%.1f", spread(x)) : "-") }
+            }'
 }
-llama_one() { # FORM THREADS -> "prefill decode"
-    echo "$(llama_ts "$1" "$2" -p "$np" -n 0) $(llama_ts "$1" "$2" -p 0 -n "$ng" -d "$np") - -"
+llama_one() { # FORM THREADS -> "prefill decode - - decode-spread"
+    pre=$(llama_ts "$1" "$2" -p "$np" -n 0)
+    dec=$(llama_ts "$1" "$2" -p 0 -n "$ng" -d "$np")
+    echo "${pre% *} ${dec% *} - - ${dec#* }"
 }
 
 raw="$dir/raw.tsv"
-printf 'round\tform\tthreads\tprogram\tprefill\tdecode\tbandwidth\tfloor\n' > "$raw"
+printf 'round\tform\tthreads\tprogram\tprefill\tdecode\tbandwidth\tfloor\tdspread\n' > "$raw"
 r=1
 while [ "$r" -le "$rounds" ]; do
     for f in $forms; do
@@ -119,7 +147,7 @@ while [ "$r" -le "$rounds" ]; do
             if [ $((r % 2)) -eq 1 ]; then order="strata llama"; else order="llama strata"; fi
             for prog in $order; do
                 res=$(${prog}_one "$f" "$t")
-                printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$f" "$t" "$prog" $res >> "$raw"
+                printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$f" "$t" "$prog" $res >> "$raw"
             done
         done
     done
@@ -131,16 +159,6 @@ echo
 echo "raw figures (tokens/s), $raw:"
 column -t "$raw"
 echo
-# The tables' statistics, for every awk below: sortmed(a, m) sorts a[1..m]
-# in place, sets lo and hi and returns the median; spread() is (hi - lo)
-# over that median, in per cent.
-awk_stats='
-    function sortmed(a, m,   i, j, t) {
-        for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-        lo = a[1]; hi = a[m]
-        return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
-    }
-    function spread(x) { return x > 0 ? 100 * (hi - lo) / x : 0 }'
 echo "medians of $rounds alternating rounds (-p $np -n $ng), spread = (max - min) / median:"
 awk -F'\t' "$awk_stats"'
     NR > 1 { k = $2 "\t" $3; key[k] = 1; n[k, $4]++; P[k, $4, n[k, $4]] = $5; D[k, $4, n[k, $4]] = $6 }
@@ -194,4 +212,30 @@ awk -F'\t' "$awk_stats"'
     END {
         printf "%-8s %-7s | %-22s | %-22s\n", "experts", "threads", "prefill", "decode"
         for (k in key) { split(k, kk, "\t"); printf "%-8s %-7s | %-22s | %-22s\n", kk[1], kk[2], stat(P, k), stat(D, k) }
+    }' "$raw" | sort
+# The spread within one run: the N repetitions of one program follow each
+# other within a few seconds, so this says how steady the program is on
+# nearly the same machine, which the spread across rounds (minutes apart,
+# the machine's phases between them) cannot.
+[ "$inner" -gt 1 ] || exit 0
+echo
+echo "decode spread within each run of $inner repetitions, (max - min) / median: median over the rounds and"
+echo "highest; and in how many of the rounds where llama.cpp's run stayed within 10 % strata's did too:"
+awk -F'\t' "$awk_stats"'
+    NR > 1 && $9 != "-" { k = $2 "\t" $3; key[k] = 1; S[k, $1, $4] = $9; n[k, $4]++; V[k, $4, n[k, $4]] = $9; if ($1 + 0 > R) R = $1 + 0 }
+    function stat(k, p,   i, a, m, x) {
+        m = n[k, p]
+        if (m == 0) return "-"
+        for (i = 1; i <= m; i++) a[i] = V[k, p, i] + 0
+        x = sortmed(a, m)
+        return sprintf("%4.1f %% (%4.1f %%)", x, hi)
+    }
+    END {
+        printf "%-8s %-7s | %-18s | %-18s | %s\n", "experts", "threads", "strata", "llama.cpp", "strata <= 10 % where llama.cpp was"
+        for (k in key) {
+            split(k, kk, "\t"); q = 0; ok = 0
+            for (i = 1; i <= R; i++)
+                if (S[k, i, "llama"] != "" && S[k, i, "strata"] != "" && S[k, i, "llama"] + 0 <= 10) { q++; if (S[k, i, "strata"] + 0 <= 10) ok++ }
+            printf "%-8s %-7s | %-18s | %-18s | %d of %d\n", kk[1], kk[2], stat(k, "strata"), stat(k, "llama"), ok, q
+        }
     }' "$raw" | sort
