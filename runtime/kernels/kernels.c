@@ -115,8 +115,11 @@ void kscalar_row_scode(const weight *w, int64_t r, float *dst)
     const uint8_t *codes = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     const int bits = w->code_bits, per_byte = 8 / bits, mask = (1 << bits) - 1;
     const int64_t g0 = r * (w->cols / w->group);
+    uint8_t split[256]; /* a split super-block's codes (weight.h: code_split) */
     for (int64_t c = 0; c < w->cols; c++) {
-        int code = (codes[c / per_byte] >> ((c % per_byte) * bits)) & mask;
+        if (w->code_split && c % 256 == 0)
+            kq_unsplit(codes + (size_t)(c / 256) * kq_split_sb_bytes(w->code_split), w->code_split, split);
+        int code = w->code_split ? split[c % 256] : (codes[c / per_byte] >> ((c % per_byte) * bits)) & mask;
         int64_t g = g0 + c / w->group;
         float v = w->codebook ? w->codebook[code] : (float)(code + w->code_bias);
         v = v * w->scales[g];

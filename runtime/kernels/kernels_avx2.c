@@ -327,7 +327,7 @@ AVX2 static inline __m256i codes8(const uint8_t *p, int bits)
 
 AVX2 void kavx2_row_scode(const weight *w, int64_t r, float *dst)
 {
-    if (w->group % 8) { kscalar_row_scode(w, r, dst); return; }
+    if (w->group % 8 || w->code_split) { kscalar_row_scode(w, r, dst); return; }
     const int bits = w->code_bits;
     const uint8_t *codes = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     const int64_t ng = w->cols / w->group, g0 = r * ng;

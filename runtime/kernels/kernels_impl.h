@@ -9,6 +9,7 @@
 #define STRATA_KERNELS_IMPL_H
 
 #include "runtime/kernels/kernels.h"
+#include "runtime/kernels/kfactor.h"
 
 /* ---- scalar (kernels.c, kernels_q8.c, kernels_ggml_q8.c) ---- */
 float kscalar_dot_f32(const float *a, const float *b, int64_t n);

@@ -94,16 +94,38 @@ KQ512 KQ_INLINE void kq_act_load(kq_act *t, const qrow *a, int64_t i, const int 
     t->yd = a->d[i];
 }
 
-/* The weight side of one super-block of one row: its values and scales. */
+/* 64 codes (step p of a super-block) from split codes (weight.h:
+ * code_split): their low nibbles as Q4_K's codes, then each bit plane's 64
+ * bits as a mask that adds 16 (or 32) to its bytes. */
+KQ512 KQ_INLINE __m512i kq_split64(const uint8_t *sb, int p, int split)
+{
+    __m512i v = kq_values64(sb + p * 32, 4);
+    QD_UNROLL
+    for (int j = 0; j < split - 4; j++) {
+        uint64_t m;
+        memcpy(&m, sb + 128 + 32 * j + p * 8, 8);
+        v = _mm512_mask_add_epi8(v, _cvtu64_mask64(m), v, _mm512_set1_epi8((char)(16 << j)));
+    }
+    return v;
+}
+
+/* The bytes of one super-block of a row: 128 (Q4_K), split ones, or 256. */
+static inline size_t kq_sb_bytes(int style, int split)
+{
+    return style == 4 ? 128 : split ? kq_split_sb_bytes(split) : 256;
+}
+
+/* The weight side of one super-block of one row: its values and scales.
+ * split: 0, or the code_split of the row (a constant at each call). */
 typedef struct kq_wt { __m512i v[4], sc[4]; } kq_wt;
 
-KQ512 KQ_INLINE void kq_wt_load(kq_wt *u, const uint8_t *codes, const int8_t *sc, const int style)
+KQ512 KQ_INLINE void kq_wt_load(kq_wt *u, const uint8_t *codes, const int8_t *sc, const int style, const int split)
 {
     const int bits = style == 4 ? 4 : 8, per_sb = style == 6 ? 16 : 8;
     const __m512i scb = kq_scales(sc, per_sb);
     QD_UNROLL
     for (int p = 0; p < 4; p++) {
-        u->v[p] = kq_values64(codes + p * 64 * bits / 8, bits);
+        u->v[p] = split ? kq_split64(codes, p, split) : kq_values64(codes + p * 64 * bits / 8, bits);
         u->sc[p] = kq_scale16(scb, per_sb, p);
     }
 }
@@ -148,12 +170,12 @@ KQ512 KQ_INLINE float kq_total(int style, __m256 acc, __m128 accm, float summs)
  * each style's loop is its own code. Decode reads K-quants row after row
  * (matmul.c: one stream of codes and one of each factor plane, where four
  * rows at once made twenty), so this reads ahead within its own row. */
-KQ512 KQ_INLINE void kq_row(const weight *w, int64_t r, const qrow *a, float *y, const int style)
+KQ512 KQ_INLINE void kq_row(const weight *w, int64_t r, const qrow *a, float *y, const int style, const int split)
 {
     const kfactor *kf = w->kf;
     const int per_sb = style == 6 ? 16 : 8;
     const int64_t nsb = w->cols / 256;
-    const size_t sb_bytes = style == 4 ? 128 : 256, ahead = qd4_ahead(w->row_bytes, 1);
+    const size_t sb_bytes = kq_sb_bytes(style, split), ahead = qd4_ahead(w->row_bytes, 1);
     __m256 acc = _mm256_setzero_ps();
     __m128 accm = _mm_setzero_ps();
     float summs = 0.0f;
@@ -164,7 +186,7 @@ KQ512 KQ_INLINE void kq_row(const weight *w, int64_t r, const qrow *a, float *y,
         const uint8_t *c = (const uint8_t *)w->data + (size_t)r * w->row_bytes + (size_t)i * sb_bytes;
         for (size_t o = 0; o < sb_bytes; o += 64) _mm_prefetch((const char *)c + ahead + o, QD_HINT);
         kq_wt u;
-        kq_wt_load(&u, c, kf->sc + sb * per_sb, style);
+        kq_wt_load(&u, c, kf->sc + sb * per_sb, style, split);
         kq_step(kf, sb, &u, &t, &acc, &accm, &summs, style);
     }
     *y = kq_total(style, acc, accm, summs);
@@ -172,10 +194,12 @@ KQ512 KQ_INLINE void kq_row(const weight *w, int64_t r, const qrow *a, float *y,
 
 KQ512 static void kq_rows1(const weight *w, int64_t r, const qrow *a, float *y)
 {
-    switch (w->kf->style) {
-    case 4: kq_row(w, r, a, y, 4); break;
-    case 5: kq_row(w, r, a, y, 5); break;
-    default: kq_row(w, r, a, y, 6); break;
+    switch (w->kf->style * 8 + w->code_split) { /* style, split */
+    case 4 * 8: kq_row(w, r, a, y, 4, 0); break;
+    case 5 * 8: kq_row(w, r, a, y, 5, 0); break;
+    case 5 * 8 + 5: kq_row(w, r, a, y, 5, 5); break;
+    case 6 * 8 + 6: kq_row(w, r, a, y, 6, 6); break;
+    default: kq_row(w, r, a, y, 6, 0); break;
     }
 }
 
@@ -244,12 +268,12 @@ KQ512 KQ_INLINE void kq_step2(const kfactor *kf, int64_t sb, const kq_wt *u, con
  * super-block and met by every token, two tokens at a time (kq_step2),
  * an odd last one alone (kq_step). */
 KQ512 KQ_INLINE void kq_rown(const weight *w, int64_t r, const qrow *a, const int nt, float *y, int64_t ystride,
-                             const int style)
+                             const int style, const int split)
 {
     const kfactor *kf = w->kf;
     const int per_sb = style == 6 ? 16 : 8;
     const int64_t nsb = w->cols / 256;
-    const size_t sb_bytes = style == 4 ? 128 : 256;
+    const size_t sb_bytes = kq_sb_bytes(style, split);
     const int np = nt / 2;
     __m512 acc2[KQ_NT_MAX / 2];
     __m256 accm2[KQ_NT_MAX / 2], acc1 = _mm256_setzero_ps();
@@ -261,7 +285,7 @@ KQ512 KQ_INLINE void kq_rown(const weight *w, int64_t r, const qrow *a, const in
         const int64_t sb = r * nsb + i;
         kq_wt u;
         kq_wt_load(&u, (const uint8_t *)w->data + (size_t)r * w->row_bytes + (size_t)i * sb_bytes, kf->sc + sb * per_sb,
-                   style);
+                   style, split);
         QD_UNROLL
         for (int t = 0; t < np; t++) {
             kq_act q0, q1;
@@ -285,26 +309,28 @@ KQ512 KQ_INLINE void kq_rown(const weight *w, int64_t r, const qrow *a, const in
 
 /* kq_rown with the style and the token count constant in each copy, so
  * that the accumulators live in registers. */
-#define KQ_ROWN_NT(style)                                                                                \
-    switch (nt) {                                                                                        \
-    case 1: kq_rown(w, r, a, 1, y, ystride, style); break;                                             \
-    case 2: kq_rown(w, r, a, 2, y, ystride, style); break;                                             \
-    case 3: kq_rown(w, r, a, 3, y, ystride, style); break;                                             \
-    case 4: kq_rown(w, r, a, 4, y, ystride, style); break;                                             \
-    case 5: kq_rown(w, r, a, 5, y, ystride, style); break;                                             \
-    case 6: kq_rown(w, r, a, 6, y, ystride, style); break;                                             \
-    case 7: kq_rown(w, r, a, 7, y, ystride, style); break;                                             \
-    default: kq_rown(w, r, a, KQ_NT_MAX, y, ystride, style); break;                                    \
+#define KQ_ROWN_NT(style, split)                                                                            \
+    switch (nt) {                                                                                           \
+    case 1: kq_rown(w, r, a, 1, y, ystride, style, split); break;                                           \
+    case 2: kq_rown(w, r, a, 2, y, ystride, style, split); break;                                           \
+    case 3: kq_rown(w, r, a, 3, y, ystride, style, split); break;                                           \
+    case 4: kq_rown(w, r, a, 4, y, ystride, style, split); break;                                           \
+    case 5: kq_rown(w, r, a, 5, y, ystride, style, split); break;                                           \
+    case 6: kq_rown(w, r, a, 6, y, ystride, style, split); break;                                           \
+    case 7: kq_rown(w, r, a, 7, y, ystride, style, split); break;                                           \
+    default: kq_rown(w, r, a, KQ_NT_MAX, y, ystride, style, split); break;                                  \
     }
 
 KQ512 void kavx512_qdotn_scode(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
 {
     if (!kq_takes(w, &a[0])) { kavx2_qdotn_scode(w, r, a, nt, y, ystride); return; }
     _Static_assert(KQ_NT_MAX == 8, "one case per token count");
-    switch (w->kf->style) {
-    case 4: KQ_ROWN_NT(4) break;
-    case 5: KQ_ROWN_NT(5) break;
-    default: KQ_ROWN_NT(6) break;
+    switch (w->kf->style * 8 + w->code_split) { /* style, split */
+    case 4 * 8: KQ_ROWN_NT(4, 0) break;
+    case 5 * 8: KQ_ROWN_NT(5, 0) break;
+    case 5 * 8 + 5: KQ_ROWN_NT(5, 5) break;
+    case 6 * 8 + 6: KQ_ROWN_NT(6, 6) break;
+    default: KQ_ROWN_NT(6, 0) break;
     }
 }
 

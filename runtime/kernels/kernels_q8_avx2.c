@@ -204,6 +204,15 @@ AVX2 static inline __m256i kf_lane32(__m256i av, __m256i v, __m256i q, __m256i s
     return _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_sign_epi8(q, v)), sc16);
 }
 
+/* Super-block i's codes of the row at `codes`: in place, or a split one's
+ * (weight.h: code_split) written out in full to buf. */
+static inline const uint8_t *kf_sb_codes(const weight *w, const uint8_t *codes, int64_t i, uint8_t buf[256])
+{
+    if (!w->code_split) return codes + i * 256 * w->code_bits / 8;
+    kq_unsplit(codes + (size_t)i * kq_split_sb_bytes(w->code_split), w->code_split, buf);
+    return buf;
+}
+
 AVX2 static float kf_dot(const weight *w, int64_t r, const qrow *a)
 {
     const kfactor *kf = w->kf;
@@ -213,12 +222,14 @@ AVX2 static float kf_dot(const weight *w, int64_t r, const qrow *a)
     const __m256i zero = _mm256_setzero_si256(), bias = _mm256_set1_epi8((char)w->code_bias);
     __m256 acc = _mm256_setzero_ps();
     float accm[4] = { 0 }, summs = 0.0f;
+    uint8_t split[256];
     for (int64_t i = 0; i < nsb; i++) {
         const int8_t *sc = kf->sc + (sb0 + i) * per_sb;
+        const uint8_t *sbc = kf_sb_codes(w, codes, i, split);
         __m256i lanes = _mm256_setzero_si256();
         for (int j = 0; j < 8; j++) {
             const int64_t c0 = i * 256 + j * 32;
-            const __m256i v = values32(codes + c0 * bits / 8, bits, bias, zero, 0);
+            const __m256i v = values32(sbc + j * 32 * bits / 8, bits, bias, zero, 0);
             lanes = _mm256_add_epi32(lanes, kf_lane32(_mm256_sign_epi8(v, v), v,
                                                       _mm256_loadu_si256((const __m256i *)(a->q + c0)), kf_sc16(sc, per_sb, j)));
         }
@@ -248,11 +259,13 @@ AVX2 static void kf_dotn(const weight *w, int64_t r, const qrow *a, int nt, floa
         memset(accm[t], 0, sizeof accm[t]);
         summs[t] = 0.0f;
     }
+    uint8_t split[256];
     for (int64_t i = 0; i < nsb; i++) {
         const int8_t *sc = kf->sc + (sb0 + i) * per_sb;
+        const uint8_t *sbc = kf_sb_codes(w, codes, i, split);
         __m256i vals[8], avals[8], sc16[8];
         for (int j = 0; j < 8; j++) {
-            vals[j] = values32(codes + (i * 256 + j * 32) * bits / 8, bits, bias, zero, 0);
+            vals[j] = values32(sbc + j * 32 * bits / 8, bits, bias, zero, 0);
             avals[j] = _mm256_sign_epi8(vals[j], vals[j]);
             sc16[j] = kf_sc16(sc, per_sb, j);
         }

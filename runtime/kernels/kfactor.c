@@ -89,3 +89,53 @@ int kfactor_build(const weight *w, void *mem, kfactor *kf)
     *kf = (kfactor){ st, d, dmin, sc, m };
     return 1;
 }
+
+int kq_split_bits(const weight *w)
+{
+    if (!w->kf || w->code_bits != 8 || w->code_split) return 0;
+    return w->kf->style == 5 ? 5 : w->kf->style == 6 ? 6 : 0;
+}
+
+/* One super-block of 256 codes (each < 2^split) split into out. */
+static void kq_split_sb(const uint8_t *c, int split, uint8_t *out)
+{
+    for (int i = 0; i < 128; i++) out[i] = (uint8_t)((c[2 * i] & 15) | (c[2 * i + 1] & 15) << 4);
+    for (int j = 0; j < split - 4; j++)
+        for (int b = 0; b < 32; b++) {
+            uint8_t v = 0;
+            for (int k = 0; k < 8; k++) v |= (uint8_t)((c[8 * b + k] >> (4 + j) & 1) << k);
+            out[128 + 32 * j + b] = v;
+        }
+}
+
+void kq_unsplit(const uint8_t *sb, int split, uint8_t out[256])
+{
+    for (int i = 0; i < 128; i++) {
+        out[2 * i] = sb[i] & 15;
+        out[2 * i + 1] = sb[i] >> 4;
+    }
+    for (int j = 0; j < split - 4; j++)
+        for (int e = 0; e < 256; e++) out[e] |= (uint8_t)((sb[128 + 32 * j + e / 8] >> (e % 8) & 1) << (4 + j));
+}
+
+/* Super-block s's split form (sbb bytes at s * sbb) ends before super-block
+ * s + 1's codes start (at (s + 1) * 256), so in order nothing still to be
+ * read is overwritten; each goes through a buffer, since it lands on its own
+ * codes. */
+int kq_split_rows(weight *w, uint8_t *codes)
+{
+    const int split = kq_split_bits(w);
+    if (!split || codes != (const uint8_t *)w->data) return 0;
+    const int64_t n = w->rows * w->cols;
+    for (int64_t i = 0; i < n; i++)
+        if (codes[i] >> split) return 0;
+    const size_t sbb = kq_split_sb_bytes(split);
+    uint8_t tmp[256];
+    for (int64_t s = 0; s < n / 256; s++) {
+        kq_split_sb(codes + s * 256, split, tmp);
+        memcpy(codes + (size_t)s * sbb, tmp, sbb);
+    }
+    w->code_split = split;
+    w->row_bytes = (size_t)(w->cols / 256) * sbb;
+    return 1;
+}

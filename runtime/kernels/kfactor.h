@@ -23,8 +23,24 @@
 #include "runtime/kernels/weight.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 size_t kfactor_bytes(const weight *w);
 int kfactor_build(const weight *w, void *mem, kfactor *kf);
+
+/* Split codes (weight.h: code_split, kq_split_sb_bytes). A Q5_K- or
+ * Q6_K-shaped S-form holds one code of 5 or 6 bits per byte; decode reads
+ * every byte, where ggml's blocks hold 176 or 210 bytes per 256 weights.
+ * kq_split_bits(w) is the split such a weight can take (5 or 6: w has its
+ * factors, 8-bit codes and that style), else 0. kq_split_rows(w, codes)
+ * rewrites w's codes plane in place (`codes` is w->data, writable: memory
+ * the caller owns), row after row, into split rows packed from its start,
+ * and sets code_split and row_bytes; it returns 1, or 0 (w untouched) when
+ * w cannot take a split or a code does not fit its bits. kq_unsplit()
+ * writes the 256 codes of one split super-block `sb` to out; the results of
+ * every kernel are the same bits either way. */
+int kq_split_bits(const weight *w);
+int kq_split_rows(weight *w, uint8_t *codes);
+void kq_unsplit(const uint8_t *sb, int split, uint8_t out[256]);
 
 #endif

@@ -51,7 +51,8 @@ int weight_check(weight *w, const char *name, char *err, size_t errlen)
                      (long long)w->cols);
             return -1;
         }
-        w->row_bytes = (size_t)w->cols * (size_t)w->code_bits / 8;
+        w->row_bytes = w->code_split ? (size_t)(w->cols / 256) * kq_split_sb_bytes(w->code_split)
+                                     : (size_t)w->cols * (size_t)w->code_bits / 8;
         return 0;
     default:
         snprintf(err, errlen, "%s: unknown form %d", name, (int)w->form);

@@ -56,6 +56,11 @@ typedef struct weight {
      * Q8_0-shaped rows reads these, half the bytes (kernels_q8_avx512.c) */
     const uint16_t *scales_h;
     const kfactor *kf;       /* SCODE K-quants: factored scales, or NULL */
+    /* SCODE K-quants with factors and 8-bit codes (Q5_K and Q6_K shapes): 0,
+     * or the bits their codes use (5 or 6) when the codes are held split
+     * (kfactor.h: kq_split_rows), which reads 160 or 192 bytes per 256
+     * codes instead of 256; row_bytes is then the split row's */
+    int code_split;
     /* 0, or a rotated expert's Hadamard block (formats/hadamard.h): its rows
      * are stored rotated, so W x needs x rotated by the same blocks first.
      * The kernels never look at it: the MoE op rotates its inputs. */
@@ -63,6 +68,12 @@ typedef struct weight {
 } weight;
 
 static inline int weight_present(const weight *w) { return w->data != NULL; }
+
+/* Bytes of one super-block of 256 split codes (weight.code_split = split, 5
+ * or 6): 128 of low nibbles (code 2i in the low half of byte i, 2i + 1 in
+ * the high), then split - 4 planes of 32 (plane j: bit 4 + j of code e at
+ * bit e % 8 of byte e / 8). */
+static inline size_t kq_split_sb_bytes(int split) { return 128 + 32 * (size_t)(split - 4); }
 
 /* An S-form laid out as ggml's Q8_0 (8-bit codes, bias -128, groups of
  * 32, no offsets, no codebook): the rows whose decode kernel reads fp16

@@ -48,6 +48,7 @@ struct loaded_pack {
     unsigned char *used_t, *used_e;
     int *xpart;                  /* (n_layer + n_mtp) x 3: the index entry of each routed part (gate, up, down), -1 none */
     int lazy_experts;            /* loader_opts.lazy_experts */
+    int split_codes;             /* loader_opts.split_codes, with resident */
     bool resident;               /* experts.bin read into map[PACK_EXPERTS] (owned memory), not mapped */
     int64_t resident_bytes;      /* its size then (0: mapped): the progress counts it first */
     loader_progress_fn progress; /* NULL: none */
@@ -631,6 +632,10 @@ static int load_experts(loaded_pack *p)
                 if (!x) continue;
                 part_derive(x, parts[k], mem, &kf[k]);
                 mem += part_derived_bytes(x, parts[k]);
+                /* resident codes are memory of the pack's own: split where they can be */
+                if (p->resident && p->split_codes)
+                    (void)kq_split_rows(parts[k], (uint8_t *)p->map[PACK_EXPERTS] +
+                                                      ((const uint8_t *)parts[k]->data - (const uint8_t *)p->map[PACK_EXPERTS]));
             }
         }
     }
@@ -711,7 +716,7 @@ loaded_pack *loader_open(const char *dir, char *err, size_t errlen)
 
 loaded_pack *loader_open_progress(const char *dir, loader_progress_fn fn, void *ctx, char *err, size_t errlen)
 {
-    const loader_opts o = { fn, ctx, 0, 0 };
+    const loader_opts o = { fn, ctx, 0, 0, 0 };
     return loader_open_opts(dir, &o, err, errlen);
 }
 
@@ -724,6 +729,7 @@ loaded_pack *loader_open_opts(const char *dir, const loader_opts *o, char *err, 
         p->progress_ctx = o->progress_ctx;
         p->lazy_experts = o->lazy_experts;
         p->resident = o->resident_experts && !o->lazy_experts;
+        p->split_codes = o->split_codes;
     }
     p->err = err;
     p->errlen = errlen;

@@ -877,6 +877,101 @@ static void test_kq_four_rows(void **st)
     free(x);
 }
 
+/* Q5_K- and Q6_K-shaped S-forms with their factors, their codes split
+ * (kq_split_rows: low nibbles and bit planes, as the loader holds resident
+ * experts): every table's qdot, qdot4, qdotn and row_f32 give the bits the
+ * scalar kernels give on the 8-bit codes; the split reads 160 or 192 bytes
+ * per 256 codes. A code that does not fit the bits, and a 4-bit weight,
+ * are refused and left as they were. */
+static void test_kq_split(void **st)
+{
+    (void)st;
+    const kernels *tabs[4] = { kernels_scalar(), kernels_avx2(), kernels_avx2_vnni(), kernels_avx512() };
+    const int64_t R = 9, C = 11 * 256;
+    uint64_t rs = 9091;
+    float *x = malloc((size_t)C * sizeof *x), *ref = malloc((size_t)C * sizeof *ref), *got = malloc((size_t)C * sizeof *got);
+    for (int style = 5; style <= 6; style++) {
+        const int group = style == 6 ? 16 : 32, ng = (int)(R * C / group), per_sb = 256 / group;
+        uint8_t *codes = malloc((size_t)(R * C)), *split = malloc((size_t)(R * C));
+        float *sc = malloc((size_t)ng * sizeof *sc), *off = malloc((size_t)ng * sizeof *off);
+        for (int64_t e = 0; e < R * C; e++) codes[e] = (uint8_t)((rnd_(&rs) >> 7) % (style == 5 ? 32u : 64u));
+        for (int g = 0; g < ng; g += per_sb) {
+            const float d = fp16_to_f32(f32_to_fp16(1e-3f + 1e-2f * (rndf_(&rs) + 1.0f)));
+            const float dmin = fp16_to_f32(f32_to_fp16(1e-3f + 5e-3f * (rndf_(&rs) + 1.0f)));
+            for (int j = 0; j < per_sb; j++) {
+                const int k = style == 6 ? (int)(rnd_(&rs) >> 9) % 256 - 128 : (int)(rnd_(&rs) >> 9) % 64;
+                sc[g + j] = d * (float)k;
+                off[g + j] = -(dmin * (float)((rnd_(&rs) >> 9) % 64));
+            }
+        }
+        weight w = { .form = WF_SCODE, .rows = R, .cols = C, .data = codes, .act = WA_Q8_K, .group = group,
+                     .scales = sc, .offsets = style == 6 ? NULL : off, .code_bits = 8, .code_bias = style == 6 ? -32 : 0 };
+        char err[128];
+        assert_int_equal(weight_check(&w, "K-quant", err, sizeof err), 0);
+        kfactor kf;
+        void *mem = malloc(kfactor_bytes(&w));
+        assert_int_equal(kfactor_build(&w, mem, &kf), 1);
+        w.kf = &kf;
+        assert_int_equal(kq_split_bits(&w), style);
+        /* a code past the bits: refused, nothing written */
+        memcpy(split, codes, (size_t)(R * C));
+        split[R * C - 1] = (uint8_t)(1u << style);
+        weight ws = w;
+        ws.data = split;
+        assert_int_equal(kq_split_rows(&ws, split), 0);
+        assert_int_equal(ws.code_split, 0);
+        assert_int_equal(split[0], codes[0]);
+        memcpy(split, codes, (size_t)(R * C));
+        assert_int_equal(kq_split_rows(&ws, split), 1);
+        assert_int_equal(ws.code_split, style);
+        assert_int_equal(ws.row_bytes, (size_t)(C / 256) * (style == 5 ? 160u : 192u));
+        assert_int_equal(kq_split_bits(&ws), 0); /* split once */
+        weight wc = ws;
+        assert_int_equal(weight_check(&wc, "split", err, sizeof err), 0);
+        assert_int_equal(wc.row_bytes, ws.row_bytes);
+        uint8_t un[256];
+        kq_unsplit(split + 3 * (style == 5 ? 160 : 192), style, un);
+        assert_memory_equal(un, codes + 3 * 256, 256);
+        qrow an[KQ_NT_MAX];
+        make_acts(tabs[0], &w, &rs, x, an);
+        for (int k = 0; k < 4; k++) {
+            if (!tabs[k]) continue;
+            for (int64_t r = 0; r < R; r++) {
+                for (int t = 0; t < KQ_NT_MAX; t++) {
+                    const float y0 = tabs[0]->qdot[WF_SCODE](&w, r, &an[t]), y1 = tabs[k]->qdot[WF_SCODE](&ws, r, &an[t]);
+                    assert_memory_equal(&y1, &y0, 4);
+                }
+                float yn[KQ_NT_MAX];
+                tabs[k]->qdotn[WF_SCODE](&ws, r, an, KQ_NT_MAX, yn, 1);
+                for (int t = 0; t < KQ_NT_MAX; t++) {
+                    const float y0 = tabs[0]->qdot[WF_SCODE](&w, r, &an[t]);
+                    assert_memory_equal(&yn[t], &y0, 4);
+                }
+                tabs[0]->row_f32[WF_SCODE](&w, r, ref);
+                tabs[k]->row_f32[WF_SCODE](&ws, r, got);
+                assert_memory_equal(got, ref, (size_t)C * sizeof *ref);
+            }
+            if (tabs[k]->qdot4[WF_SCODE])
+                for (int64_t r0 = 0; r0 + 3 < R; r0++) {
+                    float y[4];
+                    tabs[k]->qdot4[WF_SCODE](&ws, r0, 1, &an[1], y);
+                    for (int i = 0; i < 4; i++) {
+                        const float y0 = tabs[0]->qdot[WF_SCODE](&w, r0 + i, &an[1]);
+                        assert_memory_equal(&y[i], &y0, 4);
+                    }
+                }
+        }
+        free_acts(an);
+        free(mem); free(codes); free(split); free(sc); free(off);
+    }
+    /* a Q4_K-shaped weight has nothing to split */
+    weight w4 = { .form = WF_SCODE, .code_bits = 4 };
+    kfactor k4 = { .style = 4 };
+    w4.kf = &k4;
+    assert_int_equal(kq_split_bits(&w4), 0);
+    free(x); free(ref); free(got);
+}
+
 /* A Q8_0-shaped S8 weight that also has its scales as fp16 (scales_h, as
  * the loader gives experts whose pack stores them so) gives the same bits
  * in every table's qdot and qdot4 (the AVX-512 VNNI kernel reads the fp16
@@ -1479,6 +1574,7 @@ int main(void)
         cmocka_unit_test(test_native_equals_sform),
         cmocka_unit_test(test_qdot4n_s8_random),
         cmocka_unit_test(test_kq_four_rows),
+        cmocka_unit_test(test_kq_split),
         cmocka_unit_test(test_s8_fp16_scales),
         cmocka_unit_test(test_qdot_mxfp4_random_blocks),
         cmocka_unit_test(test_ggml_kquant_two_superblocks),

@@ -47,10 +47,10 @@ static void build(fixture *f, const char *src_rel, const char *experts)
     assert_int_equal(run_quiet(iq3pack_cmd_build, 8, argv), 0);
 }
 
-static model *open_model(loaded_pack **lp, const char *pack)
+static model *open_model_opts(loaded_pack **lp, const char *pack, const loader_opts *lo)
 {
     char err[512];
-    *lp = loader_open(pack, err, sizeof err);
+    *lp = lo ? loader_open_opts(pack, lo, err, sizeof err) : loader_open(pack, err, sizeof err);
     if (!*lp) printf("%s\n", err);
     assert_non_null(*lp);
     model_options o = model_default_options();
@@ -60,6 +60,22 @@ static model *open_model(loaded_pack **lp, const char *pack)
     if (!m) printf("%s\n", err);
     assert_non_null(m);
     return m;
+}
+
+static model *open_model(loaded_pack **lp, const char *pack) { return open_model_opts(lp, pack, NULL); }
+
+/* Routed expert parts whose codes the loader split (weight.h: code_split). */
+static int split_parts(const loaded_pack *lp)
+{
+    const model_hparams *hp = loader_hparams(lp);
+    const model_weights *w = loader_weights(lp);
+    int n = 0;
+    for (int l = 0; l < hp->n_layer; l++) {
+        const layer_weights *L = &w->layers[l];
+        for (int e = 0; L->exp_gate && e < hp->n_expert; e++)
+            n += (L->exp_gate[e].code_split != 0) + (L->exp_up[e].code_split != 0) + (L->exp_down[e].code_split != 0);
+    }
+    return n;
 }
 
 typedef struct stats { double worst_rel, worst_abs, kl_sum; int rows, top1, greedy_bad, close; } stats;
@@ -147,12 +163,17 @@ static void test_tinymoe_keep(void **state)
 /* A pack of one of llama.cpp's quantized tinymoe files against llama.cpp's
  * logits for that file: every row of v0-v3 bit for bit, prompt as one batch
  * then one token at a time as the reference was made. */
-static void exact_pack(const char *src, const char *experts, const char *ldir, const char *what)
+static void exact_pack_opts(const char *src, const char *experts, const char *ldir, const char *what,
+                            const loader_opts *lo)
 {
     fixture f;
     build(&f, src, experts);
     loaded_pack *lp;
-    model *m = open_model(&lp, f.pack);
+    model *m = open_model_opts(&lp, f.pack, lo);
+    if (lo && lo->split_codes) {
+        printf("%s: %d expert parts with split codes\n", what, split_parts(lp));
+        assert_true(split_parts(lp) > 0);
+    }
     for (int i = 0; i < 4; i++) {
         seq s;
         assert_int_equal(seq_load(&s, "models/tinymoe", ldir, V4[i]), 0);
@@ -173,6 +194,11 @@ static void exact_pack(const char *src, const char *experts, const char *ldir, c
     fixture_rm(&f);
 }
 
+static void exact_pack(const char *src, const char *experts, const char *ldir, const char *what)
+{
+    exact_pack_opts(src, experts, ldir, what, NULL);
+}
+
 /* IQ3_S/IQ2_S dense tensors stay native, IQ3_XXS experts are moved into the
  * container losslessly, Q8_0/Q5_K dense tensors become S-forms (the K-quants
  * with their super-block factors recovered), and every step sums in
@@ -180,14 +206,18 @@ static void exact_pack(const char *src, const char *experts, const char *ldir, c
  * the logits are llama.cpp's bit for bit (llama.cpp's own batch and
  * incremental runs of this file differ by up to 3.8e-6 on v0-v2 and 9.8e-3
  * on v3). So are the Q4_K_M file's (Q4_K, Q5_K, Q6_K, Q8_0 as S-forms,
- * experts kept) and the Q8_0 file's. A transcoding error or a change of
- * summation order anywhere moves bits. */
+ * experts kept; also with the experts read into memory and their Q5_K
+ * and Q6_K codes split, kfactor.h) and the Q8_0 file's. A transcoding
+ * error or a change of summation order anywhere moves bits. */
 static void test_tinymoe_quantized_exact(void **state)
 {
     (void)state;
     SKIP_UNLESS_SHARED("models/tinymoe/tinymoe-iq3_xxs.gguf");
     exact_pack("models/tinymoe/tinymoe-iq3_xxs.gguf", "iq3", "models/tinymoe/logits/iq3_xxs", "tinymoe-iq3_xxs pack");
     exact_pack("models/tinymoe/tinymoe-q4_k.gguf", "keep", "models/tinymoe/logits/q4_k", "tinymoe-q4_k keep pack");
+    const loader_opts split = { .resident_experts = 1, .split_codes = 1 };
+    exact_pack_opts("models/tinymoe/tinymoe-q4_k.gguf", "keep", "models/tinymoe/logits/q4_k",
+                    "tinymoe-q4_k keep pack, experts resident with split codes", &split);
     exact_pack("models/tinymoe/tinymoe-q8_0.gguf", "keep", "models/tinymoe/logits/q8_0", "tinymoe-q8_0 keep pack");
 }
 
