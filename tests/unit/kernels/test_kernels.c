@@ -827,6 +827,23 @@ static void test_qdot4n_s8_random(void **st)
     free(codes); free(sc); free(x);
 }
 
+/* Random scales (and offsets) of a K-quant S-form of style 4, 5 or 6 in
+ * ng groups that factor exactly: per super-block an fp16 d and dmin, per
+ * group an integer multiple of each (Q6_K: -128..127, no offsets used). */
+static void kq_random_factors(int style, int ng, uint64_t *rs, float *sc, float *off)
+{
+    const int per_sb = style == 6 ? 16 : 8;
+    for (int g = 0; g < ng; g += per_sb) {
+        const float d = fp16_to_f32(f32_to_fp16(1e-3f + 1e-2f * (rndf_(rs) + 1.0f)));
+        const float dmin = fp16_to_f32(f32_to_fp16(1e-3f + 5e-3f * (rndf_(rs) + 1.0f)));
+        for (int j = 0; j < per_sb; j++) {
+            const int k = style == 6 ? (int)(rnd_(rs) >> 9) % 256 - 128 : (int)(rnd_(rs) >> 9) % 64;
+            sc[g + j] = d * (float)k;
+            off[g + j] = -(dmin * (float)((rnd_(rs) >> 9) % 64));
+        }
+    }
+}
+
 /* K-quant S-forms with their factors (Q4_K, Q5_K and Q6_K shapes, random
  * codes and factors that factor exactly) in rows of eleven super-blocks:
  * the four-row kernels (qdot4, which the AVX-512 table runs side by side,
@@ -849,16 +866,7 @@ static void test_kq_four_rows(void **st)
             if (bits == 4) codes[e / 2] |= (uint8_t)(c << (4 * (e % 2)));
             else codes[e] = (uint8_t)c;
         }
-        const int per_sb = 256 / group;
-        for (int g = 0; g < ng; g += per_sb) { /* one super-block: its d and dmin, then its groups */
-            const float d = fp16_to_f32(f32_to_fp16(1e-3f + 1e-2f * (rndf_(&rs) + 1.0f)));
-            const float dmin = fp16_to_f32(f32_to_fp16(1e-3f + 5e-3f * (rndf_(&rs) + 1.0f)));
-            for (int j = 0; j < per_sb; j++) {
-                const int k = style == 6 ? (int)(rnd_(&rs) >> 9) % 256 - 128 : (int)(rnd_(&rs) >> 9) % 64;
-                sc[g + j] = d * (float)k;
-                off[g + j] = -(dmin * (float)((rnd_(&rs) >> 9) % 64));
-            }
-        }
+        kq_random_factors(style, ng, &rs, sc, off);
         weight w = { .form = WF_SCODE, .rows = R, .cols = C, .data = codes, .act = WA_Q8_K, .group = group,
                      .scales = sc, .offsets = style == 6 ? NULL : off, .code_bits = bits, .code_bias = style == 6 ? -32 : 0 };
         char err[128];
@@ -891,19 +899,11 @@ static void test_kq_split(void **st)
     uint64_t rs = 9091;
     float *x = malloc((size_t)C * sizeof *x), *ref = malloc((size_t)C * sizeof *ref), *got = malloc((size_t)C * sizeof *got);
     for (int style = 5; style <= 6; style++) {
-        const int group = style == 6 ? 16 : 32, ng = (int)(R * C / group), per_sb = 256 / group;
+        const int group = style == 6 ? 16 : 32, ng = (int)(R * C / group);
         uint8_t *codes = malloc((size_t)(R * C)), *split = malloc((size_t)(R * C));
         float *sc = malloc((size_t)ng * sizeof *sc), *off = malloc((size_t)ng * sizeof *off);
         for (int64_t e = 0; e < R * C; e++) codes[e] = (uint8_t)((rnd_(&rs) >> 7) % (style == 5 ? 32u : 64u));
-        for (int g = 0; g < ng; g += per_sb) {
-            const float d = fp16_to_f32(f32_to_fp16(1e-3f + 1e-2f * (rndf_(&rs) + 1.0f)));
-            const float dmin = fp16_to_f32(f32_to_fp16(1e-3f + 5e-3f * (rndf_(&rs) + 1.0f)));
-            for (int j = 0; j < per_sb; j++) {
-                const int k = style == 6 ? (int)(rnd_(&rs) >> 9) % 256 - 128 : (int)(rnd_(&rs) >> 9) % 64;
-                sc[g + j] = d * (float)k;
-                off[g + j] = -(dmin * (float)((rnd_(&rs) >> 9) % 64));
-            }
-        }
+        kq_random_factors(style, ng, &rs, sc, off);
         weight w = { .form = WF_SCODE, .rows = R, .cols = C, .data = codes, .act = WA_Q8_K, .group = group,
                      .scales = sc, .offsets = style == 6 ? NULL : off, .code_bits = 8, .code_bias = style == 6 ? -32 : 0 };
         char err[128];
