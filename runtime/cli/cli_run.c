@@ -67,9 +67,9 @@ int cli_load(cli_model *cm, const char *dir, const device_opts *dev, int n_ctx)
     if (cli_check_pack_path(dir, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return -1; }
     tier_plan plan;
     if (cli_mem_plan(dir, dev, n_ctx, 1, &plan, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return -1; }
-    /* resident K-quant experts with their codes split for the CPU kernels;
-     * a build with CUDA hands the experts to the GPU as the pack holds them */
-    const loader_opts lo = { NULL, NULL, plan.tier, !plan.tier, !plan.tier && !device_cuda_built() };
+    /* Q5_K/Q6_K codes split for the CPU kernels; a build with CUDA hands
+     * the weights to the GPU as the pack holds them */
+    const loader_opts lo = { NULL, NULL, plan.tier, !plan.tier, !device_cuda_built() };
     cm->pack = loader_open_opts(dir, &lo, err, sizeof err);
     if (!cm->pack) { fprintf(stderr, "strata: %s\n", err); return -1; }
     if (tier_from_plan(dir, &plan, cm->pack, dev ? dev->profile : NULL, stderr, &cm->tier, err, sizeof err)) {

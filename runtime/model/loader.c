@@ -48,7 +48,8 @@ struct loaded_pack {
     unsigned char *used_t, *used_e;
     int *xpart;                  /* (n_layer + n_mtp) x 3: the index entry of each routed part (gate, up, down), -1 none */
     int lazy_experts;            /* loader_opts.lazy_experts */
-    int split_codes;             /* loader_opts.split_codes, with resident */
+    int split_codes;             /* loader_opts.split_codes */
+    int8_t *split_at;            /* per index row: 0, or the code_split its pool codes were given */
     bool resident;               /* experts.bin read into map[PACK_EXPERTS] (owned memory), not mapped */
     int64_t resident_bytes;      /* its size then (0: mapped): the progress counts it first */
     loader_progress_fn progress; /* NULL: none */
@@ -382,7 +383,7 @@ static int find_row(const loaded_pack *p, const char *name)
 /* A K-quant in S-form gets its super-block factors back (kfactor.h), so its
  * products can follow ggml's order; one that does not factor keeps the
  * per-group kernel. */
-static int attach_kfactor(loaded_pack *p, weight *w, const char *name)
+static int attach_kfactor(loaded_pack *p, weight *w, int i, const char *name)
 {
     const size_t n = kfactor_bytes(w);
     if (!n) return 0;
@@ -390,6 +391,15 @@ static int attach_kfactor(loaded_pack *p, weight *w, const char *name)
     kfactor *kf = own(p, sizeof *kf);
     if (!mem || !kf) return fail(p, "%s: out of memory", name);
     if (kfactor_build(w, mem, kf)) w->kf = kf;
+    /* the pool is the pack's own memory: Q5_K/Q6_K codes split in place,
+     * once, however many weights the tensor is bound to */
+    if (p->split_codes && w->kf) {
+        if (!p->split_at[i] && kq_split_rows(w, p->pool + p->x.t[i].dst_off)) p->split_at[i] = (int8_t)w->code_split;
+        if (p->split_at[i] && !w->code_split) {
+            w->code_split = p->split_at[i];
+            w->row_bytes = (size_t)(w->cols / 256) * kq_split_sb_bytes(w->code_split);
+        }
+    }
     return 0;
 }
 
@@ -408,7 +418,7 @@ static int mat_x(loaded_pack *p, weight *w, tensor_role role, int layer, slot_ki
         return fail(p, "%s: a matrix with %d dimensions", name, t->n_dims);
     p->used_t[i] = 1;
     row_weight(p, t, w);
-    return attach_kfactor(p, w, name);
+    return attach_kfactor(p, w, i, name);
 }
 
 static int mat(loaded_pack *p, weight *w, tensor_role role) { return mat_x(p, w, role, 0, SLOT_MAT); }
@@ -652,13 +662,14 @@ static int load_weights(loaded_pack *p)
     for (int i = 0; i < 16 && cb && i < n; i++) p->codebook[i] = (float)cb[i];
     p->used_t = calloc((size_t)p->x.n_t + 1, 1);
     p->used_e = calloc((size_t)p->x.n_e + 1, 1);
+    p->split_at = calloc((size_t)p->x.n_t + 1, 1);
     /* the next-token-prediction blocks (n_nextn after the run ones) are
      * optional: a pack built without them runs, only not as its own draft */
     char eh[96];
     p->w.n_mtp = hp->n_nextn > 0 && hp->arch.mtp && find_row(p, tensor_name(eh, sizeof eh, TN_NEXTN_EH_PROJ, hp->n_layer)) >= 0
                      ? hp->n_nextn : 0;
     p->w.layers = calloc((size_t)(hp->n_layer + p->w.n_mtp), sizeof *p->w.layers);
-    if (!p->used_t || !p->used_e || !p->w.layers) return fail(p, "%s: out of memory", p->dir);
+    if (!p->used_t || !p->used_e || !p->split_at || !p->w.layers) return fail(p, "%s: out of memory", p->dir);
     char rf[96];
     if (mat(p, &p->w.tok_embd, TN_TOKEN_EMBD) || mat(p, &p->w.output, TN_OUTPUT) ||
         vec(p, &p->w.output_norm, TN_OUTPUT_NORM) || vec(p, &p->w.rope_freqs, TN_ROPE_FREQS))
@@ -765,6 +776,7 @@ void loader_close(loaded_pack *p)
     free(p->half_at);
     free(p->used_t);
     free(p->used_e);
+    free(p->split_at);
     free(p->xpart);
     pindex_free(&p->x);
     free(p->dir);

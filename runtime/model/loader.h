@@ -30,12 +30,14 @@
  *    experts.bin is read into memory of the pack's own, on 2 MiB boundaries
  *    with transparent huge pages asked for, instead of mapped (its page
  *    cache dropped after the read): for a pack that fits in memory, decode
- *    then streams huge pages every run. With split_codes as well, the
- *    K-quant experts held one 5- or 6-bit code per byte (Q5_K and Q6_K
- *    shapes with their factors) have their codes split in that memory
- *    (kfactor.h: kq_split_rows): decode reads 160 or 192 bytes per 256
- *    weights instead of 256, the same results bit for bit, on the CPU
- *    kernels only (a caller that hands the weights to a GPU leaves it off).
+ *    then streams huge pages every run.
+ *  - loader_open_opts() with split_codes: the K-quant tensors held one 5-
+ *    or 6-bit code per byte (Q5_K and Q6_K shapes with their factors) have
+ *    their codes split in the loader's own memory (kfactor.h:
+ *    kq_split_rows): the dense ones in the pool, the routed experts when
+ *    resident_experts read them in. Decode then reads 160 or 192 bytes per
+ *    256 weights instead of 256, with the same results bit for bit on the
+ *    CPU kernels (a caller that hands the weights to a GPU leaves it off).
  *  - loader_check() recomputes the crc32 (zlib) and size of every file and
  *    compares them with the index; 0 when all agree, else -1 with the first
  *    mismatch in err. It prints one line per file to `out` when non-NULL.
@@ -73,7 +75,7 @@ typedef struct loader_opts {
     void *progress_ctx;
     int lazy_experts;               /* see the contract */
     int resident_experts;           /* see the contract */
-    int split_codes;                /* with resident_experts: see the contract */
+    int split_codes;                /* see the contract */
 } loader_opts;
 loaded_pack *loader_open_opts(const char *dir, const loader_opts *o, char *err, size_t errlen);
 void loader_close(loaded_pack *p);

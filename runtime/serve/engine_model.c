@@ -604,11 +604,10 @@ engine *engine_model_open(const char *dir, const engine_model_opts *o, char *err
     pthread_mutex_init(&me->mu, NULL);
     pthread_mutex_init(&me->vision_mu, NULL);
     me->e.self = me;
-    const int resident = opt.plan && !opt.plan->tier;
-    /* split K-quant codes for the CPU kernels; a build with CUDA hands the
-     * experts to the GPU as the pack holds them */
-    const loader_opts lo = { opt.progress, opt.progress_ctx, opt.plan && opt.plan->tier, resident,
-                             resident && !device_cuda_built() };
+    /* Q5_K/Q6_K codes split for the CPU kernels; a build with CUDA hands
+     * the weights to the GPU as the pack holds them */
+    const loader_opts lo = { opt.progress, opt.progress_ctx, opt.plan && opt.plan->tier, opt.plan && !opt.plan->tier,
+                             !device_cuda_built() };
     me->pack = loader_open_opts(dir, &lo, err, errlen);
     if (!me->pack) { engine_model_free(&me->e); return NULL; }
     if (opt.plan && tier_from_plan(dir, opt.plan, me->pack, opt.dev ? opt.dev->profile : NULL, stderr, &me->tier, err,

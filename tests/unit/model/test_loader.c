@@ -19,6 +19,7 @@
 #include "tests/lib/ref_seq.h"
 #include "runtime/model/loader.h"
 #include "runtime/model/model.h"
+#include "runtime/model/weight_slots.h"
 
 #include <math.h>
 #include <unistd.h>
@@ -64,16 +65,20 @@ static model *open_model_opts(loaded_pack **lp, const char *pack, const loader_o
 
 static model *open_model(loaded_pack **lp, const char *pack) { return open_model_opts(lp, pack, NULL); }
 
-/* Routed expert parts whose codes the loader split (weight.h: code_split). */
-static int split_parts(const loaded_pack *lp)
+/* Routed expert parts (and, in *dense, other matrices) whose codes the
+ * loader split (weight.h: code_split). */
+static int split_parts(const loaded_pack *lp, int *dense)
 {
     const model_hparams *hp = loader_hparams(lp);
     const model_weights *w = loader_weights(lp);
     int n = 0;
+    *dense = (w->tok_embd.code_split != 0) + (w->output.code_split != 0);
     for (int l = 0; l < hp->n_layer; l++) {
-        const layer_weights *L = &w->layers[l];
+        layer_weights *L = &w->layers[l];
         for (int e = 0; L->exp_gate && e < hp->n_expert; e++)
             n += (L->exp_gate[e].code_split != 0) + (L->exp_up[e].code_split != 0) + (L->exp_down[e].code_split != 0);
+        for (int k = 0; k < N_LAYER_SLOTS; k++)
+            if (LAYER_SLOTS[k].kind != SLOT_VEC) *dense += slot_mat(L, &LAYER_SLOTS[k])->code_split != 0;
     }
     return n;
 }
@@ -171,8 +176,11 @@ static void exact_pack_opts(const char *src, const char *experts, const char *ld
     loaded_pack *lp;
     model *m = open_model_opts(&lp, f.pack, lo);
     if (lo && lo->split_codes) {
-        printf("%s: %d expert parts with split codes\n", what, split_parts(lp));
-        assert_true(split_parts(lp) > 0);
+        int dense;
+        const int parts = split_parts(lp, &dense);
+        printf("%s: %d expert parts and %d other matrices with split codes\n", what, parts, dense);
+        assert_true(parts > 0);
+        assert_true(dense > 0);
     }
     for (int i = 0; i < 4; i++) {
         seq s;
