@@ -116,10 +116,10 @@ void kscalar_row_scode(const weight *w, int64_t r, float *dst)
     const int bits = w->code_bits, per_byte = 8 / bits, mask = (1 << bits) - 1;
     const int64_t g0 = r * (w->cols / w->group);
     uint8_t split[256]; /* a split super-block's codes (weight.h: code_split) */
+    const uint8_t *sbc = NULL;
     for (int64_t c = 0; c < w->cols; c++) {
-        if (w->code_split && c % 256 == 0)
-            kq_unsplit(codes + (size_t)(c / 256) * kq_split_sb_bytes(w->code_split), w->code_split, split);
-        int code = w->code_split ? split[c % 256] : (codes[c / per_byte] >> ((c % per_byte) * bits)) & mask;
+        if (w->code_split && c % 256 == 0) sbc = kq_sb_codes(w, codes, c / 256, split);
+        int code = sbc ? sbc[c % 256] : (codes[c / per_byte] >> ((c % per_byte) * bits)) & mask;
         int64_t g = g0 + c / w->group;
         float v = w->codebook ? w->codebook[code] : (float)(code + w->code_bias);
         v = v * w->scales[g];

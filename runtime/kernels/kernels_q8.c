@@ -133,11 +133,11 @@ float kscalar_qdot_kf(const weight *w, int64_t r, const qrow *a)
         const float yd = a->d[i];
         const float D = yd * fp16_to_f32(kf->d[sb0 + i]);
         const int8_t *sc = kf->sc + (sb0 + i) * per_sb;
-        if (w->code_split) kq_unsplit(codes + (size_t)i * kq_split_sb_bytes(w->code_split), w->code_split, split);
+        const uint8_t *sbc = w->code_split ? kq_sb_codes(w, codes, i, split) : NULL;
         int32_t lane[8] = { 0 };
         for (int e = 0; e < 256; e++) {
             const int64_t c = i * 256 + e;
-            const int code = w->code_split ? split[e] : (codes[c / per_byte] >> ((c % per_byte) * bits)) & mask;
+            const int code = sbc ? sbc[e] : (codes[c / per_byte] >> ((c % per_byte) * bits)) & mask;
             lane[(e % 32) / 4] += (int32_t)sc[e / w->group] * (code + w->code_bias) * a->q[c];
         }
         for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);

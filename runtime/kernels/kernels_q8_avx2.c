@@ -204,15 +204,6 @@ AVX2 static inline __m256i kf_lane32(__m256i av, __m256i v, __m256i q, __m256i s
     return _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_sign_epi8(q, v)), sc16);
 }
 
-/* Super-block i's codes of the row at `codes`: in place, or a split one's
- * (weight.h: code_split) written out in full to buf. */
-static inline const uint8_t *kf_sb_codes(const weight *w, const uint8_t *codes, int64_t i, uint8_t buf[256])
-{
-    if (!w->code_split) return codes + i * 256 * w->code_bits / 8;
-    kq_unsplit(codes + (size_t)i * kq_split_sb_bytes(w->code_split), w->code_split, buf);
-    return buf;
-}
-
 AVX2 static float kf_dot(const weight *w, int64_t r, const qrow *a)
 {
     const kfactor *kf = w->kf;
@@ -225,7 +216,7 @@ AVX2 static float kf_dot(const weight *w, int64_t r, const qrow *a)
     uint8_t split[256];
     for (int64_t i = 0; i < nsb; i++) {
         const int8_t *sc = kf->sc + (sb0 + i) * per_sb;
-        const uint8_t *sbc = kf_sb_codes(w, codes, i, split);
+        const uint8_t *sbc = kq_sb_codes(w, codes, i, split);
         __m256i lanes = _mm256_setzero_si256();
         for (int j = 0; j < 8; j++) {
             const int64_t c0 = i * 256 + j * 32;
@@ -262,7 +253,7 @@ AVX2 static void kf_dotn(const weight *w, int64_t r, const qrow *a, int nt, floa
     uint8_t split[256];
     for (int64_t i = 0; i < nsb; i++) {
         const int8_t *sc = kf->sc + (sb0 + i) * per_sb;
-        const uint8_t *sbc = kf_sb_codes(w, codes, i, split);
+        const uint8_t *sbc = kq_sb_codes(w, codes, i, split);
         __m256i vals[8], avals[8], sc16[8];
         for (int j = 0; j < 8; j++) {
             vals[j] = values32(sbc + j * 32 * bits / 8, bits, bias, zero, 0);

@@ -136,6 +136,13 @@ int kq_split_rows(weight *w, uint8_t *codes)
         memcpy(codes + (size_t)s * sbb, tmp, sbb);
     }
     w->code_split = split;
-    w->row_bytes = (size_t)(w->cols / 256) * sbb;
+    w->row_bytes = kq_split_row_bytes(w->cols, split);
     return 1;
+}
+
+const uint8_t *kq_sb_codes(const weight *w, const uint8_t *row, int64_t i, uint8_t buf[256])
+{
+    if (!w->code_split) return row + i * 256 * w->code_bits / 8;
+    kq_unsplit(row + (size_t)i * kq_split_sb_bytes(w->code_split), w->code_split, buf);
+    return buf;
 }

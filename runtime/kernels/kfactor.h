@@ -38,9 +38,12 @@ int kfactor_build(const weight *w, void *mem, kfactor *kf);
  * and sets code_split and row_bytes; it returns 1, or 0 (w untouched) when
  * w cannot take a split or a code does not fit its bits. kq_unsplit()
  * writes the 256 codes of one split super-block `sb` to out; the results of
- * every kernel are the same bits either way. */
+ * every kernel are the same bits either way. kq_sb_codes(w, row, i, buf)
+ * is super-block i of the codes row at `row`: in place (its codes_bits
+ * packing), or a split one's 256 codes, one a byte, written out to buf. */
 int kq_split_bits(const weight *w);
 int kq_split_rows(weight *w, uint8_t *codes);
 void kq_unsplit(const uint8_t *sb, int split, uint8_t out[256]);
+const uint8_t *kq_sb_codes(const weight *w, const uint8_t *row, int64_t i, uint8_t buf[256]);
 
 #endif

@@ -51,7 +51,7 @@ int weight_check(weight *w, const char *name, char *err, size_t errlen)
                      (long long)w->cols);
             return -1;
         }
-        w->row_bytes = w->code_split ? (size_t)(w->cols / 256) * kq_split_sb_bytes(w->code_split)
+        w->row_bytes = w->code_split ? kq_split_row_bytes(w->cols, w->code_split)
                                      : (size_t)w->cols * (size_t)w->code_bits / 8;
         return 0;
     default:

@@ -74,6 +74,8 @@ static inline int weight_present(const weight *w) { return w->data != NULL; }
  * the high), then split - 4 planes of 32 (plane j: bit 4 + j of code e at
  * bit e % 8 of byte e / 8). */
 static inline size_t kq_split_sb_bytes(int split) { return 128 + 32 * (size_t)(split - 4); }
+/* and of a row of cols (a multiple of 256) split codes */
+static inline size_t kq_split_row_bytes(int64_t cols, int split) { return (size_t)(cols / 256) * kq_split_sb_bytes(split); }
 
 /* An S-form laid out as ggml's Q8_0 (8-bit codes, bias -128, groups of
  * 32, no offsets, no codebook): the rows whose decode kernel reads fp16

@@ -397,7 +397,7 @@ static int attach_kfactor(loaded_pack *p, weight *w, int i, const char *name)
         if (!p->split_at[i] && kq_split_rows(w, p->pool + p->x.t[i].dst_off)) p->split_at[i] = (int8_t)w->code_split;
         if (p->split_at[i] && !w->code_split) {
             w->code_split = p->split_at[i];
-            w->row_bytes = (size_t)(w->cols / 256) * kq_split_sb_bytes(w->code_split);
+            w->row_bytes = kq_split_row_bytes(w->cols, w->code_split);
         }
     }
     return 0;
@@ -642,10 +642,12 @@ static int load_experts(loaded_pack *p)
                 if (!x) continue;
                 part_derive(x, parts[k], mem, &kf[k]);
                 mem += part_derived_bytes(x, parts[k]);
-                /* resident codes are memory of the pack's own: split where they can be */
-                if (p->resident && p->split_codes)
-                    (void)kq_split_rows(parts[k], (uint8_t *)p->map[PACK_EXPERTS] +
-                                                      ((const uint8_t *)parts[k]->data - (const uint8_t *)p->map[PACK_EXPERTS]));
+                /* resident codes are memory of the pack's own (the same bytes
+                 * as data, through the writable map): split where they can be */
+                if (p->resident && p->split_codes) {
+                    uint8_t *own_bytes = p->map[PACK_EXPERTS];
+                    (void)kq_split_rows(parts[k], own_bytes + ((const uint8_t *)parts[k]->data - own_bytes));
+                }
             }
         }
     }
