@@ -24,8 +24,10 @@
 # ratio (strata / llama.cpp) are printed with every raw figure. Both
 # decode after -p tokens (llama-bench's tg at depth -p, as strata bench
 # decodes after its prompt). A second table gives the memory read bandwidth
-# strata bench measured right after each of its decode runs and that decode
-# as a fraction of the floor the bandwidth sets; a third the ratios within
+# strata bench measured right after each of its decode runs, that decode
+# as a fraction of the floor the bandwidth sets and 1.2 x llama.cpp's decode
+# of the same round as a fraction of it (above 1: out of reach of any
+# program at that bandwidth); a third the ratios within
 # each round (the two programs ran back to back): median, lowest, highest.
 # With -i N (N > 1) each run repeats its test N times (strata bench -r N,
 # llama-bench -r N): a run's figure is the median of its N, and a fourth
@@ -49,7 +51,7 @@ while [ $# -gt 0 ]; do
         -p) np=$2; shift 2 ;;
         -n) ng=$2; shift 2 ;;
         -d) dir=$2; shift 2 ;;
-        -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "vs_llamacpp.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -178,19 +180,34 @@ awk -F'\t' "$awk_stats"'
 # machine gives it at that moment (on a shared host that moves by tens of
 # per cent within seconds), one further from its floor moves less: the
 # fraction of the floor says whether the program or the machine moved.
+# The last column puts a decode of 1.2 x llama.cpp's (from the same round)
+# against that floor: above 1, no program reading the same bytes could have
+# reached it at the bandwidth the machine gave at that moment (llama.cpp's
+# files hold the same bytes per weight as strata's packs, within 3 %).
 echo
-echo "memory read bandwidth measured by strata bench right after each of its decode runs, and that decode"
-echo "as a fraction of the floor the bandwidth sets (medians, spread as above):"
+echo "memory read bandwidth measured by strata bench right after each of its decode runs, that decode as a"
+echo "fraction of the floor the bandwidth sets (medians, spread as above), and 1.2 x llama.cpp's decode of"
+echo "the same round as a fraction of that floor (median; rounds where it was above the floor):"
 awk -F'\t' "$awk_stats"'
-    NR > 1 && $4 == "strata" && $7 != "-" { k = $2 "\t" $3; key[k] = 1; n[k]++; B[k, n[k]] = $7; F[k, n[k]] = $8 }
+    NR > 1 && $4 == "strata" && $7 != "-" { k = $2 "\t" $3; key[k] = 1; n[k]++; B[k, n[k]] = $7; F[k, n[k]] = $8
+                                            SD[k, $1] = $6; SF[k, $1] = $8; if ($1 + 0 > R) R = $1 + 0 }
+    NR > 1 && $4 == "llama" { LD[$2 "\t" $3, $1] = $6 }
     function med(A, k, m,   i, a) { for (i = 1; i <= m; i++) a[i] = A[k, i] + 0; return sortmed(a, m) }
     function spr(A, k, m) { return spread(med(A, k, m)) }
+    function need(k,   i, a, m, over) {
+        m = 0; over = 0
+        for (i = 1; i <= R; i++)
+            if (SF[k, i] + 0 > 0 && SD[k, i] + 0 > 0 && LD[k, i] + 0 > 0) {
+                a[++m] = 1.2 * LD[k, i] / (SD[k, i] / SF[k, i]); if (a[m] > 1) over++
+            }
+        return m ? sprintf("%5.2f (%d of %d above)", sortmed(a, m), over, m) : "-"
+    }
     END {
-        printf "%-8s %-7s | %-22s | %-22s\n", "experts", "threads", "bandwidth GB/s", "strata decode / floor"
+        printf "%-8s %-7s | %-22s | %-22s | %s\n", "experts", "threads", "bandwidth GB/s", "strata decode / floor", "1.2 x llama.cpp / floor"
         for (k in key) {
             split(k, kk, "\t")
             b = med(B, k, n[k]); bs = spr(B, k, n[k]); f = med(F, k, n[k]); fs = spr(F, k, n[k])
-            printf "%-8s %-7s | %8.2f (%4.1f %%)      | %8.3f (%4.1f %%)\n", kk[1], kk[2], b, bs, f, fs
+            printf "%-8s %-7s | %8.2f (%4.1f %%)      | %8.3f (%4.1f %%)      | %s\n", kk[1], kk[2], b, bs, f, fs, need(k)
         }
     }' "$raw" | sort
 # The two programs of a round run back to back, so the ratio within a round
