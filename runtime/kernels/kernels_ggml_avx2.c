@@ -1,5 +1,5 @@
 /* kernels_ggml_avx2.c: native ggml blocks on AVX2 (the AVX2 layer's
- * qdot_ggml slots in kernel_table.c): MXFP4 and IQ2_S, in the scalar
+ * qdot_ggml slots in kernel_table.c): MXFP4, Q2_K, IQ2_XXS and IQ2_S, in the scalar
  * kernels' order (kernels_ggml_q8.c), so their bits. */
 #include "runtime/kernels/kernels_impl.h"
 
@@ -94,6 +94,84 @@ AVX2 void kavx2_qdot4_mxfp4(const weight *w, int64_t r, int64_t stride, const qr
     y[stride] = mxfp4_finish(r1, a, nb, e1, o1);
     y[2 * stride] = mxfp4_finish(r2, a, nb, e2, o2);
     y[3 * stride] = mxfp4_finish(r3, a, nb, e3, o3);
+}
+
+/* The int16 scales of 32 Q2_K elements, 16 of sub-block g then 16 of
+ * g + 1, from the block's 16 scales (0..15) in both 128-bit lanes. */
+AVX2 static inline __m256i q2k_scale16(__m256i scb, int g)
+{
+    return _mm256_shuffle_epi8(scb, _mm256_set_m128i(_mm_set1_epi16((short)(0x8000 | (g + 1))),
+                                                     _mm_set1_epi16((short)(0x8000 | g))));
+}
+
+/* Native Q2_K blocks on AVX2 (kernels_ggml_q8.c has the scalar spelling
+ * and the order): the mins' 8 lanes from the activation's sums of 16 and
+ * one fused multiply-add by -dmin x (activation scale); then per 32
+ * elements the 2-bit codes shifted out of their bytes, maddubs against
+ * the activation codes, madd by the two 16-element scales, summed into 8
+ * integer lanes, and one fused multiply-add by d x (activation scale). */
+AVX2 float kavx2_qdot_q2_k(const weight *w, int64_t r, const qrow *a)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    const __m128i m4 = _mm_set1_epi8(15);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < w->cols / 256; i++) {
+        const block_q2_K *blk = (const block_q2_K *)row + i;
+        const float yd = a->d[i], D = yd * _cvtsh_ss(blk->d), nd = -yd * _cvtsh_ss(blk->dmin);
+        const __m128i ms = _mm_loadu_si128((const __m128i *)blk->scales);
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(ms, 4), m4));
+        const int32_t *s16 = a->sum16 + i * 16; /* sums of 16 (|sum| <= 16 x 127) as int16, in order */
+        const __m256i bs = _mm256_permute4x64_epi64(
+            _mm256_packs_epi32(_mm256_loadu_si256((const __m256i *)s16), _mm256_loadu_si256((const __m256i *)(s16 + 8))), 0xd8);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(nd), _mm256_cvtepi32_ps(_mm256_madd_epi16(mins, bs)), acc);
+        const __m256i scb = _mm256_broadcastsi128_si256(_mm_and_si128(ms, m4));
+        const int8_t *q = a->q + i * 256;
+        __m256i lanes = _mm256_setzero_si256();
+        for (int j = 0; j < 2; j++) {
+            const __m256i bits = _mm256_loadu_si256((const __m256i *)(blk->qs + 32 * j));
+            for (int l = 0; l < 4; l++) {
+                const __m256i c = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * l), m3);
+                const __m256i p16 = _mm256_maddubs_epi16(c, _mm256_loadu_si256((const __m256i *)(q + 128 * j + 32 * l)));
+                lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(p16, q2k_scale16(scb, 8 * j + 2 * l)));
+            }
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc);
+    }
+    return hsum_ps(acc);
+}
+
+/* Native IQ2_XXS blocks on AVX2 (kernels_ggml_q8.c has the scalar
+ * spelling): per 32 elements the four 8-byte grid entries, the four sign
+ * groups' bytes as one 32-bit mask on the activation codes, maddubs, madd
+ * by the scale, summed into 8 integer lanes; one fused multiply-add by
+ * d x (activation scale) per block, 0.125 x hsum. */
+AVX2 float kavx2_qdot_iq2_xxs(const weight *w, int64_t r, const qrow *a)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < w->cols / 256; b++) {
+        const block_iq2_xxs *blk = (const block_iq2_xxs *)row + b;
+        const uint8_t *qs = (const uint8_t *)blk->qs;
+        const int8_t *q = a->q + b * 256;
+        __m256i lanes = _mm256_setzero_si256();
+        for (int s = 0; s < 8; s++) {
+            uint32_t idx, word;
+            memcpy(&idx, qs + 8 * s, 4);
+            memcpy(&word, qs + 8 * s + 4, 4);
+            const __m256i grid = _mm256_setr_epi64x(
+                (long long)ggml_iq2xxs_grid[idx & 255], (long long)ggml_iq2xxs_grid[(idx >> 8) & 255],
+                (long long)ggml_iq2xxs_grid[(idx >> 16) & 255], (long long)ggml_iq2xxs_grid[idx >> 24]);
+            const uint32_t sw = (uint32_t)ggml_ksigns_iq2xs[word & 127] | (uint32_t)ggml_ksigns_iq2xs[(word >> 7) & 127] << 8 |
+                                (uint32_t)ggml_ksigns_iq2xs[(word >> 14) & 127] << 16 |
+                                (uint32_t)ggml_ksigns_iq2xs[(word >> 21) & 127] << 24;
+            const __m256i p16 = _mm256_maddubs_epi16(grid, iq3_signed_q(q + 32 * s, sw));
+            lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(p16, _mm256_set1_epi16((short)(2 * (word >> 28) + 1))));
+        }
+        const float D = _cvtsh_ss(blk->d) * a->d[b];
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc);
+    }
+    return 0.125f * hsum_ps(acc);
 }
 
 /* Native IQ2_S blocks on AVX2 (kernels_ggml_q8.c has the scalar spelling):

@@ -120,6 +120,68 @@ static float dot_q6_k(const uint8_t *row, int64_t cols, const qrow *a)
     return ggml_order_hsum8(acc);
 }
 
+/* Q2_K: 2-bit codes, four to a byte (byte k of half j holds elements
+ * 128j + 32l + k at bits 2l), a 4-bit scale (low nibble) and min (high)
+ * per 16; value d * sc * q - dmin * m. As ggml's AVX2 dot: per super-block
+ * first the mins, lane k = m[2k] bs[2k] + m[2k+1] bs[2k+1] (bs: the
+ * activation's sums of 16) fused-multiply-added by -dmin x (activation
+ * scale), then the scaled products by d x (activation scale), both into the
+ * same 8 lanes; their horizontal sum. */
+static float dot_q2_k(const uint8_t *row, int64_t cols, const qrow *a)
+{
+    float acc[8] = { 0 };
+    for (int64_t i = 0; i < cols / 256; i++) {
+        const block_q2_K *blk = (const block_q2_K *)row + i;
+        const float yd = a->d[i], D = yd * fp16_to_f32(blk->d), nd = -yd * fp16_to_f32(blk->dmin);
+        const int32_t *bs = a->sum16 + i * 16;
+        for (int k = 0; k < 8; k++) {
+            const int32_t prod = (blk->scales[2 * k] >> 4) * bs[2 * k] + (blk->scales[2 * k + 1] >> 4) * bs[2 * k + 1];
+            acc[k] = fmaf(nd, (float)prod, acc[k]);
+        }
+        int16_t v[256];
+        int32_t mul16[16], lane[8] = { 0 };
+        for (int j = 0; j < 2; j++)
+            for (int l = 0; l < 4; l++)
+                for (int k = 0; k < 32; k++) v[128 * j + 32 * l + k] = (int16_t)((blk->qs[32 * j + k] >> (2 * l)) & 3);
+        for (int g = 0; g < 16; g++) mul16[g] = blk->scales[g] & 15;
+        lanes256(v, mul16, a->q + i * 256, lane);
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
+    }
+    return ggml_order_hsum8(acc);
+}
+
+/* IQ2_XXS: per 32 elements two words, four grid-index bytes (8 elements
+ * each), then four 7-bit sign groups with the 4-bit scale on top; value
+ * d * (0.5 + s) * 0.25 * grid * sign. */
+static float dot_iq2_xxs(const uint8_t *row, int64_t cols, const qrow *a)
+{
+    float acc[8] = { 0 };
+    for (int64_t i = 0; i < cols / 256; i++) {
+        const block_iq2_xxs *blk = (const block_iq2_xxs *)row + i;
+        const uint8_t *qs = (const uint8_t *)blk->qs;
+        int16_t v[256];
+        int32_t mul16[16], lane[8] = { 0 };
+        for (int s = 0; s < 8; s++) {
+            uint32_t idx, word;
+            memcpy(&idx, qs + 8 * s, 4);
+            memcpy(&word, qs + 8 * s + 4, 4);
+            mul16[2 * s] = mul16[2 * s + 1] = (int32_t)(2 * (word >> 28) + 1);
+            for (int k = 0; k < 4; k++) {
+                const uint8_t signs = ggml_ksigns_iq2xs[(word >> (7 * k)) & 127];
+                const uint64_t gv = ggml_iq2xxs_grid[(idx >> (8 * k)) & 255];
+                for (int jj = 0; jj < 8; jj++) {
+                    const int g = (int)((gv >> (8 * jj)) & 255u);
+                    v[32 * s + 8 * k + jj] = (int16_t)((signs >> jj & 1) ? -g : g);
+                }
+            }
+        }
+        lanes256(v, mul16, a->q + i * 256, lane);
+        const float D = fp16_to_f32(blk->d) * a->d[i];
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
+    }
+    return 0.125f * ggml_order_hsum8(acc);
+}
+
 /* IQ3_XXS: 64 grid-index bytes, then 8 words (four 7-bit sign groups, the
  * 4-bit scale on top); value d * (0.5 + s) * 0.5 * grid * sign. */
 static float dot_iq3_xxs(const uint8_t *row, int64_t cols, const qrow *a)
@@ -221,6 +283,8 @@ float kscalar_qdot_q8_0(const weight *w, int64_t r, const qrow *a) { return dot_
 float kscalar_qdot_q4_k(const weight *w, int64_t r, const qrow *a) { return dot_qk(row_of(w, r), w->cols, a, 4); }
 float kscalar_qdot_q5_k(const weight *w, int64_t r, const qrow *a) { return dot_qk(row_of(w, r), w->cols, a, 5); }
 float kscalar_qdot_q6_k(const weight *w, int64_t r, const qrow *a) { return dot_q6_k(row_of(w, r), w->cols, a); }
+float kscalar_qdot_q2_k(const weight *w, int64_t r, const qrow *a) { return dot_q2_k(row_of(w, r), w->cols, a); }
+float kscalar_qdot_iq2_xxs(const weight *w, int64_t r, const qrow *a) { return dot_iq2_xxs(row_of(w, r), w->cols, a); }
 float kscalar_qdot_iq3_xxs(const weight *w, int64_t r, const qrow *a) { return dot_iq3_xxs(row_of(w, r), w->cols, a); }
 float kscalar_qdot_iq2_s(const weight *w, int64_t r, const qrow *a) { return dot_iq2_s(row_of(w, r), w->cols, a); }
 float kscalar_qdot_mxfp4(const weight *w, int64_t r, const qrow *a) { return dot_mxfp4(row_of(w, r), w->cols, a); }

@@ -1176,14 +1176,15 @@ static void test_native_equals_sform(void **st)
         }
         free(mem); free(codes); free(sc); free(off); free(blocks);
     }
-    /* IQ2_S (AVX2 kernel), IQ3_XXS and MXFP4 (gpt-oss's experts, with Q8_0
-     * activations) natively: every table the same bits, near the decoded
-     * row times the rounded activation */
-    const char *iq[3] = { "vectors/quant/iq2_s.bin", "vectors/quant/iq3_xxs.bin", "vectors/quant/mxfp4.bin" };
-    const int iqt[3] = { GGML_TYPE_IQ2_S, GGML_TYPE_IQ3_XXS, GGML_TYPE_MXFP4 };
-    const int iqa[3] = { WA_Q8_K, WA_Q8_K, WA_Q8_0 };
+    /* IQ2_S, Q2_K and IQ2_XXS (AVX2 kernels), IQ3_XXS and MXFP4 (gpt-oss's
+     * experts, with Q8_0 activations) natively: every table the same bits,
+     * near the decoded row times the rounded activation */
+    const char *iq[5] = { "vectors/quant/iq2_s.bin", "vectors/quant/iq3_xxs.bin", "vectors/quant/mxfp4.bin",
+                          "vectors/quant/q2_K.bin", "vectors/quant/iq2_xxs.imat.bin" };
+    const int iqt[5] = { GGML_TYPE_IQ2_S, GGML_TYPE_IQ3_XXS, GGML_TYPE_MXFP4, GGML_TYPE_Q2_K, GGML_TYPE_IQ2_XXS };
+    const int iqa[5] = { WA_Q8_K, WA_Q8_K, WA_Q8_0, WA_Q8_K, WA_Q8_K };
     float row[512];
-    for (int t = 0; t < 3; t++) {
+    for (int t = 0; t < 5; t++) {
         size_t nb = 0;
         uint8_t *blocks = slurp_shared(iq[t], &nb);
         assert_non_null(blocks);
