@@ -45,7 +45,9 @@
     .qdot_ggml[GGML_TYPE_Q8_0] = kscalar_qdot_q8_0, .qdot_ggml[GGML_TYPE_Q4_K] = kscalar_qdot_q4_k,     \
     .qdot_ggml[GGML_TYPE_Q5_K] = kscalar_qdot_q5_k, .qdot_ggml[GGML_TYPE_Q6_K] = kscalar_qdot_q6_k,     \
     .qdot_ggml[GGML_TYPE_IQ3_XXS] = kscalar_qdot_iq3_xxs,                                               \
-    .qdot_ggml[GGML_TYPE_Q2_K] = kscalar_qdot_q2_k, .qdot_ggml[GGML_TYPE_IQ2_XXS] = kscalar_qdot_iq2_xxs, \
+    .qdot_ggml[GGML_TYPE_Q2_K] = kscalar_qdot_q2_k, .qdotn_ggml[GGML_TYPE_Q2_K] = kscalar_qdotn_q2_k,    \
+    .qdot_ggml[GGML_TYPE_IQ2_XXS] = kscalar_qdot_iq2_xxs,                                               \
+    .qdotn_ggml[GGML_TYPE_IQ2_XXS] = kscalar_qdotn_iq2_xxs,                                             \
     .qdot_ggml[GGML_TYPE_IQ2_S] = kscalar_qdot_iq2_s, .qdotn_ggml[GGML_TYPE_IQ2_S] = kscalar_qdotn_iq2_s, \
     .qdot_ggml[GGML_TYPE_MXFP4] = kscalar_qdot_mxfp4, .qdotn_ggml[GGML_TYPE_MXFP4] = kscalar_qdotn_mxfp4,
 
@@ -61,7 +63,8 @@
     .qdotn[WF_SCODE] = kavx2_qdotn_scode,                                                               \
     .qdot[WF_IQ3] = kavx2_qdot_iq3, .qdotn[WF_IQ3] = kavx2_qdotn_iq3,                                   \
     .qdot_ggml[GGML_TYPE_IQ2_S] = kavx2_qdot_iq2_s, .qdotn_ggml[GGML_TYPE_IQ2_S] = kavx2_qdotn_iq2_s,    \
-    .qdot_ggml[GGML_TYPE_Q2_K] = kavx2_qdot_q2_k, .qdot_ggml[GGML_TYPE_IQ2_XXS] = kavx2_qdot_iq2_xxs,    \
+    .qdot_ggml[GGML_TYPE_Q2_K] = kavx2_qdot_q2_k, .qdotn_ggml[GGML_TYPE_Q2_K] = kavx2_qdotn_q2_k,        \
+    .qdot_ggml[GGML_TYPE_IQ2_XXS] = kavx2_qdot_iq2_xxs, .qdotn_ggml[GGML_TYPE_IQ2_XXS] = kavx2_qdotn_iq2_xxs, \
     .qdot_ggml[GGML_TYPE_MXFP4] = kavx2_qdot_mxfp4, .qdot4_ggml[GGML_TYPE_MXFP4] = kavx2_qdot4_mxfp4,    \
     .qdotn_ggml[GGML_TYPE_MXFP4] = kavx2_qdotn_mxfp4,
 

@@ -104,74 +104,145 @@ AVX2 static inline __m256i q2k_scale16(__m256i scb, int g)
                                                      _mm_set1_epi16((short)(0x8000 | g))));
 }
 
+/* The weight side of one Q2_K block: its codes 32 at a time in element
+ * order (half j's bytes shifted by 2l give elements 128j + 32l..), their
+ * scales, and its 16 mins as int16. */
+typedef struct q2k_wt { __m256i c[8], sc[8], mins; } q2k_wt;
+
+AVX2 static inline __attribute__((always_inline)) void q2k_load(const block_q2_K *blk, q2k_wt *u)
+{
+    const __m256i m3 = _mm256_set1_epi8(3);
+    const __m128i m4 = _mm_set1_epi8(15);
+    const __m128i ms = _mm_loadu_si128((const __m128i *)blk->scales);
+    u->mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(ms, 4), m4));
+    const __m256i scb = _mm256_broadcastsi128_si256(_mm_and_si128(ms, m4));
+    for (int j = 0; j < 2; j++) {
+        const __m256i bits = _mm256_loadu_si256((const __m256i *)(blk->qs + 32 * j));
+        for (int l = 0; l < 4; l++) {
+            u->c[4 * j + l] = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * l), m3);
+            u->sc[4 * j + l] = q2k_scale16(scb, 8 * j + 2 * l);
+        }
+    }
+}
+
+/* Block i of one token added into acc as ggml's AVX2 dot does: the mins'
+ * 8 lanes (the activation's sums of 16, |sum| <= 16 x 127, as int16, in
+ * order) by -dmin x (activation scale), then the codes' 8 integer lanes by
+ * d x (activation scale), each one fused multiply-add. */
+AVX2 static inline __attribute__((always_inline)) __m256 q2k_step(const block_q2_K *blk, const q2k_wt *u, const qrow *a,
+                                                                  int64_t i, __m256 acc)
+{
+    const float yd = a->d[i], D = yd * _cvtsh_ss(blk->d), nd = -yd * _cvtsh_ss(blk->dmin);
+    const int32_t *s16 = a->sum16 + i * 16;
+    const __m256i bs = _mm256_permute4x64_epi64(
+        _mm256_packs_epi32(_mm256_loadu_si256((const __m256i *)s16), _mm256_loadu_si256((const __m256i *)(s16 + 8))), 0xd8);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(nd), _mm256_cvtepi32_ps(_mm256_madd_epi16(u->mins, bs)), acc);
+    const int8_t *q = a->q + i * 256;
+    __m256i lanes = _mm256_setzero_si256();
+    for (int k = 0; k < 8; k++)
+        lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(_mm256_maddubs_epi16(u->c[k], _mm256_loadu_si256((const __m256i *)(q + 32 * k))),
+                                                          u->sc[k]));
+    return _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc);
+}
+
 /* Native Q2_K blocks on AVX2 (kernels_ggml_q8.c has the scalar spelling
- * and the order): the mins' 8 lanes from the activation's sums of 16 and
- * one fused multiply-add by -dmin x (activation scale); then per 32
- * elements the 2-bit codes shifted out of their bytes, maddubs against
- * the activation codes, madd by the two 16-element scales, summed into 8
- * integer lanes, and one fused multiply-add by d x (activation scale). */
+ * and the order): per 32 elements the 2-bit codes shifted out of their
+ * bytes, maddubs against the activation codes, madd by the two
+ * 16-element scales, summed into 8 integer lanes (q2k_step). */
 AVX2 float kavx2_qdot_q2_k(const weight *w, int64_t r, const qrow *a)
 {
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    const __m256i m3 = _mm256_set1_epi8(3);
-    const __m128i m4 = _mm_set1_epi8(15);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < w->cols / 256; i++) {
         const block_q2_K *blk = (const block_q2_K *)row + i;
-        const float yd = a->d[i], D = yd * _cvtsh_ss(blk->d), nd = -yd * _cvtsh_ss(blk->dmin);
-        const __m128i ms = _mm_loadu_si128((const __m128i *)blk->scales);
-        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(ms, 4), m4));
-        const int32_t *s16 = a->sum16 + i * 16; /* sums of 16 (|sum| <= 16 x 127) as int16, in order */
-        const __m256i bs = _mm256_permute4x64_epi64(
-            _mm256_packs_epi32(_mm256_loadu_si256((const __m256i *)s16), _mm256_loadu_si256((const __m256i *)(s16 + 8))), 0xd8);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(nd), _mm256_cvtepi32_ps(_mm256_madd_epi16(mins, bs)), acc);
-        const __m256i scb = _mm256_broadcastsi128_si256(_mm_and_si128(ms, m4));
-        const int8_t *q = a->q + i * 256;
-        __m256i lanes = _mm256_setzero_si256();
-        for (int j = 0; j < 2; j++) {
-            const __m256i bits = _mm256_loadu_si256((const __m256i *)(blk->qs + 32 * j));
-            for (int l = 0; l < 4; l++) {
-                const __m256i c = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * l), m3);
-                const __m256i p16 = _mm256_maddubs_epi16(c, _mm256_loadu_si256((const __m256i *)(q + 128 * j + 32 * l)));
-                lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(p16, q2k_scale16(scb, 8 * j + 2 * l)));
-            }
-        }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc);
+        q2k_wt u;
+        q2k_load(blk, &u);
+        acc = q2k_step(blk, &u, a, i, acc);
     }
     return hsum_ps(acc);
 }
 
+/* kavx2_qdot_q2_k of one row against nt <= KQ_NT_MAX tokens: a block's
+ * codes, scales and mins are made once and met by every token, each in
+ * q2k_step's steps, so each y is its bits. */
+AVX2 void kavx2_qdotn_q2_k(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    __m256 acc[KQ_NT_MAX];
+    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < w->cols / 256; i++) {
+        const block_q2_K *blk = (const block_q2_K *)row + i;
+        q2k_wt u;
+        q2k_load(blk, &u);
+        for (int t = 0; t < nt; t++) acc[t] = q2k_step(blk, &u, &a[t], i, acc[t]);
+    }
+    for (int t = 0; t < nt; t++) y[t * ystride] = hsum_ps(acc[t]);
+}
+
+/* Sub-block s (32 elements) of an IQ2_XXS block: its four 8-byte grid
+ * entries, its four sign groups as +-1 bytes (one 32-bit mask), and its
+ * scale 2s + 1 as int16. */
+AVX2 static inline __attribute__((always_inline)) void iq2xxs_sub(const block_iq2_xxs *blk, int s, __m256i *grid,
+                                                                  __m256i *sgn, __m256i *scv)
+{
+    const uint8_t *qs = (const uint8_t *)blk->qs;
+    uint32_t idx, word;
+    memcpy(&idx, qs + 8 * s, 4);
+    memcpy(&word, qs + 8 * s + 4, 4);
+    *grid = _mm256_setr_epi64x((long long)ggml_iq2xxs_grid[idx & 255], (long long)ggml_iq2xxs_grid[(idx >> 8) & 255],
+                               (long long)ggml_iq2xxs_grid[(idx >> 16) & 255], (long long)ggml_iq2xxs_grid[idx >> 24]);
+    *sgn = iq3_sign_pm1((uint32_t)ggml_ksigns_iq2xs[word & 127] | (uint32_t)ggml_ksigns_iq2xs[(word >> 7) & 127] << 8 |
+                        (uint32_t)ggml_ksigns_iq2xs[(word >> 14) & 127] << 16 |
+                        (uint32_t)ggml_ksigns_iq2xs[(word >> 21) & 127] << 24);
+    *scv = _mm256_set1_epi16((short)(2 * (word >> 28) + 1));
+}
+
+/* Sub-block s of one token's activation codes q (its 32) against those:
+ * the 8 integer lanes (grid x signed codes, maddubs, madd by the scale). */
+AVX2 static inline __m256i iq2xxs_lanes(__m256i grid, __m256i sgn, __m256i scv, const int8_t *q)
+{
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(grid, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)q), sgn)), scv);
+}
+
 /* Native IQ2_XXS blocks on AVX2 (kernels_ggml_q8.c has the scalar
- * spelling): per 32 elements the four 8-byte grid entries, the four sign
- * groups' bytes as one 32-bit mask on the activation codes, maddubs, madd
- * by the scale, summed into 8 integer lanes; one fused multiply-add by
- * d x (activation scale) per block, 0.125 x hsum. */
+ * spelling): per block the sub-blocks' lanes summed, one fused
+ * multiply-add by d x (activation scale); 0.125 x hsum. */
 AVX2 float kavx2_qdot_iq2_xxs(const weight *w, int64_t r, const qrow *a)
 {
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < w->cols / 256; b++) {
         const block_iq2_xxs *blk = (const block_iq2_xxs *)row + b;
-        const uint8_t *qs = (const uint8_t *)blk->qs;
-        const int8_t *q = a->q + b * 256;
         __m256i lanes = _mm256_setzero_si256();
         for (int s = 0; s < 8; s++) {
-            uint32_t idx, word;
-            memcpy(&idx, qs + 8 * s, 4);
-            memcpy(&word, qs + 8 * s + 4, 4);
-            const __m256i grid = _mm256_setr_epi64x(
-                (long long)ggml_iq2xxs_grid[idx & 255], (long long)ggml_iq2xxs_grid[(idx >> 8) & 255],
-                (long long)ggml_iq2xxs_grid[(idx >> 16) & 255], (long long)ggml_iq2xxs_grid[idx >> 24]);
-            const uint32_t sw = (uint32_t)ggml_ksigns_iq2xs[word & 127] | (uint32_t)ggml_ksigns_iq2xs[(word >> 7) & 127] << 8 |
-                                (uint32_t)ggml_ksigns_iq2xs[(word >> 14) & 127] << 16 |
-                                (uint32_t)ggml_ksigns_iq2xs[(word >> 21) & 127] << 24;
-            const __m256i p16 = _mm256_maddubs_epi16(grid, iq3_signed_q(q + 32 * s, sw));
-            lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(p16, _mm256_set1_epi16((short)(2 * (word >> 28) + 1))));
+            __m256i grid, sgn, scv;
+            iq2xxs_sub(blk, s, &grid, &sgn, &scv);
+            lanes = _mm256_add_epi32(lanes, iq2xxs_lanes(grid, sgn, scv, a->q + b * 256 + 32 * s));
         }
-        const float D = _cvtsh_ss(blk->d) * a->d[b];
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(blk->d) * a->d[b]), _mm256_cvtepi32_ps(lanes), acc);
     }
     return 0.125f * hsum_ps(acc);
+}
+
+/* kavx2_qdot_iq2_xxs of one row against nt <= KQ_NT_MAX tokens: a block's
+ * grid, signs and scales are made once and met by every token, in the
+ * same steps, so each y is its bits. */
+AVX2 void kavx2_qdotn_iq2_xxs(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    __m256 acc[KQ_NT_MAX];
+    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < w->cols / 256; b++) {
+        const block_iq2_xxs *blk = (const block_iq2_xxs *)row + b;
+        __m256i grid[8], sgn[8], scv[8];
+        for (int s = 0; s < 8; s++) iq2xxs_sub(blk, s, &grid[s], &sgn[s], &scv[s]);
+        for (int t = 0; t < nt; t++) {
+            __m256i lanes = _mm256_setzero_si256();
+            for (int s = 0; s < 8; s++) lanes = _mm256_add_epi32(lanes, iq2xxs_lanes(grid[s], sgn[s], scv[s], a[t].q + b * 256 + 32 * s));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(blk->d) * a[t].d[b]), _mm256_cvtepi32_ps(lanes), acc[t]);
+        }
+    }
+    for (int t = 0; t < nt; t++) y[t * ystride] = 0.125f * hsum_ps(acc[t]);
 }
 
 /* Native IQ2_S blocks on AVX2 (kernels_ggml_q8.c has the scalar spelling):

@@ -297,6 +297,16 @@ void kscalar_qdotn_iq2_s(const weight *w, int64_t r, const qrow *a, int nt, floa
     for (int t = 0; t < nt; t++) y[t * ystride] = kscalar_qdot_iq2_s(w, r, &a[t]);
 }
 
+void kscalar_qdotn_q2_k(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    for (int t = 0; t < nt; t++) y[t * ystride] = kscalar_qdot_q2_k(w, r, &a[t]);
+}
+
+void kscalar_qdotn_iq2_xxs(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    for (int t = 0; t < nt; t++) y[t * ystride] = kscalar_qdot_iq2_xxs(w, r, &a[t]);
+}
+
 void kscalar_qdotn_mxfp4(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
 {
     for (int t = 0; t < nt; t++) y[t * ystride] = kscalar_qdot_mxfp4(w, r, &a[t]);

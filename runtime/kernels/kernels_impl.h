@@ -49,6 +49,8 @@ float kscalar_qdot_q5_k(const weight *w, int64_t r, const qrow *a);
 float kscalar_qdot_q6_k(const weight *w, int64_t r, const qrow *a);
 float kscalar_qdot_q2_k(const weight *w, int64_t r, const qrow *a);
 float kscalar_qdot_iq2_xxs(const weight *w, int64_t r, const qrow *a);
+void kscalar_qdotn_q2_k(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
+void kscalar_qdotn_iq2_xxs(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 float kscalar_qdot_iq3_xxs(const weight *w, int64_t r, const qrow *a);
 float kscalar_qdot_iq2_s(const weight *w, int64_t r, const qrow *a);
 float kscalar_qdot_mxfp4(const weight *w, int64_t r, const qrow *a);
@@ -86,6 +88,8 @@ void kavx2_qdotn_iq3(const weight *w, int64_t r, const qrow *a, int nt, float *y
 float kavx2_qdot_iq2_s(const weight *w, int64_t r, const qrow *a);
 float kavx2_qdot_q2_k(const weight *w, int64_t r, const qrow *a);
 float kavx2_qdot_iq2_xxs(const weight *w, int64_t r, const qrow *a);
+void kavx2_qdotn_q2_k(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
+void kavx2_qdotn_iq2_xxs(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 void kavx2_qdotn_iq2_s(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 float kavx2_qdot_mxfp4(const weight *w, int64_t r, const qrow *a);
 void kavx2_qdot4_mxfp4(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);

@@ -1226,12 +1226,11 @@ static void test_native_equals_sform(void **st)
                 }
             if (r == 0) check_qdot4(tabs, &odd, WF_GGML, &a);
         }
-        /* a batch shares IQ2_S's grid and signs, MXFP4's values and scales, across tokens (qdotn),
-         * the same bits */
+        /* a batch shares IQ2_S's, Q2_K's and IQ2_XXS's codes, signs and scales, MXFP4's values and
+         * scales, across tokens (qdotn), the same bits */
         for (int k = 0; k < 4; k++)
             if (tabs[k])
-                assert_int_equal(kernels_qdotn_ok(tabs[k], &nat),
-                                 iqt[t] == GGML_TYPE_IQ2_S || iqt[t] == GGML_TYPE_MXFP4);
+                assert_int_equal(kernels_qdotn_ok(tabs[k], &nat), iqt[t] != GGML_TYPE_IQ3_XXS);
         assert_true(check_qdotn(tabs, &nat, WF_GGML, &rs, x, iq[t]) > 0);
         free(blocks);
     }
