@@ -116,8 +116,10 @@ AVX2 static inline __attribute__((always_inline)) void q2k_load(const block_q2_K
     const __m128i ms = _mm_loadu_si128((const __m128i *)blk->scales);
     u->mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(ms, 4), m4));
     const __m256i scb = _mm256_broadcastsi128_si256(_mm_and_si128(ms, m4));
+    QD_UNROLL /* constant shifts and shuffle controls */
     for (int j = 0; j < 2; j++) {
         const __m256i bits = _mm256_loadu_si256((const __m256i *)(blk->qs + 32 * j));
+        QD_UNROLL
         for (int l = 0; l < 4; l++) {
             u->c[4 * j + l] = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * l), m3);
             u->sc[4 * j + l] = q2k_scale16(scb, 8 * j + 2 * l);
@@ -125,20 +127,17 @@ AVX2 static inline __attribute__((always_inline)) void q2k_load(const block_q2_K
     }
 }
 
-/* Block i of one token added into acc as ggml's AVX2 dot does: the mins'
- * 8 lanes (the activation's sums of 16, |sum| <= 16 x 127, as int16, in
- * order) by -dmin x (activation scale), then the codes' 8 integer lanes by
- * d x (activation scale), each one fused multiply-add. */
+/* Block i of one token added into acc as ggml's AVX2 dot does: the mins
+ * (q2k_mins_step), then the codes' 8 integer lanes by d x (activation
+ * scale), each one fused multiply-add. */
 AVX2 static inline __attribute__((always_inline)) __m256 q2k_step(const block_q2_K *blk, const q2k_wt *u, const qrow *a,
                                                                   int64_t i, __m256 acc)
 {
-    const float yd = a->d[i], D = yd * _cvtsh_ss(blk->d), nd = -yd * _cvtsh_ss(blk->dmin);
-    const int32_t *s16 = a->sum16 + i * 16;
-    const __m256i bs = _mm256_permute4x64_epi64(
-        _mm256_packs_epi32(_mm256_loadu_si256((const __m256i *)s16), _mm256_loadu_si256((const __m256i *)(s16 + 8))), 0xd8);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(nd), _mm256_cvtepi32_ps(_mm256_madd_epi16(u->mins, bs)), acc);
+    acc = q2k_mins_step(blk, u->mins, a, i, acc);
+    const float D = a->d[i] * _cvtsh_ss(blk->d);
     const int8_t *q = a->q + i * 256;
     __m256i lanes = _mm256_setzero_si256();
+    QD_UNROLL
     for (int k = 0; k < 8; k++)
         lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(_mm256_maddubs_epi16(u->c[k], _mm256_loadu_si256((const __m256i *)(q + 32 * k))),
                                                           u->sc[k]));

@@ -1,10 +1,12 @@
 /* kernels_ggml_avx512.c: native MXFP4 with AVX-512 VNNI and VBMI (the
- * AVX-512 VNNI layer's qdot4_ggml and qdotn_ggml slots in kernel_table.c),
- * the AVX2 kernels' bits. */
+ * AVX-512 VNNI layer's qdot4_ggml and qdotn_ggml slots in kernel_table.c)
+ * and native Q2_K with AVX-512 BW (the AVX-512 layer's), the AVX2
+ * kernels' bits. */
 #include "runtime/kernels/kernels_impl.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include "runtime/kernels/kernels_x86.h"
+#include "formats/ggml_blocks.h"
 #include "formats/ggml_tables.h"
 
 #include <string.h>
@@ -129,6 +131,83 @@ AVX512VNNI_VBMI void kavx512_qdotn_mxfp4(const weight *w, int64_t r, const qrow 
 {
     if (nt == KQ_NT_MAX) mxfp4_dotn_z_body(w, r, a, KQ_NT_MAX, y, ystride);
     else mxfp4_dotn_z_body(w, r, a, nt, y, ystride);
+}
+
+/* Native Q2_K on AVX-512 BW: a zmm holds 64 codes, the 32 bytes of a half
+ * in both of its 256-bit halves shifted by 2l and 2l + 2 at once
+ * (vpsrlvw), so 32 elements of two 2-bit fields; one in-lane byte shuffle
+ * lays out the four 16-element scales of those 64, and maddubs and madd
+ * give 16 integer lanes, the upper eight (the second 32) added onto the
+ * lower at the end: kavx2_qdot_q2_k's 8 lanes, exactly (integers). The
+ * mins and the float steps are the AVX2 kernel's (q2k_mins_step), so its
+ * bits, with half the vector operations on the codes. */
+#define AVX512BW __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
+typedef struct q2kz_wt { __m512i c[4], sc[4]; __m256i mins; } q2kz_wt;
+
+AVX512BW static inline __attribute__((always_inline)) void q2kz_load(const block_q2_K *blk, q2kz_wt *u)
+{
+    const unsigned long long w4 = 0x0001000100010001ull; /* a word in all four of a qword */
+    const __m128i ms = _mm_loadu_si128((const __m128i *)blk->scales), m4 = _mm_set1_epi8(15);
+    u->mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(ms, 4), m4));
+    const __m512i scb = _mm512_broadcast_i32x4(_mm_and_si128(ms, m4)), m3 = _mm512_set1_epi8(3);
+    QD_UNROLL /* constant shifts and shuffle controls */
+    for (int j = 0; j < 2; j++) {
+        const __m512i bits = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk->qs + 32 * j)));
+        QD_UNROLL
+        for (int p = 0; p < 2; p++) {
+            const __m512i sh = _mm512_inserti64x4(_mm512_set1_epi16((short)(4 * p)), _mm256_set1_epi16((short)(4 * p + 2)), 1);
+            u->c[2 * j + p] = _mm512_and_si512(_mm512_srlv_epi16(bits, sh), m3);
+            unsigned long long c[4]; /* 128-bit lane L: the scale of sub-block g + L as int16 */
+            QD_UNROLL
+            for (int l = 0; l < 4; l++) c[l] = (0x8000ull + (unsigned)(8 * j + 4 * p + l)) * w4;
+            u->sc[2 * j + p] = _mm512_shuffle_epi8(scb, _mm512_set_epi64((long long)c[3], (long long)c[3], (long long)c[2],
+                                                                         (long long)c[2], (long long)c[1], (long long)c[1],
+                                                                         (long long)c[0], (long long)c[0]));
+        }
+    }
+}
+
+AVX512BW static inline __attribute__((always_inline)) __m256 q2kz_step(const block_q2_K *blk, const q2kz_wt *u,
+                                                                       const qrow *a, int64_t i, __m256 acc)
+{
+    acc = q2k_mins_step(blk, u->mins, a, i, acc);
+    const int8_t *q = a->q + i * 256;
+    __m512i lanes = _mm512_setzero_si512();
+    QD_UNROLL
+    for (int k = 0; k < 4; k++)
+        lanes = _mm512_add_epi32(lanes, _mm512_madd_epi16(_mm512_maddubs_epi16(u->c[k], _mm512_loadu_si512((const void *)(q + 64 * k))),
+                                                          u->sc[k]));
+    const __m256i l8 = _mm256_add_epi32(_mm512_castsi512_si256(lanes), _mm512_extracti64x4_epi64(lanes, 1));
+    return _mm256_fmadd_ps(_mm256_set1_ps(a->d[i] * _cvtsh_ss(blk->d)), _mm256_cvtepi32_ps(l8), acc);
+}
+
+AVX512BW float kavx512_qdot_q2_k(const weight *w, int64_t r, const qrow *a)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < w->cols / 256; i++) {
+        const block_q2_K *blk = (const block_q2_K *)row + i;
+        q2kz_wt u;
+        q2kz_load(blk, &u);
+        acc = q2kz_step(blk, &u, a, i, acc);
+    }
+    return hsum_ps(acc);
+}
+
+/* kavx512_qdot_q2_k against nt <= KQ_NT_MAX tokens: each block's codes,
+ * scales and mins made once, every token's steps q2kz_step's. */
+AVX512BW void kavx512_qdotn_q2_k(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    __m256 acc[KQ_NT_MAX];
+    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < w->cols / 256; i++) {
+        const block_q2_K *blk = (const block_q2_K *)row + i;
+        q2kz_wt u;
+        q2kz_load(blk, &u);
+        for (int t = 0; t < nt; t++) acc[t] = q2kz_step(blk, &u, &a[t], i, acc[t]);
+    }
+    for (int t = 0; t < nt; t++) y[t * ystride] = hsum_ps(acc[t]);
 }
 
 #endif

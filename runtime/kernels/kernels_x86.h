@@ -8,6 +8,7 @@
 #ifndef STRATA_KERNELS_X86_H
 #define STRATA_KERNELS_X86_H
 
+#include "formats/ggml_blocks.h"
 #include "formats/ggml_dequant.h"
 #include "formats/ggml_tables.h"
 #include "formats/iq3.h"
@@ -144,6 +145,20 @@ AVX2 static inline __m256i iq3_signed_q(const int8_t *q, uint32_t mask)
 }
 
 #define IQ3_GATHER 0
+
+/* Q2_K (kernels_ggml_avx2.c and kernels_ggml_avx512.c have the method):
+ * the first of a block's two fused multiply-adds into acc, ggml's: the
+ * mins (mins: its 16 as int16) times the activation's sums of 16 of block
+ * i (|sum| <= 16 x 127, as int16, in order) pairwise into 8 lanes, by
+ * -dmin x (activation scale). */
+AVX2 static inline __m256 q2k_mins_step(const block_q2_K *blk, __m256i mins, const qrow *a, int64_t i, __m256 acc)
+{
+    const int32_t *s16 = a->sum16 + i * 16;
+    const __m256i bs = _mm256_permute4x64_epi64(
+        _mm256_packs_epi32(_mm256_loadu_si256((const __m256i *)s16), _mm256_loadu_si256((const __m256i *)(s16 + 8))), 0xd8);
+    const float nd = -a->d[i] * _cvtsh_ss(blk->dmin);
+    return _mm256_fmadd_ps(_mm256_set1_ps(nd), _mm256_cvtepi32_ps(_mm256_madd_epi16(mins, bs)), acc);
+}
 
 /* MXFP4 (kernels_ggml_avx2.c has the method). */
 
