@@ -11,7 +11,7 @@
  *   AVX2     (+FMA, F16C) primitives, decoders, quantizers, S-form, IQ3,
  *            Q2_K, IQ2_XXS, IQ2_S and MXFP4 dots
  *   VNNI     (AVX-VNNI) the Q8_0-shaped S-form dots and the IQ3 dot
- *   AVX512   (F, BW, VL, VBMI, GFNI) the IQ3 and Q2_K dots
+ *   AVX512   (F, BW, VL, VBMI, GFNI) the IQ3, Q2_K and IQ2_XXS dots
  *   VNNI512  (AVX-512 VNNI) the four-row S8 and MXFP4 dots, MXFP4's qdotn
  *
  * Every layer computes its slot's result bit for bit as the one beneath
@@ -73,7 +73,8 @@
 
 #define AVX512_LAYER                                                                                    \
     .qdot[WF_IQ3] = kavx512_qdot_iq3, .qdotn[WF_IQ3] = kavx512_qdotn_iq3,                               \
-    .qdot_ggml[GGML_TYPE_Q2_K] = kavx512_qdot_q2_k, .qdotn_ggml[GGML_TYPE_Q2_K] = kavx512_qdotn_q2_k,
+    .qdot_ggml[GGML_TYPE_Q2_K] = kavx512_qdot_q2_k, .qdotn_ggml[GGML_TYPE_Q2_K] = kavx512_qdotn_q2_k,    \
+    .qdot_ggml[GGML_TYPE_IQ2_XXS] = kavx512_qdot_iq2_xxs, .qdotn_ggml[GGML_TYPE_IQ2_XXS] = kavx512_qdotn_iq2_xxs,
 
 #define VNNI512_MXFP4                                                                                   \
     .qdot4_ggml[GGML_TYPE_MXFP4] = kavx512_qdot4_mxfp4, .qdotn_ggml[GGML_TYPE_MXFP4] = kavx512_qdotn_mxfp4,

@@ -1,7 +1,7 @@
 /* kernels_ggml_avx512.c: native MXFP4 with AVX-512 VNNI and VBMI (the
  * AVX-512 VNNI layer's qdot4_ggml and qdotn_ggml slots in kernel_table.c)
- * and native Q2_K with AVX-512 BW (the AVX-512 layer's), the AVX2
- * kernels' bits. */
+ * and native Q2_K and IQ2_XXS with AVX-512 BW (the AVX-512 layer's), the
+ * AVX2 kernels' bits. */
 #include "runtime/kernels/kernels_impl.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -208,6 +208,84 @@ AVX512BW void kavx512_qdotn_q2_k(const weight *w, int64_t r, const qrow *a, int 
         for (int t = 0; t < nt; t++) acc[t] = q2kz_step(blk, &u, &a[t], i, acc[t]);
     }
     for (int t = 0; t < nt; t++) y[t * ystride] = hsum_ps(acc[t]);
+}
+
+/* Native IQ2_XXS on AVX-512 BW: a zmm holds two sub-blocks (64 elements):
+ * their eight grid entries, their sign groups as one 64-bit mask that
+ * negates the activation codes where set (one masked subtract, where AVX2
+ * expands the bits to bytes and multiplies signs), their two scales in the
+ * lower and upper 16 words; maddubs and madd give 16 integer lanes, the
+ * upper eight added onto the lower at the end: kavx2_qdot_iq2_xxs's
+ * lanes, exactly, and its float steps, so its bits. */
+typedef struct iq2xxsz_wt { __m512i grid[4], scv[4]; __mmask64 neg[4]; } iq2xxsz_wt;
+
+AVX512BW static inline __attribute__((always_inline)) void iq2xxsz_load(const block_iq2_xxs *blk, iq2xxsz_wt *u)
+{
+    const uint8_t *qs = (const uint8_t *)blk->qs;
+    QD_UNROLL
+    for (int k = 0; k < 4; k++) {
+        uint32_t idx[2], word[2];
+        uint64_t sg = 0;
+        QD_UNROLL
+        for (int h = 0; h < 2; h++) {
+            memcpy(&idx[h], qs + 16 * k + 8 * h, 4);
+            memcpy(&word[h], qs + 16 * k + 8 * h + 4, 4);
+            QD_UNROLL
+            for (int g = 0; g < 4; g++) sg |= (uint64_t)ggml_ksigns_iq2xs[(word[h] >> (7 * g)) & 127] << (32 * h + 8 * g);
+        }
+        u->grid[k] = _mm512_set_epi64(
+            (long long)ggml_iq2xxs_grid[idx[1] >> 24], (long long)ggml_iq2xxs_grid[(idx[1] >> 16) & 255],
+            (long long)ggml_iq2xxs_grid[(idx[1] >> 8) & 255], (long long)ggml_iq2xxs_grid[idx[1] & 255],
+            (long long)ggml_iq2xxs_grid[idx[0] >> 24], (long long)ggml_iq2xxs_grid[(idx[0] >> 16) & 255],
+            (long long)ggml_iq2xxs_grid[(idx[0] >> 8) & 255], (long long)ggml_iq2xxs_grid[idx[0] & 255]);
+        u->neg[k] = _cvtu64_mask64(sg);
+        u->scv[k] = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16((short)(2 * (word[0] >> 28) + 1)),
+                                            _mm512_set1_epi16((short)(2 * (word[1] >> 28) + 1)));
+    }
+}
+
+AVX512BW static inline __attribute__((always_inline)) __m256 iq2xxsz_step(const block_iq2_xxs *blk, const iq2xxsz_wt *u,
+                                                                          const qrow *a, int64_t b, __m256 acc)
+{
+    const int8_t *q = a->q + b * 256;
+    __m512i lanes = _mm512_setzero_si512();
+    QD_UNROLL
+    for (int k = 0; k < 4; k++) {
+        const __m512i q8 = _mm512_loadu_si512((const void *)(q + 64 * k));
+        const __m512i qs8 = _mm512_mask_sub_epi8(q8, u->neg[k], _mm512_setzero_si512(), q8);
+        lanes = _mm512_add_epi32(lanes, _mm512_madd_epi16(_mm512_maddubs_epi16(u->grid[k], qs8), u->scv[k]));
+    }
+    const __m256i l8 = _mm256_add_epi32(_mm512_castsi512_si256(lanes), _mm512_extracti64x4_epi64(lanes, 1));
+    return _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(blk->d) * a->d[b]), _mm256_cvtepi32_ps(l8), acc);
+}
+
+AVX512BW float kavx512_qdot_iq2_xxs(const weight *w, int64_t r, const qrow *a)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < w->cols / 256; b++) {
+        const block_iq2_xxs *blk = (const block_iq2_xxs *)row + b;
+        iq2xxsz_wt u;
+        iq2xxsz_load(blk, &u);
+        acc = iq2xxsz_step(blk, &u, a, b, acc);
+    }
+    return 0.125f * hsum_ps(acc);
+}
+
+/* kavx512_qdot_iq2_xxs against nt <= KQ_NT_MAX tokens: each block's grid,
+ * signs and scales made once, every token's steps iq2xxsz_step's. */
+AVX512BW void kavx512_qdotn_iq2_xxs(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    __m256 acc[KQ_NT_MAX];
+    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < w->cols / 256; b++) {
+        const block_iq2_xxs *blk = (const block_iq2_xxs *)row + b;
+        iq2xxsz_wt u;
+        iq2xxsz_load(blk, &u);
+        for (int t = 0; t < nt; t++) acc[t] = iq2xxsz_step(blk, &u, &a[t], b, acc[t]);
+    }
+    for (int t = 0; t < nt; t++) y[t * ystride] = 0.125f * hsum_ps(acc[t]);
 }
 
 #endif

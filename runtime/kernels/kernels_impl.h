@@ -119,5 +119,7 @@ void kavx512_qdot4_mxfp4(const weight *w, int64_t r, int64_t stride, const qrow 
 void kavx512_qdotn_mxfp4(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 float kavx512_qdot_q2_k(const weight *w, int64_t r, const qrow *a);
 void kavx512_qdotn_q2_k(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
+float kavx512_qdot_iq2_xxs(const weight *w, int64_t r, const qrow *a);
+void kavx512_qdotn_iq2_xxs(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 
 #endif
