@@ -147,36 +147,9 @@ AVX2 static inline __attribute__((always_inline)) __m256 q2k_step(const block_q2
 /* Native Q2_K blocks on AVX2 (kernels_ggml_q8.c has the scalar spelling
  * and the order): per 32 elements the 2-bit codes shifted out of their
  * bytes, maddubs against the activation codes, madd by the two
- * 16-element scales, summed into 8 integer lanes (q2k_step). */
-AVX2 float kavx2_qdot_q2_k(const weight *w, int64_t r, const qrow *a)
-{
-    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < w->cols / 256; i++) {
-        const block_q2_K *blk = (const block_q2_K *)row + i;
-        q2k_wt u;
-        q2k_load(blk, &u);
-        acc = q2k_step(blk, &u, a, i, acc);
-    }
-    return hsum_ps(acc);
-}
-
-/* kavx2_qdot_q2_k of one row against nt <= KQ_NT_MAX tokens: a block's
- * codes, scales and mins are made once and met by every token, each in
- * q2k_step's steps, so each y is its bits. */
-AVX2 void kavx2_qdotn_q2_k(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
-{
-    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    __m256 acc[KQ_NT_MAX];
-    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < w->cols / 256; i++) {
-        const block_q2_K *blk = (const block_q2_K *)row + i;
-        q2k_wt u;
-        q2k_load(blk, &u);
-        for (int t = 0; t < nt; t++) acc[t] = q2k_step(blk, &u, &a[t], i, acc[t]);
-    }
-    for (int t = 0; t < nt; t++) y[t * ystride] = hsum_ps(acc[t]);
-}
+ * 16-element scales, summed into 8 integer lanes (q2k_step); prefill
+ * shares each block's codes and scales across the tokens. */
+NATIVE_BLOCK_DOTS(AVX2, kavx2_qdot_q2_k, kavx2_qdotn_q2_k, block_q2_K, q2k_wt, q2k_load, q2k_step, 1.0f)
 
 /* Sub-block s (32 elements) of an IQ2_XXS block: its four 8-byte grid
  * entries, its four sign groups as +-1 bytes (one 32-bit mask), and its

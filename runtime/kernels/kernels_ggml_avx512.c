@@ -181,34 +181,7 @@ AVX512BW static inline __attribute__((always_inline)) __m256 q2kz_step(const blo
     return _mm256_fmadd_ps(_mm256_set1_ps(a->d[i] * _cvtsh_ss(blk->d)), _mm256_cvtepi32_ps(l8), acc);
 }
 
-AVX512BW float kavx512_qdot_q2_k(const weight *w, int64_t r, const qrow *a)
-{
-    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < w->cols / 256; i++) {
-        const block_q2_K *blk = (const block_q2_K *)row + i;
-        q2kz_wt u;
-        q2kz_load(blk, &u);
-        acc = q2kz_step(blk, &u, a, i, acc);
-    }
-    return hsum_ps(acc);
-}
-
-/* kavx512_qdot_q2_k against nt <= KQ_NT_MAX tokens: each block's codes,
- * scales and mins made once, every token's steps q2kz_step's. */
-AVX512BW void kavx512_qdotn_q2_k(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
-{
-    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    __m256 acc[KQ_NT_MAX];
-    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < w->cols / 256; i++) {
-        const block_q2_K *blk = (const block_q2_K *)row + i;
-        q2kz_wt u;
-        q2kz_load(blk, &u);
-        for (int t = 0; t < nt; t++) acc[t] = q2kz_step(blk, &u, &a[t], i, acc[t]);
-    }
-    for (int t = 0; t < nt; t++) y[t * ystride] = hsum_ps(acc[t]);
-}
+NATIVE_BLOCK_DOTS(AVX512BW, kavx512_qdot_q2_k, kavx512_qdotn_q2_k, block_q2_K, q2kz_wt, q2kz_load, q2kz_step, 1.0f)
 
 /* Native IQ2_XXS on AVX-512 BW: a zmm holds two sub-blocks (64 elements):
  * their eight grid entries, their sign groups as one 64-bit mask that
@@ -259,33 +232,7 @@ AVX512BW static inline __attribute__((always_inline)) __m256 iq2xxsz_step(const 
     return _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(blk->d) * a->d[b]), _mm256_cvtepi32_ps(l8), acc);
 }
 
-AVX512BW float kavx512_qdot_iq2_xxs(const weight *w, int64_t r, const qrow *a)
-{
-    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < w->cols / 256; b++) {
-        const block_iq2_xxs *blk = (const block_iq2_xxs *)row + b;
-        iq2xxsz_wt u;
-        iq2xxsz_load(blk, &u);
-        acc = iq2xxsz_step(blk, &u, a, b, acc);
-    }
-    return 0.125f * hsum_ps(acc);
-}
-
-/* kavx512_qdot_iq2_xxs against nt <= KQ_NT_MAX tokens: each block's grid,
- * signs and scales made once, every token's steps iq2xxsz_step's. */
-AVX512BW void kavx512_qdotn_iq2_xxs(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
-{
-    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    __m256 acc[KQ_NT_MAX];
-    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < w->cols / 256; b++) {
-        const block_iq2_xxs *blk = (const block_iq2_xxs *)row + b;
-        iq2xxsz_wt u;
-        iq2xxsz_load(blk, &u);
-        for (int t = 0; t < nt; t++) acc[t] = iq2xxsz_step(blk, &u, &a[t], b, acc[t]);
-    }
-    for (int t = 0; t < nt; t++) y[t * ystride] = 0.125f * hsum_ps(acc[t]);
-}
+NATIVE_BLOCK_DOTS(AVX512BW, kavx512_qdot_iq2_xxs, kavx512_qdotn_iq2_xxs, block_iq2_xxs, iq2xxsz_wt, iq2xxsz_load,
+                  iq2xxsz_step, 0.125f)
 
 #endif

@@ -146,6 +146,39 @@ AVX2 static inline __m256i iq3_signed_q(const int8_t *q, uint32_t mask)
 
 #define IQ3_GATHER 0
 
+/* The qdot and qdotn entries of a native block type whose kernel makes a
+ * block's weight side once (WT u, LOAD(blk, &u)) and meets one token with
+ * it (acc = STEP(blk, &u, a, i, acc)), the result SCALE x hsum: one row
+ * against one token, and against nt <= KQ_NT_MAX tokens, each block's
+ * weight side shared by all of them (every token's steps the single dot's,
+ * so its bits). */
+#define NATIVE_BLOCK_DOTS(ATTR, QDOT, QDOTN, BLK, WT, LOAD, STEP, SCALE)                                       \
+    ATTR float QDOT(const weight *w, int64_t r, const qrow *a)                                                  \
+    {                                                                                                           \
+        const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;                              \
+        __m256 acc = _mm256_setzero_ps();                                                                       \
+        for (int64_t i = 0; i < w->cols / 256; i++) {                                                           \
+            const BLK *blk = (const BLK *)row + i;                                                              \
+            WT u;                                                                                               \
+            LOAD(blk, &u);                                                                                      \
+            acc = STEP(blk, &u, a, i, acc);                                                                     \
+        }                                                                                                       \
+        return SCALE * hsum_ps(acc);                                                                            \
+    }                                                                                                           \
+    ATTR void QDOTN(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)               \
+    {                                                                                                           \
+        const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;                              \
+        __m256 acc[KQ_NT_MAX];                                                                                  \
+        for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();                                              \
+        for (int64_t i = 0; i < w->cols / 256; i++) {                                                           \
+            const BLK *blk = (const BLK *)row + i;                                                              \
+            WT u;                                                                                               \
+            LOAD(blk, &u);                                                                                      \
+            for (int t = 0; t < nt; t++) acc[t] = STEP(blk, &u, &a[t], i, acc[t]);                              \
+        }                                                                                                       \
+        for (int t = 0; t < nt; t++) y[t * ystride] = SCALE * hsum_ps(acc[t]);                                  \
+    }
+
 /* Q2_K (kernels_ggml_avx2.c and kernels_ggml_avx512.c have the method):
  * the first of a block's two fused multiply-adds into acc, ggml's: the
  * mins (mins: its 16 as int16) times the activation's sums of 16 of block
