@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "formats/fp16.h"
+#include "formats/ggml_dequant.h"
 #include "formats/ggml_blocks.h"
 #include "formats/ggml_types.h"
 
@@ -94,26 +95,20 @@ static void tc_iq4_xs(sink *s, const block_iq4_xs *x, int64_t nb)
     }
 }
 
-/* Sixteen 6-bit Q3_K scales: low nibbles in bytes 0..7, top bits in 8..11. */
-static int q3_scale(const uint8_t in[12], int k)
-{
-    const int lo = (k < 8) ? (in[k] & 0xF) : (in[k - 8] >> 4);
-    const int hi = (in[8 + (k % 4)] >> (2 * (k / 4))) & 3;
-    return (lo | hi << 4) - 32;
-}
-
 /* code = v + 4, where ggml's v = low2 - (hmask bit ? 0 : 4). */
 static void tc_q3_K(sink *s, const block_q3_K *x, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++) {
         const float d = fp16_to_f32(x[i].d);
         const uint8_t *q = x[i].qs;
+        int8_t sc[16];
+        ggml_q3_K_scales(x[i].scales, sc);
         uint8_t m = 1;
         int is = 0;
         for (int half = 0; half < 2; half++, q += 32)
             for (int shift = 0; shift < 8; shift += 2, m <<= 1)
                 for (int part = 0; part < 2; part++) {
-                    put_scale_f32(s, d * q3_scale(x[i].scales, is++), 0, 0.0f);
+                    put_scale_f32(s, d * sc[is++], 0, 0.0f);
                     for (int l = 0; l < 16; l++) {
                         const int k = 16 * part + l;
                         put_code(s, ((q[k] >> shift) & 3) + ((x[i].hmask[k] & m) ? 4 : 0));

@@ -34,7 +34,7 @@ void dequantize_row_q2_K(const void *src, float *dst, int64_t n)
 
 /* Q3_K's twelve scale bytes hold sixteen 6-bit values: the low nibbles come
  * from bytes 0..7, the top two bits from bytes 8..11. */
-static void q3_K_scales(const uint8_t in[12], int8_t out[16])
+void ggml_q3_K_scales(const uint8_t in[12], int8_t out[16])
 {
     for (int k = 0; k < 16; k++) {
         const int lo = (k < 8) ? (in[k] & 0xF) : (in[k - 8] >> 4);
@@ -49,7 +49,7 @@ void dequantize_row_q3_K(const void *src, float *dst, int64_t n)
     for (int64_t i = 0; i < n / QK_K; i++) {
         const float d = fp16_to_f32(x[i].d);
         int8_t scales[16];
-        q3_K_scales(x[i].scales, scales);
+        ggml_q3_K_scales(x[i].scales, scales);
         const uint8_t *q = x[i].qs;
         uint8_t m = 1;
         int is = 0;

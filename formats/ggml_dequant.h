@@ -24,6 +24,9 @@
 
 #define GGML_DEQUANT_DECL(T) void dequantize_row_##T(const void *src, float *dst, int64_t n)
 
+/* Q3_K's twelve scale bytes as its sixteen signed scales (6-bit, minus 32). */
+void ggml_q3_K_scales(const uint8_t in[12], int8_t out[16]);
+
 GGML_DEQUANT_DECL(f32);
 GGML_DEQUANT_DECL(f16);
 GGML_DEQUANT_DECL(bf16);

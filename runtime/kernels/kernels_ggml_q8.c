@@ -150,6 +150,32 @@ static float dot_q2_k(const uint8_t *row, int64_t cols, const qrow *a)
     return ggml_order_hsum8(acc);
 }
 
+/* Q3_K: the low 2 bits of each code as Q2_K's, the third in hmask (bit
+ * 4n + j of byte l for element 128n + 32j + l), value
+ * d * (sc - 32) * (low + 4 * high - 4), sc 6-bit per 16; as ggml's AVX2
+ * dot: integer lanes, one fused multiply-add by d x (activation scale). */
+static float dot_q3_k(const uint8_t *row, int64_t cols, const qrow *a)
+{
+    float acc[8] = { 0 };
+    for (int64_t i = 0; i < cols / 256; i++) {
+        const block_q3_K *blk = (const block_q3_K *)row + i;
+        int16_t v[256];
+        int32_t mul16[16], lane[8] = { 0 };
+        for (int n = 0; n < 2; n++)
+            for (int j = 0; j < 4; j++)
+                for (int l = 0; l < 32; l++)
+                    v[128 * n + 32 * j + l] = (int16_t)(((blk->qs[32 * n + l] >> (2 * j)) & 3) +
+                                                        4 * ((blk->hmask[l] >> (4 * n + j)) & 1) - 4);
+        int8_t sc[16];
+        ggml_q3_K_scales(blk->scales, sc);
+        for (int g = 0; g < 16; g++) mul16[g] = sc[g];
+        lanes256(v, mul16, a->q + i * 256, lane);
+        const float D = a->d[i] * fp16_to_f32(blk->d);
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
+    }
+    return ggml_order_hsum8(acc);
+}
+
 /* IQ2_XXS: per 32 elements two words, four grid-index bytes (8 elements
  * each), then four 7-bit sign groups with the 4-bit scale on top; value
  * d * (0.5 + s) * 0.25 * grid * sign. */
@@ -284,6 +310,7 @@ float kscalar_qdot_q4_k(const weight *w, int64_t r, const qrow *a) { return dot_
 float kscalar_qdot_q5_k(const weight *w, int64_t r, const qrow *a) { return dot_qk(row_of(w, r), w->cols, a, 5); }
 float kscalar_qdot_q6_k(const weight *w, int64_t r, const qrow *a) { return dot_q6_k(row_of(w, r), w->cols, a); }
 float kscalar_qdot_q2_k(const weight *w, int64_t r, const qrow *a) { return dot_q2_k(row_of(w, r), w->cols, a); }
+float kscalar_qdot_q3_k(const weight *w, int64_t r, const qrow *a) { return dot_q3_k(row_of(w, r), w->cols, a); }
 float kscalar_qdot_iq2_xxs(const weight *w, int64_t r, const qrow *a) { return dot_iq2_xxs(row_of(w, r), w->cols, a); }
 float kscalar_qdot_iq3_xxs(const weight *w, int64_t r, const qrow *a) { return dot_iq3_xxs(row_of(w, r), w->cols, a); }
 float kscalar_qdot_iq2_s(const weight *w, int64_t r, const qrow *a) { return dot_iq2_s(row_of(w, r), w->cols, a); }

@@ -1,10 +1,10 @@
-/* kernels_kq_avx512.c: the K-quant S-forms (Q4_K, Q5_K and Q6_K with their
- * factors, kfactor.h) against Q8_K activations on AVX-512 (F, BW, VL,
+/* kernels_kq_avx512.c: the K-quant S-forms (Q3_K, Q4_K, Q5_K and Q6_K with
+ * their factors, kfactor.h) against Q8_K activations on AVX-512 (F, BW, VL,
  * VNNI): one row (decode) and one row against several tokens (prefill).
  * Each gives the AVX2 kernel's bits (kernels_q8_avx2.c, kf_dot: ggml-cpu's
  * order), because every float step is the same and the integers are the
  * same:
- *  - A zmm holds 64 elements, two groups of 32 (Q6_K: four of 16). Per
+ *  - A zmm holds 64 elements, two groups of 32 (Q6_K, Q3_K: four of 16). Per
  *    group maddubs makes pair sums of value x activation and vpdpwssd
  *    multiplies them by the group's integer scale and adds them into 16
  *    int32 lanes; the upper eight lanes are added onto the lower, so lane
@@ -16,7 +16,8 @@
  *    shifted left by four puts element 2i in the word's low byte and 2i+1
  *    in its high byte after masking (one ternary-logic step): element order.
  *  - Q6_K's values are code - 32: maddubs of the codes (0..63) minus
- *    maddubs of 32, both exact in int16.
+ *    maddubs of 32, both exact in int16; Q3_K's code - 4 (codes 0..7, two
+ *    to a byte as Q4_K's), the same way with 4.
  *  - The mins (Q4_K, Q5_K): the activations' sums of 32 as int16 pairs,
  *    vpmaddwd by the integer mins: the AVX2 kernel's four pair sums.
  * Why: the AVX2 kernel unpacked 32 codes at a time, took absolute values
@@ -30,6 +31,14 @@
 
 #define KQ512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 #define KQ_INLINE static inline __attribute__((always_inline))
+/* What each style (kfactor.h) is made of: mins (Q4_K, Q5_K), 4-bit codes
+ * (Q4_K, Q3_K), and the bias its codes carry (Q6_K 32, Q3_K 4), whose
+ * products maddubs(bias, q) are taken off; Q6_K and Q3_K have 16 scales a
+ * super-block. */
+#define KQ_MINS(style) ((style) == 4 || (style) == 5)
+#define KQ_BITS(style) ((style) == 4 || (style) == 3 ? 4 : 8)
+#define KQ_BIAS(style) ((style) == 6 ? 32 : (style) == 3 ? 4 : 0)
+#define KQ_PER_SB(style) (KQ_MINS(style) ? 8 : 16)
 
 /* 64 codes from p, as bytes in element order. */
 KQ512 KQ_INLINE __m512i kq_values64(const uint8_t *p, int bits)
@@ -80,7 +89,8 @@ KQ512 KQ_INLINE __m128i kq_bsums(const qrow *a, int64_t i)
 }
 
 /* The activation side of one super-block: its four zmm of codes, their
- * maddubs with 32 (Q6_K), its sums of 32 (Q4_K, Q5_K) and its scale. */
+ * maddubs with the codes' bias (Q6_K, Q3_K), its sums of 32 (Q4_K, Q5_K)
+ * and its scale. */
 typedef struct kq_act { __m512i q[4], q32[4]; __m128i bs; float yd; } kq_act;
 
 KQ512 KQ_INLINE void kq_act_load(kq_act *t, const qrow *a, int64_t i, const int style)
@@ -88,9 +98,9 @@ KQ512 KQ_INLINE void kq_act_load(kq_act *t, const qrow *a, int64_t i, const int 
     QD_UNROLL
     for (int p = 0; p < 4; p++) {
         t->q[p] = _mm512_loadu_si512((const void *)(a->q + i * 256 + p * 64));
-        t->q32[p] = style == 6 ? _mm512_maddubs_epi16(_mm512_set1_epi8(32), t->q[p]) : _mm512_setzero_si512();
+        t->q32[p] = KQ_BIAS(style) ? _mm512_maddubs_epi16(_mm512_set1_epi8(KQ_BIAS(style)), t->q[p]) : _mm512_setzero_si512();
     }
-    t->bs = style != 6 ? kq_bsums(a, i) : _mm_setzero_si128();
+    t->bs = KQ_MINS(style) ? kq_bsums(a, i) : _mm_setzero_si128();
     t->yd = a->d[i];
 }
 
@@ -112,7 +122,7 @@ KQ512 KQ_INLINE __m512i kq_split64(const uint8_t *sb, int p, int split)
 /* The bytes of one super-block of a row: 128 (Q4_K), split ones, or 256. */
 static inline size_t kq_sb_bytes(int style, int split)
 {
-    return style == 4 ? 128 : split ? kq_split_sb_bytes(split) : 256;
+    return KQ_BITS(style) == 4 ? 128 : split ? kq_split_sb_bytes(split) : 256;
 }
 
 /* The weight side of one super-block of one row: its values and scales.
@@ -121,7 +131,7 @@ typedef struct kq_wt { __m512i v[4], sc[4]; } kq_wt;
 
 KQ512 KQ_INLINE void kq_wt_load(kq_wt *u, const uint8_t *codes, const int8_t *sc, const int style, const int split)
 {
-    const int bits = style == 4 ? 4 : 8, per_sb = style == 6 ? 16 : 8;
+    const int bits = KQ_BITS(style), per_sb = KQ_PER_SB(style);
     const __m512i scb = kq_scales(sc, per_sb);
     QD_UNROLL
     for (int p = 0; p < 4; p++) {
@@ -140,13 +150,13 @@ KQ512 KQ_INLINE void kq_step(const kfactor *kf, int64_t sb, const kq_wt *u, cons
     QD_UNROLL
     for (int p = 0; p < 4; p++) {
         __m512i p16 = _mm512_maddubs_epi16(u->v[p], t->q[p]);
-        if (style == 6) p16 = _mm512_sub_epi16(p16, t->q32[p]);
+        if (KQ_BIAS(style)) p16 = _mm512_sub_epi16(p16, t->q32[p]);
         lanes = _mm512_dpwssd_epi32(lanes, p16, u->sc[p]);
     }
     const __m256i l8 = _mm256_add_epi32(_mm512_castsi512_si256(lanes), _mm512_extracti64x4_epi64(lanes, 1));
     const float D = t->yd * _cvtsh_ss(kf->d[sb]);
     *acc = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(l8), *acc);
-    if (style == 6) return;
+    if (!KQ_MINS(style)) return;
     const __m128i m16 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(kf->m + sb * 8)));
     const __m128i pairs = _mm_madd_epi16(t->bs, m16); /* m[2k] bs[2k] + m[2k+1] bs[2k+1] */
     const float dmin = -t->yd * _cvtsh_ss(kf->dmin[sb]);
@@ -173,7 +183,7 @@ KQ512 KQ_INLINE float kq_total(int style, __m256 acc, __m128 accm, float summs)
 KQ512 KQ_INLINE void kq_row(const weight *w, int64_t r, const qrow *a, float *y, const int style, const int split)
 {
     const kfactor *kf = w->kf;
-    const int per_sb = style == 6 ? 16 : 8;
+    const int per_sb = KQ_PER_SB(style);
     const int64_t nsb = w->cols / 256;
     const size_t sb_bytes = kq_sb_bytes(style, split), ahead = qd4_ahead(w->row_bytes, 1);
     __m256 acc = _mm256_setzero_ps();
@@ -195,6 +205,7 @@ KQ512 KQ_INLINE void kq_row(const weight *w, int64_t r, const qrow *a, float *y,
 KQ512 static void kq_rows1(const weight *w, int64_t r, const qrow *a, float *y)
 {
     switch (w->kf->style * 8 + w->code_split) { /* style, split */
+    case 3 * 8: kq_row(w, r, a, y, 3, 0); break;
     case 4 * 8: kq_row(w, r, a, y, 4, 0); break;
     case 5 * 8: kq_row(w, r, a, y, 5, 0); break;
     case 5 * 8 + 5: kq_row(w, r, a, y, 5, 5); break;
@@ -241,7 +252,7 @@ KQ512 KQ_INLINE void kq_step2(const kfactor *kf, int64_t sb, const kq_wt *u, con
     QD_UNROLL
     for (int p = 0; p < 4; p++) {
         __m512i p0 = _mm512_maddubs_epi16(u->v[p], t0->q[p]), p1 = _mm512_maddubs_epi16(u->v[p], t1->q[p]);
-        if (style == 6) { p0 = _mm512_sub_epi16(p0, t0->q32[p]); p1 = _mm512_sub_epi16(p1, t1->q32[p]); }
+        if (KQ_BIAS(style)) { p0 = _mm512_sub_epi16(p0, t0->q32[p]); p1 = _mm512_sub_epi16(p1, t1->q32[p]); }
         l0 = _mm512_dpwssd_epi32(l0, p0, u->sc[p]);
         l1 = _mm512_dpwssd_epi32(l1, p1, u->sc[p]);
     }
@@ -250,7 +261,7 @@ KQ512 KQ_INLINE void kq_step2(const kfactor *kf, int64_t sb, const kq_wt *u, con
     const __m512 yd2 = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(_mm256_set1_ps(t0->yd))),
                                                            _mm256_castps_pd(_mm256_set1_ps(t1->yd)), 1));
     *acc2 = _mm512_fmadd_ps(_mm512_mul_ps(yd2, _mm512_set1_ps(_cvtsh_ss(kf->d[sb]))), _mm512_cvtepi32_ps(l8), *acc2);
-    if (style == 6) return;
+    if (!KQ_MINS(style)) return;
     const __m256i m16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(kf->m + sb * 8))));
     const __m256i pairs = _mm256_madd_epi16(_mm256_inserti128_si256(_mm256_castsi128_si256(t0->bs), t1->bs, 1), m16);
     if (style == 5) {
@@ -271,7 +282,7 @@ KQ512 KQ_INLINE void kq_rown(const weight *w, int64_t r, const qrow *a, const in
                              const int style, const int split)
 {
     const kfactor *kf = w->kf;
-    const int per_sb = style == 6 ? 16 : 8;
+    const int per_sb = KQ_PER_SB(style);
     const int64_t nsb = w->cols / 256;
     const size_t sb_bytes = kq_sb_bytes(style, split);
     const int np = nt / 2;
@@ -326,6 +337,7 @@ KQ512 void kavx512_qdotn_scode(const weight *w, int64_t r, const qrow *a, int nt
     if (!kq_takes(w, &a[0])) { kavx2_qdotn_scode(w, r, a, nt, y, ystride); return; }
     _Static_assert(KQ_NT_MAX == 8, "one case per token count");
     switch (w->kf->style * 8 + w->code_split) { /* style, split */
+    case 3 * 8: KQ_ROWN_NT(3, 0) break;
     case 4 * 8: KQ_ROWN_NT(4, 0) break;
     case 5 * 8: KQ_ROWN_NT(5, 0) break;
     case 5 * 8 + 5: KQ_ROWN_NT(5, 5) break;

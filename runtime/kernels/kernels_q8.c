@@ -141,7 +141,7 @@ float kscalar_qdot_kf(const weight *w, int64_t r, const qrow *a)
             lane[(e % 32) / 4] += (int32_t)sc[e / w->group] * (code + w->code_bias) * a->q[c];
         }
         for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
-        if (kf->style == 6) continue;
+        if (!kf->m) continue; /* Q6_K, Q3_K: no mins */
         int32_t bs[8];
         for (int j = 0; j < 8; j++) bs[j] = a->sum16[(i * 256 + j * 32) / 16] + a->sum16[(i * 256 + j * 32) / 16 + 1];
         summs = ggml_order_kmins(kf->style, -yd * fp16_to_f32(kf->dmin[sb0 + i]), kf->m + (sb0 + i) * 8, bs, accm, summs);

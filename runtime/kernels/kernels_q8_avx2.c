@@ -226,7 +226,7 @@ AVX2 static float kf_dot(const weight *w, int64_t r, const qrow *a)
         }
         const float yd = a->d[i], D = yd * _cvtsh_ss(kf->d[sb0 + i]);
         acc = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc);
-        if (kf->style == 6) continue;
+        if (!kf->m) continue; /* Q6_K, Q3_K: no mins */
         summs = kf_mins(kf->style, -yd * _cvtsh_ss(kf->dmin[sb0 + i]), kf->m + (sb0 + i) * 8, a->sum16 + i * 16, accm, summs);
     }
     return hsum_ps(acc) + ggml_order_kmins_total(kf->style, accm, summs);
@@ -268,7 +268,7 @@ AVX2 static void kf_dotn(const weight *w, int64_t r, const qrow *a, int nt, floa
                                                           sc16[j]));
             const float yd = a[t].d[i], D = yd * _cvtsh_ss(kf->d[sb0 + i]);
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc[t]);
-            if (kf->style == 6) continue;
+            if (!kf->m) continue; /* Q6_K, Q3_K: no mins */
             summs[t] = kf_mins(kf->style, -yd * _cvtsh_ss(kf->dmin[sb0 + i]), kf->m + (sb0 + i) * 8, a[t].sum16 + i * 16, accm[t],
                                summs[t]);
         }

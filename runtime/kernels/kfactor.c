@@ -7,13 +7,15 @@
 #include <string.h>
 
 /* 4 or 5 (Q4_K/Q5_K-shaped: offsets, groups of 32, codes from 0), 6
- * (Q6_K-shaped: no offsets, groups of 16, 8-bit codes biased by -32), or 0. */
+ * (Q6_K-shaped: no offsets, groups of 16, 8-bit codes biased by -32), 3
+ * (Q3_K-shaped: no offsets, groups of 16, 4-bit codes biased by -4), or 0. */
 static int kstyle(const weight *w)
 {
     if (w->form != WF_SCODE || w->codebook || w->act != WA_Q8_K || w->cols % 256) return 0;
     if (w->offsets && w->group == 32 && w->code_bias == 0 && (w->code_bits == 4 || w->code_bits == 8))
         return w->code_bits == 4 ? 4 : 5;
     if (!w->offsets && w->group == 16 && w->code_bias == -32 && w->code_bits == 8) return 6;
+    if (!w->offsets && w->group == 16 && w->code_bias == -4 && w->code_bits == 4) return 3;
     return 0;
 }
 
@@ -22,7 +24,7 @@ size_t kfactor_bytes(const weight *w)
     const int st = kstyle(w);
     if (!st) return 0;
     const size_t sb = (size_t)w->rows * (size_t)(w->cols / 256);
-    return st == 6 ? sb * sizeof(uint16_t) + sb * 16 : sb * 2 * sizeof(uint16_t) + sb * 8 * 2;
+    return st == 6 || st == 3 ? sb * sizeof(uint16_t) + sb * 16 : sb * 2 * sizeof(uint16_t) + sb * 8 * 2;
 }
 
 /* x[j] = f * k[j] (j < n) with f an fp16 value and k[j] in lo..hi. ggml's
@@ -68,13 +70,13 @@ int kfactor_build(const weight *w, void *mem, kfactor *kf)
     const size_t sb = (size_t)w->rows * (size_t)(w->cols / 256);
     uint16_t *d = mem;
     float f, g;
-    if (st == 6) {
+    if (st == 6 || st == 3) { /* Q6_K's scales are int8, Q3_K's 6-bit minus 32 */
         int8_t *sc = (int8_t *)(d + sb);
         for (size_t i = 0; i < sb; i++) {
-            if (!factor(w->scales + i * 16, 16, 1, -128, 127, &f, sc + i * 16)) return 0;
+            if (!factor(w->scales + i * 16, 16, 1, st == 6 ? -128 : -32, st == 6 ? 127 : 31, &f, sc + i * 16)) return 0;
             d[i] = f32_to_fp16(f); /* exact: factor() gives fp16 values */
         }
-        *kf = (kfactor){ 6, d, NULL, sc, NULL };
+        *kf = (kfactor){ st, d, NULL, sc, NULL };
         return 1;
     }
     uint16_t *dmin = d + sb;

@@ -84,7 +84,7 @@ static void warm_rows(const weight *w, int64_t r0, int64_t r1, int64_t depth)
         for (int64_t k = 0; k < n; k++) prefetch_bytes((const char *)w->data + (size_t)(r + k) * w->row_bytes, bytes);
         if (w->kf) {
             const kfactor *kf = w->kf;
-            const int64_t nsb = w->cols / 256, sb0 = r * nsb, cnt = n * nsb, per_sb = kf->style == 6 ? 16 : 8;
+            const int64_t nsb = w->cols / 256, sb0 = r * nsb, cnt = n * nsb, per_sb = 256 / w->group;
             prefetch_bytes(kf->d + sb0, (size_t)cnt * sizeof *kf->d);
             prefetch_bytes(kf->sc + sb0 * per_sb, (size_t)(cnt * per_sb));
             if (kf->dmin) prefetch_bytes(kf->dmin + sb0, (size_t)cnt * sizeof *kf->dmin);

@@ -8,6 +8,7 @@
  * same bits. Skips the AVX2 comparisons (saying so) on a CPU without AVX2. */
 #include "tests/lib/test_util.h"
 
+#include "convert/transcode.h"
 #include "formats/fp16.h"
 #include "formats/ggml_types.h"
 #include "formats/iq3.h"
@@ -832,19 +833,20 @@ static void test_qdot4n_s8_random(void **st)
  * group an integer multiple of each (Q6_K: -128..127, no offsets used). */
 static void kq_random_factors(int style, int ng, uint64_t *rs, float *sc, float *off)
 {
-    const int per_sb = style == 6 ? 16 : 8;
+    const int per_sb = style == 6 || style == 3 ? 16 : 8;
     for (int g = 0; g < ng; g += per_sb) {
         const float d = fp16_to_f32(f32_to_fp16(1e-3f + 1e-2f * (rndf_(rs) + 1.0f)));
         const float dmin = fp16_to_f32(f32_to_fp16(1e-3f + 5e-3f * (rndf_(rs) + 1.0f)));
         for (int j = 0; j < per_sb; j++) {
-            const int k = style == 6 ? (int)(rnd_(rs) >> 9) % 256 - 128 : (int)(rnd_(rs) >> 9) % 64;
+            const int k = style == 6 ? (int)(rnd_(rs) >> 9) % 256 - 128
+                          : style == 3 ? (int)(rnd_(rs) >> 9) % 64 - 32 : (int)(rnd_(rs) >> 9) % 64;
             sc[g + j] = d * (float)k;
             off[g + j] = -(dmin * (float)((rnd_(rs) >> 9) % 64));
         }
     }
 }
 
-/* K-quant S-forms with their factors (Q4_K, Q5_K and Q6_K shapes, random
+/* K-quant S-forms with their factors (Q3_K, Q4_K, Q5_K and Q6_K shapes, random
  * codes and factors that factor exactly) in rows of eleven super-blocks:
  * the four-row kernels (qdot4, which the AVX-512 table runs side by side,
  * the factors of eight super-blocks at a time and the last three alone)
@@ -857,18 +859,20 @@ static void test_kq_four_rows(void **st)
     const int64_t R = 9, C = 11 * 256;
     uint64_t rs = 2417;
     float *x = malloc((size_t)C * sizeof *x);
-    for (int style = 4; style <= 6; style++) {
-        const int group = style == 6 ? 16 : 32, bits = style == 4 ? 4 : 8, ng = (int)(R * C / group);
+    for (int style = 3; style <= 6; style++) {
+        const int mins = style == 4 || style == 5, group = mins ? 32 : 16, bits = style <= 4 ? 4 : 8;
+        const int ng = (int)(R * C / group);
         uint8_t *codes = calloc((size_t)(R * C * bits / 8), 1);
         float *sc = malloc((size_t)ng * sizeof *sc), *off = malloc((size_t)ng * sizeof *off);
         for (int64_t e = 0; e < R * C; e++) {
-            const unsigned c = (unsigned)(rnd_(&rs) >> 7) % (style == 4 ? 16u : style == 5 ? 32u : 64u);
+            const unsigned c = (unsigned)(rnd_(&rs) >> 7) % (style == 3 ? 8u : style == 4 ? 16u : style == 5 ? 32u : 64u);
             if (bits == 4) codes[e / 2] |= (uint8_t)(c << (4 * (e % 2)));
             else codes[e] = (uint8_t)c;
         }
         kq_random_factors(style, ng, &rs, sc, off);
         weight w = { .form = WF_SCODE, .rows = R, .cols = C, .data = codes, .act = WA_Q8_K, .group = group,
-                     .scales = sc, .offsets = style == 6 ? NULL : off, .code_bits = bits, .code_bias = style == 6 ? -32 : 0 };
+                     .scales = sc, .offsets = mins ? off : NULL, .code_bits = bits,
+                     .code_bias = style == 6 ? -32 : style == 3 ? -4 : 0 };
         char err[128];
         assert_int_equal(weight_check(&w, "K-quant", err, sizeof err), 0);
         kfactor kf;
@@ -1022,15 +1026,15 @@ static void test_native_equals_sform(void **st)
     (void)st;
     SKIP_UNLESS_SHARED("vectors/quant/q5_K.bin");
     const kernels *tabs[4] = { kernels_scalar(), kernels_avx2(), kernels_avx2_vnni(), kernels_avx512() };
-    const char *names[4] = { "vectors/quant/q8_0.bin", "vectors/quant/q4_K.bin", "vectors/quant/q5_K.bin",
-                             "vectors/quant/q6_K.bin" };
-    const int types[4] = { GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K };
+    const char *names[5] = { "vectors/quant/q8_0.bin", "vectors/quant/q4_K.bin", "vectors/quant/q5_K.bin",
+                             "vectors/quant/q6_K.bin", "vectors/quant/q3_K.bin" };
+    const int types[5] = { GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_Q3_K };
     const int64_t R = 8, C = 512;
     uint64_t rs = 99;
     float x[512], deq[512], d[512 / 32];
     int8_t q[512];
     int32_t s16[512 / 16];
-    for (int t = 0; t < 4; t++) {
+    for (int t = 0; t < 5; t++) {
         size_t nb = 0;
         uint8_t *blocks = slurp_shared(names[t], &nb);
         assert_non_null(blocks);
@@ -1043,7 +1047,21 @@ static void test_native_equals_sform(void **st)
         uint8_t *codes = calloc((size_t)(R * C), 1);
         float *sc = malloc(R * C / 16 * sizeof *sc), *off = malloc(R * C / 32 * sizeof *off);
         weight sf = { .form = WF_SCODE, .rows = R, .cols = C, .data = codes, .act = nat.act, .group = 32, .scales = sc };
-        for (int64_t r = 0; r < R; r++) {
+        if (t == 4) { /* Q3_K as the pack holds it (convert/transcode.c): S4, bias -4, f32 scales per 16 */
+            planes_desc pd;
+            size_t pb[PLANE_COUNT];
+            assert_int_equal(transcode_form_for(GGML_TYPE_Q3_K, &pd), 0);
+            assert_int_equal(planes_sizes(&pd, C, R, pb), 0);
+            uint8_t *pl[PLANE_COUNT] = { 0 };
+            for (int k = 0; k < PLANE_COUNT; k++) pl[k] = pb[k] ? malloc(pb[k]) : NULL;
+            assert_int_equal(transcode(&pd, GGML_TYPE_Q3_K, blocks, C, R, pl), 0);
+            assert_int_equal(pb[PLANE_SCALES], (size_t)(R * C / 16) * sizeof *sc);
+            memcpy(codes, pl[PLANE_CODES], pb[PLANE_CODES]);
+            memcpy(sc, pl[PLANE_SCALES], pb[PLANE_SCALES]);
+            for (int k = 0; k < PLANE_COUNT; k++) free(pl[k]);
+            sf.code_bits = pd.code_bits; sf.code_bias = pd.code_bias; sf.group = pd.group_elems;
+        }
+        for (int64_t r = 0; r < R && t < 4; r++) {
             const uint8_t *row = blocks + r * nat.row_bytes;
             if (t == 0) {
                 sf.code_bits = 8; sf.code_bias = -128;
