@@ -46,7 +46,7 @@
     .qdot_ggml[GGML_TYPE_Q5_K] = kscalar_qdot_q5_k, .qdot_ggml[GGML_TYPE_Q6_K] = kscalar_qdot_q6_k,     \
     .qdot_ggml[GGML_TYPE_IQ3_XXS] = kscalar_qdot_iq3_xxs,                                               \
     .qdot_ggml[GGML_TYPE_Q2_K] = kscalar_qdot_q2_k, .qdotn_ggml[GGML_TYPE_Q2_K] = kscalar_qdotn_q2_k,    \
-    .qdot_ggml[GGML_TYPE_Q3_K] = kscalar_qdot_q3_k,                                                     \
+    .qdot_ggml[GGML_TYPE_Q3_K] = kscalar_qdot_q3_k, .qdot_ggml[GGML_TYPE_IQ4_XS] = kscalar_qdot_iq4_xs,  \
     .qdot_ggml[GGML_TYPE_IQ2_XXS] = kscalar_qdot_iq2_xxs,                                               \
     .qdotn_ggml[GGML_TYPE_IQ2_XXS] = kscalar_qdotn_iq2_xxs,                                             \
     .qdot_ggml[GGML_TYPE_IQ2_S] = kscalar_qdot_iq2_s, .qdotn_ggml[GGML_TYPE_IQ2_S] = kscalar_qdotn_iq2_s, \

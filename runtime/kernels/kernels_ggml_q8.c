@@ -176,6 +176,33 @@ static float dot_q3_k(const uint8_t *row, int64_t cols, const qrow *a)
     return ggml_order_hsum8(acc);
 }
 
+/* IQ4_XS: per 32 elements 16 bytes (low nibbles elements 0..15, high
+ * 16..31) into the IQ4_NL values, and a 6-bit scale minus 32 (its low 4
+ * bits in scales_l, its high 2 in scales_h); value d * (ls - 32) * value;
+ * as ggml's AVX2 dot: integer lanes, one fused multiply-add by
+ * d x (activation scale). */
+static float dot_iq4_xs(const uint8_t *row, int64_t cols, const qrow *a)
+{
+    float acc[8] = { 0 };
+    for (int64_t i = 0; i < cols / 256; i++) {
+        const block_iq4_xs *blk = (const block_iq4_xs *)row + i;
+        int16_t v[256];
+        int32_t mul16[16], lane[8] = { 0 };
+        for (int ib = 0; ib < 8; ib++) {
+            const int ls = (((blk->scales_l[ib / 2] >> (4 * (ib % 2))) & 15) | (((blk->scales_h >> (2 * ib)) & 3) << 4)) - 32;
+            mul16[2 * ib] = mul16[2 * ib + 1] = ls;
+            for (int j = 0; j < 16; j++) {
+                v[32 * ib + j] = ggml_kvalues_iq4nl[blk->qs[16 * ib + j] & 15];
+                v[32 * ib + 16 + j] = ggml_kvalues_iq4nl[blk->qs[16 * ib + j] >> 4];
+            }
+        }
+        lanes256(v, mul16, a->q + i * 256, lane);
+        const float D = fp16_to_f32(blk->d) * a->d[i];
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
+    }
+    return ggml_order_hsum8(acc);
+}
+
 /* IQ2_XXS: per 32 elements two words, four grid-index bytes (8 elements
  * each), then four 7-bit sign groups with the 4-bit scale on top; value
  * d * (0.5 + s) * 0.25 * grid * sign. */
@@ -311,6 +338,7 @@ float kscalar_qdot_q5_k(const weight *w, int64_t r, const qrow *a) { return dot_
 float kscalar_qdot_q6_k(const weight *w, int64_t r, const qrow *a) { return dot_q6_k(row_of(w, r), w->cols, a); }
 float kscalar_qdot_q2_k(const weight *w, int64_t r, const qrow *a) { return dot_q2_k(row_of(w, r), w->cols, a); }
 float kscalar_qdot_q3_k(const weight *w, int64_t r, const qrow *a) { return dot_q3_k(row_of(w, r), w->cols, a); }
+float kscalar_qdot_iq4_xs(const weight *w, int64_t r, const qrow *a) { return dot_iq4_xs(row_of(w, r), w->cols, a); }
 float kscalar_qdot_iq2_xxs(const weight *w, int64_t r, const qrow *a) { return dot_iq2_xxs(row_of(w, r), w->cols, a); }
 float kscalar_qdot_iq3_xxs(const weight *w, int64_t r, const qrow *a) { return dot_iq3_xxs(row_of(w, r), w->cols, a); }
 float kscalar_qdot_iq2_s(const weight *w, int64_t r, const qrow *a) { return dot_iq2_s(row_of(w, r), w->cols, a); }

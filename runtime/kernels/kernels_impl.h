@@ -49,6 +49,7 @@ float kscalar_qdot_q5_k(const weight *w, int64_t r, const qrow *a);
 float kscalar_qdot_q6_k(const weight *w, int64_t r, const qrow *a);
 float kscalar_qdot_q2_k(const weight *w, int64_t r, const qrow *a);
 float kscalar_qdot_q3_k(const weight *w, int64_t r, const qrow *a);
+float kscalar_qdot_iq4_xs(const weight *w, int64_t r, const qrow *a);
 float kscalar_qdot_iq2_xxs(const weight *w, int64_t r, const qrow *a);
 void kscalar_qdotn_q2_k(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 void kscalar_qdotn_iq2_xxs(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);

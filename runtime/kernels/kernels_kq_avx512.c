@@ -1,5 +1,5 @@
-/* kernels_kq_avx512.c: the K-quant S-forms (Q3_K, Q4_K, Q5_K and Q6_K with
- * their factors, kfactor.h) against Q8_K activations on AVX-512 (F, BW, VL,
+/* kernels_kq_avx512.c: the K-quant S-forms (Q3_K, Q4_K, Q5_K, Q6_K and
+ * IQ4_XS with their factors, kfactor.h) against Q8_K activations on AVX-512 (F, BW, VL,
  * VNNI): one row (decode) and one row against several tokens (prefill).
  * Each gives the AVX2 kernel's bits (kernels_q8_avx2.c, kf_dot: ggml-cpu's
  * order), because every float step is the same and the integers are the
@@ -36,9 +36,12 @@
  * products maddubs(bias, q) are taken off; Q6_K and Q3_K have 16 scales a
  * super-block. */
 #define KQ_MINS(style) ((style) == 4 || (style) == 5)
-#define KQ_BITS(style) ((style) == 4 || (style) == 3 ? 4 : 8)
+#define KQ_BITS(style) ((style) == 4 || (style) == 3 || (style) == 2 ? 4 : 8)
 #define KQ_BIAS(style) ((style) == 6 ? 32 : (style) == 3 ? 4 : 0)
-#define KQ_PER_SB(style) (KQ_MINS(style) ? 8 : 16)
+#define KQ_PER_SB(style) (KQ_MINS(style) || (style) == 2 ? 8 : 16)
+/* IQ4_XS (style 2): its codes index a codebook of signed values, whose
+ * magnitudes go to maddubs and whose signs go onto the activation codes */
+#define KQ_CB(style) ((style) == 2)
 
 /* 64 codes from p, as bytes in element order. */
 KQ512 KQ_INLINE __m512i kq_values64(const uint8_t *p, int bits)
@@ -53,10 +56,19 @@ KQ512 KQ_INLINE __m512i kq_values64(const uint8_t *p, int bits)
  * super-block) from the super-block's scales broadcast to every 128-bit
  * lane (scb): groups of 32 (8 scales, 0..63): lanes 0-1 sc[2p], 2-3
  * sc[2p + 1], zero-extended; groups of 16 (16 scales, signed): lane L
- * sc[4p + L], put in the high byte and shifted down with its sign. */
-KQ512 KQ_INLINE __m512i kq_scale16(__m512i scb, int per_sb, int p)
+ * sc[4p + L], put in the high byte and shifted down with its sign; signed
+ * groups of 32 (IQ4_XS): lanes 0-1 sc[2p], 2-3 sc[2p + 1] that way. */
+KQ512 KQ_INLINE __m512i kq_scale16(__m512i scb, int per_sb, int p, int sgn)
 {
     const unsigned long long w4 = 0x0001000100010001ull; /* a word in all four of a qword */
+    if (per_sb == 8 && sgn) {
+        const unsigned long long lo = ((unsigned long long)(2 * p) << 8 | 0x80u) * w4,
+                                 hi = ((unsigned long long)(2 * p + 1) << 8 | 0x80u) * w4;
+        return _mm512_srai_epi16(_mm512_shuffle_epi8(scb, _mm512_set_epi64((long long)hi, (long long)hi, (long long)hi,
+                                                                           (long long)hi, (long long)lo, (long long)lo,
+                                                                           (long long)lo, (long long)lo)),
+                                 8);
+    }
     if (per_sb == 8) { /* control words 0x80 << 8 | index: the byte, then a zero */
         const unsigned long long lo = (0x8000ull + (unsigned)(2 * p)) * w4, hi = (0x8000ull + (unsigned)(2 * p + 1)) * w4;
         return _mm512_shuffle_epi8(scb, _mm512_set_epi64((long long)hi, (long long)hi, (long long)hi, (long long)hi,
@@ -127,17 +139,31 @@ static inline size_t kq_sb_bytes(int style, int split)
 
 /* The weight side of one super-block of one row: its values and scales.
  * split: 0, or the code_split of the row (a constant at each call). */
-typedef struct kq_wt { __m512i v[4], sc[4]; } kq_wt;
+typedef struct kq_wt { __m512i v[4], sc[4]; __mmask64 neg[4]; } kq_wt;
 
-KQ512 KQ_INLINE void kq_wt_load(kq_wt *u, const uint8_t *codes, const int8_t *sc, const int style, const int split)
+KQ512 KQ_INLINE void kq_wt_load(kq_wt *u, const uint8_t *codes, const int8_t *sc, const int8_t *cb, const int style,
+                                const int split)
 {
     const int bits = KQ_BITS(style), per_sb = KQ_PER_SB(style);
     const __m512i scb = kq_scales(sc, per_sb);
     QD_UNROLL
     for (int p = 0; p < 4; p++) {
         u->v[p] = split ? kq_split64(codes, p, split) : kq_values64(codes + p * 64 * bits / 8, bits);
-        u->sc[p] = kq_scale16(scb, per_sb, p);
+        if (KQ_CB(style)) { /* the values' magnitudes, and where they are negative */
+            const __m512i sv = _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)cb)), u->v[p]);
+            u->neg[p] = _mm512_movepi8_mask(sv);
+            u->v[p] = _mm512_abs_epi8(sv);
+        }
+        u->sc[p] = kq_scale16(scb, per_sb, p, !KQ_MINS(style));
     }
+}
+
+/* Step p's activation codes, negated where the weight's value is
+ * (IQ4_XS: u->v holds magnitudes; |q| <= 127, so negation is exact), as
+ * AVX2's sign_epi8 gives them. */
+KQ512 KQ_INLINE __m512i kq_signed(const kq_wt *u, const kq_act *t, int p, const int style)
+{
+    return KQ_CB(style) ? _mm512_mask_sub_epi8(t->q[p], u->neg[p], _mm512_setzero_si512(), t->q[p]) : t->q[p];
 }
 
 /* One super-block of one row against one token, added into acc (and the
@@ -149,7 +175,7 @@ KQ512 KQ_INLINE void kq_step(const kfactor *kf, int64_t sb, const kq_wt *u, cons
     __m512i lanes = _mm512_setzero_si512();
     QD_UNROLL
     for (int p = 0; p < 4; p++) {
-        __m512i p16 = _mm512_maddubs_epi16(u->v[p], t->q[p]);
+        __m512i p16 = _mm512_maddubs_epi16(u->v[p], kq_signed(u, t, p, style));
         if (KQ_BIAS(style)) p16 = _mm512_sub_epi16(p16, t->q32[p]);
         lanes = _mm512_dpwssd_epi32(lanes, p16, u->sc[p]);
     }
@@ -196,7 +222,7 @@ KQ512 KQ_INLINE void kq_row(const weight *w, int64_t r, const qrow *a, float *y,
         const uint8_t *c = (const uint8_t *)w->data + (size_t)r * w->row_bytes + (size_t)i * sb_bytes;
         for (size_t o = 0; o < sb_bytes; o += 64) _mm_prefetch((const char *)c + ahead + o, QD_HINT);
         kq_wt u;
-        kq_wt_load(&u, c, kf->sc + sb * per_sb, style, split);
+        kq_wt_load(&u, c, kf->sc + sb * per_sb, kf->cb, style, split);
         kq_step(kf, sb, &u, &t, &acc, &accm, &summs, style);
     }
     *y = kq_total(style, acc, accm, summs);
@@ -205,6 +231,7 @@ KQ512 KQ_INLINE void kq_row(const weight *w, int64_t r, const qrow *a, float *y,
 KQ512 static void kq_rows1(const weight *w, int64_t r, const qrow *a, float *y)
 {
     switch (w->kf->style * 8 + w->code_split) { /* style, split */
+    case 2 * 8: kq_row(w, r, a, y, 2, 0); break;
     case 3 * 8: kq_row(w, r, a, y, 3, 0); break;
     case 4 * 8: kq_row(w, r, a, y, 4, 0); break;
     case 5 * 8: kq_row(w, r, a, y, 5, 0); break;
@@ -251,7 +278,8 @@ KQ512 KQ_INLINE void kq_step2(const kfactor *kf, int64_t sb, const kq_wt *u, con
     __m512i l0 = _mm512_setzero_si512(), l1 = _mm512_setzero_si512();
     QD_UNROLL
     for (int p = 0; p < 4; p++) {
-        __m512i p0 = _mm512_maddubs_epi16(u->v[p], t0->q[p]), p1 = _mm512_maddubs_epi16(u->v[p], t1->q[p]);
+        __m512i p0 = _mm512_maddubs_epi16(u->v[p], kq_signed(u, t0, p, style)),
+                p1 = _mm512_maddubs_epi16(u->v[p], kq_signed(u, t1, p, style));
         if (KQ_BIAS(style)) { p0 = _mm512_sub_epi16(p0, t0->q32[p]); p1 = _mm512_sub_epi16(p1, t1->q32[p]); }
         l0 = _mm512_dpwssd_epi32(l0, p0, u->sc[p]);
         l1 = _mm512_dpwssd_epi32(l1, p1, u->sc[p]);
@@ -295,7 +323,7 @@ KQ512 KQ_INLINE void kq_rown(const weight *w, int64_t r, const qrow *a, const in
     for (int64_t i = 0; i < nsb; i++) {
         const int64_t sb = r * nsb + i;
         kq_wt u;
-        kq_wt_load(&u, (const uint8_t *)w->data + (size_t)r * w->row_bytes + (size_t)i * sb_bytes, kf->sc + sb * per_sb,
+        kq_wt_load(&u, (const uint8_t *)w->data + (size_t)r * w->row_bytes + (size_t)i * sb_bytes, kf->sc + sb * per_sb, kf->cb,
                    style, split);
         QD_UNROLL
         for (int t = 0; t < np; t++) {
@@ -337,6 +365,7 @@ KQ512 void kavx512_qdotn_scode(const weight *w, int64_t r, const qrow *a, int nt
     if (!kq_takes(w, &a[0])) { kavx2_qdotn_scode(w, r, a, nt, y, ystride); return; }
     _Static_assert(KQ_NT_MAX == 8, "one case per token count");
     switch (w->kf->style * 8 + w->code_split) { /* style, split */
+    case 2 * 8: KQ_ROWN_NT(2, 0) break;
     case 3 * 8: KQ_ROWN_NT(3, 0) break;
     case 4 * 8: KQ_ROWN_NT(4, 0) break;
     case 5 * 8: KQ_ROWN_NT(5, 0) break;

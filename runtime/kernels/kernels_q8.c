@@ -138,7 +138,8 @@ float kscalar_qdot_kf(const weight *w, int64_t r, const qrow *a)
         for (int e = 0; e < 256; e++) {
             const int64_t c = i * 256 + e;
             const int code = sbc ? sbc[e] : (codes[c / per_byte] >> ((c % per_byte) * bits)) & mask;
-            lane[(e % 32) / 4] += (int32_t)sc[e / w->group] * (code + w->code_bias) * a->q[c];
+            const int v = kf->style == 2 ? kf->cb[code] : code + w->code_bias;
+            lane[(e % 32) / 4] += (int32_t)sc[e / w->group] * v * a->q[c];
         }
         for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
         if (!kf->m) continue; /* Q6_K, Q3_K: no mins */

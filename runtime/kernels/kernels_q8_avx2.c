@@ -210,7 +210,8 @@ AVX2 static float kf_dot(const weight *w, int64_t r, const qrow *a)
     const uint8_t *codes = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     const int bits = w->code_bits, per_sb = 256 / w->group;
     const int64_t nsb = w->cols / 256, sb0 = r * nsb;
-    const __m256i zero = _mm256_setzero_si256(), bias = _mm256_set1_epi8((char)w->code_bias);
+    const __m256i bias = _mm256_set1_epi8((char)w->code_bias);
+    const __m256i cb = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kf->cb)); /* style 2 */
     __m256 acc = _mm256_setzero_ps();
     float accm[4] = { 0 }, summs = 0.0f;
     uint8_t split[256];
@@ -220,7 +221,7 @@ AVX2 static float kf_dot(const weight *w, int64_t r, const qrow *a)
         __m256i lanes = _mm256_setzero_si256();
         for (int j = 0; j < 8; j++) {
             const int64_t c0 = i * 256 + j * 32;
-            const __m256i v = values32(sbc + j * 32 * bits / 8, bits, bias, zero, 0);
+            const __m256i v = values32(sbc + j * 32 * bits / 8, bits, bias, cb, kf->style == 2);
             lanes = _mm256_add_epi32(lanes, kf_lane32(_mm256_sign_epi8(v, v), v,
                                                       _mm256_loadu_si256((const __m256i *)(a->q + c0)), kf_sc16(sc, per_sb, j)));
         }
@@ -242,7 +243,8 @@ AVX2 static void kf_dotn(const weight *w, int64_t r, const qrow *a, int nt, floa
     const uint8_t *codes = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     const int bits = w->code_bits, per_sb = 256 / w->group;
     const int64_t nsb = w->cols / 256, sb0 = r * nsb;
-    const __m256i zero = _mm256_setzero_si256(), bias = _mm256_set1_epi8((char)w->code_bias);
+    const __m256i bias = _mm256_set1_epi8((char)w->code_bias);
+    const __m256i cb = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kf->cb)); /* style 2 */
     __m256 acc[KQ_NT_MAX];
     float accm[KQ_NT_MAX][4], summs[KQ_NT_MAX];
     for (int t = 0; t < nt; t++) {
@@ -256,7 +258,7 @@ AVX2 static void kf_dotn(const weight *w, int64_t r, const qrow *a, int nt, floa
         const uint8_t *sbc = kq_sb_codes(w, codes, i, split);
         __m256i vals[8], avals[8], sc16[8];
         for (int j = 0; j < 8; j++) {
-            vals[j] = values32(sbc + j * 32 * bits / 8, bits, bias, zero, 0);
+            vals[j] = values32(sbc + j * 32 * bits / 8, bits, bias, cb, kf->style == 2);
             avals[j] = _mm256_sign_epi8(vals[j], vals[j]);
             sc16[j] = kf_sc16(sc, per_sb, j);
         }

@@ -2,16 +2,23 @@
 #include "runtime/kernels/kfactor.h"
 
 #include "formats/fp16.h"
+#include "runtime/kernels/kernels_impl.h"
 
 #include <math.h>
 #include <string.h>
 
 /* 4 or 5 (Q4_K/Q5_K-shaped: offsets, groups of 32, codes from 0), 6
  * (Q6_K-shaped: no offsets, groups of 16, 8-bit codes biased by -32), 3
- * (Q3_K-shaped: no offsets, groups of 16, 4-bit codes biased by -4), or 0. */
+ * (Q3_K-shaped: no offsets, groups of 16, 4-bit codes biased by -4), 2
+ * (IQ4_XS-shaped: no offsets, groups of 32, 4-bit codes into an integer
+ * 16-value codebook), or 0. */
 static int kstyle(const weight *w)
 {
-    if (w->form != WF_SCODE || w->codebook || w->act != WA_Q8_K || w->cols % 256) return 0;
+    if (w->form != WF_SCODE || w->act != WA_Q8_K || w->cols % 256) return 0;
+    if (w->codebook) {
+        int8_t cb[16];
+        return !w->offsets && w->group == 32 && w->code_bias == 0 && w->code_bits == 4 && kq8_codebook_i8(w, cb) ? 2 : 0;
+    }
     if (w->offsets && w->group == 32 && w->code_bias == 0 && (w->code_bits == 4 || w->code_bits == 8))
         return w->code_bits == 4 ? 4 : 5;
     if (!w->offsets && w->group == 16 && w->code_bias == -32 && w->code_bits == 8) return 6;
@@ -24,7 +31,8 @@ size_t kfactor_bytes(const weight *w)
     const int st = kstyle(w);
     if (!st) return 0;
     const size_t sb = (size_t)w->rows * (size_t)(w->cols / 256);
-    return st == 6 || st == 3 ? sb * sizeof(uint16_t) + sb * 16 : sb * 2 * sizeof(uint16_t) + sb * 8 * 2;
+    if (st == 6 || st == 3 || st == 2) return sb * sizeof(uint16_t) + sb * (st == 2 ? 8 : 16);
+    return sb * 2 * sizeof(uint16_t) + sb * 8 * 2;
 }
 
 /* x[j] = f * k[j] (j < n) with f an fp16 value and k[j] in lo..hi. ggml's
@@ -70,13 +78,16 @@ int kfactor_build(const weight *w, void *mem, kfactor *kf)
     const size_t sb = (size_t)w->rows * (size_t)(w->cols / 256);
     uint16_t *d = mem;
     float f, g;
-    if (st == 6 || st == 3) { /* Q6_K's scales are int8, Q3_K's 6-bit minus 32 */
+    if (st == 6 || st == 3 || st == 2) { /* Q6_K's scales are int8, Q3_K's and IQ4_XS's 6-bit minus 32 */
+        const int per_sb = st == 2 ? 8 : 16;
         int8_t *sc = (int8_t *)(d + sb);
         for (size_t i = 0; i < sb; i++) {
-            if (!factor(w->scales + i * 16, 16, 1, st == 6 ? -128 : -32, st == 6 ? 127 : 31, &f, sc + i * 16)) return 0;
+            if (!factor(w->scales + i * per_sb, per_sb, 1, st == 6 ? -128 : -32, st == 6 ? 127 : 31, &f, sc + i * per_sb))
+                return 0;
             d[i] = f32_to_fp16(f); /* exact: factor() gives fp16 values */
         }
-        *kf = (kfactor){ st, d, NULL, sc, NULL };
+        *kf = (kfactor){ st, d, NULL, sc, NULL, { 0 } };
+        if (st == 2) kq8_codebook_i8(w, kf->cb);
         return 1;
     }
     uint16_t *dmin = d + sb;
@@ -88,7 +99,7 @@ int kfactor_build(const weight *w, void *mem, kfactor *kf)
         d[i] = f32_to_fp16(f);
         dmin[i] = f32_to_fp16(g);
     }
-    *kf = (kfactor){ st, d, dmin, sc, m };
+    *kf = (kfactor){ st, d, dmin, sc, m, { 0 } };
     return 1;
 }
 

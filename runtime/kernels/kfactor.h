@@ -16,8 +16,8 @@
  * otherwise it returns 0 and the weight keeps its per-group kernel. d and
  * dmin are stored as those fp16 values (ggml's blocks hold them so).
  * kf->style is 4 (Q4_K: ggml sums the mins in four lanes), 5 (Q5_K: one
- * integer sum), 6 (Q6_K: no mins) or 3 (Q3_K: no mins, 4-bit codes),
- * taken from the shape. No allocation, no global state. */
+ * integer sum), 6 (Q6_K: no mins), 3 (Q3_K: no mins, 4-bit codes) or 2
+ * (IQ4_XS: no mins, 4-bit codes into kf->cb), taken from the shape. No allocation, no global state. */
 #ifndef STRATA_KFACTOR_H
 #define STRATA_KFACTOR_H
 

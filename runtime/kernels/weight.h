@@ -37,9 +37,11 @@ typedef enum wact { WA_F32 = 0, WA_Q8_0 = 1, WA_Q8_K = 2 } wact;
  * per group the integers sc (and m), so scale = d * sc and offset =
  * -dmin * m. */
 typedef struct kfactor {
-    int style;              /* 4: Q4_K (mins summed in 4 lanes), 5: Q5_K (in one int), 6: Q6_K (no mins), 3: Q3_K (no mins) */
-    const uint16_t *d, *dmin; /* fp16, rows * cols / 256 (dmin NULL for styles 6 and 3) */
-    const int8_t *sc, *m;   /* one per group: rows * cols / group (m NULL for styles 6 and 3) */
+    int style;              /* 4: Q4_K (mins summed in 4 lanes), 5: Q5_K (in one int), 6: Q6_K (no mins), 3: Q3_K (no mins),
+                             * 2: IQ4_XS (no mins, codes through a 16-value codebook) */
+    const uint16_t *d, *dmin; /* fp16, rows * cols / 256 (dmin NULL for styles 6, 3 and 2) */
+    const int8_t *sc, *m;   /* one per group: rows * cols / group (m NULL for styles 6, 3 and 2) */
+    int8_t cb[16];          /* style 2: the codebook's values */
 } kfactor;
 
 typedef struct weight {

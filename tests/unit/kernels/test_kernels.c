@@ -1026,15 +1026,17 @@ static void test_native_equals_sform(void **st)
     (void)st;
     SKIP_UNLESS_SHARED("vectors/quant/q5_K.bin");
     const kernels *tabs[4] = { kernels_scalar(), kernels_avx2(), kernels_avx2_vnni(), kernels_avx512() };
-    const char *names[5] = { "vectors/quant/q8_0.bin", "vectors/quant/q4_K.bin", "vectors/quant/q5_K.bin",
-                             "vectors/quant/q6_K.bin", "vectors/quant/q3_K.bin" };
-    const int types[5] = { GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_Q3_K };
+    const char *names[6] = { "vectors/quant/q8_0.bin", "vectors/quant/q4_K.bin", "vectors/quant/q5_K.bin",
+                             "vectors/quant/q6_K.bin", "vectors/quant/q3_K.bin", "vectors/quant/iq4_xs.bin" };
+    const int types[6] = { GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_Q3_K, GGML_TYPE_IQ4_XS };
     const int64_t R = 8, C = 512;
     uint64_t rs = 99;
     float x[512], deq[512], d[512 / 32];
     int8_t q[512];
     int32_t s16[512 / 16];
-    for (int t = 0; t < 5; t++) {
+    float cbf[16];
+    for (int k = 0; k < 16; k++) cbf[k] = (float)ggml_kvalues_iq4nl[k];
+    for (int t = 0; t < 6; t++) {
         size_t nb = 0;
         uint8_t *blocks = slurp_shared(names[t], &nb);
         assert_non_null(blocks);
@@ -1047,19 +1049,21 @@ static void test_native_equals_sform(void **st)
         uint8_t *codes = calloc((size_t)(R * C), 1);
         float *sc = malloc(R * C / 16 * sizeof *sc), *off = malloc(R * C / 32 * sizeof *off);
         weight sf = { .form = WF_SCODE, .rows = R, .cols = C, .data = codes, .act = nat.act, .group = 32, .scales = sc };
-        if (t == 4) { /* Q3_K as the pack holds it (convert/transcode.c): S4, bias -4, f32 scales per 16 */
+        if (t >= 4) { /* Q3_K and IQ4_XS as the pack holds them (convert/transcode.c): S4 with f32 scales,
+                       * Q3_K's per 16 with bias -4, IQ4_XS's per 32 with the IQ4_NL codebook */
             planes_desc pd;
             size_t pb[PLANE_COUNT];
-            assert_int_equal(transcode_form_for(GGML_TYPE_Q3_K, &pd), 0);
+            assert_int_equal(transcode_form_for(types[t], &pd), 0);
             assert_int_equal(planes_sizes(&pd, C, R, pb), 0);
             uint8_t *pl[PLANE_COUNT] = { 0 };
             for (int k = 0; k < PLANE_COUNT; k++) pl[k] = pb[k] ? malloc(pb[k]) : NULL;
-            assert_int_equal(transcode(&pd, GGML_TYPE_Q3_K, blocks, C, R, pl), 0);
-            assert_int_equal(pb[PLANE_SCALES], (size_t)(R * C / 16) * sizeof *sc);
+            assert_int_equal(transcode(&pd, types[t], blocks, C, R, pl), 0);
+            assert_int_equal(pb[PLANE_SCALES], (size_t)(R * C / pd.group_elems) * sizeof *sc);
             memcpy(codes, pl[PLANE_CODES], pb[PLANE_CODES]);
             memcpy(sc, pl[PLANE_SCALES], pb[PLANE_SCALES]);
             for (int k = 0; k < PLANE_COUNT; k++) free(pl[k]);
             sf.code_bits = pd.code_bits; sf.code_bias = pd.code_bias; sf.group = pd.group_elems;
+            if (pd.codebook) sf.codebook = cbf;
         }
         for (int64_t r = 0; r < R && t < 4; r++) {
             const uint8_t *row = blocks + r * nat.row_bytes;
