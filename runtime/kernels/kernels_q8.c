@@ -115,8 +115,9 @@ int kq8_codebook_i8(const weight *w, int8_t out[16])
 }
 
 /* A K-quant S-form with its factors (kfactor.h), as ggml-cpu's x86
- * ggml_vec_dot_q4_K/q5_K/q6_K_q8_K sum: per super-block, lanes of
- * sc * sum((code + bias) * q) fused-multiply-added by d x (activation scale); the
+ * ggml_vec_dot_q3_K/q4_K/q5_K/q6_K/iq4_xs_q8_K sum: per super-block, lanes of
+ * sc * sum(value * q) (value: code + bias, or IQ4_XS's codebook entry)
+ * fused-multiply-added by d x (activation scale); the
  * mins as integer sums of m x (activation sums of 32) times -dmin x
  * (activation scale): one float per super-block added up (Q5_K) or four
  * float lanes (Q4_K); then the lanes' horizontal sum plus the mins. */
