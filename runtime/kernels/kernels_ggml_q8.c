@@ -27,6 +27,33 @@ static void lanes256(const int16_t *v, const int32_t *mul16, const int8_t *q, in
     for (int e = 0; e < 256; e++) lane[(e % 32) / 4] += (int32_t)v[e] * mul16[e / 16] * q[e];
 }
 
+/* One super-block's 8 integer lanes (lanes256) fused-multiply-added into
+ * acc by D, as ggml's AVX2 dots end each super-block. */
+static void fma_block(float acc[8], float D, const int16_t *v, const int32_t *mul16, const int8_t *q)
+{
+    int32_t lane[8] = { 0 };
+    lanes256(v, mul16, q, lane);
+    for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
+}
+
+/* The super-blocks of a type that sums as fma_block does, with no mins:
+ * dec writes block blk's 256 values and 16 integer scales and returns its
+ * fp16 d; the row is k x the lanes' horizontal sum (k: the type's constant,
+ * 1 for Q6_K, Q3_K and IQ4_XS). */
+typedef uint16_t (*block_dec_fn)(const uint8_t *blk, int16_t v[256], int32_t mul16[16]);
+
+static float dot_blocks(const uint8_t *row, int64_t cols, const qrow *a, size_t bsize, block_dec_fn dec, float k)
+{
+    float acc[8] = { 0 };
+    for (int64_t i = 0; i < cols / 256; i++) {
+        int16_t v[256];
+        int32_t mul16[16];
+        const uint16_t dh = dec(row + (size_t)i * bsize, v, mul16);
+        fma_block(acc, fp16_to_f32(dh) * a->d[i], v, mul16, a->q + i * 256);
+    }
+    return k * ggml_order_hsum8(acc);
+}
+
 static float dot_q8_0(const uint8_t *row, int64_t cols, const qrow *a)
 {
     float acc[8] = { 0 };
@@ -95,29 +122,30 @@ static float dot_qk(const uint8_t *row, int64_t cols, const qrow *a, int style)
     return ggml_order_hsum8(acc) + ggml_order_kmins_total(style, accm, summs);
 }
 
-static float dot_q6_k(const uint8_t *row, int64_t cols, const qrow *a)
+static uint16_t dec_q6_k(const uint8_t *b, int16_t v[256], int32_t mul16[16])
 {
-    float acc[8] = { 0 };
-    for (int64_t i = 0; i < cols / 256; i++) {
-        const block_q6_K *blk = (const block_q6_K *)row + i;
-        const uint8_t *ql = blk->ql, *qh = blk->qh;
-        const int8_t *sc = blk->scales;
-        int16_t v[256];
-        for (int n = 0; n < 2; n++)
-            for (int l = 0; l < 32; l++) {
-                const uint8_t *L = ql + 64 * n, *H = qh + 32 * n;
-                v[128 * n + l] = (int16_t)(((L[l] & 15) | ((H[l] & 3) << 4)) - 32);
-                v[128 * n + l + 32] = (int16_t)(((L[l + 32] & 15) | (((H[l] >> 2) & 3) << 4)) - 32);
-                v[128 * n + l + 64] = (int16_t)(((L[l] >> 4) | (((H[l] >> 4) & 3) << 4)) - 32);
-                v[128 * n + l + 96] = (int16_t)(((L[l + 32] >> 4) | (((H[l] >> 6) & 3) << 4)) - 32);
-            }
-        int32_t mul16[16], lane[8] = { 0 };
-        for (int k = 0; k < 16; k++) mul16[k] = sc[k];
-        lanes256(v, mul16, a->q + i * 256, lane);
-        const float D = a->d[i] * fp16_to_f32(blk->d);
-        for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
-    }
-    return ggml_order_hsum8(acc);
+    const block_q6_K *blk = (const block_q6_K *)b;
+    const uint8_t *ql = blk->ql, *qh = blk->qh;
+    const int8_t *sc = blk->scales;
+    for (int n = 0; n < 2; n++)
+        for (int l = 0; l < 32; l++) {
+            const uint8_t *L = ql + 64 * n, *H = qh + 32 * n;
+            v[128 * n + l] = (int16_t)(((L[l] & 15) | ((H[l] & 3) << 4)) - 32);
+            v[128 * n + l + 32] = (int16_t)(((L[l + 32] & 15) | (((H[l] >> 2) & 3) << 4)) - 32);
+            v[128 * n + l + 64] = (int16_t)(((L[l] >> 4) | (((H[l] >> 4) & 3) << 4)) - 32);
+            v[128 * n + l + 96] = (int16_t)(((L[l + 32] >> 4) | (((H[l] >> 6) & 3) << 4)) - 32);
+        }
+    for (int k = 0; k < 16; k++) mul16[k] = sc[k];
+    return blk->d;
+}
+
+/* The 2-bit fields of Q2_K's and Q3_K's 64 code bytes in element order:
+ * byte k of half j holds elements 128j + 32l + k at bits 2l. */
+static void low2_fields(const uint8_t qs[64], int16_t v[256])
+{
+    for (int j = 0; j < 2; j++)
+        for (int l = 0; l < 4; l++)
+            for (int k = 0; k < 32; k++) v[128 * j + 32 * l + k] = (int16_t)((qs[32 * j + k] >> (2 * l)) & 3);
 }
 
 /* Q2_K: 2-bit codes, four to a byte (byte k of half j holds elements
@@ -139,13 +167,10 @@ static float dot_q2_k(const uint8_t *row, int64_t cols, const qrow *a)
             acc[k] = fmaf(nd, (float)prod, acc[k]);
         }
         int16_t v[256];
-        int32_t mul16[16], lane[8] = { 0 };
-        for (int j = 0; j < 2; j++)
-            for (int l = 0; l < 4; l++)
-                for (int k = 0; k < 32; k++) v[128 * j + 32 * l + k] = (int16_t)((blk->qs[32 * j + k] >> (2 * l)) & 3);
+        int32_t mul16[16];
+        low2_fields(blk->qs, v);
         for (int g = 0; g < 16; g++) mul16[g] = blk->scales[g] & 15;
-        lanes256(v, mul16, a->q + i * 256, lane);
-        for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
+        fma_block(acc, D, v, mul16, a->q + i * 256);
     }
     return ggml_order_hsum8(acc);
 }
@@ -154,26 +179,18 @@ static float dot_q2_k(const uint8_t *row, int64_t cols, const qrow *a)
  * 4n + j of byte l for element 128n + 32j + l), value
  * d * (sc - 32) * (low + 4 * high - 4), sc 6-bit per 16; as ggml's AVX2
  * dot: integer lanes, one fused multiply-add by d x (activation scale). */
-static float dot_q3_k(const uint8_t *row, int64_t cols, const qrow *a)
+static uint16_t dec_q3_k(const uint8_t *b, int16_t v[256], int32_t mul16[16])
 {
-    float acc[8] = { 0 };
-    for (int64_t i = 0; i < cols / 256; i++) {
-        const block_q3_K *blk = (const block_q3_K *)row + i;
-        int16_t v[256];
-        int32_t mul16[16], lane[8] = { 0 };
-        for (int n = 0; n < 2; n++)
-            for (int j = 0; j < 4; j++)
-                for (int l = 0; l < 32; l++)
-                    v[128 * n + 32 * j + l] = (int16_t)(((blk->qs[32 * n + l] >> (2 * j)) & 3) +
-                                                        4 * ((blk->hmask[l] >> (4 * n + j)) & 1) - 4);
-        int8_t sc[16];
-        ggml_q3_K_scales(blk->scales, sc);
-        for (int g = 0; g < 16; g++) mul16[g] = sc[g];
-        lanes256(v, mul16, a->q + i * 256, lane);
-        const float D = a->d[i] * fp16_to_f32(blk->d);
-        for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
-    }
-    return ggml_order_hsum8(acc);
+    const block_q3_K *blk = (const block_q3_K *)b;
+    low2_fields(blk->qs, v);
+    for (int n = 0; n < 2; n++)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 32; l++)
+                v[128 * n + 32 * j + l] += (int16_t)(4 * ((blk->hmask[l] >> (4 * n + j)) & 1) - 4);
+    int8_t sc[16];
+    ggml_q3_K_scales(blk->scales, sc);
+    for (int g = 0; g < 16; g++) mul16[g] = sc[g];
+    return blk->d;
 }
 
 /* IQ4_XS: per 32 elements 16 bytes (low nibbles elements 0..15, high
@@ -181,119 +198,88 @@ static float dot_q3_k(const uint8_t *row, int64_t cols, const qrow *a)
  * bits in scales_l, its high 2 in scales_h); value d * (ls - 32) * value;
  * as ggml's AVX2 dot: integer lanes, one fused multiply-add by
  * d x (activation scale). */
-static float dot_iq4_xs(const uint8_t *row, int64_t cols, const qrow *a)
+static uint16_t dec_iq4_xs(const uint8_t *b, int16_t v[256], int32_t mul16[16])
 {
-    float acc[8] = { 0 };
-    for (int64_t i = 0; i < cols / 256; i++) {
-        const block_iq4_xs *blk = (const block_iq4_xs *)row + i;
-        int16_t v[256];
-        int32_t mul16[16], lane[8] = { 0 };
-        for (int ib = 0; ib < 8; ib++) {
-            const int ls = (((blk->scales_l[ib / 2] >> (4 * (ib % 2))) & 15) | (((blk->scales_h >> (2 * ib)) & 3) << 4)) - 32;
-            mul16[2 * ib] = mul16[2 * ib + 1] = ls;
-            for (int j = 0; j < 16; j++) {
-                v[32 * ib + j] = ggml_kvalues_iq4nl[blk->qs[16 * ib + j] & 15];
-                v[32 * ib + 16 + j] = ggml_kvalues_iq4nl[blk->qs[16 * ib + j] >> 4];
-            }
+    const block_iq4_xs *blk = (const block_iq4_xs *)b;
+    for (int ib = 0; ib < 8; ib++) {
+        const int lo = (blk->scales_l[ib / 2] >> (4 * (ib % 2))) & 15, hi = (blk->scales_h >> (2 * ib)) & 3;
+        const int ls = (lo | hi << 4) - 32;
+        mul16[2 * ib] = mul16[2 * ib + 1] = ls;
+        for (int j = 0; j < 16; j++) {
+            v[32 * ib + j] = ggml_kvalues_iq4nl[blk->qs[16 * ib + j] & 15];
+            v[32 * ib + 16 + j] = ggml_kvalues_iq4nl[blk->qs[16 * ib + j] >> 4];
         }
-        lanes256(v, mul16, a->q + i * 256, lane);
-        const float D = fp16_to_f32(blk->d) * a->d[i];
-        for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
     }
-    return ggml_order_hsum8(acc);
+    return blk->d;
 }
 
 /* IQ2_XXS: per 32 elements two words, four grid-index bytes (8 elements
  * each), then four 7-bit sign groups with the 4-bit scale on top; value
  * d * (0.5 + s) * 0.25 * grid * sign. */
-static float dot_iq2_xxs(const uint8_t *row, int64_t cols, const qrow *a)
+static uint16_t dec_iq2_xxs(const uint8_t *b, int16_t v[256], int32_t mul16[16])
 {
-    float acc[8] = { 0 };
-    for (int64_t i = 0; i < cols / 256; i++) {
-        const block_iq2_xxs *blk = (const block_iq2_xxs *)row + i;
-        const uint8_t *qs = (const uint8_t *)blk->qs;
-        int16_t v[256];
-        int32_t mul16[16], lane[8] = { 0 };
-        for (int s = 0; s < 8; s++) {
-            uint32_t idx, word;
-            memcpy(&idx, qs + 8 * s, 4);
-            memcpy(&word, qs + 8 * s + 4, 4);
-            mul16[2 * s] = mul16[2 * s + 1] = (int32_t)(2 * (word >> 28) + 1);
-            for (int k = 0; k < 4; k++) {
-                const uint8_t signs = ggml_ksigns_iq2xs[(word >> (7 * k)) & 127];
-                const uint64_t gv = ggml_iq2xxs_grid[(idx >> (8 * k)) & 255];
-                for (int jj = 0; jj < 8; jj++) {
-                    const int g = (int)((gv >> (8 * jj)) & 255u);
-                    v[32 * s + 8 * k + jj] = (int16_t)((signs >> jj & 1) ? -g : g);
-                }
+    const block_iq2_xxs *blk = (const block_iq2_xxs *)b;
+    const uint8_t *qs = (const uint8_t *)blk->qs;
+    for (int s = 0; s < 8; s++) {
+        uint32_t idx, word;
+        memcpy(&idx, qs + 8 * s, 4);
+        memcpy(&word, qs + 8 * s + 4, 4);
+        mul16[2 * s] = mul16[2 * s + 1] = (int32_t)(2 * (word >> 28) + 1);
+        for (int k = 0; k < 4; k++) {
+            const uint8_t signs = ggml_ksigns_iq2xs[(word >> (7 * k)) & 127];
+            const uint64_t gv = ggml_iq2xxs_grid[(idx >> (8 * k)) & 255];
+            for (int jj = 0; jj < 8; jj++) {
+                const int g = (int)((gv >> (8 * jj)) & 255u);
+                v[32 * s + 8 * k + jj] = (int16_t)((signs >> jj & 1) ? -g : g);
             }
         }
-        lanes256(v, mul16, a->q + i * 256, lane);
-        const float D = fp16_to_f32(blk->d) * a->d[i];
-        for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
     }
-    return 0.125f * ggml_order_hsum8(acc);
+    return blk->d;
 }
 
 /* IQ3_XXS: 64 grid-index bytes, then 8 words (four 7-bit sign groups, the
  * 4-bit scale on top); value d * (0.5 + s) * 0.5 * grid * sign. */
-static float dot_iq3_xxs(const uint8_t *row, int64_t cols, const qrow *a)
+static uint16_t dec_iq3_xxs(const uint8_t *b, int16_t v[256], int32_t mul16[16])
 {
-    float acc[8] = { 0 };
-    for (int64_t i = 0; i < cols / 256; i++) {
-        const block_iq3_xxs *blk = (const block_iq3_xxs *)row + i;
-        const uint8_t *qs = blk->qs;
-        int16_t v[256];
-        int32_t mul16[16], lane[8] = { 0 };
-        for (int s = 0; s < 8; s++) {
-            uint32_t word;
-            memcpy(&word, qs + 64 + 4 * s, 4);
-            mul16[2 * s] = mul16[2 * s + 1] = (int32_t)(2 * (word >> 28) + 1);
-            for (int k = 0; k < 4; k++) {
-                const uint8_t signs = ggml_ksigns_iq2xs[(word >> (7 * k)) & 127];
-                for (int h = 0; h < 2; h++) {
-                    const uint32_t gv = ggml_iq3xxs_grid[qs[8 * s + 2 * k + h]];
-                    for (int jj = 0; jj < 4; jj++) {
-                        const int e = 8 * k + 4 * h + jj, g = (int)((gv >> (8 * jj)) & 255u);
-                        v[32 * s + e] = (int16_t)((signs >> (4 * h + jj) & 1) ? -g : g);
-                    }
+    const block_iq3_xxs *blk = (const block_iq3_xxs *)b;
+    const uint8_t *qs = blk->qs;
+    for (int s = 0; s < 8; s++) {
+        uint32_t word;
+        memcpy(&word, qs + 64 + 4 * s, 4);
+        mul16[2 * s] = mul16[2 * s + 1] = (int32_t)(2 * (word >> 28) + 1);
+        for (int k = 0; k < 4; k++) {
+            const uint8_t signs = ggml_ksigns_iq2xs[(word >> (7 * k)) & 127];
+            for (int h = 0; h < 2; h++) {
+                const uint32_t gv = ggml_iq3xxs_grid[qs[8 * s + 2 * k + h]];
+                for (int jj = 0; jj < 4; jj++) {
+                    const int e = 8 * k + 4 * h + jj, g = (int)((gv >> (8 * jj)) & 255u);
+                    v[32 * s + e] = (int16_t)((signs >> (4 * h + jj) & 1) ? -g : g);
                 }
             }
         }
-        lanes256(v, mul16, a->q + i * 256, lane);
-        const float D = fp16_to_f32(blk->d) * a->d[i];
-        for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
     }
-    return 0.25f * ggml_order_hsum8(acc);
+    return blk->d;
 }
 
 /* IQ2_S: 32 grid-index bytes, 32 sign bytes, 8 high-bit bytes, 8 scale
  * bytes (two 4-bit scales, one per 16); value d * (0.5 + s) * 0.25 * grid * sign. */
-static float dot_iq2_s(const uint8_t *row, int64_t cols, const qrow *a)
+static uint16_t dec_iq2_s(const uint8_t *b, int16_t v[256], int32_t mul16[16])
 {
-    float acc[8] = { 0 };
-    for (int64_t b = 0; b < cols / 256; b++) {
-        const block_iq2_s *blk = (const block_iq2_s *)row + b;
-        const uint8_t *qs = blk->qs, *signs = blk->qs + 32, *qh = blk->qh, *sc = blk->scales;
-        int16_t v[256];
-        int32_t mul16[16], lane[8] = { 0 };
-        for (int ib = 0; ib < 8; ib++) {
-            mul16[2 * ib] = 2 * (sc[ib] & 15) + 1;
-            mul16[2 * ib + 1] = 2 * (sc[ib] >> 4) + 1;
-            for (int g = 0; g < 4; g++) {
-                const uint64_t gv = ggml_iq2s_grid[qs[ib * 4 + g] | ((qh[ib] << (8 - 2 * g)) & 0x300)];
-                const uint8_t sg = signs[ib * 4 + g];
-                for (int jj = 0; jj < 8; jj++) {
-                    const int val = (int)((gv >> (8 * jj)) & 255u);
-                    v[32 * ib + 8 * g + jj] = (int16_t)((sg >> jj & 1) ? -val : val);
-                }
+    const block_iq2_s *blk = (const block_iq2_s *)b;
+    const uint8_t *qs = blk->qs, *signs = blk->qs + 32, *qh = blk->qh, *sc = blk->scales;
+    for (int ib = 0; ib < 8; ib++) {
+        mul16[2 * ib] = 2 * (sc[ib] & 15) + 1;
+        mul16[2 * ib + 1] = 2 * (sc[ib] >> 4) + 1;
+        for (int g = 0; g < 4; g++) {
+            const uint64_t gv = ggml_iq2s_grid[qs[ib * 4 + g] | ((qh[ib] << (8 - 2 * g)) & 0x300)];
+            const uint8_t sg = signs[ib * 4 + g];
+            for (int jj = 0; jj < 8; jj++) {
+                const int val = (int)((gv >> (8 * jj)) & 255u);
+                v[32 * ib + 8 * g + jj] = (int16_t)((sg >> jj & 1) ? -val : val);
             }
         }
-        lanes256(v, mul16, a->q + b * 256, lane);
-        const float D = fp16_to_f32(blk->d) * a->d[b];
-        for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
     }
-    return 0.125f * ggml_order_hsum8(acc);
+    return blk->d;
 }
 
 /* MXFP4 (gpt-oss's experts) as ggml's AVX2 vec_dot_mxfp4_q8_0: blocks in
@@ -335,14 +321,20 @@ static const uint8_t *row_of(const weight *w, int64_t r) { return (const uint8_t
 float kscalar_qdot_q8_0(const weight *w, int64_t r, const qrow *a) { return dot_q8_0(row_of(w, r), w->cols, a); }
 float kscalar_qdot_q4_k(const weight *w, int64_t r, const qrow *a) { return dot_qk(row_of(w, r), w->cols, a, 4); }
 float kscalar_qdot_q5_k(const weight *w, int64_t r, const qrow *a) { return dot_qk(row_of(w, r), w->cols, a, 5); }
-float kscalar_qdot_q6_k(const weight *w, int64_t r, const qrow *a) { return dot_q6_k(row_of(w, r), w->cols, a); }
 float kscalar_qdot_q2_k(const weight *w, int64_t r, const qrow *a) { return dot_q2_k(row_of(w, r), w->cols, a); }
-float kscalar_qdot_q3_k(const weight *w, int64_t r, const qrow *a) { return dot_q3_k(row_of(w, r), w->cols, a); }
-float kscalar_qdot_iq4_xs(const weight *w, int64_t r, const qrow *a) { return dot_iq4_xs(row_of(w, r), w->cols, a); }
-float kscalar_qdot_iq2_xxs(const weight *w, int64_t r, const qrow *a) { return dot_iq2_xxs(row_of(w, r), w->cols, a); }
-float kscalar_qdot_iq3_xxs(const weight *w, int64_t r, const qrow *a) { return dot_iq3_xxs(row_of(w, r), w->cols, a); }
-float kscalar_qdot_iq2_s(const weight *w, int64_t r, const qrow *a) { return dot_iq2_s(row_of(w, r), w->cols, a); }
 float kscalar_qdot_mxfp4(const weight *w, int64_t r, const qrow *a) { return dot_mxfp4(row_of(w, r), w->cols, a); }
+/* The types that dot_blocks sums: block, decoder, constant. */
+#define BLOCKS_DOT(T, BLK, DEC, K)                                                                              \
+    float kscalar_qdot_##T(const weight *w, int64_t r, const qrow *a)                                          \
+    {                                                                                                          \
+        return dot_blocks(row_of(w, r), w->cols, a, sizeof(BLK), DEC, K);                                      \
+    }
+BLOCKS_DOT(q3_k, block_q3_K, dec_q3_k, 1.0f)
+BLOCKS_DOT(q6_k, block_q6_K, dec_q6_k, 1.0f)
+BLOCKS_DOT(iq4_xs, block_iq4_xs, dec_iq4_xs, 1.0f)
+BLOCKS_DOT(iq2_xxs, block_iq2_xxs, dec_iq2_xxs, 0.125f)
+BLOCKS_DOT(iq2_s, block_iq2_s, dec_iq2_s, 0.125f)
+BLOCKS_DOT(iq3_xxs, block_iq3_xxs, dec_iq3_xxs, 0.25f)
 
 /* One row against nt tokens, one dot per token: the scalar table's qdotn
  * for the types whose SIMD qdotn shares work across tokens (so a batch

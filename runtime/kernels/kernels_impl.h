@@ -58,8 +58,6 @@ float kscalar_qdot_iq2_s(const weight *w, int64_t r, const qrow *a);
 float kscalar_qdot_mxfp4(const weight *w, int64_t r, const qrow *a);
 void kscalar_qdotn_iq2_s(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 void kscalar_qdotn_mxfp4(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
-/* The codebook as int8 when every entry is an integer in [-128, 127]. */
-int kq8_codebook_i8(const weight *w, int8_t out[16]);
 
 /* ---- AVX2 + FMA + F16C (kernels_avx2.c, kernels_q8_avx2.c) ---- */
 float kavx2_dot_f32(const float *a, const float *b, int64_t n);

@@ -104,16 +104,6 @@ void qrow_fill(const kernels *k, qrow *a, const float *x)
     }
 }
 
-int kq8_codebook_i8(const weight *w, int8_t out[16])
-{
-    for (int i = 0; i < 16; i++) {
-        float c = w->codebook[i];
-        if (!(c >= -128.0f && c <= 127.0f) || c != (float)(int)c) return 0;
-        out[i] = (int8_t)c;
-    }
-    return 1;
-}
-
 /* A K-quant S-form with its factors (kfactor.h), as ggml-cpu's x86
  * ggml_vec_dot_q3_K/q4_K/q5_K/q6_K/iq4_xs_q8_K sum: per super-block, lanes of
  * sc * sum(value * q) (value: code + bias, or IQ4_XS's codebook entry)

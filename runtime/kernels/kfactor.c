@@ -2,7 +2,6 @@
 #include "runtime/kernels/kfactor.h"
 
 #include "formats/fp16.h"
-#include "runtime/kernels/kernels_impl.h"
 
 #include <math.h>
 #include <string.h>

@@ -98,3 +98,13 @@ void weight_rows_view(const weight *w, int64_t r0, int64_t n, weight *out, kfact
     if (w->kf->m) kf_out->m = w->kf->m + g0;
     out->kf = kf_out;
 }
+
+int kq8_codebook_i8(const weight *w, int8_t out[16])
+{
+    for (int i = 0; i < 16; i++) {
+        float c = w->codebook[i];
+        if (!(c >= -128.0f && c <= 127.0f) || c != (float)(int)c) return 0;
+        out[i] = (int8_t)c;
+    }
+    return 1;
+}

@@ -71,6 +71,10 @@ typedef struct weight {
 
 static inline int weight_present(const weight *w) { return w->data != NULL; }
 
+/* An S-form's 16-entry codebook as int8 (out), when every entry is an
+ * integer in [-128, 127]: the integer kernels take only such codebooks. */
+int kq8_codebook_i8(const weight *w, int8_t out[16]);
+
 /* Bytes of one super-block of 256 split codes (weight.code_split = split, 5
  * or 6): 128 of low nibbles (code 2i in the low half of byte i, 2i + 1 in
  * the high), then split - 4 planes of 32 (plane j: bit 4 + j of code e at
