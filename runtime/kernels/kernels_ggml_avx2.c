@@ -161,11 +161,8 @@ AVX2 static inline __attribute__((always_inline)) void iq2xxs_sub(const block_iq
     uint32_t idx, word;
     memcpy(&idx, qs + 8 * s, 4);
     memcpy(&word, qs + 8 * s + 4, 4);
-    *grid = _mm256_setr_epi64x((long long)ggml_iq2xxs_grid[idx & 255], (long long)ggml_iq2xxs_grid[(idx >> 8) & 255],
-                               (long long)ggml_iq2xxs_grid[(idx >> 16) & 255], (long long)ggml_iq2xxs_grid[idx >> 24]);
-    *sgn = iq3_sign_pm1((uint32_t)ggml_ksigns_iq2xs[word & 127] | (uint32_t)ggml_ksigns_iq2xs[(word >> 7) & 127] << 8 |
-                        (uint32_t)ggml_ksigns_iq2xs[(word >> 14) & 127] << 16 |
-                        (uint32_t)ggml_ksigns_iq2xs[(word >> 21) & 127] << 24);
+    *grid = iq2xxs_grid4(idx);
+    *sgn = iq3_sign_pm1(iq2xxs_signs32(word));
     *scv = _mm256_set1_epi16((short)(2 * (word >> 28) + 1));
 }
 

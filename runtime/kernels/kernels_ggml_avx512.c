@@ -198,20 +198,13 @@ AVX512BW static inline __attribute__((always_inline)) void iq2xxsz_load(const bl
     QD_UNROLL
     for (int k = 0; k < 4; k++) {
         uint32_t idx[2], word[2];
-        uint64_t sg = 0;
         QD_UNROLL
         for (int h = 0; h < 2; h++) {
             memcpy(&idx[h], qs + 16 * k + 8 * h, 4);
             memcpy(&word[h], qs + 16 * k + 8 * h + 4, 4);
-            QD_UNROLL
-            for (int g = 0; g < 4; g++) sg |= (uint64_t)ggml_ksigns_iq2xs[(word[h] >> (7 * g)) & 127] << (32 * h + 8 * g);
         }
-        u->grid[k] = _mm512_set_epi64(
-            (long long)ggml_iq2xxs_grid[idx[1] >> 24], (long long)ggml_iq2xxs_grid[(idx[1] >> 16) & 255],
-            (long long)ggml_iq2xxs_grid[(idx[1] >> 8) & 255], (long long)ggml_iq2xxs_grid[idx[1] & 255],
-            (long long)ggml_iq2xxs_grid[idx[0] >> 24], (long long)ggml_iq2xxs_grid[(idx[0] >> 16) & 255],
-            (long long)ggml_iq2xxs_grid[(idx[0] >> 8) & 255], (long long)ggml_iq2xxs_grid[idx[0] & 255]);
-        u->neg[k] = _cvtu64_mask64(sg);
+        u->grid[k] = _mm512_inserti64x4(_mm512_castsi256_si512(iq2xxs_grid4(idx[0])), iq2xxs_grid4(idx[1]), 1);
+        u->neg[k] = _cvtu64_mask64((uint64_t)iq2xxs_signs32(word[1]) << 32 | iq2xxs_signs32(word[0]));
         u->scv[k] = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16((short)(2 * (word[0] >> 28) + 1)),
                                             _mm512_set1_epi16((short)(2 * (word[1] >> 28) + 1)));
     }

@@ -339,22 +339,12 @@ BLOCKS_DOT(iq3_xxs, block_iq3_xxs, dec_iq3_xxs, 0.25f)
 /* One row against nt tokens, one dot per token: the scalar table's qdotn
  * for the types whose SIMD qdotn shares work across tokens (so a batch
  * takes the same path whichever table runs it). */
-void kscalar_qdotn_iq2_s(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
-{
-    for (int t = 0; t < nt; t++) y[t * ystride] = kscalar_qdot_iq2_s(w, r, &a[t]);
-}
-
-void kscalar_qdotn_q2_k(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
-{
-    for (int t = 0; t < nt; t++) y[t * ystride] = kscalar_qdot_q2_k(w, r, &a[t]);
-}
-
-void kscalar_qdotn_iq2_xxs(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
-{
-    for (int t = 0; t < nt; t++) y[t * ystride] = kscalar_qdot_iq2_xxs(w, r, &a[t]);
-}
-
-void kscalar_qdotn_mxfp4(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
-{
-    for (int t = 0; t < nt; t++) y[t * ystride] = kscalar_qdot_mxfp4(w, r, &a[t]);
-}
+#define PER_TOKEN_DOTN(T)                                                                                        \
+    void kscalar_qdotn_##T(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)         \
+    {                                                                                                            \
+        for (int t = 0; t < nt; t++) y[t * ystride] = kscalar_qdot_##T(w, r, &a[t]);                             \
+    }
+PER_TOKEN_DOTN(q2_k)
+PER_TOKEN_DOTN(iq2_xxs)
+PER_TOKEN_DOTN(iq2_s)
+PER_TOKEN_DOTN(mxfp4)

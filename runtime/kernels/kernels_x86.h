@@ -179,6 +179,23 @@ AVX2 static inline __m256i iq3_signed_q(const int8_t *q, uint32_t mask)
         for (int t = 0; t < nt; t++) y[t * ystride] = SCALE * hsum_ps(acc[t]);                                  \
     }
 
+/* IQ2_XXS (kernels_ggml_avx2.c and kernels_ggml_avx512.c): a sub-block's
+ * two words, its four grid-index bytes (idx) and its sign word (four
+ * 7-bit groups, the 4-bit scale on top): the four 8-byte grid entries in
+ * element order, and the four groups' sign bytes as one 32-bit mask (bit
+ * e: element e negative). */
+AVX2 static inline __m256i iq2xxs_grid4(uint32_t idx)
+{
+    return _mm256_setr_epi64x((long long)ggml_iq2xxs_grid[idx & 255], (long long)ggml_iq2xxs_grid[(idx >> 8) & 255],
+                              (long long)ggml_iq2xxs_grid[(idx >> 16) & 255], (long long)ggml_iq2xxs_grid[idx >> 24]);
+}
+
+static inline uint32_t iq2xxs_signs32(uint32_t word)
+{
+    return (uint32_t)ggml_ksigns_iq2xs[word & 127] | (uint32_t)ggml_ksigns_iq2xs[(word >> 7) & 127] << 8 |
+           (uint32_t)ggml_ksigns_iq2xs[(word >> 14) & 127] << 16 | (uint32_t)ggml_ksigns_iq2xs[(word >> 21) & 127] << 24;
+}
+
 /* Q2_K (kernels_ggml_avx2.c and kernels_ggml_avx512.c have the method):
  * the first of a block's two fused multiply-adds into acc, ggml's: the
  * mins (mins: its 16 as int16) times the activation's sums of 16 of block
