@@ -9,7 +9,7 @@
  *   scalar   the reference of every slot (kernels.c, kernels_q8.c,
  *            kernels_ggml_q8.c)
  *   AVX2     (+FMA, F16C) primitives, decoders, quantizers, S-form, IQ3,
- *            Q2_K, IQ2_XXS, IQ2_S and MXFP4 dots
+ *            Q2_K, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_S, IQ1_S, IQ1_M and MXFP4 dots
  *   VNNI     (AVX-VNNI) the Q8_0-shaped S-form dots and the IQ3 dot
  *   AVX512   (F, BW, VL, VBMI, GFNI) the IQ3, Q2_K and IQ2_XXS dots
  *   VNNI512  (AVX-512 VNNI) the four-row S8 and MXFP4 dots, MXFP4's qdotn
@@ -50,7 +50,11 @@
     .qdot_ggml[GGML_TYPE_IQ2_XXS] = kscalar_qdot_iq2_xxs,                                               \
     .qdotn_ggml[GGML_TYPE_IQ2_XXS] = kscalar_qdotn_iq2_xxs,                                             \
     .qdot_ggml[GGML_TYPE_IQ2_S] = kscalar_qdot_iq2_s, .qdotn_ggml[GGML_TYPE_IQ2_S] = kscalar_qdotn_iq2_s, \
-    .qdot_ggml[GGML_TYPE_MXFP4] = kscalar_qdot_mxfp4, .qdotn_ggml[GGML_TYPE_MXFP4] = kscalar_qdotn_mxfp4,
+    .qdot_ggml[GGML_TYPE_MXFP4] = kscalar_qdot_mxfp4, .qdotn_ggml[GGML_TYPE_MXFP4] = kscalar_qdotn_mxfp4, \
+    .qdot_ggml[GGML_TYPE_IQ2_XS] = kscalar_qdot_iq2_xs, .qdotn_ggml[GGML_TYPE_IQ2_XS] = kscalar_qdotn_iq2_xs, \
+    .qdot_ggml[GGML_TYPE_IQ3_S] = kscalar_qdot_iq3_s, .qdotn_ggml[GGML_TYPE_IQ3_S] = kscalar_qdotn_iq3_s,    \
+    .qdot_ggml[GGML_TYPE_IQ1_S] = kscalar_qdot_iq1_s, .qdotn_ggml[GGML_TYPE_IQ1_S] = kscalar_qdotn_iq1_s,    \
+    .qdot_ggml[GGML_TYPE_IQ1_M] = kscalar_qdot_iq1_m, .qdotn_ggml[GGML_TYPE_IQ1_M] = kscalar_qdotn_iq1_m,
 
 #define AVX2_LAYER                                                                                      \
     .dot_f32 = kavx2_dot_f32, .dot8_f32 = kavx2_dot8_f32, .gemm8_f32 = kavx2_gemm8_f32,                 \
@@ -66,6 +70,10 @@
     .qdot_ggml[GGML_TYPE_IQ2_S] = kavx2_qdot_iq2_s, .qdotn_ggml[GGML_TYPE_IQ2_S] = kavx2_qdotn_iq2_s,    \
     .qdot_ggml[GGML_TYPE_Q2_K] = kavx2_qdot_q2_k, .qdotn_ggml[GGML_TYPE_Q2_K] = kavx2_qdotn_q2_k,        \
     .qdot_ggml[GGML_TYPE_IQ2_XXS] = kavx2_qdot_iq2_xxs, .qdotn_ggml[GGML_TYPE_IQ2_XXS] = kavx2_qdotn_iq2_xxs, \
+    .qdot_ggml[GGML_TYPE_IQ2_XS] = kavx2_qdot_iq2_xs, .qdotn_ggml[GGML_TYPE_IQ2_XS] = kavx2_qdotn_iq2_xs,    \
+    .qdot_ggml[GGML_TYPE_IQ3_S] = kavx2_qdot_iq3_s, .qdotn_ggml[GGML_TYPE_IQ3_S] = kavx2_qdotn_iq3_s,        \
+    .qdot_ggml[GGML_TYPE_IQ1_S] = kavx2_qdot_iq1_s, .qdotn_ggml[GGML_TYPE_IQ1_S] = kavx2_qdotn_iq1_s,        \
+    .qdot_ggml[GGML_TYPE_IQ1_M] = kavx2_qdot_iq1_m, .qdotn_ggml[GGML_TYPE_IQ1_M] = kavx2_qdotn_iq1_m,        \
     .qdot_ggml[GGML_TYPE_MXFP4] = kavx2_qdot_mxfp4, .qdot4_ggml[GGML_TYPE_MXFP4] = kavx2_qdot4_mxfp4,    \
     .qdotn_ggml[GGML_TYPE_MXFP4] = kavx2_qdotn_mxfp4,
 

@@ -1,5 +1,6 @@
 /* kernels_ggml_avx2.c: native ggml blocks on AVX2 (the AVX2 layer's
- * qdot_ggml slots in kernel_table.c): MXFP4, Q2_K, IQ2_XXS and IQ2_S, in the scalar
+ * qdot_ggml slots in kernel_table.c): MXFP4, Q2_K, IQ2_XXS, IQ2_XS, IQ2_S,
+ * IQ3_S, IQ1_S and IQ1_M, in the scalar
  * kernels' order (kernels_ggml_q8.c), so their bits. */
 #include "runtime/kernels/kernels_impl.h"
 
@@ -149,106 +150,206 @@ AVX2 static inline __attribute__((always_inline)) __m256 q2k_step(const block_q2
  * bytes, maddubs against the activation codes, madd by the two
  * 16-element scales, summed into 8 integer lanes (q2k_step); prefill
  * shares each block's codes and scales across the tokens. */
-NATIVE_BLOCK_DOTS(AVX2, kavx2_qdot_q2_k, kavx2_qdotn_q2_k, block_q2_K, q2k_wt, q2k_load, q2k_step, 1.0f)
+NATIVE_BLOCK_DOTS(AVX2, kavx2_qdot_q2_k, kavx2_qdotn_q2_k, block_q2_K, q2k_wt, q2k_load, q2k_step, __m256, hsum_ps_1)
 
-/* Sub-block s (32 elements) of an IQ2_XXS block: its four 8-byte grid
- * entries, its four sign groups as +-1 bytes (one 32-bit mask), and its
- * scale 2s + 1 as int16. */
-AVX2 static inline __attribute__((always_inline)) void iq2xxs_sub(const block_iq2_xxs *blk, int s, __m256i *grid,
-                                                                  __m256i *sgn, __m256i *scv)
+/* The IQ types whose sub-blocks of 32 are unsigned grid bytes, a sign
+ * per element and an integer scale per 16 (IQ2_XXS, IQ2_XS, IQ2_S,
+ * IQ3_S), as ggml's AVX2 dots sum them: per sub-block the activation codes
+ * take the signs, maddubs against the grid bytes, madd by the scales (the
+ * first 16 elements' in the lower 8 words, the next 16's in the upper),
+ * the 8 integer lanes summed over the block, converted, one fused
+ * multiply-add by d x (activation scale); d is each block's first field.
+ * kernels_ggml_q8.c has the scalar spelling of each type's values. */
+typedef struct sgrid_wt { __m256i grid[8], sgn[8], scv[8]; } sgrid_wt;
+
+AVX2 static inline __m256i scale16x2(int lo, int hi)
+{
+    return _mm256_set_m128i(_mm_set1_epi16((short)hi), _mm_set1_epi16((short)lo));
+}
+
+AVX2 static inline __attribute__((always_inline)) __m256 sgrid_step(const void *blk, const sgrid_wt *u, const qrow *a,
+                                                                    int64_t i, __m256 acc)
+{
+    uint16_t dh;
+    memcpy(&dh, blk, 2);
+    const int8_t *q = a->q + i * 256;
+    __m256i lanes = _mm256_setzero_si256();
+    QD_UNROLL
+    for (int s = 0; s < 8; s++) {
+        const __m256i qs8 = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q + 32 * s)), u->sgn[s]);
+        lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(_mm256_maddubs_epi16(u->grid[s], qs8), u->scv[s]));
+    }
+    return _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(dh) * a->d[i]), _mm256_cvtepi32_ps(lanes), acc);
+}
+
+/* IQ2_XXS: per sub-block a word of four grid-index bytes and a word of
+ * four 7-bit sign groups with the 4-bit scale on top. */
+AVX2 static inline __attribute__((always_inline)) void iq2xxs_load(const block_iq2_xxs *blk, sgrid_wt *u)
 {
     const uint8_t *qs = (const uint8_t *)blk->qs;
-    uint32_t idx, word;
-    memcpy(&idx, qs + 8 * s, 4);
-    memcpy(&word, qs + 8 * s + 4, 4);
-    *grid = iq2xxs_grid4(idx);
-    *sgn = iq3_sign_pm1(iq2xxs_signs32(word));
-    *scv = _mm256_set1_epi16((short)(2 * (word >> 28) + 1));
-}
-
-/* Sub-block s of one token's activation codes q (its 32) against those:
- * the 8 integer lanes (grid x signed codes, maddubs, madd by the scale). */
-AVX2 static inline __m256i iq2xxs_lanes(__m256i grid, __m256i sgn, __m256i scv, const int8_t *q)
-{
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(grid, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)q), sgn)), scv);
-}
-
-/* Native IQ2_XXS blocks on AVX2 (kernels_ggml_q8.c has the scalar
- * spelling): per block the sub-blocks' lanes summed, one fused
- * multiply-add by d x (activation scale); 0.125 x hsum. */
-AVX2 float kavx2_qdot_iq2_xxs(const weight *w, int64_t r, const qrow *a)
-{
-    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < w->cols / 256; b++) {
-        const block_iq2_xxs *blk = (const block_iq2_xxs *)row + b;
-        __m256i lanes = _mm256_setzero_si256();
-        for (int s = 0; s < 8; s++) {
-            __m256i grid, sgn, scv;
-            iq2xxs_sub(blk, s, &grid, &sgn, &scv);
-            lanes = _mm256_add_epi32(lanes, iq2xxs_lanes(grid, sgn, scv, a->q + b * 256 + 32 * s));
-        }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(blk->d) * a->d[b]), _mm256_cvtepi32_ps(lanes), acc);
+    QD_UNROLL
+    for (int s = 0; s < 8; s++) {
+        uint32_t idx, word;
+        memcpy(&idx, qs + 8 * s, 4);
+        memcpy(&word, qs + 8 * s + 4, 4);
+        u->grid[s] = iq2xxs_grid4(idx);
+        u->sgn[s] = iq3_sign_pm1(iq2xxs_signs32(word));
+        u->scv[s] = _mm256_set1_epi16((short)(2 * (word >> 28) + 1));
     }
-    return 0.125f * hsum_ps(acc);
 }
 
-/* kavx2_qdot_iq2_xxs of one row against nt <= KQ_NT_MAX tokens: a block's
- * grid, signs and scales are made once and met by every token, in the
- * same steps, so each y is its bits. */
-AVX2 void kavx2_qdotn_iq2_xxs(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+/* IQ2_XS: per 8 elements a u16 of a 9-bit grid index and a 7-bit sign group. */
+AVX2 static inline __attribute__((always_inline)) void iq2xs_load(const block_iq2_xs *blk, sgrid_wt *u)
 {
-    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    __m256 acc[KQ_NT_MAX];
-    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < w->cols / 256; b++) {
-        const block_iq2_xxs *blk = (const block_iq2_xxs *)row + b;
-        __m256i grid[8], sgn[8], scv[8];
-        for (int s = 0; s < 8; s++) iq2xxs_sub(blk, s, &grid[s], &sgn[s], &scv[s]);
-        for (int t = 0; t < nt; t++) {
-            __m256i lanes = _mm256_setzero_si256();
-            for (int s = 0; s < 8; s++) lanes = _mm256_add_epi32(lanes, iq2xxs_lanes(grid[s], sgn[s], scv[s], a[t].q + b * 256 + 32 * s));
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(blk->d) * a[t].d[b]), _mm256_cvtepi32_ps(lanes), acc[t]);
-        }
+    QD_UNROLL
+    for (int s = 0; s < 8; s++) {
+        const uint16_t *x = blk->qs + 4 * s;
+        u->grid[s] = _mm256_setr_epi64x((long long)ggml_iq2xs_grid[x[0] & 511], (long long)ggml_iq2xs_grid[x[1] & 511],
+                                        (long long)ggml_iq2xs_grid[x[2] & 511], (long long)ggml_iq2xs_grid[x[3] & 511]);
+        const uint32_t m = (uint32_t)ggml_ksigns_iq2xs[x[0] >> 9] | (uint32_t)ggml_ksigns_iq2xs[x[1] >> 9] << 8 |
+                           (uint32_t)ggml_ksigns_iq2xs[x[2] >> 9] << 16 | (uint32_t)ggml_ksigns_iq2xs[x[3] >> 9] << 24;
+        u->sgn[s] = iq3_sign_pm1(m);
+        u->scv[s] = scale16x2(2 * (blk->scales[s] & 15) + 1, 2 * (blk->scales[s] >> 4) + 1);
     }
-    for (int t = 0; t < nt; t++) y[t * ystride] = 0.125f * hsum_ps(acc[t]);
 }
 
-/* Native IQ2_S blocks on AVX2 (kernels_ggml_q8.c has the scalar spelling):
- * per 32 elements the four 8-byte grid entries, the 32 sign bits applied
- * to the activation codes, maddubs, and madd by the two 16-element scales
- * give the same 8 integer lanes; summed over the block, converted, one
- * fused multiply-add by d x (activation scale), 0.125 x hsum: the same
- * bits as the scalar kernel. */
-AVX2 float kavx2_qdot_iq2_s(const weight *w, int64_t r, const qrow *a)
+/* IQ2_S: 32 grid-index bytes with two more bits each in qh, 32 sign bytes. */
+AVX2 static inline __attribute__((always_inline)) void iq2s_load(const block_iq2_s *blk, sgrid_wt *u)
 {
-    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < w->cols / 256; b++) {
-        const block_iq2_s *blk = (const block_iq2_s *)row + b;
-        const uint8_t *qs = blk->qs, *signs = blk->qs + 32, *qh = blk->qh, *sc = blk->scales;
-        const int8_t *q = a->q + b * 256;
-        const uint16_t dh = blk->d;
-        __m256i lanes = _mm256_setzero_si256();
-        for (int ib = 0; ib < 8; ib++) {
-            const __m256i grid = _mm256_setr_epi64x(
-                (long long)ggml_iq2s_grid[qs[ib * 4 + 0] | ((qh[ib] << 8) & 0x300)],
-                (long long)ggml_iq2s_grid[qs[ib * 4 + 1] | ((qh[ib] << 6) & 0x300)],
-                (long long)ggml_iq2s_grid[qs[ib * 4 + 2] | ((qh[ib] << 4) & 0x300)],
-                (long long)ggml_iq2s_grid[qs[ib * 4 + 3] | ((qh[ib] << 2) & 0x300)]);
-            uint32_t sw;
-            memcpy(&sw, signs + ib * 4, 4);
-            const __m256i p16 = _mm256_maddubs_epi16(grid, iq3_signed_q(q + ib * 32, sw));
-            const short lo = (short)(2 * (sc[ib] & 15) + 1), hi = (short)(2 * (sc[ib] >> 4) + 1);
-            const __m256i scv = _mm256_setr_epi16(lo, lo, lo, lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi);
-            lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(p16, scv));
-        }
-        const float D = _cvtsh_ss(dh) * a->d[b];
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc);
+    const uint8_t *qs = blk->qs, *signs = blk->qs + 32, *qh = blk->qh, *sc = blk->scales;
+    QD_UNROLL
+    for (int s = 0; s < 8; s++) {
+        u->grid[s] = _mm256_setr_epi64x((long long)ggml_iq2s_grid[qs[4 * s + 0] | ((qh[s] << 8) & 0x300)],
+                                        (long long)ggml_iq2s_grid[qs[4 * s + 1] | ((qh[s] << 6) & 0x300)],
+                                        (long long)ggml_iq2s_grid[qs[4 * s + 2] | ((qh[s] << 4) & 0x300)],
+                                        (long long)ggml_iq2s_grid[qs[4 * s + 3] | ((qh[s] << 2) & 0x300)]);
+        uint32_t sw;
+        memcpy(&sw, signs + 4 * s, 4);
+        u->sgn[s] = iq3_sign_pm1(sw);
+        u->scv[s] = scale16x2(2 * (sc[s] & 15) + 1, 2 * (sc[s] >> 4) + 1);
     }
-    return 0.125f * hsum_ps(acc);
 }
 
+/* IQ3_S: per sub-block eight grid-index bytes with a ninth bit each in
+ * qh[s] (grid entries of 4 bytes), four sign bytes, a 4-bit scale. */
+AVX2 static inline __attribute__((always_inline)) void iq3s_load(const block_iq3_s *blk, sgrid_wt *u)
+{
+    QD_UNROLL
+    for (int s = 0; s < 8; s++) {
+        const uint8_t *qs = blk->qs + 8 * s;
+        const unsigned h = blk->qh[s];
+        u->grid[s] = _mm256_setr_epi32((int)ggml_iq3s_grid[qs[0] | ((h << 8) & 256)], (int)ggml_iq3s_grid[qs[1] | ((h << 7) & 256)],
+                                       (int)ggml_iq3s_grid[qs[2] | ((h << 6) & 256)], (int)ggml_iq3s_grid[qs[3] | ((h << 5) & 256)],
+                                       (int)ggml_iq3s_grid[qs[4] | ((h << 4) & 256)], (int)ggml_iq3s_grid[qs[5] | ((h << 3) & 256)],
+                                       (int)ggml_iq3s_grid[qs[6] | ((h << 2) & 256)], (int)ggml_iq3s_grid[qs[7] | ((h << 1) & 256)]);
+        uint32_t sw;
+        memcpy(&sw, blk->signs + 4 * s, 4);
+        u->sgn[s] = iq3_sign_pm1(sw);
+        u->scv[s] = _mm256_set1_epi16((short)(2 * ((blk->scales[s / 2] >> (4 * (s % 2))) & 15) + 1));
+    }
+}
+
+NATIVE_BLOCK_DOTS(AVX2, kavx2_qdot_iq2_xxs, kavx2_qdotn_iq2_xxs, block_iq2_xxs, sgrid_wt, iq2xxs_load, sgrid_step,
+                  __m256, hsum_ps_8th)
+NATIVE_BLOCK_DOTS(AVX2, kavx2_qdot_iq2_xs, kavx2_qdotn_iq2_xs, block_iq2_xs, sgrid_wt, iq2xs_load, sgrid_step,
+                  __m256, hsum_ps_8th)
+NATIVE_BLOCK_DOTS(AVX2, kavx2_qdot_iq2_s, kavx2_qdotn_iq2_s, block_iq2_s, sgrid_wt, iq2s_load, sgrid_step, __m256,
+                  hsum_ps_8th)
+NATIVE_BLOCK_DOTS(AVX2, kavx2_qdot_iq3_s, kavx2_qdotn_iq3_s, block_iq3_s, sgrid_wt, iq3s_load, sgrid_step, __m256,
+                  hsum_ps_1)
+
+/* IQ1_S and IQ1_M (kernels_ggml_q8.c has the scalar spelling and the
+ * order): the grid's -1/0/1 bytes as signs of the activation codes, pairs
+ * summed by maddubs against ones, madd by the scales: the grid part's
+ * lanes, as the types above. The delta part: IQ1_S one integer a block
+ * (the activation's sums of 32 times the signed scales) into a float,
+ * IQ1_M lanes of the activation codes under the delta signs, into a
+ * second float vector. */
+typedef struct iq1_wt { __m256i grid[8], scv[8], dsg[8]; int32_t dls[8]; } iq1_wt;
+typedef struct iq1_acc { __m256 v, dv; float s; } iq1_acc;
+
+AVX2 static inline __attribute__((always_inline)) void iq1s_load(const block_iq1_s *blk, iq1_wt *u)
+{
+    QD_UNROLL
+    for (int s = 0; s < 8; s++) {
+        const unsigned h = blk->qh[s];
+        const uint8_t *qs = blk->qs + 4 * s;
+        u->grid[s] = _mm256_setr_epi64x((long long)ggml_iq1s_grid[qs[0] | ((h << 8) & 0x700)],
+                                        (long long)ggml_iq1s_grid[qs[1] | ((h << 5) & 0x700)],
+                                        (long long)ggml_iq1s_grid[qs[2] | ((h << 2) & 0x700)],
+                                        (long long)ggml_iq1s_grid[qs[3] | ((h >> 1) & 0x700)]);
+        const int ls = 2 * ((h >> 12) & 7) + 1;
+        u->scv[s] = _mm256_set1_epi16((short)ls);
+        u->dls[s] = (h & 0x8000) ? -ls : ls;
+    }
+}
+
+AVX2 static inline __attribute__((always_inline)) void iq1m_load(const block_iq1_m *blk, iq1_wt *u)
+{
+    uint16_t sc[4];
+    memcpy(sc, blk->scales, 8);
+    QD_UNROLL
+    for (int s = 0; s < 8; s++) {
+        const unsigned h0 = blk->qh[2 * s], h1 = blk->qh[2 * s + 1];
+        const uint8_t *qs = blk->qs + 4 * s;
+        u->grid[s] = _mm256_setr_epi64x((long long)ggml_iq1s_grid[qs[0] | ((h0 << 8) & 0x700)],
+                                        (long long)ggml_iq1s_grid[qs[1] | ((h0 << 4) & 0x700)],
+                                        (long long)ggml_iq1s_grid[qs[2] | ((h1 << 8) & 0x700)],
+                                        (long long)ggml_iq1s_grid[qs[3] | ((h1 << 4) & 0x700)]);
+        const long long pos = 0x0101010101010101ll, neg = -1ll;
+        u->dsg[s] = _mm256_setr_epi64x((h0 & 0x08) ? neg : pos, (h0 & 0x80) ? neg : pos, (h1 & 0x08) ? neg : pos,
+                                       (h1 & 0x80) ? neg : pos);
+        const unsigned w = sc[s / 2] >> (6 * (s % 2));
+        u->scv[s] = scale16x2(2 * (w & 7) + 1, 2 * ((w >> 3) & 7) + 1);
+    }
+}
+
+/* The lanes of 8 sub-blocks of sign bytes sg (-1, 0 or 1) against the
+ * activation codes q, each times its scales. */
+AVX2 static inline __attribute__((always_inline)) __m256i signed_lanes(const __m256i *sg, const __m256i *scv, const int8_t *q)
+{
+    const __m256i ones = _mm256_set1_epi8(1);
+    __m256i lanes = _mm256_setzero_si256();
+    QD_UNROLL
+    for (int s = 0; s < 8; s++) {
+        const __m256i p = _mm256_maddubs_epi16(ones, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q + 32 * s)), sg[s]));
+        lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(p, scv[s]));
+    }
+    return lanes;
+}
+
+AVX2 static inline __attribute__((always_inline)) iq1_acc iq1s_step(const block_iq1_s *blk, const iq1_wt *u, const qrow *a,
+                                                                    int64_t i, iq1_acc acc)
+{
+    const float D = a->d[i] * _cvtsh_ss(blk->d);
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(signed_lanes(u->grid, u->scv, a->q + i * 256)), acc.v);
+    const int32_t *bs = a->sum16 + i * 16;
+    int32_t sumi1 = 0;
+    for (int s = 0; s < 8; s++) sumi1 += u->dls[s] * (bs[2 * s] + bs[2 * s + 1]);
+    acc.s = fmaf(D, (float)sumi1, acc.s);
+    return acc;
+}
+
+AVX2 static inline __attribute__((always_inline)) iq1_acc iq1m_step(const block_iq1_m *blk, const iq1_wt *u, const qrow *a,
+                                                                    int64_t i, iq1_acc acc)
+{
+    uint16_t sc[4];
+    memcpy(sc, blk->scales, 8);
+    const uint16_t dh = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
+    const __m256 D = _mm256_set1_ps(a->d[i] * _cvtsh_ss(dh));
+    const int8_t *q = a->q + i * 256;
+    acc.v = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(signed_lanes(u->grid, u->scv, q)), acc.v);
+    acc.dv = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(signed_lanes(u->dsg, u->scv, q)), acc.dv);
+    return acc;
+}
+
+AVX2 static inline float iq1s_finish(iq1_acc acc) { return hsum_ps(acc.v) + 0.125f * acc.s; }
+AVX2 static inline float iq1m_finish(iq1_acc acc) { return hsum_ps(acc.v) + 0.125f * hsum_ps(acc.dv); }
+
+NATIVE_BLOCK_DOTS(AVX2, kavx2_qdot_iq1_s, kavx2_qdotn_iq1_s, block_iq1_s, iq1_wt, iq1s_load, iq1s_step, iq1_acc,
+                  iq1s_finish)
+NATIVE_BLOCK_DOTS(AVX2, kavx2_qdot_iq1_m, kavx2_qdotn_iq1_m, block_iq1_m, iq1_wt, iq1m_load, iq1m_step, iq1_acc,
+                  iq1m_finish)
 
 /* One MXFP4 row against nt <= KQ_NT_MAX tokens (prefill): each block's
  * signed values and their magnitudes, and its scale, are made once and
@@ -278,46 +379,6 @@ AVX2 void kavx2_qdotn_mxfp4(const weight *w, int64_t r, const qrow *a, int nt, f
         }
     }
     for (int t = 0; t < nt; t++) y[t * ystride] = mxfp4_finish(row, &a[t], nb, even[t], odd[t]);
-}
-
-/* kavx2_qdot_iq2_s of one row against nt <= KQ_NT_MAX tokens: a block's
- * grid bytes, sign vectors and scales are made once and met by every
- * token; per token the integer lanes and float steps are
- * kavx2_qdot_iq2_s's, so each y is its bits. */
-AVX2 void kavx2_qdotn_iq2_s(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
-{
-    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    __m256 acc[KQ_NT_MAX];
-    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < w->cols / 256; b++) {
-        const block_iq2_s *blk = (const block_iq2_s *)row + b;
-        const uint8_t *qs = blk->qs, *signs = blk->qs + 32, *qh = blk->qh, *sc = blk->scales;
-        const uint16_t dh = blk->d;
-        const float d = _cvtsh_ss(dh);
-        __m256i grid[8], sgn[8], scv[8];
-        for (int ib = 0; ib < 8; ib++) {
-            grid[ib] = _mm256_setr_epi64x((long long)ggml_iq2s_grid[qs[ib * 4 + 0] | ((qh[ib] << 8) & 0x300)],
-                                          (long long)ggml_iq2s_grid[qs[ib * 4 + 1] | ((qh[ib] << 6) & 0x300)],
-                                          (long long)ggml_iq2s_grid[qs[ib * 4 + 2] | ((qh[ib] << 4) & 0x300)],
-                                          (long long)ggml_iq2s_grid[qs[ib * 4 + 3] | ((qh[ib] << 2) & 0x300)]);
-            uint32_t sw;
-            memcpy(&sw, signs + ib * 4, 4);
-            sgn[ib] = iq3_sign_pm1(sw);
-            const short lo = (short)(2 * (sc[ib] & 15) + 1), hi = (short)(2 * (sc[ib] >> 4) + 1);
-            scv[ib] = _mm256_setr_epi16(lo, lo, lo, lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi);
-        }
-        for (int t = 0; t < nt; t++) {
-            const int8_t *q = a[t].q + b * 256;
-            __m256i lanes = _mm256_setzero_si256();
-            for (int ib = 0; ib < 8; ib++) {
-                const __m256i qs8 = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q + ib * 32)), sgn[ib]);
-                lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(_mm256_maddubs_epi16(grid[ib], qs8), scv[ib]));
-            }
-            const float D = d * a[t].d[b];
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc[t]);
-        }
-    }
-    for (int t = 0; t < nt; t++) y[t * ystride] = 0.125f * hsum_ps(acc[t]);
 }
 
 #endif

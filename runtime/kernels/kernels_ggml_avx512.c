@@ -181,7 +181,7 @@ AVX512BW static inline __attribute__((always_inline)) __m256 q2kz_step(const blo
     return _mm256_fmadd_ps(_mm256_set1_ps(a->d[i] * _cvtsh_ss(blk->d)), _mm256_cvtepi32_ps(l8), acc);
 }
 
-NATIVE_BLOCK_DOTS(AVX512BW, kavx512_qdot_q2_k, kavx512_qdotn_q2_k, block_q2_K, q2kz_wt, q2kz_load, q2kz_step, 1.0f)
+NATIVE_BLOCK_DOTS(AVX512BW, kavx512_qdot_q2_k, kavx512_qdotn_q2_k, block_q2_K, q2kz_wt, q2kz_load, q2kz_step, __m256, hsum_ps_1)
 
 /* Native IQ2_XXS on AVX-512 BW: a zmm holds two sub-blocks (64 elements):
  * their eight grid entries, their sign groups as one 64-bit mask that
@@ -226,6 +226,6 @@ AVX512BW static inline __attribute__((always_inline)) __m256 iq2xxsz_step(const 
 }
 
 NATIVE_BLOCK_DOTS(AVX512BW, kavx512_qdot_iq2_xxs, kavx512_qdotn_iq2_xxs, block_iq2_xxs, iq2xxsz_wt, iq2xxsz_load,
-                  iq2xxsz_step, 0.125f)
+                  iq2xxsz_step, __m256, hsum_ps_8th)
 
 #endif

@@ -282,6 +282,120 @@ static uint16_t dec_iq2_s(const uint8_t *b, int16_t v[256], int32_t mul16[16])
     return blk->d;
 }
 
+/* IQ2_XS: per 8 elements one u16, a 9-bit grid index and a 7-bit sign
+ * group (ggml_ksigns_iq2xs gives the 8 signs), per 16 a 4-bit scale (low
+ * nibble the first 16 of a sub-block of 32); value d * (0.5 + s) * 0.25 *
+ * grid * sign. */
+static uint16_t dec_iq2_xs(const uint8_t *b, int16_t v[256], int32_t mul16[16])
+{
+    const block_iq2_xs *blk = (const block_iq2_xs *)b;
+    for (int ib = 0; ib < 8; ib++) {
+        mul16[2 * ib] = 2 * (blk->scales[ib] & 15) + 1;
+        mul16[2 * ib + 1] = 2 * (blk->scales[ib] >> 4) + 1;
+        for (int g = 0; g < 4; g++) {
+            const uint16_t x = blk->qs[4 * ib + g];
+            const uint64_t gv = ggml_iq2xs_grid[x & 511];
+            const uint8_t sg = ggml_ksigns_iq2xs[x >> 9];
+            for (int jj = 0; jj < 8; jj++) {
+                const int val = (int)((gv >> (8 * jj)) & 255u);
+                v[32 * ib + 8 * g + jj] = (int16_t)((sg >> jj & 1) ? -val : val);
+            }
+        }
+    }
+    return blk->d;
+}
+
+/* IQ3_S: per 32 elements eight grid-index bytes with a ninth bit each in
+ * qh, four sign bytes, and per 64 a byte of two 4-bit scales (low nibble
+ * the first 32); value d * (1 + 2s) * grid * sign. */
+static uint16_t dec_iq3_s(const uint8_t *b, int16_t v[256], int32_t mul16[16])
+{
+    const block_iq3_s *blk = (const block_iq3_s *)b;
+    for (int ib = 0; ib < 8; ib++) {
+        mul16[2 * ib] = mul16[2 * ib + 1] = 2 * ((blk->scales[ib / 2] >> (4 * (ib % 2))) & 15) + 1;
+        for (int k = 0; k < 8; k++) {
+            const uint32_t gv = ggml_iq3s_grid[blk->qs[8 * ib + k] | ((blk->qh[ib] << (8 - k)) & 256)];
+            const uint8_t sg = blk->signs[4 * ib + k / 2];
+            for (int jj = 0; jj < 4; jj++) {
+                const int e = 4 * (k % 2) + jj, val = (int)((gv >> (8 * jj)) & 255u);
+                v[32 * ib + 4 * k + jj] = (int16_t)((sg >> e & 1) ? -val : val);
+            }
+        }
+    }
+    return blk->d;
+}
+
+/* IQ1_S and IQ1_M: grid values of -1, 0 or 1 (11-bit indices into
+ * ggml_iq1s_grid), each shifted by +-1/8 (the delta), an odd 3-bit scale
+ * per 32 (IQ1_S) or 16 (IQ1_M). As ggml's AVX2 dots: the grid part's
+ * integer lanes fused-multiply-added by d x (activation scale) as the
+ * other types; IQ1_S's delta part one integer per block (the sums of 32
+ * of the activation, signed, times the scales), its product by the same
+ * factor added into one float (contracted, as ggml's build does), the row
+ * hsum + delta x that; IQ1_M's delta part integer lanes (the activation
+ * codes, signed, times the scales) into a second set of 8 float lanes,
+ * the row hsum(first) + delta x hsum(second). */
+static void iq1_grid8(uint64_t g, int16_t *v)
+{
+    for (int j = 0; j < 8; j++) v[j] = (int16_t)(int8_t)(uint8_t)(g >> (8 * j));
+}
+
+static float dot_iq1_s(const uint8_t *row, int64_t cols, const qrow *a)
+{
+    float acc[8] = { 0 }, acc1 = 0.0f;
+    for (int64_t i = 0; i < cols / 256; i++) {
+        const block_iq1_s *blk = (const block_iq1_s *)row + i;
+        int16_t v[256];
+        int32_t mul16[16], sumi1 = 0;
+        for (int ib = 0; ib < 8; ib++) {
+            const uint16_t qh = blk->qh[ib];
+            const int32_t ls = 2 * ((qh >> 12) & 7) + 1;
+            mul16[2 * ib] = mul16[2 * ib + 1] = ls;
+            for (int l = 0; l < 4; l++)
+                iq1_grid8(ggml_iq1s_grid[blk->qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)], v + 32 * ib + 8 * l);
+            const int32_t bs = a->sum16[i * 16 + 2 * ib] + a->sum16[i * 16 + 2 * ib + 1];
+            sumi1 += bs * ((qh & 0x8000) ? -ls : ls);
+        }
+        const float D = a->d[i] * fp16_to_f32(blk->d);
+        fma_block(acc, D, v, mul16, a->q + i * 256);
+        acc1 = fmaf(D, (float)sumi1, acc1);
+    }
+    return ggml_order_hsum8(acc) + 0.125f * acc1;
+}
+
+/* IQ1_M's fp16 scale: the top nibbles of its four scale words. */
+static uint16_t iq1m_d(const block_iq1_m *blk, uint16_t sc[4])
+{
+    memcpy(sc, blk->scales, 8);
+    return (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
+}
+
+static float dot_iq1_m(const uint8_t *row, int64_t cols, const qrow *a)
+{
+    float acc[8] = { 0 }, accd[8] = { 0 };
+    for (int64_t i = 0; i < cols / 256; i++) {
+        const block_iq1_m *blk = (const block_iq1_m *)row + i;
+        uint16_t sc[4];
+        const uint16_t dh = iq1m_d(blk, sc);
+        int16_t v[256], dv[256];
+        int32_t mul16[16];
+        for (int ib = 0; ib < 8; ib++) {
+            mul16[2 * ib] = 2 * ((sc[ib / 2] >> (6 * (ib % 2))) & 7) + 1;
+            mul16[2 * ib + 1] = 2 * ((sc[ib / 2] >> (6 * (ib % 2) + 3)) & 7) + 1;
+            for (int l = 0; l < 4; l++) {
+                const uint8_t h = blk->qh[2 * ib + l / 2];
+                const int up = 4 * (l % 2);
+                iq1_grid8(ggml_iq1s_grid[blk->qs[4 * ib + l] | (((h >> up) & 7) << 8)], v + 32 * ib + 8 * l);
+                for (int j = 0; j < 8; j++) dv[32 * ib + 8 * l + j] = (int16_t)((h & (0x08 << up)) ? -1 : 1);
+            }
+        }
+        const float D = a->d[i] * fp16_to_f32(dh);
+        fma_block(acc, D, v, mul16, a->q + i * 256);
+        fma_block(accd, D, dv, mul16, a->q + i * 256);
+    }
+    return ggml_order_hsum8(acc) + 0.125f * ggml_order_hsum8(accd);
+}
+
 /* MXFP4 (gpt-oss's experts) as ggml's AVX2 vec_dot_mxfp4_q8_0: blocks in
  * pairs, the even one fused-multiply-added into one set of 8 lanes and the
  * odd one into another (lane l: elements 4l..4l+3, the low nibbles being
@@ -323,6 +437,8 @@ float kscalar_qdot_q4_k(const weight *w, int64_t r, const qrow *a) { return dot_
 float kscalar_qdot_q5_k(const weight *w, int64_t r, const qrow *a) { return dot_qk(row_of(w, r), w->cols, a, 5); }
 float kscalar_qdot_q2_k(const weight *w, int64_t r, const qrow *a) { return dot_q2_k(row_of(w, r), w->cols, a); }
 float kscalar_qdot_mxfp4(const weight *w, int64_t r, const qrow *a) { return dot_mxfp4(row_of(w, r), w->cols, a); }
+float kscalar_qdot_iq1_s(const weight *w, int64_t r, const qrow *a) { return dot_iq1_s(row_of(w, r), w->cols, a); }
+float kscalar_qdot_iq1_m(const weight *w, int64_t r, const qrow *a) { return dot_iq1_m(row_of(w, r), w->cols, a); }
 /* The types that dot_blocks sums: block, decoder, constant. */
 #define BLOCKS_DOT(T, BLK, DEC, K)                                                                              \
     float kscalar_qdot_##T(const weight *w, int64_t r, const qrow *a)                                          \
@@ -335,6 +451,8 @@ BLOCKS_DOT(iq4_xs, block_iq4_xs, dec_iq4_xs, 1.0f)
 BLOCKS_DOT(iq2_xxs, block_iq2_xxs, dec_iq2_xxs, 0.125f)
 BLOCKS_DOT(iq2_s, block_iq2_s, dec_iq2_s, 0.125f)
 BLOCKS_DOT(iq3_xxs, block_iq3_xxs, dec_iq3_xxs, 0.25f)
+BLOCKS_DOT(iq2_xs, block_iq2_xs, dec_iq2_xs, 0.125f)
+BLOCKS_DOT(iq3_s, block_iq3_s, dec_iq3_s, 1.0f)
 
 /* One row against nt tokens, one dot per token: the scalar table's qdotn
  * for the types whose SIMD qdotn shares work across tokens (so a batch
@@ -348,3 +466,7 @@ PER_TOKEN_DOTN(q2_k)
 PER_TOKEN_DOTN(iq2_xxs)
 PER_TOKEN_DOTN(iq2_s)
 PER_TOKEN_DOTN(mxfp4)
+PER_TOKEN_DOTN(iq2_xs)
+PER_TOKEN_DOTN(iq3_s)
+PER_TOKEN_DOTN(iq1_s)
+PER_TOKEN_DOTN(iq1_m)

@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 
@@ -148,36 +149,41 @@ AVX2 static inline __m256i iq3_signed_q(const int8_t *q, uint32_t mask)
 
 /* The qdot and qdotn entries of a native block type whose kernel makes a
  * block's weight side once (WT u, LOAD(blk, &u)) and meets one token with
- * it (acc = STEP(blk, &u, a, i, acc)), the result SCALE x hsum: one row
- * against one token, and against nt <= KQ_NT_MAX tokens, each block's
- * weight side shared by all of them (every token's steps the single dot's,
- * so its bits). */
-#define NATIVE_BLOCK_DOTS(ATTR, QDOT, QDOTN, BLK, WT, LOAD, STEP, SCALE)                                       \
+ * it (acc = STEP(blk, &u, a, i, acc), acc of type ACC, zero at the start),
+ * the result FINISH(acc): one row against one token, and against
+ * nt <= KQ_NT_MAX tokens, each block's weight side shared by all of them
+ * (every token's steps the single dot's, so its bits). */
+#define NATIVE_BLOCK_DOTS(ATTR, QDOT, QDOTN, BLK, WT, LOAD, STEP, ACC, FINISH)                                 \
     ATTR float QDOT(const weight *w, int64_t r, const qrow *a)                                                  \
     {                                                                                                           \
         const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;                              \
-        __m256 acc = _mm256_setzero_ps();                                                                       \
+        ACC acc;                                                                                                \
+        memset(&acc, 0, sizeof acc);                                                                            \
         for (int64_t i = 0; i < w->cols / 256; i++) {                                                           \
             const BLK *blk = (const BLK *)row + i;                                                              \
             WT u;                                                                                               \
             LOAD(blk, &u);                                                                                      \
             acc = STEP(blk, &u, a, i, acc);                                                                     \
         }                                                                                                       \
-        return SCALE * hsum_ps(acc);                                                                            \
+        return FINISH(acc);                                                                                     \
     }                                                                                                           \
     ATTR void QDOTN(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)               \
     {                                                                                                           \
         const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;                              \
-        __m256 acc[KQ_NT_MAX];                                                                                  \
-        for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();                                              \
+        ACC acc[KQ_NT_MAX];                                                                                     \
+        memset(acc, 0, sizeof acc);                                                                             \
         for (int64_t i = 0; i < w->cols / 256; i++) {                                                           \
             const BLK *blk = (const BLK *)row + i;                                                              \
             WT u;                                                                                               \
             LOAD(blk, &u);                                                                                      \
             for (int t = 0; t < nt; t++) acc[t] = STEP(blk, &u, &a[t], i, acc[t]);                              \
         }                                                                                                       \
-        for (int t = 0; t < nt; t++) y[t * ystride] = SCALE * hsum_ps(acc[t]);                                  \
+        for (int t = 0; t < nt; t++) y[t * ystride] = FINISH(acc[t]);                                           \
     }
+
+/* FINISH of the types whose row is hsum x 1 or x 1/8 (the grid's unit). */
+AVX2 static inline float hsum_ps_1(__m256 acc) { return hsum_ps(acc); }
+AVX2 static inline float hsum_ps_8th(__m256 acc) { return 0.125f * hsum_ps(acc); }
 
 /* IQ2_XXS (kernels_ggml_avx2.c and kernels_ggml_avx512.c): a sub-block's
  * two words, its four grid-index bytes (idx) and its sign word (four

@@ -1198,15 +1198,21 @@ static void test_native_equals_sform(void **st)
         }
         free(mem); free(codes); free(sc); free(off); free(blocks);
     }
-    /* IQ2_S, Q2_K and IQ2_XXS (AVX2 kernels), IQ3_XXS and MXFP4 (gpt-oss's
-     * experts, with Q8_0 activations) natively: every table the same bits,
-     * near the decoded row times the rounded activation */
-    const char *iq[5] = { "vectors/quant/iq2_s.bin", "vectors/quant/iq3_xxs.bin", "vectors/quant/mxfp4.bin",
-                          "vectors/quant/q2_K.bin", "vectors/quant/iq2_xxs.imat.bin" };
-    const int iqt[5] = { GGML_TYPE_IQ2_S, GGML_TYPE_IQ3_XXS, GGML_TYPE_MXFP4, GGML_TYPE_Q2_K, GGML_TYPE_IQ2_XXS };
-    const int iqa[5] = { WA_Q8_K, WA_Q8_K, WA_Q8_0, WA_Q8_K, WA_Q8_K };
+    /* IQ2_S, Q2_K, IQ2_XXS, IQ2_XS, IQ3_S, IQ1_S and IQ1_M (AVX2 kernels),
+     * IQ3_XXS and MXFP4 (gpt-oss's experts, with Q8_0 activations)
+     * natively: every table the same bits, near the decoded row times the
+     * rounded activation */
+    enum { N_IQ = 9 };
+    const char *iq[N_IQ] = { "vectors/quant/iq2_s.bin",         "vectors/quant/iq3_xxs.bin",
+                             "vectors/quant/mxfp4.bin",         "vectors/quant/q2_K.bin",
+                             "vectors/quant/iq2_xxs.imat.bin",  "vectors/quant/iq2_xs.imat.bin",
+                             "vectors/quant/iq3_s.bin",         "vectors/quant/iq1_s.imat.bin",
+                             "vectors/quant/iq1_m.bin" };
+    const int iqt[N_IQ] = { GGML_TYPE_IQ2_S,  GGML_TYPE_IQ3_XXS, GGML_TYPE_MXFP4, GGML_TYPE_Q2_K, GGML_TYPE_IQ2_XXS,
+                            GGML_TYPE_IQ2_XS, GGML_TYPE_IQ3_S,   GGML_TYPE_IQ1_S, GGML_TYPE_IQ1_M };
+    const int iqa[N_IQ] = { WA_Q8_K, WA_Q8_K, WA_Q8_0, WA_Q8_K, WA_Q8_K, WA_Q8_K, WA_Q8_K, WA_Q8_K, WA_Q8_K };
     float row[512];
-    for (int t = 0; t < 5; t++) {
+    for (int t = 0; t < N_IQ; t++) {
         size_t nb = 0;
         uint8_t *blocks = slurp_shared(iq[t], &nb);
         assert_non_null(blocks);
@@ -1248,7 +1254,7 @@ static void test_native_equals_sform(void **st)
                 }
             if (r == 0) check_qdot4(tabs, &odd, WF_GGML, &a);
         }
-        /* a batch shares IQ2_S's, Q2_K's and IQ2_XXS's codes, signs and scales, MXFP4's values and
+        /* a batch shares the IQ types' and Q2_K's codes, signs and scales, MXFP4's values and
          * scales, across tokens (qdotn), the same bits */
         for (int k = 0; k < 4; k++)
             if (tabs[k])
