@@ -198,6 +198,18 @@ AVX2 static inline __attribute__((always_inline)) void iq2xxs_load(const block_i
     }
 }
 
+/* IQ2_XS's signs of a sub-block (four u16, each a 7-bit sign group above
+ * a 9-bit index) as +-1 bytes. */
+AVX2 static inline __m256i iq2xs_sign_pm1(const uint16_t *x)
+{
+    const __m128i full = ksigns_iq2xs_vec(_mm_srli_epi16(_mm_loadl_epi64((const __m128i *)x), 9));
+    const __m256i sidx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2,
+                                          4, 4, 4, 4, 4, 4, 4, 4, 6, 6, 6, 6, 6, 6, 6, 6);
+    const __m256i bitsel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i sb = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(full), sidx);
+    return _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(sb, bitsel), bitsel), _mm256_set1_epi8(1));
+}
+
 /* IQ2_XS: per 8 elements a u16 of a 9-bit grid index and a 7-bit sign group. */
 AVX2 static inline __attribute__((always_inline)) void iq2xs_load(const block_iq2_xs *blk, sgrid_wt *u)
 {
@@ -206,9 +218,7 @@ AVX2 static inline __attribute__((always_inline)) void iq2xs_load(const block_iq
         const uint16_t *x = blk->qs + 4 * s;
         u->grid[s] = _mm256_setr_epi64x((long long)ggml_iq2xs_grid[x[0] & 511], (long long)ggml_iq2xs_grid[x[1] & 511],
                                         (long long)ggml_iq2xs_grid[x[2] & 511], (long long)ggml_iq2xs_grid[x[3] & 511]);
-        const uint32_t m = (uint32_t)ggml_ksigns_iq2xs[x[0] >> 9] | (uint32_t)ggml_ksigns_iq2xs[x[1] >> 9] << 8 |
-                           (uint32_t)ggml_ksigns_iq2xs[x[2] >> 9] << 16 | (uint32_t)ggml_ksigns_iq2xs[x[3] >> 9] << 24;
-        u->sgn[s] = iq3_sign_pm1(m);
+        u->sgn[s] = iq2xs_sign_pm1(x);
         u->scv[s] = scale16x2(2 * (blk->scales[s] & 15) + 1, 2 * (blk->scales[s] >> 4) + 1);
     }
 }
@@ -263,9 +273,10 @@ NATIVE_BLOCK_DOTS(AVX2, kavx2_qdot_iq3_s, kavx2_qdotn_iq3_s, block_iq3_s, sgrid_
  * summed by maddubs against ones, madd by the scales: the grid part's
  * lanes, as the types above. The delta part: IQ1_S one integer a block
  * (the activation's sums of 32 times the signed scales) into a float,
- * IQ1_M lanes of the activation codes under the delta signs, into a
- * second float vector. */
-typedef struct iq1_wt { __m256i grid[8], scv[8], dsg[8]; int32_t dls[8]; } iq1_wt;
+ * IQ1_M lanes of the activation codes' pair sums times the scales with
+ * the delta signs on them (dsc: one sign an 8-group), into a second float
+ * vector. */
+typedef struct iq1_wt { __m256i grid[8], scv[8], dsc[8]; int32_t dls[8]; } iq1_wt;
 typedef struct iq1_acc { __m256 v, dv; float s; } iq1_acc;
 
 AVX2 static inline __attribute__((always_inline)) void iq1s_load(const block_iq1_s *blk, iq1_wt *u)
@@ -296,11 +307,11 @@ AVX2 static inline __attribute__((always_inline)) void iq1m_load(const block_iq1
                                         (long long)ggml_iq1s_grid[qs[1] | ((h0 << 4) & 0x700)],
                                         (long long)ggml_iq1s_grid[qs[2] | ((h1 << 8) & 0x700)],
                                         (long long)ggml_iq1s_grid[qs[3] | ((h1 << 4) & 0x700)]);
-        const long long pos = 0x0101010101010101ll, neg = -1ll;
-        u->dsg[s] = _mm256_setr_epi64x((h0 & 0x08) ? neg : pos, (h0 & 0x80) ? neg : pos, (h1 & 0x08) ? neg : pos,
-                                       (h1 & 0x80) ? neg : pos);
+        const long long pos = 0x0001000100010001ll, neg = -1ll; /* int16 +-1, a 64-bit lane an 8-group */
         const unsigned w = sc[s / 2] >> (6 * (s % 2));
         u->scv[s] = scale16x2(2 * (w & 7) + 1, 2 * ((w >> 3) & 7) + 1);
+        u->dsc[s] = _mm256_sign_epi16(u->scv[s], _mm256_setr_epi64x((h0 & 0x08) ? neg : pos, (h0 & 0x80) ? neg : pos,
+                                                                    (h1 & 0x08) ? neg : pos, (h1 & 0x80) ? neg : pos));
     }
 }
 
@@ -339,7 +350,13 @@ AVX2 static inline __attribute__((always_inline)) iq1_acc iq1m_step(const block_
     const __m256 D = _mm256_set1_ps(a->d[i] * _cvtsh_ss(dh));
     const int8_t *q = a->q + i * 256;
     acc.v = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(signed_lanes(u->grid, u->scv, q)), acc.v);
-    acc.dv = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(signed_lanes(u->dsg, u->scv, q)), acc.dv);
+    __m256i dl = _mm256_setzero_si256();
+    QD_UNROLL
+    for (int s = 0; s < 8; s++) {
+        const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_loadu_si256((const __m256i *)(q + 32 * s)));
+        dl = _mm256_add_epi32(dl, _mm256_madd_epi16(pairs, u->dsc[s]));
+    }
+    acc.dv = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(dl), acc.dv);
     return acc;
 }
 

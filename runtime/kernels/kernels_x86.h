@@ -157,8 +157,7 @@ AVX2 static inline __m256i iq3_signed_q(const int8_t *q, uint32_t mask)
     ATTR float QDOT(const weight *w, int64_t r, const qrow *a)                                                  \
     {                                                                                                           \
         const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;                              \
-        ACC acc;                                                                                                \
-        memset(&acc, 0, sizeof acc);                                                                            \
+        ACC acc = { 0 };                                                                                        \
         for (int64_t i = 0; i < w->cols / 256; i++) {                                                           \
             const BLK *blk = (const BLK *)row + i;                                                              \
             WT u;                                                                                               \
@@ -189,17 +188,30 @@ AVX2 static inline float hsum_ps_8th(__m256 acc) { return 0.125f * hsum_ps(acc);
  * two words, its four grid-index bytes (idx) and its sign word (four
  * 7-bit groups, the 4-bit scale on top): the four 8-byte grid entries in
  * element order, and the four groups' sign bytes as one 32-bit mask (bit
- * e: element e negative). */
+ * e: element e negative), made on vectors (ksigns_iq2xs_vec). */
 AVX2 static inline __m256i iq2xxs_grid4(uint32_t idx)
 {
     return _mm256_setr_epi64x((long long)ggml_iq2xxs_grid[idx & 255], (long long)ggml_iq2xxs_grid[(idx >> 8) & 255],
                               (long long)ggml_iq2xxs_grid[(idx >> 16) & 255], (long long)ggml_iq2xxs_grid[idx >> 24]);
 }
 
-static inline uint32_t iq2xxs_signs32(uint32_t word)
+/* ggml_ksigns_iq2xs on vectors: each 7-bit sign group (a byte of s7 whose
+ * other bytes in its 16-bit lane are zero) with its eighth sign on top,
+ * the parity of the seven: g ^ g >> 4 has the same parity in its low four
+ * bits, and a 16-entry table gives 0x80 where that is odd. */
+AVX2 static inline __m128i ksigns_iq2xs_vec(__m128i s7)
 {
-    return (uint32_t)ggml_ksigns_iq2xs[word & 127] | (uint32_t)ggml_ksigns_iq2xs[(word >> 7) & 127] << 8 |
-           (uint32_t)ggml_ksigns_iq2xs[(word >> 14) & 127] << 16 | (uint32_t)ggml_ksigns_iq2xs[(word >> 21) & 127] << 24;
+    const __m128i odd = _mm_setr_epi8(0, (char)0x80, (char)0x80, 0, (char)0x80, 0, 0, (char)0x80, (char)0x80, 0, 0,
+                                      (char)0x80, 0, (char)0x80, (char)0x80, 0);
+    return _mm_or_si128(s7, _mm_shuffle_epi8(odd, _mm_xor_si128(s7, _mm_srli_epi16(s7, 4))));
+}
+
+AVX2 static inline uint32_t iq2xxs_signs32(uint32_t word)
+{
+    const __m128i s7 = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32((int)word), _mm_setr_epi32(0, 7, 14, 21)),
+                                     _mm_set1_epi32(127));
+    return (uint32_t)_mm_cvtsi128_si32(_mm_shuffle_epi8(ksigns_iq2xs_vec(s7), _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1,
+                                                                                            -1, -1, -1, -1, -1, -1, -1)));
 }
 
 /* Q2_K (kernels_ggml_avx2.c and kernels_ggml_avx512.c have the method):
