@@ -279,6 +279,21 @@ NATIVE_BLOCK_DOTS(AVX2, kavx2_qdot_iq3_s, kavx2_qdotn_iq3_s, block_iq3_s, sgrid_
 typedef struct iq1_wt { __m256i grid[8], scv[8], dsc[8]; int32_t dls[8]; } iq1_wt;
 typedef struct iq1_acc { __m256 v, dv; float s; } iq1_acc;
 
+#define IQ1M_L8(v) v, v, v, v, v, v, v, v
+#define IQ1M_SC(w) { IQ1M_L8(2 * ((w) & 7) + 1), IQ1M_L8(2 * (((w) >> 3) & 7) + 1) }
+#define IQ1M_SC8(w) IQ1M_SC(w), IQ1M_SC(w + 1), IQ1M_SC(w + 2), IQ1M_SC(w + 3), IQ1M_SC(w + 4), IQ1M_SC(w + 5), \
+                    IQ1M_SC(w + 6), IQ1M_SC(w + 7)
+static const int16_t iq1m_scales[64][16] __attribute__((aligned(32))) = {
+    IQ1M_SC8(0), IQ1M_SC8(8), IQ1M_SC8(16), IQ1M_SC8(24), IQ1M_SC8(32), IQ1M_SC8(40), IQ1M_SC8(48), IQ1M_SC8(56)
+};
+#define IQ1M_D4(b, g) (((b) >> (g)) & 1 ? -1 : 1), (((b) >> (g)) & 1 ? -1 : 1), (((b) >> (g)) & 1 ? -1 : 1), \
+                      (((b) >> (g)) & 1 ? -1 : 1)
+#define IQ1M_DS(b) { IQ1M_D4(b, 0), IQ1M_D4(b, 1), IQ1M_D4(b, 2), IQ1M_D4(b, 3) }
+static const int16_t iq1m_delta_signs[16][16] __attribute__((aligned(32))) = {
+    IQ1M_DS(0), IQ1M_DS(1), IQ1M_DS(2),  IQ1M_DS(3),  IQ1M_DS(4),  IQ1M_DS(5),  IQ1M_DS(6),  IQ1M_DS(7),
+    IQ1M_DS(8), IQ1M_DS(9), IQ1M_DS(10), IQ1M_DS(11), IQ1M_DS(12), IQ1M_DS(13), IQ1M_DS(14), IQ1M_DS(15)
+};
+
 AVX2 static inline __attribute__((always_inline)) void iq1s_load(const block_iq1_s *blk, iq1_wt *u)
 {
     QD_UNROLL
@@ -290,11 +305,15 @@ AVX2 static inline __attribute__((always_inline)) void iq1s_load(const block_iq1
                                         (long long)ggml_iq1s_grid[qs[2] | ((h << 2) & 0x700)],
                                         (long long)ggml_iq1s_grid[qs[3] | ((h >> 1) & 0x700)]);
         const int ls = 2 * ((h >> 12) & 7) + 1;
-        u->scv[s] = _mm256_set1_epi16((short)ls);
+        u->scv[s] = _mm256_load_si256((const __m256i *)iq1m_scales[9 * ((h >> 12) & 7)]);
         u->dls[s] = (h & 0x8000) ? -ls : ls;
     }
 }
 
+/* IQ1_M's two 3-bit scales of a sub-block (6 bits) as the int16 vector
+ * of its lanes (2s + 1, the first 16 elements' in the lower 8 words), and
+ * its four delta signs (bit g: 8-group g negative) as int16 +-1, a 64-bit
+ * lane an 8-group: tables, so a sub-block's are one load each. */
 AVX2 static inline __attribute__((always_inline)) void iq1m_load(const block_iq1_m *blk, iq1_wt *u)
 {
     uint16_t sc[4];
@@ -307,11 +326,10 @@ AVX2 static inline __attribute__((always_inline)) void iq1m_load(const block_iq1
                                         (long long)ggml_iq1s_grid[qs[1] | ((h0 << 4) & 0x700)],
                                         (long long)ggml_iq1s_grid[qs[2] | ((h1 << 8) & 0x700)],
                                         (long long)ggml_iq1s_grid[qs[3] | ((h1 << 4) & 0x700)]);
-        const long long pos = 0x0001000100010001ll, neg = -1ll; /* int16 +-1, a 64-bit lane an 8-group */
         const unsigned w = sc[s / 2] >> (6 * (s % 2));
-        u->scv[s] = scale16x2(2 * (w & 7) + 1, 2 * ((w >> 3) & 7) + 1);
-        u->dsc[s] = _mm256_sign_epi16(u->scv[s], _mm256_setr_epi64x((h0 & 0x08) ? neg : pos, (h0 & 0x80) ? neg : pos,
-                                                                    (h1 & 0x08) ? neg : pos, (h1 & 0x80) ? neg : pos));
+        u->scv[s] = _mm256_load_si256((const __m256i *)iq1m_scales[w & 63]);
+        const unsigned bits = ((h0 >> 3) & 1) | ((h0 >> 6) & 2) | ((h1 >> 1) & 4) | ((h1 >> 4) & 8);
+        u->dsc[s] = _mm256_sign_epi16(u->scv[s], _mm256_load_si256((const __m256i *)iq1m_delta_signs[bits]));
     }
 }
 
