@@ -263,6 +263,16 @@ int kernels_qdot_ok(const weight *w)
     return w->code_bias >= -128 && w->code_bias + maxcode <= 127;
 }
 
+int kernels_native_rows4(int ggml_type)
+{
+#ifdef KT_X86
+    return ggml_type >= 0 && ggml_type < GGML_TYPE_COUNT && avx2_table.qdot4_ggml[ggml_type] != NULL;
+#else
+    (void)ggml_type;
+    return 0;
+#endif
+}
+
 int kernels_qdotn_ok(const kernels *k, const weight *w)
 {
     if (!k->qdotn[w->form] || !kernels_qdot_ok(w)) return 0;

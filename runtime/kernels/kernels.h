@@ -155,5 +155,9 @@ int kernels_qdot_ok(const weight *w);
 /* 1 when a batch should take qdotn[w->form] for this weight (it shares
  * work across tokens): IQ3, native IQ2_S, and S-forms with K-quant factors. */
 int kernels_qdotn_ok(const kernels *k, const weight *w);
+/* 1 when the SIMD tables have a four-row kernel for native blocks of this
+ * ggml type (qdot4_ggml: one activation load for four rows, read ahead in
+ * each); the others' qdot4 is their single dot four times. */
+int kernels_native_rows4(int ggml_type);
 
 #endif

@@ -59,15 +59,23 @@ static int64_t stream_len(int64_t r0, int64_t r1) { return (r1 - r0) / 4; }
  * reads its codes and four planes of factors: in four streams that is
  * twenty (on one thread, 2048 x 2048 Q4_K experts from DRAM: 16-20 GB/s
  * against 25-27 row after row, a plain sweep 26-29; the 1.18 GB Q4_K
- * MoE's experts in `strata bench`: 20 against 27 GB/s). The others share
- * each activation load between four rows and stream as well. */
-static int four_streams(const weight *w) { return (w->form == WF_SCODE || w->form == WF_GGML) && !w->kf; }
+ * MoE's experts in `strata bench`: 20 against 27 GB/s). Native blocks
+ * without a four-row kernel (every type but MXFP4: their qdot4 is four
+ * single dots, which read no further ahead than the hardware does) also
+ * go row after row: in four streams of a task's 64 rows each stream
+ * started cold (one thread, 1.18 GB MoE: Q2_K experts 78 against 113
+ * tokens/s, IQ2_XXS 43 against 51). The others share each activation load
+ * between four rows, read ahead in each stream, and stream as well. */
+static int four_streams(const weight *w)
+{
+    if (w->kf) return 0;
+    return w->form == WF_SCODE || (w->form == WF_GGML && kernels_native_rows4(w->ggml_type));
+}
 
 /* Software prefetch of the first `depth` rows of each stream of the task
  * [r0, r1) (of its first 4 x depth rows for weights read row after row:
- * IQ3, the f32/f16 planes and K-quants with factors; native blocks have a
- * four-row kernel in every SIMD table: MXFP4's, or four single rows in
- * stream order), and of what the kernels read beside the codes: an
+ * IQ3, the f32/f16 planes, K-quants with factors and native blocks other
+ * than MXFP4), and of what the kernels read beside the codes: an
  * S-form's scales, or a K-quant's factors; only a hint, results never
  * depend on it. */
 static void warm_rows(const weight *w, int64_t r0, int64_t r1, int64_t depth)
