@@ -8,22 +8,11 @@
  * Built and run by tests/diag/diag_vecdot_llamacpp.sh. */
 #include "ggml-cpu.h"
 #include "ggml.h"
+#include "diag_vecdot_io.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-static void *slurp(const char *path, size_t want)
-{
-    FILE *f = fopen(path, "rb");
-    void *p = malloc(want);
-    if (!f || !p || fread(p, 1, want, f) != want) {
-        fprintf(stderr, "diag_vecdot_ggml: cannot read %zu bytes of %s\n", want, path);
-        exit(1);
-    }
-    fclose(f);
-    return p;
-}
 
 int main(int argc, char **argv)
 {
@@ -40,18 +29,14 @@ int main(int argc, char **argv)
     const struct ggml_type_traits_cpu *tt = traits(t), *vt = traits(tt->vec_dot_type);
     if (!tt->vec_dot || !vt->from_float) { fprintf(stderr, "diag_vecdot_ggml: type %d has no vec_dot\n", (int)t); return 1; }
     const size_t rb = ggml_row_size(t, cols), xb = ggml_row_size(tt->vec_dot_type, cols);
-    const char *w = slurp(argv[5], rb * (size_t)rows);
-    const float *x = slurp(argv[6], sizeof(float) * (size_t)(cols * nx));
+    const char *w = vd_slurp("diag_vecdot_ggml", argv[5], rb * (size_t)rows);
+    const float *x = vd_slurp("diag_vecdot_ggml", argv[6], sizeof(float) * (size_t)(cols * nx));
     char *xq = malloc(xb);
     float *out = malloc(sizeof(float) * (size_t)(rows * nx));
     for (long i = 0; i < nx; i++) {
         vt->from_float(x + i * cols, xq, cols);
         for (long r = 0; r < rows; r++) tt->vec_dot((int)cols, &out[i * rows + r], 0, w + r * rb, 0, xq, 0, 1);
     }
-    FILE *f = fopen(argv[8], "wb");
-    if (!f || fwrite(out, sizeof(float), (size_t)(rows * nx), f) != (size_t)(rows * nx) || fclose(f)) {
-        fprintf(stderr, "diag_vecdot_ggml: cannot write %s\n", argv[8]);
-        return 1;
-    }
+    if (vd_write("diag_vecdot_ggml", argv[8], out, (size_t)(rows * nx))) return 1;
     return 0;
 }

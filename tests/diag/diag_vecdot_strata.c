@@ -11,20 +11,10 @@
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/weight.h"
 
+#include "diag_vecdot_io.h"
+
 #include <stdio.h>
 #include <stdlib.h>
-
-static void *slurp(const char *path, size_t want)
-{
-    FILE *f = fopen(path, "rb");
-    void *p = malloc(want);
-    if (!f || !p || fread(p, 1, want, f) != want) {
-        fprintf(stderr, "diag_vecdot_strata: cannot read %zu bytes of %s\n", want, path);
-        exit(1);
-    }
-    fclose(f);
-    return p;
-}
 
 int main(int argc, char **argv)
 {
@@ -34,11 +24,11 @@ int main(int argc, char **argv)
     const size_t rb = ggml_row_bytes(type, cols);
     if (!rb) { fprintf(stderr, "diag_vecdot_strata: type %d cannot hold rows of %ld\n", type, cols); return 1; }
     weight w = { .form = WF_GGML, .rows = rows, .cols = cols, .ggml_type = type, .act = kernels_ggml_act(type) };
-    w.data = slurp(argv[4], rb * (size_t)rows);
+    w.data = vd_slurp("diag_vecdot_strata", argv[4], rb * (size_t)rows);
     char err[256];
     if (weight_check(&w, "diag", err, sizeof err)) { fprintf(stderr, "diag_vecdot_strata: %s\n", err); return 1; }
     if (!kernels_qdot_ok(&w)) { fprintf(stderr, "diag_vecdot_strata: type %d has no integer dot\n", type); return 1; }
-    const float *x = slurp(argv[5], sizeof(float) * (size_t)(cols * nx));
+    const float *x = vd_slurp("diag_vecdot_strata", argv[5], sizeof(float) * (size_t)(cols * nx));
     int8_t *q = malloc((size_t)cols);
     float *d = malloc(sizeof(float) * (size_t)(cols / 32)), *deq = malloc(sizeof(float) * (size_t)cols);
     int32_t *s16 = malloc(sizeof(int32_t) * (size_t)(cols / 16));
@@ -53,11 +43,7 @@ int main(int argc, char **argv)
         }
         char path[1024];
         snprintf(path, sizeof path, "%s.%s.f32", argv[7], tabs[k]->name);
-        FILE *f = fopen(path, "wb");
-        if (!f || fwrite(out, sizeof(float), (size_t)(rows * nx), f) != (size_t)(rows * nx) || fclose(f)) {
-            fprintf(stderr, "diag_vecdot_strata: cannot write %s\n", path);
-            return 1;
-        }
+        if (vd_write("diag_vecdot_strata", path, out, (size_t)(rows * nx))) return 1;
         printf("%s\n", tabs[k]->name);
     }
     return 0;
