@@ -150,10 +150,11 @@ AVX2 static inline __m256i iq3_signed_q(const int8_t *q, uint32_t mask)
 /* The qdot and qdotn entries of a native block type whose kernel makes a
  * block's weight side once (WT u, LOAD(blk, &u)) and meets one token with
  * it (acc = STEP(blk, &u, a, i, acc), acc of type ACC, zero at the start),
- * the result FINISH(acc): one row against one token, and against
- * nt <= KQ_NT_MAX tokens, each block's weight side shared by all of them
- * (every token's steps the single dot's, so its bits). */
-#define NATIVE_BLOCK_DOTS(ATTR, QDOT, QDOTN, BLK, WT, LOAD, STEP, ACC, FINISH)                                 \
+ * the result FINISH(acc): one row against one token (NATIVE_BLOCK_QDOT),
+ * and against nt <= KQ_NT_MAX tokens, each block's weight side shared by
+ * all of them (NATIVE_BLOCK_QDOTN: every token's steps the single dot's,
+ * so its bits); NATIVE_BLOCK_DOTS both. */
+#define NATIVE_BLOCK_QDOT(ATTR, QDOT, BLK, WT, LOAD, STEP, ACC, FINISH)                                        \
     ATTR float QDOT(const weight *w, int64_t r, const qrow *a)                                                  \
     {                                                                                                           \
         const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;                              \
@@ -165,7 +166,8 @@ AVX2 static inline __m256i iq3_signed_q(const int8_t *q, uint32_t mask)
             acc = STEP(blk, &u, a, i, acc);                                                                     \
         }                                                                                                       \
         return FINISH(acc);                                                                                     \
-    }                                                                                                           \
+    }
+#define NATIVE_BLOCK_QDOTN(ATTR, QDOTN, BLK, WT, LOAD, STEP, ACC, FINISH)                                      \
     ATTR void QDOTN(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)               \
     {                                                                                                           \
         const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;                              \
@@ -179,6 +181,9 @@ AVX2 static inline __m256i iq3_signed_q(const int8_t *q, uint32_t mask)
         }                                                                                                       \
         for (int t = 0; t < nt; t++) y[t * ystride] = FINISH(acc[t]);                                           \
     }
+#define NATIVE_BLOCK_DOTS(ATTR, QDOT, QDOTN, BLK, WT, LOAD, STEP, ACC, FINISH)                                 \
+    NATIVE_BLOCK_QDOT(ATTR, QDOT, BLK, WT, LOAD, STEP, ACC, FINISH)                                            \
+    NATIVE_BLOCK_QDOTN(ATTR, QDOTN, BLK, WT, LOAD, STEP, ACC, FINISH)
 
 /* FINISH of the types whose row is hsum x 1 or x 1/8 (the grid's unit). */
 AVX2 static inline float hsum_ps_1(__m256 acc) { return hsum_ps(acc); }
@@ -212,6 +217,115 @@ AVX2 static inline uint32_t iq2xxs_signs32(uint32_t word)
                                      _mm_set1_epi32(127));
     return (uint32_t)_mm_cvtsi128_si32(_mm_shuffle_epi8(ksigns_iq2xs_vec(s7), _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1,
                                                                                             -1, -1, -1, -1, -1, -1, -1)));
+}
+
+/* The IQ types whose sub-blocks of 32 are unsigned grid bytes, a sign
+ * per element and an integer scale per 16 (IQ2_XXS, IQ2_XS, IQ2_S,
+ * IQ3_S), as ggml's AVX2 dots sum them: per sub-block the activation codes
+ * take the signs, maddubs against the grid bytes, madd by the scales (the
+ * first 16 elements' in the lower 8 words, the next 16's in the upper),
+ * the 8 integer lanes summed over the block, converted, one fused
+ * multiply-add by d x (activation scale); d is each block's first field.
+ * kernels_ggml_q8.c has the scalar spelling of each type's values; the
+ * AVX2 kernels (kernels_ggml_avx2.c) run these loaders and this step, the
+ * AVX-512 batch ones (kernels_ggml_avx512.c) these loaders. */
+typedef struct sgrid_wt { __m256i grid[8], sgn[8], scv[8]; } sgrid_wt;
+
+AVX2 static inline __m256i scale16x2(int lo, int hi)
+{
+    return _mm256_set_m128i(_mm_set1_epi16((short)hi), _mm_set1_epi16((short)lo));
+}
+
+AVX2 static inline __attribute__((always_inline)) __m256 sgrid_step(const void *blk, const sgrid_wt *u, const qrow *a,
+                                                                    int64_t i, __m256 acc)
+{
+    uint16_t dh;
+    memcpy(&dh, blk, 2);
+    const int8_t *q = a->q + i * 256;
+    __m256i lanes = _mm256_setzero_si256();
+    QD_UNROLL
+    for (int s = 0; s < 8; s++) {
+        const __m256i qs8 = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q + 32 * s)), u->sgn[s]);
+        lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(_mm256_maddubs_epi16(u->grid[s], qs8), u->scv[s]));
+    }
+    return _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(dh) * a->d[i]), _mm256_cvtepi32_ps(lanes), acc);
+}
+
+/* IQ2_XXS: per sub-block a word of four grid-index bytes and a word of
+ * four 7-bit sign groups with the 4-bit scale on top. */
+AVX2 static inline __attribute__((always_inline)) void iq2xxs_load(const block_iq2_xxs *blk, sgrid_wt *u)
+{
+    const uint8_t *qs = (const uint8_t *)blk->qs;
+    QD_UNROLL
+    for (int s = 0; s < 8; s++) {
+        uint32_t idx, word;
+        memcpy(&idx, qs + 8 * s, 4);
+        memcpy(&word, qs + 8 * s + 4, 4);
+        u->grid[s] = iq2xxs_grid4(idx);
+        u->sgn[s] = iq3_sign_pm1(iq2xxs_signs32(word));
+        u->scv[s] = _mm256_set1_epi16((short)(2 * (word >> 28) + 1));
+    }
+}
+
+/* IQ2_XS's signs of a sub-block (four u16, each a 7-bit sign group above
+ * a 9-bit index) as +-1 bytes. */
+AVX2 static inline __m256i iq2xs_sign_pm1(const uint16_t *x)
+{
+    const __m128i full = ksigns_iq2xs_vec(_mm_srli_epi16(_mm_loadl_epi64((const __m128i *)x), 9));
+    const __m256i sidx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2,
+                                          4, 4, 4, 4, 4, 4, 4, 4, 6, 6, 6, 6, 6, 6, 6, 6);
+    const __m256i bitsel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i sb = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(full), sidx);
+    return _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(sb, bitsel), bitsel), _mm256_set1_epi8(1));
+}
+
+/* IQ2_XS: per 8 elements a u16 of a 9-bit grid index and a 7-bit sign group. */
+AVX2 static inline __attribute__((always_inline)) void iq2xs_load(const block_iq2_xs *blk, sgrid_wt *u)
+{
+    QD_UNROLL
+    for (int s = 0; s < 8; s++) {
+        const uint16_t *x = blk->qs + 4 * s;
+        u->grid[s] = _mm256_setr_epi64x((long long)ggml_iq2xs_grid[x[0] & 511], (long long)ggml_iq2xs_grid[x[1] & 511],
+                                        (long long)ggml_iq2xs_grid[x[2] & 511], (long long)ggml_iq2xs_grid[x[3] & 511]);
+        u->sgn[s] = iq2xs_sign_pm1(x);
+        u->scv[s] = scale16x2(2 * (blk->scales[s] & 15) + 1, 2 * (blk->scales[s] >> 4) + 1);
+    }
+}
+
+/* IQ2_S: 32 grid-index bytes with two more bits each in qh, 32 sign bytes. */
+AVX2 static inline __attribute__((always_inline)) void iq2s_load(const block_iq2_s *blk, sgrid_wt *u)
+{
+    const uint8_t *qs = blk->qs, *signs = blk->qs + 32, *qh = blk->qh, *sc = blk->scales;
+    QD_UNROLL
+    for (int s = 0; s < 8; s++) {
+        u->grid[s] = _mm256_setr_epi64x((long long)ggml_iq2s_grid[qs[4 * s + 0] | ((qh[s] << 8) & 0x300)],
+                                        (long long)ggml_iq2s_grid[qs[4 * s + 1] | ((qh[s] << 6) & 0x300)],
+                                        (long long)ggml_iq2s_grid[qs[4 * s + 2] | ((qh[s] << 4) & 0x300)],
+                                        (long long)ggml_iq2s_grid[qs[4 * s + 3] | ((qh[s] << 2) & 0x300)]);
+        uint32_t sw;
+        memcpy(&sw, signs + 4 * s, 4);
+        u->sgn[s] = iq3_sign_pm1(sw);
+        u->scv[s] = scale16x2(2 * (sc[s] & 15) + 1, 2 * (sc[s] >> 4) + 1);
+    }
+}
+
+/* IQ3_S: per sub-block eight grid-index bytes with a ninth bit each in
+ * qh[s] (grid entries of 4 bytes), four sign bytes, a 4-bit scale. */
+AVX2 static inline __attribute__((always_inline)) void iq3s_load(const block_iq3_s *blk, sgrid_wt *u)
+{
+    QD_UNROLL
+    for (int s = 0; s < 8; s++) {
+        const uint8_t *qs = blk->qs + 8 * s;
+        const unsigned h = blk->qh[s];
+        u->grid[s] = _mm256_setr_epi32((int)ggml_iq3s_grid[qs[0] | ((h << 8) & 256)], (int)ggml_iq3s_grid[qs[1] | ((h << 7) & 256)],
+                                       (int)ggml_iq3s_grid[qs[2] | ((h << 6) & 256)], (int)ggml_iq3s_grid[qs[3] | ((h << 5) & 256)],
+                                       (int)ggml_iq3s_grid[qs[4] | ((h << 4) & 256)], (int)ggml_iq3s_grid[qs[5] | ((h << 3) & 256)],
+                                       (int)ggml_iq3s_grid[qs[6] | ((h << 2) & 256)], (int)ggml_iq3s_grid[qs[7] | ((h << 1) & 256)]);
+        uint32_t sw;
+        memcpy(&sw, blk->signs + 4 * s, 4);
+        u->sgn[s] = iq3_sign_pm1(sw);
+        u->scv[s] = _mm256_set1_epi16((short)(2 * ((blk->scales[s / 2] >> (4 * (s % 2))) & 15) + 1));
+    }
 }
 
 /* Q2_K (kernels_ggml_avx2.c and kernels_ggml_avx512.c have the method):
