@@ -186,9 +186,7 @@ void dequantize_row_iq1_m(const void *src, float *dst, int64_t n)
     const block_iq1_m *x = src;
     for (int64_t i = 0; i < n / QK_K; i++) {
         uint16_t sc[4];
-        memcpy(sc, x[i].scales, sizeof sc);
-        const uint16_t dbits = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
-        const float d = fp16_to_f32(dbits);
+        const float d = fp16_to_f32(block_iq1_m_d(&x[i], sc));
         const uint8_t *qs = x[i].qs, *qh = x[i].qh;
         for (int ib = 0; ib < QK_K / 32; ib++, qs += 4, qh += 2) {
             const float dl[2] = { d * (2 * ((sc[ib / 2] >> (6 * (ib % 2) + 0)) & 7) + 1),

@@ -12,6 +12,7 @@
 #define STRATA_GGML_BLOCKS_H
 
 #include <stdint.h>
+#include <string.h>
 
 #define QK_K   256 /* super-block of the K-quants and IQ types */
 #define QK4_0  32
@@ -146,6 +147,13 @@ GGML_BLOCK_SIZE(block_iq1_s, 50);
  * four u16 words in scales[]. */
 typedef struct { uint8_t qs[QK_K / 8]; uint8_t qh[QK_K / 16]; uint8_t scales[QK_K / 32]; } block_iq1_m;
 GGML_BLOCK_SIZE(block_iq1_m, 56);
+
+/* IQ1_M's four scale words (sc) and its fp16 scale's bits, their top nibbles. */
+static inline uint16_t block_iq1_m_d(const block_iq1_m *b, uint16_t sc[4])
+{
+    memcpy(sc, b->scales, 4 * sizeof sc[0]);
+    return (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
+}
 
 typedef struct { uint16_t d; uint8_t qs[QK4_NL / 2]; } block_iq4_nl;
 GGML_BLOCK_SIZE(block_iq4_nl, 18);

@@ -285,4 +285,90 @@ NATIVE_BLOCK_QDOTN(AVX512BW, kavx512_qdotn_iq2_xs, block_iq2_xs, sgridz_wt, iq2x
 NATIVE_BLOCK_QDOTN(AVX512BW, kavx512_qdotn_iq2_s, block_iq2_s, sgridz_wt, iq2sz_load, sgridz_step, __m256, hsum_ps_8th)
 NATIVE_BLOCK_QDOTN(AVX512BW, kavx512_qdotn_iq3_s, block_iq3_s, sgridz_wt, iq3sz_load, sgridz_step, __m256, hsum_ps_1)
 
+
+/* IQ1_S's and IQ1_M's batch dots on AVX-512 BW, the same way: the AVX2
+ * weight side regrouped into zmm pairs of sub-blocks, the grid's -1/0/1 as
+ * two 64-bit masks (negative, non-zero) applied to the activation codes,
+ * pairs summed by maddubs against ones, madd by the scales; IQ1_M's delta
+ * lanes from the codes' pair sums times the signed scales; IQ1_S's delta
+ * integer as the AVX2 step makes it. The AVX2 kernels' lanes and float
+ * steps, so their bits. */
+typedef struct iq1z_wt { __m512i scv[4], dsc[4]; __mmask64 neg[4], nz[4]; int32_t dls[8]; } iq1z_wt;
+
+AVX512BW static inline __attribute__((always_inline)) void iq1_to_z(const iq1_wt *v, iq1z_wt *u)
+{
+    QD_UNROLL
+    for (int k = 0; k < 4; k++) {
+        const __m256i g0 = v->grid[2 * k], g1 = v->grid[2 * k + 1];
+        u->scv[k] = _mm512_inserti64x4(_mm512_castsi256_si512(v->scv[2 * k]), v->scv[2 * k + 1], 1);
+        u->dsc[k] = _mm512_inserti64x4(_mm512_castsi256_si512(v->dsc[2 * k]), v->dsc[2 * k + 1], 1);
+        u->neg[k] = _cvtu64_mask64((uint64_t)_cvtmask32_u32(_mm256_movepi8_mask(g1)) << 32 |
+                                   _cvtmask32_u32(_mm256_movepi8_mask(g0)));
+        u->nz[k] = _cvtu64_mask64((uint64_t)_cvtmask32_u32(_mm256_test_epi8_mask(g1, g1)) << 32 |
+                                  _cvtmask32_u32(_mm256_test_epi8_mask(g0, g0)));
+    }
+    memcpy(u->dls, v->dls, sizeof u->dls);
+}
+
+AVX512BW static inline __attribute__((always_inline)) void iq1sz_load(const block_iq1_s *blk, iq1z_wt *u)
+{
+    iq1_wt v;
+    iq1s_load(blk, &v);
+    iq1_to_z(&v, u);
+}
+
+AVX512BW static inline __attribute__((always_inline)) void iq1mz_load(const block_iq1_m *blk, iq1z_wt *u)
+{
+    iq1_wt v;
+    iq1m_load(blk, &v);
+    iq1_to_z(&v, u);
+}
+
+/* The grid part's 8 integer lanes of one token against a block. */
+AVX512BW static inline __attribute__((always_inline)) __m256i iq1z_lanes(const iq1z_wt *u, const int8_t *q)
+{
+    const __m512i ones = _mm512_set1_epi8(1), zero = _mm512_setzero_si512();
+    __m512i lanes = zero;
+    QD_UNROLL
+    for (int k = 0; k < 4; k++) {
+        const __m512i q8 = _mm512_loadu_si512((const void *)(q + 64 * k));
+        const __m512i gq = _mm512_maskz_mov_epi8(u->nz[k], _mm512_mask_sub_epi8(q8, u->neg[k], zero, q8));
+        lanes = _mm512_add_epi32(lanes, _mm512_madd_epi16(_mm512_maddubs_epi16(ones, gq), u->scv[k]));
+    }
+    return _mm256_add_epi32(_mm512_castsi512_si256(lanes), _mm512_extracti64x4_epi64(lanes, 1));
+}
+
+AVX512BW static inline __attribute__((always_inline)) iq1_acc iq1sz_step(const block_iq1_s *blk, const iq1z_wt *u,
+                                                                         const qrow *a, int64_t i, iq1_acc acc)
+{
+    const float D = a->d[i] * _cvtsh_ss(blk->d);
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(iq1z_lanes(u, a->q + i * 256)), acc.v);
+    const int32_t *bs = a->sum16 + i * 16;
+    int32_t sumi1 = 0;
+    for (int s = 0; s < 8; s++) sumi1 += u->dls[s] * (bs[2 * s] + bs[2 * s + 1]);
+    acc.s = fmaf(D, (float)sumi1, acc.s);
+    return acc;
+}
+
+AVX512BW static inline __attribute__((always_inline)) iq1_acc iq1mz_step(const block_iq1_m *blk, const iq1z_wt *u,
+                                                                         const qrow *a, int64_t i, iq1_acc acc)
+{
+    uint16_t sc[4];
+    const __m256 D = _mm256_set1_ps(a->d[i] * _cvtsh_ss(block_iq1_m_d(blk, sc)));
+    const int8_t *q = a->q + i * 256;
+    acc.v = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(iq1z_lanes(u, q)), acc.v);
+    __m512i dl = _mm512_setzero_si512();
+    QD_UNROLL
+    for (int k = 0; k < 4; k++) {
+        const __m512i pairs = _mm512_maddubs_epi16(_mm512_set1_epi8(1), _mm512_loadu_si512((const void *)(q + 64 * k)));
+        dl = _mm512_add_epi32(dl, _mm512_madd_epi16(pairs, u->dsc[k]));
+    }
+    const __m256i d8 = _mm256_add_epi32(_mm512_castsi512_si256(dl), _mm512_extracti64x4_epi64(dl, 1));
+    acc.dv = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(d8), acc.dv);
+    return acc;
+}
+
+NATIVE_BLOCK_QDOTN(AVX512BW, kavx512_qdotn_iq1_s, block_iq1_s, iq1z_wt, iq1sz_load, iq1sz_step, iq1_acc, iq1s_finish)
+NATIVE_BLOCK_QDOTN(AVX512BW, kavx512_qdotn_iq1_m, block_iq1_m, iq1z_wt, iq1mz_load, iq1mz_step, iq1_acc, iq1m_finish)
+
 #endif

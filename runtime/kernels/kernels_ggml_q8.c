@@ -363,20 +363,13 @@ static float dot_iq1_s(const uint8_t *row, int64_t cols, const qrow *a)
     return ggml_order_hsum8(acc) + 0.125f * acc1;
 }
 
-/* IQ1_M's fp16 scale: the top nibbles of its four scale words. */
-static uint16_t iq1m_d(const block_iq1_m *blk, uint16_t sc[4])
-{
-    memcpy(sc, blk->scales, 8);
-    return (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
-}
-
 static float dot_iq1_m(const uint8_t *row, int64_t cols, const qrow *a)
 {
     float acc[8] = { 0 }, accd[8] = { 0 };
     for (int64_t i = 0; i < cols / 256; i++) {
         const block_iq1_m *blk = (const block_iq1_m *)row + i;
         uint16_t sc[4];
-        const uint16_t dh = iq1m_d(blk, sc);
+        const uint16_t dh = block_iq1_m_d(blk, sc);
         int16_t v[256], dv[256];
         int32_t mul16[16];
         for (int ib = 0; ib < 8; ib++) {

@@ -328,6 +328,118 @@ AVX2 static inline __attribute__((always_inline)) void iq3s_load(const block_iq3
     }
 }
 
+/* IQ1_S and IQ1_M (kernels_ggml_q8.c has the scalar spelling and the
+ * order): the grid's -1/0/1 bytes as signs of the activation codes, pairs
+ * summed by maddubs against ones, madd by the scales: the grid part's
+ * lanes, as the types above. The delta part: IQ1_S one integer a block
+ * (the activation's sums of 32 times the signed scales) into a float,
+ * IQ1_M lanes of the activation codes' pair sums times the scales with
+ * the delta signs on them (dsc: one sign an 8-group), into a second float
+ * vector. kernels_ggml_avx2.c runs these loaders and steps,
+ * kernels_ggml_avx512.c's batch dots these loaders. */
+typedef struct iq1_wt { __m256i grid[8], scv[8], dsc[8]; int32_t dls[8]; } iq1_wt;
+typedef struct iq1_acc { __m256 v, dv; float s; } iq1_acc;
+
+#define IQ1M_L8(v) v, v, v, v, v, v, v, v
+#define IQ1M_SC(w) { IQ1M_L8(2 * ((w) & 7) + 1), IQ1M_L8(2 * (((w) >> 3) & 7) + 1) }
+#define IQ1M_SC8(w) IQ1M_SC(w), IQ1M_SC(w + 1), IQ1M_SC(w + 2), IQ1M_SC(w + 3), IQ1M_SC(w + 4), IQ1M_SC(w + 5), \
+                    IQ1M_SC(w + 6), IQ1M_SC(w + 7)
+static const int16_t iq1m_scales[64][16] __attribute__((aligned(32))) = {
+    IQ1M_SC8(0), IQ1M_SC8(8), IQ1M_SC8(16), IQ1M_SC8(24), IQ1M_SC8(32), IQ1M_SC8(40), IQ1M_SC8(48), IQ1M_SC8(56)
+};
+#define IQ1M_D4(b, g) (((b) >> (g)) & 1 ? -1 : 1), (((b) >> (g)) & 1 ? -1 : 1), (((b) >> (g)) & 1 ? -1 : 1), \
+                      (((b) >> (g)) & 1 ? -1 : 1)
+#define IQ1M_DS(b) { IQ1M_D4(b, 0), IQ1M_D4(b, 1), IQ1M_D4(b, 2), IQ1M_D4(b, 3) }
+static const int16_t iq1m_delta_signs[16][16] __attribute__((aligned(32))) = {
+    IQ1M_DS(0), IQ1M_DS(1), IQ1M_DS(2),  IQ1M_DS(3),  IQ1M_DS(4),  IQ1M_DS(5),  IQ1M_DS(6),  IQ1M_DS(7),
+    IQ1M_DS(8), IQ1M_DS(9), IQ1M_DS(10), IQ1M_DS(11), IQ1M_DS(12), IQ1M_DS(13), IQ1M_DS(14), IQ1M_DS(15)
+};
+
+AVX2 static inline __attribute__((always_inline)) void iq1s_load(const block_iq1_s *blk, iq1_wt *u)
+{
+    QD_UNROLL
+    for (int s = 0; s < 8; s++) {
+        const unsigned h = blk->qh[s];
+        const uint8_t *qs = blk->qs + 4 * s;
+        u->grid[s] = _mm256_setr_epi64x((long long)ggml_iq1s_grid[qs[0] | ((h << 8) & 0x700)],
+                                        (long long)ggml_iq1s_grid[qs[1] | ((h << 5) & 0x700)],
+                                        (long long)ggml_iq1s_grid[qs[2] | ((h << 2) & 0x700)],
+                                        (long long)ggml_iq1s_grid[qs[3] | ((h >> 1) & 0x700)]);
+        const int ls = 2 * ((h >> 12) & 7) + 1;
+        u->scv[s] = _mm256_load_si256((const __m256i *)iq1m_scales[9 * ((h >> 12) & 7)]);
+        u->dls[s] = (h & 0x8000) ? -ls : ls;
+    }
+}
+
+/* IQ1_M's two 3-bit scales of a sub-block (6 bits) as the int16 vector
+ * of its lanes (2s + 1, the first 16 elements' in the lower 8 words), and
+ * its four delta signs (bit g: 8-group g negative) as int16 +-1, a 64-bit
+ * lane an 8-group: tables, so a sub-block's are one load each. */
+AVX2 static inline __attribute__((always_inline)) void iq1m_load(const block_iq1_m *blk, iq1_wt *u)
+{
+    uint16_t sc[4];
+    memcpy(sc, blk->scales, 8);
+    QD_UNROLL
+    for (int s = 0; s < 8; s++) {
+        const unsigned h0 = blk->qh[2 * s], h1 = blk->qh[2 * s + 1];
+        const uint8_t *qs = blk->qs + 4 * s;
+        u->grid[s] = _mm256_setr_epi64x((long long)ggml_iq1s_grid[qs[0] | ((h0 << 8) & 0x700)],
+                                        (long long)ggml_iq1s_grid[qs[1] | ((h0 << 4) & 0x700)],
+                                        (long long)ggml_iq1s_grid[qs[2] | ((h1 << 8) & 0x700)],
+                                        (long long)ggml_iq1s_grid[qs[3] | ((h1 << 4) & 0x700)]);
+        const unsigned w = sc[s / 2] >> (6 * (s % 2));
+        u->scv[s] = _mm256_load_si256((const __m256i *)iq1m_scales[w & 63]);
+        const unsigned bits = ((h0 >> 3) & 1) | ((h0 >> 6) & 2) | ((h1 >> 1) & 4) | ((h1 >> 4) & 8);
+        u->dsc[s] = _mm256_sign_epi16(u->scv[s], _mm256_load_si256((const __m256i *)iq1m_delta_signs[bits]));
+    }
+}
+
+/* The lanes of 8 sub-blocks of sign bytes sg (-1, 0 or 1) against the
+ * activation codes q, each times its scales. */
+AVX2 static inline __attribute__((always_inline)) __m256i signed_lanes(const __m256i *sg, const __m256i *scv, const int8_t *q)
+{
+    const __m256i ones = _mm256_set1_epi8(1);
+    __m256i lanes = _mm256_setzero_si256();
+    QD_UNROLL
+    for (int s = 0; s < 8; s++) {
+        const __m256i p = _mm256_maddubs_epi16(ones, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q + 32 * s)), sg[s]));
+        lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(p, scv[s]));
+    }
+    return lanes;
+}
+
+AVX2 static inline __attribute__((always_inline)) iq1_acc iq1s_step(const block_iq1_s *blk, const iq1_wt *u, const qrow *a,
+                                                                    int64_t i, iq1_acc acc)
+{
+    const float D = a->d[i] * _cvtsh_ss(blk->d);
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(signed_lanes(u->grid, u->scv, a->q + i * 256)), acc.v);
+    const int32_t *bs = a->sum16 + i * 16;
+    int32_t sumi1 = 0;
+    for (int s = 0; s < 8; s++) sumi1 += u->dls[s] * (bs[2 * s] + bs[2 * s + 1]);
+    acc.s = fmaf(D, (float)sumi1, acc.s);
+    return acc;
+}
+
+AVX2 static inline __attribute__((always_inline)) iq1_acc iq1m_step(const block_iq1_m *blk, const iq1_wt *u, const qrow *a,
+                                                                    int64_t i, iq1_acc acc)
+{
+    uint16_t sc[4];
+    const __m256 D = _mm256_set1_ps(a->d[i] * _cvtsh_ss(block_iq1_m_d(blk, sc)));
+    const int8_t *q = a->q + i * 256;
+    acc.v = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(signed_lanes(u->grid, u->scv, q)), acc.v);
+    __m256i dl = _mm256_setzero_si256();
+    QD_UNROLL
+    for (int s = 0; s < 8; s++) {
+        const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_loadu_si256((const __m256i *)(q + 32 * s)));
+        dl = _mm256_add_epi32(dl, _mm256_madd_epi16(pairs, u->dsc[s]));
+    }
+    acc.dv = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(dl), acc.dv);
+    return acc;
+}
+
+AVX2 static inline float iq1s_finish(iq1_acc acc) { return hsum_ps(acc.v) + 0.125f * acc.s; }
+AVX2 static inline float iq1m_finish(iq1_acc acc) { return hsum_ps(acc.v) + 0.125f * hsum_ps(acc.dv); }
+
 /* Q2_K (kernels_ggml_avx2.c and kernels_ggml_avx512.c have the method):
  * the first of a block's two fused multiply-adds into acc, ggml's: the
  * mins (mins: its 16 as int16) times the activation's sums of 16 of block
