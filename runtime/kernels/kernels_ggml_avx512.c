@@ -183,16 +183,36 @@ AVX512BW static inline __attribute__((always_inline)) __m256 q2kz_step(const blo
 
 NATIVE_BLOCK_DOTS(AVX512BW, kavx512_qdot_q2_k, kavx512_qdotn_q2_k, block_q2_K, q2kz_wt, q2kz_load, q2kz_step, __m256, hsum_ps_1)
 
-/* Native IQ2_XXS on AVX-512 BW: a zmm holds two sub-blocks (64 elements):
- * their eight grid entries, their sign groups as one 64-bit mask that
+/* The sign-grid IQ types on AVX-512 BW (sgridz_step: IQ2_XXS's dots,
+ * IQ2_XS's, IQ2_S's and IQ3_S's batch dots): a zmm holds two sub-blocks
+ * (64 elements): their grid bytes, their signs as one 64-bit mask that
  * negates the activation codes where set (one masked subtract, where AVX2
- * expands the bits to bytes and multiplies signs), their two scales in the
+ * expands the bits to bytes and multiplies signs), their scales in the
  * lower and upper 16 words; maddubs and madd give 16 integer lanes, the
- * upper eight added onto the lower at the end: kavx2_qdot_iq2_xxs's
- * lanes, exactly, and its float steps, so its bits. */
-typedef struct iq2xxsz_wt { __m512i grid[4], scv[4]; __mmask64 neg[4]; } iq2xxsz_wt;
+ * upper eight added onto the lower at the end: the AVX2 kernels' lanes,
+ * exactly, and their float steps, so their bits. d is each block's first
+ * field. */
+typedef struct sgridz_wt { __m512i grid[4], scv[4]; __mmask64 neg[4]; } sgridz_wt;
 
-AVX512BW static inline __attribute__((always_inline)) void iq2xxsz_load(const block_iq2_xxs *blk, iq2xxsz_wt *u)
+AVX512BW static inline __attribute__((always_inline)) __m256 sgridz_step(const void *blk, const sgridz_wt *u,
+                                                                         const qrow *a, int64_t i, __m256 acc)
+{
+    uint16_t dh;
+    memcpy(&dh, blk, 2);
+    const int8_t *q = a->q + i * 256;
+    __m512i lanes = _mm512_setzero_si512();
+    QD_UNROLL
+    for (int k = 0; k < 4; k++) {
+        const __m512i q8 = _mm512_loadu_si512((const void *)(q + 64 * k));
+        const __m512i qs8 = _mm512_mask_sub_epi8(q8, u->neg[k], _mm512_setzero_si512(), q8);
+        lanes = _mm512_add_epi32(lanes, _mm512_madd_epi16(_mm512_maddubs_epi16(u->grid[k], qs8), u->scv[k]));
+    }
+    const __m256i l8 = _mm256_add_epi32(_mm512_castsi512_si256(lanes), _mm512_extracti64x4_epi64(lanes, 1));
+    return _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(dh) * a->d[i]), _mm256_cvtepi32_ps(l8), acc);
+}
+
+
+AVX512BW static inline __attribute__((always_inline)) void iq2xxsz_load(const block_iq2_xxs *blk, sgridz_wt *u)
 {
     const uint8_t *qs = (const uint8_t *)blk->qs;
     QD_UNROLL
@@ -210,37 +230,20 @@ AVX512BW static inline __attribute__((always_inline)) void iq2xxsz_load(const bl
     }
 }
 
-AVX512BW static inline __attribute__((always_inline)) __m256 iq2xxsz_step(const block_iq2_xxs *blk, const iq2xxsz_wt *u,
-                                                                          const qrow *a, int64_t b, __m256 acc)
-{
-    const int8_t *q = a->q + b * 256;
-    __m512i lanes = _mm512_setzero_si512();
-    QD_UNROLL
-    for (int k = 0; k < 4; k++) {
-        const __m512i q8 = _mm512_loadu_si512((const void *)(q + 64 * k));
-        const __m512i qs8 = _mm512_mask_sub_epi8(q8, u->neg[k], _mm512_setzero_si512(), q8);
-        lanes = _mm512_add_epi32(lanes, _mm512_madd_epi16(_mm512_maddubs_epi16(u->grid[k], qs8), u->scv[k]));
-    }
-    const __m256i l8 = _mm256_add_epi32(_mm512_castsi512_si256(lanes), _mm512_extracti64x4_epi64(lanes, 1));
-    return _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(blk->d) * a->d[b]), _mm256_cvtepi32_ps(l8), acc);
-}
-
-NATIVE_BLOCK_DOTS(AVX512BW, kavx512_qdot_iq2_xxs, kavx512_qdotn_iq2_xxs, block_iq2_xxs, iq2xxsz_wt, iq2xxsz_load,
-                  iq2xxsz_step, __m256, hsum_ps_8th)
+NATIVE_BLOCK_DOTS(AVX512BW, kavx512_qdot_iq2_xxs, kavx512_qdotn_iq2_xxs, block_iq2_xxs, sgridz_wt, iq2xxsz_load,
+                  sgridz_step, __m256, hsum_ps_8th)
 
 
 /* The batch dots (qdotn) of IQ2_XS, IQ2_S and IQ3_S on AVX-512 BW: a
  * block's AVX2 weight side (kernels_x86.h's loaders) regrouped once into
  * zmm pairs of sub-blocks (grid bytes and scales side by side, the signs
  * as one 64-bit mask: the sign bytes' top bits), then each token as
- * iq2xxsz_step meets them: 64 elements a step, the activation codes
+ * sgridz_step meets them: 64 elements a step, the activation codes
  * negated under the mask, the same 8 integer lanes and float steps as the
  * AVX2 kernel, so its bits. One row against one token stays AVX2's: the
  * regrouping costs more than the step saves there (IQ3_S from cache: 3.5
  * against 2.8 ns per 32 elements; a token of a batch of 8: 0.67 against
  * 0.95). */
-typedef struct sgridz_wt { __m512i grid[4], scv[4]; __mmask64 neg[4]; } sgridz_wt;
-
 AVX512BW static inline __attribute__((always_inline)) void sgrid_to_z(const sgrid_wt *v, sgridz_wt *u)
 {
     QD_UNROLL
@@ -250,23 +253,6 @@ AVX512BW static inline __attribute__((always_inline)) void sgrid_to_z(const sgri
         u->neg[k] = _cvtu64_mask64((uint64_t)(uint32_t)_mm256_movemask_epi8(v->sgn[2 * k + 1]) << 32 |
                                    (uint32_t)_mm256_movemask_epi8(v->sgn[2 * k]));
     }
-}
-
-AVX512BW static inline __attribute__((always_inline)) __m256 sgridz_step(const void *blk, const sgridz_wt *u,
-                                                                         const qrow *a, int64_t i, __m256 acc)
-{
-    uint16_t dh;
-    memcpy(&dh, blk, 2);
-    const int8_t *q = a->q + i * 256;
-    __m512i lanes = _mm512_setzero_si512();
-    QD_UNROLL
-    for (int k = 0; k < 4; k++) {
-        const __m512i q8 = _mm512_loadu_si512((const void *)(q + 64 * k));
-        const __m512i qs8 = _mm512_mask_sub_epi8(q8, u->neg[k], _mm512_setzero_si512(), q8);
-        lanes = _mm512_add_epi32(lanes, _mm512_madd_epi16(_mm512_maddubs_epi16(u->grid[k], qs8), u->scv[k]));
-    }
-    const __m256i l8 = _mm256_add_epi32(_mm512_castsi512_si256(lanes), _mm512_extracti64x4_epi64(lanes, 1));
-    return _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(dh) * a->d[i]), _mm256_cvtepi32_ps(l8), acc);
 }
 
 /* Type T's zmm loader: its AVX2 loader, regrouped. */
