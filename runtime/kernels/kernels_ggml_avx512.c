@@ -273,7 +273,8 @@ NATIVE_BLOCK_QDOTN(AVX512BW, kavx512_qdotn_iq3_s, block_iq3_s, sgridz_wt, iq3sz_
 
 
 /* IQ1_S's and IQ1_M's batch dots on AVX-512 BW, the same way: the AVX2
- * weight side regrouped into zmm pairs of sub-blocks, the grid's -1/0/1 as
+ * weight side regrouped into zmm pairs of sub-blocks (each type's own
+ * fields: IQ1_S's signed scales, IQ1_M's delta scales), the grid's -1/0/1 as
  * two 64-bit masks (negative, non-zero) applied to the activation codes,
  * pairs summed by maddubs against ones, madd by the scales; IQ1_M's delta
  * lanes from the codes' pair sums times the signed scales; IQ1_S's delta
@@ -287,13 +288,11 @@ AVX512BW static inline __attribute__((always_inline)) void iq1_to_z(const iq1_wt
     for (int k = 0; k < 4; k++) {
         const __m256i g0 = v->grid[2 * k], g1 = v->grid[2 * k + 1];
         u->scv[k] = _mm512_inserti64x4(_mm512_castsi256_si512(v->scv[2 * k]), v->scv[2 * k + 1], 1);
-        u->dsc[k] = _mm512_inserti64x4(_mm512_castsi256_si512(v->dsc[2 * k]), v->dsc[2 * k + 1], 1);
         u->neg[k] = _cvtu64_mask64((uint64_t)_cvtmask32_u32(_mm256_movepi8_mask(g1)) << 32 |
                                    _cvtmask32_u32(_mm256_movepi8_mask(g0)));
         u->nz[k] = _cvtu64_mask64((uint64_t)_cvtmask32_u32(_mm256_test_epi8_mask(g1, g1)) << 32 |
                                   _cvtmask32_u32(_mm256_test_epi8_mask(g0, g0)));
     }
-    memcpy(u->dls, v->dls, sizeof u->dls);
 }
 
 AVX512BW static inline __attribute__((always_inline)) void iq1sz_load(const block_iq1_s *blk, iq1z_wt *u)
@@ -301,6 +300,7 @@ AVX512BW static inline __attribute__((always_inline)) void iq1sz_load(const bloc
     iq1_wt v;
     iq1s_load(blk, &v);
     iq1_to_z(&v, u);
+    memcpy(u->dls, v.dls, sizeof u->dls);
 }
 
 AVX512BW static inline __attribute__((always_inline)) void iq1mz_load(const block_iq1_m *blk, iq1z_wt *u)
@@ -308,6 +308,8 @@ AVX512BW static inline __attribute__((always_inline)) void iq1mz_load(const bloc
     iq1_wt v;
     iq1m_load(blk, &v);
     iq1_to_z(&v, u);
+    QD_UNROLL
+    for (int k = 0; k < 4; k++) u->dsc[k] = _mm512_inserti64x4(_mm512_castsi256_si512(v.dsc[2 * k]), v.dsc[2 * k + 1], 1);
 }
 
 /* The grid part's 8 integer lanes of one token against a block. */
