@@ -133,6 +133,15 @@ AVX512VNNI_VBMI void kavx512_qdotn_mxfp4(const weight *w, int64_t r, const qrow 
     else mxfp4_dotn_z_body(w, r, a, nt, y, ystride);
 }
 
+#define AVX512BW __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
+
+/* The 16 integer lanes of a zmm step as ggml's 8: the upper eight added
+ * onto the lower (lane l and l + 8 cover the same elements of 32). */
+AVX512BW static inline __m256i lanes8(__m512i lanes)
+{
+    return _mm256_add_epi32(_mm512_castsi512_si256(lanes), _mm512_extracti64x4_epi64(lanes, 1));
+}
+
 /* Native Q2_K on AVX-512 BW: a zmm holds 64 codes, the 32 bytes of a half
  * in both of its 256-bit halves shifted by 2l and 2l + 2 at once
  * (vpsrlvw), so 32 elements of two 2-bit fields; one in-lane byte shuffle
@@ -141,7 +150,6 @@ AVX512VNNI_VBMI void kavx512_qdotn_mxfp4(const weight *w, int64_t r, const qrow 
  * lower at the end: kavx2_qdot_q2_k's 8 lanes, exactly (integers). The
  * mins and the float steps are the AVX2 kernel's (q2k_mins_step), so its
  * bits, with half the vector operations on the codes. */
-#define AVX512BW __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
 typedef struct q2kz_wt { __m512i c[4], sc[4]; __m256i mins; } q2kz_wt;
 
 AVX512BW static inline __attribute__((always_inline)) void q2kz_load(const block_q2_K *blk, q2kz_wt *u)
@@ -177,7 +185,7 @@ AVX512BW static inline __attribute__((always_inline)) __m256 q2kz_step(const blo
     for (int k = 0; k < 4; k++)
         lanes = _mm512_add_epi32(lanes, _mm512_madd_epi16(_mm512_maddubs_epi16(u->c[k], _mm512_loadu_si512((const void *)(q + 64 * k))),
                                                           u->sc[k]));
-    const __m256i l8 = _mm256_add_epi32(_mm512_castsi512_si256(lanes), _mm512_extracti64x4_epi64(lanes, 1));
+    const __m256i l8 = lanes8(lanes);
     return _mm256_fmadd_ps(_mm256_set1_ps(a->d[i] * _cvtsh_ss(blk->d)), _mm256_cvtepi32_ps(l8), acc);
 }
 
@@ -207,7 +215,7 @@ AVX512BW static inline __attribute__((always_inline)) __m256 sgridz_step(const v
         const __m512i qs8 = _mm512_mask_sub_epi8(q8, u->neg[k], _mm512_setzero_si512(), q8);
         lanes = _mm512_add_epi32(lanes, _mm512_madd_epi16(_mm512_maddubs_epi16(u->grid[k], qs8), u->scv[k]));
     }
-    const __m256i l8 = _mm256_add_epi32(_mm512_castsi512_si256(lanes), _mm512_extracti64x4_epi64(lanes, 1));
+    const __m256i l8 = lanes8(lanes);
     return _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(dh) * a->d[i]), _mm256_cvtepi32_ps(l8), acc);
 }
 
@@ -280,7 +288,7 @@ NATIVE_BLOCK_QDOTN(AVX512BW, kavx512_qdotn_iq3_s, block_iq3_s, sgridz_wt, iq3sz_
  * lanes from the codes' pair sums times the signed scales; IQ1_S's delta
  * integer as the AVX2 step makes it. The AVX2 kernels' lanes and float
  * steps, so their bits. */
-typedef struct iq1z_wt { __m512i scv[4], dsc[4]; __mmask64 neg[4], nz[4]; int32_t dls[8]; } iq1z_wt;
+typedef struct iq1z_wt { __m512i scv[4], dsc[4]; __mmask64 neg[4], nz[4]; int32_t dls[8]; uint16_t dh; } iq1z_wt;
 
 AVX512BW static inline __attribute__((always_inline)) void iq1_to_z(const iq1_wt *v, iq1z_wt *u)
 {
@@ -293,6 +301,7 @@ AVX512BW static inline __attribute__((always_inline)) void iq1_to_z(const iq1_wt
         u->nz[k] = _cvtu64_mask64((uint64_t)_cvtmask32_u32(_mm256_test_epi8_mask(g1, g1)) << 32 |
                                   _cvtmask32_u32(_mm256_test_epi8_mask(g0, g0)));
     }
+    u->dh = v->dh;
 }
 
 AVX512BW static inline __attribute__((always_inline)) void iq1sz_load(const block_iq1_s *blk, iq1z_wt *u)
@@ -323,26 +332,24 @@ AVX512BW static inline __attribute__((always_inline)) __m256i iq1z_lanes(const i
         const __m512i gq = _mm512_maskz_mov_epi8(u->nz[k], _mm512_mask_sub_epi8(q8, u->neg[k], zero, q8));
         lanes = _mm512_add_epi32(lanes, _mm512_madd_epi16(_mm512_maddubs_epi16(ones, gq), u->scv[k]));
     }
-    return _mm256_add_epi32(_mm512_castsi512_si256(lanes), _mm512_extracti64x4_epi64(lanes, 1));
+    return lanes8(lanes);
 }
 
 AVX512BW static inline __attribute__((always_inline)) iq1_acc iq1sz_step(const block_iq1_s *blk, const iq1z_wt *u,
                                                                          const qrow *a, int64_t i, iq1_acc acc)
 {
-    const float D = a->d[i] * _cvtsh_ss(blk->d);
+    (void)blk;
+    const float D = a->d[i] * _cvtsh_ss(u->dh);
     acc.v = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(iq1z_lanes(u, a->q + i * 256)), acc.v);
-    const int32_t *bs = a->sum16 + i * 16;
-    int32_t sumi1 = 0;
-    for (int s = 0; s < 8; s++) sumi1 += u->dls[s] * (bs[2 * s] + bs[2 * s + 1]);
-    acc.s = fmaf(D, (float)sumi1, acc.s);
+    iq1s_delta(u->dls, a, i, D, &acc);
     return acc;
 }
 
 AVX512BW static inline __attribute__((always_inline)) iq1_acc iq1mz_step(const block_iq1_m *blk, const iq1z_wt *u,
                                                                          const qrow *a, int64_t i, iq1_acc acc)
 {
-    uint16_t sc[4];
-    const __m256 D = _mm256_set1_ps(a->d[i] * _cvtsh_ss(block_iq1_m_d(blk, sc)));
+    (void)blk;
+    const __m256 D = _mm256_set1_ps(a->d[i] * _cvtsh_ss(u->dh));
     const int8_t *q = a->q + i * 256;
     acc.v = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(iq1z_lanes(u, q)), acc.v);
     __m512i dl = _mm512_setzero_si512();
@@ -351,8 +358,7 @@ AVX512BW static inline __attribute__((always_inline)) iq1_acc iq1mz_step(const b
         const __m512i pairs = _mm512_maddubs_epi16(_mm512_set1_epi8(1), _mm512_loadu_si512((const void *)(q + 64 * k)));
         dl = _mm512_add_epi32(dl, _mm512_madd_epi16(pairs, u->dsc[k]));
     }
-    const __m256i d8 = _mm256_add_epi32(_mm512_castsi512_si256(dl), _mm512_extracti64x4_epi64(dl, 1));
-    acc.dv = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(d8), acc.dv);
+    acc.dv = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(lanes8(dl)), acc.dv);
     return acc;
 }
 

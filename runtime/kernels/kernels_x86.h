@@ -337,7 +337,7 @@ AVX2 static inline __attribute__((always_inline)) void iq3s_load(const block_iq3
  * the delta signs on them (dsc: one sign an 8-group), into a second float
  * vector. kernels_ggml_avx2.c runs these loaders and steps,
  * kernels_ggml_avx512.c's batch dots these loaders. */
-typedef struct iq1_wt { __m256i grid[8], scv[8], dsc[8]; int32_t dls[8]; } iq1_wt;
+typedef struct iq1_wt { __m256i grid[8], scv[8], dsc[8]; int32_t dls[8]; uint16_t dh; } iq1_wt;
 typedef struct iq1_acc { __m256 v, dv; float s; } iq1_acc;
 
 #define IQ1M_L8(v) v, v, v, v, v, v, v, v
@@ -357,6 +357,7 @@ static const int16_t iq1m_delta_signs[16][16] __attribute__((aligned(32))) = {
 
 AVX2 static inline __attribute__((always_inline)) void iq1s_load(const block_iq1_s *blk, iq1_wt *u)
 {
+    u->dh = blk->d;
     QD_UNROLL
     for (int s = 0; s < 8; s++) {
         const unsigned h = blk->qh[s];
@@ -378,7 +379,7 @@ AVX2 static inline __attribute__((always_inline)) void iq1s_load(const block_iq1
 AVX2 static inline __attribute__((always_inline)) void iq1m_load(const block_iq1_m *blk, iq1_wt *u)
 {
     uint16_t sc[4];
-    memcpy(sc, blk->scales, 8);
+    u->dh = block_iq1_m_d(blk, sc);
     QD_UNROLL
     for (int s = 0; s < 8; s++) {
         const unsigned h0 = blk->qh[2 * s], h1 = blk->qh[2 * s + 1];
@@ -408,23 +409,31 @@ AVX2 static inline __attribute__((always_inline)) __m256i signed_lanes(const __m
     return lanes;
 }
 
+/* IQ1_S's delta part of block i (its integer, the activation's sums of 32
+ * times the signed scales dls, by D fused into acc->s), as ggml adds it. */
+static inline void iq1s_delta(const int32_t dls[8], const qrow *a, int64_t i, float D, iq1_acc *acc)
+{
+    const int32_t *bs = a->sum16 + i * 16;
+    int32_t sumi1 = 0;
+    for (int s = 0; s < 8; s++) sumi1 += dls[s] * (bs[2 * s] + bs[2 * s + 1]);
+    acc->s = fmaf(D, (float)sumi1, acc->s);
+}
+
 AVX2 static inline __attribute__((always_inline)) iq1_acc iq1s_step(const block_iq1_s *blk, const iq1_wt *u, const qrow *a,
                                                                     int64_t i, iq1_acc acc)
 {
-    const float D = a->d[i] * _cvtsh_ss(blk->d);
+    (void)blk;
+    const float D = a->d[i] * _cvtsh_ss(u->dh);
     acc.v = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(signed_lanes(u->grid, u->scv, a->q + i * 256)), acc.v);
-    const int32_t *bs = a->sum16 + i * 16;
-    int32_t sumi1 = 0;
-    for (int s = 0; s < 8; s++) sumi1 += u->dls[s] * (bs[2 * s] + bs[2 * s + 1]);
-    acc.s = fmaf(D, (float)sumi1, acc.s);
+    iq1s_delta(u->dls, a, i, D, &acc);
     return acc;
 }
 
 AVX2 static inline __attribute__((always_inline)) iq1_acc iq1m_step(const block_iq1_m *blk, const iq1_wt *u, const qrow *a,
                                                                     int64_t i, iq1_acc acc)
 {
-    uint16_t sc[4];
-    const __m256 D = _mm256_set1_ps(a->d[i] * _cvtsh_ss(block_iq1_m_d(blk, sc)));
+    (void)blk;
+    const __m256 D = _mm256_set1_ps(a->d[i] * _cvtsh_ss(u->dh));
     const int8_t *q = a->q + i * 256;
     acc.v = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(signed_lanes(u->grid, u->scv, q)), acc.v);
     __m256i dl = _mm256_setzero_si256();
