@@ -288,7 +288,7 @@ NATIVE_BLOCK_QDOTN(AVX512BW, kavx512_qdotn_iq3_s, block_iq3_s, sgridz_wt, iq3sz_
  * lanes from the codes' pair sums times the signed scales; IQ1_S's delta
  * integer as the AVX2 step makes it. The AVX2 kernels' lanes and float
  * steps, so their bits. */
-typedef struct iq1z_wt { __m512i scv[4], dsc[4]; __mmask64 neg[4], nz[4]; int32_t dls[8]; uint16_t dh; } iq1z_wt;
+typedef struct iq1z_wt { __m512i scv[4], dsc[4]; __mmask64 neg[4], nz[4]; __m256i dls; uint16_t dh; } iq1z_wt;
 
 AVX512BW static inline __attribute__((always_inline)) void iq1_to_z(const iq1_wt *v, iq1z_wt *u)
 {
@@ -309,7 +309,7 @@ AVX512BW static inline __attribute__((always_inline)) void iq1sz_load(const bloc
     iq1_wt v;
     iq1s_load(blk, &v);
     iq1_to_z(&v, u);
-    memcpy(u->dls, v.dls, sizeof u->dls);
+    u->dls = v.dls;
 }
 
 AVX512BW static inline __attribute__((always_inline)) void iq1mz_load(const block_iq1_m *blk, iq1z_wt *u)

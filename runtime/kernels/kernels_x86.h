@@ -22,6 +22,14 @@
 
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 
+AVX2 static inline int32_t hsum_epi32(__m256i v)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
 AVX2 static inline float hsum_ps(__m256 v)
 {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -335,9 +343,15 @@ AVX2 static inline __attribute__((always_inline)) void iq3s_load(const block_iq3
  * (the activation's sums of 32 times the signed scales) into a float,
  * IQ1_M lanes of the activation codes' pair sums times the scales with
  * the delta signs on them (dsc: one sign an 8-group), into a second float
- * vector. kernels_ggml_avx2.c runs these loaders and steps,
+ * vector. A block's 32 grid indices are made on vectors and read out a
+ * sub-block's four at a time (the scalar shifts and masks were most of
+ * the single dot's work), IQ1_S's signed scales are one vector (eight
+ * scalar stores read back as one load stalled store forwarding every
+ * block). kernels_ggml_avx2.c runs these loaders and steps (its single
+ * dots the step1 forms, which decode a sub-block where they use it: a
+ * loaded block is more vectors than there are registers),
  * kernels_ggml_avx512.c's batch dots these loaders. */
-typedef struct iq1_wt { __m256i grid[8], scv[8], dsc[8]; int32_t dls[8]; uint16_t dh; } iq1_wt;
+typedef struct iq1_wt { __m256i grid[8], scv[8], dsc[8], dls; uint16_t dh; } iq1_wt;
 typedef struct iq1_acc { __m256 v, dv; float s; } iq1_acc;
 
 #define IQ1M_L8(v) v, v, v, v, v, v, v, v
@@ -355,68 +369,131 @@ static const int16_t iq1m_delta_signs[16][16] __attribute__((aligned(32))) = {
     IQ1M_DS(8), IQ1M_DS(9), IQ1M_DS(10), IQ1M_DS(11), IQ1M_DS(12), IQ1M_DS(13), IQ1M_DS(14), IQ1M_DS(15)
 };
 
+/* An IQ1 block's 32 grid indices (8 bits of qs, 3 high bits from its
+ * nibbles of qh: nib, 32 bytes, in element-group order) as four 64-bit
+ * words a sub-block's four, made on vectors and read out by word. */
+AVX2 static inline __attribute__((always_inline)) void iq1_indices(const uint8_t *qs, __m128i nib0, __m128i nib1, uint64_t idx[8])
+{
+    const __m128i q0 = _mm_loadu_si128((const __m128i *)qs), q1 = _mm_loadu_si128((const __m128i *)(qs + 16));
+    const __m128i v[4] = { _mm_unpacklo_epi8(q0, nib0), _mm_unpackhi_epi8(q0, nib0), _mm_unpacklo_epi8(q1, nib1),
+                           _mm_unpackhi_epi8(q1, nib1) };
+    QD_UNROLL
+    for (int k = 0; k < 4; k++) {
+        idx[2 * k] = (uint64_t)_mm_cvtsi128_si64(v[k]);
+        idx[2 * k + 1] = (uint64_t)_mm_extract_epi64(v[k], 1);
+    }
+}
+
+/* IQ1_M: qh's bytes hold two groups' 3 bits each (and a delta sign above them). */
+AVX2 static inline __attribute__((always_inline)) void iq1m_indices(const block_iq1_m *blk, uint64_t idx[8])
+{
+    const __m128i qh = _mm_loadu_si128((const __m128i *)blk->qh), m7 = _mm_set1_epi8(7);
+    const __m128i lo = _mm_and_si128(qh, m7), hi = _mm_and_si128(_mm_srli_epi16(qh, 4), m7);
+    iq1_indices(blk->qs, _mm_unpacklo_epi8(lo, hi), _mm_unpackhi_epi8(lo, hi), idx);
+}
+
+AVX2 static inline __m256i iq1_grid4(uint64_t w)
+{
+    return _mm256_setr_epi64x((long long)ggml_iq1s_grid[w & 0xffff], (long long)ggml_iq1s_grid[(w >> 16) & 0xffff],
+                              (long long)ggml_iq1s_grid[(w >> 32) & 0xffff], (long long)ggml_iq1s_grid[w >> 48]);
+}
+
+/* IQ1_S's 32 grid indices: each sub-block's qh word holds its four
+ * groups' 3 high bits at bits 0, 3, 6 and 9: the word in a group's lane
+ * times 2^(9 - 3j) puts group j's at bits 9-11. */
+AVX2 static inline __attribute__((always_inline)) void iq1s_indices(const block_iq1_s *blk, uint64_t idx[8])
+{
+    const __m128i h = _mm_loadu_si128((const __m128i *)blk->qh);
+    const __m128i lo = _mm_unpacklo_epi16(h, h), hi = _mm_unpackhi_epi16(h, h);
+    const __m128i hw[4] = { _mm_unpacklo_epi32(lo, lo), _mm_unpackhi_epi32(lo, lo), _mm_unpacklo_epi32(hi, hi),
+                            _mm_unpackhi_epi32(hi, hi) };
+    const __m128i mul = _mm_setr_epi16(512, 64, 8, 1, 512, 64, 8, 1), m = _mm_set1_epi16(0x700);
+    QD_UNROLL
+    for (int k = 0; k < 4; k++) {
+        const __m128i q = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(blk->qs + 8 * k)));
+        const __m128i v = _mm_or_si128(q, _mm_and_si128(_mm_srli_epi16(_mm_mullo_epi16(hw[k], mul), 1), m));
+        idx[2 * k] = (uint64_t)_mm_cvtsi128_si64(v);
+        idx[2 * k + 1] = (uint64_t)_mm_extract_epi64(v, 1);
+    }
+}
+
+/* IQ1_S's sub-block s: its grid bytes (-1, 0, 1) and its scale's lanes. */
+AVX2 static inline __attribute__((always_inline)) void iq1s_sub(const block_iq1_s *blk, const uint64_t idx[8], int s, __m256i *grid, __m256i *scv)
+{
+    *grid = iq1_grid4(idx[s]);
+    *scv = _mm256_load_si256((const __m256i *)iq1m_scales[9 * ((blk->qh[s] >> 12) & 7)]);
+}
+
+/* IQ1_S's 8 signed sub-block scales (2 x bits 12-14 + 1, negative where
+ * bit 15 of qh is set) as int32 lanes in the order of iq1s_delta's pair
+ * sums: sub-blocks 0 1 4 5 2 3 6 7. */
+AVX2 static inline __m256i iq1s_signed_scales(const uint16_t qh[8])
+{
+    const __m256i h = _mm256_permute4x64_epi64(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)qh)), 0xD8);
+    const __m256i ls = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(h, 11), _mm256_set1_epi32(14)), _mm256_set1_epi32(1));
+    return _mm256_sign_epi32(ls, _mm256_or_si256(_mm256_slli_epi32(h, 16), _mm256_set1_epi32(1)));
+}
+
 AVX2 static inline __attribute__((always_inline)) void iq1s_load(const block_iq1_s *blk, iq1_wt *u)
 {
     u->dh = blk->d;
+    uint64_t idx[8];
+    iq1s_indices(blk, idx);
     QD_UNROLL
-    for (int s = 0; s < 8; s++) {
-        const unsigned h = blk->qh[s];
-        const uint8_t *qs = blk->qs + 4 * s;
-        u->grid[s] = _mm256_setr_epi64x((long long)ggml_iq1s_grid[qs[0] | ((h << 8) & 0x700)],
-                                        (long long)ggml_iq1s_grid[qs[1] | ((h << 5) & 0x700)],
-                                        (long long)ggml_iq1s_grid[qs[2] | ((h << 2) & 0x700)],
-                                        (long long)ggml_iq1s_grid[qs[3] | ((h >> 1) & 0x700)]);
-        const int ls = 2 * ((h >> 12) & 7) + 1;
-        u->scv[s] = _mm256_load_si256((const __m256i *)iq1m_scales[9 * ((h >> 12) & 7)]);
-        u->dls[s] = (h & 0x8000) ? -ls : ls;
-    }
+    for (int s = 0; s < 8; s++) iq1s_sub(blk, idx, s, &u->grid[s], &u->scv[s]);
+    u->dls = iq1s_signed_scales(blk->qh);
 }
 
 /* IQ1_M's two 3-bit scales of a sub-block (6 bits) as the int16 vector
  * of its lanes (2s + 1, the first 16 elements' in the lower 8 words), and
  * its four delta signs (bit g: 8-group g negative) as int16 +-1, a 64-bit
- * lane an 8-group: tables, so a sub-block's are one load each. */
+ * lane an 8-group: tables, so a sub-block's are one load each. Sub-block
+ * s of a block whose scale words are sc. */
+AVX2 static inline __attribute__((always_inline)) void iq1m_sub(const block_iq1_m *blk, const uint16_t sc[4], const uint64_t idx[8], int s,
+                                                               __m256i *grid, __m256i *scv, __m256i *dsc)
+{
+    const unsigned h0 = blk->qh[2 * s], h1 = blk->qh[2 * s + 1];
+    *grid = iq1_grid4(idx[s]);
+    const unsigned w = sc[s / 2] >> (6 * (s % 2));
+    *scv = _mm256_load_si256((const __m256i *)iq1m_scales[w & 63]);
+    /* bits 3, 7, 11 and 15 of the sub-block's qh word (h0 | h1 << 8) gathered
+     * by one multiply: they land on bits 12-15, the other products below */
+    const unsigned bits = ((((h0 | h1 << 8) >> 3) & 0x1111) * 0x1248) >> 12 & 15;
+    *dsc = _mm256_sign_epi16(*scv, _mm256_load_si256((const __m256i *)iq1m_delta_signs[bits]));
+}
+
 AVX2 static inline __attribute__((always_inline)) void iq1m_load(const block_iq1_m *blk, iq1_wt *u)
 {
     uint16_t sc[4];
     u->dh = block_iq1_m_d(blk, sc);
+    uint64_t idx[8];
+    iq1m_indices(blk, idx);
     QD_UNROLL
-    for (int s = 0; s < 8; s++) {
-        const unsigned h0 = blk->qh[2 * s], h1 = blk->qh[2 * s + 1];
-        const uint8_t *qs = blk->qs + 4 * s;
-        u->grid[s] = _mm256_setr_epi64x((long long)ggml_iq1s_grid[qs[0] | ((h0 << 8) & 0x700)],
-                                        (long long)ggml_iq1s_grid[qs[1] | ((h0 << 4) & 0x700)],
-                                        (long long)ggml_iq1s_grid[qs[2] | ((h1 << 8) & 0x700)],
-                                        (long long)ggml_iq1s_grid[qs[3] | ((h1 << 4) & 0x700)]);
-        const unsigned w = sc[s / 2] >> (6 * (s % 2));
-        u->scv[s] = _mm256_load_si256((const __m256i *)iq1m_scales[w & 63]);
-        const unsigned bits = ((h0 >> 3) & 1) | ((h0 >> 6) & 2) | ((h1 >> 1) & 4) | ((h1 >> 4) & 8);
-        u->dsc[s] = _mm256_sign_epi16(u->scv[s], _mm256_load_si256((const __m256i *)iq1m_delta_signs[bits]));
-    }
+    for (int s = 0; s < 8; s++) iq1m_sub(blk, sc, idx, s, &u->grid[s], &u->scv[s], &u->dsc[s]);
 }
 
-/* The lanes of 8 sub-blocks of sign bytes sg (-1, 0 or 1) against the
- * activation codes q, each times its scales. */
-AVX2 static inline __attribute__((always_inline)) __m256i signed_lanes(const __m256i *sg, const __m256i *scv, const int8_t *q)
+/* One sub-block's lanes: its sign bytes sg (-1, 0 or 1) against the
+ * activation codes q, times its scales scv, added to lanes. */
+AVX2 static inline __attribute__((always_inline)) __m256i signed_lanes_add(__m256i lanes, __m256i sg, __m256i scv, const int8_t *q)
 {
-    const __m256i ones = _mm256_set1_epi8(1);
-    __m256i lanes = _mm256_setzero_si256();
-    QD_UNROLL
-    for (int s = 0; s < 8; s++) {
-        const __m256i p = _mm256_maddubs_epi16(ones, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q + 32 * s)), sg[s]));
-        lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(p, scv[s]));
-    }
-    return lanes;
+    const __m256i p = _mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)q), sg));
+    return _mm256_add_epi32(lanes, _mm256_madd_epi16(p, scv));
+}
+
+/* IQ1_M's delta lanes of one sub-block: the codes' pair sums times dsc. */
+AVX2 static inline __attribute__((always_inline)) __m256i iq1m_delta_add(__m256i dl, __m256i dsc, const int8_t *q)
+{
+    const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_loadu_si256((const __m256i *)q));
+    return _mm256_add_epi32(dl, _mm256_madd_epi16(pairs, dsc));
 }
 
 /* IQ1_S's delta part of block i (its integer, the activation's sums of 32
  * times the signed scales dls, by D fused into acc->s), as ggml adds it. */
-static inline void iq1s_delta(const int32_t dls[8], const qrow *a, int64_t i, float D, iq1_acc *acc)
+AVX2 static inline void iq1s_delta(__m256i dls, const qrow *a, int64_t i, float D, iq1_acc *acc)
 {
-    const int32_t *bs = a->sum16 + i * 16;
-    int32_t sumi1 = 0;
-    for (int s = 0; s < 8; s++) sumi1 += dls[s] * (bs[2 * s] + bs[2 * s + 1]);
-    acc->s = fmaf(D, (float)sumi1, acc->s);
+    const __m256i *bs = (const __m256i *)(a->sum16 + i * 16);
+    const __m256i pairs = _mm256_hadd_epi32(_mm256_loadu_si256(bs), _mm256_loadu_si256(bs + 1));
+    acc->s = fmaf(D, (float)hsum_epi32(_mm256_mullo_epi32(pairs, dls)), acc->s);
 }
 
 AVX2 static inline __attribute__((always_inline)) iq1_acc iq1s_step(const block_iq1_s *blk, const iq1_wt *u, const qrow *a,
@@ -424,7 +501,11 @@ AVX2 static inline __attribute__((always_inline)) iq1_acc iq1s_step(const block_
 {
     (void)blk;
     const float D = a->d[i] * _cvtsh_ss(u->dh);
-    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(signed_lanes(u->grid, u->scv, a->q + i * 256)), acc.v);
+    const int8_t *q = a->q + i * 256;
+    __m256i lanes = _mm256_setzero_si256();
+    QD_UNROLL
+    for (int s = 0; s < 8; s++) lanes = signed_lanes_add(lanes, u->grid[s], u->scv[s], q + 32 * s);
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc.v);
     iq1s_delta(u->dls, a, i, D, &acc);
     return acc;
 }
@@ -435,13 +516,61 @@ AVX2 static inline __attribute__((always_inline)) iq1_acc iq1m_step(const block_
     (void)blk;
     const __m256 D = _mm256_set1_ps(a->d[i] * _cvtsh_ss(u->dh));
     const int8_t *q = a->q + i * 256;
-    acc.v = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(signed_lanes(u->grid, u->scv, q)), acc.v);
-    __m256i dl = _mm256_setzero_si256();
+    __m256i lanes = _mm256_setzero_si256(), dl = _mm256_setzero_si256();
     QD_UNROLL
     for (int s = 0; s < 8; s++) {
-        const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_loadu_si256((const __m256i *)(q + 32 * s)));
-        dl = _mm256_add_epi32(dl, _mm256_madd_epi16(pairs, u->dsc[s]));
+        lanes = signed_lanes_add(lanes, u->grid[s], u->scv[s], q + 32 * s);
+        dl = iq1m_delta_add(dl, u->dsc[s], q + 32 * s);
     }
+    acc.v = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(lanes), acc.v);
+    acc.dv = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(dl), acc.dv);
+    return acc;
+}
+
+/* The single dots' steps (NATIVE_BLOCK_QDOT with no_wt and no_load): one
+ * token decodes each sub-block where it uses it, the same lanes as the
+ * steps above, which a batch runs on a block loaded once for all tokens. */
+typedef struct no_wt { char unused; } no_wt;
+static inline void no_load(const void *blk, no_wt *u) { (void)blk, (void)u; }
+
+AVX2 static inline __attribute__((always_inline)) iq1_acc iq1s_step1(const block_iq1_s *blk, const no_wt *u, const qrow *a,
+                                                                     int64_t i, iq1_acc acc)
+{
+    (void)u;
+    const float D = a->d[i] * _cvtsh_ss(blk->d);
+    const int8_t *q = a->q + i * 256;
+    __m256i lanes = _mm256_setzero_si256();
+    uint64_t idx[8];
+    iq1s_indices(blk, idx);
+    QD_UNROLL
+    for (int s = 0; s < 8; s++) {
+        __m256i grid, scv;
+        iq1s_sub(blk, idx, s, &grid, &scv);
+        lanes = signed_lanes_add(lanes, grid, scv, q + 32 * s);
+    }
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc.v);
+    iq1s_delta(iq1s_signed_scales(blk->qh), a, i, D, &acc);
+    return acc;
+}
+
+AVX2 static inline __attribute__((always_inline)) iq1_acc iq1m_step1(const block_iq1_m *blk, const no_wt *u, const qrow *a,
+                                                                     int64_t i, iq1_acc acc)
+{
+    (void)u;
+    uint16_t sc[4];
+    const __m256 D = _mm256_set1_ps(a->d[i] * _cvtsh_ss(block_iq1_m_d(blk, sc)));
+    const int8_t *q = a->q + i * 256;
+    __m256i lanes = _mm256_setzero_si256(), dl = _mm256_setzero_si256();
+    uint64_t idx[8];
+    iq1m_indices(blk, idx);
+    QD_UNROLL
+    for (int s = 0; s < 8; s++) {
+        __m256i grid, scv, dsc;
+        iq1m_sub(blk, sc, idx, s, &grid, &scv, &dsc);
+        lanes = signed_lanes_add(lanes, grid, scv, q + 32 * s);
+        dl = iq1m_delta_add(dl, dsc, q + 32 * s);
+    }
+    acc.v = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(lanes), acc.v);
     acc.dv = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(dl), acc.dv);
     return acc;
 }
@@ -484,14 +613,6 @@ AVX2 static inline __m256i mxfp4_lanes_signed(const uint8_t *blk, const int8_t *
     const __m256i q8 = _mm256_loadu_si256((const __m256i *)q);
     return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(q8, v)),
                              _mm256_set1_epi16(1));
-}
-
-AVX2 static inline int32_t hsum_epi32(__m256i v)
-{
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    return _mm_cvtsi128_si32(s);
 }
 
 /* s (the row's accumulators summed), and a last odd block's product after it. */
