@@ -227,6 +227,50 @@ AVX2 static inline uint32_t iq2xxs_signs32(uint32_t word)
                                                                                             -1, -1, -1, -1, -1, -1, -1)));
 }
 
+/* A block's 32 grid indices of 8-entry groups (the IQ1 and IQ2_S types),
+ * a sub-block's four in a 64-bit word idx[s], made on vectors (the scalar
+ * shifts and masks were most of a single dot's work) and read out by word:
+ * qs's bytes, and high bits from each sub-block's word of h (8 x u16):
+ * group j's from ((h x mul_j) >> sh) & mask, mul_j a power of two. */
+AVX2 static inline __attribute__((always_inline)) void grid_indices(const uint8_t *qs, __m128i h, __m128i mul, int sh,
+                                                                   __m128i mask, uint64_t idx[8])
+{
+    const __m128i lo = _mm_unpacklo_epi16(h, h), hi = _mm_unpackhi_epi16(h, h);
+    const __m128i hw[4] = { _mm_unpacklo_epi32(lo, lo), _mm_unpackhi_epi32(lo, lo), _mm_unpacklo_epi32(hi, hi),
+                            _mm_unpackhi_epi32(hi, hi) }; /* sub-blocks 2k and 2k + 1's words, four lanes each */
+    QD_UNROLL
+    for (int k = 0; k < 4; k++) {
+        const __m128i q = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(qs + 8 * k)));
+        const __m128i v = _mm_or_si128(q, _mm_and_si128(_mm_srli_epi16(_mm_mullo_epi16(hw[k], mul), sh), mask));
+        idx[2 * k] = (uint64_t)_mm_cvtsi128_si64(v);
+        idx[2 * k + 1] = (uint64_t)_mm_extract_epi64(v, 1);
+    }
+}
+
+/* The four 8-byte grid entries of a sub-block's index word. */
+#define GRID4(grid, w)                                                                                           \
+    _mm256_setr_epi64x((long long)(grid)[(w) & 0xffff], (long long)(grid)[((w) >> 16) & 0xffff],                 \
+                       (long long)(grid)[((w) >> 32) & 0xffff], (long long)(grid)[(w) >> 48])
+
+/* Sub-block s's scale lanes (words, the first 16 elements' in the lower
+ * 8) from 16 scale bytes in both halves of b2, sub-block s's at bytes 2s
+ * (first 16 elements) and 2s + 1: one shuffle a sub-block. */
+AVX2 static inline __m256i scale_lanes(__m256i b2, int s)
+{
+    const __m256i ctrl = _mm256_setr_epi8(0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 1, -128, 1,
+                                          -128, 1, -128, 1, -128, 1, -128, 1, -128, 1, -128, 1, -128);
+    return _mm256_shuffle_epi8(b2, _mm256_add_epi8(ctrl, _mm256_set1_epi8((char)(2 * s))));
+}
+
+/* 8 bytes of two 4-bit scales each (low nibble: a sub-block's first 16
+ * elements) as scale_lanes' 16 bytes of 2n + 1. */
+AVX2 static inline __m256i nibble_scales(const uint8_t sc[8])
+{
+    const __m128i b = _mm_loadl_epi64((const __m128i *)sc), m = _mm_set1_epi8(15);
+    const __m128i v = _mm_unpacklo_epi8(_mm_and_si128(b, m), _mm_and_si128(_mm_srli_epi16(b, 4), m));
+    return _mm256_broadcastsi128_si256(_mm_add_epi8(_mm_add_epi8(v, v), _mm_set1_epi8(1)));
+}
+
 /* The IQ types whose sub-blocks of 32 are unsigned grid bytes, a sign
  * per element and an integer scale per 16 (IQ2_XXS, IQ2_XS, IQ2_S,
  * IQ3_S), as ggml's AVX2 dots sum them: per sub-block the activation codes
@@ -238,11 +282,6 @@ AVX2 static inline uint32_t iq2xxs_signs32(uint32_t word)
  * AVX2 kernels (kernels_ggml_avx2.c) run these loaders and this step, the
  * AVX-512 batch ones (kernels_ggml_avx512.c) these loaders. */
 typedef struct sgrid_wt { __m256i grid[8], sgn[8], scv[8]; } sgrid_wt;
-
-AVX2 static inline __m256i scale16x2(int lo, int hi)
-{
-    return _mm256_set_m128i(_mm_set1_epi16((short)hi), _mm_set1_epi16((short)lo));
-}
 
 AVX2 static inline __attribute__((always_inline)) __m256 sgrid_step(const void *blk, const sgrid_wt *u, const qrow *a,
                                                                     int64_t i, __m256 acc)
@@ -290,49 +329,64 @@ AVX2 static inline __m256i iq2xs_sign_pm1(const uint16_t *x)
 /* IQ2_XS: per 8 elements a u16 of a 9-bit grid index and a 7-bit sign group. */
 AVX2 static inline __attribute__((always_inline)) void iq2xs_load(const block_iq2_xs *blk, sgrid_wt *u)
 {
+    const __m256i sc = nibble_scales(blk->scales);
     QD_UNROLL
     for (int s = 0; s < 8; s++) {
         const uint16_t *x = blk->qs + 4 * s;
-        u->grid[s] = _mm256_setr_epi64x((long long)ggml_iq2xs_grid[x[0] & 511], (long long)ggml_iq2xs_grid[x[1] & 511],
-                                        (long long)ggml_iq2xs_grid[x[2] & 511], (long long)ggml_iq2xs_grid[x[3] & 511]);
+        uint64_t w;
+        memcpy(&w, x, 8);
+        w &= 0x01ff01ff01ff01ffull;
+        u->grid[s] = GRID4(ggml_iq2xs_grid, w);
         u->sgn[s] = iq2xs_sign_pm1(x);
-        u->scv[s] = scale16x2(2 * (blk->scales[s] & 15) + 1, 2 * (blk->scales[s] >> 4) + 1);
+        u->scv[s] = scale_lanes(sc, s);
     }
 }
 
-/* IQ2_S: 32 grid-index bytes with two more bits each in qh, 32 sign bytes. */
+/* IQ2_S: 32 grid-index bytes with two more bits each in qh (group j's at
+ * bits 2j), 32 sign bytes. */
 AVX2 static inline __attribute__((always_inline)) void iq2s_load(const block_iq2_s *blk, sgrid_wt *u)
 {
-    const uint8_t *qs = blk->qs, *signs = blk->qs + 32, *qh = blk->qh, *sc = blk->scales;
+    uint64_t idx[8];
+    grid_indices(blk->qs, _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)blk->qh)), _mm_setr_epi16(256, 64, 16, 4, 256, 64, 16, 4), 0,
+                 _mm_set1_epi16(0x300), idx);
+    const __m256i sc = nibble_scales(blk->scales);
     QD_UNROLL
     for (int s = 0; s < 8; s++) {
-        u->grid[s] = _mm256_setr_epi64x((long long)ggml_iq2s_grid[qs[4 * s + 0] | ((qh[s] << 8) & 0x300)],
-                                        (long long)ggml_iq2s_grid[qs[4 * s + 1] | ((qh[s] << 6) & 0x300)],
-                                        (long long)ggml_iq2s_grid[qs[4 * s + 2] | ((qh[s] << 4) & 0x300)],
-                                        (long long)ggml_iq2s_grid[qs[4 * s + 3] | ((qh[s] << 2) & 0x300)]);
+        u->grid[s] = GRID4(ggml_iq2s_grid, idx[s]);
         uint32_t sw;
-        memcpy(&sw, signs + 4 * s, 4);
+        memcpy(&sw, blk->qs + 32 + 4 * s, 4);
         u->sgn[s] = iq3_sign_pm1(sw);
-        u->scv[s] = scale16x2(2 * (sc[s] & 15) + 1, 2 * (sc[s] >> 4) + 1);
+        u->scv[s] = scale_lanes(sc, s);
     }
 }
 
 /* IQ3_S: per sub-block eight grid-index bytes with a ninth bit each in
- * qh[s] (grid entries of 4 bytes), four sign bytes, a 4-bit scale. */
+ * qh[s] (element group k's at bit k; grid entries of 4 bytes), four sign
+ * bytes, a 4-bit scale. The indices made on vectors, a sub-block's eight
+ * in two 64-bit words, as grid_indices does. */
 AVX2 static inline __attribute__((always_inline)) void iq3s_load(const block_iq3_s *blk, sgrid_wt *u)
 {
+    const __m128i h = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)blk->qh));
+    const __m128i mul = _mm_setr_epi16(256, 128, 64, 32, 16, 8, 4, 2), mask = _mm_set1_epi16(0x100);
+    uint32_t scw;
+    memcpy(&scw, blk->scales, 4);
+    const __m128i b = _mm_cvtsi32_si128((int)scw), m = _mm_set1_epi8(15);
+    const __m128i v = _mm_unpacklo_epi8(_mm_and_si128(b, m), _mm_and_si128(_mm_srli_epi16(b, 4), m)); /* sub-block s's at byte s */
+    const __m256i sc = _mm256_broadcastsi128_si256(_mm_add_epi8(_mm_add_epi8(v, v), _mm_set1_epi8(1)));
     QD_UNROLL
     for (int s = 0; s < 8; s++) {
-        const uint8_t *qs = blk->qs + 8 * s;
-        const unsigned h = blk->qh[s];
-        u->grid[s] = _mm256_setr_epi32((int)ggml_iq3s_grid[qs[0] | ((h << 8) & 256)], (int)ggml_iq3s_grid[qs[1] | ((h << 7) & 256)],
-                                       (int)ggml_iq3s_grid[qs[2] | ((h << 6) & 256)], (int)ggml_iq3s_grid[qs[3] | ((h << 5) & 256)],
-                                       (int)ggml_iq3s_grid[qs[4] | ((h << 4) & 256)], (int)ggml_iq3s_grid[qs[5] | ((h << 3) & 256)],
-                                       (int)ggml_iq3s_grid[qs[6] | ((h << 2) & 256)], (int)ggml_iq3s_grid[qs[7] | ((h << 1) & 256)]);
+        const __m128i hs = _mm_shuffle_epi8(h, _mm_set1_epi16((short)(0x0100 + 0x0202 * s)));
+        const __m128i iv = _mm_or_si128(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(blk->qs + 8 * s))),
+                                        _mm_and_si128(_mm_mullo_epi16(hs, mul), mask));
+        const uint64_t w0 = (uint64_t)_mm_cvtsi128_si64(iv), w1 = (uint64_t)_mm_extract_epi64(iv, 1);
+        u->grid[s] = _mm256_setr_epi32((int)ggml_iq3s_grid[w0 & 0xffff], (int)ggml_iq3s_grid[(w0 >> 16) & 0xffff],
+                                       (int)ggml_iq3s_grid[(w0 >> 32) & 0xffff], (int)ggml_iq3s_grid[w0 >> 48],
+                                       (int)ggml_iq3s_grid[w1 & 0xffff], (int)ggml_iq3s_grid[(w1 >> 16) & 0xffff],
+                                       (int)ggml_iq3s_grid[(w1 >> 32) & 0xffff], (int)ggml_iq3s_grid[w1 >> 48]);
         uint32_t sw;
         memcpy(&sw, blk->signs + 4 * s, 4);
         u->sgn[s] = iq3_sign_pm1(sw);
-        u->scv[s] = _mm256_set1_epi16((short)(2 * ((blk->scales[s / 2] >> (4 * (s % 2))) & 15) + 1));
+        u->scv[s] = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(0x8000 + s)));
     }
 }
 
@@ -369,58 +423,25 @@ static const int16_t iq1m_delta_signs[16][16] __attribute__((aligned(32))) = {
     IQ1M_DS(8), IQ1M_DS(9), IQ1M_DS(10), IQ1M_DS(11), IQ1M_DS(12), IQ1M_DS(13), IQ1M_DS(14), IQ1M_DS(15)
 };
 
-/* An IQ1 block's 32 grid indices (8 bits of qs, 3 high bits from its
- * nibbles of qh: nib, 32 bytes, in element-group order) as four 64-bit
- * words a sub-block's four, made on vectors and read out by word. */
-AVX2 static inline __attribute__((always_inline)) void iq1_indices(const uint8_t *qs, __m128i nib0, __m128i nib1, uint64_t idx[8])
-{
-    const __m128i q0 = _mm_loadu_si128((const __m128i *)qs), q1 = _mm_loadu_si128((const __m128i *)(qs + 16));
-    const __m128i v[4] = { _mm_unpacklo_epi8(q0, nib0), _mm_unpackhi_epi8(q0, nib0), _mm_unpacklo_epi8(q1, nib1),
-                           _mm_unpackhi_epi8(q1, nib1) };
-    QD_UNROLL
-    for (int k = 0; k < 4; k++) {
-        idx[2 * k] = (uint64_t)_mm_cvtsi128_si64(v[k]);
-        idx[2 * k + 1] = (uint64_t)_mm_extract_epi64(v[k], 1);
-    }
-}
-
-/* IQ1_M: qh's bytes hold two groups' 3 bits each (and a delta sign above them). */
-AVX2 static inline __attribute__((always_inline)) void iq1m_indices(const block_iq1_m *blk, uint64_t idx[8])
-{
-    const __m128i qh = _mm_loadu_si128((const __m128i *)blk->qh), m7 = _mm_set1_epi8(7);
-    const __m128i lo = _mm_and_si128(qh, m7), hi = _mm_and_si128(_mm_srli_epi16(qh, 4), m7);
-    iq1_indices(blk->qs, _mm_unpacklo_epi8(lo, hi), _mm_unpackhi_epi8(lo, hi), idx);
-}
-
-AVX2 static inline __m256i iq1_grid4(uint64_t w)
-{
-    return _mm256_setr_epi64x((long long)ggml_iq1s_grid[w & 0xffff], (long long)ggml_iq1s_grid[(w >> 16) & 0xffff],
-                              (long long)ggml_iq1s_grid[(w >> 32) & 0xffff], (long long)ggml_iq1s_grid[w >> 48]);
-}
-
-/* IQ1_S's 32 grid indices: each sub-block's qh word holds its four
- * groups' 3 high bits at bits 0, 3, 6 and 9: the word in a group's lane
- * times 2^(9 - 3j) puts group j's at bits 9-11. */
+/* IQ1 grid indices (grid_indices): IQ1_S's qh words hold a sub-block's
+ * four groups' 3 high bits at bits 0, 3, 6, 9; IQ1_M's qh bytes, read as
+ * a sub-block's word, at bits 0, 4, 8, 12 (a delta sign above each). */
 AVX2 static inline __attribute__((always_inline)) void iq1s_indices(const block_iq1_s *blk, uint64_t idx[8])
 {
-    const __m128i h = _mm_loadu_si128((const __m128i *)blk->qh);
-    const __m128i lo = _mm_unpacklo_epi16(h, h), hi = _mm_unpackhi_epi16(h, h);
-    const __m128i hw[4] = { _mm_unpacklo_epi32(lo, lo), _mm_unpackhi_epi32(lo, lo), _mm_unpacklo_epi32(hi, hi),
-                            _mm_unpackhi_epi32(hi, hi) };
-    const __m128i mul = _mm_setr_epi16(512, 64, 8, 1, 512, 64, 8, 1), m = _mm_set1_epi16(0x700);
-    QD_UNROLL
-    for (int k = 0; k < 4; k++) {
-        const __m128i q = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(blk->qs + 8 * k)));
-        const __m128i v = _mm_or_si128(q, _mm_and_si128(_mm_srli_epi16(_mm_mullo_epi16(hw[k], mul), 1), m));
-        idx[2 * k] = (uint64_t)_mm_cvtsi128_si64(v);
-        idx[2 * k + 1] = (uint64_t)_mm_extract_epi64(v, 1);
-    }
+    grid_indices(blk->qs, _mm_loadu_si128((const __m128i *)blk->qh), _mm_setr_epi16(512, 64, 8, 1, 512, 64, 8, 1), 1,
+                 _mm_set1_epi16(0x700), idx);
+}
+
+AVX2 static inline __attribute__((always_inline)) void iq1m_indices(const block_iq1_m *blk, uint64_t idx[8])
+{
+    grid_indices(blk->qs, _mm_loadu_si128((const __m128i *)blk->qh), _mm_setr_epi16(4096, 256, 16, 1, 4096, 256, 16, 1), 4,
+                 _mm_set1_epi16(0x700), idx);
 }
 
 /* IQ1_S's sub-block s: its grid bytes (-1, 0, 1) and its scale's lanes. */
 AVX2 static inline __attribute__((always_inline)) void iq1s_sub(const block_iq1_s *blk, const uint64_t idx[8], int s, __m256i *grid, __m256i *scv)
 {
-    *grid = iq1_grid4(idx[s]);
+    *grid = GRID4(ggml_iq1s_grid, idx[s]);
     *scv = _mm256_load_si256((const __m256i *)iq1m_scales[9 * ((blk->qh[s] >> 12) & 7)]);
 }
 
@@ -453,7 +474,7 @@ AVX2 static inline __attribute__((always_inline)) void iq1m_sub(const block_iq1_
                                                                __m256i *grid, __m256i *scv, __m256i *dsc)
 {
     const unsigned h0 = blk->qh[2 * s], h1 = blk->qh[2 * s + 1];
-    *grid = iq1_grid4(idx[s]);
+    *grid = GRID4(ggml_iq1s_grid, idx[s]);
     const unsigned w = sc[s / 2] >> (6 * (s % 2));
     *scv = _mm256_load_si256((const __m256i *)iq1m_scales[w & 63]);
     /* bits 3, 7, 11 and 15 of the sub-block's qh word (h0 | h1 << 8) gathered
