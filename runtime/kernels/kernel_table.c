@@ -13,7 +13,8 @@
  *   VNNI     (AVX-VNNI) the Q8_0-shaped S-form dots and the IQ3 dot
  *   AVX512   (F, BW, VL, VBMI, GFNI) the IQ3, Q2_K and IQ2_XXS dots, the
  *            IQ2_XS, IQ2_S, IQ3_S, IQ1_S and IQ1_M batch dots
- *   VNNI512  (AVX-512 VNNI) the four-row S8 and MXFP4 dots, MXFP4's qdotn
+ *   VNNI512  (AVX-512 VNNI) the four-row S8 and MXFP4 dots, the MXFP4, IQ1_S
+ *            and IQ1_M batch dots
  *
  * Every layer computes its slot's result bit for bit as the one beneath
  * (test_kernels runs every table the CPU has against the scalar one), so
@@ -89,17 +90,18 @@
     .qdot_ggml[GGML_TYPE_Q2_K] = kavx512_qdot_q2_k, .qdotn_ggml[GGML_TYPE_Q2_K] = kavx512_qdotn_q2_k,    \
     .qdot_ggml[GGML_TYPE_IQ2_XXS] = kavx512_qdot_iq2_xxs, .qdotn_ggml[GGML_TYPE_IQ2_XXS] = kavx512_qdotn_iq2_xxs,
 
-#define VNNI512_MXFP4                                                                                   \
-    .qdot4_ggml[GGML_TYPE_MXFP4] = kavx512_qdot4_mxfp4, .qdotn_ggml[GGML_TYPE_MXFP4] = kavx512_qdotn_mxfp4,
+#define VNNI512_GGML                                                                                    \
+    .qdot4_ggml[GGML_TYPE_MXFP4] = kavx512_qdot4_mxfp4, .qdotn_ggml[GGML_TYPE_MXFP4] = kavx512_qdotn_mxfp4, \
+    .qdotn_ggml[GGML_TYPE_IQ1_S] = kavx512v_qdotn_iq1_s, .qdotn_ggml[GGML_TYPE_IQ1_M] = kavx512v_qdotn_iq1_m,
 /* Its S8 four-row kernel and its K-quant kernels (kernels_kq_avx512.c) hand
  * the rows they do not take to the S-form kernels beneath: AVX2's, or
  * AVX-VNNI's where that layer is there. */
 #define VNNI512_LAYER                                                                                   \
     .qdot[WF_SCODE] = kavx512_qdot_scode, .qdot4[WF_SCODE] = kavx512_qdot4_scode,                       \
-    .qdotn[WF_SCODE] = kavx512_qdotn_scode, .qdot4n[WF_SCODE] = kavx512_qdot4n_scode, VNNI512_MXFP4
+    .qdotn[WF_SCODE] = kavx512_qdotn_scode, .qdot4n[WF_SCODE] = kavx512_qdot4n_scode, VNNI512_GGML
 #define VNNI512_OVER_VNNI_LAYER                                                                         \
     .qdot[WF_SCODE] = kavx512v_qdot_scode, .qdot4[WF_SCODE] = kavx512v_qdot4_scode,                     \
-    .qdotn[WF_SCODE] = kavx512_qdotn_scode, .qdot4n[WF_SCODE] = kavx512_qdot4n_scode, VNNI512_MXFP4
+    .qdotn[WF_SCODE] = kavx512_qdotn_scode, .qdot4n[WF_SCODE] = kavx512_qdot4n_scode, VNNI512_GGML
 
 /* ------------------------------------------------- native ggml dispatch */
 

@@ -1,7 +1,8 @@
-/* kernels_ggml_avx512.c: native MXFP4 with AVX-512 VNNI and VBMI (the
- * AVX-512 VNNI layer's qdot4_ggml and qdotn_ggml slots in kernel_table.c)
- * and native Q2_K and IQ2_XXS with AVX-512 BW (the AVX-512 layer's), the
- * AVX2 kernels' bits. */
+/* kernels_ggml_avx512.c: native MXFP4 with AVX-512 VNNI and VBMI, IQ1_S
+ * and IQ1_M batch dots with AVX-512 VNNI (the AVX-512 VNNI layer's slots
+ * in kernel_table.c), native Q2_K and IQ2_XXS and the other IQ types'
+ * batch dots with AVX-512 BW (the AVX-512 layer's): the AVX2 kernels'
+ * bits. */
 #include "runtime/kernels/kernels_impl.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -364,5 +365,104 @@ AVX512BW static inline __attribute__((always_inline)) iq1_acc iq1mz_step(const b
 
 NATIVE_BLOCK_QDOTN(AVX512BW, kavx512_qdotn_iq1_s, block_iq1_s, iq1z_wt, iq1sz_load, iq1sz_step, iq1_acc, iq1s_finish)
 NATIVE_BLOCK_QDOTN(AVX512BW, kavx512_qdotn_iq1_m, block_iq1_m, iq1z_wt, iq1mz_load, iq1mz_step, iq1_acc, iq1m_finish)
+
+/* IQ1_S's and IQ1_M's batch dots with AVX-512 VNNI: a grid value (-1, 0,
+ * 1) times its scale (1..15) is a signed byte, so the weight side is the
+ * block's elements as such bytes (IQ1_M's delta part too: its sign times
+ * the scale) and a token's 64 codes are one vpdpbusd against them, the
+ * codes biased to unsigned (q + 128: q xor 0x80); the bias's share, 128
+ * times each lane's sum of weight bytes, is taken off the lanes' start
+ * once a block, for all tokens. Each lane ends at the integer the AVX-512
+ * BW and AVX2 dots give (vpdpbusd does not saturate), then their float
+ * steps: their bits. */
+#define AVX512VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+typedef struct iq1v_wt { __m512i w[4], dw[4], start, dstart; __m256i dls; uint16_t dh; } iq1v_wt;
+
+/* int16 lanes of small values (|v| <= 15) as both of their bytes */
+AVX512VNNI static inline __m256i words_to_bytes(__m256i v)
+{
+    return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi16(0xff)), _mm256_slli_epi16(v, 8));
+}
+
+AVX512VNNI static inline __m512i pair_z(__m256i lo, __m256i hi)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+/* -(128 x each lane's sum of four weight bytes), over the block's 4 zmm */
+AVX512VNNI static inline __m512i bias_start(const __m512i w[4])
+{
+    const __m512i b128 = _mm512_set1_epi8((char)0x80);
+    __m512i s = _mm512_setzero_si512();
+    QD_UNROLL
+    for (int k = 0; k < 4; k++) s = _mm512_dpbusd_epi32(s, b128, w[k]);
+    return _mm512_sub_epi32(_mm512_setzero_si512(), s);
+}
+
+AVX512VNNI static inline __attribute__((always_inline)) void iq1v_grid(const iq1_wt *v, iq1v_wt *u)
+{
+    QD_UNROLL
+    for (int k = 0; k < 4; k++)
+        u->w[k] = pair_z(_mm256_sign_epi8(words_to_bytes(v->scv[2 * k]), v->grid[2 * k]),
+                         _mm256_sign_epi8(words_to_bytes(v->scv[2 * k + 1]), v->grid[2 * k + 1]));
+    u->start = bias_start(u->w);
+    u->dh = v->dh;
+}
+
+AVX512VNNI static inline __attribute__((always_inline)) void iq1sv_load(const block_iq1_s *blk, iq1v_wt *u)
+{
+    iq1_wt v;
+    iq1s_load(blk, &v);
+    iq1v_grid(&v, u);
+    u->dls = v.dls;
+}
+
+AVX512VNNI static inline __attribute__((always_inline)) void iq1mv_load(const block_iq1_m *blk, iq1v_wt *u)
+{
+    iq1_wt v;
+    iq1m_load(blk, &v);
+    iq1v_grid(&v, u);
+    QD_UNROLL
+    for (int k = 0; k < 4; k++) u->dw[k] = pair_z(words_to_bytes(v.dsc[2 * k]), words_to_bytes(v.dsc[2 * k + 1]));
+    u->dstart = bias_start(u->dw);
+}
+
+AVX512VNNI static inline __attribute__((always_inline)) iq1_acc iq1sv_step(const block_iq1_s *blk, const iq1v_wt *u,
+                                                                           const qrow *a, int64_t i, iq1_acc acc)
+{
+    (void)blk;
+    const float D = a->d[i] * _cvtsh_ss(u->dh);
+    const int8_t *q = a->q + i * 256;
+    __m512i lanes = u->start;
+    QD_UNROLL
+    for (int k = 0; k < 4; k++) {
+        const __m512i qu = _mm512_xor_si512(_mm512_loadu_si512((const void *)(q + 64 * k)), _mm512_set1_epi8((char)0x80));
+        lanes = _mm512_dpbusd_epi32(lanes, qu, u->w[k]);
+    }
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes8(lanes)), acc.v);
+    iq1s_delta(u->dls, a, i, D, &acc);
+    return acc;
+}
+
+AVX512VNNI static inline __attribute__((always_inline)) iq1_acc iq1mv_step(const block_iq1_m *blk, const iq1v_wt *u,
+                                                                           const qrow *a, int64_t i, iq1_acc acc)
+{
+    (void)blk;
+    const __m256 D = _mm256_set1_ps(a->d[i] * _cvtsh_ss(u->dh));
+    const int8_t *q = a->q + i * 256;
+    __m512i lanes = u->start, dl = u->dstart;
+    QD_UNROLL
+    for (int k = 0; k < 4; k++) {
+        const __m512i qu = _mm512_xor_si512(_mm512_loadu_si512((const void *)(q + 64 * k)), _mm512_set1_epi8((char)0x80));
+        lanes = _mm512_dpbusd_epi32(lanes, qu, u->w[k]);
+        dl = _mm512_dpbusd_epi32(dl, qu, u->dw[k]);
+    }
+    acc.v = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(lanes8(lanes)), acc.v);
+    acc.dv = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(lanes8(dl)), acc.dv);
+    return acc;
+}
+
+NATIVE_BLOCK_QDOTN(AVX512VNNI, kavx512v_qdotn_iq1_s, block_iq1_s, iq1v_wt, iq1sv_load, iq1sv_step, iq1_acc, iq1s_finish)
+NATIVE_BLOCK_QDOTN(AVX512VNNI, kavx512v_qdotn_iq1_m, block_iq1_m, iq1v_wt, iq1mv_load, iq1mv_step, iq1_acc, iq1m_finish)
 
 #endif
