@@ -161,10 +161,10 @@ NATIVE_BLOCK_DOTS(AVX2, kavx2_qdot_iq2_s, kavx2_qdotn_iq2_s, block_iq2_s, sgrid_
 NATIVE_BLOCK_DOTS(AVX2, kavx2_qdot_iq3_s, kavx2_qdotn_iq3_s, block_iq3_s, sgrid_wt, iq3s_load, sgrid_step, __m256,
                   hsum_ps_1)
 
-NATIVE_BLOCK_QDOT(AVX2, kavx2_qdot_iq1_s, block_iq1_s, no_wt, no_load, iq1s_step1, iq1_acc, iq1s_finish)
-NATIVE_BLOCK_QDOTN(AVX2, kavx2_qdotn_iq1_s, block_iq1_s, iq1_wt, iq1s_load, iq1s_step, iq1_acc, iq1s_finish)
-NATIVE_BLOCK_QDOT(AVX2, kavx2_qdot_iq1_m, block_iq1_m, no_wt, no_load, iq1m_step1, iq1_acc, iq1m_finish)
-NATIVE_BLOCK_QDOTN(AVX2, kavx2_qdotn_iq1_m, block_iq1_m, iq1_wt, iq1m_load, iq1m_step, iq1_acc, iq1m_finish)
+NATIVE_BLOCK_DOTS(AVX2, kavx2_qdot_iq1_s, kavx2_qdotn_iq1_s, block_iq1_s, iq1_wt, iq1s_load, iq1s_step, iq1_acc,
+                  iq1s_finish)
+NATIVE_BLOCK_DOTS(AVX2, kavx2_qdot_iq1_m, kavx2_qdotn_iq1_m, block_iq1_m, iq1_wt, iq1m_load, iq1m_step, iq1_acc,
+                  iq1m_finish)
 
 /* One MXFP4 row against nt <= KQ_NT_MAX tokens (prefill): each block's
  * signed values and their magnitudes, and its scale, are made once and

@@ -401,9 +401,7 @@ AVX2 static inline __attribute__((always_inline)) void iq3s_load(const block_iq3
  * sub-block's four at a time (the scalar shifts and masks were most of
  * the single dot's work), IQ1_S's signed scales are one vector (eight
  * scalar stores read back as one load stalled store forwarding every
- * block). kernels_ggml_avx2.c runs these loaders and steps (its single
- * dots the step1 forms, which decode a sub-block where they use it: a
- * loaded block is more vectors than there are registers),
+ * block). kernels_ggml_avx2.c runs these loaders and steps,
  * kernels_ggml_avx512.c's batch dots these loaders. */
 typedef struct iq1_wt { __m256i grid[8], scv[8], dsc[8], dls; uint16_t dh; } iq1_wt;
 typedef struct iq1_acc { __m256 v, dv; float s; } iq1_acc;
@@ -542,54 +540,6 @@ AVX2 static inline __attribute__((always_inline)) iq1_acc iq1m_step(const block_
     for (int s = 0; s < 8; s++) {
         lanes = signed_lanes_add(lanes, u->grid[s], u->scv[s], q + 32 * s);
         dl = iq1m_delta_add(dl, u->dsc[s], q + 32 * s);
-    }
-    acc.v = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(lanes), acc.v);
-    acc.dv = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(dl), acc.dv);
-    return acc;
-}
-
-/* The single dots' steps (NATIVE_BLOCK_QDOT with no_wt and no_load): one
- * token decodes each sub-block where it uses it, the same lanes as the
- * steps above, which a batch runs on a block loaded once for all tokens. */
-typedef struct no_wt { char unused; } no_wt;
-static inline void no_load(const void *blk, no_wt *u) { (void)blk, (void)u; }
-
-AVX2 static inline __attribute__((always_inline)) iq1_acc iq1s_step1(const block_iq1_s *blk, const no_wt *u, const qrow *a,
-                                                                     int64_t i, iq1_acc acc)
-{
-    (void)u;
-    const float D = a->d[i] * _cvtsh_ss(blk->d);
-    const int8_t *q = a->q + i * 256;
-    __m256i lanes = _mm256_setzero_si256();
-    uint64_t idx[8];
-    iq1s_indices(blk, idx);
-    QD_UNROLL
-    for (int s = 0; s < 8; s++) {
-        __m256i grid, scv;
-        iq1s_sub(blk, idx, s, &grid, &scv);
-        lanes = signed_lanes_add(lanes, grid, scv, q + 32 * s);
-    }
-    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc.v);
-    iq1s_delta(iq1s_signed_scales(blk->qh), a, i, D, &acc);
-    return acc;
-}
-
-AVX2 static inline __attribute__((always_inline)) iq1_acc iq1m_step1(const block_iq1_m *blk, const no_wt *u, const qrow *a,
-                                                                     int64_t i, iq1_acc acc)
-{
-    (void)u;
-    uint16_t sc[4];
-    const __m256 D = _mm256_set1_ps(a->d[i] * _cvtsh_ss(block_iq1_m_d(blk, sc)));
-    const int8_t *q = a->q + i * 256;
-    __m256i lanes = _mm256_setzero_si256(), dl = _mm256_setzero_si256();
-    uint64_t idx[8];
-    iq1m_indices(blk, idx);
-    QD_UNROLL
-    for (int s = 0; s < 8; s++) {
-        __m256i grid, scv, dsc;
-        iq1m_sub(blk, sc, idx, s, &grid, &scv, &dsc);
-        lanes = signed_lanes_add(lanes, grid, scv, q + 32 * s);
-        dl = iq1m_delta_add(dl, dsc, q + 32 * s);
     }
     acc.v = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(lanes), acc.v);
     acc.dv = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(dl), acc.dv);
