@@ -436,11 +436,20 @@ AVX2 static inline __attribute__((always_inline)) void iq1m_indices(const block_
                  _mm_set1_epi16(0x700), idx);
 }
 
+/* IQ1_S's eight 3-bit scales (bits 12-14 of each qh word) as
+ * scale_lanes' bytes of 2n + 1, both bytes of a word a sub-block's. */
+AVX2 static inline __m256i iq1s_scale_bytes(const block_iq1_s *blk)
+{
+    const __m128i v = _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128((const __m128i *)blk->qh), 12), _mm_set1_epi16(7));
+    const __m128i b = _mm_mullo_epi16(_mm_add_epi16(_mm_add_epi16(v, v), _mm_set1_epi16(1)), _mm_set1_epi16(0x0101));
+    return _mm256_broadcastsi128_si256(b);
+}
+
 /* IQ1_S's sub-block s: its grid bytes (-1, 0, 1) and its scale's lanes. */
-AVX2 static inline __attribute__((always_inline)) void iq1s_sub(const block_iq1_s *blk, const uint64_t idx[8], int s, __m256i *grid, __m256i *scv)
+AVX2 static inline __attribute__((always_inline)) void iq1s_sub(__m256i scb, const uint64_t idx[8], int s, __m256i *grid, __m256i *scv)
 {
     *grid = GRID4(ggml_iq1s_grid, idx[s]);
-    *scv = _mm256_load_si256((const __m256i *)iq1m_scales[9 * ((blk->qh[s] >> 12) & 7)]);
+    *scv = scale_lanes(scb, s);
 }
 
 /* IQ1_S's 8 signed sub-block scales (2 x bits 12-14 + 1, negative where
@@ -458,37 +467,47 @@ AVX2 static inline __attribute__((always_inline)) void iq1s_load(const block_iq1
     u->dh = blk->d;
     uint64_t idx[8];
     iq1s_indices(blk, idx);
+    const __m256i scb = iq1s_scale_bytes(blk);
     QD_UNROLL
-    for (int s = 0; s < 8; s++) iq1s_sub(blk, idx, s, &u->grid[s], &u->scv[s]);
+    for (int s = 0; s < 8; s++) iq1s_sub(scb, idx, s, &u->grid[s], &u->scv[s]);
     u->dls = iq1s_signed_scales(blk->qh);
 }
 
-/* IQ1_M's two 3-bit scales of a sub-block (6 bits) as the int16 vector
- * of its lanes (2s + 1, the first 16 elements' in the lower 8 words), and
- * its four delta signs (bit g: 8-group g negative) as int16 +-1, a 64-bit
- * lane an 8-group: tables, so a sub-block's are one load each. Sub-block
- * s of a block whose scale words are sc. */
-AVX2 static inline __attribute__((always_inline)) void iq1m_sub(const block_iq1_m *blk, const uint16_t sc[4], const uint64_t idx[8], int s,
+/* IQ1_M's delta-sign bits: bits 3, 7, 11 and 15 of each sub-block's qh
+ * word gathered to bits 12-15 of that word by one multiply of four words
+ * at once (the other partial products land on distinct lower bits of the
+ * word or of the next one: no carries), sub-block s's four at bits
+ * 16 (s % 4) + 12 of dbits[s / 4]. */
+static inline void iq1m_delta_bits(const block_iq1_m *blk, uint64_t dbits[2])
+{
+    uint64_t w[2];
+    memcpy(w, blk->qh, 16);
+    for (int k = 0; k < 2; k++) dbits[k] = ((w[k] >> 3) & 0x1111111111111111ull) * 0x1248;
+}
+
+/* IQ1_M's sub-block s: its grid bytes, its two 3-bit scales (6 bits of
+ * the scale words sc, read as one 64-bit word) as the int16 vector of its
+ * lanes (2s + 1, the first 16 elements' in the lower 8 words), and those
+ * with its four delta signs on them (a 64-bit lane an 8-group): tables,
+ * so a sub-block's are one load each. */
+AVX2 static inline __attribute__((always_inline)) void iq1m_sub(uint64_t sc, const uint64_t idx[8], const uint64_t dbits[2], int s,
                                                                __m256i *grid, __m256i *scv, __m256i *dsc)
 {
-    const unsigned h0 = blk->qh[2 * s], h1 = blk->qh[2 * s + 1];
     *grid = GRID4(ggml_iq1s_grid, idx[s]);
-    const unsigned w = sc[s / 2] >> (6 * (s % 2));
-    *scv = _mm256_load_si256((const __m256i *)iq1m_scales[w & 63]);
-    /* bits 3, 7, 11 and 15 of the sub-block's qh word (h0 | h1 << 8) gathered
-     * by one multiply: they land on bits 12-15, the other products below */
-    const unsigned bits = ((((h0 | h1 << 8) >> 3) & 0x1111) * 0x1248) >> 12 & 15;
-    *dsc = _mm256_sign_epi16(*scv, _mm256_load_si256((const __m256i *)iq1m_delta_signs[bits]));
+    *scv = _mm256_load_si256((const __m256i *)iq1m_scales[(sc >> (16 * (s / 2) + 6 * (s % 2))) & 63]);
+    *dsc = _mm256_sign_epi16(*scv, _mm256_load_si256((const __m256i *)iq1m_delta_signs[(dbits[s / 4] >> (16 * (s % 4) + 12)) & 15]));
 }
 
 AVX2 static inline __attribute__((always_inline)) void iq1m_load(const block_iq1_m *blk, iq1_wt *u)
 {
     uint16_t sc[4];
     u->dh = block_iq1_m_d(blk, sc);
-    uint64_t idx[8];
+    uint64_t sc64, idx[8], dbits[2];
+    memcpy(&sc64, sc, 8);
     iq1m_indices(blk, idx);
+    iq1m_delta_bits(blk, dbits);
     QD_UNROLL
-    for (int s = 0; s < 8; s++) iq1m_sub(blk, sc, idx, s, &u->grid[s], &u->scv[s], &u->dsc[s]);
+    for (int s = 0; s < 8; s++) iq1m_sub(sc64, idx, dbits, s, &u->grid[s], &u->scv[s], &u->dsc[s]);
 }
 
 /* One sub-block's lanes: its sign bytes sg (-1, 0 or 1) against the
