@@ -1,8 +1,8 @@
 /* kernels_ggml_avx512.c: native MXFP4 with AVX-512 VNNI and VBMI, IQ1_S
  * and IQ1_M batch dots with AVX-512 VNNI (the AVX-512 VNNI layer's slots
- * in kernel_table.c), native Q2_K and IQ2_XXS and the other IQ types'
- * batch dots with AVX-512 BW (the AVX-512 layer's): the AVX2 kernels'
- * bits. */
+ * in kernel_table.c), native Q2_K and IQ2_XXS and the IQ2_XS, IQ2_S and
+ * IQ3_S batch dots with AVX-512 BW (the AVX-512 layer's): the AVX2
+ * kernels' bits. */
 #include "runtime/kernels/kernels_impl.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -136,6 +136,12 @@ AVX512VNNI_VBMI void kavx512_qdotn_mxfp4(const weight *w, int64_t r, const qrow 
 
 #define AVX512BW __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
 
+/* Two ymm as one zmm, lo in the lower half. */
+AVX512BW static inline __m512i pair_z(__m256i lo, __m256i hi)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
 /* The 16 integer lanes of a zmm step as ggml's 8: the upper eight added
  * onto the lower (lane l and l + 8 cover the same elements of 32). */
 AVX512BW static inline __m256i lanes8(__m512i lanes)
@@ -232,7 +238,7 @@ AVX512BW static inline __attribute__((always_inline)) void iq2xxsz_load(const bl
             memcpy(&idx[h], qs + 16 * k + 8 * h, 4);
             memcpy(&word[h], qs + 16 * k + 8 * h + 4, 4);
         }
-        u->grid[k] = _mm512_inserti64x4(_mm512_castsi256_si512(iq2xxs_grid4(idx[0])), iq2xxs_grid4(idx[1]), 1);
+        u->grid[k] = pair_z(iq2xxs_grid4(idx[0]), iq2xxs_grid4(idx[1]));
         u->neg[k] = _cvtu64_mask64((uint64_t)iq2xxs_signs32(word[1]) << 32 | iq2xxs_signs32(word[0]));
         u->scv[k] = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16((short)(2 * (word[0] >> 28) + 1)),
                                             _mm512_set1_epi16((short)(2 * (word[1] >> 28) + 1)));
@@ -257,8 +263,8 @@ AVX512BW static inline __attribute__((always_inline)) void sgrid_to_z(const sgri
 {
     QD_UNROLL
     for (int k = 0; k < 4; k++) {
-        u->grid[k] = _mm512_inserti64x4(_mm512_castsi256_si512(v->grid[2 * k]), v->grid[2 * k + 1], 1);
-        u->scv[k] = _mm512_inserti64x4(_mm512_castsi256_si512(v->scv[2 * k]), v->scv[2 * k + 1], 1);
+        u->grid[k] = pair_z(v->grid[2 * k], v->grid[2 * k + 1]);
+        u->scv[k] = pair_z(v->scv[2 * k], v->scv[2 * k + 1]);
         u->neg[k] = _cvtu64_mask64((uint64_t)(uint32_t)_mm256_movemask_epi8(v->sgn[2 * k + 1]) << 32 |
                                    (uint32_t)_mm256_movemask_epi8(v->sgn[2 * k]));
     }
@@ -281,100 +287,17 @@ NATIVE_BLOCK_QDOTN(AVX512BW, kavx512_qdotn_iq2_s, block_iq2_s, sgridz_wt, iq2sz_
 NATIVE_BLOCK_QDOTN(AVX512BW, kavx512_qdotn_iq3_s, block_iq3_s, sgridz_wt, iq3sz_load, sgridz_step, __m256, hsum_ps_1)
 
 
-/* IQ1_S's and IQ1_M's batch dots on AVX-512 BW, the same way: the AVX2
- * weight side regrouped into zmm pairs of sub-blocks (each type's own
- * fields: IQ1_S's signed scales, IQ1_M's delta scales), the grid's -1/0/1 as
- * two 64-bit masks (negative, non-zero) applied to the activation codes,
- * pairs summed by maddubs against ones, madd by the scales; IQ1_M's delta
- * lanes from the codes' pair sums times the signed scales; IQ1_S's delta
- * integer as the AVX2 step makes it. The AVX2 kernels' lanes and float
- * steps, so their bits. */
-typedef struct iq1z_wt { __m512i scv[4], dsc[4]; __mmask64 neg[4], nz[4]; __m256i dls; uint16_t dh; } iq1z_wt;
-
-AVX512BW static inline __attribute__((always_inline)) void iq1_to_z(const iq1_wt *v, iq1z_wt *u)
-{
-    QD_UNROLL
-    for (int k = 0; k < 4; k++) {
-        const __m256i g0 = v->grid[2 * k], g1 = v->grid[2 * k + 1];
-        u->scv[k] = _mm512_inserti64x4(_mm512_castsi256_si512(v->scv[2 * k]), v->scv[2 * k + 1], 1);
-        u->neg[k] = _cvtu64_mask64((uint64_t)_cvtmask32_u32(_mm256_movepi8_mask(g1)) << 32 |
-                                   _cvtmask32_u32(_mm256_movepi8_mask(g0)));
-        u->nz[k] = _cvtu64_mask64((uint64_t)_cvtmask32_u32(_mm256_test_epi8_mask(g1, g1)) << 32 |
-                                  _cvtmask32_u32(_mm256_test_epi8_mask(g0, g0)));
-    }
-    u->dh = v->dh;
-}
-
-AVX512BW static inline __attribute__((always_inline)) void iq1sz_load(const block_iq1_s *blk, iq1z_wt *u)
-{
-    iq1_wt v;
-    iq1s_load(blk, &v);
-    iq1_to_z(&v, u);
-    u->dls = v.dls;
-}
-
-AVX512BW static inline __attribute__((always_inline)) void iq1mz_load(const block_iq1_m *blk, iq1z_wt *u)
-{
-    iq1_wt v;
-    iq1m_load(blk, &v);
-    iq1_to_z(&v, u);
-    QD_UNROLL
-    for (int k = 0; k < 4; k++) u->dsc[k] = _mm512_inserti64x4(_mm512_castsi256_si512(v.dsc[2 * k]), v.dsc[2 * k + 1], 1);
-}
-
-/* The grid part's 8 integer lanes of one token against a block. */
-AVX512BW static inline __attribute__((always_inline)) __m256i iq1z_lanes(const iq1z_wt *u, const int8_t *q)
-{
-    const __m512i ones = _mm512_set1_epi8(1), zero = _mm512_setzero_si512();
-    __m512i lanes = zero;
-    QD_UNROLL
-    for (int k = 0; k < 4; k++) {
-        const __m512i q8 = _mm512_loadu_si512((const void *)(q + 64 * k));
-        const __m512i gq = _mm512_maskz_mov_epi8(u->nz[k], _mm512_mask_sub_epi8(q8, u->neg[k], zero, q8));
-        lanes = _mm512_add_epi32(lanes, _mm512_madd_epi16(_mm512_maddubs_epi16(ones, gq), u->scv[k]));
-    }
-    return lanes8(lanes);
-}
-
-AVX512BW static inline __attribute__((always_inline)) iq1_acc iq1sz_step(const block_iq1_s *blk, const iq1z_wt *u,
-                                                                         const qrow *a, int64_t i, iq1_acc acc)
-{
-    (void)blk;
-    const float D = a->d[i] * _cvtsh_ss(u->dh);
-    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(iq1z_lanes(u, a->q + i * 256)), acc.v);
-    iq1s_delta(u->dls, a, i, D, &acc);
-    return acc;
-}
-
-AVX512BW static inline __attribute__((always_inline)) iq1_acc iq1mz_step(const block_iq1_m *blk, const iq1z_wt *u,
-                                                                         const qrow *a, int64_t i, iq1_acc acc)
-{
-    (void)blk;
-    const __m256 D = _mm256_set1_ps(a->d[i] * _cvtsh_ss(u->dh));
-    const int8_t *q = a->q + i * 256;
-    acc.v = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(iq1z_lanes(u, q)), acc.v);
-    __m512i dl = _mm512_setzero_si512();
-    QD_UNROLL
-    for (int k = 0; k < 4; k++) {
-        const __m512i pairs = _mm512_maddubs_epi16(_mm512_set1_epi8(1), _mm512_loadu_si512((const void *)(q + 64 * k)));
-        dl = _mm512_add_epi32(dl, _mm512_madd_epi16(pairs, u->dsc[k]));
-    }
-    acc.dv = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(lanes8(dl)), acc.dv);
-    return acc;
-}
-
-NATIVE_BLOCK_QDOTN(AVX512BW, kavx512_qdotn_iq1_s, block_iq1_s, iq1z_wt, iq1sz_load, iq1sz_step, iq1_acc, iq1s_finish)
-NATIVE_BLOCK_QDOTN(AVX512BW, kavx512_qdotn_iq1_m, block_iq1_m, iq1z_wt, iq1mz_load, iq1mz_step, iq1_acc, iq1m_finish)
-
-/* IQ1_S's and IQ1_M's batch dots with AVX-512 VNNI: a grid value (-1, 0,
- * 1) times its scale (1..15) is a signed byte, so the weight side is the
+/* IQ1_S's and IQ1_M's batch dots with AVX-512 VNNI (every CPU with the
+ * AVX-512 layer's VBMI and GFNI has it, so there is no AVX-512 BW
+ * version): a grid value (-1, 0, 1) times its scale (1..15) is a signed
+ * byte, so the weight side is the
  * block's elements as such bytes (IQ1_M's delta part too: its sign times
  * the scale) and a token's 64 codes are one vpdpbusd against them, the
  * codes biased to unsigned (q + 128: q xor 0x80); the bias's share, 128
  * times each lane's sum of weight bytes, is taken off the lanes' start
- * once a block, for all tokens. Each lane ends at the integer the AVX-512
- * BW and AVX2 dots give (vpdpbusd does not saturate), then their float
- * steps: their bits. */
+ * once a block, for all tokens. Each lane ends at the integer the AVX2
+ * dot gives (vpdpbusd does not saturate), then its float steps: its
+ * bits. */
 #define AVX512VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 typedef struct iq1v_wt { __m512i w[4], dw[4], start, dstart; __m256i dls; uint16_t dh; } iq1v_wt;
 
@@ -382,11 +305,6 @@ typedef struct iq1v_wt { __m512i w[4], dw[4], start, dstart; __m256i dls; uint16
 AVX512VNNI static inline __m256i words_to_bytes(__m256i v)
 {
     return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi16(0xff)), _mm256_slli_epi16(v, 8));
-}
-
-AVX512VNNI static inline __m512i pair_z(__m256i lo, __m256i hi)
-{
-    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
 /* -(128 x each lane's sum of four weight bytes), over the block's 4 zmm */
