@@ -5,21 +5,10 @@
  * ordering subtleties here. */
 #include "ggml_dequant.h"
 
-#include <math.h>
 #include <string.h>
 
 #include "ggml_blocks.h"
 #include "ggml_tables.h"
-
-/* UE4M3 halved: 4-bit exponent (bias 7), 3-bit mantissa, bit 7 ignored;
- * 0x7F (the E4M3 NaN) reads as 0 as in ggml. Normal: (1 + m/8) 2^(e-7) / 2,
- * subnormal: m 2^-9 / 2; ldexpf is exact on these small integers. */
-static float ue4m3_half(uint8_t x)
-{
-    if (x == 0 || x == 0x7F) return 0.0f;
-    const int e = (x >> 3) & 0xF, m = x & 7;
-    return e == 0 ? ldexpf((float)m, -10) : ldexpf((float)(8 + m), e - 11);
-}
 
 /* MXFP4: 32 weights, one E8M0 scale; low nibbles first half, high second. */
 void dequantize_row_mxfp4(const void *src, float *dst, int64_t n)
@@ -41,7 +30,7 @@ void dequantize_row_nvfp4(const void *src, float *dst, int64_t n)
     const block_nvfp4 *x = src;
     for (int64_t i = 0; i < n / QK_NVFP4; i++) {
         for (int s = 0; s < QK_NVFP4 / QK_NVFP4_SUB; s++, dst += QK_NVFP4_SUB) {
-            const float d = ue4m3_half(x[i].d[s]);
+            const float d = ggml_ue4m3_half(x[i].d[s]);
             const uint8_t *qs = x[i].qs + s * (QK_NVFP4_SUB / 2);
             for (int j = 0; j < QK_NVFP4_SUB / 2; j++) {
                 dst[j] = ggml_kvalues_fp4[qs[j] & 0xF] * d;

@@ -16,31 +16,47 @@ static inline int tq1_trit(uint8_t byte, int k)
     return ((uint16_t)q * 3) >> 8;
 }
 
-void dequantize_row_tq1_0(const void *src, float *dst, int64_t n)
+void ggml_tq1_0_codes(const void *block, uint8_t t[256])
 {
-    const block_tq1_0 *x = src;
+    const block_tq1_0 *x = block;
     enum { NQS = sizeof x->qs, NQH = sizeof x->qh, MAIN = NQS - NQS % 32 };
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        const float d = fp16_to_f32(x[i].d);
-        /* 32 bytes x 5 trits, then 16 bytes x 5 trits, then qh's 4 x 4,
-         * each pass walking the bytes for one trit position */
-        for (int k = 0; k < 5; k++)
-            for (int m = 0; m < MAIN; m++) *dst++ = (tq1_trit(x[i].qs[m], k) - 1) * d;
-        for (int k = 0; k < 5; k++)
-            for (int m = MAIN; m < NQS; m++) *dst++ = (tq1_trit(x[i].qs[m], k) - 1) * d;
-        for (int k = 0; k < 4; k++)
-            for (int m = 0; m < NQH; m++) *dst++ = (tq1_trit(x[i].qh[m], k) - 1) * d;
-    }
+    /* 32 bytes x 5 trits, then 16 bytes x 5 trits, then qh's 4 x 4, each
+     * pass walking the bytes for one trit position */
+    for (int k = 0; k < 5; k++)
+        for (int m = 0; m < MAIN; m++) *t++ = (uint8_t)tq1_trit(x->qs[m], k);
+    for (int k = 0; k < 5; k++)
+        for (int m = MAIN; m < NQS; m++) *t++ = (uint8_t)tq1_trit(x->qs[m], k);
+    for (int k = 0; k < 4; k++)
+        for (int m = 0; m < NQH; m++) *t++ = (uint8_t)tq1_trit(x->qh[m], k);
 }
 
 /* TQ2_0: per 32 bytes, four 2-bit planes of 32 weights each. */
+void ggml_tq2_0_codes(const void *block, uint8_t t[256])
+{
+    const block_tq2_0 *x = block;
+    for (int j = 0; j < (int)sizeof x->qs; j += 32)
+        for (int l = 0; l < 4; l++)
+            for (int m = 0; m < 32; m++) *t++ = (uint8_t)((x->qs[j + m] >> (2 * l)) & 3);
+}
+
+void dequantize_row_tq1_0(const void *src, float *dst, int64_t n)
+{
+    const block_tq1_0 *x = src;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const float d = fp16_to_f32(x[i].d);
+        uint8_t t[QK_K];
+        ggml_tq1_0_codes(&x[i], t);
+        for (int e = 0; e < QK_K; e++) *dst++ = (t[e] - 1) * d;
+    }
+}
+
 void dequantize_row_tq2_0(const void *src, float *dst, int64_t n)
 {
     const block_tq2_0 *x = src;
     for (int64_t i = 0; i < n / QK_K; i++) {
         const float d = fp16_to_f32(x[i].d);
-        for (int j = 0; j < (int)sizeof x->qs; j += 32)
-            for (int l = 0; l < 4; l++)
-                for (int m = 0; m < 32; m++) *dst++ = (((x[i].qs[j + m] >> (2 * l)) & 3) - 1) * d;
+        uint8_t t[QK_K];
+        ggml_tq2_0_codes(&x[i], t);
+        for (int e = 0; e < QK_K; e++) *dst++ = (t[e] - 1) * d;
     }
 }

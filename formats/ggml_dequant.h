@@ -67,5 +67,26 @@ static inline float ggml_e8m0_half(uint8_t e)
     return f;
 }
 GGML_DEQUANT_DECL(nvfp4);
+/* NVFP4's UE4M3 sub-block scale halved (the codes are ggml_kvalues_fp4,
+ * doubled E2M1), as ggml decodes it: 4-bit exponent (bias 7), 3-bit
+ * mantissa, bit 7 ignored; 0x7F (the E4M3 NaN) reads as 0 as in ggml.
+ * Normal (1 + m/8) 2^(e-8), built from bits; subnormal m 2^-10 (exact).
+ * Inline: the dots take four per 64 weights. */
+static inline float ggml_ue4m3_half(uint8_t x)
+{
+    if (x == 0 || x == 0x7F) return 0.0f;
+    const uint32_t e = (x >> 3) & 0xFu, m = x & 7u;
+    if (e == 0) return (float)m * 0x1p-10f;
+    const uint32_t bits = (e + 119u) << 23 | m << 20;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* The ternary types' codes t in {0, 1, 2} (the weight is (t - 1) d) of one
+ * block in element order, the one statement of their layouts: the row
+ * decoders and the CPU's integer dots read them from here. */
+void ggml_tq1_0_codes(const void *block, uint8_t t[256]);
+void ggml_tq2_0_codes(const void *block, uint8_t t[256]);
 
 #endif

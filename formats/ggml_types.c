@@ -46,8 +46,8 @@ static const ggml_type_row type_table[GGML_TYPE_COUNT] = {
     ROW(GGML_TYPE_TQ1_0,   "tq1_0",   256, block_tq1_0,   dequantize_row_tq1_0,    Q8_K),
     ROW(GGML_TYPE_TQ2_0,   "tq2_0",   256, block_tq2_0,   dequantize_row_tq2_0,    Q8_K),
     ROW(GGML_TYPE_MXFP4,   "mxfp4",   32,  block_mxfp4,   dequantize_row_mxfp4,    Q8_0),
-    ROW(GGML_TYPE_NVFP4,   "nvfp4",   64,  block_nvfp4,   dequantize_row_nvfp4,    F32),
-    ROW(GGML_TYPE_Q1_0,    "q1_0",    128, block_q1_0,    dequantize_row_q1_0,     F32),
+    ROW(GGML_TYPE_NVFP4,   "nvfp4",   64,  block_nvfp4,   dequantize_row_nvfp4,    Q8_0),
+    ROW(GGML_TYPE_Q1_0,    "q1_0",    128, block_q1_0,    dequantize_row_q1_0,     Q8_0),
     ROW(GGML_TYPE_Q2_0,    "q2_0",    64,  block_q2_0,    dequantize_row_q2_0,     F32),
 };
 

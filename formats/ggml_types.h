@@ -47,7 +47,7 @@ typedef struct ggml_type_row {
      * type: ggml-cpu's vec_dot_type where that is GGML_TYPE_Q8_0 or _Q8_K
      * (Q8_0 also for Q4_1 and Q5_1, whose Q8_1 holds the same codes plus a
      * sum), else GGML_TYPE_F32: the activation stays float (F16, BF16, and
-     * the types without a quantized dot here). */
+     * Q2_0, which packs hold as S2 codes and so never meets a native dot). */
     int            act;
 } ggml_type_row;
 

@@ -9,7 +9,8 @@
  *   scalar   the reference of every slot (kernels.c, kernels_q8.c,
  *            kernels_ggml_q8.c)
  *   AVX2     (+FMA, F16C) primitives, decoders, quantizers, S-form, IQ3,
- *            Q2_K, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_S, IQ1_S, IQ1_M and MXFP4 dots
+ *            Q2_K, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_S, IQ1_S, IQ1_M, MXFP4, NVFP4,
+ *            Q1_0, TQ1_0 and TQ2_0 dots
  *   VNNI     (AVX-VNNI) the Q8_0-shaped S-form dots and the IQ3 dot
  *   AVX512   (F, BW, VL, VBMI, GFNI) the IQ3, Q2_K and IQ2_XXS dots, the
  *            IQ2_XS, IQ2_S and IQ3_S batch dots
@@ -56,7 +57,11 @@
     .qdot_ggml[GGML_TYPE_IQ2_XS] = kscalar_qdot_iq2_xs, .qdotn_ggml[GGML_TYPE_IQ2_XS] = kscalar_qdotn_iq2_xs, \
     .qdot_ggml[GGML_TYPE_IQ3_S] = kscalar_qdot_iq3_s, .qdotn_ggml[GGML_TYPE_IQ3_S] = kscalar_qdotn_iq3_s,    \
     .qdot_ggml[GGML_TYPE_IQ1_S] = kscalar_qdot_iq1_s, .qdotn_ggml[GGML_TYPE_IQ1_S] = kscalar_qdotn_iq1_s,    \
-    .qdot_ggml[GGML_TYPE_IQ1_M] = kscalar_qdot_iq1_m, .qdotn_ggml[GGML_TYPE_IQ1_M] = kscalar_qdotn_iq1_m,
+    .qdot_ggml[GGML_TYPE_IQ1_M] = kscalar_qdot_iq1_m, .qdotn_ggml[GGML_TYPE_IQ1_M] = kscalar_qdotn_iq1_m,    \
+    .qdot_ggml[GGML_TYPE_NVFP4] = kscalar_qdot_nvfp4, .qdotn_ggml[GGML_TYPE_NVFP4] = kscalar_qdotn_nvfp4,    \
+    .qdot_ggml[GGML_TYPE_Q1_0] = kscalar_qdot_q1_0, .qdotn_ggml[GGML_TYPE_Q1_0] = kscalar_qdotn_q1_0,        \
+    .qdot_ggml[GGML_TYPE_TQ1_0] = kscalar_qdot_tq1_0, .qdotn_ggml[GGML_TYPE_TQ1_0] = kscalar_qdotn_tq1_0,    \
+    .qdot_ggml[GGML_TYPE_TQ2_0] = kscalar_qdot_tq2_0, .qdotn_ggml[GGML_TYPE_TQ2_0] = kscalar_qdotn_tq2_0,
 
 #define AVX2_LAYER                                                                                      \
     .dot_f32 = kavx2_dot_f32, .dot8_f32 = kavx2_dot8_f32, .gemm8_f32 = kavx2_gemm8_f32,                 \
@@ -77,7 +82,11 @@
     .qdot_ggml[GGML_TYPE_IQ1_S] = kavx2_qdot_iq1_s, .qdotn_ggml[GGML_TYPE_IQ1_S] = kavx2_qdotn_iq1_s,        \
     .qdot_ggml[GGML_TYPE_IQ1_M] = kavx2_qdot_iq1_m, .qdotn_ggml[GGML_TYPE_IQ1_M] = kavx2_qdotn_iq1_m,        \
     .qdot_ggml[GGML_TYPE_MXFP4] = kavx2_qdot_mxfp4, .qdot4_ggml[GGML_TYPE_MXFP4] = kavx2_qdot4_mxfp4,    \
-    .qdotn_ggml[GGML_TYPE_MXFP4] = kavx2_qdotn_mxfp4,
+    .qdotn_ggml[GGML_TYPE_MXFP4] = kavx2_qdotn_mxfp4,                                                   \
+    .qdot_ggml[GGML_TYPE_NVFP4] = kavx2_qdot_nvfp4, .qdotn_ggml[GGML_TYPE_NVFP4] = kavx2_qdotn_nvfp4,    \
+    .qdot_ggml[GGML_TYPE_Q1_0] = kavx2_qdot_q1_0, .qdotn_ggml[GGML_TYPE_Q1_0] = kavx2_qdotn_q1_0,        \
+    .qdot_ggml[GGML_TYPE_TQ1_0] = kavx2_qdot_tq1_0, .qdotn_ggml[GGML_TYPE_TQ1_0] = kavx2_qdotn_tq1_0,    \
+    .qdot_ggml[GGML_TYPE_TQ2_0] = kavx2_qdot_tq2_0, .qdotn_ggml[GGML_TYPE_TQ2_0] = kavx2_qdotn_tq2_0,
 
 #define VNNI_LAYER                                                                                      \
     .qdot[WF_SCODE] = kvnni_qdot_scode, .qdot4[WF_SCODE] = kvnni_qdot4_scode, .qdot[WF_IQ3] = kvnni_qdot_iq3,

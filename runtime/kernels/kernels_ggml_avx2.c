@@ -1,6 +1,6 @@
 /* kernels_ggml_avx2.c: native ggml blocks on AVX2 (the AVX2 layer's
  * qdot_ggml slots in kernel_table.c): MXFP4, Q2_K, IQ2_XXS, IQ2_XS, IQ2_S,
- * IQ3_S, IQ1_S and IQ1_M, in the scalar
+ * IQ3_S, IQ1_S, IQ1_M, NVFP4, Q1_0, TQ1_0 and TQ2_0, in the scalar
  * kernels' order (kernels_ggml_q8.c), so their bits. */
 #include "runtime/kernels/kernels_impl.h"
 
@@ -195,5 +195,203 @@ AVX2 void kavx2_qdotn_mxfp4(const weight *w, int64_t r, const qrow *a, int nt, f
     }
     for (int t = 0; t < nt; t++) y[t * ystride] = mxfp4_finish(row, &a[t], nb, even[t], odd[t]);
 }
+
+/* ---- NVFP4, Q1_0, TQ1_0 and TQ2_0 (the scalar order: kernels_ggml_q8.c) ---- */
+
+/* NVFP4's weight side: each half block's 32 values (elements 0..31, then
+ * 32..63) signed and as magnitudes, ggml's sign trick, and the four halved
+ * UE4M3 scales. A half's 16 code bytes hold two sub-blocks, each 8 bytes of
+ * low nibbles (its weights 0..7) then high ones (8..15): 64-bit unpacks put
+ * the nibbles in element order. */
+typedef struct nvfp4_wt { __m256i v[2], m[2]; __m256 s[2]; } nvfp4_wt;
+
+/* The four sub-block scales of a block, ggml_ue4m3_half on vectors (random
+ * scale bytes made its branches a misprediction a block): the low 7 bits
+ * shifted to the mantissa's top with 119 added to the exponent give the
+ * normal value (1 + m/8) 2^(e-8); for e = 0 that is (1 + m/8) 2^-8, and
+ * 2 x (it - 2^-8) = m 2^-10 is the subnormal one (exact); 0x7F reads 0. */
+AVX2 static inline __m128 ue4m3_half4(const uint8_t *d)
+{
+    uint32_t d4;
+    memcpy(&d4, d, 4);
+    const __m128i x = _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)d4));
+    const __m128 f = _mm_castsi128_ps(_mm_add_epi32(_mm_slli_epi32(_mm_and_si128(x, _mm_set1_epi32(0x7F)), 20),
+                                                    _mm_set1_epi32(119 << 23)));
+    const __m128 sub = _mm_fmsub_ps(f, _mm_set1_ps(2.0f), _mm_set1_ps(0x1p-7f));
+    const __m128i e0 = _mm_cmpeq_epi32(_mm_and_si128(x, _mm_set1_epi32(0x78)), _mm_setzero_si128());
+    const __m128 v = _mm_blendv_ps(f, sub, _mm_castsi128_ps(e0));
+    return _mm_andnot_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(x, _mm_set1_epi32(0x7F))), v);
+}
+
+AVX2 static inline __attribute__((always_inline)) void nvfp4_load(const block_nvfp4 *blk, nvfp4_wt *u)
+{
+    const __m256i values = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ggml_kvalues_fp4));
+    const __m256i m4 = _mm256_set1_epi8(15);
+    /* both halves at once: the 64-bit unpacks give elements 0..15 and 32..47,
+     * then 16..31 and 48..63, one per 128-bit lane; two lane permutes part them */
+    const __m256i x = _mm256_loadu_si256((const __m256i *)blk->qs);
+    const __m256i lo = _mm256_and_si256(x, m4), hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
+    const __m256i a = _mm256_unpacklo_epi64(lo, hi), b = _mm256_unpackhi_epi64(lo, hi);
+    u->v[0] = _mm256_shuffle_epi8(values, _mm256_permute2x128_si256(a, b, 0x20));
+    u->v[1] = _mm256_shuffle_epi8(values, _mm256_permute2x128_si256(a, b, 0x31));
+    u->m[0] = _mm256_sign_epi8(u->v[0], u->v[0]);
+    u->m[1] = _mm256_sign_epi8(u->v[1], u->v[1]);
+    /* each half's two scales, each over its four lanes */
+    const __m256 s4 = _mm256_castps128_ps256(ue4m3_half4(blk->d));
+    u->s[0] = _mm256_permutevar8x32_ps(s4, _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+    u->s[1] = _mm256_permutevar8x32_ps(s4, _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3));
+}
+
+/* Block i against one token: each half's 8 integer lanes by (activation
+ * scale x sub-block scale), the first sub-block's in lanes 0..3, fused into acc. */
+AVX2 static inline __attribute__((always_inline)) __m256 nvfp4_step(const block_nvfp4 *blk, const nvfp4_wt *u,
+                                                                    const qrow *a, int64_t i, __m256 acc)
+{
+    (void)blk;
+    const __m256i ones = _mm256_set1_epi16(1);
+    QD_UNROLL
+    for (int h = 0; h < 2; h++) {
+        const __m256i q = _mm256_loadu_si256((const __m256i *)(a->q + 64 * i + 32 * h));
+        const __m256i lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(u->m[h], _mm256_sign_epi8(q, u->v[h])), ones);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), _mm256_mul_ps(_mm256_set1_ps(a->d[2 * i + h]), u->s[h]), acc);
+    }
+    return acc;
+}
+
+NATIVE_BLOCK_DOTS_N(AVX2, kavx2_qdot_nvfp4, kavx2_qdotn_nvfp4, block_nvfp4, 64, nvfp4_wt, nvfp4_load, nvfp4_step,
+                    __m256, hsum_ps_1)
+
+/* Q1_0's weight side: per 32 weights a byte mask, 0xff where the sign bit
+ * is clear (the weight -1): (q ^ mask) - mask negates those codes. */
+typedef struct q1_wt { __m256i neg[4]; } q1_wt;
+
+AVX2 static inline __attribute__((always_inline)) void q1_load(const block_q1_0 *blk, q1_wt *u)
+{
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3,
+                                            3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    QD_UNROLL
+    for (int k = 0; k < 4; k++) {
+        uint32_t w32;
+        memcpy(&w32, blk->qs + 4 * k, 4);
+        const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32((int)w32), spread);
+        u->neg[k] = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), _mm256_setzero_si256());
+    }
+}
+
+/* Block i against one token: four activation blocks' signed sums into 8
+ * lanes each, summed in float by their scales (a product, then three fused),
+ * that sum fused into acc by the block's d. */
+AVX2 static inline __attribute__((always_inline)) __m256 q1_step(const block_q1_0 *blk, const q1_wt *u, const qrow *a,
+                                                                 int64_t i, __m256 acc)
+{
+    const __m256i one8 = _mm256_set1_epi8(1), one16 = _mm256_set1_epi16(1);
+    __m256 t = _mm256_setzero_ps();
+    QD_UNROLL
+    for (int k = 0; k < 4; k++) {
+        const __m256i q = _mm256_loadu_si256((const __m256i *)(a->q + 128 * i + 32 * k));
+        const __m256i sq = _mm256_sub_epi8(_mm256_xor_si256(q, u->neg[k]), u->neg[k]);
+        const __m256 lanes = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(one8, sq), one16));
+        const __m256 dq = _mm256_set1_ps(a->d[4 * i + k]);
+        t = k ? _mm256_fmadd_ps(dq, lanes, t) : _mm256_mul_ps(dq, lanes);
+    }
+    return _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(blk->d)), t, acc);
+}
+
+NATIVE_BLOCK_DOTS_N(AVX2, kavx2_qdot_q1_0, kavx2_qdotn_q1_0, block_q1_0, 128, q1_wt, q1_load, q1_step, __m256,
+                    hsum_ps_1)
+
+/* The ternary types' weight side: a block's 256 codes (0..2) as 8 vectors
+ * of 32 in element order. */
+typedef struct tern_wt { __m256i c[8]; } tern_wt;
+
+/* Bytes times 3 and times 9, mod 256 (x + x + x; x << 3 with the bits
+ * shifted in from the byte beneath cleared, plus x). */
+AVX2 static inline __m256i mul3_epu8(__m256i x) { return _mm256_add_epi8(x, _mm256_add_epi8(x, x)); }
+AVX2 static inline __m256i mul9_epu8(__m256i x)
+{
+    return _mm256_add_epi8(_mm256_and_si256(_mm256_slli_epi16(x, 3), _mm256_set1_epi8((char)0xF8)), x);
+}
+
+/* Each byte's top trit, (x * 3) >> 8 (ggml_tq1_0_codes), as ggml's AVX2
+ * kernel reads it: the average of x - 1 (saturated) and its half, top two
+ * bits; the same value for every byte (checked over all 256). */
+AVX2 static inline __m256i trit_top(__m256i x)
+{
+    const __m256i y = _mm256_subs_epu8(x, _mm256_set1_epi8(1));
+    const __m256i avg = _mm256_avg_epu8(y, _mm256_avg_epu8(y, _mm256_setzero_si256()));
+    return _mm256_and_si256(_mm256_srli_epi16(avg, 6), _mm256_set1_epi8(3));
+}
+
+/* TQ1_0: its first 32 bytes' five trits are elements 0..159 (trit k of byte
+ * m: element 32k + m), the next 16 bytes' are 160..239 (160 + 16k + m), qh's
+ * four bytes' four trits 240..255 (240 + 4k + m); trit k is on top after
+ * multiplying by 3^k. */
+AVX2 static inline __attribute__((always_inline)) void tq1_load(const block_tq1_0 *blk, tern_wt *u)
+{
+    const __m256i x = _mm256_loadu_si256((const __m256i *)blk->qs);
+    const __m256i x3 = mul3_epu8(x), x9 = mul9_epu8(x);
+    u->c[0] = trit_top(x);
+    u->c[1] = trit_top(x3);
+    u->c[2] = trit_top(x9);
+    u->c[3] = trit_top(mul9_epu8(x3));
+    u->c[4] = trit_top(mul9_epu8(x9));
+    const __m256i y = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(blk->qs + 32)));
+    const __m256i y3 = mul3_epu8(y), y9 = mul9_epu8(y);
+    uint32_t h32;
+    memcpy(&h32, blk->qh, 4);
+    const __m256i h = _mm256_set1_epi32((int)h32), h3 = mul3_epu8(h);
+    /* qh x 1, 3, 9, 27 in the upper lane's four words, y x 81 in the lower */
+    const __m256i hk = _mm256_blend_epi32(_mm256_blend_epi32(h, h3, 0x20), mul9_epu8(_mm256_blend_epi32(h, h3, 0x80)), 0xC0);
+    u->c[5] = trit_top(_mm256_blend_epi32(y, y3, 0xF0));
+    u->c[6] = trit_top(_mm256_blend_epi32(y9, mul9_epu8(y3), 0xF0));
+    u->c[7] = trit_top(_mm256_blend_epi32(mul9_epu8(y9), hk, 0xF0));
+}
+
+/* TQ2_0: half j's 32 bytes shifted by 2l give elements 128j + 32l.. */
+AVX2 static inline __attribute__((always_inline)) void tq2_load(const block_tq2_0 *blk, tern_wt *u)
+{
+    const __m256i m3 = _mm256_set1_epi8(3);
+    QD_UNROLL
+    for (int j = 0; j < 2; j++) {
+        const __m256i bits = _mm256_loadu_si256((const __m256i *)(blk->qs + 32 * j));
+        QD_UNROLL
+        for (int l = 0; l < 4; l++) u->c[4 * j + l] = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * l), m3);
+    }
+}
+
+/* Block i's 8 integer lanes against one token, the codes' products less
+ * the activation's sums of elements 32l..32l+31 in lane l (the scalar
+ * dot_ternary's lanes). The products sum in 16 bits first, as ggml's do
+ * (at most 16 of |2 x 128| a lane: no overflow). */
+AVX2 static inline __attribute__((always_inline)) __m256 tern_fma(const tern_wt *u, const qrow *a, int64_t i,
+                                                                  uint16_t dh, __m256 acc)
+{
+    const int8_t *q = a->q + 256 * i;
+    __m256i s = _mm256_setzero_si256();
+    QD_UNROLL
+    for (int k = 0; k < 8; k++)
+        s = _mm256_add_epi16(s, _mm256_maddubs_epi16(u->c[k], _mm256_loadu_si256((const __m256i *)(q + 32 * k))));
+    const int32_t *s16 = a->sum16 + 16 * i;
+    /* hadd pairs the sums within 128-bit lanes (0+1, 2+3, 8+9, 10+11 | 4+5, ...); the permute puts them in order */
+    const __m256i pairs = _mm256_permute4x64_epi64(_mm256_hadd_epi32(_mm256_loadu_si256((const __m256i *)s16),
+                                                                     _mm256_loadu_si256((const __m256i *)(s16 + 8))),
+                                                   0xD8);
+    const __m256i lanes = _mm256_sub_epi32(_mm256_madd_epi16(s, _mm256_set1_epi16(1)), pairs);
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), _mm256_set1_ps(a->d[i] * _cvtsh_ss(dh)), acc);
+}
+AVX2 static inline __attribute__((always_inline)) __m256 tq1_step(const block_tq1_0 *blk, const tern_wt *u,
+                                                                  const qrow *a, int64_t i, __m256 acc)
+{
+    return tern_fma(u, a, i, blk->d, acc);
+}
+AVX2 static inline __attribute__((always_inline)) __m256 tq2_step(const block_tq2_0 *blk, const tern_wt *u,
+                                                                  const qrow *a, int64_t i, __m256 acc)
+{
+    return tern_fma(u, a, i, blk->d, acc);
+}
+
+NATIVE_BLOCK_DOTS(AVX2, kavx2_qdot_tq1_0, kavx2_qdotn_tq1_0, block_tq1_0, tern_wt, tq1_load, tq1_step, __m256, hsum_ps_1)
+NATIVE_BLOCK_DOTS(AVX2, kavx2_qdot_tq2_0, kavx2_qdotn_tq2_0, block_tq2_0, tern_wt, tq2_load, tq2_step, __m256, hsum_ps_1)
 
 #endif

@@ -422,6 +422,87 @@ static float dot_mxfp4(const uint8_t *row, int64_t cols, const qrow *a)
     return ggml_order_hsum8(s8);
 }
 
+/* NVFP4 as ggml's AVX2 vec_dot_nvfp4_q8_0: a block of 64 meets two Q8_0
+ * activation blocks; each one's 8 integer lanes (lane l: elements 4l..4l+3
+ * of its 32; a 16-weight sub-block is 8 code bytes, low nibbles its first
+ * 8 weights, high nibbles the next 8) times the sub-block's scale, the
+ * activation scale x the halved UE4M3 scale, fused-multiply-added into one
+ * set of 8 float lanes, the first block's then the second's. */
+static float dot_nvfp4(const uint8_t *row, int64_t cols, const qrow *a)
+{
+    float acc[8] = { 0 };
+    for (int64_t b = 0; b < cols / 64; b++) {
+        const block_nvfp4 *blk = (const block_nvfp4 *)row + b;
+        for (int h = 0; h < 2; h++) {
+            const int8_t *q = a->q + b * 64 + h * 32;
+            int32_t lane[8] = { 0 };
+            for (int e = 0; e < 32; e++) {
+                const int s = 2 * h + e / 16, j = e % 16;
+                const uint8_t byte = blk->qs[s * 8 + j % 8];
+                lane[e / 4] += (int32_t)ggml_kvalues_fp4[j < 8 ? byte & 15 : byte >> 4] * q[e];
+            }
+            const float dq = a->d[2 * b + h];
+            const float sc[2] = { dq * ggml_ue4m3_half(blk->d[2 * h]), dq * ggml_ue4m3_half(blk->d[2 * h + 1]) };
+            for (int l = 0; l < 8; l++) acc[l] = fmaf((float)lane[l], sc[l / 4], acc[l]);
+        }
+    }
+    return ggml_order_hsum8(acc);
+}
+
+/* Q1_0 as ggml's AVX2 vec_dot_q1_0_q8_0: a block of 128 signs (bit set +1,
+ * clear -1) meets four Q8_0 activation blocks; their 8 integer lanes each
+ * (as dot_nvfp4's) times the activation scale are summed in float (the
+ * first a product, the next three fused), and that sum is fused-multiply-
+ * added by the block's d into the row's lanes. */
+static float dot_q1_0(const uint8_t *row, int64_t cols, const qrow *a)
+{
+    float acc[8] = { 0 };
+    for (int64_t b = 0; b < cols / 128; b++) {
+        const block_q1_0 *blk = (const block_q1_0 *)row + b;
+        float t[8];
+        for (int k = 0; k < 4; k++) {
+            const int8_t *q = a->q + b * 128 + k * 32;
+            int32_t lane[8] = { 0 };
+            for (int e = 0; e < 32; e++) {
+                const int bit = (blk->qs[4 * k + e / 8] >> (e % 8)) & 1;
+                lane[e / 4] += bit ? q[e] : -q[e];
+            }
+            const float dq = a->d[4 * b + k];
+            for (int l = 0; l < 8; l++) t[l] = k ? fmaf(dq, (float)lane[l], t[l]) : dq * (float)lane[l];
+        }
+        const float d = fp16_to_f32(blk->d);
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(d, t[l], acc[l]);
+    }
+    return ggml_order_hsum8(acc);
+}
+
+/* TQ1_0 and TQ2_0 as ggml's AVX2 vec_dot_tq1_0_q8_K / tq2_0_q8_K: the codes
+ * t (the weight is (t - 1) d) against the activation into 8 integer lanes
+ * (lane l: elements 4l..4l+3 of every 32), the -1 taken off through the
+ * activation's 16-element sums as ggml does it, lane l less sums 2l and
+ * 2l + 1 (elements 32l..32l+31: the same total, spread its way), then
+ * D = d x (activation scale) times each lane fused into the row's lanes. */
+typedef void (*tcodes_fn)(const void *block, uint8_t t[256]);
+
+static float dot_ternary(const uint8_t *row, int64_t cols, const qrow *a, size_t bsize, tcodes_fn codes)
+{
+    float acc[8] = { 0 };
+    for (int64_t i = 0; i < cols / 256; i++) {
+        const uint8_t *blk = row + (size_t)i * bsize;
+        uint8_t t[256];
+        codes(blk, t);
+        const int8_t *q = a->q + i * 256;
+        const int32_t *s16 = a->sum16 + i * 16;
+        int32_t lane[8] = { 0 };
+        for (int e = 0; e < 256; e++) lane[(e % 32) / 4] += (int32_t)t[e] * q[e];
+        uint16_t dh; /* both blocks end in their fp16 d */
+        memcpy(&dh, blk + bsize - 2, 2);
+        const float D = a->d[i] * fp16_to_f32(dh);
+        for (int l = 0; l < 8; l++) acc[l] = fmaf((float)(lane[l] - s16[2 * l] - s16[2 * l + 1]), D, acc[l]);
+    }
+    return ggml_order_hsum8(acc);
+}
+
 /* The table's entries (kernel_table.c: qdot_ggml[type]): row r of w. */
 static const uint8_t *row_of(const weight *w, int64_t r) { return (const uint8_t *)w->data + (size_t)r * w->row_bytes; }
 
@@ -432,6 +513,16 @@ float kscalar_qdot_q2_k(const weight *w, int64_t r, const qrow *a) { return dot_
 float kscalar_qdot_mxfp4(const weight *w, int64_t r, const qrow *a) { return dot_mxfp4(row_of(w, r), w->cols, a); }
 float kscalar_qdot_iq1_s(const weight *w, int64_t r, const qrow *a) { return dot_iq1_s(row_of(w, r), w->cols, a); }
 float kscalar_qdot_iq1_m(const weight *w, int64_t r, const qrow *a) { return dot_iq1_m(row_of(w, r), w->cols, a); }
+float kscalar_qdot_nvfp4(const weight *w, int64_t r, const qrow *a) { return dot_nvfp4(row_of(w, r), w->cols, a); }
+float kscalar_qdot_q1_0(const weight *w, int64_t r, const qrow *a) { return dot_q1_0(row_of(w, r), w->cols, a); }
+float kscalar_qdot_tq1_0(const weight *w, int64_t r, const qrow *a)
+{
+    return dot_ternary(row_of(w, r), w->cols, a, sizeof(block_tq1_0), ggml_tq1_0_codes);
+}
+float kscalar_qdot_tq2_0(const weight *w, int64_t r, const qrow *a)
+{
+    return dot_ternary(row_of(w, r), w->cols, a, sizeof(block_tq2_0), ggml_tq2_0_codes);
+}
 /* The types that dot_blocks sums: block, decoder, constant. */
 #define BLOCKS_DOT(T, BLK, DEC, K)                                                                              \
     float kscalar_qdot_##T(const weight *w, int64_t r, const qrow *a)                                          \
@@ -463,3 +554,7 @@ PER_TOKEN_DOTN(iq2_xs)
 PER_TOKEN_DOTN(iq3_s)
 PER_TOKEN_DOTN(iq1_s)
 PER_TOKEN_DOTN(iq1_m)
+PER_TOKEN_DOTN(nvfp4)
+PER_TOKEN_DOTN(q1_0)
+PER_TOKEN_DOTN(tq1_0)
+PER_TOKEN_DOTN(tq2_0)

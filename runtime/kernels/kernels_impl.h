@@ -66,6 +66,14 @@ void kscalar_qdotn_iq2_xs(const weight *w, int64_t r, const qrow *a, int nt, flo
 void kscalar_qdotn_iq3_s(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 void kscalar_qdotn_iq1_s(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 void kscalar_qdotn_iq1_m(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
+/* NVFP4, Q1_0 (Q8_0 activations), TQ1_0 and TQ2_0 (Q8_K) */
+#define GGML_DOT_DECLS(PFX, T)                                                                                   \
+    float PFX##_qdot_##T(const weight *w, int64_t r, const qrow *a);                                             \
+    void PFX##_qdotn_##T(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
+GGML_DOT_DECLS(kscalar, nvfp4)
+GGML_DOT_DECLS(kscalar, q1_0)
+GGML_DOT_DECLS(kscalar, tq1_0)
+GGML_DOT_DECLS(kscalar, tq2_0)
 
 /* ---- AVX2 + FMA + F16C (kernels_avx2.c, kernels_q8_avx2.c) ---- */
 float kavx2_dot_f32(const float *a, const float *b, int64_t n);
@@ -107,6 +115,10 @@ void kavx2_qdotn_iq2_xs(const weight *w, int64_t r, const qrow *a, int nt, float
 void kavx2_qdotn_iq3_s(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 void kavx2_qdotn_iq1_s(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 void kavx2_qdotn_iq1_m(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
+GGML_DOT_DECLS(kavx2, nvfp4)
+GGML_DOT_DECLS(kavx2, q1_0)
+GGML_DOT_DECLS(kavx2, tq1_0)
+GGML_DOT_DECLS(kavx2, tq2_0)
 float kavx2_qdot_mxfp4(const weight *w, int64_t r, const qrow *a);
 void kavx2_qdot4_mxfp4(const weight *w, int64_t r, int64_t stride, const qrow *a, float *y);
 void kavx2_qdotn_mxfp4(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);

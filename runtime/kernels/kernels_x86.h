@@ -161,13 +161,14 @@ AVX2 static inline __m256i iq3_signed_q(const int8_t *q, uint32_t mask)
  * the result FINISH(acc): one row against one token (NATIVE_BLOCK_QDOT),
  * and against nt <= KQ_NT_MAX tokens, each block's weight side shared by
  * all of them (NATIVE_BLOCK_QDOTN: every token's steps the single dot's,
- * so its bits); NATIVE_BLOCK_DOTS both. */
-#define NATIVE_BLOCK_QDOT(ATTR, QDOT, BLK, WT, LOAD, STEP, ACC, FINISH)                                        \
+ * so its bits); NATIVE_BLOCK_DOTS both. The _N forms take blocks of ELEMS
+ * weights (i counts blocks; STEP finds its activation blocks). */
+#define NATIVE_BLOCK_QDOT_N(ATTR, QDOT, BLK, ELEMS, WT, LOAD, STEP, ACC, FINISH)                               \
     ATTR float QDOT(const weight *w, int64_t r, const qrow *a)                                                  \
     {                                                                                                           \
         const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;                              \
         ACC acc = { 0 };                                                                                        \
-        for (int64_t i = 0; i < w->cols / 256; i++) {                                                           \
+        for (int64_t i = 0; i < w->cols / (ELEMS); i++) {                                                       \
             const BLK *blk = (const BLK *)row + i;                                                              \
             WT u;                                                                                               \
             LOAD(blk, &u);                                                                                      \
@@ -175,13 +176,13 @@ AVX2 static inline __m256i iq3_signed_q(const int8_t *q, uint32_t mask)
         }                                                                                                       \
         return FINISH(acc);                                                                                     \
     }
-#define NATIVE_BLOCK_QDOTN(ATTR, QDOTN, BLK, WT, LOAD, STEP, ACC, FINISH)                                      \
+#define NATIVE_BLOCK_QDOTN_N(ATTR, QDOTN, BLK, ELEMS, WT, LOAD, STEP, ACC, FINISH)                             \
     ATTR void QDOTN(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)               \
     {                                                                                                           \
         const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;                              \
         ACC acc[KQ_NT_MAX];                                                                                     \
         memset(acc, 0, sizeof acc);                                                                             \
-        for (int64_t i = 0; i < w->cols / 256; i++) {                                                           \
+        for (int64_t i = 0; i < w->cols / (ELEMS); i++) {                                                       \
             const BLK *blk = (const BLK *)row + i;                                                              \
             WT u;                                                                                               \
             LOAD(blk, &u);                                                                                      \
@@ -189,9 +190,16 @@ AVX2 static inline __m256i iq3_signed_q(const int8_t *q, uint32_t mask)
         }                                                                                                       \
         for (int t = 0; t < nt; t++) y[t * ystride] = FINISH(acc[t]);                                           \
     }
+/* The super-block types (256 weights a block) */
+#define NATIVE_BLOCK_QDOT(ATTR, QDOT, BLK, WT, LOAD, STEP, ACC, FINISH)                                        \
+    NATIVE_BLOCK_QDOT_N(ATTR, QDOT, BLK, 256, WT, LOAD, STEP, ACC, FINISH)
+#define NATIVE_BLOCK_QDOTN(ATTR, QDOTN, BLK, WT, LOAD, STEP, ACC, FINISH)                                      \
+    NATIVE_BLOCK_QDOTN_N(ATTR, QDOTN, BLK, 256, WT, LOAD, STEP, ACC, FINISH)
+#define NATIVE_BLOCK_DOTS_N(ATTR, QDOT, QDOTN, BLK, ELEMS, WT, LOAD, STEP, ACC, FINISH)                        \
+    NATIVE_BLOCK_QDOT_N(ATTR, QDOT, BLK, ELEMS, WT, LOAD, STEP, ACC, FINISH)                                   \
+    NATIVE_BLOCK_QDOTN_N(ATTR, QDOTN, BLK, ELEMS, WT, LOAD, STEP, ACC, FINISH)
 #define NATIVE_BLOCK_DOTS(ATTR, QDOT, QDOTN, BLK, WT, LOAD, STEP, ACC, FINISH)                                 \
-    NATIVE_BLOCK_QDOT(ATTR, QDOT, BLK, WT, LOAD, STEP, ACC, FINISH)                                            \
-    NATIVE_BLOCK_QDOTN(ATTR, QDOTN, BLK, WT, LOAD, STEP, ACC, FINISH)
+    NATIVE_BLOCK_DOTS_N(ATTR, QDOT, QDOTN, BLK, 256, WT, LOAD, STEP, ACC, FINISH)
 
 /* FINISH of the types whose row is hsum x 1 or x 1/8 (the grid's unit). */
 AVX2 static inline float hsum_ps_1(__m256 acc) { return hsum_ps(acc); }

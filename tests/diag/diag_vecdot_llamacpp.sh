@@ -66,6 +66,10 @@ iq3_s 21
 iq2_s 22
 iq4_xs 23
 iq1_m 29
+tq1_0 34
+tq2_0 35
 mxfp4 39
+nvfp4 40
+q1_0 41
 TYPES
 [ "$bad" = 0 ] && echo "every table gives llama.cpp's bits on every type" || { echo "some dots differ from llama.cpp's" >&2; exit 1; }

@@ -1199,18 +1199,22 @@ static void test_native_equals_sform(void **st)
         free(mem); free(codes); free(sc); free(off); free(blocks);
     }
     /* IQ2_S, Q2_K, IQ2_XXS, IQ2_XS, IQ3_S, IQ1_S and IQ1_M (AVX2 kernels),
-     * IQ3_XXS and MXFP4 (gpt-oss's experts, with Q8_0 activations)
-     * natively: every table the same bits, near the decoded row times the
-     * rounded activation */
-    enum { N_IQ = 9 };
+     * IQ3_XXS, MXFP4 (gpt-oss's experts) and NVFP4 and Q1_0 (with Q8_0
+     * activations), TQ1_0 and TQ2_0 natively: every table the same bits, near
+     * the decoded row times the rounded activation */
+    enum { N_IQ = 13 };
     const char *iq[N_IQ] = { "vectors/quant/iq2_s.bin",         "vectors/quant/iq3_xxs.bin",
                              "vectors/quant/mxfp4.bin",         "vectors/quant/q2_K.bin",
                              "vectors/quant/iq2_xxs.imat.bin",  "vectors/quant/iq2_xs.imat.bin",
                              "vectors/quant/iq3_s.bin",         "vectors/quant/iq1_s.imat.bin",
-                             "vectors/quant/iq1_m.bin" };
-    const int iqt[N_IQ] = { GGML_TYPE_IQ2_S,  GGML_TYPE_IQ3_XXS, GGML_TYPE_MXFP4, GGML_TYPE_Q2_K, GGML_TYPE_IQ2_XXS,
-                            GGML_TYPE_IQ2_XS, GGML_TYPE_IQ3_S,   GGML_TYPE_IQ1_S, GGML_TYPE_IQ1_M };
-    const int iqa[N_IQ] = { WA_Q8_K, WA_Q8_K, WA_Q8_0, WA_Q8_K, WA_Q8_K, WA_Q8_K, WA_Q8_K, WA_Q8_K, WA_Q8_K };
+                             "vectors/quant/iq1_m.bin",         "vectors/quant/nvfp4.bin",
+                             "vectors/quant/q1_0.bin",          "vectors/quant/tq1_0.bin",
+                             "vectors/quant/tq2_0.bin" };
+    const int iqt[N_IQ] = { GGML_TYPE_IQ2_S,  GGML_TYPE_IQ3_XXS, GGML_TYPE_MXFP4, GGML_TYPE_Q2_K,  GGML_TYPE_IQ2_XXS,
+                            GGML_TYPE_IQ2_XS, GGML_TYPE_IQ3_S,   GGML_TYPE_IQ1_S, GGML_TYPE_IQ1_M, GGML_TYPE_NVFP4,
+                            GGML_TYPE_Q1_0,   GGML_TYPE_TQ1_0,   GGML_TYPE_TQ2_0 };
+    const int iqa[N_IQ] = { WA_Q8_K, WA_Q8_K, WA_Q8_0, WA_Q8_K, WA_Q8_K, WA_Q8_K, WA_Q8_K,
+                            WA_Q8_K, WA_Q8_K, WA_Q8_0, WA_Q8_0, WA_Q8_K, WA_Q8_K };
     float row[512];
     for (int t = 0; t < N_IQ; t++) {
         size_t nb = 0;
@@ -1239,8 +1243,9 @@ static void test_native_equals_sform(void **st)
             check_qdot4(tabs, &nat, WF_GGML, &a);
         }
         /* one block fewer a row (an odd count: the last block after the pairs), the same bits */
+        assert_int_equal(kernels_ggml_act(iqt[t]), iqa[t]);
         weight odd = nat;
-        odd.cols = C - (iqa[t] == WA_Q8_0 ? 32 : 256);
+        odd.cols = C - ggml_type_info(iqt[t])->blck;
         odd.row_bytes = 0;
         assert_int_equal(weight_check(&odd, "native", err, sizeof err), 0);
         for (int64_t r = 0; r < R; r++) {
@@ -1320,6 +1325,73 @@ static void test_qdot_mxfp4_random_blocks(void **st)
     free(blocks);
 }
 
+/* NVFP4, Q1_0, TQ1_0 and TQ2_0 rows of random bytes (every UE4M3 scale
+ * byte, sign pattern and TQ byte, trits of bytes the encoder never writes
+ * included), their fp16 d drawn finite, 1..5 blocks a row: every SIMD
+ * table's qdot, qdot4 and qdotn (1..KQ_NT_MAX tokens) give the scalar
+ * qdot's bits, and the scalar qdot is within 1e-5 of the sum of |terms| of
+ * the decoded row times the rounded activation. */
+static void test_qdot_small_native_random_blocks(void **st)
+{
+    (void)st;
+    const kernels *tabs[4] = { kernels_scalar(), kernels_avx2(), kernels_avx2_vnni(), kernels_avx512() };
+    if (!tabs[1]) printf("SKIP (SIMD half): no AVX2 on this CPU\n");
+    static const int types[4] = { GGML_TYPE_NVFP4, GGML_TYPE_Q1_0, GGML_TYPE_TQ1_0, GGML_TYPE_TQ2_0 };
+    uint64_t rs = 97;
+    enum { R = 8, NBMAX = 5, CMAX = NBMAX * 256 };
+    float x[CMAX], deq[CMAX], row[CMAX], d[CMAX / 32];
+    int8_t q[CMAX];
+    int32_t s16[CMAX / 16];
+    for (int t = 0; t < 4; t++) {
+        const ggml_type_row *ti = ggml_type_info(types[t]);
+        uint8_t *blocks = malloc((size_t)R * NBMAX * 256 / (size_t)ti->blck * ti->bytes);
+        int next_s = 0;
+        for (int64_t nb = 1; nb <= NBMAX; nb++) {
+            const int64_t C = nb * ti->blck, nblk = R * nb;
+            for (size_t i = 0; i < (size_t)nblk * ti->bytes; i++) blocks[i] = (uint8_t)rnd_(&rs);
+            for (int64_t b = 0; b < nblk; b++) {
+                uint8_t *blk = blocks + (size_t)b * ti->bytes;
+                /* a finite fp16 d, sign and exponent drawn (2^-14 .. 2^5) */
+                const uint16_t dh = (uint16_t)((rnd_(&rs) & 0x83ffu) | (uint16_t)((1 + rnd_(&rs) % 20) << 10));
+                if (types[t] == GGML_TYPE_NVFP4)
+                    for (int k = 0; k < 4; k++) blk[k] = (uint8_t)(next_s++ % 256); /* every scale byte in turn */
+                else if (types[t] == GGML_TYPE_Q1_0) memcpy(blk, &dh, 2);
+                else memcpy(blk + ti->bytes - 2, &dh, 2);
+            }
+            const int act = kernels_ggml_act(types[t]);
+            weight w = { .form = WF_GGML, .rows = R, .cols = C, .data = blocks, .ggml_type = types[t], .act = act };
+            char err[128];
+            assert_int_equal(weight_check(&w, ti->name, err, sizeof err), 0);
+            assert_true(kernels_qdot_ok(&w));
+            for (int kind = 0; kind < 4; kind++) {
+                fill_act(x, C, &rs, kind);
+                qrow a = { act, C, q, d, s16, deq };
+                qrow_fill(tabs[0], &a, x);
+                for (int64_t r = 0; r < R; r++) {
+                    const float ys = tabs[0]->qdot[WF_GGML](&w, r, &a);
+                    tabs[0]->row_f32[WF_GGML](&w, r, row);
+                    double dref = 0, mag = 0;
+                    for (int64_t i = 0; i < C; i++) { dref += (double)row[i] * deq[i]; mag += fabs((double)row[i] * deq[i]); }
+                    assert_true(fabs(ys - dref) <= 1e-5 * mag + 1e-30);
+                    for (int k = 1; k < 4; k++) {
+                        if (!tabs[k]) continue;
+                        const float yv = tabs[k]->qdot[WF_GGML](&w, r, &a);
+                        if (memcmp(&yv, &ys, sizeof yv))
+                            printf("%s random (%s): C %lld row %lld kind %d %.9g scalar %.9g\n", ti->name,
+                                   tabs[k]->name, (long long)C, (long long)r, kind, yv, ys);
+                        assert_memory_equal(&yv, &ys, sizeof yv);
+                    }
+                }
+                check_qdot4(tabs, &w, WF_GGML, &a);
+            }
+            for (int k = 0; k < 4; k++)
+                if (tabs[k]) assert_true(kernels_qdotn_ok(tabs[k], &w));
+            assert_true(check_qdotn(tabs, &w, WF_GGML, &rs, x, ti->name) > 0);
+        }
+        free(blocks);
+    }
+}
+
 /* ggml's own dots (Debian's libggml-cpu 0.27, haswell build: the x86 AVX2
  * vec_dot_q4_K_q8_K / q5_K_q8_K) on ggml's rows of two super-blocks
  * (vectors/quant, 8 x 512) against x[i] = ((37 i) mod 101 - 50) / 16, as
@@ -1387,6 +1459,9 @@ static void test_qdot_refusals(void **st)
     assert_int_equal(kernels_ggml_act(GGML_TYPE_Q4_K), WA_Q8_K);
     assert_int_equal(kernels_ggml_act(GGML_TYPE_Q4_0), WA_Q8_0);
     assert_int_equal(kernels_ggml_act(GGML_TYPE_BF16), WA_F32);
+    assert_int_equal(kernels_ggml_act(GGML_TYPE_NVFP4), WA_Q8_0); /* as ggml's vec_dot_type */
+    assert_int_equal(kernels_ggml_act(GGML_TYPE_Q1_0), WA_Q8_0);
+    assert_int_equal(kernels_ggml_act(GGML_TYPE_TQ1_0), WA_Q8_K);
 }
 
 static void count_task(void *arg, int task, int thread)
@@ -1605,6 +1680,7 @@ int main(void)
         cmocka_unit_test(test_kq_split),
         cmocka_unit_test(test_s8_fp16_scales),
         cmocka_unit_test(test_qdot_mxfp4_random_blocks),
+        cmocka_unit_test(test_qdot_small_native_random_blocks),
         cmocka_unit_test(test_ggml_kquant_two_superblocks),
         cmocka_unit_test(test_qdot_refusals),
         cmocka_unit_test(test_pool),
