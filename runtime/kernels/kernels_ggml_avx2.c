@@ -205,24 +205,6 @@ AVX2 void kavx2_qdotn_mxfp4(const weight *w, int64_t r, const qrow *a, int nt, f
  * the nibbles in element order. */
 typedef struct nvfp4_wt { __m256i v[2], m[2]; __m256 s[2]; } nvfp4_wt;
 
-/* The four sub-block scales of a block, ggml_ue4m3_half on vectors (random
- * scale bytes made its branches a misprediction a block): the low 7 bits
- * shifted to the mantissa's top with 119 added to the exponent give the
- * normal value (1 + m/8) 2^(e-8); for e = 0 that is (1 + m/8) 2^-8, and
- * 2 x (it - 2^-8) = m 2^-10 is the subnormal one (exact); 0x7F reads 0. */
-AVX2 static inline __m128 ue4m3_half4(const uint8_t *d)
-{
-    uint32_t d4;
-    memcpy(&d4, d, 4);
-    const __m128i x = _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)d4));
-    const __m128 f = _mm_castsi128_ps(_mm_add_epi32(_mm_slli_epi32(_mm_and_si128(x, _mm_set1_epi32(0x7F)), 20),
-                                                    _mm_set1_epi32(119 << 23)));
-    const __m128 sub = _mm_fmsub_ps(f, _mm_set1_ps(2.0f), _mm_set1_ps(0x1p-7f));
-    const __m128i e0 = _mm_cmpeq_epi32(_mm_and_si128(x, _mm_set1_epi32(0x78)), _mm_setzero_si128());
-    const __m128 v = _mm_blendv_ps(f, sub, _mm_castsi128_ps(e0));
-    return _mm_andnot_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(x, _mm_set1_epi32(0x7F))), v);
-}
-
 AVX2 static inline __attribute__((always_inline)) void nvfp4_load(const block_nvfp4 *blk, nvfp4_wt *u)
 {
     const __m256i values = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ggml_kvalues_fp4));

@@ -1,4 +1,4 @@
-/* kernels_ggml_avx512.c: native MXFP4 with AVX-512 VNNI and VBMI, IQ1_S
+/* kernels_ggml_avx512.c: native MXFP4 and NVFP4 with AVX-512 VNNI and VBMI, IQ1_S
  * and IQ1_M batch dots with AVX-512 VNNI (the AVX-512 VNNI layer's slots
  * in kernel_table.c), native Q2_K and IQ2_XXS and the IQ2_XS, IQ2_S and
  * IQ3_S batch dots with AVX-512 BW (the AVX-512 layer's): the AVX2
@@ -286,6 +286,58 @@ NATIVE_BLOCK_QDOTN(AVX512BW, kavx512_qdotn_iq2_xs, block_iq2_xs, sgridz_wt, iq2x
 NATIVE_BLOCK_QDOTN(AVX512BW, kavx512_qdotn_iq2_s, block_iq2_s, sgridz_wt, iq2sz_load, sgridz_step, __m256, hsum_ps_8th)
 NATIVE_BLOCK_QDOTN(AVX512BW, kavx512_qdotn_iq3_s, block_iq3_s, sgridz_wt, iq3sz_load, sgridz_step, __m256, hsum_ps_1)
 
+
+/* NVFP4 with AVX-512 VNNI and VBMI: a whole block's 64 values in one zmm
+ * (one two-source byte permute of its 36 bytes and of them shifted right
+ * by 4 puts every weight's nibble in element order, one 64-entry byte
+ * permute of the table, 16 values four times, makes the values), their
+ * magnitudes against the activation with the values' signs put on, one
+ * vpdpbusd: lanes 0..7 the first Q8_0 block's 8 lanes, 8..15 the second's,
+ * the integers kavx2_qdot_nvfp4's lanes hold. The scales (activation scale x
+ * halved UE4M3, the same single products) spread to their lanes by one
+ * permute; then the two fused multiply-adds of the AVX2 step, the first
+ * block's lanes before the second's, so its bits. */
+/* byte e of the layout: weight e's code byte in the block (4 + 8 x sub-block + e % 8), from the
+ * shifted copy (64 +) for the high nibbles, weights 8..15 of each sub-block */
+static const uint8_t nvfp4_layout[64] = {
+    4,  5,  6,  7,  8,  9,  10, 11, 68, 69, 70, 71, 72, 73, 74, 75,
+    12, 13, 14, 15, 16, 17, 18, 19, 76, 77, 78, 79, 80, 81, 82, 83,
+    20, 21, 22, 23, 24, 25, 26, 27, 84, 85, 86, 87, 88, 89, 90, 91,
+    28, 29, 30, 31, 32, 33, 34, 35, 92, 93, 94, 95, 96, 97, 98, 99,
+};
+typedef struct nvfp4z_wt { __m512i mag; __mmask64 neg; __m128 s; } nvfp4z_wt;
+
+AVX512VNNI_VBMI static inline __attribute__((always_inline)) void nvfp4z_load(const block_nvfp4 *blk, nvfp4z_wt *u)
+{
+    const __mmask64 block = ((__mmask64)1 << sizeof(block_nvfp4)) - 1;
+    const __m512i raw = _mm512_maskz_loadu_epi8(block, blk);
+    const __m512i nib = _mm512_permutex2var_epi8(raw, _mm512_loadu_si512(nvfp4_layout), _mm512_srli_epi16(raw, 4));
+    const __m512i v =
+        _mm512_permutexvar_epi8(nib, _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)ggml_kvalues_fp4)));
+    u->neg = _mm512_movepi8_mask(v);
+    u->mag = _mm512_abs_epi8(v);
+    u->s = ue4m3_half4(blk->d);
+}
+
+AVX512VNNI_VBMI static inline __attribute__((always_inline)) __m256 nvfp4z_step(const block_nvfp4 *blk,
+                                                                                const nvfp4z_wt *u, const qrow *a,
+                                                                                int64_t i, __m256 acc)
+{
+    (void)blk;
+    const __m512i q = _mm512_loadu_si512((const void *)(a->q + 64 * i));
+    const __m512i sq = _mm512_mask_sub_epi8(q, u->neg, _mm512_setzero_si512(), q);
+    const __m512 lanes = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u->mag, sq));
+    /* activation scales d0, d0, d1, d1 times the four sub-block scales, then each over its 4 lanes */
+    const __m128 d2 = _mm_castpd_ps(_mm_load_sd((const double *)(a->d + 2 * i)));
+    const __m512 sc = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                            _mm512_castps128_ps512(_mm_mul_ps(_mm_unpacklo_ps(d2, d2), u->s)));
+    acc = _mm256_fmadd_ps(_mm512_castps512_ps256(lanes), _mm512_castps512_ps256(sc), acc);
+    return _mm256_fmadd_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(lanes), 1)),
+                           _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(sc), 1)), acc);
+}
+
+NATIVE_BLOCK_DOTS_N(AVX512VNNI_VBMI, kavx512_qdot_nvfp4, kavx512_qdotn_nvfp4, block_nvfp4, 64, nvfp4z_wt, nvfp4z_load,
+                    nvfp4z_step, __m256, hsum_ps_1)
 
 /* IQ1_S's and IQ1_M's batch dots with AVX-512 VNNI (every CPU with the
  * AVX-512 layer's VBMI and GFNI has it, so there is no AVX-512 BW
