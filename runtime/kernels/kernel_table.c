@@ -14,8 +14,8 @@
  *   VNNI     (AVX-VNNI) the Q8_0-shaped S-form dots and the IQ3 dot
  *   AVX512   (F, BW, VL, VBMI, GFNI) the IQ3, Q2_K and IQ2_XXS dots, the
  *            IQ2_XS, IQ2_S and IQ3_S batch dots
- *   VNNI512  (AVX-512 VNNI) the four-row S8 and MXFP4 dots, the NVFP4, TQ1_0
- *            and TQ2_0 dots, the MXFP4, IQ1_S and IQ1_M batch dots
+ *   VNNI512  (AVX-512 VNNI) the four-row S8 and MXFP4 dots, the NVFP4, Q1_0,
+ *            TQ1_0 and TQ2_0 dots, the MXFP4, IQ1_S and IQ1_M batch dots
  *
  * Every layer computes its slot's result bit for bit as the one beneath
  * (test_kernels runs every table the CPU has against the scalar one), so
@@ -103,7 +103,8 @@
     .qdotn_ggml[GGML_TYPE_IQ1_S] = kavx512v_qdotn_iq1_s, .qdotn_ggml[GGML_TYPE_IQ1_M] = kavx512v_qdotn_iq1_m,    \
     .qdot_ggml[GGML_TYPE_NVFP4] = kavx512_qdot_nvfp4, .qdotn_ggml[GGML_TYPE_NVFP4] = kavx512_qdotn_nvfp4,    \
     .qdot_ggml[GGML_TYPE_TQ1_0] = kavx512v_qdot_tq1_0, .qdotn_ggml[GGML_TYPE_TQ1_0] = kavx512v_qdotn_tq1_0,    \
-    .qdot_ggml[GGML_TYPE_TQ2_0] = kavx512v_qdot_tq2_0, .qdotn_ggml[GGML_TYPE_TQ2_0] = kavx512v_qdotn_tq2_0,
+    .qdot_ggml[GGML_TYPE_TQ2_0] = kavx512v_qdot_tq2_0, .qdotn_ggml[GGML_TYPE_TQ2_0] = kavx512v_qdotn_tq2_0,    \
+    .qdot_ggml[GGML_TYPE_Q1_0] = kavx512v_qdot_q1_0, .qdotn_ggml[GGML_TYPE_Q1_0] = kavx512v_qdotn_q1_0,
 /* Its S8 four-row kernel and its K-quant kernels (kernels_kq_avx512.c) hand
  * the rows they do not take to the S-form kernels beneath: AVX2's, or
  * AVX-VNNI's where that layer is there. */

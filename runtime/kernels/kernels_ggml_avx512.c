@@ -1,5 +1,5 @@
 /* kernels_ggml_avx512.c: native MXFP4 and NVFP4 with AVX-512 VNNI and VBMI, IQ1_S
- * and IQ1_M batch dots and TQ1_0 and TQ2_0 dots with AVX-512 VNNI (the AVX-512 VNNI layer's slots
+ * and IQ1_M batch dots and Q1_0, TQ1_0 and TQ2_0 dots with AVX-512 VNNI (the AVX-512 VNNI layer's slots
  * in kernel_table.c), native Q2_K and IQ2_XXS and the IQ2_XS, IQ2_S and
  * IQ3_S batch dots with AVX-512 BW (the AVX-512 layer's): the AVX2
  * kernels' bits. */
@@ -521,5 +521,42 @@ NATIVE_BLOCK_DOTS(AVX512VNNI, kavx512v_qdot_tq1_0, kavx512v_qdotn_tq1_0, block_t
                   __m256, hsum_ps_1)
 NATIVE_BLOCK_DOTS(AVX512VNNI, kavx512v_qdot_tq2_0, kavx512v_qdotn_tq2_0, block_tq2_0, ternz_wt, tq2z_load, tq2z_step,
                   __m256, hsum_ps_1)
+
+/* Q1_0 with AVX-512 VNNI: 64 sign bits are a mask, so one masked subtract
+ * negates the activation codes of the clear bits (the weights -1) and one
+ * vpdpbusd of ones against them gives two Q8_0 blocks' lanes (0..7 and
+ * 8..15), the integers of the AVX2 dot's lanes; then its float steps in
+ * its order: kavx2_qdot_q1_0's bits. */
+typedef struct q1z_wt { __mmask64 neg[2]; } q1z_wt;
+
+AVX512VNNI static inline __attribute__((always_inline)) void q1z_load(const block_q1_0 *blk, q1z_wt *u)
+{
+    QD_UNROLL
+    for (int k = 0; k < 2; k++) {
+        uint64_t bits;
+        memcpy(&bits, blk->qs + 8 * k, 8);
+        u->neg[k] = _cvtu64_mask64(~bits);
+    }
+}
+
+AVX512VNNI static inline __attribute__((always_inline)) __m256 q1z_step(const block_q1_0 *blk, const q1z_wt *u,
+                                                                        const qrow *a, int64_t i, __m256 acc)
+{
+    const __m512i one8 = _mm512_set1_epi8(1);
+    __m256 t = _mm256_setzero_ps();
+    QD_UNROLL
+    for (int k = 0; k < 2; k++) {
+        const __m512i q = _mm512_loadu_si512((const void *)(a->q + 128 * i + 64 * k));
+        const __m512i sq = _mm512_mask_sub_epi8(q, u->neg[k], _mm512_setzero_si512(), q);
+        const __m512 l = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), one8, sq));
+        const __m256 d0 = _mm256_set1_ps(a->d[4 * i + 2 * k]), d1 = _mm256_set1_ps(a->d[4 * i + 2 * k + 1]);
+        t = k ? _mm256_fmadd_ps(d0, _mm512_castps512_ps256(l), t) : _mm256_mul_ps(d0, _mm512_castps512_ps256(l));
+        t = _mm256_fmadd_ps(d1, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(l), 1)), t);
+    }
+    return _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(blk->d)), t, acc);
+}
+
+NATIVE_BLOCK_DOTS_N(AVX512VNNI, kavx512v_qdot_q1_0, kavx512v_qdotn_q1_0, block_q1_0, 128, q1z_wt, q1z_load, q1z_step,
+                    __m256, hsum_ps_1)
 
 #endif
