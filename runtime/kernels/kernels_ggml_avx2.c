@@ -285,25 +285,9 @@ NATIVE_BLOCK_DOTS_N(AVX2, kavx2_qdot_q1_0, kavx2_qdotn_q1_0, block_q1_0, 128, q1
 
 /* The ternary types' weight side: a block's 256 codes (0..2) as 8 vectors
  * of 32 in element order. */
-typedef struct tern_wt { __m256i c[8]; } tern_wt;
+typedef struct tern_wt { __m256i c[8]; uint16_t dh; } tern_wt;
 
-/* Bytes times 3 and times 9, mod 256 (x + x + x; x << 3 with the bits
- * shifted in from the byte beneath cleared, plus x). */
-AVX2 static inline __m256i mul3_epu8(__m256i x) { return _mm256_add_epi8(x, _mm256_add_epi8(x, x)); }
-AVX2 static inline __m256i mul9_epu8(__m256i x)
-{
-    return _mm256_add_epi8(_mm256_and_si256(_mm256_slli_epi16(x, 3), _mm256_set1_epi8((char)0xF8)), x);
-}
-
-/* Each byte's top trit, (x * 3) >> 8 (ggml_tq1_0_codes), as ggml's AVX2
- * kernel reads it: the average of x - 1 (saturated) and its half, top two
- * bits; the same value for every byte (checked over all 256). */
-AVX2 static inline __m256i trit_top(__m256i x)
-{
-    const __m256i y = _mm256_subs_epu8(x, _mm256_set1_epi8(1));
-    const __m256i avg = _mm256_avg_epu8(y, _mm256_avg_epu8(y, _mm256_setzero_si256()));
-    return _mm256_and_si256(_mm256_srli_epi16(avg, 6), _mm256_set1_epi8(3));
-}
+TRIT_OPS(AVX2, __m256i, 256, si256, y)
 
 /* TQ1_0: its first 32 bytes' five trits are elements 0..159 (trit k of byte
  * m: element 32k + m), the next 16 bytes' are 160..239 (160 + 16k + m), qh's
@@ -312,22 +296,23 @@ AVX2 static inline __m256i trit_top(__m256i x)
 AVX2 static inline __attribute__((always_inline)) void tq1_load(const block_tq1_0 *blk, tern_wt *u)
 {
     const __m256i x = _mm256_loadu_si256((const __m256i *)blk->qs);
-    const __m256i x3 = mul3_epu8(x), x9 = mul9_epu8(x);
-    u->c[0] = trit_top(x);
-    u->c[1] = trit_top(x3);
-    u->c[2] = trit_top(x9);
-    u->c[3] = trit_top(mul9_epu8(x3));
-    u->c[4] = trit_top(mul9_epu8(x9));
+    const __m256i x3 = mul3_y(x), x9 = mul9_y(x);
+    u->c[0] = trit_top_y(x);
+    u->c[1] = trit_top_y(x3);
+    u->c[2] = trit_top_y(x9);
+    u->c[3] = trit_top_y(mul9_y(x3));
+    u->c[4] = trit_top_y(mul9_y(x9));
     const __m256i y = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(blk->qs + 32)));
-    const __m256i y3 = mul3_epu8(y), y9 = mul9_epu8(y);
+    const __m256i y3 = mul3_y(y), y9 = mul9_y(y);
     uint32_t h32;
     memcpy(&h32, blk->qh, 4);
-    const __m256i h = _mm256_set1_epi32((int)h32), h3 = mul3_epu8(h);
+    const __m256i h = _mm256_set1_epi32((int)h32), h3 = mul3_y(h);
     /* qh x 1, 3, 9, 27 in the upper lane's four words, y x 81 in the lower */
-    const __m256i hk = _mm256_blend_epi32(_mm256_blend_epi32(h, h3, 0x20), mul9_epu8(_mm256_blend_epi32(h, h3, 0x80)), 0xC0);
-    u->c[5] = trit_top(_mm256_blend_epi32(y, y3, 0xF0));
-    u->c[6] = trit_top(_mm256_blend_epi32(y9, mul9_epu8(y3), 0xF0));
-    u->c[7] = trit_top(_mm256_blend_epi32(mul9_epu8(y9), hk, 0xF0));
+    const __m256i hk = _mm256_blend_epi32(_mm256_blend_epi32(h, h3, 0x20), mul9_y(_mm256_blend_epi32(h, h3, 0x80)), 0xC0);
+    u->c[5] = trit_top_y(_mm256_blend_epi32(y, y3, 0xF0));
+    u->c[6] = trit_top_y(_mm256_blend_epi32(y9, mul9_y(y3), 0xF0));
+    u->c[7] = trit_top_y(_mm256_blend_epi32(mul9_y(y9), hk, 0xF0));
+    u->dh = blk->d;
 }
 
 /* TQ2_0: half j's 32 bytes shifted by 2l give elements 128j + 32l.. */
@@ -340,15 +325,17 @@ AVX2 static inline __attribute__((always_inline)) void tq2_load(const block_tq2_
         QD_UNROLL
         for (int l = 0; l < 4; l++) u->c[4 * j + l] = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * l), m3);
     }
+    u->dh = blk->d;
 }
 
 /* Block i's 8 integer lanes against one token, the codes' products less
  * the activation's sums of elements 32l..32l+31 in lane l (the scalar
  * dot_ternary's lanes). The products sum in 16 bits first, as ggml's do
  * (at most 16 of |2 x 128| a lane: no overflow). */
-AVX2 static inline __attribute__((always_inline)) __m256 tern_fma(const tern_wt *u, const qrow *a, int64_t i,
-                                                                  uint16_t dh, __m256 acc)
+AVX2 static inline __attribute__((always_inline)) __m256 tern_step(const void *blk, const tern_wt *u, const qrow *a,
+                                                                   int64_t i, __m256 acc)
 {
+    (void)blk;
     const int8_t *q = a->q + 256 * i;
     __m256i s = _mm256_setzero_si256();
     QD_UNROLL
@@ -360,20 +347,10 @@ AVX2 static inline __attribute__((always_inline)) __m256 tern_fma(const tern_wt 
                                                                      _mm256_loadu_si256((const __m256i *)(s16 + 8))),
                                                    0xD8);
     const __m256i lanes = _mm256_sub_epi32(_mm256_madd_epi16(s, _mm256_set1_epi16(1)), pairs);
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), _mm256_set1_ps(a->d[i] * _cvtsh_ss(dh)), acc);
-}
-AVX2 static inline __attribute__((always_inline)) __m256 tq1_step(const block_tq1_0 *blk, const tern_wt *u,
-                                                                  const qrow *a, int64_t i, __m256 acc)
-{
-    return tern_fma(u, a, i, blk->d, acc);
-}
-AVX2 static inline __attribute__((always_inline)) __m256 tq2_step(const block_tq2_0 *blk, const tern_wt *u,
-                                                                  const qrow *a, int64_t i, __m256 acc)
-{
-    return tern_fma(u, a, i, blk->d, acc);
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), _mm256_set1_ps(a->d[i] * _cvtsh_ss(u->dh)), acc);
 }
 
-NATIVE_BLOCK_DOTS(AVX2, kavx2_qdot_tq1_0, kavx2_qdotn_tq1_0, block_tq1_0, tern_wt, tq1_load, tq1_step, __m256, hsum_ps_1)
-NATIVE_BLOCK_DOTS(AVX2, kavx2_qdot_tq2_0, kavx2_qdotn_tq2_0, block_tq2_0, tern_wt, tq2_load, tq2_step, __m256, hsum_ps_1)
+NATIVE_BLOCK_DOTS(AVX2, kavx2_qdot_tq1_0, kavx2_qdotn_tq1_0, block_tq1_0, tern_wt, tq1_load, tern_step, __m256, hsum_ps_1)
+NATIVE_BLOCK_DOTS(AVX2, kavx2_qdot_tq2_0, kavx2_qdotn_tq2_0, block_tq2_0, tern_wt, tq2_load, tern_step, __m256, hsum_ps_1)
 
 #endif

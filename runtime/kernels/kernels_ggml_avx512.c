@@ -443,19 +443,9 @@ NATIVE_BLOCK_QDOTN(AVX512VNNI, kavx512v_qdotn_iq1_m, block_iq1_m, iq1v_wt, iq1mv
  * AVX2 lanes' integers; then the same sums of 32 activation elements
  * taken off (pairs of the 16-element sums, as 64-bit adds narrowed) and
  * the same fused multiply-add: kavx2_qdot_tq*'s bits. */
-typedef struct ternz_wt { __m512i c[4]; } ternz_wt;
+typedef struct ternz_wt { __m512i c[4]; uint16_t dh; } ternz_wt;
 
-AVX512VNNI static inline __m512i mul3z(__m512i x) { return _mm512_add_epi8(x, _mm512_add_epi8(x, x)); }
-AVX512VNNI static inline __m512i mul9z(__m512i x)
-{
-    return _mm512_add_epi8(_mm512_and_si512(_mm512_slli_epi16(x, 3), _mm512_set1_epi8((char)0xF8)), x);
-}
-AVX512VNNI static inline __m512i trit_topz(__m512i x)
-{
-    const __m512i y = _mm512_subs_epu8(x, _mm512_set1_epi8(1));
-    const __m512i avg = _mm512_avg_epu8(y, _mm512_avg_epu8(y, _mm512_setzero_si512()));
-    return _mm512_and_si512(_mm512_srli_epi16(avg, 6), _mm512_set1_epi8(3));
-}
+TRIT_OPS(AVX512VNNI, __m512i, 512, si512, z)
 
 /* TQ1_0 (kernels_ggml_avx2.c: tq1_load has the layout): the first 32 bytes
  * times 1 | 3, then 9 | 27, then 81 with the next 16 bytes times 1 | 3 above
@@ -463,20 +453,21 @@ AVX512VNNI static inline __m512i trit_topz(__m512i x)
 AVX512VNNI static inline __attribute__((always_inline)) void tq1z_load(const block_tq1_0 *blk, ternz_wt *u)
 {
     const __m512i x = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)blk->qs));
-    const __m512i x01 = _mm512_mask_blend_epi64(0xF0, x, mul3z(x)), x23 = mul9z(x01);
+    const __m512i x01 = _mm512_mask_blend_epi64(0xF0, x, mul3_z(x)), x23 = mul9_z(x01);
     const __m512i y = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(blk->qs + 32)));
-    const __m512i y0101 = _mm512_mask_blend_epi64(0xCC, y, mul3z(y));
-    const __m512i y0123 = _mm512_mask_blend_epi64(0xF0, y0101, mul9z(y0101)); /* y x 1, 3, 9, 27 */
+    const __m512i y0101 = _mm512_mask_blend_epi64(0xCC, y, mul3_z(y));
+    const __m512i y0123 = _mm512_mask_blend_epi64(0xF0, y0101, mul9_z(y0101)); /* y x 1, 3, 9, 27 */
     uint32_t h32;
     memcpy(&h32, blk->qh, 4);
     const __m512i h = _mm512_set1_epi32((int)h32);
-    const __m512i h01 = _mm512_mask_blend_epi32(0xAAAA, h, mul3z(h));
-    const __m512i hk = _mm512_mask_blend_epi32(0xCCCC, h01, mul9z(h01)); /* each lane: qh x 1, 3, 9, 27 */
-    const __m512i y81_hk = _mm512_mask_blend_epi64(0xCC, mul9z(mul9z(y)), hk);
-    u->c[0] = trit_topz(x01);
-    u->c[1] = trit_topz(x23);
-    u->c[2] = trit_topz(_mm512_inserti64x4(mul9z(x23), _mm512_castsi512_si256(y0123), 1));
-    u->c[3] = trit_topz(_mm512_shuffle_i64x2(y0123, y81_hk, 0x4E));
+    const __m512i h01 = _mm512_mask_blend_epi32(0xAAAA, h, mul3_z(h));
+    const __m512i hk = _mm512_mask_blend_epi32(0xCCCC, h01, mul9_z(h01)); /* each lane: qh x 1, 3, 9, 27 */
+    const __m512i y81_hk = _mm512_mask_blend_epi64(0xCC, mul9_z(mul9_z(y)), hk);
+    u->c[0] = trit_top_z(x01);
+    u->c[1] = trit_top_z(x23);
+    u->c[2] = trit_top_z(_mm512_inserti64x4(mul9_z(x23), _mm512_castsi512_si256(y0123), 1));
+    u->c[3] = trit_top_z(_mm512_shuffle_i64x2(y0123, y81_hk, 0x4E));
+    u->dh = blk->d;
 }
 
 /* TQ2_0: half j's 32 bytes in both halves of a zmm, shifted by 0 | 2 and 4 | 6 */
@@ -491,11 +482,13 @@ AVX512VNNI static inline __attribute__((always_inline)) void tq2z_load(const blo
         u->c[2 * j] = _mm512_and_si512(_mm512_srlv_epi16(b, s02), m3);
         u->c[2 * j + 1] = _mm512_and_si512(_mm512_srlv_epi16(b, s46), m3);
     }
+    u->dh = blk->d;
 }
 
-AVX512VNNI static inline __attribute__((always_inline)) __m256 ternz_fma(const ternz_wt *u, const qrow *a, int64_t i,
-                                                                         uint16_t dh, __m256 acc)
+AVX512VNNI static inline __attribute__((always_inline)) __m256 ternz_step(const void *blk, const ternz_wt *u,
+                                                                          const qrow *a, int64_t i, __m256 acc)
 {
+    (void)blk;
     const int8_t *q = a->q + 256 * i;
     __m512i l = _mm512_setzero_si512();
     QD_UNROLL
@@ -503,23 +496,13 @@ AVX512VNNI static inline __attribute__((always_inline)) __m256 ternz_fma(const t
     const __m256i l8 = _mm256_add_epi32(_mm512_castsi512_si256(l), _mm512_extracti64x4_epi64(l, 1));
     const __m512i s = _mm512_loadu_si512((const void *)(a->sum16 + 16 * i));
     const __m256i pairs = _mm512_cvtepi64_epi32(_mm512_add_epi32(s, _mm512_srli_epi64(s, 32)));
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(l8, pairs)), _mm256_set1_ps(a->d[i] * _cvtsh_ss(dh)),
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(l8, pairs)), _mm256_set1_ps(a->d[i] * _cvtsh_ss(u->dh)),
                            acc);
 }
-AVX512VNNI static inline __attribute__((always_inline)) __m256 tq1z_step(const block_tq1_0 *blk, const ternz_wt *u,
-                                                                         const qrow *a, int64_t i, __m256 acc)
-{
-    return ternz_fma(u, a, i, blk->d, acc);
-}
-AVX512VNNI static inline __attribute__((always_inline)) __m256 tq2z_step(const block_tq2_0 *blk, const ternz_wt *u,
-                                                                         const qrow *a, int64_t i, __m256 acc)
-{
-    return ternz_fma(u, a, i, blk->d, acc);
-}
 
-NATIVE_BLOCK_DOTS(AVX512VNNI, kavx512v_qdot_tq1_0, kavx512v_qdotn_tq1_0, block_tq1_0, ternz_wt, tq1z_load, tq1z_step,
+NATIVE_BLOCK_DOTS(AVX512VNNI, kavx512v_qdot_tq1_0, kavx512v_qdotn_tq1_0, block_tq1_0, ternz_wt, tq1z_load, ternz_step,
                   __m256, hsum_ps_1)
-NATIVE_BLOCK_DOTS(AVX512VNNI, kavx512v_qdot_tq2_0, kavx512v_qdotn_tq2_0, block_tq2_0, ternz_wt, tq2z_load, tq2z_step,
+NATIVE_BLOCK_DOTS(AVX512VNNI, kavx512v_qdot_tq2_0, kavx512v_qdotn_tq2_0, block_tq2_0, ternz_wt, tq2z_load, ternz_step,
                   __m256, hsum_ps_1)
 
 /* Q1_0 with AVX-512 VNNI: 64 sign bits are a mask, so one masked subtract

@@ -590,6 +590,26 @@ AVX2 static inline __m256 q2k_mins_step(const block_q2_K *blk, __m256i mins, con
     return _mm256_fmadd_ps(_mm256_set1_ps(nd), _mm256_cvtepi32_ps(_mm256_madd_epi16(mins, bs)), acc);
 }
 
+/* TQ1_0's byte arithmetic at one vector width W (256: AVX2, 512: AVX-512;
+ * SI its integer-type suffix), the functions mul3_SFX, mul9_SFX and
+ * trit_top_SFX: bytes times 3 and times 9 mod 256 (x + x + x; x << 3 with
+ * the bits shifted in from the byte beneath cleared, plus x), and each
+ * byte's top trit, (x * 3) >> 8 (ggml_tq1_0_codes), as ggml's AVX2 kernel
+ * reads it: the average of x - 1 (saturated) and its half, top two bits;
+ * the same value for every byte (checked over all 256). */
+#define TRIT_OPS(ATTR, T, W, SI, SFX)                                                                            \
+    ATTR static inline T mul3_##SFX(T x) { return _mm##W##_add_epi8(x, _mm##W##_add_epi8(x, x)); }            \
+    ATTR static inline T mul9_##SFX(T x)                                                                       \
+    {                                                                                                          \
+        return _mm##W##_add_epi8(_mm##W##_and_##SI(_mm##W##_slli_epi16(x, 3), _mm##W##_set1_epi8((char)0xF8)), x); \
+    }                                                                                                          \
+    ATTR static inline T trit_top_##SFX(T x)                                                                   \
+    {                                                                                                          \
+        const T y = _mm##W##_subs_epu8(x, _mm##W##_set1_epi8(1));                                              \
+        const T avg = _mm##W##_avg_epu8(y, _mm##W##_avg_epu8(y, _mm##W##_setzero_##SI()));                     \
+        return _mm##W##_and_##SI(_mm##W##_srli_epi16(avg, 6), _mm##W##_set1_epi8(3));                          \
+    }
+
 /* NVFP4's four sub-block scales at d (kernels_ggml_avx2.c and
  * kernels_ggml_avx512.c), ggml_ue4m3_half on vectors (random
  * scale bytes made its branches a misprediction a block): the low 7 bits

@@ -758,6 +758,34 @@ static void check_qdot4(const kernels *const tabs[4], const weight *w, wform for
     }
 }
 
+/* Every row of the native weight w against the activation a: the scalar
+ * table's qdot within 1e-5 of the sum of |terms| of the decoded row times
+ * the rounded activation (where the float sums cannot overflow: MXFP4's
+ * large exponents do, as in ggml), every other table's qdot its bits, then
+ * check_qdot4. row: w->cols floats of scratch. */
+static void check_native_rows(const kernels *const tabs[4], const weight *w, const qrow *a, float *row, const char *what)
+{
+    for (int64_t r = 0; r < w->rows; r++) {
+        const float ys = tabs[0]->qdot[WF_GGML](w, r, a);
+        tabs[0]->row_f32[WF_GGML](w, r, row);
+        double dref = 0, mag = 0;
+        for (int64_t i = 0; i < w->cols; i++) {
+            dref += (double)row[i] * a->deq[i];
+            mag += fabs((double)row[i] * a->deq[i]);
+        }
+        if (mag < 1e30) assert_true(fabs(ys - dref) <= 1e-5 * mag + 1e-30);
+        for (int k = 1; k < 4; k++) {
+            if (!tabs[k]) continue;
+            const float yv = tabs[k]->qdot[WF_GGML](w, r, a);
+            if (memcmp(&yv, &ys, sizeof yv))
+                printf("%s (%s): C %lld row %lld: %.9g, scalar %.9g\n", what, tabs[k]->name, (long long)w->cols,
+                       (long long)r, yv, ys);
+            assert_memory_equal(&yv, &ys, sizeof yv);
+        }
+    }
+    check_qdot4(tabs, w, WF_GGML, a);
+}
+
 /* qdot4n[form] of rows r0..r0 + 3 (r0 = 0, 1, 4, ...: aligned and not)
  * against 1..KQ_NT_MAX tokens in every table that has it: each result the
  * scalar qdot of that row and token bit for bit, written with a token
@@ -1228,19 +1256,7 @@ static void test_native_equals_sform(void **st)
             fill_act(x, C, &rs, kind);
             qrow a = { iqa[t], C, q, d, s16, deq };
             qrow_fill(tabs[0], &a, x);
-            for (int64_t r = 0; r < R; r++) {
-                const float ref = tabs[0]->qdot[WF_GGML](&nat, r, &a);
-                tabs[0]->row_f32[WF_GGML](&nat, r, row);
-                double dref = 0, mag = 0;
-                for (int i = 0; i < C; i++) { dref += (double)row[i] * deq[i]; mag += fabs((double)row[i] * deq[i]); }
-                assert_true(fabs(ref - dref) <= 1e-5 * mag + 1e-30);
-                for (int k = 1; k < 4; k++) {
-                    if (!tabs[k]) continue;
-                    const float y = tabs[k]->qdot[WF_GGML](&nat, r, &a);
-                    assert_memory_equal(&y, &ref, 4);
-                }
-            }
-            check_qdot4(tabs, &nat, WF_GGML, &a);
+            check_native_rows(tabs, &nat, &a, row, iq[t]);
         }
         /* one block fewer a row (an odd count: the last block after the pairs), the same bits */
         assert_int_equal(kernels_ggml_act(iqt[t]), iqa[t]);
@@ -1301,23 +1317,7 @@ static void test_qdot_mxfp4_random_blocks(void **st)
             fill_act(x, C, &rs, kind);
             qrow a = { WA_Q8_0, C, q, d, s16, deq };
             qrow_fill(tabs[0], &a, x);
-            for (int64_t r = 0; r < R; r++) {
-                const float ys = tabs[0]->qdot[WF_GGML](&w, r, &a);
-                tabs[0]->row_f32[WF_GGML](&w, r, row);
-                double dref = 0, mag = 0;
-                for (int64_t i = 0; i < C; i++) { dref += (double)row[i] * deq[i]; mag += fabs((double)row[i] * deq[i]); }
-                /* (where the float sums cannot overflow: the large exponents do, as in ggml) */
-                if (mag < 1e30) assert_true(fabs(ys - dref) <= 1e-5 * mag + 1e-30);
-                for (int t = 1; t < 4; t++) {
-                    if (!tabs[t]) continue;
-                    const float yv = tabs[t]->qdot[WF_GGML](&w, r, &a);
-                    if (memcmp(&yv, &ys, sizeof yv))
-                        printf("MXFP4 random (%s): C %lld row %lld kind %d %.9g scalar %.9g\n", tabs[t]->name,
-                               (long long)C, (long long)r, kind, yv, ys);
-                    assert_memory_equal(&yv, &ys, sizeof yv);
-                }
-            }
-            check_qdot4(tabs, &w, WF_GGML, &a);
+            check_native_rows(tabs, &w, &a, row, "MXFP4 random");
         }
         /* qdotn: one row against 1..KQ_NT_MAX tokens, each the table's qdot bits */
         assert_true(check_qdotn(tabs, &w, WF_GGML, &rs, x, "MXFP4 random") > 0);
@@ -1367,22 +1367,7 @@ static void test_qdot_small_native_random_blocks(void **st)
                 fill_act(x, C, &rs, kind);
                 qrow a = { act, C, q, d, s16, deq };
                 qrow_fill(tabs[0], &a, x);
-                for (int64_t r = 0; r < R; r++) {
-                    const float ys = tabs[0]->qdot[WF_GGML](&w, r, &a);
-                    tabs[0]->row_f32[WF_GGML](&w, r, row);
-                    double dref = 0, mag = 0;
-                    for (int64_t i = 0; i < C; i++) { dref += (double)row[i] * deq[i]; mag += fabs((double)row[i] * deq[i]); }
-                    assert_true(fabs(ys - dref) <= 1e-5 * mag + 1e-30);
-                    for (int k = 1; k < 4; k++) {
-                        if (!tabs[k]) continue;
-                        const float yv = tabs[k]->qdot[WF_GGML](&w, r, &a);
-                        if (memcmp(&yv, &ys, sizeof yv))
-                            printf("%s random (%s): C %lld row %lld kind %d %.9g scalar %.9g\n", ti->name,
-                                   tabs[k]->name, (long long)C, (long long)r, kind, yv, ys);
-                        assert_memory_equal(&yv, &ys, sizeof yv);
-                    }
-                }
-                check_qdot4(tabs, &w, WF_GGML, &a);
+                check_native_rows(tabs, &w, &a, row, ti->name);
             }
             for (int k = 0; k < 4; k++)
                 if (tabs[k]) assert_true(kernels_qdotn_ok(tabs[k], &w));
