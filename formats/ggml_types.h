@@ -44,10 +44,10 @@ typedef struct ggml_type_row {
     size_t         bytes;  /* bytes per block */
     ggml_to_f32_fn to_f32; /* NULL when no decoder exists */
     /* The type a CPU rounds the activation to before it meets a row of this
-     * type: ggml-cpu's vec_dot_type where that is GGML_TYPE_Q8_0 or _Q8_K
-     * (Q8_0 also for Q4_1 and Q5_1, whose Q8_1 holds the same codes plus a
-     * sum), else GGML_TYPE_F32: the activation stays float (F16, BF16, and
-     * Q2_0, which packs hold as S2 codes and so never meets a native dot). */
+     * type: ggml-cpu's vec_dot_type where that is GGML_TYPE_Q8_0, _Q8_K or
+     * _Q8_1 (Q4_1 and Q5_1: Q8_0's codes plus each block's sum), else
+     * GGML_TYPE_F32: the activation stays float (F16, BF16, and Q2_0, which
+     * packs hold as S2 codes and so never meets a native dot). */
     int            act;
 } ggml_type_row;
 

@@ -10,7 +10,7 @@
  *            kernels_ggml_q8.c)
  *   AVX2     (+FMA, F16C) primitives, decoders, quantizers, S-form, IQ3,
  *            Q2_K, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_S, IQ1_S, IQ1_M, MXFP4, NVFP4,
- *            Q1_0, TQ1_0 and TQ2_0 dots
+ *            Q1_0, TQ1_0, TQ2_0, Q4_1 and Q5_1 dots
  *   VNNI     (AVX-VNNI) the Q8_0-shaped S-form dots and the IQ3 dot
  *   AVX512   (F, BW, VL, VBMI, GFNI) the IQ3, Q2_K and IQ2_XXS dots, the
  *            IQ2_XS, IQ2_S and IQ3_S batch dots
@@ -61,7 +61,9 @@
     .qdot_ggml[GGML_TYPE_NVFP4] = kscalar_qdot_nvfp4, .qdotn_ggml[GGML_TYPE_NVFP4] = kscalar_qdotn_nvfp4,    \
     .qdot_ggml[GGML_TYPE_Q1_0] = kscalar_qdot_q1_0, .qdotn_ggml[GGML_TYPE_Q1_0] = kscalar_qdotn_q1_0,        \
     .qdot_ggml[GGML_TYPE_TQ1_0] = kscalar_qdot_tq1_0, .qdotn_ggml[GGML_TYPE_TQ1_0] = kscalar_qdotn_tq1_0,    \
-    .qdot_ggml[GGML_TYPE_TQ2_0] = kscalar_qdot_tq2_0, .qdotn_ggml[GGML_TYPE_TQ2_0] = kscalar_qdotn_tq2_0,
+    .qdot_ggml[GGML_TYPE_TQ2_0] = kscalar_qdot_tq2_0, .qdotn_ggml[GGML_TYPE_TQ2_0] = kscalar_qdotn_tq2_0,    \
+    .qdot_ggml[GGML_TYPE_Q4_1] = kscalar_qdot_q4_1, .qdotn_ggml[GGML_TYPE_Q4_1] = kscalar_qdotn_q4_1,        \
+    .qdot_ggml[GGML_TYPE_Q5_1] = kscalar_qdot_q5_1, .qdotn_ggml[GGML_TYPE_Q5_1] = kscalar_qdotn_q5_1,
 
 #define AVX2_LAYER                                                                                      \
     .dot_f32 = kavx2_dot_f32, .dot8_f32 = kavx2_dot8_f32, .gemm8_f32 = kavx2_gemm8_f32,                 \
@@ -86,7 +88,9 @@
     .qdot_ggml[GGML_TYPE_NVFP4] = kavx2_qdot_nvfp4, .qdotn_ggml[GGML_TYPE_NVFP4] = kavx2_qdotn_nvfp4,    \
     .qdot_ggml[GGML_TYPE_Q1_0] = kavx2_qdot_q1_0, .qdotn_ggml[GGML_TYPE_Q1_0] = kavx2_qdotn_q1_0,        \
     .qdot_ggml[GGML_TYPE_TQ1_0] = kavx2_qdot_tq1_0, .qdotn_ggml[GGML_TYPE_TQ1_0] = kavx2_qdotn_tq1_0,    \
-    .qdot_ggml[GGML_TYPE_TQ2_0] = kavx2_qdot_tq2_0, .qdotn_ggml[GGML_TYPE_TQ2_0] = kavx2_qdotn_tq2_0,
+    .qdot_ggml[GGML_TYPE_TQ2_0] = kavx2_qdot_tq2_0, .qdotn_ggml[GGML_TYPE_TQ2_0] = kavx2_qdotn_tq2_0,    \
+    .qdot_ggml[GGML_TYPE_Q4_1] = kavx2_qdot_q4_1, .qdotn_ggml[GGML_TYPE_Q4_1] = kavx2_qdotn_q4_1,        \
+    .qdot_ggml[GGML_TYPE_Q5_1] = kavx2_qdot_q5_1, .qdotn_ggml[GGML_TYPE_Q5_1] = kavx2_qdotn_q5_1,
 
 #define VNNI_LAYER                                                                                      \
     .qdot[WF_SCODE] = kvnni_qdot_scode, .qdot4[WF_SCODE] = kvnni_qdot4_scode, .qdot[WF_IQ3] = kvnni_qdot_iq3,

@@ -31,9 +31,11 @@
  *  - Quantized activations (weight.act): quant_q8[kind] rounds a row of x
  *    exactly as ggml-cpu does on x86: quantize_row_q8_0's x86 version
  *    (127/amax, ties to even) and the reference quantize_row_q8_K (same
- *    int8 codes and scales in both tables). qdot[form] is W[r]·a with
+ *    int8 codes and scales in both tables); qrow_fill makes Q8_1 (ggml's
+ *    quantize_row_q8_1: Q8_0's codes and scales, plus the block sums s1).
+ *    qdot[form] is W[r]·a with
  *    integer products per group and one float multiply-add per group; it
- *    exists for the S-forms and IQ3 where kernels_qdot_ok(w) says so. Other
+ *    exists for the S-forms, IQ3 and native blocks where kernels_qdot_ok(w) says so. Other
  *    forms multiply the decoded row by qrow.deq (q * d), the same value
  *    up to float rounding.
  *  - qdot4[form] (where set) fills y[k * stride] with qdot[form] of row
@@ -63,15 +65,19 @@
 
 typedef void (*row_f32_fn)(const weight *w, int64_t r, float *dst);
 
-/* One activation row rounded to Q8_0 or Q8_K (struct of arrays, not ggml's
- * byte layout). Q8_0's fp16 scale is kept widened to f32 (exact). */
+/* One activation row rounded to Q8_0, Q8_K or Q8_1 (struct of arrays, not
+ * ggml's byte layout). Q8_0's fp16 scale is kept widened to f32 (exact). */
 typedef struct qrow {
-    int kind;           /* WA_Q8_0 or WA_Q8_K */
+    int kind;           /* WA_Q8_0, WA_Q8_K or WA_Q8_1 */
     int64_t n;          /* a multiple of qrow_block(kind) */
     int8_t *q;          /* n codes */
     float *d;           /* n / block scales */
     int32_t *sum16;     /* n / 16 sums of q (Q8_K's bsums) */
     float *deq;         /* n values q * d: what the products see */
+    /* Q8_1 only (else unused, may be NULL): n / 32 values, each block's
+     * ggml block_q8_1.s widened: fp16 of (sum of its q) x amax / 127, the
+     * scale before its fp16 rounding. Q8_1's codes and d are Q8_0's. */
+    float *s1;
 } qrow;
 
 typedef void (*quant_fn)(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16);

@@ -1,6 +1,6 @@
 /* kernels_ggml_avx2.c: native ggml blocks on AVX2 (the AVX2 layer's
  * qdot_ggml slots in kernel_table.c): MXFP4, Q2_K, IQ2_XXS, IQ2_XS, IQ2_S,
- * IQ3_S, IQ1_S, IQ1_M, NVFP4, Q1_0, TQ1_0 and TQ2_0, in the scalar
+ * IQ3_S, IQ1_S, IQ1_M, NVFP4, Q1_0, TQ1_0, TQ2_0, Q4_1 and Q5_1, in the scalar
  * kernels' order (kernels_ggml_q8.c), so their bits. */
 #include "runtime/kernels/kernels_impl.h"
 
@@ -243,21 +243,27 @@ AVX2 static inline __attribute__((always_inline)) __m256 nvfp4_step(const block_
 NATIVE_BLOCK_DOTS_N(AVX2, kavx2_qdot_nvfp4, kavx2_qdotn_nvfp4, block_nvfp4, 64, nvfp4_wt, nvfp4_load, nvfp4_step,
                     __m256, hsum_ps_1)
 
+/* 0xff in byte e where bit e of the 32-bit word w is clear (LSB first). */
+AVX2 static inline __m256i bits32_clear(uint32_t w)
+{
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3,
+                                            3, 3, 3, 3, 3, 3);
+    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32((int)w), spread);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(bytes, _mm256_set1_epi64x((long long)0x8040201008040201ull)),
+                             _mm256_setzero_si256());
+}
+
 /* Q1_0's weight side: per 32 weights a byte mask, 0xff where the sign bit
  * is clear (the weight -1): (q ^ mask) - mask negates those codes. */
 typedef struct q1_wt { __m256i neg[4]; } q1_wt;
 
 AVX2 static inline __attribute__((always_inline)) void q1_load(const block_q1_0 *blk, q1_wt *u)
 {
-    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3,
-                                            3, 3, 3, 3, 3, 3);
-    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
     QD_UNROLL
     for (int k = 0; k < 4; k++) {
         uint32_t w32;
         memcpy(&w32, blk->qs + 4 * k, 4);
-        const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32((int)w32), spread);
-        u->neg[k] = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), _mm256_setzero_si256());
+        u->neg[k] = bits32_clear(w32);
     }
 }
 
@@ -352,5 +358,48 @@ AVX2 static inline __attribute__((always_inline)) __m256 tern_step(const void *b
 
 NATIVE_BLOCK_DOTS(AVX2, kavx2_qdot_tq1_0, kavx2_qdotn_tq1_0, block_tq1_0, tern_wt, tq1_load, tern_step, __m256, hsum_ps_1)
 NATIVE_BLOCK_DOTS(AVX2, kavx2_qdot_tq2_0, kavx2_qdotn_tq2_0, block_tq2_0, tern_wt, tq2_load, tern_step, __m256, hsum_ps_1)
+
+/* Q4_1 and Q5_1 (dot_q41's order): a block's 32 codes in element order
+ * (low nibbles 0..15, high ones 16..31, Q5_1's fifth bits 0x10 from qh), its
+ * d and m; per token the 8 integer lanes fused by d x (activation d), m x
+ * (the activation block's s) fused into the running mins. */
+typedef struct q41_wt { __m256i c; float d, m; } q41_wt;
+typedef struct q41_acc { __m256 v; float m; } q41_acc;
+
+AVX2 static inline __attribute__((always_inline)) void q41_codes(const uint8_t *qs, uint16_t dh, uint16_t mh, q41_wt *u)
+{
+    const __m128i x = _mm_loadu_si128((const __m128i *)qs), m4 = _mm_set1_epi8(15);
+    u->c = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(x, 4), m4), _mm_and_si128(x, m4));
+    u->d = _cvtsh_ss(dh);
+    u->m = _cvtsh_ss(mh);
+}
+AVX2 static inline __attribute__((always_inline)) void q4_1_load(const block_q4_1 *blk, q41_wt *u)
+{
+    q41_codes(blk->qs, blk->d, blk->m, u);
+}
+AVX2 static inline __attribute__((always_inline)) void q5_1_load(const block_q5_1 *blk, q41_wt *u)
+{
+    q41_codes(blk->qs, blk->d, blk->m, u);
+    uint32_t qh;
+    memcpy(&qh, blk->qh, 4);
+    u->c = _mm256_or_si256(u->c, _mm256_andnot_si256(bits32_clear(qh), _mm256_set1_epi8(0x10)));
+}
+
+AVX2 static inline __attribute__((always_inline)) q41_acc q41_step(const void *blk, const q41_wt *u, const qrow *a,
+                                                                   int64_t i, q41_acc acc)
+{
+    (void)blk;
+    const __m256i q = _mm256_loadu_si256((const __m256i *)(a->q + 32 * i));
+    const __m256i lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(u->c, q), _mm256_set1_epi16(1));
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(u->d * a->d[i]), _mm256_cvtepi32_ps(lanes), acc.v);
+    acc.m = fmaf(u->m, a->s1[i], acc.m);
+    return acc;
+}
+AVX2 static inline float q41_finish(q41_acc acc) { return hsum_ps(acc.v) + acc.m; }
+
+NATIVE_BLOCK_DOTS_N(AVX2, kavx2_qdot_q4_1, kavx2_qdotn_q4_1, block_q4_1, 32, q41_wt, q4_1_load, q41_step, q41_acc,
+                    q41_finish)
+NATIVE_BLOCK_DOTS_N(AVX2, kavx2_qdot_q5_1, kavx2_qdotn_q5_1, block_q5_1, 32, q41_wt, q5_1_load, q41_step, q41_acc,
+                    q41_finish)
 
 #endif

@@ -422,6 +422,37 @@ static float dot_mxfp4(const uint8_t *row, int64_t cols, const qrow *a)
     return ggml_order_hsum8(s8);
 }
 
+/* Q4_1 and Q5_1 as ggml's AVX2 vec_dot_q4_1_q8_1 / q5_1_q8_1: a block's
+ * codes (0..15, or 0..31 with Q5_1's fifth bits from qh; low nibbles are
+ * elements 0..15, high ones 16..31) against the activation into 8 integer
+ * lanes, fused-multiply-added by d x (activation d), one product, into the
+ * row's lanes; the mins as m x (the activation block's s, qrow.s1) fused
+ * into one running float in block order; the lanes' sum plus that. */
+static float dot_q41(const uint8_t *row, int64_t cols, const qrow *a, int five)
+{
+    const size_t bsize = five ? sizeof(block_q5_1) : sizeof(block_q4_1);
+    float acc[8] = { 0 }, summs = 0.0f;
+    for (int64_t b = 0; b < cols / 32; b++) {
+        const uint8_t *blk = row + (size_t)b * bsize;
+        uint16_t dh, mh;
+        uint32_t qh = 0;
+        memcpy(&dh, blk, 2);
+        memcpy(&mh, blk + 2, 2);
+        if (five) memcpy(&qh, blk + 4, 4);
+        const uint8_t *qs = blk + (five ? 8 : 4);
+        const int8_t *q = a->q + b * 32;
+        int32_t lane[8] = { 0 };
+        for (int j = 0; j < 16; j++) {
+            lane[j / 4] += (int32_t)((qs[j] & 15) | ((qh >> j) & 1) << 4) * q[j];
+            lane[4 + j / 4] += (int32_t)((qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4) * q[j + 16];
+        }
+        const float D = fp16_to_f32(dh) * a->d[b];
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
+        summs = fmaf(fp16_to_f32(mh), a->s1[b], summs);
+    }
+    return ggml_order_hsum8(acc) + summs;
+}
+
 /* NVFP4 as ggml's AVX2 vec_dot_nvfp4_q8_0: a block of 64 meets two Q8_0
  * activation blocks; each one's 8 integer lanes (lane l: elements 4l..4l+3
  * of its 32; a 16-weight sub-block is 8 code bytes, low nibbles its first
@@ -514,6 +545,8 @@ float kscalar_qdot_mxfp4(const weight *w, int64_t r, const qrow *a) { return dot
 float kscalar_qdot_iq1_s(const weight *w, int64_t r, const qrow *a) { return dot_iq1_s(row_of(w, r), w->cols, a); }
 float kscalar_qdot_iq1_m(const weight *w, int64_t r, const qrow *a) { return dot_iq1_m(row_of(w, r), w->cols, a); }
 float kscalar_qdot_nvfp4(const weight *w, int64_t r, const qrow *a) { return dot_nvfp4(row_of(w, r), w->cols, a); }
+float kscalar_qdot_q4_1(const weight *w, int64_t r, const qrow *a) { return dot_q41(row_of(w, r), w->cols, a, 0); }
+float kscalar_qdot_q5_1(const weight *w, int64_t r, const qrow *a) { return dot_q41(row_of(w, r), w->cols, a, 1); }
 float kscalar_qdot_q1_0(const weight *w, int64_t r, const qrow *a) { return dot_q1_0(row_of(w, r), w->cols, a); }
 float kscalar_qdot_tq1_0(const weight *w, int64_t r, const qrow *a)
 {
@@ -555,6 +588,8 @@ PER_TOKEN_DOTN(iq3_s)
 PER_TOKEN_DOTN(iq1_s)
 PER_TOKEN_DOTN(iq1_m)
 PER_TOKEN_DOTN(nvfp4)
+PER_TOKEN_DOTN(q4_1)
+PER_TOKEN_DOTN(q5_1)
 PER_TOKEN_DOTN(q1_0)
 PER_TOKEN_DOTN(tq1_0)
 PER_TOKEN_DOTN(tq2_0)

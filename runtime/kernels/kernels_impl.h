@@ -66,11 +66,13 @@ void kscalar_qdotn_iq2_xs(const weight *w, int64_t r, const qrow *a, int nt, flo
 void kscalar_qdotn_iq3_s(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 void kscalar_qdotn_iq1_s(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 void kscalar_qdotn_iq1_m(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
-/* NVFP4, Q1_0 (Q8_0 activations), TQ1_0 and TQ2_0 (Q8_K) */
+/* NVFP4, Q1_0 (Q8_0 activations), TQ1_0 and TQ2_0 (Q8_K), Q4_1 and Q5_1 (Q8_1) */
 #define GGML_DOT_DECLS(PFX, T)                                                                                   \
     float PFX##_qdot_##T(const weight *w, int64_t r, const qrow *a);                                             \
     void PFX##_qdotn_##T(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 GGML_DOT_DECLS(kscalar, nvfp4)
+GGML_DOT_DECLS(kscalar, q4_1)
+GGML_DOT_DECLS(kscalar, q5_1)
 GGML_DOT_DECLS(kscalar, q1_0)
 GGML_DOT_DECLS(kscalar, tq1_0)
 GGML_DOT_DECLS(kscalar, tq2_0)
@@ -116,6 +118,8 @@ void kavx2_qdotn_iq3_s(const weight *w, int64_t r, const qrow *a, int nt, float 
 void kavx2_qdotn_iq1_s(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 void kavx2_qdotn_iq1_m(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 GGML_DOT_DECLS(kavx2, nvfp4)
+GGML_DOT_DECLS(kavx2, q4_1)
+GGML_DOT_DECLS(kavx2, q5_1)
 GGML_DOT_DECLS(kavx2, q1_0)
 GGML_DOT_DECLS(kavx2, tq1_0)
 GGML_DOT_DECLS(kavx2, tq2_0)

@@ -15,13 +15,13 @@
 #include <math.h>
 #include <string.h>
 
-int qrow_block(int act) { return act == WA_Q8_0 ? 32 : act == WA_Q8_K ? 256 : 0; }
+int qrow_block(int act) { return act == WA_Q8_0 || act == WA_Q8_1 ? 32 : act == WA_Q8_K ? 256 : 0; }
 
 int kernels_ggml_act(int t)
 {
     const ggml_type_row *row = ggml_type_info(t);
     const int act = row ? row->act : GGML_TYPE_F32;
-    return act == GGML_TYPE_Q8_0 ? WA_Q8_0 : act == GGML_TYPE_Q8_K ? WA_Q8_K : WA_F32;
+    return act == GGML_TYPE_Q8_0 ? WA_Q8_0 : act == GGML_TYPE_Q8_K ? WA_Q8_K : act == GGML_TYPE_Q8_1 ? WA_Q8_1 : WA_F32;
 }
 
 /* ggml-cpu's x86 quantize_row_q8_0, the rounding llama.cpp applies to every
@@ -92,7 +92,14 @@ void kscalar_quant_q8_k(const float *x, int64_t n, int8_t *q, float *d, int32_t 
 void qrow_fill(const kernels *k, qrow *a, const float *x)
 {
     const int blk = qrow_block(a->kind);
-    k->quant_q8[a->kind](x, a->n, a->q, a->d, a->sum16);
+    k->quant_q8[a->kind == WA_Q8_1 ? WA_Q8_0 : a->kind](x, a->n, a->q, a->d, a->sum16);
+    if (a->kind == WA_Q8_1) /* ggml's x86 quantize_row_q8_1: (float)sum x (amax / 127), to fp16 */
+        for (int64_t b = 0; b < a->n / 32; b++) {
+            float amax = 0.0f;
+            for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[b * 32 + j]));
+            const float s = (float)(a->sum16[2 * b] + a->sum16[2 * b + 1]) * (amax / 127.0f);
+            a->s1[b] = fp16_to_f32(f32_to_fp16(s));
+        }
     /* Block by block: an index division per element (blk is not a
      * constant here) cost 4 of the 5 us of a 2048-row fill, which decode
      * pays ~50 times per token on the calling thread. Same products. */

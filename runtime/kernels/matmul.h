@@ -16,7 +16,7 @@
  *    come out bit for bit.
  *  - as_decode: f32 and P16 products of a batch are summed as B == 1 sums
  *    them (the quantized paths already give decode's bits).
- *  - w->act Q8_0/Q8_K: each row of X is first rounded as ggml rounds it
+ *  - w->act Q8_0/Q8_K/Q8_1: each row of X is first rounded as ggml rounds it
  *    (kernels.h, qrow) into `qbuf`; a mat-vec then uses the integer qdot
  *    kernel where kernels_qdot_ok(w), else the decoded row times the
  *    rounded activation (q * d). Without qbuf (or when cols is not a

@@ -28,8 +28,9 @@ typedef enum wform { WF_P32, WF_P16, WF_SCODE, WF_GGML, WF_IQ3, WF_COUNT } wform
 /* The activation a weight's products see: f32 as given, or each row of X
  * rounded to ggml's Q8_0 (blocks of 32, fp16 scale) or Q8_K (blocks of 256,
  * f32 scale) first, as llama.cpp does for quantized weights (the index's
- * act_kind; ggml's vec_dot_type for native blocks; Q8_K for IQ3). */
-typedef enum wact { WA_F32 = 0, WA_Q8_0 = 1, WA_Q8_K = 2 } wact;
+ * act_kind; ggml's vec_dot_type for native blocks; Q8_K for IQ3). Q8_1
+ * (native Q4_1 and Q5_1) is Q8_0 plus each block's fp16 sum ggml adds. */
+typedef enum wact { WA_F32 = 0, WA_Q8_0 = 1, WA_Q8_K = 2, WA_Q8_1 = 3 } wact;
 
 /* K-quant super-block factors of an S-form weight (runtime/kernels/kfactor.h):
  * per 256 elements of a row d (and dmin), fp16 values kept as fp16 (as in

@@ -52,6 +52,8 @@ while read -r name id known; do
     done
     printf '%-8s %s (%s)\n' "$name" "$line" "$(basename "$w")"
 done <<'TYPES'
+q4_1 3
+q5_1 7
 q8_0 8
 q2_K 10
 q3_K 11

@@ -31,13 +31,14 @@ int main(int argc, char **argv)
     const float *x = vd_slurp("diag_vecdot_strata", argv[5], sizeof(float) * (size_t)(cols * nx));
     int8_t *q = malloc((size_t)cols);
     float *d = malloc(sizeof(float) * (size_t)(cols / 32)), *deq = malloc(sizeof(float) * (size_t)cols);
+    float *s1 = malloc(sizeof(float) * (size_t)(cols / 32)); /* Q8_1's block sums (Q4_1, Q5_1) */
     int32_t *s16 = malloc(sizeof(int32_t) * (size_t)(cols / 16));
     float *out = malloc(sizeof(float) * (size_t)(rows * nx));
     const kernels *tabs[4] = { kernels_get(0), kernels_avx2(), kernels_avx2_vnni(), kernels_avx512() };
     for (int k = 0; k < 4; k++) {
         if (!tabs[k]) continue;
         for (long i = 0; i < nx; i++) {
-            qrow a = { w.act, cols, q, d, s16, deq };
+            qrow a = { w.act, cols, q, d, s16, deq, s1 };
             qrow_fill(tabs[k], &a, x + i * cols);
             for (long r = 0; r < rows; r++) out[i * rows + r] = tabs[k]->qdot[WF_GGML](&w, r, &a);
         }

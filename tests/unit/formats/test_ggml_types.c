@@ -94,20 +94,26 @@ static void test_block_structs_match_table(void **state)
 }
 
 /* Every row names the activation its CPU dot rounds to, and it is one the
- * runtime has (Q8_0, Q8_K) or float; a few rows as ggml-cpu has them. */
+ * runtime has (Q8_0, Q8_K, Q8_1) or float; a few rows as ggml-cpu has them. */
 static void test_act_column(void **state)
 {
     (void)state;
     for (int id = 0; id < GGML_TYPE_COUNT; id++) {
         const ggml_type_row *t = ggml_type_info(id);
         if (!t) continue;
-        assert_true(t->act == GGML_TYPE_F32 || t->act == GGML_TYPE_Q8_0 || t->act == GGML_TYPE_Q8_K);
+        assert_true(t->act == GGML_TYPE_F32 || t->act == GGML_TYPE_Q8_0 || t->act == GGML_TYPE_Q8_K ||
+                    t->act == GGML_TYPE_Q8_1);
     }
     assert_int_equal(ggml_type_info(GGML_TYPE_Q8_0)->act, GGML_TYPE_Q8_0);
     assert_int_equal(ggml_type_info(GGML_TYPE_MXFP4)->act, GGML_TYPE_Q8_0);
     assert_int_equal(ggml_type_info(GGML_TYPE_Q4_K)->act, GGML_TYPE_Q8_K);
     assert_int_equal(ggml_type_info(GGML_TYPE_IQ3_XXS)->act, GGML_TYPE_Q8_K);
     assert_int_equal(ggml_type_info(GGML_TYPE_F16)->act, GGML_TYPE_F32);
+    assert_int_equal(ggml_type_info(GGML_TYPE_Q4_1)->act, GGML_TYPE_Q8_1);
+    assert_int_equal(ggml_type_info(GGML_TYPE_Q5_1)->act, GGML_TYPE_Q8_1);
+    assert_int_equal(ggml_type_info(GGML_TYPE_NVFP4)->act, GGML_TYPE_Q8_0);
+    assert_int_equal(ggml_type_info(GGML_TYPE_Q1_0)->act, GGML_TYPE_Q8_0);
+    assert_int_equal(ggml_type_info(GGML_TYPE_TQ2_0)->act, GGML_TYPE_Q8_K);
 }
 
 static void test_dequantize_refusals(void **state)

@@ -476,7 +476,7 @@ static void test_qdot_forms(void **st)
         assert_true(kernels_qdot_ok(&w));
         for (int kind = 0; kind < 4; kind++) {
             fill_act(x, C, &rs, kind);
-            qrow a = { f->act, C, q, d, s16, deq };
+            qrow a = { f->act, C, q, d, s16, deq, NULL };
             qrow_fill(s, &a, x);
             for (int64_t r = 0; r < R; r++) {
                 s->row_f32[w.form](&w, r, row);
@@ -594,7 +594,7 @@ static void make_acts(const kernels *k, const weight *w, uint64_t *rs, float *x,
     const int64_t C = w->cols;
     for (int i = 0; i < KQ_NT_MAX; i++) {
         an[i] = (qrow){ w->act, C, malloc(C), malloc(C / 32 * sizeof(float)), malloc(C / 16 * sizeof(int32_t)),
-                        malloc(C * sizeof(float)) };
+                        malloc(C * sizeof(float)), malloc(C / 32 * sizeof(float)) };
         fill_act(x, C, rs, i % 4);
         qrow_fill(k, &an[i], x);
     }
@@ -602,7 +602,9 @@ static void make_acts(const kernels *k, const weight *w, uint64_t *rs, float *x,
 
 static void free_acts(qrow an[KQ_NT_MAX])
 {
-    for (int i = 0; i < KQ_NT_MAX; i++) { free(an[i].q); free(an[i].d); free(an[i].sum16); free(an[i].deq); }
+    for (int i = 0; i < KQ_NT_MAX; i++) {
+        free(an[i].q); free(an[i].d); free(an[i].sum16); free(an[i].deq); free(an[i].s1);
+    }
 }
 
 static int check_qdotn(const kernels *const tabs[4], const weight *w, int form, uint64_t *rs, float *x,
@@ -681,7 +683,7 @@ static void test_qdot_iq3_random_blocks(void **st)
         assert_true(kernels_qdot_ok(&w));
         for (int kind = 0; kind < 4; kind++) {
             fill_act(x, C, &rs, kind);
-            qrow a = { WA_Q8_K, C, q, d, s16, deq };
+            qrow a = { WA_Q8_K, C, q, d, s16, deq, NULL };
             qrow_fill(tabs[0], &a, x);
             for (int64_t r = 0; r < R; r++) {
                 tabs[0]->row_f32[WF_IQ3](&w, r, row);
@@ -761,8 +763,10 @@ static void check_qdot4(const kernels *const tabs[4], const weight *w, wform for
 /* Every row of the native weight w against the activation a: the scalar
  * table's qdot within 1e-5 of the sum of |terms| of the decoded row times
  * the rounded activation (where the float sums cannot overflow: MXFP4's
- * large exponents do, as in ggml), every other table's qdot its bits, then
- * check_qdot4. row: w->cols floats of scratch. */
+ * large exponents do, as in ggml; with Q8_1 activations each block's min m
+ * meets the block's s, ggml's fp16 sum, not the sum of its values), every
+ * other table's qdot its bits, then check_qdot4. row: w->cols floats of
+ * scratch. */
 static void check_native_rows(const kernels *const tabs[4], const weight *w, const qrow *a, float *row, const char *what)
 {
     for (int64_t r = 0; r < w->rows; r++) {
@@ -773,6 +777,15 @@ static void check_native_rows(const kernels *const tabs[4], const weight *w, con
             dref += (double)row[i] * a->deq[i];
             mag += fabs((double)row[i] * a->deq[i]);
         }
+        if (a->kind == WA_Q8_1) /* Q4_1, Q5_1: m is the fp16 after d at the block's start */
+            for (int64_t b = 0; b < w->cols / 32; b++) {
+                const uint8_t *blk = (const uint8_t *)w->data + (size_t)r * w->row_bytes + (size_t)b * w->row_bytes / (size_t)(w->cols / 32);
+                uint16_t mh;
+                memcpy(&mh, blk + 2, 2);
+                double vs = 0;
+                for (int i = 0; i < 32; i++) vs += a->deq[b * 32 + i];
+                dref += (double)fp16_to_f32(mh) * (a->s1[b] - vs);
+            }
         if (mag < 1e30) assert_true(fabs(ys - dref) <= 1e-5 * mag + 1e-30);
         for (int k = 1; k < 4; k++) {
             if (!tabs[k]) continue;
@@ -1059,7 +1072,7 @@ static void test_native_equals_sform(void **st)
     const int types[6] = { GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_Q3_K, GGML_TYPE_IQ4_XS };
     const int64_t R = 8, C = 512;
     uint64_t rs = 99;
-    float x[512], deq[512], d[512 / 32];
+    float x[512], deq[512], d[512 / 32], s1[512 / 32];
     int8_t q[512];
     int32_t s16[512 / 16];
     float cbf[16];
@@ -1166,7 +1179,7 @@ static void test_native_equals_sform(void **st)
         assert_true(kernels_qdot_ok(&sf));
         for (int kind = 0; kind < 4; kind++) {
             fill_act(x, C, &rs, kind);
-            qrow a = { nat.act, C, q, d, s16, deq };
+            qrow a = { nat.act, C, q, d, s16, deq, NULL };
             qrow_fill(tabs[0], &a, x);
             for (int64_t r = 0; r < R; r++) {
                 const float ref = tabs[0]->qdot[WF_GGML](&nat, r, &a);
@@ -1198,7 +1211,7 @@ static void test_native_equals_sform(void **st)
             int8_t *wq = malloc((size_t)W);
             int32_t *ws16 = malloc((size_t)W / 16 * sizeof *ws16);
             fill_act(wx, W, &rs, 0);
-            qrow a = { nat.act, W, wq, wd, ws16, wdeq };
+            qrow a = { nat.act, W, wq, wd, ws16, wdeq, NULL };
             qrow_fill(tabs[0], &a, wx);
             const float ref = tabs[0]->qdot[WF_GGML](&wn, 0, &a);
             for (int k = 0; k < 4; k++) {
@@ -1228,21 +1241,22 @@ static void test_native_equals_sform(void **st)
     }
     /* IQ2_S, Q2_K, IQ2_XXS, IQ2_XS, IQ3_S, IQ1_S and IQ1_M (AVX2 kernels),
      * IQ3_XXS, MXFP4 (gpt-oss's experts) and NVFP4 and Q1_0 (with Q8_0
-     * activations), TQ1_0 and TQ2_0 natively: every table the same bits, near
-     * the decoded row times the rounded activation */
-    enum { N_IQ = 13 };
+     * activations), TQ1_0 and TQ2_0, Q4_1 and Q5_1 (Q8_1) natively: every
+     * table the same bits, near the decoded row times the rounded activation */
+    enum { N_IQ = 15 };
     const char *iq[N_IQ] = { "vectors/quant/iq2_s.bin",         "vectors/quant/iq3_xxs.bin",
                              "vectors/quant/mxfp4.bin",         "vectors/quant/q2_K.bin",
                              "vectors/quant/iq2_xxs.imat.bin",  "vectors/quant/iq2_xs.imat.bin",
                              "vectors/quant/iq3_s.bin",         "vectors/quant/iq1_s.imat.bin",
                              "vectors/quant/iq1_m.bin",         "vectors/quant/nvfp4.bin",
                              "vectors/quant/q1_0.bin",          "vectors/quant/tq1_0.bin",
-                             "vectors/quant/tq2_0.bin" };
+                             "vectors/quant/tq2_0.bin",         "vectors/quant/q4_1.bin",
+                             "vectors/quant/q5_1.bin" };
     const int iqt[N_IQ] = { GGML_TYPE_IQ2_S,  GGML_TYPE_IQ3_XXS, GGML_TYPE_MXFP4, GGML_TYPE_Q2_K,  GGML_TYPE_IQ2_XXS,
                             GGML_TYPE_IQ2_XS, GGML_TYPE_IQ3_S,   GGML_TYPE_IQ1_S, GGML_TYPE_IQ1_M, GGML_TYPE_NVFP4,
-                            GGML_TYPE_Q1_0,   GGML_TYPE_TQ1_0,   GGML_TYPE_TQ2_0 };
-    const int iqa[N_IQ] = { WA_Q8_K, WA_Q8_K, WA_Q8_0, WA_Q8_K, WA_Q8_K, WA_Q8_K, WA_Q8_K,
-                            WA_Q8_K, WA_Q8_K, WA_Q8_0, WA_Q8_0, WA_Q8_K, WA_Q8_K };
+                            GGML_TYPE_Q1_0,   GGML_TYPE_TQ1_0,   GGML_TYPE_TQ2_0, GGML_TYPE_Q4_1,  GGML_TYPE_Q5_1 };
+    const int iqa[N_IQ] = { WA_Q8_K, WA_Q8_K, WA_Q8_0, WA_Q8_K, WA_Q8_K, WA_Q8_K, WA_Q8_K, WA_Q8_K,
+                            WA_Q8_K, WA_Q8_0, WA_Q8_0, WA_Q8_K, WA_Q8_K, WA_Q8_1, WA_Q8_1 };
     float row[512];
     for (int t = 0; t < N_IQ; t++) {
         size_t nb = 0;
@@ -1254,7 +1268,7 @@ static void test_native_equals_sform(void **st)
         assert_int_equal(nb, nat.row_bytes * R);
         for (int kind = 0; kind < 4; kind++) {
             fill_act(x, C, &rs, kind);
-            qrow a = { iqa[t], C, q, d, s16, deq };
+            qrow a = { iqa[t], C, q, d, s16, deq, s1 };
             qrow_fill(tabs[0], &a, x);
             check_native_rows(tabs, &nat, &a, row, iq[t]);
         }
@@ -1265,7 +1279,7 @@ static void test_native_equals_sform(void **st)
         odd.row_bytes = 0;
         assert_int_equal(weight_check(&odd, "native", err, sizeof err), 0);
         for (int64_t r = 0; r < R; r++) {
-            qrow a = { iqa[t], odd.cols, q, d, s16, deq };
+            qrow a = { iqa[t], odd.cols, q, d, s16, deq, s1 };
             qrow_fill(tabs[0], &a, x);
             const float ref = tabs[0]->qdot[WF_GGML](&odd, r, &a);
             for (int k = 1; k < 4; k++)
@@ -1315,7 +1329,7 @@ static void test_qdot_mxfp4_random_blocks(void **st)
         assert_int_equal(weight_check(&w, "mxfp4 random", err, sizeof err), 0);
         for (int kind = 0; kind < 4; kind++) {
             fill_act(x, C, &rs, kind);
-            qrow a = { WA_Q8_0, C, q, d, s16, deq };
+            qrow a = { WA_Q8_0, C, q, d, s16, deq, NULL };
             qrow_fill(tabs[0], &a, x);
             check_native_rows(tabs, &w, &a, row, "MXFP4 random");
         }
@@ -1325,9 +1339,10 @@ static void test_qdot_mxfp4_random_blocks(void **st)
     free(blocks);
 }
 
-/* NVFP4, Q1_0, TQ1_0 and TQ2_0 rows of random bytes (every UE4M3 scale
- * byte, sign pattern and TQ byte, trits of bytes the encoder never writes
- * included), their fp16 d drawn finite, 1..5 blocks a row: every SIMD
+/* NVFP4, Q1_0, TQ1_0, TQ2_0, Q4_1 and Q5_1 rows of random bytes (every
+ * UE4M3 scale byte, sign pattern, code and TQ byte, trits of bytes the
+ * encoder never writes included), their fp16 d (and m) drawn finite, 1..5
+ * blocks a row: every SIMD
  * table's qdot, qdot4 and qdotn (1..KQ_NT_MAX tokens) give the scalar
  * qdot's bits, and the scalar qdot is within 1e-5 of the sum of |terms| of
  * the decoded row times the rounded activation. */
@@ -1336,13 +1351,14 @@ static void test_qdot_small_native_random_blocks(void **st)
     (void)st;
     const kernels *tabs[4] = { kernels_scalar(), kernels_avx2(), kernels_avx2_vnni(), kernels_avx512() };
     if (!tabs[1]) printf("SKIP (SIMD half): no AVX2 on this CPU\n");
-    static const int types[4] = { GGML_TYPE_NVFP4, GGML_TYPE_Q1_0, GGML_TYPE_TQ1_0, GGML_TYPE_TQ2_0 };
+    static const int types[6] = { GGML_TYPE_NVFP4, GGML_TYPE_Q1_0, GGML_TYPE_TQ1_0,
+                                  GGML_TYPE_TQ2_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_1 };
     uint64_t rs = 97;
     enum { R = 8, NBMAX = 5, CMAX = NBMAX * 256 };
-    float x[CMAX], deq[CMAX], row[CMAX], d[CMAX / 32];
+    float x[CMAX], deq[CMAX], row[CMAX], d[CMAX / 32], s1[CMAX / 32];
     int8_t q[CMAX];
     int32_t s16[CMAX / 16];
-    for (int t = 0; t < 4; t++) {
+    for (int t = 0; t < 6; t++) {
         const ggml_type_row *ti = ggml_type_info(types[t]);
         uint8_t *blocks = malloc((size_t)R * NBMAX * 256 / (size_t)ti->blck * ti->bytes);
         int next_s = 0;
@@ -1356,6 +1372,11 @@ static void test_qdot_small_native_random_blocks(void **st)
                 if (types[t] == GGML_TYPE_NVFP4)
                     for (int k = 0; k < 4; k++) blk[k] = (uint8_t)(next_s++ % 256); /* every scale byte in turn */
                 else if (types[t] == GGML_TYPE_Q1_0) memcpy(blk, &dh, 2);
+                else if (types[t] == GGML_TYPE_Q4_1 || types[t] == GGML_TYPE_Q5_1) { /* d, then m */
+                    const uint16_t mh = (uint16_t)((rnd_(&rs) & 0x83ffu) | (uint16_t)((1 + rnd_(&rs) % 20) << 10));
+                    memcpy(blk, &dh, 2);
+                    memcpy(blk + 2, &mh, 2);
+                }
                 else memcpy(blk + ti->bytes - 2, &dh, 2);
             }
             const int act = kernels_ggml_act(types[t]);
@@ -1365,7 +1386,7 @@ static void test_qdot_small_native_random_blocks(void **st)
             assert_true(kernels_qdot_ok(&w));
             for (int kind = 0; kind < 4; kind++) {
                 fill_act(x, C, &rs, kind);
-                qrow a = { act, C, q, d, s16, deq };
+                qrow a = { act, C, q, d, s16, deq, s1 };
                 qrow_fill(tabs[0], &a, x);
                 check_native_rows(tabs, &w, &a, row, ti->name);
             }
@@ -1408,10 +1429,57 @@ static void test_ggml_kquant_two_superblocks(void **st)
         weight w = { .form = WF_GGML, .rows = R, .cols = C, .data = blocks, .ggml_type = types[t], .act = WA_Q8_K };
         char err[128];
         assert_int_equal(weight_check(&w, "native", err, sizeof err), 0);
-        qrow a = { WA_Q8_K, C, q, d, s16, deq };
+        qrow a = { WA_Q8_K, C, q, d, s16, deq, NULL };
         qrow_fill(tabs[0], &a, x);
         for (int k = 0; k < 4; k++) {
             if (!tabs[k]) continue;
+            for (int r = 0; r < R; r++) {
+                const float y = tabs[k]->qdot[WF_GGML](&w, r, &a);
+                uint32_t bits;
+                memcpy(&bits, &y, 4);
+                if (bits != want[t][r])
+                    printf("%s row %d (%s): 0x%08x, ggml 0x%08x\n", files[t], r, tabs[k]->name, bits, want[t][r]);
+                assert_int_equal(bits, want[t][r]);
+            }
+        }
+        free(blocks);
+    }
+}
+
+/* ggml's own Q4_1 and Q5_1 dots (Debian's llama.cpp 0.7.0, haswell and
+ * zen4 builds alike: vec_dot_q4_1_q8_1 / q5_1_q8_1 after its
+ * quantize_row_q8_1) on ggml's rows (vectors/quant, 8 x 512) against the
+ * same x as above, as bits: the Q8_1 block sums (the scale before its fp16
+ * rounding times the codes' sum, then rounded to fp16) and the mins' fused
+ * running sum decide the last bits. Every table. */
+static void test_ggml_q8_1_dots(void **st)
+{
+    (void)st;
+    static const uint32_t want[2][8] = {
+        { 0x4157d213, 0xbeac0f9e, 0x41837b20, 0xc09c0c26, 0x3ed027d8, 0xbf159c68, 0xb757e62e, 0x43b4bbca },
+        { 0x418aad30, 0xbead8838, 0x415c7978, 0xc15a4c31, 0x3f8ae7c6, 0x3ffc4394, 0xb6188360, 0x43aa1eca },
+    };
+    const char *files[2] = { "vectors/quant/q4_1.bin", "vectors/quant/q5_1.bin" };
+    const int types[2] = { GGML_TYPE_Q4_1, GGML_TYPE_Q5_1 };
+    const kernels *tabs[4] = { kernels_scalar(), kernels_avx2(), kernels_avx2_vnni(), kernels_avx512() };
+    enum { R = 8, C = 512 };
+    float x[C], deq[C], d[C / 32], s1[C / 32];
+    int8_t q[C];
+    int32_t s16[C / 16];
+    for (int i = 0; i < C; i++) x[i] = (float)((i * 37) % 101 - 50) / 16.0f;
+    for (int t = 0; t < 2; t++) {
+        SKIP_UNLESS_SHARED(files[t]);
+        size_t nb = 0;
+        uint8_t *blocks = slurp_shared(files[t], &nb);
+        assert_non_null(blocks);
+        weight w = { .form = WF_GGML, .rows = R, .cols = C, .data = blocks, .ggml_type = types[t], .act = WA_Q8_1 };
+        char err[128];
+        assert_int_equal(weight_check(&w, "native", err, sizeof err), 0);
+        assert_int_equal(kernels_ggml_act(types[t]), WA_Q8_1);
+        for (int k = 0; k < 4; k++) {
+            if (!tabs[k]) continue;
+            qrow a = { WA_Q8_1, C, q, d, s16, deq, s1 };
+            qrow_fill(tabs[k], &a, x);
             for (int r = 0; r < R; r++) {
                 const float y = tabs[k]->qdot[WF_GGML](&w, r, &a);
                 uint32_t bits;
@@ -1571,7 +1639,7 @@ static void test_matmul2_equals_two(void **st)
             int8_t q[C];
             float d[C / 32], deq[C];
             int32_t s16[C / 16];
-            qrow a = { WA_Q8_0, C, q, d, s16, deq };
+            qrow a = { WA_Q8_0, C, q, d, s16, deq, NULL };
             qrow_fill(c.k, &a, x);
             for (int r = 0; r < R; r++) {
                 const float e0 = c.k->qdot[WF_SCODE](&w[0], r, &a), e1 = c.k->qdot[WF_SCODE](&w[1], r, &a);
@@ -1667,6 +1735,7 @@ int main(void)
         cmocka_unit_test(test_qdot_mxfp4_random_blocks),
         cmocka_unit_test(test_qdot_small_native_random_blocks),
         cmocka_unit_test(test_ggml_kquant_two_superblocks),
+        cmocka_unit_test(test_ggml_q8_1_dots),
         cmocka_unit_test(test_qdot_refusals),
         cmocka_unit_test(test_pool),
         cmocka_unit_test(test_matmul),
