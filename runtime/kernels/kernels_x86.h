@@ -177,7 +177,8 @@ AVX2 static inline __m256i iq3_signed_q(const int8_t *q, uint32_t mask)
         return FINISH(acc);                                                                                     \
     }
 #define NATIVE_BLOCK_QDOTN_N(ATTR, QDOTN, BLK, ELEMS, WT, LOAD, STEP, ACC, FINISH)                             \
-    ATTR void QDOTN(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)               \
+    ATTR static inline __attribute__((always_inline)) void QDOTN##_nt(const weight *w, int64_t r, const qrow *a, \
+                                                                      int nt, float *y, int64_t ystride)        \
     {                                                                                                           \
         const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;                              \
         ACC acc[KQ_NT_MAX];                                                                                     \
@@ -186,9 +187,16 @@ AVX2 static inline __m256i iq3_signed_q(const int8_t *q, uint32_t mask)
             const BLK *blk = (const BLK *)row + i;                                                              \
             WT u;                                                                                               \
             LOAD(blk, &u);                                                                                      \
+            QD_UNROLL                                                                                           \
             for (int t = 0; t < nt; t++) acc[t] = STEP(blk, &u, &a[t], i, acc[t]);                              \
         }                                                                                                       \
         for (int t = 0; t < nt; t++) y[t * ystride] = FINISH(acc[t]);                                           \
+    }                                                                                                           \
+    /* a full batch with nt a constant: the steps unrolled, the accumulators can stay in registers */         \
+    ATTR void QDOTN(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)               \
+    {                                                                                                           \
+        if (nt == KQ_NT_MAX) QDOTN##_nt(w, r, a, KQ_NT_MAX, y, ystride);                                        \
+        else QDOTN##_nt(w, r, a, nt, y, ystride);                                                               \
     }
 /* The super-block types (256 weights a block) */
 #define NATIVE_BLOCK_QDOT(ATTR, QDOT, BLK, WT, LOAD, STEP, ACC, FINISH)                                        \
