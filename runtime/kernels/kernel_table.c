@@ -108,7 +108,8 @@
     .qdot_ggml[GGML_TYPE_NVFP4] = kavx512_qdot_nvfp4, .qdotn_ggml[GGML_TYPE_NVFP4] = kavx512_qdotn_nvfp4,    \
     .qdot_ggml[GGML_TYPE_TQ1_0] = kavx512v_qdot_tq1_0, .qdotn_ggml[GGML_TYPE_TQ1_0] = kavx512v_qdotn_tq1_0,    \
     .qdot_ggml[GGML_TYPE_TQ2_0] = kavx512v_qdot_tq2_0, .qdotn_ggml[GGML_TYPE_TQ2_0] = kavx512v_qdotn_tq2_0,    \
-    .qdot_ggml[GGML_TYPE_Q1_0] = kavx512v_qdot_q1_0, .qdotn_ggml[GGML_TYPE_Q1_0] = kavx512v_qdotn_q1_0,
+    .qdot_ggml[GGML_TYPE_Q1_0] = kavx512v_qdot_q1_0, .qdotn_ggml[GGML_TYPE_Q1_0] = kavx512v_qdotn_q1_0,    \
+    .qdot_ggml[GGML_TYPE_Q4_1] = kavx512v_qdot_q4_1, .qdot_ggml[GGML_TYPE_Q5_1] = kavx512v_qdot_q5_1,
 /* Its S8 four-row kernel and its K-quant kernels (kernels_kq_avx512.c) hand
  * the rows they do not take to the S-form kernels beneath: AVX2's, or
  * AVX-VNNI's where that layer is there. */

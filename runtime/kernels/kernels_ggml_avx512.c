@@ -1,5 +1,6 @@
 /* kernels_ggml_avx512.c: native MXFP4 and NVFP4 with AVX-512 VNNI and VBMI, IQ1_S
- * and IQ1_M batch dots and Q1_0, TQ1_0 and TQ2_0 dots with AVX-512 VNNI (the AVX-512 VNNI layer's slots
+ * and IQ1_M batch dots, Q1_0, TQ1_0 and TQ2_0 dots and Q4_1 and Q5_1 single
+ * dots with AVX-512 VNNI (the AVX-512 VNNI layer's slots
  * in kernel_table.c), native Q2_K and IQ2_XXS and the IQ2_XS, IQ2_S and
  * IQ3_S batch dots with AVX-512 BW (the AVX-512 layer's): the AVX2
  * kernels' bits. */
@@ -541,5 +542,54 @@ AVX512VNNI static inline __attribute__((always_inline)) __m256 q1z_step(const bl
 
 NATIVE_BLOCK_DOTS_N(AVX512VNNI, kavx512v_qdot_q1_0, kavx512v_qdotn_q1_0, block_q1_0, 128, q1z_wt, q1z_load, q1z_step,
                     __m256, hsum_ps_1)
+
+/* Q4_1 and Q5_1 single dots with AVX-512 VNNI: two blocks a step, their 64
+ * codes (each block's 16 bytes as low then high nibbles, Q5_1's fifth bits
+ * put on through a mask of its two qh words) against the two activation
+ * blocks in one vpdpbusd (lanes 0..7 the first block's, 8..15 the second's:
+ * the AVX2 lanes' integers), then each block's float steps in block order,
+ * as kavx2_qdot_q4_1 takes them; a last odd block alone (its activation
+ * read with a 32-byte mask). Its bits. */
+AVX512VNNI static inline __attribute__((always_inline)) float q41z_dot(const weight *w, int64_t r, const qrow *a,
+                                                                       int five)
+{
+    const size_t bsize = five ? sizeof(block_q5_1) : sizeof(block_q4_1), qs_at = five ? 8 : 4;
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    const __m512i m4 = _mm512_set1_epi8(15), hi5 = _mm512_set1_epi8(0x10);
+    __m256 acc = _mm256_setzero_ps();
+    float summs = 0.0f;
+    const int64_t nb = w->cols / 32;
+    for (int64_t b = 0; b < nb; b += 2) {
+        const int two = b + 1 < nb;
+        const uint8_t *b0 = row + (size_t)b * bsize, *b1 = two ? b0 + bsize : b0;
+        /* [x0, x0 >> 4, x1, x1 >> 4] by 128-bit lanes: block b's elements 0..31, then b+1's */
+        const __m512i y = _mm512_inserti32x4(_mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(b0 + qs_at))),
+                                             _mm_loadu_si128((const __m128i *)(b1 + qs_at)), 2);
+        const __m512i yy = _mm512_shuffle_i64x2(y, y, 0xA0);
+        __m512i c = _mm512_and_si512(_mm512_mask_blend_epi64(0xCC, yy, _mm512_srli_epi16(yy, 4)), m4);
+        if (five) {
+            uint32_t h0, h1;
+            memcpy(&h0, b0 + 4, 4);
+            memcpy(&h1, b1 + 4, 4);
+            c = _mm512_or_si512(c, _mm512_maskz_mov_epi8(_cvtu64_mask64((uint64_t)h1 << 32 | h0), hi5));
+        }
+        const __mmask64 qm = two ? ~(__mmask64)0 : 0xFFFFFFFFull;
+        const __m512i q = _mm512_maskz_loadu_epi8(qm, a->q + 32 * b);
+        const __m512 l = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), c, q));
+        uint16_t dm[4];
+        memcpy(dm, b0, 4);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(dm[0]) * a->d[b]), _mm512_castps512_ps256(l), acc);
+        summs = fmaf(_cvtsh_ss(dm[1]), a->s1[b], summs);
+        if (two) {
+            memcpy(dm + 2, b1, 4);
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(dm[2]) * a->d[b + 1]),
+                                  _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(l), 1)), acc);
+            summs = fmaf(_cvtsh_ss(dm[3]), a->s1[b + 1], summs);
+        }
+    }
+    return hsum_ps(acc) + summs;
+}
+AVX512VNNI float kavx512v_qdot_q4_1(const weight *w, int64_t r, const qrow *a) { return q41z_dot(w, r, a, 0); }
+AVX512VNNI float kavx512v_qdot_q5_1(const weight *w, int64_t r, const qrow *a) { return q41z_dot(w, r, a, 1); }
 
 #endif

@@ -156,6 +156,8 @@ GGML_DOT_DECLS(kavx512, nvfp4)
 GGML_DOT_DECLS(kavx512v, tq1_0)
 GGML_DOT_DECLS(kavx512v, tq2_0)
 GGML_DOT_DECLS(kavx512v, q1_0)
+float kavx512v_qdot_q4_1(const weight *w, int64_t r, const qrow *a);
+float kavx512v_qdot_q5_1(const weight *w, int64_t r, const qrow *a);
 /* IQ1_S and IQ1_M batch dots with AVX-512 VNNI */
 void kavx512v_qdotn_iq1_s(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 void kavx512v_qdotn_iq1_m(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
