@@ -1405,88 +1405,57 @@ static void test_qdot_small_native_random_blocks(void **st)
  * Q5_K mins are added to their running sum fused or not; two can: ggml's
  * build fuses them. Every table, native blocks. (Q6_K is left out: 0.7.0's
  * AVX2 Q6_K dot is newer than the reference's and splits its lanes
- * differently: docs/runtime.md.) */
-static void test_ggml_kquant_two_superblocks(void **st)
+ * differently: docs/runtime.md.)
+ * Q4_1 and Q5_1 (llama.cpp 0.7.0's vec_dot_q4_1_q8_1 / q5_1_q8_1 after its
+ * quantize_row_q8_1, haswell and zen4 builds alike) likewise: the Q8_1
+ * block sums (the scale before its fp16 rounding times the codes' sum,
+ * then rounded to fp16) and the mins' fused running sum decide their last
+ * bits. */
+static void test_ggml_own_dots(void **st)
 {
     (void)st;
-    static const uint32_t want[2][8] = {
-        { 0x4177e52e, 0xbe8d2770, 0x4172510e, 0xc0b81068, 0x3f34262e, 0x40671fdc, 0x3787f972, 0x43b1e9d6 },
-        { 0x4174045c, 0xbeb9929e, 0x414b3b98, 0xc12e282d, 0x3f6f4c4c, 0x4012b193, 0x3789ac18, 0x43a49769 },
+    static const struct {
+        const char *file;
+        int type, act;
+        uint32_t want[8];
+    } cases[4] = {
+        { "vectors/quant/q4_K.bin", GGML_TYPE_Q4_K, WA_Q8_K,
+          { 0x4177e52e, 0xbe8d2770, 0x4172510e, 0xc0b81068, 0x3f34262e, 0x40671fdc, 0x3787f972, 0x43b1e9d6 } },
+        { "vectors/quant/q5_K.bin", GGML_TYPE_Q5_K, WA_Q8_K,
+          { 0x4174045c, 0xbeb9929e, 0x414b3b98, 0xc12e282d, 0x3f6f4c4c, 0x4012b193, 0x3789ac18, 0x43a49769 } },
+        { "vectors/quant/q4_1.bin", GGML_TYPE_Q4_1, WA_Q8_1,
+          { 0x4157d213, 0xbeac0f9e, 0x41837b20, 0xc09c0c26, 0x3ed027d8, 0xbf159c68, 0xb757e62e, 0x43b4bbca } },
+        { "vectors/quant/q5_1.bin", GGML_TYPE_Q5_1, WA_Q8_1,
+          { 0x418aad30, 0xbead8838, 0x415c7978, 0xc15a4c31, 0x3f8ae7c6, 0x3ffc4394, 0xb6188360, 0x43aa1eca } },
     };
-    const char *files[2] = { "vectors/quant/q4_K.bin", "vectors/quant/q5_K.bin" };
-    const int types[2] = { GGML_TYPE_Q4_K, GGML_TYPE_Q5_K };
-    const kernels *tabs[4] = { kernels_scalar(), kernels_avx2(), kernels_avx2_vnni(), kernels_avx512() };
-    enum { R = 8, C = 512 };
-    float x[C], deq[C], d[C / 256];
-    int8_t q[C];
-    int32_t s16[C / 16];
-    for (int i = 0; i < C; i++) x[i] = (float)((i * 37) % 101 - 50) / 16.0f;
-    for (int t = 0; t < 2; t++) {
-        SKIP_UNLESS_SHARED(files[t]);
-        size_t nb = 0;
-        uint8_t *blocks = slurp_shared(files[t], &nb);
-        assert_non_null(blocks);
-        weight w = { .form = WF_GGML, .rows = R, .cols = C, .data = blocks, .ggml_type = types[t], .act = WA_Q8_K };
-        char err[128];
-        assert_int_equal(weight_check(&w, "native", err, sizeof err), 0);
-        qrow a = { WA_Q8_K, C, q, d, s16, deq, NULL };
-        qrow_fill(tabs[0], &a, x);
-        for (int k = 0; k < 4; k++) {
-            if (!tabs[k]) continue;
-            for (int r = 0; r < R; r++) {
-                const float y = tabs[k]->qdot[WF_GGML](&w, r, &a);
-                uint32_t bits;
-                memcpy(&bits, &y, 4);
-                if (bits != want[t][r])
-                    printf("%s row %d (%s): 0x%08x, ggml 0x%08x\n", files[t], r, tabs[k]->name, bits, want[t][r]);
-                assert_int_equal(bits, want[t][r]);
-            }
-        }
-        free(blocks);
-    }
-}
-
-/* ggml's own Q4_1 and Q5_1 dots (Debian's llama.cpp 0.7.0, haswell and
- * zen4 builds alike: vec_dot_q4_1_q8_1 / q5_1_q8_1 after its
- * quantize_row_q8_1) on ggml's rows (vectors/quant, 8 x 512) against the
- * same x as above, as bits: the Q8_1 block sums (the scale before its fp16
- * rounding times the codes' sum, then rounded to fp16) and the mins' fused
- * running sum decide the last bits. Every table. */
-static void test_ggml_q8_1_dots(void **st)
-{
-    (void)st;
-    static const uint32_t want[2][8] = {
-        { 0x4157d213, 0xbeac0f9e, 0x41837b20, 0xc09c0c26, 0x3ed027d8, 0xbf159c68, 0xb757e62e, 0x43b4bbca },
-        { 0x418aad30, 0xbead8838, 0x415c7978, 0xc15a4c31, 0x3f8ae7c6, 0x3ffc4394, 0xb6188360, 0x43aa1eca },
-    };
-    const char *files[2] = { "vectors/quant/q4_1.bin", "vectors/quant/q5_1.bin" };
-    const int types[2] = { GGML_TYPE_Q4_1, GGML_TYPE_Q5_1 };
     const kernels *tabs[4] = { kernels_scalar(), kernels_avx2(), kernels_avx2_vnni(), kernels_avx512() };
     enum { R = 8, C = 512 };
     float x[C], deq[C], d[C / 32], s1[C / 32];
     int8_t q[C];
     int32_t s16[C / 16];
     for (int i = 0; i < C; i++) x[i] = (float)((i * 37) % 101 - 50) / 16.0f;
-    for (int t = 0; t < 2; t++) {
-        SKIP_UNLESS_SHARED(files[t]);
+    for (int t = 0; t < 4; t++) {
+        SKIP_UNLESS_SHARED(cases[t].file);
         size_t nb = 0;
-        uint8_t *blocks = slurp_shared(files[t], &nb);
+        uint8_t *blocks = slurp_shared(cases[t].file, &nb);
         assert_non_null(blocks);
-        weight w = { .form = WF_GGML, .rows = R, .cols = C, .data = blocks, .ggml_type = types[t], .act = WA_Q8_1 };
+        weight w = { .form = WF_GGML, .rows = R, .cols = C, .data = blocks, .ggml_type = cases[t].type,
+                     .act = cases[t].act };
         char err[128];
         assert_int_equal(weight_check(&w, "native", err, sizeof err), 0);
-        assert_int_equal(kernels_ggml_act(types[t]), WA_Q8_1);
+        assert_int_equal(kernels_ggml_act(cases[t].type), cases[t].act);
         for (int k = 0; k < 4; k++) {
             if (!tabs[k]) continue;
-            qrow a = { WA_Q8_1, C, q, d, s16, deq, s1 };
+            qrow a = { cases[t].act, C, q, d, s16, deq, s1 };
             qrow_fill(tabs[k], &a, x);
             for (int r = 0; r < R; r++) {
                 const float y = tabs[k]->qdot[WF_GGML](&w, r, &a);
                 uint32_t bits;
                 memcpy(&bits, &y, 4);
-                if (bits != want[t][r])
-                    printf("%s row %d (%s): 0x%08x, ggml 0x%08x\n", files[t], r, tabs[k]->name, bits, want[t][r]);
-                assert_int_equal(bits, want[t][r]);
+                if (bits != cases[t].want[r])
+                    printf("%s row %d (%s): 0x%08x, ggml 0x%08x\n", cases[t].file, r, tabs[k]->name, bits,
+                           cases[t].want[r]);
+                assert_int_equal(bits, cases[t].want[r]);
             }
         }
         free(blocks);
@@ -1734,8 +1703,7 @@ int main(void)
         cmocka_unit_test(test_s8_fp16_scales),
         cmocka_unit_test(test_qdot_mxfp4_random_blocks),
         cmocka_unit_test(test_qdot_small_native_random_blocks),
-        cmocka_unit_test(test_ggml_kquant_two_superblocks),
-        cmocka_unit_test(test_ggml_q8_1_dots),
+        cmocka_unit_test(test_ggml_own_dots),
         cmocka_unit_test(test_qdot_refusals),
         cmocka_unit_test(test_pool),
         cmocka_unit_test(test_matmul),
