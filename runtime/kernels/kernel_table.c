@@ -15,7 +15,8 @@
  *   AVX512   (F, BW, VL, VBMI, GFNI) the IQ3, Q2_K and IQ2_XXS dots, the
  *            IQ2_XS, IQ2_S and IQ3_S batch dots
  *   VNNI512  (AVX-512 VNNI) the four-row S8 and MXFP4 dots, the NVFP4, Q1_0,
- *            TQ1_0 and TQ2_0 dots, the MXFP4, IQ1_S and IQ1_M batch dots
+ *            TQ1_0 and TQ2_0 dots, the Q4_1 and Q5_1 single dots, the MXFP4,
+ *            IQ1_S and IQ1_M batch dots
  *
  * Every layer computes its slot's result bit for bit as the one beneath
  * (test_kernels runs every table the CPU has against the scalar one), so
