@@ -33,9 +33,9 @@
  *    (127/amax, ties to even) and the reference quantize_row_q8_K (same
  *    int8 codes and scales in both tables); qrow_fill makes Q8_1 (ggml's
  *    quantize_row_q8_1: Q8_0's codes and scales, plus the block sums s1).
- *    qdot[form] is W[r]·a with
- *    integer products per group and one float multiply-add per group; it
- *    exists for the S-forms, IQ3 and native blocks where kernels_qdot_ok(w) says so. Other
+ *    qdot[form] is W[r]·a with integer products per group and one float
+ *    multiply-add per group; it exists for the S-forms, IQ3 and native
+ *    blocks where kernels_qdot_ok(w) says so. Other
  *    forms multiply the decoded row by qrow.deq (q * d), the same value
  *    up to float rounding.
  *  - qdot4[form] (where set) fills y[k * stride] with qdot[form] of row

@@ -19,6 +19,7 @@
 #include "runtime/kernels/ggml_order.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 /* lane[(e % 32) / 4] += v[e] * mul[e / 16] * q[e] over 256 elements. */
@@ -512,10 +513,11 @@ static float dot_q1_0(const uint8_t *row, int64_t cols, const qrow *a)
  * (lane l: elements 4l..4l+3 of every 32), the -1 taken off through the
  * activation's 16-element sums as ggml does it, lane l less sums 2l and
  * 2l + 1 (elements 32l..32l+31: the same total, spread its way), then
- * D = d x (activation scale) times each lane fused into the row's lanes. */
+ * D = d x (activation scale) times each lane fused into the row's lanes.
+ * bsize and d_at: the block's size and where its fp16 d lies in it. */
 typedef void (*tcodes_fn)(const void *block, uint8_t t[256]);
 
-static float dot_ternary(const uint8_t *row, int64_t cols, const qrow *a, size_t bsize, tcodes_fn codes)
+static float dot_ternary(const uint8_t *row, int64_t cols, const qrow *a, size_t bsize, size_t d_at, tcodes_fn codes)
 {
     float acc[8] = { 0 };
     for (int64_t i = 0; i < cols / 256; i++) {
@@ -526,8 +528,8 @@ static float dot_ternary(const uint8_t *row, int64_t cols, const qrow *a, size_t
         const int32_t *s16 = a->sum16 + i * 16;
         int32_t lane[8] = { 0 };
         for (int e = 0; e < 256; e++) lane[(e % 32) / 4] += (int32_t)t[e] * q[e];
-        uint16_t dh; /* both blocks end in their fp16 d */
-        memcpy(&dh, blk + bsize - 2, 2);
+        uint16_t dh;
+        memcpy(&dh, blk + d_at, 2);
         const float D = a->d[i] * fp16_to_f32(dh);
         for (int l = 0; l < 8; l++) acc[l] = fmaf((float)(lane[l] - s16[2 * l] - s16[2 * l + 1]), D, acc[l]);
     }
@@ -550,11 +552,11 @@ float kscalar_qdot_q5_1(const weight *w, int64_t r, const qrow *a) { return dot_
 float kscalar_qdot_q1_0(const weight *w, int64_t r, const qrow *a) { return dot_q1_0(row_of(w, r), w->cols, a); }
 float kscalar_qdot_tq1_0(const weight *w, int64_t r, const qrow *a)
 {
-    return dot_ternary(row_of(w, r), w->cols, a, sizeof(block_tq1_0), ggml_tq1_0_codes);
+    return dot_ternary(row_of(w, r), w->cols, a, sizeof(block_tq1_0), offsetof(block_tq1_0, d), ggml_tq1_0_codes);
 }
 float kscalar_qdot_tq2_0(const weight *w, int64_t r, const qrow *a)
 {
-    return dot_ternary(row_of(w, r), w->cols, a, sizeof(block_tq2_0), ggml_tq2_0_codes);
+    return dot_ternary(row_of(w, r), w->cols, a, sizeof(block_tq2_0), offsetof(block_tq2_0, d), ggml_tq2_0_codes);
 }
 /* The types that dot_blocks sums: block, decoder, constant. */
 #define BLOCKS_DOT(T, BLK, DEC, K)                                                                              \

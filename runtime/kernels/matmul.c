@@ -337,7 +337,7 @@ static void mv_task(void *arg, int task, int thread)
 }
 
 /* Slot layout in qbuf for one rounded row of `cols`: codes, block scales,
- * 16-sums, then the rounded values (q * d); as many bytes as
+ * 16-sums, the rounded values (q * d), then Q8_1's block sums; as many bytes as
  * quantize_rows needs for one row, so a single mat-vec takes the integer
  * path exactly when it did before there were slots. */
 static size_t slot_bytes(int64_t cols)
