@@ -78,6 +78,12 @@ typedef struct qrow {
      * ggml block_q8_1.s widened: fp16 of (sum of its q) x amax / 127, the
      * scale before its fp16 rounding. Q8_1's codes and d are Q8_0's. */
     float *s1;
+    /* Q8_K only (else unused), may be NULL: n / 32 sums of q in int16
+     * (|sum| <= 32 x 127), qrow_fill's pairs of sum16. The AVX-512 K-quant
+     * kernels read a super-block's eight at once for the mins, instead of
+     * adding and narrowing sum16 again for every row (and every token of
+     * a batch); without them they do that. */
+    int16_t *sum32;
 } qrow;
 
 typedef void (*quant_fn)(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16);

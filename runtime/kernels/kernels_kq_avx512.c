@@ -19,7 +19,11 @@
  *    maddubs of 32, both exact in int16; Q3_K's code - 4 (codes 0..7, two
  *    to a byte as Q4_K's), the same way with 4.
  *  - The mins (Q4_K, Q5_K): the activations' sums of 32 as int16 pairs,
- *    vpmaddwd by the integer mins: the AVX2 kernel's four pair sums.
+ *    vpmaddwd by the integer mins: the AVX2 kernel's four pair sums. The
+ *    sums come ready from qrow.sum32 where the caller made them (matmul.c
+ *    does): one load a super-block instead of four vector steps, which a
+ *    prefill batch paid for every row and every token (docs/runtime.md:
+ *    Q4_K and Q5_K prefill 2-5 % faster, decode unchanged).
  * Why: the AVX2 kernel unpacked 32 codes at a time, took absolute values
  * and signs for maddubs and multiplied the scales with a separate madd;
  * here half the instructions do the same work. */
@@ -93,7 +97,7 @@ KQ512 KQ_INLINE __m512i kq_scales(const int8_t *sc, int per_sb)
 }
 
 /* The activations' eight sums of 32 of super-block i as int16 (|sum| <=
- * 32 x 127): pairs of its sixteen sums of 16. */
+ * 32 x 127): pairs of its sixteen sums of 16 (for a qrow without sum32). */
 KQ512 KQ_INLINE __m128i kq_bsums(const qrow *a, int64_t i)
 {
     const __m512i s = _mm512_loadu_si512((const void *)(a->sum16 + i * 16));
@@ -112,7 +116,9 @@ KQ512 KQ_INLINE void kq_act_load(kq_act *t, const qrow *a, int64_t i, const int 
         t->q[p] = _mm512_loadu_si512((const void *)(a->q + i * 256 + p * 64));
         t->q32[p] = KQ_BIAS(style) ? _mm512_maddubs_epi16(_mm512_set1_epi8(KQ_BIAS(style)), t->q[p]) : _mm512_setzero_si512();
     }
-    t->bs = KQ_MINS(style) ? kq_bsums(a, i) : _mm_setzero_si128();
+    t->bs = !KQ_MINS(style) ? _mm_setzero_si128()
+            : a->sum32      ? _mm_loadu_si128((const __m128i *)(a->sum32 + i * 8))
+                            : kq_bsums(a, i);
     t->yd = a->d[i];
 }
 

@@ -100,6 +100,8 @@ void qrow_fill(const kernels *k, qrow *a, const float *x)
             const float s = (float)(a->sum16[2 * b] + a->sum16[2 * b + 1]) * (amax / 127.0f);
             a->s1[b] = fp16_to_f32(f32_to_fp16(s));
         }
+    if (a->kind == WA_Q8_K && a->sum32)
+        for (int64_t b = 0; b < a->n / 32; b++) a->sum32[b] = (int16_t)(a->sum16[2 * b] + a->sum16[2 * b + 1]);
     /* Block by block: an index division per element (blk is not a
      * constant here) cost 4 of the 5 us of a 2048-row fill, which decode
      * pays ~50 times per token on the calling thread. Same products. */

@@ -143,7 +143,7 @@ static qrow qrow_at(const qrow *a0, int b)
 {
     const int64_t e = (int64_t)b * a0->n;
     const int blk = qrow_block(a0->kind);
-    return (qrow){ a0->kind, a0->n, a0->q + e, a0->d + e / blk, a0->sum16 + e / 16, a0->deq + e, a0->s1 + e / 32 };
+    return (qrow){ a0->kind, a0->n, a0->q + e, a0->d + e / blk, a0->sum16 + e / 16, a0->deq + e, a0->s1 + e / 32, a0->sum32 + e / 32 };
 }
 
 /* Prefill through the integer kernels: a tile of rows (in cache) against
@@ -237,13 +237,15 @@ static const float *quantize_rows(mm_ctx *c, const weight *w, const float *X, in
     const int blk = qrow_block(w->act);
     const size_t n = (size_t)B * (size_t)w->cols;
     if (!blk || w->cols % blk || !c->qbuf) return NULL;
-    const size_t o_q = up64(n * 4), o_d = o_q + up64(n), o_s = o_d + up64(n / 32 * 4), o_s1 = o_s + up64(n / 16 * 4);
-    if (o_s1 + up64(n / 32 * 4) > c->qbuf_bytes) return NULL;
+    const size_t o_q = up64(n * 4), o_d = o_q + up64(n), o_s = o_d + up64(n / 32 * 4), o_s1 = o_s + up64(n / 16 * 4),
+                 o_s32 = o_s1 + up64(n / 32 * 4);
+    if (o_s32 + up64(n / 32 * 2) > c->qbuf_bytes) return NULL;
     char *base = c->qbuf;
     for (int b = 0; b < B; b++) {
         const size_t e = (size_t)b * (size_t)w->cols;
         qrow a = { w->act, w->cols, (int8_t *)(base + o_q) + e, (float *)(base + o_d) + e / (size_t)blk,
-                   (int32_t *)(base + o_s) + e / 16, (float *)base + e, (float *)(base + o_s1) + e / 32 };
+                   (int32_t *)(base + o_s) + e / 16, (float *)base + e, (float *)(base + o_s1) + e / 32,
+                   (int16_t *)(base + o_s32) + e / 32 };
         qrow_fill(c->k, &a, X + e);
         if (b == 0) *a0 = a;
     }
@@ -337,13 +339,14 @@ static void mv_task(void *arg, int task, int thread)
 }
 
 /* Slot layout in qbuf for one rounded row of `cols`: codes, block scales,
- * 16-sums, the rounded values (q * d), then Q8_1's block sums; as many bytes as
+ * 16-sums, the rounded values (q * d), Q8_1's block sums, then Q8_K's sums of
+ * 32; as many bytes as
  * quantize_rows needs for one row, so a single mat-vec takes the integer
  * path exactly when it did before there were slots. */
 static size_t slot_bytes(int64_t cols)
 {
     return up64((size_t)cols) + up64((size_t)cols / 32 * 4) + up64((size_t)cols / 16 * 4) + up64((size_t)cols * 4) +
-           up64((size_t)cols / 32 * 4);
+           up64((size_t)cols / 32 * 4) + up64((size_t)cols / 32 * 2);
 }
 
 /* The integer-kernel mat-vecs as one job; -1 (nothing done) when one of
@@ -378,9 +381,10 @@ static int mv_run(mm_ctx *c, const mm_vec *v, int n, const mm_next *next)
         if (used + need > c->qbuf_bytes) { ok = 0; break; }
         char *base = (char *)c->qbuf + used;
         const size_t o_d = up64((size_t)w->cols), o_s = o_d + up64((size_t)w->cols / 32 * 4),
-                     o_x = o_s + up64((size_t)w->cols / 16 * 4), o_s1 = o_x + up64((size_t)w->cols * 4);
+                     o_x = o_s + up64((size_t)w->cols / 16 * 4), o_s1 = o_x + up64((size_t)w->cols * 4),
+                     o_s32 = o_s1 + up64((size_t)w->cols / 32 * 4);
         t->a = (qrow){ w->act, w->cols, (int8_t *)base, (float *)(base + o_d), (int32_t *)(base + o_s),
-                       (float *)(base + o_x), (float *)(base + o_s1) };
+                       (float *)(base + o_x), (float *)(base + o_s1), (int16_t *)(base + o_s32) };
         qrow_fill(c->k, &t->a, v[i].x);
         used += need;
     }

@@ -38,7 +38,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < 4; k++) {
         if (!tabs[k]) continue;
         for (long i = 0; i < nx; i++) {
-            qrow a = { w.act, cols, q, d, s16, deq, s1 };
+            qrow a = { w.act, cols, q, d, s16, deq, s1, NULL };
             qrow_fill(tabs[k], &a, x + i * cols);
             for (long r = 0; r < rows; r++) out[i * rows + r] = tabs[k]->qdot[WF_GGML](&w, r, &a);
         }

@@ -476,7 +476,7 @@ static void test_qdot_forms(void **st)
         assert_true(kernels_qdot_ok(&w));
         for (int kind = 0; kind < 4; kind++) {
             fill_act(x, C, &rs, kind);
-            qrow a = { f->act, C, q, d, s16, deq, NULL };
+            qrow a = { f->act, C, q, d, s16, deq, NULL, NULL };
             qrow_fill(s, &a, x);
             for (int64_t r = 0; r < R; r++) {
                 s->row_f32[w.form](&w, r, row);
@@ -593,8 +593,11 @@ static void make_acts(const kernels *k, const weight *w, uint64_t *rs, float *x,
 {
     const int64_t C = w->cols;
     for (int i = 0; i < KQ_NT_MAX; i++) {
+        /* every other row with Q8_K's sums of 32, the rest without: the
+         * kernels that read them give the bits of those that add sum16 */
         an[i] = (qrow){ w->act, C, malloc(C), malloc(C / 32 * sizeof(float)), malloc(C / 16 * sizeof(int32_t)),
-                        malloc(C * sizeof(float)), malloc(C / 32 * sizeof(float)) };
+                        malloc(C * sizeof(float)), malloc(C / 32 * sizeof(float)),
+                        i % 2 ? NULL : malloc(C / 32 * sizeof(int16_t)) };
         fill_act(x, C, rs, i % 4);
         qrow_fill(k, &an[i], x);
     }
@@ -603,7 +606,7 @@ static void make_acts(const kernels *k, const weight *w, uint64_t *rs, float *x,
 static void free_acts(qrow an[KQ_NT_MAX])
 {
     for (int i = 0; i < KQ_NT_MAX; i++) {
-        free(an[i].q); free(an[i].d); free(an[i].sum16); free(an[i].deq); free(an[i].s1);
+        free(an[i].q); free(an[i].d); free(an[i].sum16); free(an[i].deq); free(an[i].s1); free(an[i].sum32);
     }
 }
 
@@ -683,7 +686,7 @@ static void test_qdot_iq3_random_blocks(void **st)
         assert_true(kernels_qdot_ok(&w));
         for (int kind = 0; kind < 4; kind++) {
             fill_act(x, C, &rs, kind);
-            qrow a = { WA_Q8_K, C, q, d, s16, deq, NULL };
+            qrow a = { WA_Q8_K, C, q, d, s16, deq, NULL, NULL };
             qrow_fill(tabs[0], &a, x);
             for (int64_t r = 0; r < R; r++) {
                 tabs[0]->row_f32[WF_IQ3](&w, r, row);
@@ -1177,9 +1180,21 @@ static void test_native_equals_sform(void **st)
             assert_true(weight_read_bytes(&sf) < full);
         }
         assert_true(kernels_qdot_ok(&sf));
+        /* Q5_K's and Q6_K's codes split as the loader holds resident ones
+         * (kq_split_rows: nibbles and bit planes): the same bits */
+        weight sp = sf;
+        uint8_t *spc = NULL;
+        if (t > 0 && kq_split_bits(&sf)) {
+            spc = malloc((size_t)R * sf.row_bytes);
+            memcpy(spc, codes, (size_t)R * sf.row_bytes);
+            sp.data = spc;
+            assert_int_equal(kq_split_rows(&sp, spc), 1);
+        }
+        assert_true((spc != NULL) == (t == 2 || t == 3));
         for (int kind = 0; kind < 4; kind++) {
             fill_act(x, C, &rs, kind);
-            qrow a = { nat.act, C, q, d, s16, deq, NULL };
+            int16_t s32[512 / 32];
+            qrow a = { nat.act, C, q, d, s16, deq, NULL, kind % 2 ? NULL : s32 }; /* with and without sums of 32 */
             qrow_fill(tabs[0], &a, x);
             for (int64_t r = 0; r < R; r++) {
                 const float ref = tabs[0]->qdot[WF_GGML](&nat, r, &a);
@@ -1191,6 +1206,10 @@ static void test_native_equals_sform(void **st)
                                (long long)r, kind, tabs[k]->name, yn, ys, ref);
                     assert_memory_equal(&yn, &ref, 4);
                     assert_memory_equal(&ys, &ref, 4);
+                    if (spc) {
+                        const float yp = tabs[k]->qdot[WF_SCODE](&sp, r, &a);
+                        assert_memory_equal(&yp, &ref, 4);
+                    }
                 }
             }
             check_qdot4(tabs, &sf, WF_SCODE, &a);
@@ -1211,7 +1230,7 @@ static void test_native_equals_sform(void **st)
             int8_t *wq = malloc((size_t)W);
             int32_t *ws16 = malloc((size_t)W / 16 * sizeof *ws16);
             fill_act(wx, W, &rs, 0);
-            qrow a = { nat.act, W, wq, wd, ws16, wdeq, NULL };
+            qrow a = { nat.act, W, wq, wd, ws16, wdeq, NULL, NULL };
             qrow_fill(tabs[0], &a, wx);
             const float ref = tabs[0]->qdot[WF_GGML](&wn, 0, &a);
             for (int k = 0; k < 4; k++) {
@@ -1227,6 +1246,7 @@ static void test_native_equals_sform(void **st)
         for (int k = 0; k < 4; k++)
             if (tabs[k]) assert_int_equal(kernels_qdotn_ok(tabs[k], &sf), t > 0);
         if (t > 0) assert_true(check_qdotn(tabs, &sf, WF_SCODE, &rs, x, names[t]) > 0);
+        if (spc) assert_true(check_qdotn(tabs, &sp, WF_SCODE, &rs, x, names[t]) > 0);
         /* four rows against a batch (qdot4n): AVX-512 VNNI takes the
          * Q8_0-shaped S8 rows, bit for bit its qdot's; no table takes the
          * K-quant S-forms (qdotn shares their decoding instead) */
@@ -1237,7 +1257,7 @@ static void test_native_equals_sform(void **st)
             if (want) assert_int_equal(n4, 3 * 4 * (KQ_NT_MAX * (KQ_NT_MAX + 1) / 2)); /* r0 = 0, 1, 4 */
             else assert_int_equal(n4, 0);
         }
-        free(mem); free(codes); free(sc); free(off); free(blocks);
+        free(mem); free(codes); free(sc); free(off); free(blocks); free(spc);
     }
     /* IQ2_S, Q2_K, IQ2_XXS, IQ2_XS, IQ3_S, IQ1_S and IQ1_M (AVX2 kernels),
      * IQ3_XXS, MXFP4 (gpt-oss's experts) and NVFP4 and Q1_0 (with Q8_0
@@ -1268,7 +1288,7 @@ static void test_native_equals_sform(void **st)
         assert_int_equal(nb, nat.row_bytes * R);
         for (int kind = 0; kind < 4; kind++) {
             fill_act(x, C, &rs, kind);
-            qrow a = { iqa[t], C, q, d, s16, deq, s1 };
+            qrow a = { iqa[t], C, q, d, s16, deq, s1, NULL };
             qrow_fill(tabs[0], &a, x);
             check_native_rows(tabs, &nat, &a, row, iq[t]);
         }
@@ -1279,7 +1299,7 @@ static void test_native_equals_sform(void **st)
         odd.row_bytes = 0;
         assert_int_equal(weight_check(&odd, "native", err, sizeof err), 0);
         for (int64_t r = 0; r < R; r++) {
-            qrow a = { iqa[t], odd.cols, q, d, s16, deq, s1 };
+            qrow a = { iqa[t], odd.cols, q, d, s16, deq, s1, NULL };
             qrow_fill(tabs[0], &a, x);
             const float ref = tabs[0]->qdot[WF_GGML](&odd, r, &a);
             for (int k = 1; k < 4; k++)
@@ -1329,7 +1349,7 @@ static void test_qdot_mxfp4_random_blocks(void **st)
         assert_int_equal(weight_check(&w, "mxfp4 random", err, sizeof err), 0);
         for (int kind = 0; kind < 4; kind++) {
             fill_act(x, C, &rs, kind);
-            qrow a = { WA_Q8_0, C, q, d, s16, deq, NULL };
+            qrow a = { WA_Q8_0, C, q, d, s16, deq, NULL, NULL };
             qrow_fill(tabs[0], &a, x);
             check_native_rows(tabs, &w, &a, row, "MXFP4 random");
         }
@@ -1386,7 +1406,7 @@ static void test_qdot_small_native_random_blocks(void **st)
             assert_true(kernels_qdot_ok(&w));
             for (int kind = 0; kind < 4; kind++) {
                 fill_act(x, C, &rs, kind);
-                qrow a = { act, C, q, d, s16, deq, s1 };
+                qrow a = { act, C, q, d, s16, deq, s1, NULL };
                 qrow_fill(tabs[0], &a, x);
                 check_native_rows(tabs, &w, &a, row, ti->name);
             }
@@ -1446,7 +1466,7 @@ static void test_ggml_own_dots(void **st)
         assert_int_equal(kernels_ggml_act(cases[t].type), cases[t].act);
         for (int k = 0; k < 4; k++) {
             if (!tabs[k]) continue;
-            qrow a = { cases[t].act, C, q, d, s16, deq, s1 };
+            qrow a = { cases[t].act, C, q, d, s16, deq, s1, NULL };
             qrow_fill(tabs[k], &a, x);
             for (int r = 0; r < R; r++) {
                 const float y = tabs[k]->qdot[WF_GGML](&w, r, &a);
@@ -1608,7 +1628,7 @@ static void test_matmul2_equals_two(void **st)
             int8_t q[C];
             float d[C / 32], deq[C];
             int32_t s16[C / 16];
-            qrow a = { WA_Q8_0, C, q, d, s16, deq, NULL };
+            qrow a = { WA_Q8_0, C, q, d, s16, deq, NULL, NULL };
             qrow_fill(c.k, &a, x);
             for (int r = 0; r < R; r++) {
                 const float e0 = c.k->qdot[WF_SCODE](&w[0], r, &a), e1 = c.k->qdot[WF_SCODE](&w[1], r, &a);
