@@ -161,22 +161,31 @@ AVX2 static inline __attribute__((always_inline)) float qdot_unit32(const uint8_
  * integers, one fused multiply-add by d x (activation scale); the mins as
  * the scalar kernel takes them. */
 /* ggml_order_kmins with the integer part on vectors: bs[j] (activation sums
- * of the super-block's eight 32s) as pairs of its sixteen sums of 16, times
- * the mins m[j], summed in pairs (exact integers, so any order); then the
- * float steps are ggml_order_kmins's: Q4_K's four pair sums each
- * fused-multiply-added into accm (one rounding per element, as fmaf), Q5_K's
- * total fused-multiply-added into summs by dmin (ggml's build fuses it). */
-AVX2 static inline float kf_mins(int style, float dmin, const int8_t *m, const int32_t *sum16, float accm[4],
+ * of super-block i's eight 32s: qrow.sum32 where the caller made them, else
+ * pairs of its sixteen sums of 16) times the mins m[j] (0..63), summed in
+ * pairs (exact integers, so any order); then the float steps are
+ * ggml_order_kmins's: Q4_K's four pair sums each fused-multiply-added into
+ * accm (one rounding per element, as fmaf), Q5_K's total
+ * fused-multiply-added into summs by dmin (ggml's build fuses it). */
+AVX2 static inline float kf_mins(int style, float dmin, const int8_t *m, const qrow *a, int64_t i, float accm[4],
                                  float summs)
 {
-    const __m128i bs0 = _mm_hadd_epi32(_mm_loadu_si128((const __m128i *)sum16), _mm_loadu_si128((const __m128i *)(sum16 + 4)));
-    const __m128i bs1 =
-        _mm_hadd_epi32(_mm_loadu_si128((const __m128i *)(sum16 + 8)), _mm_loadu_si128((const __m128i *)(sum16 + 12)));
-    int32_t m4[2];
-    memcpy(m4, m, 8);
-    const __m128i p0 = _mm_mullo_epi32(bs0, _mm_cvtepi8_epi32(_mm_cvtsi32_si128(m4[0])));
-    const __m128i p1 = _mm_mullo_epi32(bs1, _mm_cvtepi8_epi32(_mm_cvtsi32_si128(m4[1])));
-    const __m128i pairs = _mm_hadd_epi32(p0, p1); /* m[2k] bs[2k] + m[2k+1] bs[2k+1], k = 0..3 */
+    __m128i pairs; /* m[2k] bs[2k] + m[2k+1] bs[2k+1], k = 0..3 */
+    if (a->sum32) {
+        pairs = _mm_madd_epi16(_mm_loadu_si128((const __m128i *)(a->sum32 + i * 8)),
+                               _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)m)));
+    } else {
+        const int32_t *sum16 = a->sum16 + i * 16;
+        const __m128i bs0 =
+            _mm_hadd_epi32(_mm_loadu_si128((const __m128i *)sum16), _mm_loadu_si128((const __m128i *)(sum16 + 4)));
+        const __m128i bs1 =
+            _mm_hadd_epi32(_mm_loadu_si128((const __m128i *)(sum16 + 8)), _mm_loadu_si128((const __m128i *)(sum16 + 12)));
+        int32_t m4[2];
+        memcpy(m4, m, 8);
+        const __m128i p0 = _mm_mullo_epi32(bs0, _mm_cvtepi8_epi32(_mm_cvtsi32_si128(m4[0])));
+        const __m128i p1 = _mm_mullo_epi32(bs1, _mm_cvtepi8_epi32(_mm_cvtsi32_si128(m4[1])));
+        pairs = _mm_hadd_epi32(p0, p1);
+    }
     if (style == 5) {
         const __m128i t = _mm_hadd_epi32(pairs, pairs);
         const int32_t tot = _mm_cvtsi128_si32(t) + _mm_extract_epi32(t, 1);
@@ -228,7 +237,7 @@ AVX2 static float kf_dot(const weight *w, int64_t r, const qrow *a)
         const float yd = a->d[i], D = yd * _cvtsh_ss(kf->d[sb0 + i]);
         acc = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc);
         if (!kf->m) continue; /* Q6_K, Q3_K: no mins */
-        summs = kf_mins(kf->style, -yd * _cvtsh_ss(kf->dmin[sb0 + i]), kf->m + (sb0 + i) * 8, a->sum16 + i * 16, accm, summs);
+        summs = kf_mins(kf->style, -yd * _cvtsh_ss(kf->dmin[sb0 + i]), kf->m + (sb0 + i) * 8, a, i, accm, summs);
     }
     return hsum_ps(acc) + ggml_order_kmins_total(kf->style, accm, summs);
 }
@@ -271,7 +280,7 @@ AVX2 static void kf_dotn(const weight *w, int64_t r, const qrow *a, int nt, floa
             const float yd = a[t].d[i], D = yd * _cvtsh_ss(kf->d[sb0 + i]);
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc[t]);
             if (!kf->m) continue; /* Q6_K, Q3_K: no mins */
-            summs[t] = kf_mins(kf->style, -yd * _cvtsh_ss(kf->dmin[sb0 + i]), kf->m + (sb0 + i) * 8, a[t].sum16 + i * 16, accm[t],
+            summs[t] = kf_mins(kf->style, -yd * _cvtsh_ss(kf->dmin[sb0 + i]), kf->m + (sb0 + i) * 8, &a[t], i, accm[t],
                                summs[t]);
         }
     }
