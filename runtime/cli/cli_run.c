@@ -3,6 +3,7 @@
  * Also the helpers cli.h promises but cli_args.c (pack path and options). */
 #include "runtime/cli/cli.h"
 
+#include "runtime/kernels/kernels.h"
 #include "runtime/model/sampler.h"
 #include "runtime/vision/picture_prompt.h"
 
@@ -67,9 +68,9 @@ int cli_load(cli_model *cm, const char *dir, const device_opts *dev, int n_ctx)
     if (cli_check_pack_path(dir, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return -1; }
     tier_plan plan;
     if (cli_mem_plan(dir, dev, n_ctx, 1, &plan, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return -1; }
-    /* Q5_K/Q6_K codes split for the CPU kernels; a build with CUDA hands
-     * the weights to the GPU as the pack holds them */
-    const loader_opts lo = { NULL, NULL, plan.tier, !plan.tier, !device_cuda_built() };
+    /* Q5_K/Q6_K codes split for CPU kernels that read them so; a build with
+     * CUDA hands the weights to the GPU as the pack holds them */
+    const loader_opts lo = { NULL, NULL, plan.tier, !plan.tier, !device_cuda_built() && kernels_split_pays() };
     cm->pack = loader_open_opts(dir, &lo, err, sizeof err);
     if (!cm->pack) { fprintf(stderr, "strata: %s\n", err); return -1; }
     if (tier_from_plan(dir, &plan, cm->pack, dev ? dev->profile : NULL, stderr, &cm->tier, err, sizeof err)) {

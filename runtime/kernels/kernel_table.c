@@ -116,10 +116,12 @@
  * AVX-VNNI's where that layer is there. */
 #define VNNI512_LAYER                                                                                   \
     .qdot[WF_SCODE] = kavx512_qdot_scode, .qdot4[WF_SCODE] = kavx512_qdot4_scode,                       \
-    .qdotn[WF_SCODE] = kavx512_qdotn_scode, .qdot4n[WF_SCODE] = kavx512_qdot4n_scode, VNNI512_GGML
+    .qdotn[WF_SCODE] = kavx512_qdotn_scode, .qdot4n[WF_SCODE] = kavx512_qdot4n_scode, .reads_split = 1, \
+    VNNI512_GGML
 #define VNNI512_OVER_VNNI_LAYER                                                                         \
     .qdot[WF_SCODE] = kavx512v_qdot_scode, .qdot4[WF_SCODE] = kavx512v_qdot4_scode,                     \
-    .qdotn[WF_SCODE] = kavx512_qdotn_scode, .qdot4n[WF_SCODE] = kavx512_qdot4n_scode, VNNI512_GGML
+    .qdotn[WF_SCODE] = kavx512_qdotn_scode, .qdot4n[WF_SCODE] = kavx512_qdot4n_scode, .reads_split = 1, \
+    VNNI512_GGML
 
 /* ------------------------------------------------- native ggml dispatch */
 
@@ -265,6 +267,8 @@ const kernels *kernels_get(int want_simd)
     if (!k && want_simd) k = kernels_avx2();
     return k ? k : &scalar_table;
 }
+
+int kernels_split_pays(void) { return kernels_get(1)->reads_split; }
 
 /* ------------------------------------------------------------- who takes */
 

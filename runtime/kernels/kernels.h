@@ -142,10 +142,21 @@ typedef struct kernels {
     qdot_fn qdot_ggml[GGML_TYPE_COUNT];
     qdot4_fn qdot4_ggml[GGML_TYPE_COUNT];
     qdotn_fn qdotn_ggml[GGML_TYPE_COUNT];
+    /* 1: its K-quant kernels read split codes (weight.h code_split) as they
+     * lie, so a split reads fewer bytes at no cost; 0: they write each
+     * super-block out to one code a byte first (kq_sb_codes), 15-25 times
+     * slower than reading the unsplit codes (AVX2: 240 and 400 against 16
+     * ns per super-block, Q5_K and Q6_K shapes), so the loader is not asked
+     * to split for such a table (kernels_split_pays) */
+    int reads_split;
 } kernels;
 
 const kernels *kernels_scalar(void);
 const kernels *kernels_get(int want_simd);
+/* Whether the table this CPU runs (kernels_get(1)) reads split K-quant
+ * codes as they lie: what a CPU caller asks the loader for
+ * (loader_opts.split_codes). */
+int kernels_split_pays(void);
 const kernels *kernels_avx2(void);
 const kernels *kernels_avx2_vnni(void);
 const kernels *kernels_avx512(void);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "formats/gguf.h"
+#include "runtime/kernels/kernels.h"
 #include "runtime/model/backend.h"
 #include "runtime/model/loader.h"
 #include "runtime/model/sampler.h"
@@ -604,10 +605,10 @@ engine *engine_model_open(const char *dir, const engine_model_opts *o, char *err
     pthread_mutex_init(&me->mu, NULL);
     pthread_mutex_init(&me->vision_mu, NULL);
     me->e.self = me;
-    /* Q5_K/Q6_K codes split for the CPU kernels; a build with CUDA hands
-     * the weights to the GPU as the pack holds them */
+    /* Q5_K/Q6_K codes split for CPU kernels that read them so; a build with
+     * CUDA hands the weights to the GPU as the pack holds them */
     const loader_opts lo = { opt.progress, opt.progress_ctx, opt.plan && opt.plan->tier, opt.plan && !opt.plan->tier,
-                             !device_cuda_built() };
+                             !device_cuda_built() && kernels_split_pays() };
     me->pack = loader_open_opts(dir, &lo, err, errlen);
     if (!me->pack) { engine_model_free(&me->e); return NULL; }
     if (opt.plan && tier_from_plan(dir, opt.plan, me->pack, opt.dev ? opt.dev->profile : NULL, stderr, &me->tier, err,

@@ -1012,6 +1012,12 @@ static void test_kq_split(void **st)
         free_acts(an);
         free(mem); free(codes); free(split); free(sc); free(off);
     }
+    /* only the tables whose K-quant kernels read the split as it lies ask
+     * the loader for it (the others write each super-block out first) */
+    assert_int_equal(kernels_scalar()->reads_split, 0);
+    if (tabs[1]) assert_int_equal(tabs[1]->reads_split, 0);
+    if (tabs[2]) assert_int_equal(tabs[2]->reads_split, 0);
+    assert_int_equal(kernels_split_pays(), kernels_get(1)->reads_split);
     /* a Q4_K-shaped weight has nothing to split */
     weight w4 = { .form = WF_SCODE, .code_bits = 4 };
     kfactor k4 = { .style = 4 };
