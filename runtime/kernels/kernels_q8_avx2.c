@@ -203,57 +203,121 @@ AVX2 static inline __m256i kf_sc16(const int8_t *sc, int per_sb, int j)
     return _mm256_set_m128i(_mm_set1_epi16(sc[2 * j + 1]), _mm_set1_epi16(sc[2 * j]));
 }
 
-/* sc x (4 products of value and activation) in each int32 lane: the value's
- * magnitude meets the activation with the value's sign in maddubs (pairs
- * of products, |pair| <= 2 x 127 x 128), and madd by the scale adds two
- * pairs: the same integer as the lane sum times sc (|x| < 2^24, exact),
- * without a 32-bit multiply. av = |v|, kept by callers that reuse v. */
-AVX2 static inline __m256i kf_lane32(__m256i av, __m256i v, __m256i q, __m256i sc16)
-{
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_sign_epi8(q, v)), sc16);
-}
+/* How a K-quant row's codes become maddubs operands. KF_GEN: any style,
+ * split or not (values32: the values' magnitudes meet the activations with
+ * the values' signs; |pair| <= 2 x 127 x 128). Each shape the pack holds
+ * unsplit has its own loop with the same integers: 4-bit codes (two a
+ * byte, element 2i low) widened and interleaved into element order in four
+ * steps (values32 takes seven) for KF_Q4 (Q4_K, codes 0..15), KF_Q3 (Q3_K,
+ * value code - 4) and KF_CB (IQ4_XS, value codebook[code]); a code a byte
+ * for KF_B8 (Q5_K, 0..31) and KF_Q6 (Q6_K, value code - 32). Codes that
+ * are the values, or the values plus a bias, meet the activations as they
+ * are (maddubs(code, q), less maddubs(bias, q): both exact in int16); the
+ * codebook's values by magnitude and sign, as KF_GEN's; the scales come
+ * by one shuffle a chunk. From 15-19 to 7-8 ns per super-block on one row
+ * (docs/runtime.md). */
+enum { KF_GEN, KF_Q4, KF_Q3, KF_CB, KF_B8, KF_Q6 };
+#define KF_NIBBLES(mode) ((mode) == KF_Q4 || (mode) == KF_Q3 || (mode) == KF_CB)
+#define KF_BIAS(mode) ((mode) == KF_Q6 ? 32 : (mode) == KF_Q3 ? 4 : 0)
 
-AVX2 static float kf_dot(const weight *w, int64_t r, const qrow *a)
+AVX2 static int kf_mode(const weight *w)
 {
     const kfactor *kf = w->kf;
-    const uint8_t *codes = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    const int bits = w->code_bits, per_sb = 256 / w->group;
-    const int64_t nsb = w->cols / 256, sb0 = r * nsb;
-    const __m256i bias = _mm256_set1_epi8((char)w->code_bias);
-    const __m256i cb = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kf->cb)); /* style 2 */
-    __m256 acc = _mm256_setzero_ps();
-    float accm[4] = { 0 }, summs = 0.0f;
-    uint8_t split[256];
-    for (int64_t i = 0; i < nsb; i++) {
-        const int8_t *sc = kf->sc + (sb0 + i) * per_sb;
-        const uint8_t *sbc = kq_sb_codes(w, codes, i, split);
-        __m256i lanes = _mm256_setzero_si256();
-        for (int j = 0; j < 8; j++) {
-            const int64_t c0 = i * 256 + j * 32;
-            const __m256i v = values32(sbc + j * 32 * bits / 8, bits, bias, cb, kf->style == 2);
-            lanes = _mm256_add_epi32(lanes, kf_lane32(_mm256_sign_epi8(v, v), v,
-                                                      _mm256_loadu_si256((const __m256i *)(a->q + c0)), kf_sc16(sc, per_sb, j)));
+    if (w->code_split) return KF_GEN;
+    if (w->code_bits == 4 && kf->style == 4 && w->code_bias == 0) return KF_Q4;
+    if (w->code_bits == 4 && kf->style == 3 && w->code_bias == -4) return KF_Q3;
+    if (w->code_bits == 4 && kf->style == 2) return KF_CB;
+    if (w->code_bits == 8 && kf->style == 5 && w->code_bias == 0) return KF_B8;
+    if (w->code_bits == 8 && kf->style == 6 && w->code_bias == -32) return KF_Q6;
+    return KF_GEN;
+}
+
+/* The weight side of one super-block: per chunk j of 32 elements the
+ * maddubs operand (v) and, for KF_GEN, the values whose signs go onto the
+ * activations (sgn); and the chunk's int16 scales. */
+typedef struct kf_wt { __m256i v[8], sgn[8], sc16[8]; } kf_wt;
+typedef struct kf_gen { int bits, use_cb; __m256i bias, cb; } kf_gen;
+
+#define KF_INLINE static inline __attribute__((always_inline))
+
+AVX2 KF_INLINE void kf_wt_load(kf_wt *u, const uint8_t *sbc, const int8_t *sc, int per_sb, const kf_gen *g,
+                               const int mode)
+{
+    if (mode == KF_GEN) {
+        for (int j = 0; j < 8; j++) { /* the magnitudes, and the values for their signs */
+            const __m256i v = values32(sbc + j * 32 * g->bits / 8, g->bits, g->bias, g->cb, g->use_cb);
+            u->v[j] = _mm256_sign_epi8(v, v);
+            u->sgn[j] = v;
+            u->sc16[j] = kf_sc16(sc, per_sb, j);
         }
-        const float yd = a->d[i], D = yd * _cvtsh_ss(kf->d[sb0 + i]);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc);
-        if (!kf->m) continue; /* Q6_K, Q3_K: no mins */
-        summs = kf_mins(kf->style, -yd * _cvtsh_ss(kf->dmin[sb0 + i]), kf->m + (sb0 + i) * 8, a, i, accm, summs);
+        return;
     }
-    return hsum_ps(acc) + ggml_order_kmins_total(kf->style, accm, summs);
+    /* the scales in both 128-bit lanes; per chunk one shuffle: Q4_K's and
+     * Q5_K's (8 a super-block, 0..63) word = the byte, zero-extended; the
+     * signed ones (IQ4_XS's 8, Q3_K's and Q6_K's 16: lanes 0..3 sc[2j],
+     * 4..7 sc[2j + 1]) the byte into each word's high half, shifted down */
+    const __m256i scb = _mm256_broadcastsi128_si256(per_sb == 8 ? _mm_loadl_epi64((const __m128i *)sc)
+                                                                : _mm_loadu_si128((const __m128i *)sc));
+    const unsigned long long w4 = 0x0001000100010001ull;
+    QD_UNROLL
+    for (int j = 0; j < 8; j++) {
+        if (KF_NIBBLES(mode)) { /* word i = byte i; (w | w << 4) & 0x0f0f: its low nibble, then its high */
+            const __m256i x = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(sbc + 16 * j)));
+            u->v[j] = _mm256_and_si256(_mm256_or_si256(x, _mm256_slli_epi16(x, 4)), _mm256_set1_epi16(0x0f0f));
+        } else {
+            u->v[j] = _mm256_loadu_si256((const __m256i *)(sbc + 32 * j));
+        }
+        if (mode == KF_CB) {
+            u->sgn[j] = _mm256_shuffle_epi8(g->cb, u->v[j]);
+            u->v[j] = _mm256_sign_epi8(u->sgn[j], u->sgn[j]);
+        }
+        if (mode == KF_Q4 || mode == KF_B8) {
+            const long long c = (long long)((0x8000ull + (unsigned)j) * w4);
+            u->sc16[j] = _mm256_shuffle_epi8(scb, _mm256_set1_epi64x(c));
+        } else if (mode == KF_CB) {
+            const long long c = (long long)(((unsigned long long)j << 8 | 0x80u) * w4);
+            u->sc16[j] = _mm256_srai_epi16(_mm256_shuffle_epi8(scb, _mm256_set1_epi64x(c)), 8);
+        } else {
+            const long long lo = (long long)(((unsigned long long)(2 * j) << 8 | 0x80u) * w4),
+                            hi = (long long)(((unsigned long long)(2 * j + 1) << 8 | 0x80u) * w4);
+            u->sc16[j] = _mm256_srai_epi16(_mm256_shuffle_epi8(scb, _mm256_set_epi64x(hi, hi, lo, lo)), 8);
+        }
+    }
 }
 
-/* kf_dot of one row against nt <= KQ_NT_MAX tokens: a super-block's code
- * values and integer scales are made once and met by every token; per
- * token the int32 lanes, the factor D, the fused multiply-add and the mins
- * are kf_dot's, in its order, so each y is its bits. */
-AVX2 static void kf_dotn(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+/* sc x (4 products of value and activation) in each int32 lane, summed over
+ * the super-block's chunks: madd by the scale adds two maddubs pairs, the
+ * same integer as the lane sum times sc (|x| < 2^24, exact), without a
+ * 32-bit multiply. */
+AVX2 KF_INLINE __m256i kf_lanes(const kf_wt *u, const int8_t *q, const int mode)
+{
+    __m256i lanes = _mm256_setzero_si256();
+    QD_UNROLL
+    for (int j = 0; j < 8; j++) {
+        const __m256i qv = _mm256_loadu_si256((const __m256i *)(q + 32 * j));
+        __m256i p16;
+        if (mode == KF_GEN || mode == KF_CB) p16 = _mm256_maddubs_epi16(u->v[j], _mm256_sign_epi8(qv, u->sgn[j]));
+        else p16 = _mm256_maddubs_epi16(u->v[j], qv);
+        if (KF_BIAS(mode)) p16 = _mm256_sub_epi16(p16, _mm256_maddubs_epi16(_mm256_set1_epi8(KF_BIAS(mode)), qv));
+        lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(p16, u->sc16[j]));
+    }
+    return lanes;
+}
+
+/* One row against nt <= KQ_NT_MAX tokens (nt = 1: decode): a super-block's
+ * weight side is made once and met by every token; per token the int32
+ * lanes, the factor D, the fused multiply-add and the mins in
+ * kscalar_qdot_kf's order, so each y is its bits. */
+AVX2 KF_INLINE void kf_rown(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride, const int mode)
 {
     const kfactor *kf = w->kf;
     const uint8_t *codes = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    const int bits = w->code_bits, per_sb = 256 / w->group;
+    const int per_sb = 256 / w->group;
     const int64_t nsb = w->cols / 256, sb0 = r * nsb;
-    const __m256i bias = _mm256_set1_epi8((char)w->code_bias);
-    const __m256i cb = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kf->cb)); /* style 2 */
+    const kf_gen g = { w->code_split ? 8 : w->code_bits, kf->style == 2, _mm256_set1_epi8((char)w->code_bias),
+                       _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kf->cb)) }; /* style 2's codebook */
+    const size_t sb_bytes = (size_t)32 * (size_t)w->code_bits, /* unsplit codes (the modes other than KF_GEN) */
+        ahead = qd4_ahead(w->row_bytes, 1);
     __m256 acc[KQ_NT_MAX];
     float accm[KQ_NT_MAX][4], summs[KQ_NT_MAX];
     for (int t = 0; t < nt; t++) {
@@ -263,20 +327,13 @@ AVX2 static void kf_dotn(const weight *w, int64_t r, const qrow *a, int nt, floa
     }
     uint8_t split[256];
     for (int64_t i = 0; i < nsb; i++) {
-        const int8_t *sc = kf->sc + (sb0 + i) * per_sb;
-        const uint8_t *sbc = kq_sb_codes(w, codes, i, split);
-        __m256i vals[8], avals[8], sc16[8];
-        for (int j = 0; j < 8; j++) {
-            vals[j] = values32(sbc + j * 32 * bits / 8, bits, bias, cb, kf->style == 2);
-            avals[j] = _mm256_sign_epi8(vals[j], vals[j]);
-            sc16[j] = kf_sc16(sc, per_sb, j);
-        }
+        const uint8_t *sbc = mode == KF_GEN ? kq_sb_codes(w, codes, i, split) : codes + (size_t)i * sb_bytes;
+        if (mode != KF_GEN) /* decode reads K-quants row after row (matmul.c): ahead within the stream */
+            for (size_t o = 0; o < sb_bytes; o += 64) _mm_prefetch((const char *)sbc + ahead + o, QD_HINT);
+        kf_wt u;
+        kf_wt_load(&u, sbc, kf->sc + (sb0 + i) * per_sb, per_sb, &g, mode);
         for (int t = 0; t < nt; t++) {
-            __m256i lanes = _mm256_setzero_si256();
-            for (int j = 0; j < 8; j++)
-                lanes = _mm256_add_epi32(lanes, kf_lane32(avals[j], vals[j],
-                                                          _mm256_loadu_si256((const __m256i *)(a[t].q + i * 256 + j * 32)),
-                                                          sc16[j]));
+            const __m256i lanes = kf_lanes(&u, a[t].q + i * 256, mode);
             const float yd = a[t].d[i], D = yd * _cvtsh_ss(kf->d[sb0 + i]);
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc[t]);
             if (!kf->m) continue; /* Q6_K, Q3_K: no mins */
@@ -285,6 +342,32 @@ AVX2 static void kf_dotn(const weight *w, int64_t r, const qrow *a, int nt, floa
         }
     }
     for (int t = 0; t < nt; t++) y[t * ystride] = hsum_ps(acc[t]) + ggml_order_kmins_total(kf->style, accm[t], summs[t]);
+}
+
+AVX2 static void kf_dotn(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    switch (kf_mode(w)) {
+    case KF_Q4: kf_rown(w, r, a, nt, y, ystride, KF_Q4); break;
+    case KF_Q3: kf_rown(w, r, a, nt, y, ystride, KF_Q3); break;
+    case KF_CB: kf_rown(w, r, a, nt, y, ystride, KF_CB); break;
+    case KF_B8: kf_rown(w, r, a, nt, y, ystride, KF_B8); break;
+    case KF_Q6: kf_rown(w, r, a, nt, y, ystride, KF_Q6); break;
+    default: kf_rown(w, r, a, nt, y, ystride, KF_GEN); break;
+    }
+}
+
+AVX2 static float kf_dot(const weight *w, int64_t r, const qrow *a)
+{
+    float y;
+    switch (kf_mode(w)) {
+    case KF_Q4: kf_rown(w, r, a, 1, &y, 1, KF_Q4); break;
+    case KF_Q3: kf_rown(w, r, a, 1, &y, 1, KF_Q3); break;
+    case KF_CB: kf_rown(w, r, a, 1, &y, 1, KF_CB); break;
+    case KF_B8: kf_rown(w, r, a, 1, &y, 1, KF_B8); break;
+    case KF_Q6: kf_rown(w, r, a, 1, &y, 1, KF_Q6); break;
+    default: kf_rown(w, r, a, 1, &y, 1, KF_GEN); break;
+    }
+    return y;
 }
 
 /* qdotn for S-forms: rows with K-quant factors share their decoding across
