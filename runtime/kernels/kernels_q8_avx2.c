@@ -214,7 +214,7 @@ AVX2 static inline __m256i kf_sc16(const int8_t *sc, int per_sb, int j)
  * are the values, or the values plus a bias, meet the activations as they
  * are (maddubs(code, q), less maddubs(bias, q): both exact in int16); the
  * codebook's values by magnitude and sign, as KF_GEN's; the scales come
- * by one shuffle a chunk. From 15-19 to 7-8 ns per super-block on one row
+ * by one shuffle a chunk. From 15-19 to 6-9 ns per super-block on one row
  * (docs/runtime.md). */
 enum { KF_GEN, KF_Q4, KF_Q3, KF_CB, KF_B8, KF_Q6 };
 #define KF_NIBBLES(mode) ((mode) == KF_Q4 || (mode) == KF_Q3 || (mode) == KF_CB)

@@ -229,6 +229,21 @@ static void run(mm_ctx *c, int n_tasks, pool_fn fn, mm_job *j)
 
 static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
 
+/* The arrays of rounded activations for n elements (one row, or B rows of
+ * `cols` one after another: qrow_at) laid out from base, each on 64 bytes:
+ * the rounded values (q * d), codes, block scales, sums of 16, Q8_1's
+ * block sums, Q8_K's sums of 32. Returns the bytes they take; base NULL
+ * only measures. */
+static size_t qrow_lay(char *base, int act, int64_t cols, size_t n, qrow *a)
+{
+    const size_t o_q = up64(n * 4), o_d = o_q + up64(n), o_s = o_d + up64(n / 32 * 4), o_s1 = o_s + up64(n / 16 * 4),
+                 o_s32 = o_s1 + up64(n / 32 * 4), end = o_s32 + up64(n / 32 * 2);
+    if (base)
+        *a = (qrow){ act, cols, (int8_t *)(base + o_q), (float *)(base + o_d), (int32_t *)(base + o_s), (float *)base,
+                     (float *)(base + o_s1), (int16_t *)(base + o_s32) };
+    return end;
+}
+
 /* Rounds the B rows of X into c->qbuf; returns the first row's qrow view in
  * *a0 and the rounded activations (B x cols, q * d), or NULL when this
  * weight keeps f32 activations. */
@@ -236,20 +251,13 @@ static const float *quantize_rows(mm_ctx *c, const weight *w, const float *X, in
 {
     const int blk = qrow_block(w->act);
     const size_t n = (size_t)B * (size_t)w->cols;
-    if (!blk || w->cols % blk || !c->qbuf) return NULL;
-    const size_t o_q = up64(n * 4), o_d = o_q + up64(n), o_s = o_d + up64(n / 32 * 4), o_s1 = o_s + up64(n / 16 * 4),
-                 o_s32 = o_s1 + up64(n / 32 * 4);
-    if (o_s32 + up64(n / 32 * 2) > c->qbuf_bytes) return NULL;
-    char *base = c->qbuf;
+    if (!blk || w->cols % blk || !c->qbuf || qrow_lay(NULL, w->act, w->cols, n, a0) > c->qbuf_bytes) return NULL;
+    qrow_lay(c->qbuf, w->act, w->cols, n, a0);
     for (int b = 0; b < B; b++) {
-        const size_t e = (size_t)b * (size_t)w->cols;
-        qrow a = { w->act, w->cols, (int8_t *)(base + o_q) + e, (float *)(base + o_d) + e / (size_t)blk,
-                   (int32_t *)(base + o_s) + e / 16, (float *)base + e, (float *)(base + o_s1) + e / 32,
-                   (int16_t *)(base + o_s32) + e / 32 };
-        qrow_fill(c->k, &a, X + e);
-        if (b == 0) *a0 = a;
+        qrow a = qrow_at(a0, b);
+        qrow_fill(c->k, &a, X + (size_t)b * (size_t)w->cols);
     }
-    return (const float *)base;
+    return a0->deq;
 }
 
 static int mv_run(mm_ctx *c, const mm_vec *v, int n, const mm_next *next);
@@ -338,17 +346,6 @@ static void mv_task(void *arg, int task, int thread)
     qdot_rows(j->k, t->w, &t->a, t->y, r0, r1, task + 1 < j->n_tasks ? j->it[ni].w : NULL, n0, n1);
 }
 
-/* Slot layout in qbuf for one rounded row of `cols`: codes, block scales,
- * 16-sums, the rounded values (q * d), Q8_1's block sums, then Q8_K's sums of
- * 32; as many bytes as
- * quantize_rows needs for one row, so a single mat-vec takes the integer
- * path exactly when it did before there were slots. */
-static size_t slot_bytes(int64_t cols)
-{
-    return up64((size_t)cols) + up64((size_t)cols / 32 * 4) + up64((size_t)cols / 16 * 4) + up64((size_t)cols * 4) +
-           up64((size_t)cols / 32 * 4) + up64((size_t)cols / 32 * 2);
-}
-
 /* The integer-kernel mat-vecs as one job; -1 (nothing done) when one of
  * them cannot take that path. */
 static int mv_run(mm_ctx *c, const mm_vec *v, int n, const mm_next *next)
@@ -377,14 +374,12 @@ static int mv_run(mm_ctx *c, const mm_vec *v, int n, const mm_next *next)
         for (int k = 0; k < i && shared < 0; k++)
             if (v[k].x == v[i].x && v[k].w->act == w->act && v[k].w->cols == w->cols) shared = k;
         if (shared >= 0) { t->a = j.it[shared].a; continue; }
-        const size_t need = slot_bytes(w->cols);
+        /* a slot of qbuf a row, laid out as quantize_rows lays out one, so
+         * a single mat-vec takes the integer path exactly when it did
+         * before there were slots */
+        const size_t need = qrow_lay(NULL, w->act, w->cols, (size_t)w->cols, &t->a);
         if (used + need > c->qbuf_bytes) { ok = 0; break; }
-        char *base = (char *)c->qbuf + used;
-        const size_t o_d = up64((size_t)w->cols), o_s = o_d + up64((size_t)w->cols / 32 * 4),
-                     o_x = o_s + up64((size_t)w->cols / 16 * 4), o_s1 = o_x + up64((size_t)w->cols * 4),
-                     o_s32 = o_s1 + up64((size_t)w->cols / 32 * 4);
-        t->a = (qrow){ w->act, w->cols, (int8_t *)base, (float *)(base + o_d), (int32_t *)(base + o_s),
-                       (float *)(base + o_x), (float *)(base + o_s1), (int16_t *)(base + o_s32) };
+        qrow_lay((char *)c->qbuf + used, w->act, w->cols, (size_t)w->cols, &t->a);
         qrow_fill(c->k, &t->a, v[i].x);
         used += need;
     }
