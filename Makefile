@@ -146,7 +146,9 @@ $(STRATA_FAKE): tests/lib/strata_fake_main.c $(ALL_LIBS) $(TEST_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -MMD -MP $< $(TEST_LIB) $(ALL_LIBS) -o $@ $(CMOCKA_LIBS) $(RUNTIME_LIBS) $(TOOL_LIBS) $(ALLLIBS)
 
-tests: $(TEST_BINS) $(TOOLS) $(STRATA_FAKE)
+# The benchmark programs are built with the tests (not run: `make bench` does
+# that), so a change to an interface they use cannot leave them unbuildable.
+tests: $(TEST_BINS) $(TOOLS) $(STRATA_FAKE) $(BENCH_BINS)
 
 # The runner prints one closing line: "N passed, N failed". It runs as many
 # suites at once as make's -j says (make test -j2), one without -j.

@@ -77,12 +77,13 @@ int main(void)
         printf("%s\n", err);
         return 1;
     }
-    const kernels *tabs[4] = { kernels_scalar(), kernels_avx2(), kernels_avx2_vnni(), kernels_avx512() };
-    qrow ak = { WA_Q8_K, COLS, q, d, s16, deq, NULL };
+    const kernels *tabs[KERNELS_MAX];
+    const int n_tabs = kernels_runnable(tabs);
+    qrow ak = { WA_Q8_K, COLS, q, d, s16, deq, NULL, NULL };
     int8_t *q0 = malloc(COLS);
     float *d0 = malloc(COLS / 32 * sizeof *d0), *deq0 = malloc(COLS * sizeof *deq0);
     int32_t *s160 = malloc(COLS / 16 * sizeof *s160);
-    qrow a0 = { WA_Q8_0, COLS, q0, d0, s160, deq0, NULL };
+    qrow a0 = { WA_Q8_0, COLS, q0, d0, s160, deq0, NULL, NULL };
     qrow_fill(tabs[0], &ak, x);
     qrow_fill(tabs[0], &a0, x);
     qrow an[KQ_NT_MAX]; /* qdotn's tokens: the same row, its own copy each */
@@ -96,15 +97,14 @@ int main(void)
     printf("in-cache qdot, 1 thread, %d x %d (IQ3 %.0f KB, S8 %.0f KB), median of %d, G weights/s:\n", ROWS, COLS,
            ROWS * rb / 1e3, (double)ROWS * COLS / 1e3, REPS);
     double base_iq3 = 0, base_s8 = 0;
-    for (int t = 0; t < 4; t++) {
+    for (int t = 0; t < n_tabs; t++) {
         const kernels *k = tabs[t];
-        if (!k) continue;
         const int passes = t == 0 ? 4 : 40;
         const double g1 = time_rows(k, &wi, &ak, 0, passes);
         const double g4 = k->qdot4[WF_IQ3] ? time_rows(k, &wi, &ak, 1, passes) : 0;
         const double gs = time_rows(k, &ws, &a0, k->qdot4[WF_SCODE] != NULL, passes);
         if (t == 0) { base_iq3 = g1; base_s8 = gs; }
-        printf("  %-16s IQ3 qdot %6.2f (%5.1f x scalar)", k->name, g1, g1 / base_iq3);
+        printf("  %-24s IQ3 qdot %6.2f (%5.1f x scalar)", k->name, g1, g1 / base_iq3);
         if (g4 > 0) printf("  qdot4 %6.2f (%5.1f x)", g4, g4 / base_iq3);
         else printf("  qdot4   none          ");
         printf("   S8 %s %6.2f (%5.1f x scalar)", k->qdot4[WF_SCODE] ? "qdot4" : "qdot ", gs, gs / base_s8);
