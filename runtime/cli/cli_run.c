@@ -68,9 +68,7 @@ int cli_load(cli_model *cm, const char *dir, const device_opts *dev, int n_ctx)
     if (cli_check_pack_path(dir, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return -1; }
     tier_plan plan;
     if (cli_mem_plan(dir, dev, n_ctx, 1, &plan, err, sizeof err)) { fprintf(stderr, "strata: %s\n", err); return -1; }
-    /* Q5_K/Q6_K codes split for CPU kernels that read them so; a build with
-     * CUDA hands the weights to the GPU as the pack holds them */
-    const loader_opts lo = { NULL, NULL, plan.tier, !plan.tier, !device_cuda_built() && kernels_split_pays() };
+    const loader_opts lo = { NULL, NULL, plan.tier, !plan.tier, device_split_codes(dev) };
     cm->pack = loader_open_opts(dir, &lo, err, sizeof err);
     if (!cm->pack) { fprintf(stderr, "strata: %s\n", err); return -1; }
     if (tier_from_plan(dir, &plan, cm->pack, dev ? dev->profile : NULL, stderr, &cm->tier, err, sizeof err)) {
@@ -89,6 +87,7 @@ int cli_build(cli_model *cm, const char *dir, int threads, kv_type kv, int n_ctx
     o.kv = kv;
     o.n_ctx = n_ctx;
     o.tier = cm->tier;
+    o.kernels = device_cpu_kernels(dev);
     cm->m = model_create(loader_hparams(cm->pack), loader_weights(cm->pack), &o, err, sizeof err);
     if (!cm->m) {
         fprintf(stderr, "strata: %s: %s\n", dir, err);

@@ -24,12 +24,9 @@ int cmd_version(int argc, char **argv)
     }
     printf("strata %s\n", strata_version());
     printf("build: %s\n", strata_build_info());
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    const char *built = "scalar, avx2, avx2+vnni, avx512 (chosen at run time)";
-#else
-    const char *built = "scalar";
-#endif
-    printf("CPU kernels: %s; this CPU: %s\n", built, kernels_get(1)->name);
+    char names[256];
+    kernels_names(names, sizeof names);
+    printf("CPU kernels: %s (this CPU runs these; the last by default, --cpu-kernels NAME picks one)\n", names);
     printf("CUDA backend: %s\n", device_cuda_built() ? "built in" : "not built (make strata-cuda builds bin/strata-cuda)");
     return 0;
 }

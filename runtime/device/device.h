@@ -6,8 +6,8 @@
  *
  * Contract:
  *  - The options `--mem SIZE`, `--device auto|cpu|cuda`, `--vram-reserve SIZE`,
- *    `--miss cpu|pcie|auto`, `--profile FILE` and `--record-routing FILE`
- *    are parsed by device_parse_arg() for every command that runs a model
+ *    `--miss cpu|pcie|auto`, `--profile FILE`, `--record-routing FILE` and
+ *    `--cpu-kernels NAME` are parsed by device_parse_arg() for every command that runs a model
  *    (run, serve, bench, perplexity); DEVICE_HELP is their help text.
  *  - device_attach() puts a freshly created model (model_create, nothing
  *    evaluated yet) on the device the options ask for:
@@ -49,6 +49,7 @@ typedef struct device_opts {
     const char *record;         /* --record-routing FILE: written at the end */
     uint64_t mem;               /* --mem SIZE: the memory budget (runtime/cli/cli.h: cli_mem_plan) */
     bool mem_given;
+    const kernels *cpu_kernels; /* --cpu-kernels NAME; NULL: the best this CPU runs */
 } device_opts;
 
 #define DEVICE_HELP                                                                                   \
@@ -62,7 +63,11 @@ typedef struct device_opts {
     "                   PCIe (default), or whichever a start-up measurement finds faster\n"           \
     "  --profile FILE   a routing profile (--record-routing) that fills the expert slots at start\n" \
     "  --record-routing FILE  count the experts the router picks and write the profile at exit\n"    \
-    "                   (works on the CPU too; FILE must not exist)\n"
+    "                   (works on the CPU too; FILE must not exist)\n"                              \
+    "  --cpu-kernels NAME  the CPU kernels to run on, one of those `strata --version` lists\n"     \
+    "                   (default the last, the fastest this CPU has): to time one against\n"        \
+    "                   another; all but scalar (the plain reference, which may round attention\n"  \
+    "                   sums differently) give the same results bit for bit\n"
 
 void device_opts_default(device_opts *o);
 /* One option and its value: 1 when it was a device option (and is now set),
@@ -73,6 +78,15 @@ const char *device_kind_name(device_kind k);
 
 /* true in bin/strata-cuda, false in bin/strata. */
 bool device_cuda_built(void);
+
+/* The CPU kernel table the options name (o may be NULL): --cpu-kernels's,
+ * else kernels_get(1). What model_options.kernels gets. */
+const kernels *device_cpu_kernels(const device_opts *o);
+/* Whether to ask the loader for split K-quant codes (loader_opts
+ * .split_codes): only when that table reads them as they lie, and never in
+ * a build with CUDA, which hands the weights to the GPU as the pack holds
+ * them. */
+bool device_split_codes(const device_opts *o);
 
 int device_attach(model *m, const device_opts *o, char *note, size_t notelen, char *err, size_t errlen);
 

@@ -2,6 +2,8 @@
  * (device.h), and the routing-profile helpers that work on either device. */
 #include "runtime/device/device.h"
 
+#include "runtime/kernels/kernels.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -62,6 +64,16 @@ int device_parse_arg(device_opts *o, const char *opt, const char *val, char *err
         o->miss = (ec_miss_mode)m;
         return 1;
     }
+    if (!strcmp(opt, "--cpu-kernels")) {
+        if (!(o->cpu_kernels = kernels_named(val))) {
+            char names[256];
+            kernels_names(names, sizeof names);
+            snprintf(err, errlen, "--cpu-kernels: '%s' is not a kernel table this CPU runs (it runs: %s)",
+                     val ? val : "", names);
+            return -1;
+        }
+        return 1;
+    }
     if (!strcmp(opt, "--profile") || !strcmp(opt, "--record-routing")) {
         if (!val || !*val) {
             snprintf(err, errlen, "%s needs a file name", opt);
@@ -72,6 +84,16 @@ int device_parse_arg(device_opts *o, const char *opt, const char *val, char *err
         return 1;
     }
     return 0;
+}
+
+const kernels *device_cpu_kernels(const device_opts *o)
+{
+    return o && o->cpu_kernels ? o->cpu_kernels : kernels_get(1);
+}
+
+bool device_split_codes(const device_opts *o)
+{
+    return !device_cuda_built() && device_cpu_kernels(o)->reads_split;
 }
 
 int device_profile_add(ec_profile *dst, const ec_profile *src, char *err, size_t errlen)

@@ -26,6 +26,9 @@
  * is also the one place where a ggml type meets its CPU kernel. */
 #include "runtime/kernels/kernels_impl.h"
 
+#include <stdio.h>
+#include <string.h>
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define KT_X86 1
 #include <cpuid.h>
@@ -218,57 +221,91 @@ static const kernels avx512_vnni_z_table = {
 
 const kernels *kernels_scalar(void) { return &scalar_table; }
 
+/* What a table needs of the CPU, as bits of cpu_features(). */
+enum { F_AVX2 = 1, F_VNNI = 2, F_AVX512 = 4, F_VNNI512 = 8 };
+
 #ifdef KT_X86
-/* F16C is read from CPUID leaf 1 (ECX bit 29): not every clang knows the
- * "f16c" name in __builtin_cpu_supports. */
-const kernels *kernels_avx2(void)
-{
-    unsigned a, b, c, d;
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return NULL;
-    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 29))) return NULL;
-    return &avx2_table;
-}
-
-/* AVX-VNNI is CPUID leaf 7 sub-leaf 1, EAX bit 4 (its registers are the
- * AVX ones, whose OS support the AVX2 check has covered). */
-const kernels *kernels_avx2_vnni(void)
-{
-    unsigned a, b, c, d;
-    if (!kernels_avx2()) return NULL;
-    if (!__get_cpuid_count(7, 1, &a, &b, &c, &d) || !(a & (1u << 4))) return NULL;
-    return &avx2_vnni_table;
-}
-
-/* __builtin_cpu_supports reports the AVX-512 features only when the OS
+/* AVX2 means AVX2 + FMA + F16C; F16C is read from CPUID leaf 1 (ECX bit
+ * 29): not every clang knows the "f16c" name in __builtin_cpu_supports.
+ * AVX-VNNI is CPUID leaf 7 sub-leaf 1, EAX bit 4 (its registers are the AVX
+ * ones). AVX512 means F, BW, VL, VBMI and GFNI (leaf 7 sub-leaf 0, ECX bit
+ * 8); __builtin_cpu_supports reports the AVX-512 features only when the OS
  * saves the zmm and mask registers (XCR0), in gcc's and clang's runtimes. */
-const kernels *kernels_avx512(void)
+static unsigned cpu_features(void)
 {
-    if (!kernels_avx2()) return NULL;
-    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-        !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512vbmi"))
-        return NULL;
-    unsigned a, b, c, d; /* GFNI: CPUID leaf 7 sub-leaf 0, ECX bit 8 */
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(c & (1u << 8))) return NULL;
-    const int vnni = kernels_avx2_vnni() != NULL;
-    if (__builtin_cpu_supports("avx512vnni")) return vnni ? &avx512_vnni_z_table : &avx512_z_table;
-    return vnni ? &avx512_vnni_table : &avx512_table;
+    unsigned a, b, c, d, f = 0;
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 29))) return 0;
+    f |= F_AVX2;
+    if (__get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4))) f |= F_VNNI;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") &&
+        __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 8))) {
+        f |= F_AVX512;
+        if (__builtin_cpu_supports("avx512vnni")) f |= F_VNNI512;
+    }
+    return f;
 }
 #else
-const kernels *kernels_avx2(void) { return 0; }
-const kernels *kernels_avx2_vnni(void) { return 0; }
-const kernels *kernels_avx512(void) { return 0; }
+static unsigned cpu_features(void) { return 0; }
 #endif
+
+/* Every table with what it needs, each after every table whose features
+ * are a subset of its own: the last one a CPU can run is the one it runs. */
+static const struct {
+    const kernels *k;
+    unsigned needs;
+} all_tables[] = {
+    { &scalar_table, 0 },
+#ifdef KT_X86
+    { &avx2_table, F_AVX2 },
+    { &avx2_vnni_table, F_AVX2 | F_VNNI },
+    { &avx512_table, F_AVX2 | F_AVX512 },
+    { &avx512_vnni_table, F_AVX2 | F_VNNI | F_AVX512 },
+    { &avx512_z_table, F_AVX2 | F_AVX512 | F_VNNI512 },
+    { &avx512_vnni_z_table, F_AVX2 | F_VNNI | F_AVX512 | F_VNNI512 },
+#endif
+};
+#define N_TABLES (int)(sizeof all_tables / sizeof all_tables[0])
+_Static_assert(N_TABLES <= KERNELS_MAX, "KERNELS_MAX is below the number of tables");
+
+int kernels_runnable(const kernels *out[KERNELS_MAX])
+{
+    const unsigned f = cpu_features();
+    int n = 0;
+    for (int i = 0; i < N_TABLES; i++)
+        if ((all_tables[i].needs & f) == all_tables[i].needs) out[n++] = all_tables[i].k;
+    return n;
+}
 
 const kernels *kernels_get(int want_simd)
 {
-    const kernels *k = want_simd ? kernels_avx512() : NULL;
-    if (!k && want_simd) k = kernels_avx2_vnni();
-    if (!k && want_simd) k = kernels_avx2();
-    return k ? k : &scalar_table;
+    const kernels *t[KERNELS_MAX];
+    return want_simd ? t[kernels_runnable(t) - 1] : &scalar_table;
 }
 
-int kernels_split_pays(void) { return kernels_get(1)->reads_split; }
+const kernels *kernels_named(const char *name)
+{
+    const kernels *t[KERNELS_MAX];
+    const int n = kernels_runnable(t);
+    for (int i = 0; name && i < n; i++)
+        if (!strcmp(t[i]->name, name)) return t[i];
+    return NULL;
+}
+
+void kernels_names(char *buf, size_t len)
+{
+    const kernels *t[KERNELS_MAX];
+    const int n = kernels_runnable(t);
+    size_t at = 0;
+    if (len) buf[0] = 0;
+    for (int i = 0; i < n && at < len; i++) {
+        const int w = snprintf(buf + at, len - at, "%s%s", i ? ", " : "", t[i]->name);
+        if (w < 0) break;
+        at += (size_t)w;
+    }
+}
 
 /* ------------------------------------------------------------- who takes */
 

@@ -14,10 +14,9 @@
  *    (equal to the AVX2 IQ3 dot bit for bit; with AVX512-VNNI as well, the
  *    Q8_0-shaped S8 qdot4 on 512-bit registers too, equal bit for bit),
  *    else the scalar one;
- *    kernels_get(0) is always scalar. kernels_avx2(), kernels_avx2_vnni()
- *    and kernels_avx512() return that table or NULL (tests run every table
- *    the CPU has). All tables are const: no global mutable state; the
- *    model stores which one it uses.
+ *    kernels_get(0) is always scalar. kernels_runnable() lists every table
+ *    the CPU can run (tests run them all). All tables are const: no global
+ *    mutable state; the model stores which one it uses.
  *  - row_f32[form] decodes row r of w into dst[cols]; it is exact in both
  *    tables (the same floats bit for bit). The dots sum in ggml-cpu's x86
  *    order in every table, bit for bit: dot_f32 as ggml_vec_dot_f32 (32
@@ -61,6 +60,7 @@
 #include "formats/ggml_types.h"
 #include "runtime/kernels/weight.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef void (*row_f32_fn)(const weight *w, int64_t r, float *dst);
@@ -147,19 +147,28 @@ typedef struct kernels {
      * super-block out to one code a byte first (kq_sb_codes), 15-25 times
      * slower than reading the unsplit codes (AVX2: 240 and 400 against 16
      * ns per super-block, Q5_K and Q6_K shapes), so the loader is not asked
-     * to split for such a table (kernels_split_pays) */
+     * to split for such a table (the callers read this of the table they
+     * will run) */
     int reads_split;
 } kernels;
 
+/* The most tables one CPU can run (kernels_runnable). */
+#define KERNELS_MAX 8
+
 const kernels *kernels_scalar(void);
+/* The table this CPU runs best (the last of kernels_runnable) or, with
+ * want_simd 0, the scalar one. */
 const kernels *kernels_get(int want_simd);
-/* Whether the table this CPU runs (kernels_get(1)) reads split K-quant
- * codes as they lie: what a CPU caller asks the loader for
- * (loader_opts.split_codes). */
-int kernels_split_pays(void);
-const kernels *kernels_avx2(void);
-const kernels *kernels_avx2_vnni(void);
-const kernels *kernels_avx512(void);
+/* Every table this CPU can run, scalar first and kernels_get(1)'s last;
+ * returns how many. Each computes what the scalar one does bit for bit, so
+ * the choice moves only speed: tests run them all, `--cpu-kernels` times
+ * one. */
+int kernels_runnable(const kernels *out[KERNELS_MAX]);
+/* The runnable table whose .name is `name` (the names `strata --version`
+ * prints: "scalar", "avx2", "avx2+vnni", ...), or NULL. */
+const kernels *kernels_named(const char *name);
+/* The runnable tables' names, ", " between, into buf (cut to len). */
+void kernels_names(char *buf, size_t len);
 
 float weight_dot(const kernels *k, const weight *w, int64_t r, const float *x, float *scratch);
 

@@ -39,7 +39,7 @@
  *    256 weights instead of 256, with the same results bit for bit on the
  *    CPU kernels (a caller that hands the weights to a GPU leaves it off,
  *    and so does one whose kernels unpack a split super-block before using
- *    it: kernels.h, kernels_split_pays).
+ *    it: kernels.h reads_split, device.h device_split_codes).
  *  - loader_check() recomputes the crc32 (zlib) and size of every file and
  *    compares them with the index; 0 when all agree, else -1 with the first
  *    mismatch in err. It prints one line per file to `out` when non-NULL.

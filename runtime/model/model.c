@@ -16,7 +16,7 @@
 
 model_options model_default_options(void)
 {
-    model_options o = { .n_threads = 0, .n_ctx = 0, .n_batch = 64, .kv = KV_F16, .simd = 1 };
+    model_options o = { .n_threads = 0, .n_ctx = 0, .n_batch = 64, .kv = KV_F16 };
     return o;
 }
 
@@ -317,7 +317,7 @@ static model *create(const model_hparams *hp, const model_weights *w, const mode
         return NULL;
     }
 
-    m->k = kernels_get(m->opt.simd);
+    m->k = m->opt.kernels ? m->opt.kernels : kernels_get(1);
     m->own_pool = shared == NULL;
     m->pool = shared ? shared : pool_create(m->opt.n_threads);
     if (!m->pool) { snprintf(err, errlen, "cannot start %d threads", m->opt.n_threads); model_free(m); return NULL; }

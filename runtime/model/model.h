@@ -205,13 +205,15 @@ typedef struct model_weights {
 } model_weights;
 
 typedef struct expert_tier expert_tier;
+typedef struct kernels kernels;
 
 typedef struct model_options {
     int n_threads;              /* <= 0: all online cores */
     int n_ctx;                  /* <= 0: the model's n_ctx_train */
     int n_batch;                /* tokens per prefill ubatch; <= 0: 64 */
     kv_type kv;                 /* KV_F16 by default */
-    int simd;                   /* 1 (default) AVX2 when the CPU has it, 0 scalar reference */
+    const kernels *kernels;     /* the CPU kernel table (kernels.h); NULL (default): the best this
+                                 * CPU runs, kernels_get(1); kernels_scalar(): the reference */
     expert_tier *tier;          /* NULL: the routed experts are in w; else read through this RAM tier
                                  * (runtime/model/expert_tier.h), the caller's, shared by contexts */
 } model_options;

@@ -605,10 +605,8 @@ engine *engine_model_open(const char *dir, const engine_model_opts *o, char *err
     pthread_mutex_init(&me->mu, NULL);
     pthread_mutex_init(&me->vision_mu, NULL);
     me->e.self = me;
-    /* Q5_K/Q6_K codes split for CPU kernels that read them so; a build with
-     * CUDA hands the weights to the GPU as the pack holds them */
     const loader_opts lo = { opt.progress, opt.progress_ctx, opt.plan && opt.plan->tier, opt.plan && !opt.plan->tier,
-                             !device_cuda_built() && kernels_split_pays() };
+                             device_split_codes(opt.dev) };
     me->pack = loader_open_opts(dir, &lo, err, errlen);
     if (!me->pack) { engine_model_free(&me->e); return NULL; }
     if (opt.plan && tier_from_plan(dir, opt.plan, me->pack, opt.dev ? opt.dev->profile : NULL, stderr, &me->tier, err,
@@ -637,6 +635,7 @@ engine *engine_model_open(const char *dir, const engine_model_opts *o, char *err
     mo.n_ctx = opt.n_ctx;
     mo.kv = opt.kv;
     mo.tier = me->tier;
+    mo.kernels = device_cpu_kernels(opt.dev);
     device_opts dev;
     if (opt.dev) dev = *opt.dev;
     else { device_opts_default(&dev); dev.kind = DEVICE_CPU; }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/kernels/kernels.h"
 #include "runtime/model/model.h"
 #include "tests/lib/gguf_weights.h"
 #include "tests/bench/bench_util.h"
@@ -88,7 +89,7 @@ static void bench_model(const char *shared, const char *rel, double bw)
     const char *kname[2] = { "", "" };
     int threads = 0;
     for (int simd = 1; simd >= 0; simd--) {
-        o.simd = simd;
+        o.kernels = simd ? NULL : kernels_scalar();
         model *m = model_create(&gm.hp, &gm.w, &o, err, sizeof err);
         if (!m) { printf("%s: %s\n", rel, err); gguf_model_free(&gm); return; }
         active = model_active_bytes(m);

@@ -34,9 +34,9 @@ int main(int argc, char **argv)
     float *s1 = malloc(sizeof(float) * (size_t)(cols / 32)); /* Q8_1's block sums (Q4_1, Q5_1) */
     int32_t *s16 = malloc(sizeof(int32_t) * (size_t)(cols / 16));
     float *out = malloc(sizeof(float) * (size_t)(rows * nx));
-    const kernels *tabs[4] = { kernels_get(0), kernels_avx2(), kernels_avx2_vnni(), kernels_avx512() };
-    for (int k = 0; k < 4; k++) {
-        if (!tabs[k]) continue;
+    const kernels *tabs[KERNELS_MAX];
+    const int n_tabs = kernels_runnable(tabs);
+    for (int k = 0; k < n_tabs; k++) {
         for (long i = 0; i < nx; i++) {
             qrow a = { w.act, cols, q, d, s16, deq, s1, NULL };
             qrow_fill(tabs[k], &a, x + i * cols);

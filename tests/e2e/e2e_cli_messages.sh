@@ -71,6 +71,7 @@ expect 2 "--bogus" routing "$TMP/half" -f "$TMP/t.txt" --bogus 1
 expect 2 "-c needs an integer" routing "$TMP/half" -f "$TMP/t.txt" -c 1
 expect 2 "no text given" routing "$TMP/half"
 expect 2 "--bogus" bench "$TMP/half" --bogus 1
+expect 2 "--cpu-kernels: 'x' is not a kernel table this CPU runs" bench "$TMP/half" --cpu-kernels x
 expect 2 "-p needs an integer" bench "$TMP/half" -p zero
 expect 2 "--bogus" info "$TMP/half" --bogus
 expect 2 "unexpected argument 'more'" check "$TMP/half" more

@@ -32,6 +32,22 @@ size=$(wc -c <"$TMP/l.f32")
 for c in run info check perplexity bench; do
     "$BIN/strata" $c --help | grep -q "usage: strata $c" || bad "$c --help"
 done
+# --cpu-kernels: each kernel table this CPU runs (`strata --version` lists them) gives the
+# default's logits bit for bit, the scalar reference the same greedy text; a name it does not
+# run is refused with the list
+tables=$("$BIN/strata" --version | sed -n 's/^CPU kernels: \(.*\) (this CPU runs these.*/\1/p' | tr -d ',')
+[ -n "$tables" ] || bad "--version lists no kernel tables"
+"$BIN/strata" run "$TMP/p" -p "Once upon a time" -n 12 --temp 0 --logits-out "$TMP/k.f32" >"$TMP/k.txt" 2>/dev/null || bad "run for --cpu-kernels"
+for k in $tables; do
+    "$BIN/strata" run "$TMP/p" -p "Once upon a time" -n 12 --temp 0 --cpu-kernels "$k" --logits-out "$TMP/k.$k.f32" \
+        >"$TMP/k.$k.txt" 2>"$TMP/err.txt" || bad "run --cpu-kernels $k: $(cat "$TMP/err.txt")"
+    cmp -s "$TMP/k.txt" "$TMP/k.$k.txt" || bad "--cpu-kernels $k: '$(cat "$TMP/k.$k.txt")', default '$(cat "$TMP/k.txt")'"
+    [ "$k" = scalar ] || cmp -s "$TMP/k.f32" "$TMP/k.$k.f32" || bad "--cpu-kernels $k: other logits than the default's"
+done
+"$BIN/strata" bench "$TMP/p" -p 4 -n 4 -r 1 --cpu-kernels scalar 2>/dev/null | grep -q "^kernels scalar$" ||
+    bad "bench --cpu-kernels scalar does not say it ran the scalar kernels"
+"$BIN/strata" run "$TMP/p" -p hi -n 1 --cpu-kernels sse9 >/dev/null 2>"$TMP/err.txt" && bad "--cpu-kernels sse9 accepted"
+grep -q "cpu-kernels: 'sse9' is not a kernel table this CPU runs (it runs: scalar" "$TMP/err.txt" || bad "--cpu-kernels sse9: $(head -n 1 "$TMP/err.txt")"
 "$BIN/strata" info "$TMP/p" >"$TMP/info" || bad "info: exit $?"
 grep -q "arch glm4moe, 4 layers" "$TMP/info" || bad "info: $(cat "$TMP/info")"
 grep -q "^  chat template: .*; tool calls: " "$TMP/info" || bad "info: no chat template line: $(cat "$TMP/info")"

@@ -11,6 +11,7 @@
 
 #include "tests/lib/gguf_weights.h"
 #include "tests/lib/ref_seq.h"
+#include "runtime/kernels/kernels.h"
 #include "runtime/model/model.h"
 
 #include <math.h>
@@ -209,7 +210,7 @@ static model_options variant_opts(const variant *v)
 {
     model_options o = f32_opts(2);
     o.n_batch = v->n_batch;
-    o.simd = v->simd;
+    o.kernels = v->simd ? NULL : kernels_scalar();
     o.kv = v->kv;
     return o;
 }
@@ -325,7 +326,7 @@ static void test_iq3_xxs_tables_identical(void **st)
         gguf_model g1, g2;
         model_options o = f32_opts(2);
         model *a = open_model(&g1, "models/tinymoe/tinymoe-iq3_xxs.gguf", 2, o);
-        o.simd = 0;
+        o.kernels = kernels_scalar();
         model *b = open_model(&g2, "models/tinymoe/tinymoe-iq3_xxs.gguf", 2, o);
         float *oa = run_seq(a, &s), *ob = run_seq(b, &s);
         assert_memory_equal(oa, ob, (size_t)s.n_rows * s.n_vocab * sizeof *oa);
