@@ -4,6 +4,7 @@
 # llama.cpp's packages and writes several GB).
 #
 #   sh tests/diag/vs_llamacpp.sh [-f "q8_0 q4_K iq3_xxs"] [-t "1 2"] [-r ROUNDS] [-i N] [-p N] [-n N] [-d DIR]
+#                                [-k KERNELS]
 #
 # The models: tests/bench/bench_moe_floor.c writes a Mixtral-style MoE
 # (10 layers, 8 experts of 2048 x 2048, top-2; 1.18 GB) in Q8_0;
@@ -18,7 +19,9 @@
 # llama.cpp is Debian's 0.7.0 (its packages unpacked under
 # ~/.cache/strata/llamacpp-deb, nothing installed; tests/diag/diag_llamacpp_env.sh),
 # with the CPU backend for this CPU (LLAMACPP_CPU_VARIANT overrides it:
-# zen4, skylakex, haswell, ...). Each round runs, for every form and thread
+# zen4, skylakex, haswell, ...; -k KERNELS runs strata on that kernel table,
+# `strata bench --cpu-kernels KERNELS`: with LLAMACPP_CPU_VARIANT=haswell and
+# -k avx2 both run what an AVX2-only CPU would). Each round runs, for every form and thread
 # count, `strata bench -r 1` and `llama-bench -r 1` with the same -p and -n,
 # alternating which goes first; the medians over the rounds and their
 # ratio (strata / llama.cpp) are printed with every raw figure. Both
@@ -41,6 +44,7 @@ rounds=3
 inner=1
 np=128
 ng=32
+kernels=
 dir=${STRATA_VS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/strata/vs-llamacpp}
 while [ $# -gt 0 ]; do
     case $1 in
@@ -51,7 +55,8 @@ while [ $# -gt 0 ]; do
         -p) np=$2; shift 2 ;;
         -n) ng=$2; shift 2 ;;
         -d) dir=$2; shift 2 ;;
-        -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -k) kernels=$2; shift 2 ;;
+        -h|--help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "vs_llamacpp.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -63,6 +68,10 @@ case $inner in ''|*[!0-9]*|0) echo "vs_llamacpp.sh: -i needs a positive count, n
 llamacpp_fetch_tools_native
 
 (cd "$here" && make -s bin/strata bin/iq3pack build/cc/bench/bench_moe_floor >/dev/null)
+if [ -n "$kernels" ] && ! "$here/bin/strata" --version | grep "^CPU kernels: " | tr -d , | tr ' ' '\n' | grep -qxF "$kernels"; then
+    echo "vs_llamacpp.sh: -k $kernels: not a kernel table this CPU runs ($("$here/bin/strata" --version | sed -n 's/^CPU kernels: //p'))" >&2
+    exit 2
+fi
 mkdir -p "$dir"
 trap 'rm -f "$dir"/*.part "$dir"/*.part.gguf' EXIT # an interrupted step leaves no half file
 q8="$dir/q8_0.gguf"
@@ -109,7 +118,7 @@ awk_stats='
 # as a fraction of the floor that bandwidth sets; one run (of -i repetitions)
 # a round.
 strata_one() { # FORM THREADS -> "prefill decode bandwidth floor decode-spread"
-    "$here/bin/strata" bench "$dir/pack-$1" -t "$2" -p "$np" -n "$ng" -r "$inner" 2>/dev/null |
+    "$here/bin/strata" bench "$dir/pack-$1" -t "$2" -p "$np" -n "$ng" -r "$inner" ${kernels:+--cpu-kernels "$kernels"} 2>/dev/null |
         awk '/^(prefill|decode) / { match($0, /tokens: [0-9.]+/); v = substr($0, RSTART + 8, RLENGTH - 8) }
              /^prefill / { p = v }
              /^decode / { d = v; if (match($0, /spread [0-9.]+ %/)) s = substr($0, RSTART + 7, RLENGTH - 9) }
