@@ -78,7 +78,7 @@
     .row_f32[WF_P16] = kavx2_row_p16, .row_f32[WF_SCODE] = kavx2_row_scode,                             \
     .quant_q8[WA_Q8_0] = kavx2_quant_q8_0, .quant_q8[WA_Q8_K] = kavx2_quant_q8_k,                       \
     .qdot[WF_SCODE] = kavx2_qdot_scode, .qdot4[WF_SCODE] = kavx2_qdot4_scode,                           \
-    .qdotn[WF_SCODE] = kavx2_qdotn_scode,                                                               \
+    .qdotn[WF_SCODE] = kavx2_qdotn_scode, .reads_qnib = 1,                                              \
     .qdot[WF_IQ3] = kavx2_qdot_iq3, .qdotn[WF_IQ3] = kavx2_qdotn_iq3,                                   \
     .qdot_ggml[GGML_TYPE_IQ2_S] = kavx2_qdot_iq2_s, .qdotn_ggml[GGML_TYPE_IQ2_S] = kavx2_qdotn_iq2_s,    \
     .qdot_ggml[GGML_TYPE_Q2_K] = kavx2_qdot_q2_k, .qdotn_ggml[GGML_TYPE_Q2_K] = kavx2_qdotn_q2_k,        \
@@ -119,11 +119,11 @@
  * AVX-VNNI's where that layer is there. */
 #define VNNI512_LAYER                                                                                   \
     .qdot[WF_SCODE] = kavx512_qdot_scode, .qdot4[WF_SCODE] = kavx512_qdot4_scode,                       \
-    .qdotn[WF_SCODE] = kavx512_qdotn_scode, .qdot4n[WF_SCODE] = kavx512_qdot4n_scode, .reads_split = 1, \
+    .qdotn[WF_SCODE] = kavx512_qdotn_scode, .qdot4n[WF_SCODE] = kavx512_qdot4n_scode, .reads_split = 1, .reads_qnib = 0, \
     VNNI512_GGML
 #define VNNI512_OVER_VNNI_LAYER                                                                         \
     .qdot[WF_SCODE] = kavx512v_qdot_scode, .qdot4[WF_SCODE] = kavx512v_qdot4_scode,                     \
-    .qdotn[WF_SCODE] = kavx512_qdotn_scode, .qdot4n[WF_SCODE] = kavx512_qdot4n_scode, .reads_split = 1, \
+    .qdotn[WF_SCODE] = kavx512_qdotn_scode, .qdot4n[WF_SCODE] = kavx512_qdot4n_scode, .reads_split = 1, .reads_qnib = 0, \
     VNNI512_GGML
 
 /* ------------------------------------------------- native ggml dispatch */

@@ -84,6 +84,14 @@ typedef struct qrow {
      * adding and narrowing sum16 again for every row (and every token of
      * a batch); without them they do that. */
     int16_t *sum32;
+    /* Q8_K only (else unused), may be NULL: the n codes of q again, each
+     * 64 in the order in which the AVX2 Q4_K dot meets 4-bit codes (two a
+     * byte, element 2i low) after one in-lane and one cross-lane shuffle
+     * per 64 (qnib_src in kernels_impl.h), so that a single madd puts two
+     * groups' products into ggml's lanes. Made by qrow_fill when given, for
+     * tables with reads_qnib; without it those kernels widen the codes
+     * into element order instead (four steps per 32, not two per 64). */
+    int8_t *qnib;
 } qrow;
 
 typedef void (*quant_fn)(const float *x, int64_t n, int8_t *q, float *d, int32_t *sum16);
@@ -150,6 +158,9 @@ typedef struct kernels {
      * to split for such a table (the callers read this of the table they
      * will run) */
     int reads_split;
+    /* 1: its Q4_K dots read qrow.qnib where a qrow has it, so callers that
+     * lay out activation buffers (matmul.c) make it for this table */
+    int reads_qnib;
 } kernels;
 
 /* The most tables one CPU can run (kernels_runnable). */

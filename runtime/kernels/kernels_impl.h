@@ -11,6 +11,22 @@
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/kfactor.h"
 
+/* qrow.qnib's order: element j (0..63) of a chunk of 64 is code
+ * qnib_src(j) of it. The AVX2 Q4_K dot loads the chunk's 32 code bytes
+ * (bytes 0..15 group A = elements 0..31, 16..31 group B; byte b holds
+ * elements 2b low and 2b + 1 high) and moves them, by a vpermq of its
+ * quarters (0, 2, 1, 3) and a vpshufb in each half (0 1 8 9 2 3 10 11 4 5
+ * 12 13 6 7 14 15), so that position u of half h holds byte sb = 8h +
+ * 2 (u / 4) + u % 2 of A for u % 4 < 2, of B otherwise. Its low nibbles
+ * then meet qnib[0..31], its high ones qnib[32..63]; every 4 bytes are
+ * positions 4k..4k+3 (k = 4h + u / 4) of A, then of B: one madd by their
+ * scales gives ggml's lane k for both groups. */
+static inline int qnib_src(int j)
+{
+    const int u = j % 16, h = (j % 32) / 16, group = (u / 2) % 2, sb = 8 * h + 2 * (u / 4) + u % 2;
+    return group * 32 + 2 * sb + j / 32;
+}
+
 /* ---- scalar (kernels.c, kernels_q8.c, kernels_ggml_q8.c) ---- */
 float kscalar_dot_f32(const float *a, const float *b, int64_t n);
 float kscalar_dot8_f32(const float *a, const float *b, int64_t n);

@@ -102,6 +102,12 @@ void qrow_fill(const kernels *k, qrow *a, const float *x)
         }
     if (a->kind == WA_Q8_K && a->sum32)
         for (int64_t b = 0; b < a->n / 32; b++) a->sum32[b] = (int16_t)(a->sum16[2 * b] + a->sum16[2 * b + 1]);
+    if (a->kind == WA_Q8_K && a->qnib) {
+        int src[64];
+        for (int j = 0; j < 64; j++) src[j] = qnib_src(j);
+        for (int64_t c = 0; c < a->n; c += 64)
+            for (int j = 0; j < 64; j++) a->qnib[c + j] = a->q[c + src[j]];
+    }
     /* Block by block: an index division per element (blk is not a
      * constant here) cost 4 of the 5 us of a 2048-row fill, which decode
      * pays ~50 times per token on the calling thread. Same products. */

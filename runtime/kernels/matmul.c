@@ -143,7 +143,9 @@ static qrow qrow_at(const qrow *a0, int b)
 {
     const int64_t e = (int64_t)b * a0->n;
     const int blk = qrow_block(a0->kind);
-    return (qrow){ a0->kind, a0->n, a0->q + e, a0->d + e / blk, a0->sum16 + e / 16, a0->deq + e, a0->s1 + e / 32, a0->sum32 + e / 32 };
+    return (qrow){ a0->kind,         a0->n,           a0->q + e,       a0->d + e / blk,
+                   a0->sum16 + e / 16, a0->deq + e,   a0->s1 + e / 32, a0->sum32 + e / 32,
+                   a0->qnib ? a0->qnib + e : NULL };
 }
 
 /* Prefill through the integer kernels: a tile of rows (in cache) against
@@ -232,15 +234,18 @@ static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
 /* The arrays of rounded activations for n elements (one row, or B rows of
  * `cols` one after another: qrow_at) laid out from base, each on 64 bytes:
  * the rounded values (q * d), codes, block scales, sums of 16, Q8_1's
- * block sums, Q8_K's sums of 32. Returns the bytes they take; base NULL
- * only measures. */
-static size_t qrow_lay(char *base, int act, int64_t cols, size_t n, qrow *a)
+ * block sums, Q8_K's sums of 32, and for a table that reads it (nib) Q8_K's
+ * codes in qnib order. Returns the bytes they take; base NULL only
+ * measures. */
+static size_t qrow_lay(char *base, int act, int64_t cols, size_t n, int nib, qrow *a)
 {
+    nib = nib && act == WA_Q8_K;
     const size_t o_q = up64(n * 4), o_d = o_q + up64(n), o_s = o_d + up64(n / 32 * 4), o_s1 = o_s + up64(n / 16 * 4),
-                 o_s32 = o_s1 + up64(n / 32 * 4), end = o_s32 + up64(n / 32 * 2);
+                 o_s32 = o_s1 + up64(n / 32 * 4), o_nib = o_s32 + up64(n / 32 * 2), end = o_nib + (nib ? up64(n) : 0);
     if (base)
-        *a = (qrow){ act, cols, (int8_t *)(base + o_q), (float *)(base + o_d), (int32_t *)(base + o_s), (float *)base,
-                     (float *)(base + o_s1), (int16_t *)(base + o_s32) };
+        *a = (qrow){ act,           cols, (int8_t *)(base + o_q), (float *)(base + o_d), (int32_t *)(base + o_s),
+                     (float *)base, (float *)(base + o_s1), (int16_t *)(base + o_s32),
+                     nib ? (int8_t *)(base + o_nib) : NULL };
     return end;
 }
 
@@ -251,8 +256,9 @@ static const float *quantize_rows(mm_ctx *c, const weight *w, const float *X, in
 {
     const int blk = qrow_block(w->act);
     const size_t n = (size_t)B * (size_t)w->cols;
-    if (!blk || w->cols % blk || !c->qbuf || qrow_lay(NULL, w->act, w->cols, n, a0) > c->qbuf_bytes) return NULL;
-    qrow_lay(c->qbuf, w->act, w->cols, n, a0);
+    const int nib = c->k->reads_qnib;
+    if (!blk || w->cols % blk || !c->qbuf || qrow_lay(NULL, w->act, w->cols, n, nib, a0) > c->qbuf_bytes) return NULL;
+    qrow_lay(c->qbuf, w->act, w->cols, n, nib, a0);
     for (int b = 0; b < B; b++) {
         qrow a = qrow_at(a0, b);
         qrow_fill(c->k, &a, X + (size_t)b * (size_t)w->cols);
@@ -377,9 +383,9 @@ static int mv_run(mm_ctx *c, const mm_vec *v, int n, const mm_next *next)
         /* a slot of qbuf a row, laid out as quantize_rows lays out one, so
          * a single mat-vec takes the integer path exactly when it did
          * before there were slots */
-        const size_t need = qrow_lay(NULL, w->act, w->cols, (size_t)w->cols, &t->a);
+        const size_t need = qrow_lay(NULL, w->act, w->cols, (size_t)w->cols, c->k->reads_qnib, &t->a);
         if (used + need > c->qbuf_bytes) { ok = 0; break; }
-        qrow_lay((char *)c->qbuf + used, w->act, w->cols, (size_t)w->cols, &t->a);
+        qrow_lay((char *)c->qbuf + used, w->act, w->cols, (size_t)w->cols, c->k->reads_qnib, &t->a);
         qrow_fill(c->k, &t->a, v[i].x);
         used += need;
     }

@@ -30,7 +30,7 @@
 #include "runtime/kernels/pool.h"
 
 #define MM_TILE 64
-#define MM_QBUF_BYTES(rows, cols) ((size_t)(rows) * (size_t)(cols) * 6 + 512)
+#define MM_QBUF_BYTES(rows, cols) ((size_t)(rows) * (size_t)(cols) * 7 + 512)
 
 typedef struct mm_ctx {
     const kernels *k;

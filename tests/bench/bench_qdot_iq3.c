@@ -79,11 +79,11 @@ int main(void)
     }
     const kernels *tabs[KERNELS_MAX];
     const int n_tabs = kernels_runnable(tabs);
-    qrow ak = { WA_Q8_K, COLS, q, d, s16, deq, NULL, NULL };
+    qrow ak = { WA_Q8_K, COLS, q, d, s16, deq, NULL, NULL, NULL };
     int8_t *q0 = malloc(COLS);
     float *d0 = malloc(COLS / 32 * sizeof *d0), *deq0 = malloc(COLS * sizeof *deq0);
     int32_t *s160 = malloc(COLS / 16 * sizeof *s160);
-    qrow a0 = { WA_Q8_0, COLS, q0, d0, s160, deq0, NULL, NULL };
+    qrow a0 = { WA_Q8_0, COLS, q0, d0, s160, deq0, NULL, NULL, NULL };
     qrow_fill(tabs[0], &ak, x);
     qrow_fill(tabs[0], &a0, x);
     qrow an[KQ_NT_MAX]; /* qdotn's tokens: the same row, its own copy each */

@@ -38,7 +38,7 @@ int main(int argc, char **argv)
     const int n_tabs = kernels_runnable(tabs);
     for (int k = 0; k < n_tabs; k++) {
         for (long i = 0; i < nx; i++) {
-            qrow a = { w.act, cols, q, d, s16, deq, s1, NULL };
+            qrow a = { w.act, cols, q, d, s16, deq, s1, NULL, NULL };
             qrow_fill(tabs[k], &a, x + i * cols);
             for (long r = 0; r < rows; r++) out[i * rows + r] = tabs[k]->qdot[WF_GGML](&w, r, &a);
         }

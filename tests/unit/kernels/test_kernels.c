@@ -491,7 +491,7 @@ static void test_qdot_forms(void **st)
         assert_true(kernels_qdot_ok(&w));
         for (int kind = 0; kind < 4; kind++) {
             fill_act(x, C, &rs, kind);
-            qrow a = { f->act, C, q, d, s16, deq, NULL, NULL };
+            qrow a = { f->act, C, q, d, s16, deq, NULL, NULL, NULL };
             qrow_fill(tabs[0], &a, x);
             for (int64_t r = 0; r < R; r++) {
                 tabs[0]->row_f32[w.form](&w, r, row);
@@ -598,10 +598,14 @@ static void make_acts(const kernels *k, const weight *w, uint64_t *rs, float *x,
     const int64_t C = w->cols;
     for (int i = 0; i < KQ_NT_MAX; i++) {
         /* every other row with Q8_K's sums of 32, the rest without: the
-         * kernels that read them give the bits of those that add sum16 */
+         * kernels that read them give the bits of those that add sum16;
+         * likewise with qnib */
         an[i] = (qrow){ w->act, C, malloc(C), malloc(C / 32 * sizeof(float)), malloc(C / 16 * sizeof(int32_t)),
                         malloc(C * sizeof(float)), malloc(C / 32 * sizeof(float)),
-                        i % 2 ? NULL : malloc(C / 32 * sizeof(int16_t)) };
+                        i % 2 ? NULL : malloc(C / 32 * sizeof(int16_t)),
+                        /* the last half with the codes in qnib order too (a batch of up to
+                         * half of them has it in every token; more, in some) */
+                        i < KQ_NT_MAX / 2 || w->act != WA_Q8_K ? NULL : malloc(C) };
         fill_act(x, C, rs, i % 4);
         qrow_fill(k, &an[i], x);
     }
@@ -610,7 +614,7 @@ static void make_acts(const kernels *k, const weight *w, uint64_t *rs, float *x,
 static void free_acts(qrow an[KQ_NT_MAX])
 {
     for (int i = 0; i < KQ_NT_MAX; i++) {
-        free(an[i].q); free(an[i].d); free(an[i].sum16); free(an[i].deq); free(an[i].s1); free(an[i].sum32);
+        free(an[i].q); free(an[i].d); free(an[i].sum16); free(an[i].deq); free(an[i].s1); free(an[i].sum32); free(an[i].qnib);
     }
 }
 
@@ -690,7 +694,7 @@ static void test_qdot_iq3_random_blocks(void **st)
         assert_true(kernels_qdot_ok(&w));
         for (int kind = 0; kind < 4; kind++) {
             fill_act(x, C, &rs, kind);
-            qrow a = { WA_Q8_K, C, q, d, s16, deq, NULL, NULL };
+            qrow a = { WA_Q8_K, C, q, d, s16, deq, NULL, NULL, NULL };
             qrow_fill(tabs[0], &a, x);
             for (int64_t r = 0; r < R; r++) {
                 tabs[0]->row_f32[WF_IQ3](&w, r, row);
@@ -931,7 +935,7 @@ static void test_kq_four_rows(void **st)
         w.kf = &kf;
         qrow an[KQ_NT_MAX];
         make_acts(tabs[0], &w, &rs, x, an);
-        for (int t = 0; t < 4; t++) check_qdot4(tabs, &w, WF_SCODE, &an[t]);
+        for (int t = 0; t < KQ_NT_MAX; t++) check_qdot4(tabs, &w, WF_SCODE, &an[t]); /* with and without qnib */
         free_acts(an);
         free(mem); free(codes); free(sc); free(off);
     }
@@ -1207,7 +1211,9 @@ static void test_native_equals_sform(void **st)
         for (int kind = 0; kind < 4; kind++) {
             fill_act(x, C, &rs, kind);
             int16_t s32[512 / 32];
-            qrow a = { nat.act, C, q, d, s16, deq, NULL, kind % 2 ? NULL : s32 }; /* with and without sums of 32 */
+            int8_t nib[512];
+            /* with and without sums of 32, and without and with the codes in qnib order */
+            qrow a = { nat.act, C, q, d, s16, deq, NULL, kind % 2 ? NULL : s32, kind < 2 ? NULL : nib };
             qrow_fill(tabs[0], &a, x);
             for (int64_t r = 0; r < R; r++) {
                 const float ref = tabs[0]->qdot[WF_GGML](&nat, r, &a);
@@ -1243,7 +1249,7 @@ static void test_native_equals_sform(void **st)
             int8_t *wq = malloc((size_t)W);
             int32_t *ws16 = malloc((size_t)W / 16 * sizeof *ws16);
             fill_act(wx, W, &rs, 0);
-            qrow a = { nat.act, W, wq, wd, ws16, wdeq, NULL, NULL };
+            qrow a = { nat.act, W, wq, wd, ws16, wdeq, NULL, NULL, NULL };
             qrow_fill(tabs[0], &a, wx);
             const float ref = tabs[0]->qdot[WF_GGML](&wn, 0, &a);
             for (int k = 0; k < KERNELS_MAX; k++) {
@@ -1299,7 +1305,7 @@ static void test_native_equals_sform(void **st)
         assert_int_equal(nb, nat.row_bytes * R);
         for (int kind = 0; kind < 4; kind++) {
             fill_act(x, C, &rs, kind);
-            qrow a = { iqa[t], C, q, d, s16, deq, s1, NULL };
+            qrow a = { iqa[t], C, q, d, s16, deq, s1, NULL, NULL };
             qrow_fill(tabs[0], &a, x);
             check_native_rows(tabs, &nat, &a, row, iq[t]);
         }
@@ -1310,7 +1316,7 @@ static void test_native_equals_sform(void **st)
         odd.row_bytes = 0;
         assert_int_equal(weight_check(&odd, "native", err, sizeof err), 0);
         for (int64_t r = 0; r < R; r++) {
-            qrow a = { iqa[t], odd.cols, q, d, s16, deq, s1, NULL };
+            qrow a = { iqa[t], odd.cols, q, d, s16, deq, s1, NULL, NULL };
             qrow_fill(tabs[0], &a, x);
             const float ref = tabs[0]->qdot[WF_GGML](&odd, r, &a);
             for (int k = 1; k < KERNELS_MAX; k++)
@@ -1361,7 +1367,7 @@ static void test_qdot_mxfp4_random_blocks(void **st)
         assert_int_equal(weight_check(&w, "mxfp4 random", err, sizeof err), 0);
         for (int kind = 0; kind < 4; kind++) {
             fill_act(x, C, &rs, kind);
-            qrow a = { WA_Q8_0, C, q, d, s16, deq, NULL, NULL };
+            qrow a = { WA_Q8_0, C, q, d, s16, deq, NULL, NULL, NULL };
             qrow_fill(tabs[0], &a, x);
             check_native_rows(tabs, &w, &a, row, "MXFP4 random");
         }
@@ -1419,7 +1425,7 @@ static void test_qdot_small_native_random_blocks(void **st)
             assert_true(kernels_qdot_ok(&w));
             for (int kind = 0; kind < 4; kind++) {
                 fill_act(x, C, &rs, kind);
-                qrow a = { act, C, q, d, s16, deq, s1, NULL };
+                qrow a = { act, C, q, d, s16, deq, s1, NULL, NULL };
                 qrow_fill(tabs[0], &a, x);
                 check_native_rows(tabs, &w, &a, row, ti->name);
             }
@@ -1480,7 +1486,7 @@ static void test_ggml_own_dots(void **st)
         assert_int_equal(kernels_ggml_act(cases[t].type), cases[t].act);
         for (int k = 0; k < KERNELS_MAX; k++) {
             if (!tabs[k]) continue;
-            qrow a = { cases[t].act, C, q, d, s16, deq, s1, NULL };
+            qrow a = { cases[t].act, C, q, d, s16, deq, s1, NULL, NULL };
             qrow_fill(tabs[k], &a, x);
             for (int r = 0; r < R; r++) {
                 const float y = tabs[k]->qdot[WF_GGML](&w, r, &a);
@@ -1642,7 +1648,7 @@ static void test_matmul2_equals_two(void **st)
             int8_t q[C];
             float d[C / 32], deq[C];
             int32_t s16[C / 16];
-            qrow a = { WA_Q8_0, C, q, d, s16, deq, NULL, NULL };
+            qrow a = { WA_Q8_0, C, q, d, s16, deq, NULL, NULL, NULL };
             qrow_fill(c.k, &a, x);
             for (int r = 0; r < R; r++) {
                 const float e0 = c.k->qdot[WF_SCODE](&w[0], r, &a), e1 = c.k->qdot[WF_SCODE](&w[1], r, &a);

@@ -158,7 +158,7 @@ static void test_tier_equals_eager(void **st)
         const weight *parts0[3] = { L->exp_gate, L->exp_up, L->exp_down };
         for (int p = 0; p < 3; p++) { /* an activation of each part's width and kind */
             for (int64_t i = 0; i < parts0[p]->cols; i++) x[i] = (float)((int)(rnd(&seed) % 2001) - 1000) / 500.0f;
-            qa[p] = (qrow){ parts0[p]->act, parts0[p]->cols, qq + p * C, qd + p * C, qs + p * (C / 16), qdeq + p * C, NULL, NULL };
+            qa[p] = (qrow){ parts0[p]->act, parts0[p]->cols, qq + p * C, qd + p * C, qs + p * (C / 16), qdeq + p * C, NULL, NULL, NULL };
             qrow_fill(k, &qa[p], x);
         }
         for (int e = 0; e < hp->n_expert; e++) {
