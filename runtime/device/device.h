@@ -7,8 +7,9 @@
  * Contract:
  *  - The options `--mem SIZE`, `--device auto|cpu|cuda`, `--vram-reserve SIZE`,
  *    `--miss cpu|pcie|auto`, `--profile FILE`, `--record-routing FILE` and
- *    `--cpu-kernels NAME` are parsed by device_parse_arg() for every command that runs a model
- *    (run, serve, bench, perplexity); DEVICE_HELP is their help text.
+ *    `--cpu-kernels NAME` are parsed by device_parse_arg() for every command
+ *    that runs a model (run, serve, bench, perplexity, routing); DEVICE_HELP
+ *    is their help text.
  *  - device_attach() puts a freshly created model (model_create, nothing
  *    evaluated yet) on the device the options ask for:
  *      cpu:  returns 0, the model stays on the CPU.

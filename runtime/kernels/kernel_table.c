@@ -119,11 +119,13 @@
  * AVX-VNNI's where that layer is there. */
 #define VNNI512_LAYER                                                                                   \
     .qdot[WF_SCODE] = kavx512_qdot_scode, .qdot4[WF_SCODE] = kavx512_qdot4_scode,                       \
-    .qdotn[WF_SCODE] = kavx512_qdotn_scode, .qdot4n[WF_SCODE] = kavx512_qdot4n_scode, .reads_split = 1, .reads_qnib = 0, \
+    .qdotn[WF_SCODE] = kavx512_qdotn_scode, .qdot4n[WF_SCODE] = kavx512_qdot4n_scode, .reads_split = 1, \
+    .reads_qnib = 0,                                                                                    \
     VNNI512_GGML
 #define VNNI512_OVER_VNNI_LAYER                                                                         \
     .qdot[WF_SCODE] = kavx512v_qdot_scode, .qdot4[WF_SCODE] = kavx512v_qdot4_scode,                     \
-    .qdotn[WF_SCODE] = kavx512_qdotn_scode, .qdot4n[WF_SCODE] = kavx512_qdot4n_scode, .reads_split = 1, .reads_qnib = 0, \
+    .qdotn[WF_SCODE] = kavx512_qdotn_scode, .qdot4n[WF_SCODE] = kavx512_qdot4n_scode, .reads_split = 1, \
+    .reads_qnib = 0,                                                                                    \
     VNNI512_GGML
 
 /* ------------------------------------------------- native ggml dispatch */

@@ -347,7 +347,8 @@ AVX2 KF_INLINE __m256i kf_lanes(const kf_wt *u, const int8_t *q, const int mode)
             __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(u->v[c], qe), _mm256_maddubs_epi16(u->v[4 + c], qo));
             if (mode == KF_Q3N) {
                 const __m256i b4 = _mm256_set1_epi8(4);
-                p16 = _mm256_sub_epi16(p16, _mm256_add_epi16(_mm256_maddubs_epi16(b4, qe), _mm256_maddubs_epi16(b4, qo)));
+                const __m256i bias = _mm256_add_epi16(_mm256_maddubs_epi16(b4, qe), _mm256_maddubs_epi16(b4, qo));
+                p16 = _mm256_sub_epi16(p16, bias);
             }
             lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(p16, u->sc16[c]));
         }
