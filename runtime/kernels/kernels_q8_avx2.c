@@ -407,26 +407,29 @@ AVX2 KF_INLINE void kf_rown(const weight *w, int64_t r, const qrow *a, int nt, f
 }
 
 /* Whether every one of the nt activations carries qnib. */
-static int kf_all_qnib(const qrow *a, int nt)
+static inline int kf_all_qnib(const qrow *a, int nt)
 {
     for (int t = 0; t < nt; t++)
         if (!a[t].qnib) return 0;
     return 1;
 }
 
-AVX2 static void kf_dotn(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+/* kf_rown in the weight's mode, each mode a constant so that each call is
+ * its own loop; inlined into kf_dot with nt = 1 too. */
+AVX2 KF_INLINE void kf_run(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
 {
+    const int nib = kf_all_qnib(a, nt);
     switch (kf_mode(w)) {
     case KF_Q4:
-        if (kf_all_qnib(a, nt)) kf_rown(w, r, a, nt, y, ystride, KF_Q4N);
+        if (nib) kf_rown(w, r, a, nt, y, ystride, KF_Q4N);
         else kf_rown(w, r, a, nt, y, ystride, KF_Q4);
         break;
     case KF_Q3:
-        if (kf_all_qnib(a, nt)) kf_rown(w, r, a, nt, y, ystride, KF_Q3N);
+        if (nib) kf_rown(w, r, a, nt, y, ystride, KF_Q3N);
         else kf_rown(w, r, a, nt, y, ystride, KF_Q3);
         break;
     case KF_CB:
-        if (kf_all_qnib(a, nt)) kf_rown(w, r, a, nt, y, ystride, KF_CBN);
+        if (nib) kf_rown(w, r, a, nt, y, ystride, KF_CBN);
         else kf_rown(w, r, a, nt, y, ystride, KF_CB);
         break;
     case KF_B8: kf_rown(w, r, a, nt, y, ystride, KF_B8); break;
@@ -435,26 +438,15 @@ AVX2 static void kf_dotn(const weight *w, int64_t r, const qrow *a, int nt, floa
     }
 }
 
+AVX2 static void kf_dotn(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    kf_run(w, r, a, nt, y, ystride);
+}
+
 AVX2 static float kf_dot(const weight *w, int64_t r, const qrow *a)
 {
     float y;
-    switch (kf_mode(w)) {
-    case KF_Q4: /* the modes stay constants: each call is its own loop */
-        if (a->qnib) kf_rown(w, r, a, 1, &y, 1, KF_Q4N);
-        else kf_rown(w, r, a, 1, &y, 1, KF_Q4);
-        break;
-    case KF_Q3:
-        if (a->qnib) kf_rown(w, r, a, 1, &y, 1, KF_Q3N);
-        else kf_rown(w, r, a, 1, &y, 1, KF_Q3);
-        break;
-    case KF_CB:
-        if (a->qnib) kf_rown(w, r, a, 1, &y, 1, KF_CBN);
-        else kf_rown(w, r, a, 1, &y, 1, KF_CB);
-        break;
-    case KF_B8: kf_rown(w, r, a, 1, &y, 1, KF_B8); break;
-    case KF_Q6: kf_rown(w, r, a, 1, &y, 1, KF_Q6); break;
-    default: kf_rown(w, r, a, 1, &y, 1, KF_GEN); break;
-    }
+    kf_run(w, r, a, 1, &y, 1);
     return y;
 }
 
