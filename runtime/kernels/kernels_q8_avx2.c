@@ -438,17 +438,9 @@ AVX2 KF_INLINE void kf_run(const weight *w, int64_t r, const qrow *a, int nt, fl
     }
 }
 
-/* One token alone takes the single dot's copy (a constant count): with
- * the count known only at run time every token's accumulators sit in
- * memory, and one token cost twice what kf_dot does (from cache, Q6_K:
- * 12.7 against 6.4 ns a super-block). A batch's last group of tokens (B %
- * 8 of them) is often one. Constant copies for two to eight tokens made no
- * difference beyond the noise (46-49 ns for eight either way) and tripled
- * the code. */
 AVX2 static void kf_dotn(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
 {
-    if (nt == 1) kf_run(w, r, a, 1, y, ystride);
-    else kf_run(w, r, a, nt, y, ystride);
+    kf_run(w, r, a, nt, y, ystride);
 }
 
 AVX2 static float kf_dot(const weight *w, int64_t r, const qrow *a)
