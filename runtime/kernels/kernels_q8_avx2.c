@@ -438,11 +438,6 @@ AVX2 KF_INLINE void kf_run(const weight *w, int64_t r, const qrow *a, int nt, fl
     }
 }
 
-AVX2 static void kf_dotn(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
-{
-    kf_run(w, r, a, nt, y, ystride);
-}
-
 AVX2 static float kf_dot(const weight *w, int64_t r, const qrow *a)
 {
     float y;
@@ -451,11 +446,11 @@ AVX2 static float kf_dot(const weight *w, int64_t r, const qrow *a)
 }
 
 /* qdotn for S-forms: rows with K-quant factors share their decoding across
- * the tokens (kf_dotn); any other S-form row is the table's single dot per
+ * the tokens (kf_run); any other S-form row is the table's single dot per
  * token (the matmul gives those rows to qdot4 instead). */
 AVX2 void kavx2_qdotn_scode(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
 {
-    if (w->kf && a[0].kind == WA_Q8_K) { kf_dotn(w, r, a, nt, y, ystride); return; }
+    if (w->kf && a[0].kind == WA_Q8_K) { kf_run(w, r, a, nt, y, ystride); return; }
     for (int t = 0; t < nt; t++) y[t * ystride] = kavx2_qdot_scode(w, r, &a[t]);
 }
 
