@@ -238,138 +238,136 @@ AVX2 static int kf_mode(const weight *w)
     return KF_GEN;
 }
 
-/* The weight side of one super-block: per chunk j of 32 elements the
- * maddubs operand (v) and, for KF_GEN, the values whose signs go onto the
- * activations (sgn); and the chunk's int16 scales. */
+/* The weight side of chunk c of a super-block: the maddubs operand (v) and,
+ * for KF_GEN and the codebook modes, the values whose signs go onto the
+ * activations (sgn); and the chunk's int16 scales. A chunk is 32 elements
+ * (v[c]), or for the qnib modes 64 (v[c] its low nibbles' operand, v[4 + c]
+ * its high ones'). Made chunk by chunk: kf_rown meets each chunk with every
+ * token before it makes the next, or makes them all first (KF_TOKENS_OUTER). */
 typedef struct kf_wt { __m256i v[8], sgn[8], sc16[8]; } kf_wt;
 typedef struct kf_gen { int bits, use_cb; __m256i bias, cb; } kf_gen;
+#define KF_CHUNKS(mode) (KF_QNIB(mode) ? 4 : 8)
+/* Whether a batch makes the whole super-block's weight side first and meets
+ * it token by token (the 4-bit codes against qnib, Q5_K's bytes: as fast as,
+ * or faster than, the other way here), rather than chunk by chunk with every
+ * token's int32 lanes in registers (Q6_K's 24 ymm of weight side spilled
+ * the other way: 6.1 against 4.8 ns a super-block a token from cache; the
+ * 4-bit codes without qnib alike; docs/runtime.md). */
+#define KF_TOKENS_OUTER(mode) (KF_QNIB(mode) || (mode) == KF_B8)
 
 #define KF_INLINE static inline __attribute__((always_inline))
 
-AVX2 KF_INLINE void kf_wt_load(kf_wt *u, const uint8_t *sbc, const int8_t *sc, int per_sb, const kf_gen *g,
-                               const int mode)
+/* The super-block's scales in both 128-bit lanes, for the per-chunk
+ * shuffles of kf_wt_chunk (every mode but KF_GEN). */
+AVX2 KF_INLINE __m256i kf_scb(const int8_t *sc, int per_sb)
 {
-    if (mode == KF_GEN) {
-        for (int j = 0; j < 8; j++) { /* the magnitudes, and the values for their signs */
-            const __m256i v = values32(sbc + j * 32 * g->bits / 8, g->bits, g->bias, g->cb, g->use_cb);
-            u->v[j] = _mm256_sign_epi8(v, v);
-            u->sgn[j] = v;
-            u->sc16[j] = kf_sc16(sc, per_sb, j);
-        }
+    return _mm256_broadcastsi128_si256(per_sb == 8 ? _mm_loadl_epi64((const __m128i *)sc)
+                                                   : _mm_loadu_si128((const __m128i *)sc));
+}
+
+AVX2 KF_INLINE void kf_wt_chunk(kf_wt *u, const uint8_t *sbc, const int8_t *sc, __m256i scb, int per_sb,
+                                const kf_gen *g, const int c, const int mode)
+{
+    if (mode == KF_GEN) { /* the magnitudes, and the values for their signs */
+        const __m256i v = values32(sbc + c * 32 * g->bits / 8, g->bits, g->bias, g->cb, g->use_cb);
+        u->v[c] = _mm256_sign_epi8(v, v);
+        u->sgn[c] = v;
+        u->sc16[c] = kf_sc16(sc, per_sb, c);
         return;
     }
-    /* the scales in both 128-bit lanes; per chunk one shuffle: Q4_K's and
-     * Q5_K's (8 a super-block, 0..63) word = the byte, zero-extended; the
-     * signed ones (IQ4_XS's 8, Q3_K's and Q6_K's 16: lanes 0..3 sc[2j],
-     * 4..7 sc[2j + 1]) the byte into each word's high half, shifted down */
-    const __m256i scb = _mm256_broadcastsi128_si256(per_sb == 8 ? _mm_loadl_epi64((const __m128i *)sc)
-                                                                : _mm_loadu_si128((const __m128i *)sc));
+    /* the scales by one shuffle of scb: Q4_K's and Q5_K's (8 a super-block,
+     * 0..63) word = the byte, zero-extended; the signed ones (IQ4_XS's 8,
+     * Q3_K's and Q6_K's 16: lanes 0..3 sc[2c], 4..7 sc[2c + 1]) the byte
+     * into each word's high half, shifted down */
     const unsigned long long w4 = 0x0001000100010001ull;
     if (KF_QNIB(mode)) {
-        /* chunk c of 64 (32-groups A, B): v[c] its low nibbles' operand, v[4 + c] its high ones';
-         * sc16[c] the scales of the int16 lanes, which alternate A's and B's */
+        /* 64 codes (32-groups A, B); the int16 lanes' scales alternate A's and B's */
         const __m256i m4 = _mm256_set1_epi8(0x0f);
         const __m256i mix = _mm256_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15, 0, 1, 8, 9, 2, 3,
                                              10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
-        QD_UNROLL
-        for (int c = 0; c < 4; c++) {
-            const __m256i x = _mm256_shuffle_epi8(
-                _mm256_permute4x64_epi64(_mm256_loadu_si256((const __m256i *)(sbc + 32 * c)), 0xd8), mix);
-            u->v[c] = _mm256_and_si256(x, m4);
-            u->v[4 + c] = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
-            if (mode == KF_CBN)
-                for (int k = c; k < 8; k += 4) {
-                    u->sgn[k] = _mm256_shuffle_epi8(g->cb, u->v[k]);
-                    u->v[k] = _mm256_sign_epi8(u->sgn[k], u->sgn[k]);
-                }
-            const unsigned a = 2u * (unsigned)c, b = a + 1u; /* Q4_K's, IQ4_XS's groups of 32 */
-            if (mode == KF_Q4N) { /* 0..63: the byte zero-extended */
-                u->sc16[c] = _mm256_shuffle_epi8(scb, _mm256_set1_epi32((int)((0x8000u | b) << 16 | (0x8000u | a))));
-            } else if (mode == KF_CBN) { /* signed: the byte into the word's high half, shifted down */
-                u->sc16[c] = _mm256_srai_epi16(
-                    _mm256_shuffle_epi8(scb, _mm256_set1_epi32((int)((b << 8 | 0x80u) << 16 | (a << 8 | 0x80u)))), 8);
-            } else { /* Q3_K's groups of 16: half h of A is group 4c + h, of B 4c + 2 + h; signed */
-                const unsigned a0 = 4u * (unsigned)c, b0 = a0 + 2u;
-                const int h0 = (int)(((b0 << 8) | 0x80u) << 16 | ((a0 << 8) | 0x80u)),
-                          h1 = (int)((((b0 + 1u) << 8) | 0x80u) << 16 | (((a0 + 1u) << 8) | 0x80u));
-                u->sc16[c] = _mm256_srai_epi16(
-                    _mm256_shuffle_epi8(scb, _mm256_setr_epi32(h0, h0, h0, h0, h1, h1, h1, h1)), 8);
+        const __m256i x =
+            _mm256_shuffle_epi8(_mm256_permute4x64_epi64(_mm256_loadu_si256((const __m256i *)(sbc + 32 * c)), 0xd8), mix);
+        u->v[c] = _mm256_and_si256(x, m4);
+        u->v[4 + c] = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
+        if (mode == KF_CBN)
+            for (int k = c; k < 8; k += 4) {
+                u->sgn[k] = _mm256_shuffle_epi8(g->cb, u->v[k]);
+                u->v[k] = _mm256_sign_epi8(u->sgn[k], u->sgn[k]);
             }
+        const unsigned a = 2u * (unsigned)c, b = a + 1u; /* Q4_K's, IQ4_XS's groups of 32 */
+        if (mode == KF_Q4N) { /* 0..63: the byte zero-extended */
+            u->sc16[c] = _mm256_shuffle_epi8(scb, _mm256_set1_epi32((int)((0x8000u | b) << 16 | (0x8000u | a))));
+        } else if (mode == KF_CBN) { /* signed: the byte into the word's high half, shifted down */
+            u->sc16[c] = _mm256_srai_epi16(
+                _mm256_shuffle_epi8(scb, _mm256_set1_epi32((int)((b << 8 | 0x80u) << 16 | (a << 8 | 0x80u)))), 8);
+        } else { /* Q3_K's groups of 16: half h of A is group 4c + h, of B 4c + 2 + h; signed */
+            const unsigned a0 = 4u * (unsigned)c, b0 = a0 + 2u;
+            const int h0 = (int)(((b0 << 8) | 0x80u) << 16 | ((a0 << 8) | 0x80u)),
+                      h1 = (int)((((b0 + 1u) << 8) | 0x80u) << 16 | (((a0 + 1u) << 8) | 0x80u));
+            u->sc16[c] = _mm256_srai_epi16(_mm256_shuffle_epi8(scb, _mm256_setr_epi32(h0, h0, h0, h0, h1, h1, h1, h1)), 8);
         }
         return;
     }
-    QD_UNROLL
-    for (int j = 0; j < 8; j++) {
-        if (KF_NIBBLES(mode)) { /* word i = byte i; (w | w << 4) & 0x0f0f: its low nibble, then its high */
-            const __m256i x = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(sbc + 16 * j)));
-            u->v[j] = _mm256_and_si256(_mm256_or_si256(x, _mm256_slli_epi16(x, 4)), _mm256_set1_epi16(0x0f0f));
-        } else {
-            u->v[j] = _mm256_loadu_si256((const __m256i *)(sbc + 32 * j));
-        }
-        if (mode == KF_CB) {
-            u->sgn[j] = _mm256_shuffle_epi8(g->cb, u->v[j]);
-            u->v[j] = _mm256_sign_epi8(u->sgn[j], u->sgn[j]);
-        }
-        if (mode == KF_Q4 || mode == KF_B8) {
-            const long long c = (long long)((0x8000ull + (unsigned)j) * w4);
-            u->sc16[j] = _mm256_shuffle_epi8(scb, _mm256_set1_epi64x(c));
-        } else if (mode == KF_CB) {
-            const long long c = (long long)(((unsigned long long)j << 8 | 0x80u) * w4);
-            u->sc16[j] = _mm256_srai_epi16(_mm256_shuffle_epi8(scb, _mm256_set1_epi64x(c)), 8);
-        } else {
-            const long long lo = (long long)(((unsigned long long)(2 * j) << 8 | 0x80u) * w4),
-                            hi = (long long)(((unsigned long long)(2 * j + 1) << 8 | 0x80u) * w4);
-            u->sc16[j] = _mm256_srai_epi16(_mm256_shuffle_epi8(scb, _mm256_set_epi64x(hi, hi, lo, lo)), 8);
-        }
+    if (KF_NIBBLES(mode)) { /* word i = byte i; (w | w << 4) & 0x0f0f: its low nibble, then its high */
+        const __m256i x = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(sbc + 16 * c)));
+        u->v[c] = _mm256_and_si256(_mm256_or_si256(x, _mm256_slli_epi16(x, 4)), _mm256_set1_epi16(0x0f0f));
+    } else {
+        u->v[c] = _mm256_loadu_si256((const __m256i *)(sbc + 32 * c));
+    }
+    if (mode == KF_CB) {
+        u->sgn[c] = _mm256_shuffle_epi8(g->cb, u->v[c]);
+        u->v[c] = _mm256_sign_epi8(u->sgn[c], u->sgn[c]);
+    }
+    if (mode == KF_Q4 || mode == KF_B8) {
+        const long long k = (long long)((0x8000ull + (unsigned)c) * w4);
+        u->sc16[c] = _mm256_shuffle_epi8(scb, _mm256_set1_epi64x(k));
+    } else if (mode == KF_CB) {
+        const long long k = (long long)(((unsigned long long)c << 8 | 0x80u) * w4);
+        u->sc16[c] = _mm256_srai_epi16(_mm256_shuffle_epi8(scb, _mm256_set1_epi64x(k)), 8);
+    } else {
+        const long long lo = (long long)(((unsigned long long)(2 * c) << 8 | 0x80u) * w4),
+                        hi = (long long)(((unsigned long long)(2 * c + 1) << 8 | 0x80u) * w4);
+        u->sc16[c] = _mm256_srai_epi16(_mm256_shuffle_epi8(scb, _mm256_set_epi64x(hi, hi, lo, lo)), 8);
     }
 }
 
-/* sc x (4 products of value and activation) in each int32 lane, summed over
- * the super-block's chunks: madd by the scale adds two maddubs pairs, the
- * same integer as the lane sum times sc (|x| < 2^24, exact), without a
- * 32-bit multiply. */
-AVX2 KF_INLINE __m256i kf_lanes(const kf_wt *u, const int8_t *q, const int mode)
+/* lanes plus chunk c's sc x (4 products of value and activation) in each
+ * int32 lane: madd by the scale adds two maddubs pairs, the same integer as
+ * the lane sum times sc (|x| < 2^24, exact), without a 32-bit multiply. q:
+ * the super-block's activations (qnib for the qnib modes: per 64 the low
+ * nibbles' partners, then the high ones'). */
+AVX2 KF_INLINE __m256i kf_lanes(const kf_wt *u, const int8_t *q, const int c, __m256i lanes, const int mode)
 {
-    __m256i lanes = _mm256_setzero_si256();
-    if (KF_QNIB(mode)) { /* q is qnib: per 64 the low nibbles' partners, then the high ones' */
-        QD_UNROLL
-        for (int c = 0; c < 4; c++) {
-            const __m256i qe = _mm256_loadu_si256((const __m256i *)(q + 64 * c)),
-                          qo = _mm256_loadu_si256((const __m256i *)(q + 64 * c + 32));
-            if (mode == KF_CBN) { /* each pair up to 2 x 127 x 128: the halves madd'ed apart */
-                const __m256i pe = _mm256_maddubs_epi16(u->v[c], _mm256_sign_epi8(qe, u->sgn[c])),
-                              po = _mm256_maddubs_epi16(u->v[4 + c], _mm256_sign_epi8(qo, u->sgn[4 + c]));
-                lanes = _mm256_add_epi32(lanes, _mm256_add_epi32(_mm256_madd_epi16(pe, u->sc16[c]),
-                                                                 _mm256_madd_epi16(po, u->sc16[c])));
-                continue;
-            }
-            /* codes 0..15: the two halves' pairs add up to at most 4 x 15 x 128 */
-            __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(u->v[c], qe), _mm256_maddubs_epi16(u->v[4 + c], qo));
-            if (mode == KF_Q3N) {
-                const __m256i b4 = _mm256_set1_epi8(4);
-                const __m256i bias = _mm256_add_epi16(_mm256_maddubs_epi16(b4, qe), _mm256_maddubs_epi16(b4, qo));
-                p16 = _mm256_sub_epi16(p16, bias);
-            }
-            lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(p16, u->sc16[c]));
+    if (KF_QNIB(mode)) {
+        const __m256i qe = _mm256_loadu_si256((const __m256i *)(q + 64 * c)),
+                      qo = _mm256_loadu_si256((const __m256i *)(q + 64 * c + 32));
+        if (mode == KF_CBN) { /* each pair up to 2 x 127 x 128: the halves madd'ed apart */
+            const __m256i pe = _mm256_maddubs_epi16(u->v[c], _mm256_sign_epi8(qe, u->sgn[c])),
+                          po = _mm256_maddubs_epi16(u->v[4 + c], _mm256_sign_epi8(qo, u->sgn[4 + c]));
+            return _mm256_add_epi32(lanes,
+                                    _mm256_add_epi32(_mm256_madd_epi16(pe, u->sc16[c]), _mm256_madd_epi16(po, u->sc16[c])));
         }
-        return lanes;
+        /* codes 0..15: the two halves' pairs add up to at most 4 x 15 x 128 */
+        __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(u->v[c], qe), _mm256_maddubs_epi16(u->v[4 + c], qo));
+        if (mode == KF_Q3N) {
+            const __m256i b4 = _mm256_set1_epi8(4);
+            p16 = _mm256_sub_epi16(p16, _mm256_add_epi16(_mm256_maddubs_epi16(b4, qe), _mm256_maddubs_epi16(b4, qo)));
+        }
+        return _mm256_add_epi32(lanes, _mm256_madd_epi16(p16, u->sc16[c]));
     }
-    QD_UNROLL
-    for (int j = 0; j < 8; j++) {
-        const __m256i qv = _mm256_loadu_si256((const __m256i *)(q + 32 * j));
-        __m256i p16;
-        if (mode == KF_GEN || mode == KF_CB) p16 = _mm256_maddubs_epi16(u->v[j], _mm256_sign_epi8(qv, u->sgn[j]));
-        else p16 = _mm256_maddubs_epi16(u->v[j], qv);
-        if (KF_BIAS(mode)) p16 = _mm256_sub_epi16(p16, _mm256_maddubs_epi16(_mm256_set1_epi8(KF_BIAS(mode)), qv));
-        lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(p16, u->sc16[j]));
-    }
-    return lanes;
+    const __m256i qv = _mm256_loadu_si256((const __m256i *)(q + 32 * c));
+    __m256i p16;
+    if (mode == KF_GEN || mode == KF_CB) p16 = _mm256_maddubs_epi16(u->v[c], _mm256_sign_epi8(qv, u->sgn[c]));
+    else p16 = _mm256_maddubs_epi16(u->v[c], qv);
+    if (KF_BIAS(mode)) p16 = _mm256_sub_epi16(p16, _mm256_maddubs_epi16(_mm256_set1_epi8(KF_BIAS(mode)), qv));
+    return _mm256_add_epi32(lanes, _mm256_madd_epi16(p16, u->sc16[c]));
 }
 
 /* One row against nt <= KQ_NT_MAX tokens (nt = 1: decode): a super-block's
- * weight side is made once and met by every token; per token the int32
- * lanes, the factor D, the fused multiply-add and the mins in
- * kscalar_qdot_kf's order, so each y is its bits. */
+ * weight side is made once and met by every token (in the order
+ * KF_TOKENS_OUTER picks); per token the int32 lanes (integers, any order),
+ * the factor D, the fused multiply-add and the mins in kscalar_qdot_kf's
+ * order, so each y is its bits. */
 AVX2 KF_INLINE void kf_rown(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride, const int mode)
 {
     const kfactor *kf = w->kf;
@@ -392,12 +390,29 @@ AVX2 KF_INLINE void kf_rown(const weight *w, int64_t r, const qrow *a, int nt, f
         const uint8_t *sbc = mode == KF_GEN ? kq_sb_codes(w, codes, i, split) : codes + (size_t)i * sb_bytes;
         if (mode != KF_GEN) /* decode reads K-quants row after row (matmul.c): ahead within the stream */
             for (size_t o = 0; o < sb_bytes; o += 64) _mm_prefetch((const char *)sbc + ahead + o, QD_HINT);
+        const int8_t *sc = kf->sc + (sb0 + i) * per_sb;
+        const __m256i scb = mode == KF_GEN ? _mm256_setzero_si256() : kf_scb(sc, per_sb);
+        __m256i lanes[KQ_NT_MAX];
+        QD_UNROLL
+        for (int t = 0; t < KQ_NT_MAX; t++) lanes[t] = _mm256_setzero_si256();
         kf_wt u;
-        kf_wt_load(&u, sbc, kf->sc + (sb0 + i) * per_sb, per_sb, &g, mode);
+        QD_UNROLL
+        for (int c = 0; c < 8; c++) {
+            if (c >= KF_CHUNKS(mode)) break;
+            kf_wt_chunk(&u, sbc, sc, scb, per_sb, &g, c, mode);
+            if (KF_TOKENS_OUTER(mode)) continue;
+            QD_UNROLL
+            for (int t = 0; t < KQ_NT_MAX; t++)
+                if (t < nt) lanes[t] = kf_lanes(&u, a[t].q + i * 256, c, lanes[t], mode);
+        }
         for (int t = 0; t < nt; t++) {
-            const __m256i lanes = kf_lanes(&u, (KF_QNIB(mode) ? a[t].qnib : a[t].q) + i * 256, mode);
+            __m256i l = KF_TOKENS_OUTER(mode) ? _mm256_setzero_si256() : lanes[t];
+            if (KF_TOKENS_OUTER(mode))
+                QD_UNROLL
+                for (int c = 0; c < 8; c++)
+                    if (c < KF_CHUNKS(mode)) l = kf_lanes(&u, (KF_QNIB(mode) ? a[t].qnib : a[t].q) + i * 256, c, l, mode);
             const float yd = a[t].d[i], D = yd * _cvtsh_ss(kf->d[sb0 + i]);
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(lanes), acc[t]);
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(l), acc[t]);
             if (!kf->m) continue; /* Q6_K, Q3_K: no mins */
             summs[t] = kf_mins(kf->style, -yd * _cvtsh_ss(kf->dmin[sb0 + i]), kf->m + (sb0 + i) * 8, &a[t], i, accm[t],
                                summs[t]);
@@ -626,41 +641,52 @@ AVX2 float kavx2_qdot_iq3(const weight *w, int64_t r, const qrow *a)
 }
 
 /* kavx2_qdot_iq3 of one row against nt <= KQ_NT_MAX activation rows: each
- * block's grid bytes and sign vectors are expanded once and met by every
- * token, so a prefill pays the expansion (most of a single dot's work)
- * once per row instead of once per row and token. Per token the int32
- * lanes, the block factor dd and the fused multiply-add are
- * kavx2_qdot_iq3's, so each y is its bits. */
-AVX2 void kavx2_qdotn_iq3(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+ * sub-block's grid bytes and sign vector are made once and met by every
+ * token before the next sub-block's, so a prefill pays the expansion (most
+ * of a single dot's work) once per row instead of once per row and token,
+ * and the tokens' integer sums stay in registers (with the whole block's
+ * grid and signs held across the tokens instead, sixteen ymm of them
+ * spilled: 6.6 ns a block and token, docs/runtime.md). Per token the int32
+ * lanes (integers, any order), the block factor dd and the fused
+ * multiply-add are kavx2_qdot_iq3's, so each y is its bits. */
+AVX2 static inline __attribute__((always_inline)) void iq3n_rows(const weight *w, int64_t r, const qrow *a, const int nt,
+                                                                 float *y, int64_t ystride)
 {
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     __m256 acc[KQ_NT_MAX];
     for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < w->cols / IQ3_QK; b++) {
         const iq3_block *blk = (const iq3_block *)row + b;
-        const uint16_t dh = iq3_block_d(blk);
-        const float d = _cvtsh_ss(dh);
         uint32_t mask[8], mul[8];
         iq3_words(blk, mask, mul);
-        __m256i grid[8], sign[8];
+        __m256i isum[KQ_NT_MAX];
+        QD_UNROLL
+        for (int t = 0; t < KQ_NT_MAX; t++) isum[t] = _mm256_setzero_si256();
+        QD_UNROLL
         for (int s = 0; s < 8; s++) {
-            grid[s] = iq3_grid8(blk->grid + s * 8, IQ3_GATHER);
-            sign[s] = iq3_sign_pm1(mask[s]);
-        }
-        for (int t = 0; t < nt; t++) {
-            const int8_t *q = a[t].q + b * IQ3_QK;
-            __m256i isum = _mm256_setzero_si256();
+            const __m256i grid = iq3_grid8(blk->grid + s * 8, IQ3_GATHER), sign = iq3_sign_pm1(mask[s]),
+                          m = _mm256_set1_epi32((int)mul[s]);
             QD_UNROLL
-            for (int s = 0; s < 8; s++) {
-                const __m256i qs = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q + s * 32)), sign[s]);
-                const __m256i p16 = _mm256_maddubs_epi16(grid[s], qs);
-                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16, _mm256_set1_epi32((int)mul[s])));
+            for (int t = 0; t < nt; t++) {
+                const __m256i qs = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(a[t].q + b * IQ3_QK + s * 32)), sign);
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(grid, qs), m));
             }
+        }
+        const float d = _cvtsh_ss(iq3_block_d(blk));
+        QD_UNROLL
+        for (int t = 0; t < nt; t++) {
             const float dd = d * a[t].d[b] * 0.125f;
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(isum), acc[t]);
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(isum[t]), acc[t]);
         }
     }
     for (int t = 0; t < nt; t++) y[t * ystride] = hsum_ps(acc[t]);
+}
+
+/* a full batch with nt a constant: the token loops unrolled */
+AVX2 void kavx2_qdotn_iq3(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride)
+{
+    if (nt == KQ_NT_MAX) iq3n_rows(w, r, a, KQ_NT_MAX, y, ystride);
+    else iq3n_rows(w, r, a, nt, y, ystride);
 }
 
 #endif
