@@ -396,7 +396,7 @@ AVX2 KF_INLINE void kf_rown(const weight *w, int64_t r, const qrow *a, int nt, f
         QD_UNROLL
         for (int t = 0; t < KQ_NT_MAX; t++) lanes[t] = _mm256_setzero_si256();
         kf_wt u;
-        QD_UNROLL
+        QD_UNROLL /* a constant bound: gcc drops the unroll request on KF_CHUNKS(mode) */
         for (int c = 0; c < 8; c++) {
             if (c >= KF_CHUNKS(mode)) break;
             kf_wt_chunk(&u, sbc, sc, scb, per_sb, &g, c, mode);
@@ -646,9 +646,10 @@ AVX2 float kavx2_qdot_iq3(const weight *w, int64_t r, const qrow *a)
  * of a single dot's work) once per row instead of once per row and token,
  * and the tokens' integer sums stay in registers (with the whole block's
  * grid and signs held across the tokens instead, sixteen ymm of them
- * spilled: 6.6 ns a block and token, docs/runtime.md). Per token the int32
- * lanes (integers, any order), the block factor dd and the fused
- * multiply-add are kavx2_qdot_iq3's, so each y is its bits. */
+ * spilled: 6.9 against 6.0 ns a block and token from cache;
+ * docs/runtime.md). Per token the int32 lanes (integers, any order), the
+ * block factor dd and the fused multiply-add are kavx2_qdot_iq3's, so each
+ * y is its bits. */
 AVX2 static inline __attribute__((always_inline)) void iq3n_rows(const weight *w, int64_t r, const qrow *a, const int nt,
                                                                  float *y, int64_t ystride)
 {
