@@ -29,23 +29,12 @@
  * one's 32 G weights/s in-cache.) */
 #define AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vbmi,gfni")))
 
-/* iq3_words() with fewer steps: byte k of (w << k) holds group k's seven
- * bits in bits 0..6, so three shifts and three byte blends gather the four
- * groups, and one GF(2) affine map per byte (gf2p8affineqb) keeps bits
- * 0..6 and writes the parity of bits 0..6 into bit 7, ignoring the junk
- * in input bit 7 (matrix row for output bit i is qword byte 7 - i). The
- * multiplier is (w >> 27) | 1 = 2 * code + 1. The same masks and
- * multipliers as iq3_words(). */
+/* iq3_words() with GFNI (kernels_x86.h: iq3_words_gfni_v). */
 AVX512 static inline __attribute__((always_inline)) void iq3_words_gfni(const iq3_block *blk, uint32_t mask[8],
                                                                         uint32_t mul[8])
 {
-    const __m256i w = _mm256_loadu_si256((const __m256i *)blk->word);
-    __m256i m = _mm256_mask_blend_epi8(0x22222222u, w, _mm256_slli_epi32(w, 1));
-    m = _mm256_mask_blend_epi8(0x44444444u, m, _mm256_slli_epi32(w, 2));
-    m = _mm256_mask_blend_epi8(0x88888888u, m, _mm256_slli_epi32(w, 3));
-    m = _mm256_gf2p8affine_epi64_epi8(m, _mm256_set1_epi64x(0x010204081020407fll), 0);
-    __m256i c = _mm256_or_si256(_mm256_srli_epi32(w, 27), _mm256_set1_epi32(1));
-    c = _mm256_or_si256(c, _mm256_slli_epi32(c, 16));
+    __m256i m, c;
+    iq3_words_gfni_v(_mm256_loadu_si256((const __m256i *)blk->word), &m, &c);
     _mm256_storeu_si256((__m256i *)mask, m);
     _mm256_storeu_si256((__m256i *)mul, c);
 }

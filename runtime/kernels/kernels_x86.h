@@ -125,6 +125,25 @@ AVX2 static inline __attribute__((always_inline)) void iq3_words(const iq3_block
     _mm256_storeu_si256((__m256i *)mul, c);
 }
 
+/* iq3_words() of eight words already in a vector (IQ3's and IQ2_XXS's
+ * blocks hold them alike), with GFNI, for the AVX-512 tables: byte k of
+ * (w << k) holds group k's seven bits in bits 0..6, so three shifts and
+ * three byte blends gather the four groups, and one GF(2) affine map per
+ * byte (gf2p8affineqb) keeps bits 0..6 and writes the parity of bits 0..6
+ * into bit 7, ignoring the junk in input bit 7 (matrix row for output bit
+ * i is qword byte 7 - i). The multiplier is (w >> 27) | 1 = 2 * code + 1,
+ * in both int16 halves. The same masks and multipliers as iq3_words(). */
+__attribute__((target("avx2,avx512f,avx512bw,avx512vl,gfni"))) static inline __attribute__((always_inline)) void
+iq3_words_gfni_v(__m256i w, __m256i *mask, __m256i *mul)
+{
+    __m256i m = _mm256_mask_blend_epi8(0x22222222u, w, _mm256_slli_epi32(w, 1));
+    m = _mm256_mask_blend_epi8(0x44444444u, m, _mm256_slli_epi32(w, 2));
+    m = _mm256_mask_blend_epi8(0x88888888u, m, _mm256_slli_epi32(w, 3));
+    *mask = _mm256_gf2p8affine_epi64_epi8(m, _mm256_set1_epi64x(0x010204081020407fll), 0);
+    const __m256i c = _mm256_or_si256(_mm256_srli_epi32(w, 27), _mm256_set1_epi32(1));
+    *mul = _mm256_or_si256(c, _mm256_slli_epi32(c, 16));
+}
+
 /* The eight grid words of one sub-block: eight scalar loads, or one gather. */
 AVX2 static inline __attribute__((always_inline)) __m256i iq3_grid8(const uint8_t *ix, int gather)
 {

@@ -1377,9 +1377,10 @@ static void test_qdot_mxfp4_random_blocks(void **st)
     free(blocks);
 }
 
-/* NVFP4, Q1_0, TQ1_0, TQ2_0, Q4_1 and Q5_1 rows of random bytes (every
- * UE4M3 scale byte, sign pattern, code and TQ byte, trits of bytes the
- * encoder never writes included), their fp16 d (and m) drawn finite, 1..5
+/* NVFP4, Q1_0, TQ1_0, TQ2_0, Q4_1, Q5_1 and IQ2_XXS rows of random bytes
+ * (every UE4M3 scale byte, sign pattern, code, grid index and TQ byte,
+ * trits of bytes the encoder never writes included), their fp16 d (and m)
+ * drawn finite, 1..5
  * blocks a row: every SIMD
  * table's qdot, qdot4 and qdotn (1..KQ_NT_MAX tokens) give the scalar
  * qdot's bits, and the scalar qdot is within 1e-5 of the sum of |terms| of
@@ -1390,14 +1391,16 @@ static void test_qdot_small_native_random_blocks(void **st)
     const kernels *tabs[KERNELS_MAX];
     all_tables(tabs);
     if (!tabs[1]) printf("SKIP (SIMD half): no AVX2 on this CPU\n");
-    static const int types[6] = { GGML_TYPE_NVFP4, GGML_TYPE_Q1_0, GGML_TYPE_TQ1_0,
-                                  GGML_TYPE_TQ2_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_1 };
+    /* IQ2_XXS: random indices cover all 256 grid entries (ggml's own rows need not), which the
+     * AVX-512 dot looks up from tables of codes of its own */
+    static const int types[7] = { GGML_TYPE_NVFP4, GGML_TYPE_Q1_0, GGML_TYPE_TQ1_0, GGML_TYPE_TQ2_0,
+                                  GGML_TYPE_Q4_1,  GGML_TYPE_Q5_1, GGML_TYPE_IQ2_XXS };
     uint64_t rs = 97;
     enum { R = 8, NBMAX = 5, CMAX = NBMAX * 256 };
     float x[CMAX], deq[CMAX], row[CMAX], d[CMAX / 32], s1[CMAX / 32];
     int8_t q[CMAX];
     int32_t s16[CMAX / 16];
-    for (int t = 0; t < 6; t++) {
+    for (int t = 0; t < 7; t++) {
         const ggml_type_row *ti = ggml_type_info(types[t]);
         uint8_t *blocks = malloc((size_t)R * NBMAX * 256 / (size_t)ti->blck * ti->bytes);
         int next_s = 0;
@@ -1410,7 +1413,7 @@ static void test_qdot_small_native_random_blocks(void **st)
                 const uint16_t dh = (uint16_t)((rnd_(&rs) & 0x83ffu) | (uint16_t)((1 + rnd_(&rs) % 20) << 10));
                 if (types[t] == GGML_TYPE_NVFP4)
                     for (int k = 0; k < 4; k++) blk[k] = (uint8_t)(next_s++ % 256); /* every scale byte in turn */
-                else if (types[t] == GGML_TYPE_Q1_0) memcpy(blk, &dh, 2);
+                else if (types[t] == GGML_TYPE_Q1_0 || types[t] == GGML_TYPE_IQ2_XXS) memcpy(blk, &dh, 2);
                 else if (types[t] == GGML_TYPE_Q4_1 || types[t] == GGML_TYPE_Q5_1) { /* d, then m */
                     const uint16_t mh = (uint16_t)((rnd_(&rs) & 0x83ffu) | (uint16_t)((1 + rnd_(&rs) % 20) << 10));
                     memcpy(blk, &dh, 2);
