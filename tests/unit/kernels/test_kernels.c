@@ -1377,8 +1377,8 @@ static void test_qdot_mxfp4_random_blocks(void **st)
     free(blocks);
 }
 
-/* NVFP4, Q1_0, TQ1_0, TQ2_0, Q4_1, Q5_1 and IQ2_XXS rows of random bytes
- * (every UE4M3 scale byte, sign pattern, code, grid index and TQ byte,
+/* NVFP4, Q1_0, TQ1_0, TQ2_0, Q4_1, Q5_1, IQ2_XXS and IQ2_XS rows of random bytes
+ * (every UE4M3 scale byte, sign pattern, code, IQ2 grid index in turn and TQ byte,
  * trits of bytes the encoder never writes included), their fp16 d (and m)
  * drawn finite, 1..5
  * blocks a row: every SIMD
@@ -1391,16 +1391,16 @@ static void test_qdot_small_native_random_blocks(void **st)
     const kernels *tabs[KERNELS_MAX];
     all_tables(tabs);
     if (!tabs[1]) printf("SKIP (SIMD half): no AVX2 on this CPU\n");
-    /* IQ2_XXS: random indices cover all 256 grid entries (ggml's own rows need not), which the
-     * AVX-512 dot looks up from tables of codes of its own */
-    static const int types[7] = { GGML_TYPE_NVFP4, GGML_TYPE_Q1_0, GGML_TYPE_TQ1_0, GGML_TYPE_TQ2_0,
-                                  GGML_TYPE_Q4_1,  GGML_TYPE_Q5_1, GGML_TYPE_IQ2_XXS };
+    /* IQ2_XXS, IQ2_XS: every grid index in turn (ggml's own rows need not have them all), which
+     * the AVX-512 dots look up from tables of codes of their own */
+    static const int types[8] = { GGML_TYPE_NVFP4, GGML_TYPE_Q1_0,  GGML_TYPE_TQ1_0,   GGML_TYPE_TQ2_0,
+                                  GGML_TYPE_Q4_1,  GGML_TYPE_Q5_1,  GGML_TYPE_IQ2_XXS, GGML_TYPE_IQ2_XS };
     uint64_t rs = 97;
     enum { R = 8, NBMAX = 5, CMAX = NBMAX * 256 };
     float x[CMAX], deq[CMAX], row[CMAX], d[CMAX / 32], s1[CMAX / 32];
     int8_t q[CMAX];
     int32_t s16[CMAX / 16];
-    for (int t = 0; t < 7; t++) {
+    for (int t = 0; t < 8; t++) {
         const ggml_type_row *ti = ggml_type_info(types[t]);
         uint8_t *blocks = malloc((size_t)R * NBMAX * 256 / (size_t)ti->blck * ti->bytes);
         int next_s = 0;
@@ -1413,7 +1413,19 @@ static void test_qdot_small_native_random_blocks(void **st)
                 const uint16_t dh = (uint16_t)((rnd_(&rs) & 0x83ffu) | (uint16_t)((1 + rnd_(&rs) % 20) << 10));
                 if (types[t] == GGML_TYPE_NVFP4)
                     for (int k = 0; k < 4; k++) blk[k] = (uint8_t)(next_s++ % 256); /* every scale byte in turn */
-                else if (types[t] == GGML_TYPE_Q1_0 || types[t] == GGML_TYPE_IQ2_XXS) memcpy(blk, &dh, 2);
+                else if (types[t] == GGML_TYPE_Q1_0) memcpy(blk, &dh, 2);
+                else if (types[t] == GGML_TYPE_IQ2_XXS) { /* d, then every grid index in turn */
+                    memcpy(blk, &dh, 2);
+                    for (int s = 0; s < 8; s++)
+                        for (int j = 0; j < 4; j++) blk[2 + 8 * s + j] = (uint8_t)(next_s++ % 256);
+                } else if (types[t] == GGML_TYPE_IQ2_XS) { /* 9-bit indices in turn under random signs */
+                    memcpy(blk, &dh, 2);
+                    for (int j = 0; j < 32; j++) {
+                        const unsigned v = (unsigned)(next_s++ % 512);
+                        blk[2 + 2 * j] = (uint8_t)v;
+                        blk[3 + 2 * j] = (uint8_t)((blk[3 + 2 * j] & 0xfe) | (v >> 8));
+                    }
+                }
                 else if (types[t] == GGML_TYPE_Q4_1 || types[t] == GGML_TYPE_Q5_1) { /* d, then m */
                     const uint16_t mh = (uint16_t)((rnd_(&rs) & 0x83ffu) | (uint16_t)((1 + rnd_(&rs) % 20) << 10));
                     memcpy(blk, &dh, 2);
