@@ -152,6 +152,7 @@ float kvnni_qdot_iq3(const weight *w, int64_t r, const qrow *a);
 float kavx512_qdot_iq3(const weight *w, int64_t r, const qrow *a);
 float kavx512_qdot_iq2_xs(const weight *w, int64_t r, const qrow *a);
 void kavx512_qdotn_iq2_xs(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
+float kavx512_qdot_iq2_s(const weight *w, int64_t r, const qrow *a);
 void kavx512_qdotn_iq2_s(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 void kavx512_qdotn_iq3_s(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 void kavx512_qdotn_iq3(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
