@@ -1,9 +1,9 @@
 /* kernels_ggml_avx512.c: native MXFP4 and NVFP4 with AVX-512 VNNI and VBMI, IQ1_S
  * and IQ1_M batch dots, Q1_0, TQ1_0 and TQ2_0 dots and Q4_1 and Q5_1 single
  * dots with AVX-512 VNNI (the AVX-512 VNNI layer's slots
- * in kernel_table.c), native Q2_K and the IQ2_XS, IQ2_S and IQ3_S batch
- * dots with AVX-512 BW and IQ2_XXS with VBMI and GFNI (the AVX-512
- * layer's): the AVX2 kernels' bits. */
+ * in kernel_table.c), native Q2_K and the IQ3_S batch dot with AVX-512 BW,
+ * IQ2_XXS, IQ2_XS and IQ2_S with VBMI and GFNI (the AVX-512 layer's): the
+ * AVX2 kernels' bits. */
 #include "runtime/kernels/kernels_impl.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -302,8 +302,8 @@ AVX512VBMI_GFNI static inline __attribute__((always_inline)) void iq2_grid_from_
     }
 }
 
-/* Byte i of a 128-entry-per-pair table lookup: entries 0..127 from t[0..1]
- * (64 bytes each), 128..255 from t[2..3] by bit 7 of idx (top). */
+/* Byte i: entry idx[i] of the 256-byte table t (one vpermi2b reaches 128
+ * entries; top, bit 7 of each index, picks the half). */
 AVX512VBMI_GFNI static inline __m512i lookup256(const uint8_t *t, __m512i idx, __mmask64 top)
 {
     return _mm512_mask_blend_epi8(
@@ -312,6 +312,25 @@ AVX512VBMI_GFNI static inline __m512i lookup256(const uint8_t *t, __m512i idx, _
                                  _mm512_loadu_si512((const void *)(t + 192))));
 }
 
+/* sgridz_wt's four sign masks from a block's 32 sign bytes in s (group g,
+ * elements 8g .. 8g + 7, at byte g): zmm k's are bytes 8k .. 8k + 7. */
+AVX512VBMI_GFNI static inline __attribute__((always_inline)) void neg_from_bytes(__m256i s, sgridz_wt *u)
+{
+    u->neg[0] = _cvtu64_mask64((uint64_t)_mm256_extract_epi64(s, 0));
+    u->neg[1] = _cvtu64_mask64((uint64_t)_mm256_extract_epi64(s, 1));
+    u->neg[2] = _cvtu64_mask64((uint64_t)_mm256_extract_epi64(s, 2));
+    u->neg[3] = _cvtu64_mask64((uint64_t)_mm256_extract_epi64(s, 3));
+}
+
+/* sgridz_wt's scales from 8 bytes of two 4-bit scales (IQ2_XS, IQ2_S): zmm
+ * k holds sub-block 2k's scale lanes, then 2k + 1's (scale_lanes). */
+AVX512VBMI_GFNI static inline __attribute__((always_inline)) void scv_from_nibbles(const uint8_t sc8[8], sgridz_wt *u)
+{
+    const __m256i sc = nibble_scales(sc8);
+    QD_UNROLL
+    for (int k = 0; k < 4; k++)
+        u->scv[k] = _mm512_inserti64x4(_mm512_castsi256_si512(scale_lanes(sc, 2 * k)), scale_lanes(sc, 2 * k + 1), 1);
+}
 
 AVX512VBMI_GFNI static inline __attribute__((always_inline)) void iq2xxsz_load(const block_iq2_xxs *blk, sgridz_wt *u)
 {
@@ -331,10 +350,7 @@ AVX512VBMI_GFNI static inline __attribute__((always_inline)) void iq2xxsz_load(c
     __m256i mask, mul;
     iq3_words_gfni_v(words, &mask, &mul);
     const __m512i mulz = _mm512_castsi256_si512(mul);
-    u->neg[0] = _cvtu64_mask64((uint64_t)_mm256_extract_epi64(mask, 0)); /* sub-blocks 2k, 2k + 1 */
-    u->neg[1] = _cvtu64_mask64((uint64_t)_mm256_extract_epi64(mask, 1));
-    u->neg[2] = _cvtu64_mask64((uint64_t)_mm256_extract_epi64(mask, 2));
-    u->neg[3] = _cvtu64_mask64((uint64_t)_mm256_extract_epi64(mask, 3));
+    neg_from_bytes(mask, u);
     QD_UNROLL
     for (int k = 0; k < 4; k++) {
         u->scv[k] = _mm512_permutexvar_epi32(_mm512_setr_epi32(2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k,
@@ -444,15 +460,8 @@ AVX512VBMI_GFNI static inline __attribute__((always_inline)) void iq2xsz_load(co
                                        lookup256(iq2xs_code_planes[pl] + 256, y, b7));
     iq2_grid_from_codes(c[0], c[1], u->grid);
     const __m512i sg = _mm512_gf2p8affine_epi64_epi8(hi, _mm512_set1_epi64(0x02040810204080fell), 0);
-    const __m256i s4 = _mm512_castsi512_si256(sg);
-    u->neg[0] = _cvtu64_mask64((uint64_t)_mm256_extract_epi64(s4, 0)); /* groups 8k .. 8k + 7 */
-    u->neg[1] = _cvtu64_mask64((uint64_t)_mm256_extract_epi64(s4, 1));
-    u->neg[2] = _cvtu64_mask64((uint64_t)_mm256_extract_epi64(s4, 2));
-    u->neg[3] = _cvtu64_mask64((uint64_t)_mm256_extract_epi64(s4, 3));
-    const __m256i sc = nibble_scales(blk->scales);
-    QD_UNROLL
-    for (int k = 0; k < 4; k++)
-        u->scv[k] = _mm512_inserti64x4(_mm512_castsi256_si512(scale_lanes(sc, 2 * k)), scale_lanes(sc, 2 * k + 1), 1);
+    neg_from_bytes(_mm512_castsi512_si256(sg), u);
+    scv_from_nibbles(blk->scales, u);
 }
 
 NATIVE_BLOCK_DOTS(AVX512VBMI_GFNI, kavx512_qdot_iq2_xs, kavx512_qdotn_iq2_xs, block_iq2_xs, sgridz_wt, iq2xsz_load,
@@ -620,15 +629,8 @@ AVX512VBMI_GFNI static inline __attribute__((always_inline)) void iq2sz_load(con
             _mm512_mask_blend_epi8(b8, lookup256(t + 512, idx, b7), lookup256(t + 768, idx, b7)));
     }
     iq2_grid_from_codes(c[0], c[1], u->grid);
-    for (int k = 0; k < 4; k++) { /* groups 8k .. 8k + 7: their sign bytes */
-        uint64_t m;
-        memcpy(&m, blk->qs + 32 + 8 * k, 8);
-        u->neg[k] = _cvtu64_mask64(m);
-    }
-    const __m256i sc = nibble_scales(blk->scales);
-    QD_UNROLL
-    for (int k = 0; k < 4; k++)
-        u->scv[k] = _mm512_inserti64x4(_mm512_castsi256_si512(scale_lanes(sc, 2 * k)), scale_lanes(sc, 2 * k + 1), 1);
+    neg_from_bytes(_mm256_loadu_si256((const __m256i *)(blk->qs + 32)), u);
+    scv_from_nibbles(blk->scales, u);
 }
 
 NATIVE_BLOCK_DOTS(AVX512VBMI_GFNI, kavx512_qdot_iq2_s, kavx512_qdotn_iq2_s, block_iq2_s, sgridz_wt, iq2sz_load,
