@@ -12,8 +12,8 @@
  *            Q2_K, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_S, IQ1_S, IQ1_M, MXFP4, NVFP4,
  *            Q1_0, TQ1_0, TQ2_0, Q4_1 and Q5_1 dots
  *   VNNI     (AVX-VNNI) the Q8_0-shaped S-form dots and the IQ3 dot
- *   AVX512   (F, BW, VL, VBMI, GFNI) the IQ3, Q2_K, IQ2_XXS, IQ2_XS and IQ2_S
- *            dots, the IQ3_S batch dot
+ *   AVX512   (F, BW, VL, VBMI, GFNI) the IQ3, Q2_K, IQ2_XXS, IQ2_XS, IQ2_S
+ *            and IQ3_S dots
  *   VNNI512  (AVX-512 VNNI) the four-row S8 and MXFP4 dots, the NVFP4, Q1_0,
  *            TQ1_0 and TQ2_0 dots, the Q4_1 and Q5_1 single dots, the MXFP4,
  *            IQ1_S and IQ1_M batch dots
@@ -102,7 +102,7 @@
 #define AVX512_LAYER                                                                                    \
     .qdot_ggml[GGML_TYPE_IQ2_XS] = kavx512_qdot_iq2_xs, .qdotn_ggml[GGML_TYPE_IQ2_XS] = kavx512_qdotn_iq2_xs, \
     .qdot_ggml[GGML_TYPE_IQ2_S] = kavx512_qdot_iq2_s, .qdotn_ggml[GGML_TYPE_IQ2_S] = kavx512_qdotn_iq2_s,    \
-    .qdotn_ggml[GGML_TYPE_IQ3_S] = kavx512_qdotn_iq3_s,                                                 \
+    .qdot_ggml[GGML_TYPE_IQ3_S] = kavx512_qdot_iq3_s, .qdotn_ggml[GGML_TYPE_IQ3_S] = kavx512_qdotn_iq3_s,    \
     .qdot[WF_IQ3] = kavx512_qdot_iq3, .qdotn[WF_IQ3] = kavx512_qdotn_iq3,                               \
     .qdot_ggml[GGML_TYPE_Q2_K] = kavx512_qdot_q2_k, .qdotn_ggml[GGML_TYPE_Q2_K] = kavx512_qdotn_q2_k,    \
     .qdot_ggml[GGML_TYPE_IQ2_XXS] = kavx512_qdot_iq2_xxs, .qdotn_ggml[GGML_TYPE_IQ2_XXS] = kavx512_qdotn_iq2_xxs,

@@ -154,6 +154,7 @@ float kavx512_qdot_iq2_xs(const weight *w, int64_t r, const qrow *a);
 void kavx512_qdotn_iq2_xs(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 float kavx512_qdot_iq2_s(const weight *w, int64_t r, const qrow *a);
 void kavx512_qdotn_iq2_s(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
+float kavx512_qdot_iq3_s(const weight *w, int64_t r, const qrow *a);
 void kavx512_qdotn_iq3_s(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 void kavx512_qdotn_iq3(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 /* the S8 four-row dot on zmm; other rows to AVX2's (kavx512_) or AVX-VNNI's (kavx512v_) */

@@ -1377,7 +1377,7 @@ static void test_qdot_mxfp4_random_blocks(void **st)
     free(blocks);
 }
 
-/* NVFP4, Q1_0, TQ1_0, TQ2_0, Q4_1, Q5_1, IQ2_XXS, IQ2_XS and IQ2_S rows of random bytes
+/* NVFP4, Q1_0, TQ1_0, TQ2_0, Q4_1, Q5_1, IQ2_XXS, IQ2_XS, IQ2_S and IQ3_S rows of random bytes
  * (every UE4M3 scale byte, sign pattern, code, IQ2 grid index in turn and TQ byte,
  * trits of bytes the encoder never writes included), their fp16 d (and m)
  * drawn finite, 1..5
@@ -1391,16 +1391,16 @@ static void test_qdot_small_native_random_blocks(void **st)
     const kernels *tabs[KERNELS_MAX];
     all_tables(tabs);
     if (!tabs[1]) printf("SKIP (SIMD half): no AVX2 on this CPU\n");
-    /* IQ2_XXS, IQ2_XS, IQ2_S: every grid index in turn (ggml's own rows need not have them all),
-     * which the AVX-512 dots look up from tables of codes of their own */
-    static const int types[9] = { GGML_TYPE_NVFP4,   GGML_TYPE_Q1_0,   GGML_TYPE_TQ1_0, GGML_TYPE_TQ2_0, GGML_TYPE_Q4_1,
-                                  GGML_TYPE_Q5_1,    GGML_TYPE_IQ2_XXS, GGML_TYPE_IQ2_XS, GGML_TYPE_IQ2_S };
+    /* IQ2_XXS, IQ2_XS, IQ2_S, IQ3_S: every grid index in turn (ggml's own rows need not have them
+     * all), which the AVX-512 dots look up from tables of codes of their own */
+    static const int types[10] = { GGML_TYPE_NVFP4,   GGML_TYPE_Q1_0,   GGML_TYPE_TQ1_0, GGML_TYPE_TQ2_0, GGML_TYPE_Q4_1,
+                                   GGML_TYPE_Q5_1,    GGML_TYPE_IQ2_XXS, GGML_TYPE_IQ2_XS, GGML_TYPE_IQ2_S, GGML_TYPE_IQ3_S };
     uint64_t rs = 97;
     enum { R = 8, NBMAX = 5, CMAX = NBMAX * 256 };
     float x[CMAX], deq[CMAX], row[CMAX], d[CMAX / 32], s1[CMAX / 32];
     int8_t q[CMAX];
     int32_t s16[CMAX / 16];
-    for (int t = 0; t < 9; t++) {
+    for (int t = 0; t < 10; t++) {
         const ggml_type_row *ti = ggml_type_info(types[t]);
         uint8_t *blocks = malloc((size_t)R * NBMAX * 256 / (size_t)ti->blck * ti->bytes);
         int next_s = 0;
@@ -1433,6 +1433,15 @@ static void test_qdot_small_native_random_blocks(void **st)
                         const unsigned v = (unsigned)(next_s++ % 1024);
                         blk[2 + g] = (uint8_t)v;
                         qh[g / 4] = (uint8_t)(qh[g / 4] | (v >> 8) << (2 * (g % 4)));
+                    }
+                } else if (types[t] == GGML_TYPE_IQ3_S) { /* 9-bit indices in turn: qs[p], bit p of qh */
+                    memcpy(blk, &dh, 2);
+                    uint8_t *qh = blk + 2 + 64;
+                    memset(qh, 0, 8);
+                    for (int g = 0; g < 64; g++) {
+                        const unsigned v = (unsigned)(next_s++ % 512);
+                        blk[2 + g] = (uint8_t)v;
+                        qh[g / 8] = (uint8_t)(qh[g / 8] | (v >> 8) << (g % 8));
                     }
                 }
                 else if (types[t] == GGML_TYPE_Q4_1 || types[t] == GGML_TYPE_Q5_1) { /* d, then m */
