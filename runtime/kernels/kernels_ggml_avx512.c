@@ -312,6 +312,12 @@ AVX512VBMI_GFNI static inline __m512i lookup256(const uint8_t *t, __m512i idx, _
                                  _mm512_loadu_si512((const void *)(t + 192))));
 }
 
+/* Byte i: entry idx[i] + 256 x (bit i of b8) of the 512-byte table t. */
+AVX512VBMI_GFNI static inline __m512i lookup512(const uint8_t *t, __m512i idx, __mmask64 top, __mmask64 b8)
+{
+    return _mm512_mask_blend_epi8(b8, lookup256(t, idx, top), lookup256(t + 256, idx, top));
+}
+
 /* sgridz_wt's four sign masks from a block's 32 sign bytes in s (group g,
  * elements 8g .. 8g + 7, at byte g): zmm k's are bytes 8k .. 8k + 7. */
 AVX512VBMI_GFNI static inline __attribute__((always_inline)) void neg_from_bytes(__m256i s, sgridz_wt *u)
@@ -456,8 +462,7 @@ AVX512VBMI_GFNI static inline __attribute__((always_inline)) void iq2xsz_load(co
     const __mmask64 b7 = _mm512_movepi8_mask(y), b8 = _mm512_test_epi8_mask(hi, _mm512_set1_epi8(1));
     __m512i c[2];
     for (int pl = 0; pl < 2; pl++)
-        c[pl] = _mm512_mask_blend_epi8(b8, lookup256(iq2xs_code_planes[pl], y, b7),
-                                       lookup256(iq2xs_code_planes[pl] + 256, y, b7));
+        c[pl] = lookup512(iq2xs_code_planes[pl], y, b7, b8);
     iq2_grid_from_codes(c[0], c[1], u->grid);
     const __m512i sg = _mm512_gf2p8affine_epi64_epi8(hi, _mm512_set1_epi64(0x02040810204080fell), 0);
     neg_from_bytes(_mm512_castsi512_si256(sg), u);
@@ -622,12 +627,9 @@ AVX512VBMI_GFNI static inline __attribute__((always_inline)) void iq2sz_load(con
     const __mmask64 b7 = _mm512_movepi8_mask(idx), b8 = _mm512_test_epi8_mask(hv, _mm512_set1_epi8(1)),
                     b9 = _mm512_test_epi8_mask(hv, _mm512_set1_epi8(2));
     __m512i c[2];
-    for (int pl = 0; pl < 2; pl++) {
-        const uint8_t *t = iq2s_code_planes[pl];
-        c[pl] = _mm512_mask_blend_epi8(
-            b9, _mm512_mask_blend_epi8(b8, lookup256(t, idx, b7), lookup256(t + 256, idx, b7)),
-            _mm512_mask_blend_epi8(b8, lookup256(t + 512, idx, b7), lookup256(t + 768, idx, b7)));
-    }
+    for (int pl = 0; pl < 2; pl++)
+        c[pl] = _mm512_mask_blend_epi8(b9, lookup512(iq2s_code_planes[pl], idx, b7, b8),
+                                       lookup512(iq2s_code_planes[pl] + 512, idx, b7, b8));
     iq2_grid_from_codes(c[0], c[1], u->grid);
     neg_from_bytes(_mm256_loadu_si256((const __m256i *)(blk->qs + 32)), u);
     scv_from_nibbles(blk->scales, u);
@@ -726,8 +728,7 @@ AVX512VBMI_GFNI static inline __attribute__((always_inline)) void iq3sz_load(con
     const __mmask64 b7 = _mm512_movepi8_mask(idx), b8 = _cvtu64_mask64(qh); /* index p's bit 8: qh bit p */
     __m512i c[2];
     for (int pl = 0; pl < 2; pl++)
-        c[pl] = _mm512_mask_blend_epi8(b8, lookup256(iq3s_code_planes[pl], idx, b7),
-                                       lookup256(iq3s_code_planes[pl] + 256, idx, b7));
+        c[pl] = lookup512(iq3s_code_planes[pl], idx, b7, b8);
     /* byte e of a dword: bits 0, 3 of its plane-0 byte, then of its plane-1 byte */
     const __m512i sh = _mm512_set1_epi64(0x3b302b201b100b00ll), lv = _mm512_set_epi8(
         15, 13, 11, 9, 7, 5, 3, 1, 15, 13, 11, 9, 7, 5, 3, 1, 15, 13, 11, 9, 7, 5, 3, 1, 15, 13, 11, 9, 7, 5, 3, 1,

@@ -1425,23 +1425,17 @@ static void test_qdot_small_native_random_blocks(void **st)
                         blk[2 + 2 * j] = (uint8_t)v;
                         blk[3 + 2 * j] = (uint8_t)((blk[3 + 2 * j] & 0xfe) | (v >> 8));
                     }
-                } else if (types[t] == GGML_TYPE_IQ2_S) { /* 10-bit indices in turn: qs[g], 2 bits of qh */
+                } else if (types[t] == GGML_TYPE_IQ2_S || types[t] == GGML_TYPE_IQ3_S) {
+                    /* indices in turn: qs[g] their low 8 bits, the hb bits above them in qh
+                     * (IQ2_S: 32 indices of 10 bits, IQ3_S: 64 of 9) */
+                    const int n = types[t] == GGML_TYPE_IQ2_S ? 32 : 64, hb = types[t] == GGML_TYPE_IQ2_S ? 2 : 1;
                     memcpy(blk, &dh, 2);
                     uint8_t *qh = blk + 2 + 64;
                     memset(qh, 0, 8);
-                    for (int g = 0; g < 32; g++) {
-                        const unsigned v = (unsigned)(next_s++ % 1024);
+                    for (int g = 0; g < n; g++) {
+                        const unsigned v = (unsigned)(next_s++ % (256 << hb));
                         blk[2 + g] = (uint8_t)v;
-                        qh[g / 4] = (uint8_t)(qh[g / 4] | (v >> 8) << (2 * (g % 4)));
-                    }
-                } else if (types[t] == GGML_TYPE_IQ3_S) { /* 9-bit indices in turn: qs[p], bit p of qh */
-                    memcpy(blk, &dh, 2);
-                    uint8_t *qh = blk + 2 + 64;
-                    memset(qh, 0, 8);
-                    for (int g = 0; g < 64; g++) {
-                        const unsigned v = (unsigned)(next_s++ % 512);
-                        blk[2 + g] = (uint8_t)v;
-                        qh[g / 8] = (uint8_t)(qh[g / 8] | (v >> 8) << (g % 8));
+                        qh[g * hb / 8] = (uint8_t)(qh[g * hb / 8] | (v >> 8) << (g * hb % 8));
                     }
                 }
                 else if (types[t] == GGML_TYPE_Q4_1 || types[t] == GGML_TYPE_Q5_1) { /* d, then m */
