@@ -123,11 +123,13 @@ KQ512 KQ_INLINE void kq_act_load(kq_act *t, const qrow *a, int64_t i, const int 
 }
 
 /* 64 codes (step p of a super-block) from split codes (weight.h:
- * code_split): their low nibbles as Q4_K's codes, then each bit plane's 64
- * bits as a mask that adds 16 (or 32) to its bytes. */
+ * code_split): the low nibbles (half p / 2 of the first 128 bytes, the low
+ * nibbles for even p, the high for odd), then each bit plane's 64 bits as
+ * a mask that adds 16 (or 32) to its bytes. */
 KQ512 KQ_INLINE __m512i kq_split64(const uint8_t *sb, int p, int split)
 {
-    __m512i v = kq_values64(sb + p * 32, 4);
+    const __m512i h = _mm512_loadu_si512((const void *)(sb + 64 * (p / 2)));
+    __m512i v = _mm512_and_si512(p % 2 ? _mm512_srli_epi16(h, 4) : h, _mm512_set1_epi8(15));
     QD_UNROLL
     for (int j = 0; j < split - 4; j++) {
         uint64_t m;
@@ -238,8 +240,11 @@ KQ512 static void kq_rows1(const weight *w, int64_t r, const qrow *a, float *y)
 {
     switch (w->kf->style * 8 + w->code_split) { /* style, split */
     case 2 * 8: kq_row(w, r, a, y, 2, 0); break;
+    case 2 * 8 + 4: kq_row(w, r, a, y, 2, 4); break;
     case 3 * 8: kq_row(w, r, a, y, 3, 0); break;
+    case 3 * 8 + 4: kq_row(w, r, a, y, 3, 4); break;
     case 4 * 8: kq_row(w, r, a, y, 4, 0); break;
+    case 4 * 8 + 4: kq_row(w, r, a, y, 4, 4); break;
     case 5 * 8: kq_row(w, r, a, y, 5, 0); break;
     case 5 * 8 + 5: kq_row(w, r, a, y, 5, 5); break;
     case 6 * 8 + 6: kq_row(w, r, a, y, 6, 6); break;
@@ -372,8 +377,11 @@ KQ512 void kavx512_qdotn_scode(const weight *w, int64_t r, const qrow *a, int nt
     _Static_assert(KQ_NT_MAX == 8, "one case per token count");
     switch (w->kf->style * 8 + w->code_split) { /* style, split */
     case 2 * 8: KQ_ROWN_NT(2, 0) break;
+    case 2 * 8 + 4: KQ_ROWN_NT(2, 4) break;
     case 3 * 8: KQ_ROWN_NT(3, 0) break;
+    case 3 * 8 + 4: KQ_ROWN_NT(3, 4) break;
     case 4 * 8: KQ_ROWN_NT(4, 0) break;
+    case 4 * 8 + 4: KQ_ROWN_NT(4, 4) break;
     case 5 * 8: KQ_ROWN_NT(5, 0) break;
     case 5 * 8 + 5: KQ_ROWN_NT(5, 5) break;
     case 6 * 8 + 6: KQ_ROWN_NT(6, 6) break;

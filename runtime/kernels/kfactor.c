@@ -104,14 +104,19 @@ int kfactor_build(const weight *w, void *mem, kfactor *kf)
 
 int kq_split_bits(const weight *w)
 {
-    if (!w->kf || w->code_bits != 8 || w->code_split) return 0;
-    return w->kf->style == 5 ? 5 : w->kf->style == 6 ? 6 : 0;
+    if (!w->kf || w->code_split) return 0;
+    const int st = w->kf->style;
+    if (w->code_bits == 4) return st == 4 || st == 3 || st == 2 ? 4 : 0;
+    if (w->code_bits != 8) return 0;
+    return st == 5 ? 5 : st == 6 ? 6 : 0;
 }
 
-/* One super-block of 256 codes (each < 2^split) split into out. */
+/* One super-block of 256 codes (one a byte, each < 2^split) split into out
+ * (weight.h: kq_split_sb_bytes). */
 static void kq_split_sb(const uint8_t *c, int split, uint8_t *out)
 {
-    for (int i = 0; i < 128; i++) out[i] = (uint8_t)((c[2 * i] & 15) | (c[2 * i + 1] & 15) << 4);
+    for (int h = 0; h < 2; h++)
+        for (int j = 0; j < 64; j++) out[64 * h + j] = (uint8_t)((c[128 * h + j] & 15) | (c[128 * h + 64 + j] & 15) << 4);
     for (int j = 0; j < split - 4; j++)
         for (int b = 0; b < 32; b++) {
             uint8_t v = 0;
@@ -122,29 +127,36 @@ static void kq_split_sb(const uint8_t *c, int split, uint8_t *out)
 
 void kq_unsplit(const uint8_t *sb, int split, uint8_t out[256])
 {
-    for (int i = 0; i < 128; i++) {
-        out[2 * i] = sb[i] & 15;
-        out[2 * i + 1] = sb[i] >> 4;
-    }
+    for (int h = 0; h < 2; h++)
+        for (int j = 0; j < 64; j++) {
+            out[128 * h + j] = sb[64 * h + j] & 15;
+            out[128 * h + 64 + j] = sb[64 * h + j] >> 4;
+        }
     for (int j = 0; j < split - 4; j++)
         for (int e = 0; e < 256; e++) out[e] |= (uint8_t)((sb[128 + 32 * j + e / 8] >> (e % 8) & 1) << (4 + j));
 }
 
 /* Super-block s's split form (sbb bytes at s * sbb) ends before super-block
- * s + 1's codes start (at (s + 1) * 256), so in order nothing still to be
- * read is overwritten; each goes through a buffer, since it lands on its own
+ * s + 1's codes start (at (s + 1) * in: 256 bytes of 8-bit codes, or the
+ * same 128 bytes of 4-bit ones), so in order nothing still to be read is
+ * overwritten; each goes through a buffer, since it lands on its own
  * codes. */
 int kq_split_rows(weight *w, uint8_t *codes)
 {
     const int split = kq_split_bits(w);
     if (!split || codes != (const uint8_t *)w->data) return 0;
     const int64_t n = w->rows * w->cols;
-    for (int64_t i = 0; i < n; i++)
-        if (codes[i] >> split) return 0;
-    const size_t sbb = kq_split_sb_bytes(split);
-    uint8_t tmp[256];
+    if (w->code_bits == 8)
+        for (int64_t i = 0; i < n; i++)
+            if (codes[i] >> split) return 0;
+    const size_t sbb = kq_split_sb_bytes(split), in = (size_t)32 * (size_t)w->code_bits;
+    uint8_t c[256], tmp[256];
     for (int64_t s = 0; s < n / 256; s++) {
-        kq_split_sb(codes + s * 256, split, tmp);
+        const uint8_t *src = codes + (size_t)s * in;
+        if (w->code_bits == 4) /* two to a byte, element 2i low */
+            for (int e = 0; e < 256; e++) c[e] = (uint8_t)(src[e / 2] >> (4 * (e % 2)) & 15);
+        else memcpy(c, src, 256);
+        kq_split_sb(c, split, tmp);
         memcpy(codes + (size_t)s * sbb, tmp, sbb);
     }
     w->code_split = split;

@@ -32,8 +32,12 @@ int kfactor_build(const weight *w, void *mem, kfactor *kf);
 /* Split codes (weight.h: code_split, kq_split_sb_bytes). A Q5_K- or
  * Q6_K-shaped S-form holds one code of 5 or 6 bits per byte; decode reads
  * every byte, where ggml's blocks hold 176 or 210 bytes per 256 weights.
- * kq_split_bits(w) is the split such a weight can take (5 or 6: w has its
- * factors, 8-bit codes and that style), else 0. kq_split_rows(w, codes)
+ * A 4-bit one (Q4_K, Q3_K, IQ4_XS shapes) holds element 2i in the low
+ * nibble of byte i, so a kernel must widen and shift to get codes in
+ * order; split, 64 of them are one load and a mask (or a shift and a mask).
+ * kq_split_bits(w) is the split such a weight can take (4: w has its
+ * factors, 4-bit codes and style 4, 3 or 2; 5 or 6: 8-bit codes and that
+ * style), else 0. kq_split_rows(w, codes)
  * rewrites w's codes plane in place (`codes` is w->data, writable: memory
  * the caller owns), row after row, into split rows packed from its start,
  * and sets code_split and row_bytes; it returns 1, or 0 (w untouched) when

@@ -59,10 +59,12 @@ typedef struct weight {
      * Q8_0-shaped rows reads these, half the bytes (kernels_q8_avx512.c) */
     const uint16_t *scales_h;
     const kfactor *kf;       /* SCODE K-quants: factored scales, or NULL */
-    /* SCODE K-quants with factors and 8-bit codes (Q5_K and Q6_K shapes): 0,
-     * or the bits their codes use (5 or 6) when the codes are held split
-     * (kfactor.h: kq_split_rows), which reads 160 or 192 bytes per 256
-     * codes instead of 256; row_bytes is then the split row's */
+    /* SCODE K-quants with factors: 0, or the bits their codes use (4, 5 or
+     * 6) when the codes are held split (kfactor.h: kq_split_rows). 8-bit
+     * codes (Q5_K and Q6_K shapes) then read 160 or 192 bytes per 256 codes
+     * instead of 256; 4-bit ones (Q4_K, Q3_K, IQ4_XS shapes) keep their 128
+     * bytes in an order that unpacks in fewer steps; row_bytes is the split
+     * row's */
     int code_split;
     /* 0, or a rotated expert's Hadamard block (formats/hadamard.h): its rows
      * are stored rotated, so W x needs x rotated by the same blocks first.
@@ -76,9 +78,11 @@ static inline int weight_present(const weight *w) { return w->data != NULL; }
  * integer in [-128, 127]: the integer kernels take only such codebooks. */
 int kq8_codebook_i8(const weight *w, int8_t out[16]);
 
-/* Bytes of one super-block of 256 split codes (weight.code_split = split, 5
- * or 6): 128 of low nibbles (code 2i in the low half of byte i, 2i + 1 in
- * the high), then split - 4 planes of 32 (plane j: bit 4 + j of code e at
+/* Bytes of one super-block of 256 split codes (weight.code_split = split, 4,
+ * 5 or 6): 128 of low nibbles, two halves of 64 bytes in which byte j of
+ * half h holds code 128h + j in its low nibble and code 128h + 64 + j in
+ * its high (one 64-byte load and a mask, or a shift and a mask, is 64 codes
+ * in order), then split - 4 planes of 32 (plane j: bit 4 + j of code e at
  * bit e % 8 of byte e / 8). */
 static inline size_t kq_split_sb_bytes(int split) { return 128 + 32 * (size_t)(split - 4); }
 /* and of a row of cols (a multiple of 256) split codes */

@@ -942,12 +942,12 @@ static void test_kq_four_rows(void **st)
     free(x);
 }
 
-/* Q5_K- and Q6_K-shaped S-forms with their factors, their codes split
- * (kq_split_rows: low nibbles and bit planes, as the loader holds resident
- * experts): every table's qdot, qdot4, qdotn and row_f32 give the bits the
- * scalar kernels give on the 8-bit codes; the split reads 160 or 192 bytes
- * per 256 codes. A code that does not fit the bits, and a 4-bit weight,
- * are refused and left as they were. */
+/* K-quant S-forms with their factors (Q3_K, Q4_K, Q5_K and Q6_K shapes),
+ * their codes split (kq_split_rows: halves of low nibbles and bit planes, as
+ * the loader holds resident experts): every table's qdot, qdot4, qdotn and
+ * row_f32 give the bits the scalar kernels give on the codes as the pack
+ * holds them; the split reads 128, 160 or 192 bytes per 256 codes. An
+ * 8-bit code that does not fit the bits is refused and left as it was. */
 static void test_kq_split(void **st)
 {
     (void)st;
@@ -956,40 +956,49 @@ static void test_kq_split(void **st)
     const int64_t R = 9, C = 11 * 256;
     uint64_t rs = 9091;
     float *x = malloc((size_t)C * sizeof *x), *ref = malloc((size_t)C * sizeof *ref), *got = malloc((size_t)C * sizeof *got);
-    for (int style = 5; style <= 6; style++) {
-        const int group = style == 6 ? 16 : 32, ng = (int)(R * C / group);
-        uint8_t *codes = malloc((size_t)(R * C)), *split = malloc((size_t)(R * C));
+    for (int style = 3; style <= 6; style++) {
+        const int mins = style == 4 || style == 5, group = mins ? 32 : 16, ng = (int)(R * C / group);
+        const int bits = style <= 4 ? 4 : 8, want = style <= 4 ? 4 : style;
+        const size_t nbytes = (size_t)(R * C * bits / 8), sbb = 128 + 32 * (size_t)(want - 4);
+        uint8_t *codes = calloc(nbytes, 1), *split = malloc(nbytes), flat[256];
         float *sc = malloc((size_t)ng * sizeof *sc), *off = malloc((size_t)ng * sizeof *off);
-        for (int64_t e = 0; e < R * C; e++) codes[e] = (uint8_t)((rnd_(&rs) >> 7) % (style == 5 ? 32u : 64u));
+        for (int64_t e = 0; e < R * C; e++) {
+            const unsigned c = (unsigned)(rnd_(&rs) >> 7) % (style == 3 ? 8u : style == 4 ? 16u : style == 5 ? 32u : 64u);
+            if (bits == 4) codes[e / 2] |= (uint8_t)(c << (4 * (e % 2)));
+            else codes[e] = (uint8_t)c;
+        }
         kq_random_factors(style, ng, &rs, sc, off);
         weight w = { .form = WF_SCODE, .rows = R, .cols = C, .data = codes, .act = WA_Q8_K, .group = group,
-                     .scales = sc, .offsets = style == 6 ? NULL : off, .code_bits = 8, .code_bias = style == 6 ? -32 : 0 };
+                     .scales = sc, .offsets = mins ? off : NULL, .code_bits = bits,
+                     .code_bias = style == 6 ? -32 : style == 3 ? -4 : 0 };
         char err[128];
         assert_int_equal(weight_check(&w, "K-quant", err, sizeof err), 0);
         kfactor kf;
         void *mem = malloc(kfactor_bytes(&w));
         assert_int_equal(kfactor_build(&w, mem, &kf), 1);
         w.kf = &kf;
-        assert_int_equal(kq_split_bits(&w), style);
-        /* a code past the bits: refused, nothing written */
-        memcpy(split, codes, (size_t)(R * C));
-        split[R * C - 1] = (uint8_t)(1u << style);
+        assert_int_equal(kq_split_bits(&w), want);
         weight ws = w;
         ws.data = split;
-        assert_int_equal(kq_split_rows(&ws, split), 0);
-        assert_int_equal(ws.code_split, 0);
-        assert_int_equal(split[0], codes[0]);
-        memcpy(split, codes, (size_t)(R * C));
+        if (bits == 8) { /* a code past the bits: refused, nothing written */
+            memcpy(split, codes, nbytes);
+            split[R * C - 1] = (uint8_t)(1u << style);
+            assert_int_equal(kq_split_rows(&ws, split), 0);
+            assert_int_equal(ws.code_split, 0);
+            assert_int_equal(split[0], codes[0]);
+        }
+        memcpy(split, codes, nbytes);
         assert_int_equal(kq_split_rows(&ws, split), 1);
-        assert_int_equal(ws.code_split, style);
-        assert_int_equal(ws.row_bytes, (size_t)(C / 256) * (style == 5 ? 160u : 192u));
+        assert_int_equal(ws.code_split, want);
+        assert_int_equal(ws.row_bytes, (size_t)(C / 256) * sbb);
         assert_int_equal(kq_split_bits(&ws), 0); /* split once */
         weight wc = ws;
         assert_int_equal(weight_check(&wc, "split", err, sizeof err), 0);
         assert_int_equal(wc.row_bytes, ws.row_bytes);
         uint8_t un[256];
-        kq_unsplit(split + 3 * (style == 5 ? 160 : 192), style, un);
-        assert_memory_equal(un, codes + 3 * 256, 256);
+        kq_unsplit(split + 3 * sbb, want, un);
+        for (int e = 0; e < 256; e++) flat[e] = bits == 4 ? (uint8_t)(codes[3 * 128 + e / 2] >> (4 * (e % 2)) & 15) : codes[3 * 256 + e];
+        assert_memory_equal(un, flat, 256);
         qrow an[KQ_NT_MAX];
         make_acts(tabs[0], &w, &rs, x, an);
         for (int k = 0; k < KERNELS_MAX; k++) {
@@ -1027,11 +1036,12 @@ static void test_kq_split(void **st)
     assert_int_equal(kernels_scalar()->reads_split, 0);
     for (int k = 0; k < KERNELS_MAX; k++)
         if (tabs[k] && !strstr(tabs[k]->name, "vnni512")) assert_int_equal(tabs[k]->reads_split, 0);
-    /* a Q4_K-shaped weight has nothing to split */
-    weight w4 = { .form = WF_SCODE, .code_bits = 4 };
+    /* a 2-bit weight, or one without factors, has nothing to split */
+    weight w2 = { .form = WF_SCODE, .code_bits = 2 };
     kfactor k4 = { .style = 4 };
-    w4.kf = &k4;
-    assert_int_equal(kq_split_bits(&w4), 0);
+    assert_int_equal(kq_split_bits(&w2), 0);
+    w2.kf = &k4;
+    assert_int_equal(kq_split_bits(&w2), 0);
     free(x); free(ref); free(got);
 }
 
@@ -1197,7 +1207,7 @@ static void test_native_equals_sform(void **st)
             assert_true(weight_read_bytes(&sf) < full);
         }
         assert_true(kernels_qdot_ok(&sf));
-        /* Q5_K's and Q6_K's codes split as the loader holds resident ones
+        /* the K-quants' codes split as the loader holds resident ones
          * (kq_split_rows: nibbles and bit planes): the same bits */
         weight sp = sf;
         uint8_t *spc = NULL;
@@ -1207,7 +1217,7 @@ static void test_native_equals_sform(void **st)
             sp.data = spc;
             assert_int_equal(kq_split_rows(&sp, spc), 1);
         }
-        assert_true((spc != NULL) == (t == 2 || t == 3));
+        assert_true((spc != NULL) == (t > 0));
         for (int kind = 0; kind < 4; kind++) {
             fill_act(x, C, &rs, kind);
             int16_t s32[512 / 32];

@@ -214,8 +214,8 @@ static void exact_pack(const char *src, const char *experts, const char *ldir, c
  * the logits are llama.cpp's bit for bit (llama.cpp's own batch and
  * incremental runs of this file differ by up to 3.8e-6 on v0-v2 and 9.8e-3
  * on v3). So are the Q4_K_M file's (Q4_K, Q5_K, Q6_K, Q8_0 as S-forms,
- * experts kept; also with the experts read into memory and their Q5_K
- * and Q6_K codes split, kfactor.h) and the Q8_0 file's. A transcoding
+ * experts kept; also with the experts read into memory and their
+ * K-quant codes split, kfactor.h) and the Q8_0 file's. A transcoding
  * error or a change of summation order anywhere moves bits. */
 static void test_tinymoe_quantized_exact(void **state)
 {
