@@ -132,13 +132,12 @@ float kscalar_qdot_kf(const weight *w, int64_t r, const qrow *a)
     const uint8_t *codes = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     const int bits = w->code_bits, per_byte = 8 / bits, mask = (1 << bits) - 1;
     const int64_t nsb = w->cols / 256, sb0 = r * nsb;
-    const int per_sb = 256 / w->group; /* scales per super-block: 8, or 16 for Q6_K */
     float acc[8] = { 0 }, accm[4] = { 0 }, summs = 0.0f;
     uint8_t split[256]; /* a split super-block's codes (weight.h: code_split) */
     for (int64_t i = 0; i < nsb; i++) {
         const float yd = a->d[i];
-        const float D = yd * fp16_to_f32(kf->d[sb0 + i]);
-        const int8_t *sc = kf->sc + (sb0 + i) * per_sb;
+        const float D = yd * fp16_to_f32(kf_d(kf, sb0 + i));
+        const int8_t *sc = kf_sc(kf, sb0 + i);
         const uint8_t *sbc = w->code_split ? kq_sb_codes(w, codes, i, split) : NULL;
         int32_t lane[8] = { 0 };
         for (int e = 0; e < 256; e++) {
@@ -148,10 +147,10 @@ float kscalar_qdot_kf(const weight *w, int64_t r, const qrow *a)
             lane[(e % 32) / 4] += (int32_t)sc[e / w->group] * v * a->q[c];
         }
         for (int l = 0; l < 8; l++) acc[l] = fmaf(D, (float)lane[l], acc[l]);
-        if (!kf->m) continue; /* Q6_K, Q3_K: no mins */
+        if (!kf_has_mins(kf->style)) continue; /* Q6_K, Q3_K, IQ4_XS: no mins */
         int32_t bs[8];
         for (int j = 0; j < 8; j++) bs[j] = a->sum16[(i * 256 + j * 32) / 16] + a->sum16[(i * 256 + j * 32) / 16 + 1];
-        summs = ggml_order_kmins(kf->style, -yd * fp16_to_f32(kf->dmin[sb0 + i]), kf->m + (sb0 + i) * 8, bs, accm, summs);
+        summs = ggml_order_kmins(kf->style, -yd * fp16_to_f32(kf_dmin(kf, sb0 + i)), kf_m(kf, sb0 + i), bs, accm, summs);
     }
     return ggml_order_hsum8(acc) + ggml_order_kmins_total(kf->style, accm, summs);
 }

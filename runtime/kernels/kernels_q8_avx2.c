@@ -390,7 +390,7 @@ AVX2 KF_INLINE void kf_rown(const weight *w, int64_t r, const qrow *a, int nt, f
         const uint8_t *sbc = mode == KF_GEN ? kq_sb_codes(w, codes, i, split) : codes + (size_t)i * sb_bytes;
         if (mode != KF_GEN) /* decode reads K-quants row after row (matmul.c): ahead within the stream */
             for (size_t o = 0; o < sb_bytes; o += 64) _mm_prefetch((const char *)sbc + ahead + o, QD_HINT);
-        const int8_t *sc = kf->sc + (sb0 + i) * per_sb;
+        const int8_t *sc = kf_sc(kf, sb0 + i);
         const __m256i scb = mode == KF_GEN ? _mm256_setzero_si256() : kf_scb(sc, per_sb);
         __m256i lanes[KQ_NT_MAX];
         QD_UNROLL
@@ -411,10 +411,10 @@ AVX2 KF_INLINE void kf_rown(const weight *w, int64_t r, const qrow *a, int nt, f
                 QD_UNROLL
                 for (int c = 0; c < 8; c++)
                     if (c < KF_CHUNKS(mode)) l = kf_lanes(&u, (KF_QNIB(mode) ? a[t].qnib : a[t].q) + i * 256, c, l, mode);
-            const float yd = a[t].d[i], D = yd * _cvtsh_ss(kf->d[sb0 + i]);
+            const float yd = a[t].d[i], D = yd * _cvtsh_ss(kf_d(kf, sb0 + i));
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(l), acc[t]);
-            if (!kf->m) continue; /* Q6_K, Q3_K: no mins */
-            summs[t] = kf_mins(kf->style, -yd * _cvtsh_ss(kf->dmin[sb0 + i]), kf->m + (sb0 + i) * 8, &a[t], i, accm[t],
+            if (!kf_has_mins(kf->style)) continue; /* Q6_K, Q3_K, IQ4_XS: no mins */
+            summs[t] = kf_mins(kf->style, -yd * _cvtsh_ss(kf_dmin(kf, sb0 + i)), kf_m(kf, sb0 + i), &a[t], i, accm[t],
                                summs[t]);
         }
     }

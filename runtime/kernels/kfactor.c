@@ -4,6 +4,7 @@
 #include "formats/fp16.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* 4 or 5 (Q4_K/Q5_K-shaped: offsets, groups of 32, codes from 0), 6
@@ -85,7 +86,7 @@ int kfactor_build(const weight *w, void *mem, kfactor *kf)
                 return 0;
             d[i] = f32_to_fp16(f); /* exact: factor() gives fp16 values */
         }
-        *kf = (kfactor){ st, d, NULL, sc, NULL, { 0 } };
+        *kf = (kfactor){ st, d, NULL, sc, NULL, { 0 }, NULL, 0 };
         if (st == 2) kq8_codebook_i8(w, kf->cb);
         return 1;
     }
@@ -98,7 +99,32 @@ int kfactor_build(const weight *w, void *mem, kfactor *kf)
         d[i] = f32_to_fp16(f);
         dmin[i] = f32_to_fp16(g);
     }
-    *kf = (kfactor){ st, d, dmin, sc, m, { 0 } };
+    *kf = (kfactor){ st, d, dmin, sc, m, { 0 }, NULL, 0 };
+    return 1;
+}
+
+int kfactor_records(const weight *w, kfactor *kf)
+{
+    if (kf->rec || !kf->d) return kf->rec != NULL;
+    const int64_t n = w->rows * (w->cols / 256);
+    const int rb = kf_rec_bytes(kf->style), per_sb = kf_per_sb(kf->style), mins = kf_has_mins(kf->style);
+    uint8_t *tmp = malloc((size_t)n * (size_t)rb);
+    if (!tmp) return 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint8_t *r = tmp + i * rb;
+        memcpy(r, &kf->d[i], 2);
+        if (mins) memcpy(r + 2, &kf->dmin[i], 2);
+        memcpy(r + (mins ? 4 : 2), kf->sc + i * per_sb, (size_t)per_sb);
+        if (mins) memcpy(r + 12, kf->m + i * 8, 8);
+    }
+    /* the planes kfactor_build wrote start at d and take n * rb bytes */
+    uint8_t *base = (uint8_t *)(uintptr_t)kf->d;
+    memcpy(base, tmp, (size_t)n * (size_t)rb);
+    free(tmp);
+    kf->rec = base;
+    kf->rec_bytes = rb;
+    kf->d = kf->dmin = NULL;
+    kf->sc = kf->m = NULL;
     return 1;
 }
 

@@ -28,6 +28,11 @@
 
 size_t kfactor_bytes(const weight *w);
 int kfactor_build(const weight *w, void *mem, kfactor *kf);
+/* kfactor_records(w, kf): kf (w's factors as kfactor_build made them,
+ * in memory the caller owns) rewritten in that same memory as one record a
+ * super-block (weight.h: kfactor), which the kernels read when w's codes are
+ * split. 1, or 0 when there is no memory for the rewrite (kf unchanged). */
+int kfactor_records(const weight *w, kfactor *kf);
 
 /* Split codes (weight.h: code_split, kq_split_sb_bytes). A Q5_K- or
  * Q6_K-shaped S-form holds one code of 5 or 6 bits per byte; decode reads

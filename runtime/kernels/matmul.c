@@ -56,10 +56,14 @@ static int64_t stream_len(int64_t r0, int64_t r1) { return (r1 - r0) / 4; }
 
 /* Whether a mat-vec reads w in those four streams, or row after row (one
  * stream front to back, the single-row kernel). A K-quant with its factors
- * reads its codes and four planes of factors: in four streams that is
- * twenty (on one thread, 2048 x 2048 Q4_K experts from DRAM: 16-20 GB/s
- * against 25-27 row after row, a plain sweep 26-29; the 1.18 GB Q4_K
- * MoE's experts in `strata bench`: 20 against 27 GB/s). Native blocks
+ * in planes reads its codes and four planes of factors: in four streams
+ * that is twenty (on one thread, 2048 x 2048 Q4_K experts from DRAM: 16-20
+ * GB/s against 25-27 row after row, a plain sweep 26-29; the 1.18 GB Q4_K
+ * MoE's experts in `strata bench`: 20 against 27 GB/s), so it goes row
+ * after row. With its factors as records (weight.h: kfactor; the loader
+ * makes them for the tables whose kernels read split codes, whose qdot4
+ * meets four rows super-block by super-block) it is eight streams, which
+ * one core reads faster than one (docs/runtime.md). Native blocks
  * without a four-row kernel (every type but MXFP4: their qdot4 is four
  * single dots, which read no further ahead than the hardware does) also
  * go row after row: in four streams of a task's 64 rows each stream
@@ -68,7 +72,7 @@ static int64_t stream_len(int64_t r0, int64_t r1) { return (r1 - r0) / 4; }
  * between four rows, read ahead in each stream, and stream as well. */
 static int four_streams(const weight *w)
 {
-    if (w->kf) return 0;
+    if (w->kf) return w->kf->rec != NULL;
     return w->form == WF_SCODE || (w->form == WF_GGML && kernels_native_rows4(w->ggml_type));
 }
 
@@ -93,6 +97,10 @@ static void warm_rows(const weight *w, int64_t r0, int64_t r1, int64_t depth)
         if (w->kf) {
             const kfactor *kf = w->kf;
             const int64_t nsb = w->cols / 256, sb0 = r * nsb, cnt = n * nsb, per_sb = 256 / w->group;
+            if (kf->rec) {
+                prefetch_bytes(kf->rec + sb0 * kf->rec_bytes, (size_t)(cnt * kf->rec_bytes));
+                continue;
+            }
             prefetch_bytes(kf->d + sb0, (size_t)cnt * sizeof *kf->d);
             prefetch_bytes(kf->sc + sb0 * per_sb, (size_t)(cnt * per_sb));
             if (kf->dmin) prefetch_bytes(kf->dmin + sb0, (size_t)cnt * sizeof *kf->dmin);

@@ -75,8 +75,8 @@ size_t weight_read_bytes(const weight *w)
     if (w->form == WF_SCODE && !w->kf && w->scales_h)
         return weight_bytes(w) - (size_t)(w->rows * w->cols / w->group) * 2;
     if (w->form != WF_SCODE || !w->kf) return weight_bytes(w);
-    const size_t n = (size_t)w->rows * (size_t)w->cols, groups = n / (size_t)w->group, sbs = n / 256;
-    return w->row_bytes * (size_t)w->rows + groups * (w->kf->m ? 2 : 1) + sbs * sizeof *w->kf->d * (w->kf->dmin ? 2 : 1);
+    const size_t sbs = (size_t)w->rows * (size_t)w->cols / 256;
+    return w->row_bytes * (size_t)w->rows + sbs * (size_t)kf_rec_bytes(w->kf->style);
 }
 
 void weight_rows_view(const weight *w, int64_t r0, int64_t n, weight *out, kfactor *kf_out)
@@ -92,10 +92,14 @@ void weight_rows_view(const weight *w, int64_t r0, int64_t n, weight *out, kfact
     if (!w->kf) return;
     const size_t s0 = (size_t)(r0 * w->cols / 256);
     *kf_out = *w->kf;
-    kf_out->d = w->kf->d + s0;
-    if (w->kf->dmin) kf_out->dmin = w->kf->dmin + s0;
-    kf_out->sc = w->kf->sc + g0;
-    if (w->kf->m) kf_out->m = w->kf->m + g0;
+    if (w->kf->rec) {
+        kf_out->rec = w->kf->rec + s0 * (size_t)w->kf->rec_bytes;
+    } else {
+        kf_out->d = w->kf->d + s0;
+        if (w->kf->dmin) kf_out->dmin = w->kf->dmin + s0;
+        kf_out->sc = w->kf->sc + g0;
+        if (w->kf->m) kf_out->m = w->kf->m + g0;
+    }
     out->kf = kf_out;
 }
 

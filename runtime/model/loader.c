@@ -391,9 +391,10 @@ static int attach_kfactor(loaded_pack *p, weight *w, int i, const char *name)
     kfactor *kf = own(p, sizeof *kf);
     if (!mem || !kf) return fail(p, "%s: out of memory", name);
     if (kfactor_build(w, mem, kf)) w->kf = kf;
-    /* the pool is the pack's own memory: Q5_K/Q6_K codes split in place,
-     * once, however many weights the tensor is bound to */
-    if (p->split_codes && w->kf) {
+    /* the pool is the pack's own memory: K-quant codes split in place,
+     * once, however many weights the tensor is bound to; each weight's
+     * factors become records (the kernels read records with split codes) */
+    if (p->split_codes && w->kf && kq_split_bits(w) && kfactor_records(w, kf)) {
         if (!p->split_at[i] && kq_split_rows(w, p->pool + p->x.t[i].dst_off)) p->split_at[i] = (int8_t)w->code_split;
         if (p->split_at[i] && !w->code_split) {
             w->code_split = p->split_at[i];
@@ -643,8 +644,10 @@ static int load_experts(loaded_pack *p)
                 part_derive(x, parts[k], mem, &kf[k]);
                 mem += part_derived_bytes(x, parts[k]);
                 /* resident codes are memory of the pack's own (the same bytes
-                 * as data, through the writable map): split where they can be */
-                if (p->resident && p->split_codes) {
+                 * as data, through the writable map): split where they can
+                 * be, the factors made records first */
+                if (p->resident && p->split_codes && parts[k]->kf && kq_split_bits(parts[k]) &&
+                    kfactor_records(parts[k], &kf[k])) {
                     uint8_t *own_bytes = p->map[PACK_EXPERTS];
                     (void)kq_split_rows(parts[k], own_bytes + ((const uint8_t *)parts[k]->data - own_bytes));
                 }

@@ -978,8 +978,26 @@ static void test_kq_split(void **st)
         assert_int_equal(kfactor_build(&w, mem, &kf), 1);
         w.kf = &kf;
         assert_int_equal(kq_split_bits(&w), want);
+        /* the split weight's factors as records (what the loader gives a
+         * weight it splits), in memory of their own: the same values */
+        kfactor kr;
+        void *mem_r = malloc(kfactor_bytes(&w));
+        assert_int_equal(kfactor_build(&w, mem_r, &kr), 1);
+        assert_int_equal(kfactor_records(&w, &kr), 1);
+        assert_ptr_equal(kr.rec, mem_r);
+        assert_null(kr.d);
+        assert_int_equal(kr.rec_bytes, kf_rec_bytes(style));
+        for (int64_t sb = 0; sb < R * C / 256; sb++) {
+            assert_int_equal(kf_d(&kr, sb), kf_d(&kf, sb));
+            assert_memory_equal(kf_sc(&kr, sb), kf_sc(&kf, sb), (size_t)kf_per_sb(style));
+            if (mins) {
+                assert_int_equal(kf_dmin(&kr, sb), kf_dmin(&kf, sb));
+                assert_memory_equal(kf_m(&kr, sb), kf_m(&kf, sb), 8);
+            }
+        }
         weight ws = w;
         ws.data = split;
+        ws.kf = &kr;
         if (bits == 8) { /* a code past the bits: refused, nothing written */
             memcpy(split, codes, nbytes);
             split[R * C - 1] = (uint8_t)(1u << style);
@@ -1018,18 +1036,22 @@ static void test_kq_split(void **st)
                 tabs[k]->row_f32[WF_SCODE](&ws, r, got);
                 assert_memory_equal(got, ref, (size_t)C * sizeof *ref);
             }
+            /* four rows at once, adjacent and a stride apart (decode's four
+             * streams: the AVX-512 kernel meets them super-block by
+             * super-block) */
             if (tabs[k]->qdot4[WF_SCODE])
-                for (int64_t r0 = 0; r0 + 3 < R; r0++) {
-                    float y[4];
-                    tabs[k]->qdot4[WF_SCODE](&ws, r0, 1, &an[1], y);
-                    for (int i = 0; i < 4; i++) {
-                        const float y0 = tabs[0]->qdot[WF_SCODE](&w, r0 + i, &an[1]);
-                        assert_memory_equal(&y[i], &y0, 4);
+                for (int64_t stride = 1; stride <= 2; stride++)
+                    for (int64_t r0 = 0; r0 + 3 * stride < R; r0++) {
+                        float y[4 * 2];
+                        tabs[k]->qdot4[WF_SCODE](&ws, r0, stride, &an[1], y);
+                        for (int i = 0; i < 4; i++) {
+                            const float y0 = tabs[0]->qdot[WF_SCODE](&w, r0 + i * stride, &an[1]);
+                            assert_memory_equal(&y[i * stride], &y0, 4);
+                        }
                     }
-                }
         }
         free_acts(an);
-        free(mem); free(codes); free(split); free(sc); free(off);
+        free(mem); free(mem_r); free(codes); free(split); free(sc); free(off);
     }
     /* only the tables whose K-quant kernels read the split as it lies ask
      * the loader for it (the others write each super-block out first) */
@@ -1211,11 +1233,17 @@ static void test_native_equals_sform(void **st)
          * (kq_split_rows: nibbles and bit planes): the same bits */
         weight sp = sf;
         uint8_t *spc = NULL;
+        kfactor kr;
+        void *mem_r = NULL;
         if (t > 0 && kq_split_bits(&sf)) {
             spc = malloc((size_t)R * sf.row_bytes);
             memcpy(spc, codes, (size_t)R * sf.row_bytes);
             sp.data = spc;
             assert_int_equal(kq_split_rows(&sp, spc), 1);
+            mem_r = malloc(kfactor_bytes(&sf));
+            assert_int_equal(kfactor_build(&sf, mem_r, &kr), 1);
+            assert_int_equal(kfactor_records(&sf, &kr), 1);
+            sp.kf = &kr;
         }
         assert_true((spc != NULL) == (t > 0));
         for (int kind = 0; kind < 4; kind++) {
@@ -1242,6 +1270,7 @@ static void test_native_equals_sform(void **st)
                 }
             }
             check_qdot4(tabs, &sf, WF_SCODE, &a);
+            if (spc) check_qdot4(tabs, &sp, WF_SCODE, &a);
         }
         /* the eight rows as one row of 8 x C (the blocks, codes and factor
          * planes lie row after row): a row of 16 super-blocks, as long as a
@@ -1284,7 +1313,7 @@ static void test_native_equals_sform(void **st)
             const int n4 = check_qdot4n(tabs, &sf, WF_SCODE, &rs, x);
             assert_int_equal(n4, want * 3 * 4 * (KQ_NT_MAX * (KQ_NT_MAX + 1) / 2)); /* r0 = 0, 1, 4 */
         }
-        free(mem); free(codes); free(sc); free(off); free(blocks); free(spc);
+        free(mem); free(codes); free(sc); free(off); free(blocks); free(spc); free(mem_r);
     }
     /* IQ2_S, Q2_K, IQ2_XXS, IQ2_XS, IQ3_S, IQ1_S and IQ1_M (AVX2 kernels),
      * IQ3_XXS, MXFP4 (gpt-oss's experts) and NVFP4 and Q1_0 (with Q8_0

@@ -65,6 +65,13 @@ static model *open_model_opts(loaded_pack **lp, const char *pack, const loader_o
 
 static model *open_model(loaded_pack **lp, const char *pack) { return open_model_opts(lp, pack, NULL); }
 
+/* 1 when w's codes are split, its factors then records (weight.h: kfactor). */
+static int split_with_records(const weight *w)
+{
+    if (w->code_split) assert_true(w->kf && w->kf->rec);
+    return w->code_split != 0;
+}
+
 /* Routed expert parts (and, in *dense, other matrices) whose codes the
  * loader split (weight.h: code_split). */
 static int split_parts(const loaded_pack *lp, int *dense)
@@ -72,13 +79,13 @@ static int split_parts(const loaded_pack *lp, int *dense)
     const model_hparams *hp = loader_hparams(lp);
     const model_weights *w = loader_weights(lp);
     int n = 0;
-    *dense = (w->tok_embd.code_split != 0) + (w->output.code_split != 0);
+    *dense = split_with_records(&w->tok_embd) + split_with_records(&w->output);
     for (int l = 0; l < hp->n_layer; l++) {
         layer_weights *L = &w->layers[l];
         for (int e = 0; L->exp_gate && e < hp->n_expert; e++)
-            n += (L->exp_gate[e].code_split != 0) + (L->exp_up[e].code_split != 0) + (L->exp_down[e].code_split != 0);
+            n += split_with_records(&L->exp_gate[e]) + split_with_records(&L->exp_up[e]) + split_with_records(&L->exp_down[e]);
         for (int k = 0; k < N_LAYER_SLOTS; k++)
-            if (LAYER_SLOTS[k].kind != SLOT_VEC) *dense += slot_mat(L, &LAYER_SLOTS[k])->code_split != 0;
+            if (LAYER_SLOTS[k].kind != SLOT_VEC) *dense += split_with_records(slot_mat(L, &LAYER_SLOTS[k]));
     }
     return n;
 }
