@@ -176,13 +176,18 @@ int kq_split_rows(weight *w, uint8_t *codes)
         for (int64_t i = 0; i < n; i++)
             if (codes[i] >> split) return 0;
     const size_t sbb = kq_split_sb_bytes(split), in = (size_t)32 * (size_t)w->code_bits;
-    uint8_t c[256], tmp[256];
+    uint8_t tmp[256];
     for (int64_t s = 0; s < n / 256; s++) {
         const uint8_t *src = codes + (size_t)s * in;
-        if (w->code_bits == 4) /* two to a byte, element 2i low */
-            for (int e = 0; e < 256; e++) c[e] = (uint8_t)(src[e / 2] >> (4 * (e % 2)) & 15);
-        else memcpy(c, src, 256);
-        kq_split_sb(c, split, tmp);
+        if (w->code_bits == 4) /* two to a byte, element 2i low: byte b of a half's first 32 holds codes
+                                * 128h + 2b and 2b + 1, of its last 32 codes 128h + 64 + 2b and 2b + 1 */
+            for (int h = 0; h < 2; h++)
+                for (int b = 0; b < 32; b++) {
+                    const uint8_t lo = src[64 * h + b], hi = src[64 * h + 32 + b];
+                    tmp[64 * h + 2 * b] = (uint8_t)((lo & 15) | (hi & 15) << 4);
+                    tmp[64 * h + 2 * b + 1] = (uint8_t)((lo >> 4) | (hi & 0xf0));
+                }
+        else kq_split_sb(src, split, tmp);
         memcpy(codes + (size_t)s * sbb, tmp, sbb);
     }
     w->code_split = split;
