@@ -183,11 +183,11 @@ typedef struct kq_fac { uint16_t d, dmin; const int8_t *sc, *m; } kq_fac;
 KQ512 KQ_INLINE kq_fac kq_fac_at(const kfactor *kf, int64_t sb, const int style, const int rec)
 {
     kq_fac f = { 0, 0, NULL, NULL };
-    if (rec) {
+    if (rec) { /* kf_rec_at, with the style's record size a constant */
         const uint8_t *r = kf->rec + sb * kf_rec_bytes(style);
         memcpy(&f.d, r, 2);
-        if (KQ_MINS(style)) { memcpy(&f.dmin, r + 2, 2); f.m = (const int8_t *)r + 12; }
-        f.sc = (const int8_t *)r + (KQ_MINS(style) ? 4 : 2);
+        if (KQ_MINS(style)) { memcpy(&f.dmin, r + KF_REC_DMIN_AT, 2); f.m = (const int8_t *)r + KF_REC_M_AT; }
+        f.sc = (const int8_t *)r + kf_rec_sc_at(style);
         return f;
     }
     f.d = kf->d[sb];

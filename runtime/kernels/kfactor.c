@@ -71,69 +71,46 @@ static int factor(const float *x, int n, int sign, int lo, int hi, float *f, int
     return 0;
 }
 
-int kfactor_build(const weight *w, void *mem, kfactor *kf)
+int kfactor_build(const weight *w, void *mem, kfactor *kf, int records)
 {
     const int st = kstyle(w);
     if (!st) return 0;
     const size_t sb = (size_t)w->rows * (size_t)(w->cols / 256);
-    uint16_t *d = mem;
-    float f, g;
-    if (st == 6 || st == 3 || st == 2) { /* Q6_K's scales are int8, Q3_K's and IQ4_XS's 6-bit minus 32 */
-        const int per_sb = st == 2 ? 8 : 16;
-        int8_t *sc = (int8_t *)(d + sb);
-        for (size_t i = 0; i < sb; i++) {
-            if (!factor(w->scales + i * per_sb, per_sb, 1, st == 6 ? -128 : -32, st == 6 ? 127 : 31, &f, sc + i * per_sb))
-                return 0;
-            d[i] = f32_to_fp16(f); /* exact: factor() gives fp16 values */
-        }
-        *kf = (kfactor){ st, d, NULL, sc, NULL, { 0 }, NULL, 0 };
-        if (st == 2) kq8_codebook_i8(w, kf->cb);
-        return 1;
-    }
-    uint16_t *dmin = d + sb;
-    int8_t *sc = (int8_t *)(dmin + sb), *m = sc + sb * 8;
+    const int per_sb = kf_per_sb(st), mins = kf_has_mins(st), rb = kf_rec_bytes(st);
+    /* Q6_K's scales are int8, Q3_K's and IQ4_XS's 6-bit minus 32, Q4_K's
+     * and Q5_K's scales and mins 6-bit */
+    const int lo = st == 6 ? -128 : mins ? 0 : -32, hi = st == 6 ? 127 : mins ? 63 : 31;
+    uint8_t *base = mem;
+    /* the planes: d, dmin, the scales, the mins (kf_per_sb(st) and 8 a super-block) */
+    uint16_t *d = mem, *dmin = mins ? d + sb : NULL;
+    int8_t *scp = (int8_t *)(d + (mins ? 2 : 1) * sb), *mp = mins ? scp + sb * 8 : NULL;
     for (size_t i = 0; i < sb; i++) {
-        if (!factor(w->scales + i * 8, 8, 1, 0, 63, &f, sc + i * 8) ||
-            !factor(w->offsets + i * 8, 8, -1, 0, 63, &g, m + i * 8))
+        uint8_t *r = base + i * (size_t)rb;
+        int8_t *sc = records ? (int8_t *)(r + kf_rec_sc_at(st)) : scp + i * (size_t)per_sb;
+        int8_t *m = !mins ? NULL : records ? (int8_t *)(r + KF_REC_M_AT) : mp + i * 8;
+        float f, g = 0.0f;
+        if (!factor(w->scales + i * (size_t)per_sb, per_sb, 1, lo, hi, &f, sc) ||
+            (mins && !factor(w->offsets + i * 8, 8, -1, 0, 63, &g, m)))
             return 0;
-        d[i] = f32_to_fp16(f);
-        dmin[i] = f32_to_fp16(g);
+        const uint16_t hd = f32_to_fp16(f), hm = f32_to_fp16(g); /* exact: factor() gives fp16 values */
+        if (records) {
+            memcpy(r, &hd, 2);
+            if (mins) memcpy(r + KF_REC_DMIN_AT, &hm, 2);
+        } else {
+            d[i] = hd;
+            if (mins) dmin[i] = hm;
+        }
     }
-    *kf = (kfactor){ st, d, dmin, sc, m, { 0 }, NULL, 0 };
-    return 1;
-}
-
-int kfactor_records(const weight *w, kfactor *kf)
-{
-    if (kf->rec || !kf->d) return kf->rec != NULL;
-    const int64_t n = w->rows * (w->cols / 256);
-    const int rb = kf_rec_bytes(kf->style), per_sb = kf_per_sb(kf->style), mins = kf_has_mins(kf->style);
-    uint8_t *tmp = malloc((size_t)n * (size_t)rb);
-    if (!tmp) return 0;
-    for (int64_t i = 0; i < n; i++) {
-        uint8_t *r = tmp + i * rb;
-        memcpy(r, &kf->d[i], 2);
-        if (mins) memcpy(r + 2, &kf->dmin[i], 2);
-        memcpy(r + (mins ? 4 : 2), kf->sc + i * per_sb, (size_t)per_sb);
-        if (mins) memcpy(r + 12, kf->m + i * 8, 8);
-    }
-    /* the planes kfactor_build wrote start at d and take n * rb bytes */
-    uint8_t *base = (uint8_t *)(uintptr_t)kf->d;
-    memcpy(base, tmp, (size_t)n * (size_t)rb);
-    free(tmp);
-    kf->rec = base;
-    kf->rec_bytes = rb;
-    kf->d = kf->dmin = NULL;
-    kf->sc = kf->m = NULL;
+    *kf = records ? (kfactor){ st, NULL, NULL, NULL, NULL, { 0 }, base } : (kfactor){ st, d, dmin, scp, mp, { 0 }, NULL };
+    if (st == 2) kq8_codebook_i8(w, kf->cb);
     return 1;
 }
 
 int kq_split_bits(const weight *w)
 {
-    if (!w->kf || w->code_split) return 0;
-    const int st = w->kf->style;
+    if (w->code_split) return 0;
+    const int st = kstyle(w);
     if (w->code_bits == 4) return st == 4 || st == 3 || st == 2 ? 4 : 0;
-    if (w->code_bits != 8) return 0;
     return st == 5 ? 5 : st == 6 ? 6 : 0;
 }
 
@@ -169,7 +146,7 @@ void kq_unsplit(const uint8_t *sb, int split, uint8_t out[256])
  * codes. */
 int kq_split_rows(weight *w, uint8_t *codes)
 {
-    const int split = kq_split_bits(w);
+    const int split = w->kf ? kq_split_bits(w) : 0;
     if (!split || codes != (const uint8_t *)w->data) return 0;
     const int64_t n = w->rows * w->cols;
     if (w->code_bits == 8)

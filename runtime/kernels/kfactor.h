@@ -14,7 +14,10 @@
  * values whose integer multiples, 0..63 or -128..127, give every scale and
  * offset bit for bit, the largest such integers taken);
  * otherwise it returns 0 and the weight keeps its per-group kernel. d and
- * dmin are stored as those fp16 values (ggml's blocks hold them so).
+ * dmin are stored as those fp16 values (ggml's blocks hold them so), in
+ * planes, or with `records` as one record a super-block (weight.h:
+ * kfactor; the layout the kernels read when w's codes are split: the
+ * loader asks for it for the weights it splits); the bytes are the same.
  * kf->style is 4 (Q4_K: ggml sums the mins in four lanes), 5 (Q5_K: one
  * integer sum), 6 (Q6_K: no mins), 3 (Q3_K: no mins, 4-bit codes) or 2
  * (IQ4_XS: no mins, 4-bit codes into kf->cb), taken from the shape. No allocation, no global state. */
@@ -27,12 +30,7 @@
 #include <stdint.h>
 
 size_t kfactor_bytes(const weight *w);
-int kfactor_build(const weight *w, void *mem, kfactor *kf);
-/* kfactor_records(w, kf): kf (w's factors as kfactor_build made them,
- * in memory the caller owns) rewritten in that same memory as one record a
- * super-block (weight.h: kfactor), which the kernels read when w's codes are
- * split. 1, or 0 when there is no memory for the rewrite (kf unchanged). */
-int kfactor_records(const weight *w, kfactor *kf);
+int kfactor_build(const weight *w, void *mem, kfactor *kf, int records);
 
 /* Split codes (weight.h: code_split, kq_split_sb_bytes). A Q5_K- or
  * Q6_K-shaped S-form holds one code of 5 or 6 bits per byte; decode reads
@@ -40,9 +38,10 @@ int kfactor_records(const weight *w, kfactor *kf);
  * A 4-bit one (Q4_K, Q3_K, IQ4_XS shapes) holds element 2i in the low
  * nibble of byte i, so a kernel must widen and shift to get codes in
  * order; split, 64 of them are one load and a mask (or a shift and a mask).
- * kq_split_bits(w) is the split such a weight can take (4: w has its
- * factors, 4-bit codes and style 4, 3 or 2; 5 or 6: 8-bit codes and that
- * style), else 0. kq_split_rows(w, codes)
+ * kq_split_bits(w) is the split such a weight's shape can take (4: 4-bit
+ * codes and style 4, 3 or 2; 5 or 6: 8-bit codes and that style), else 0
+ * (and 0 once it is split); kq_split_rows() takes only a weight that has
+ * its factors (w->kf). kq_split_rows(w, codes)
  * rewrites w's codes plane in place (`codes` is w->data, writable: memory
  * the caller owns), row after row, into split rows packed from its start,
  * and sets code_split and row_bytes; it returns 1, or 0 (w untouched) when

@@ -98,7 +98,7 @@ static void warm_rows(const weight *w, int64_t r0, int64_t r1, int64_t depth)
             const kfactor *kf = w->kf;
             const int64_t nsb = w->cols / 256, sb0 = r * nsb, cnt = n * nsb, per_sb = 256 / w->group;
             if (kf->rec) {
-                prefetch_bytes(kf->rec + sb0 * kf->rec_bytes, (size_t)(cnt * kf->rec_bytes));
+                prefetch_bytes(kf_rec_at(kf, sb0), (size_t)(cnt * kf_rec_bytes(kf->style)));
                 continue;
             }
             prefetch_bytes(kf->d + sb0, (size_t)cnt * sizeof *kf->d);

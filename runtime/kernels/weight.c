@@ -93,7 +93,7 @@ void weight_rows_view(const weight *w, int64_t r0, int64_t n, weight *out, kfact
     const size_t s0 = (size_t)(r0 * w->cols / 256);
     *kf_out = *w->kf;
     if (w->kf->rec) {
-        kf_out->rec = w->kf->rec + s0 * (size_t)w->kf->rec_bytes;
+        kf_out->rec = kf_rec_at(w->kf, (int64_t)s0);
     } else {
         kf_out->d = w->kf->d + s0;
         if (w->kf->dmin) kf_out->dmin = w->kf->dmin + s0;

@@ -37,50 +37,54 @@ typedef enum wact { WA_F32 = 0, WA_Q8_0 = 1, WA_Q8_K = 2, WA_Q8_1 = 3 } wact;
  * ggml's blocks: decode reads 4 bytes less per 256 weights than as f32),
  * per group the integers sc (and m), so scale = d * sc and offset =
  * -dmin * m. They lie in planes (d, dmin, sc, m, each over all
- * super-blocks), or, for a weight whose codes are split (code_split,
- * kfactor_records), as one record a super-block: d, dmin, the scales, the
- * mins (rec_bytes: 20; 18 for styles 6 and 3, d and 16 scales; 10 for
- * style 2), so a kernel reading four rows at once reads four streams of
- * factors instead of sixteen. Read them through kf_d() and the others
- * below, which take either. */
+ * super-blocks), or, for a weight whose codes are split (code_split;
+ * kfactor_build with records), as one record a super-block of kf_rec_bytes(style):
+ * d at 0, dmin at KF_REC_DMIN_AT, the scales at kf_rec_sc_at(style), the
+ * mins at KF_REC_M_AT, so a kernel reading four rows at once reads four
+ * streams of factors instead of sixteen. Read them through kf_d() and the
+ * others below, which take either. */
 typedef struct kfactor {
     int style;              /* 4: Q4_K (mins summed in 4 lanes), 5: Q5_K (in one int), 6: Q6_K (no mins), 3: Q3_K (no mins),
                              * 2: IQ4_XS (no mins, codes through a 16-value codebook) */
     const uint16_t *d, *dmin; /* fp16, rows * cols / 256 (dmin NULL for styles 6, 3 and 2); NULL with rec */
     const int8_t *sc, *m;   /* one per group: rows * cols / group (m NULL for styles 6, 3 and 2); NULL with rec */
     int8_t cb[16];          /* style 2: the codebook's values */
-    const uint8_t *rec;     /* NULL, or the records: super-block s at rec + s * rec_bytes */
-    int rec_bytes;
+    const uint8_t *rec;     /* NULL, or the records: super-block s at rec + s * kf_rec_bytes(style) */
 } kfactor;
 
 /* Whether a style has mins (dmin and m): Q4_K's and Q5_K's. */
 static inline int kf_has_mins(int style) { return style == 4 || style == 5; }
 /* Scales a super-block: 16 for Q6_K and Q3_K (groups of 16), else 8. */
 static inline int kf_per_sb(int style) { return style == 6 || style == 3 ? 16 : 8; }
-/* Bytes of one record of a style (see above). */
-static inline int kf_rec_bytes(int style) { return 2 + kf_per_sb(style) + (kf_has_mins(style) ? 2 + 8 : 0); }
+/* A record's layout (above): 20 bytes for Q4_K and Q5_K, 18 for Q6_K and
+ * Q3_K (d, 16 scales), 10 for IQ4_XS (d, 8 scales). */
+#define KF_REC_DMIN_AT 2
+#define KF_REC_M_AT 12
+static inline int kf_rec_sc_at(int style) { return kf_has_mins(style) ? 4 : 2; }
+static inline int kf_rec_bytes(int style) { return kf_rec_sc_at(style) + kf_per_sb(style) + (kf_has_mins(style) ? 8 : 0); }
 /* Super-block sb's d, dmin (fp16 bits), scales and mins, in either layout. */
+static inline const uint8_t *kf_rec_at(const kfactor *kf, int64_t sb) { return kf->rec + sb * kf_rec_bytes(kf->style); }
 static inline uint16_t kf_d(const kfactor *kf, int64_t sb)
 {
     if (!kf->rec) return kf->d[sb];
-    const uint8_t *r = kf->rec + sb * kf->rec_bytes;
+    const uint8_t *r = kf_rec_at(kf, sb);
     return (uint16_t)(r[0] | r[1] << 8);
 }
 static inline uint16_t kf_dmin(const kfactor *kf, int64_t sb)
 {
     if (!kf->rec) return kf->dmin[sb];
-    const uint8_t *r = kf->rec + sb * kf->rec_bytes;
-    return (uint16_t)(r[2] | r[3] << 8);
+    const uint8_t *r = kf_rec_at(kf, sb) + KF_REC_DMIN_AT;
+    return (uint16_t)(r[0] | r[1] << 8);
 }
 static inline const int8_t *kf_sc(const kfactor *kf, int64_t sb)
 {
     if (!kf->rec) return kf->sc + sb * kf_per_sb(kf->style);
-    return (const int8_t *)(kf->rec + sb * kf->rec_bytes + (kf_has_mins(kf->style) ? 4 : 2));
+    return (const int8_t *)(kf_rec_at(kf, sb) + kf_rec_sc_at(kf->style));
 }
 static inline const int8_t *kf_m(const kfactor *kf, int64_t sb)
 {
     if (!kf->rec) return kf->m + sb * 8;
-    return (const int8_t *)(kf->rec + sb * kf->rec_bytes + 12);
+    return (const int8_t *)(kf_rec_at(kf, sb) + KF_REC_M_AT);
 }
 
 typedef struct weight {
@@ -99,7 +103,7 @@ typedef struct weight {
     const kfactor *kf;       /* SCODE K-quants: factored scales, or NULL */
     /* SCODE K-quants with factors: 0, or the bits their codes use (4, 5 or
      * 6) when the codes are held split (kfactor.h: kq_split_rows; their
-     * factors are then records: kfactor_records). 8-bit
+     * factors are then records: kfactor_build). 8-bit
      * codes (Q5_K and Q6_K shapes) then read 160 or 192 bytes per 256 codes
      * instead of 256; 4-bit ones (Q4_K, Q3_K, IQ4_XS shapes) keep their 128
      * bytes in an order that unpacks in fewer steps; row_bytes is the split

@@ -390,11 +390,12 @@ static int attach_kfactor(loaded_pack *p, weight *w, int i, const char *name)
     void *mem = own(p, n);
     kfactor *kf = own(p, sizeof *kf);
     if (!mem || !kf) return fail(p, "%s: out of memory", name);
-    if (kfactor_build(w, mem, kf)) w->kf = kf;
     /* the pool is the pack's own memory: K-quant codes split in place,
-     * once, however many weights the tensor is bound to; each weight's
-     * factors become records (the kernels read records with split codes) */
-    if (p->split_codes && w->kf && kq_split_bits(w) && kfactor_records(w, kf)) {
+     * once, however many weights the tensor is bound to; each such weight's
+     * factors are records (the kernels read records with split codes) */
+    const int split = p->split_codes && kq_split_bits(w);
+    if (kfactor_build(w, mem, kf, split)) w->kf = kf;
+    if (split && w->kf) {
         if (!p->split_at[i] && kq_split_rows(w, p->pool + p->x.t[i].dst_off)) p->split_at[i] = (int8_t)w->code_split;
         if (p->split_at[i] && !w->code_split) {
             w->code_split = p->split_at[i];
@@ -531,8 +532,9 @@ static size_t part_derived_bytes(const pi_expert *x, const weight *w)
  * mem (f32 planes need not be 4-aligned after an odd codes plane, and the
  * blob stays read-only), and gives a K-quant its super-block factors back
  * (kfactor.h: its products then follow ggml's order; one that does not
- * factor keeps the per-group kernel). */
-static void part_derive(const pi_expert *x, weight *w, uint8_t *mem, kfactor *kf)
+ * factor keeps the per-group kernel), as records when `records` and its
+ * codes can be split (the caller splits them). */
+static void part_derive(const pi_expert *x, weight *w, uint8_t *mem, kfactor *kf, int records)
 {
     if (w->form != WF_SCODE) return;
     const int64_t groups = x->ne0 * x->ne1 / x->group;
@@ -550,7 +552,7 @@ static void part_derive(const pi_expert *x, weight *w, uint8_t *mem, kfactor *kf
         mem += up64((size_t)groups * sizeof(float));
         if (k) w->offsets = f; else w->scales = f;
     }
-    w->kf = kfactor_bytes(w) && kfactor_build(w, mem, kf) ? kf : NULL;
+    w->kf = kfactor_bytes(w) && kfactor_build(w, mem, kf, records && kq_split_bits(w)) ? kf : NULL;
     /* its row_bytes, as the model's check would fill it (part_weight checked the shape) */
     char e[64];
     (void)weight_check(w, "", e, sizeof e);
@@ -641,13 +643,13 @@ static int load_experts(loaded_pack *p)
             for (int k = 0; k < 3; k++) {
                 const pi_expert *x = layer_part(p, lay, k);
                 if (!x) continue;
-                part_derive(x, parts[k], mem, &kf[k]);
-                mem += part_derived_bytes(x, parts[k]);
                 /* resident codes are memory of the pack's own (the same bytes
                  * as data, through the writable map): split where they can
-                 * be, the factors made records first */
-                if (p->resident && p->split_codes && parts[k]->kf && kq_split_bits(parts[k]) &&
-                    kfactor_records(parts[k], &kf[k])) {
+                 * be, their factors built as records */
+                const int split = p->resident && p->split_codes;
+                part_derive(x, parts[k], mem, &kf[k], split);
+                mem += part_derived_bytes(x, parts[k]);
+                if (split && parts[k]->kf) {
                     uint8_t *own_bytes = p->map[PACK_EXPERTS];
                     (void)kq_split_rows(parts[k], own_bytes + ((const uint8_t *)parts[k]->data - own_bytes));
                 }
@@ -864,7 +866,7 @@ void loader_expert_build(const loaded_pack *p, int layer, int e, const uint8_t *
         out[k].data = blob + x->blob_off;
         out[k].scales = out[k].offsets = NULL;
         out[k].kf = NULL;
-        part_derive(x, &out[k], mem, &kf[k]);
+        part_derive(x, &out[k], mem, &kf[k], 0);
         mem += part_derived_bytes(x, &out[k]);
     }
 }

@@ -930,7 +930,7 @@ static void test_kq_four_rows(void **st)
         assert_int_equal(weight_check(&w, "K-quant", err, sizeof err), 0);
         kfactor kf;
         void *mem = malloc(kfactor_bytes(&w));
-        assert_int_equal(kfactor_build(&w, mem, &kf), 1);
+        assert_int_equal(kfactor_build(&w, mem, &kf, 0), 1);
         assert_int_equal(kf.style, style);
         w.kf = &kf;
         qrow an[KQ_NT_MAX];
@@ -975,18 +975,21 @@ static void test_kq_split(void **st)
         assert_int_equal(weight_check(&w, "K-quant", err, sizeof err), 0);
         kfactor kf;
         void *mem = malloc(kfactor_bytes(&w));
-        assert_int_equal(kfactor_build(&w, mem, &kf), 1);
-        w.kf = &kf;
+        assert_int_equal(kfactor_build(&w, mem, &kf, 0), 1);
         assert_int_equal(kq_split_bits(&w), want);
-        /* the split weight's factors as records (what the loader gives a
-         * weight it splits), in memory of their own: the same values */
+        weight wn = w; /* without its factors: not split, nothing written */
+        memcpy(split, codes, nbytes);
+        wn.data = split;
+        assert_int_equal(kq_split_rows(&wn, split), 0);
+        assert_memory_equal(split, codes, nbytes);
+        w.kf = &kf;
+        /* the split weight's factors as records (what the loader builds for
+         * a weight it splits), in memory of their own: the same values */
         kfactor kr;
         void *mem_r = malloc(kfactor_bytes(&w));
-        assert_int_equal(kfactor_build(&w, mem_r, &kr), 1);
-        assert_int_equal(kfactor_records(&w, &kr), 1);
+        assert_int_equal(kfactor_build(&w, mem_r, &kr, 1), 1);
         assert_ptr_equal(kr.rec, mem_r);
         assert_null(kr.d);
-        assert_int_equal(kr.rec_bytes, kf_rec_bytes(style));
         for (int64_t sb = 0; sb < R * C / 256; sb++) {
             assert_int_equal(kf_d(&kr, sb), kf_d(&kf, sb));
             assert_memory_equal(kf_sc(&kr, sb), kf_sc(&kf, sb), (size_t)kf_per_sb(style));
@@ -1058,11 +1061,8 @@ static void test_kq_split(void **st)
     assert_int_equal(kernels_scalar()->reads_split, 0);
     for (int k = 0; k < KERNELS_MAX; k++)
         if (tabs[k] && !strstr(tabs[k]->name, "vnni512")) assert_int_equal(tabs[k]->reads_split, 0);
-    /* a 2-bit weight, or one without factors, has nothing to split */
+    /* a 2-bit weight has nothing to split */
     weight w2 = { .form = WF_SCODE, .code_bits = 2 };
-    kfactor k4 = { .style = 4 };
-    assert_int_equal(kq_split_bits(&w2), 0);
-    w2.kf = &k4;
     assert_int_equal(kq_split_bits(&w2), 0);
     free(x); free(ref); free(got);
 }
@@ -1219,7 +1219,7 @@ static void test_native_equals_sform(void **st)
         void *mem = NULL;
         if (t > 0) {
             mem = malloc(kfactor_bytes(&sf));
-            assert_int_equal(kfactor_build(&sf, mem, &kf), 1);
+            assert_int_equal(kfactor_build(&sf, mem, &kf, 0), 1);
             const size_t full = weight_bytes(&sf);
             sf.kf = &kf;
             /* decode reads the codes and the factors, not the f32 planes */
@@ -1241,8 +1241,7 @@ static void test_native_equals_sform(void **st)
             sp.data = spc;
             assert_int_equal(kq_split_rows(&sp, spc), 1);
             mem_r = malloc(kfactor_bytes(&sf));
-            assert_int_equal(kfactor_build(&sf, mem_r, &kr), 1);
-            assert_int_equal(kfactor_records(&sf, &kr), 1);
+            assert_int_equal(kfactor_build(&sf, mem_r, &kr, 1), 1);
             sp.kf = &kr;
         }
         assert_true((spc != NULL) == (t > 0));
