@@ -153,10 +153,11 @@ static int attn_window(const attn_job *j, int b, int *p_lo, const uint8_t **pick
 }
 
 /* Query heads h0..h0 + G - 1 of row b (they share KV head kvh) over an f16
- * cache: each head's scores, softmax (expf, a double sum) and weighted sum
- * are the steps one head alone would take (dot_f16_heads and
- * axpy_f16_heads give each head dot_f16's and axpy_f16's bits), while each
- * cached row is read and widened once for the G heads. */
+ * cache: each head's scores, softmax (the kernels' softmax_f32, as over an
+ * f32 cache) and weighted sum are the steps one head alone would take
+ * (dot_f16_heads and axpy_f16_heads give each head dot_f16's and
+ * axpy_f16's bits), while each cached row is read and widened once for the
+ * G heads. */
 static void attn_task_f16(const attn_job *j, int b, int h0, int kvh, int thread)
 {
     model *m = j->m;
@@ -191,16 +192,13 @@ static void attn_task_f16(const attn_job *j, int b, int h0, int kvh, int thread)
             n = 0;
         }
     }
-    float inv[ATTN_HEADS];
+    /* each head's softmax as the f32 cache's (whole groups of 8, the
+     * padding -inf: exact zeros) */
+    const int n8 = (n_pos + 7) & ~7;
     for (int g = 0; g < G; g++) {
         float *s = sc + g * sst;
-        const float sink = sinks ? sinks[h0 + g] : -INFINITY;
-        float mx = sink;
-        for (int p = 0; p < n_pos; p++) mx = s[p] > mx ? s[p] : mx;
-        double sum = 0.0;
-        for (int p = 0; p < n_pos; p++) { s[p] = expf(s[p] - mx); sum += s[p]; }
-        if (sinks) sum += expf(sink - mx);
-        inv[g] = (float)(1.0 / sum);
+        for (int p = n_pos; p < n8; p++) s[p] = -INFINITY;
+        m->k->softmax_f32(s, n8, s, sinks ? sinks[h0 + g] : -INFINITY);
     }
     memset(out, 0, (size_t)G * hv * sizeof *out);
     for (int p = p_lo; p < n_pos; p++) {
@@ -208,7 +206,7 @@ static void attn_task_f16(const attn_job *j, int b, int h0, int kvh, int thread)
             if (p + ATTN_AHEAD < n_pos)
                 prefetch_bytes((const uint16_t *)v_row(m, j->layer, p + ATTN_AHEAD) + (size_t)kvh * hv, (size_t)hv * 2);
             rows[n] = (const uint16_t *)v_row(m, j->layer, p) + (size_t)kvh * hv;
-            for (int g = 0; g < G; g++) part[g * ATTN_ROWS + n] = sc[g * sst + p] * inv[g];
+            for (int g = 0; g < G; g++) part[g * ATTN_ROWS + n] = sc[g * sst + p];
             n++;
         }
         if (n == ATTN_ROWS || (n && p + 1 == n_pos)) {
