@@ -15,8 +15,8 @@
  *   AVX512   (F, BW, VL, VBMI, GFNI) the IQ3, Q2_K, IQ2_XXS, IQ2_XS, IQ2_S
  *            and IQ3_S dots
  *   VNNI512  (AVX-512 VNNI) the four-row S8 and MXFP4 dots, the NVFP4, Q1_0,
- *            TQ1_0 and TQ2_0 dots, the Q4_1 and Q5_1 single dots, the MXFP4,
- *            IQ1_S and IQ1_M batch dots
+ *            TQ1_0, TQ2_0, IQ1_S and IQ1_M dots, the Q4_1 and Q5_1 single
+ *            dots, the MXFP4 batch dot
  *
  * Every layer computes its slot's result bit for bit as the one beneath
  * (test_kernels runs every table the CPU has against the scalar one), so
@@ -109,7 +109,8 @@
 
 #define VNNI512_GGML                                                                                    \
     .qdot4_ggml[GGML_TYPE_MXFP4] = kavx512_qdot4_mxfp4, .qdotn_ggml[GGML_TYPE_MXFP4] = kavx512_qdotn_mxfp4, \
-    .qdotn_ggml[GGML_TYPE_IQ1_S] = kavx512v_qdotn_iq1_s, .qdotn_ggml[GGML_TYPE_IQ1_M] = kavx512v_qdotn_iq1_m,    \
+    .qdot_ggml[GGML_TYPE_IQ1_S] = kavx512v_qdot_iq1_s, .qdotn_ggml[GGML_TYPE_IQ1_S] = kavx512v_qdotn_iq1_s,    \
+    .qdot_ggml[GGML_TYPE_IQ1_M] = kavx512v_qdot_iq1_m, .qdotn_ggml[GGML_TYPE_IQ1_M] = kavx512v_qdotn_iq1_m,    \
     .qdot_ggml[GGML_TYPE_NVFP4] = kavx512_qdot_nvfp4, .qdotn_ggml[GGML_TYPE_NVFP4] = kavx512_qdotn_nvfp4,    \
     .qdot_ggml[GGML_TYPE_TQ1_0] = kavx512v_qdot_tq1_0, .qdotn_ggml[GGML_TYPE_TQ1_0] = kavx512v_qdotn_tq1_0,    \
     .qdot_ggml[GGML_TYPE_TQ2_0] = kavx512v_qdot_tq2_0, .qdotn_ggml[GGML_TYPE_TQ2_0] = kavx512v_qdotn_tq2_0,    \

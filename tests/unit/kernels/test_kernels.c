@@ -1430,15 +1430,18 @@ static void test_qdot_small_native_random_blocks(void **st)
     all_tables(tabs);
     if (!tabs[1]) printf("SKIP (SIMD half): no AVX2 on this CPU\n");
     /* IQ2_XXS, IQ2_XS, IQ2_S, IQ3_S: every grid index in turn (ggml's own rows need not have them
-     * all), which the AVX-512 dots look up from tables of codes of their own */
-    static const int types[10] = { GGML_TYPE_NVFP4,   GGML_TYPE_Q1_0,   GGML_TYPE_TQ1_0, GGML_TYPE_TQ2_0, GGML_TYPE_Q4_1,
-                                   GGML_TYPE_Q5_1,    GGML_TYPE_IQ2_XXS, GGML_TYPE_IQ2_XS, GGML_TYPE_IQ2_S, GGML_TYPE_IQ3_S };
+     * all), which the AVX-512 dots look up from tables of codes of their own; IQ1_S and IQ1_M:
+     * random indices, scales and delta signs (every value of a scale and of a delta-sign nibble) */
+    enum { NTYPES = 12 };
+    static const int types[NTYPES] = { GGML_TYPE_NVFP4,   GGML_TYPE_Q1_0,   GGML_TYPE_TQ1_0, GGML_TYPE_TQ2_0,
+                                       GGML_TYPE_Q4_1,    GGML_TYPE_Q5_1,   GGML_TYPE_IQ2_XXS, GGML_TYPE_IQ2_XS,
+                                       GGML_TYPE_IQ2_S,   GGML_TYPE_IQ3_S,  GGML_TYPE_IQ1_S, GGML_TYPE_IQ1_M };
     uint64_t rs = 97;
     enum { R = 8, NBMAX = 5, CMAX = NBMAX * 256 };
     float x[CMAX], deq[CMAX], row[CMAX], d[CMAX / 32], s1[CMAX / 32];
     int8_t q[CMAX];
     int32_t s16[CMAX / 16];
-    for (int t = 0; t < 10; t++) {
+    for (int t = 0; t < NTYPES; t++) {
         const ggml_type_row *ti = ggml_type_info(types[t]);
         uint8_t *blocks = malloc((size_t)R * NBMAX * 256 / (size_t)ti->blck * ti->bytes);
         int next_s = 0;
@@ -1475,6 +1478,13 @@ static void test_qdot_small_native_random_blocks(void **st)
                         blk[2 + g] = (uint8_t)v;
                         qh[g * hb / 8] = (uint8_t)(qh[g * hb / 8] | (v >> 8) << (g * hb % 8));
                     }
+                }
+                else if (types[t] == GGML_TYPE_IQ1_S) memcpy(blk, &dh, 2);
+                else if (types[t] == GGML_TYPE_IQ1_M) { /* d in the top nibbles of the four scale words */
+                    uint16_t sc[4];
+                    memcpy(sc, blk + 48, 8);
+                    for (int k = 0; k < 4; k++) sc[k] = (uint16_t)((sc[k] & 0x0fffu) | ((dh >> (4 * k)) & 0xfu) << 12);
+                    memcpy(blk + 48, sc, 8);
                 }
                 else if (types[t] == GGML_TYPE_Q4_1 || types[t] == GGML_TYPE_Q5_1) { /* d, then m */
                     const uint16_t mh = (uint16_t)((rnd_(&rs) & 0x83ffu) | (uint16_t)((1 + rnd_(&rs) % 20) << 10));
