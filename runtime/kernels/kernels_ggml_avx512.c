@@ -941,60 +941,67 @@ AVX512VNNI static inline __m256i iq1_grid4(uint64_t x)
     return _mm256_mask_broadcastq_epi64(v, 8, _mm_loadl_epi64((const __m128i *)(g + (x >> 48))));
 }
 
-AVX512VNNI float kavx512v_qdot_iq1_s(const weight *w, int64_t r, const qrow *a)
+/* A block's grid indices (a sub-block's four a word), and IQ1_S's scale
+ * bytes (sub-block s's at bytes 2s, 2s + 1) or IQ1_M's scale words,
+ * delta-sign bits (iq1m_delta_bits) and d. */
+typedef struct iq1d_wt { uint64_t idx[8], dbits[2], sc64; __m256i scb; uint16_t dh; } iq1d_wt;
+
+AVX512VNNI static inline __attribute__((always_inline)) void iq1sd_load(const block_iq1_s *blk, iq1d_wt *u)
 {
-    const block_iq1_s *row = (const block_iq1_s *)((const uint8_t *)w->data + (size_t)r * w->row_bytes);
-    iq1_acc acc = { 0 };
-    for (int64_t i = 0; i < w->cols / 256; i++) {
-        const block_iq1_s *blk = row + i;
-        uint64_t idx[8];
-        iq1s_indices(blk, idx);
-        const __m256i scb = iq1s_scale_bytes(blk); /* sub-block s's scale at bytes 2s, 2s + 1 */
-        const int8_t *q = a->q + i * 256;
-        __m256i l[2] = { _mm256_setzero_si256(), _mm256_setzero_si256() };
-        QD_UNROLL
-        for (int s = 0; s < 8; s++) {
-            const __m256i qg = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q + 32 * s)), iq1_grid4(idx[s]));
-            l[s & 1] = _mm256_dpbusd_epi32(l[s & 1], _mm256_shuffle_epi8(scb, _mm256_set1_epi8((char)(2 * s))), qg);
-        }
-        const float D = a->d[i] * _cvtsh_ss(blk->d);
-        acc.v = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(_mm256_add_epi32(l[0], l[1])), acc.v);
-        iq1s_delta(iq1s_signed_scales(blk->qh), a, i, D, &acc);
-    }
-    return iq1s_finish(acc);
+    iq1s_indices(blk, u->idx);
+    u->scb = iq1s_scale_bytes(blk);
 }
 
-AVX512VNNI float kavx512v_qdot_iq1_m(const weight *w, int64_t r, const qrow *a)
+AVX512VNNI static inline __attribute__((always_inline)) iq1_acc iq1sd_step(const block_iq1_s *blk, const iq1d_wt *u,
+                                                                           const qrow *a, int64_t i, iq1_acc acc)
 {
-    const block_iq1_m *row = (const block_iq1_m *)((const uint8_t *)w->data + (size_t)r * w->row_bytes);
-    iq1_acc acc = { 0 };
-    for (int64_t i = 0; i < w->cols / 256; i++) {
-        const block_iq1_m *blk = row + i;
-        uint16_t sc[4];
-        const uint16_t dh = block_iq1_m_d(blk, sc);
-        uint64_t sc64, idx[8], dbits[2];
-        memcpy(&sc64, sc, 8);
-        iq1m_indices(blk, idx);
-        iq1m_delta_bits(blk, dbits);
-        const int8_t *q = a->q + i * 256;
-        __m256i l[2] = { _mm256_setzero_si256(), _mm256_setzero_si256() }, dl[2] = { l[0], l[1] };
-        QD_UNROLL
-        for (int s = 0; s < 8; s++) {
-            /* the scale words (2 x 3 bits + 1 <= 15) as bytes: each word's value in both its bytes */
-            const __m256i sw = _mm256_load_si256((const __m256i *)iq1m_scales[(sc64 >> (16 * (s / 2) + 6 * (s % 2))) & 63]);
-            const __m256i sc8 = _mm256_or_si256(sw, _mm256_slli_epi16(sw, 8));
-            const __m256i qv = _mm256_loadu_si256((const __m256i *)(q + 32 * s));
-            const __m256i ds =
-                _mm256_load_si256((const __m256i *)iq1m_delta_sign_bytes[(dbits[s / 4] >> (16 * (s % 4) + 12)) & 15]);
-            l[s & 1] = _mm256_dpbusd_epi32(l[s & 1], sc8, _mm256_sign_epi8(qv, iq1_grid4(idx[s])));
-            dl[s & 1] = _mm256_dpbusd_epi32(dl[s & 1], sc8, _mm256_sign_epi8(qv, ds));
-        }
-        const __m256 D = _mm256_set1_ps(a->d[i] * _cvtsh_ss(dh));
-        acc.v = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(_mm256_add_epi32(l[0], l[1])), acc.v);
-        acc.dv = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(_mm256_add_epi32(dl[0], dl[1])), acc.dv);
+    const int8_t *q = a->q + i * 256;
+    __m256i l[2] = { _mm256_setzero_si256(), _mm256_setzero_si256() };
+    QD_UNROLL
+    for (int s = 0; s < 8; s++) {
+        const __m256i qg = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q + 32 * s)), iq1_grid4(u->idx[s]));
+        l[s & 1] = _mm256_dpbusd_epi32(l[s & 1], _mm256_shuffle_epi8(u->scb, _mm256_set1_epi8((char)(2 * s))), qg);
     }
-    return iq1m_finish(acc);
+    const float D = a->d[i] * _cvtsh_ss(blk->d);
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(D), _mm256_cvtepi32_ps(_mm256_add_epi32(l[0], l[1])), acc.v);
+    iq1s_delta(iq1s_signed_scales(blk->qh), a, i, D, &acc);
+    return acc;
 }
+
+AVX512VNNI static inline __attribute__((always_inline)) void iq1md_load(const block_iq1_m *blk, iq1d_wt *u)
+{
+    uint16_t sc[4];
+    u->dh = block_iq1_m_d(blk, sc);
+    memcpy(&u->sc64, sc, 8);
+    iq1m_indices(blk, u->idx);
+    iq1m_delta_bits(blk, u->dbits);
+}
+
+AVX512VNNI static inline __attribute__((always_inline)) iq1_acc iq1md_step(const block_iq1_m *blk, const iq1d_wt *u,
+                                                                           const qrow *a, int64_t i, iq1_acc acc)
+{
+    (void)blk;
+    const int8_t *q = a->q + i * 256;
+    __m256i l[2] = { _mm256_setzero_si256(), _mm256_setzero_si256() }, dl[2] = { l[0], l[1] };
+    QD_UNROLL
+    for (int s = 0; s < 8; s++) {
+        /* the scale words (2 x 3 bits + 1 <= 15) as bytes: each word's value in both its bytes */
+        const __m256i sw = _mm256_load_si256((const __m256i *)iq1m_scales[(u->sc64 >> (16 * (s / 2) + 6 * (s % 2))) & 63]);
+        const __m256i sc8 = _mm256_or_si256(sw, _mm256_slli_epi16(sw, 8));
+        const __m256i qv = _mm256_loadu_si256((const __m256i *)(q + 32 * s));
+        const __m256i ds =
+            _mm256_load_si256((const __m256i *)iq1m_delta_sign_bytes[(u->dbits[s / 4] >> (16 * (s % 4) + 12)) & 15]);
+        l[s & 1] = _mm256_dpbusd_epi32(l[s & 1], sc8, _mm256_sign_epi8(qv, iq1_grid4(u->idx[s])));
+        dl[s & 1] = _mm256_dpbusd_epi32(dl[s & 1], sc8, _mm256_sign_epi8(qv, ds));
+    }
+    const __m256 D = _mm256_set1_ps(a->d[i] * _cvtsh_ss(u->dh));
+    acc.v = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(_mm256_add_epi32(l[0], l[1])), acc.v);
+    acc.dv = _mm256_fmadd_ps(D, _mm256_cvtepi32_ps(_mm256_add_epi32(dl[0], dl[1])), acc.dv);
+    return acc;
+}
+
+NATIVE_BLOCK_QDOT_N(AVX512VNNI, kavx512v_qdot_iq1_s, block_iq1_s, 256, iq1d_wt, iq1sd_load, iq1sd_step, iq1_acc, iq1s_finish)
+NATIVE_BLOCK_QDOT_N(AVX512VNNI, kavx512v_qdot_iq1_m, block_iq1_m, 256, iq1d_wt, iq1md_load, iq1md_step, iq1_acc, iq1m_finish)
 
 /* TQ1_0 and TQ2_0 with AVX-512 VNNI: a block's 256 codes (0..2) as 4 zmm
  * of 64 in element order, made as the AVX2 loaders make them 32 at a
