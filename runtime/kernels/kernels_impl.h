@@ -177,7 +177,7 @@ GGML_DOT_DECLS(kavx512v, tq2_0)
 GGML_DOT_DECLS(kavx512v, q1_0)
 float kavx512v_qdot_q4_1(const weight *w, int64_t r, const qrow *a);
 float kavx512v_qdot_q5_1(const weight *w, int64_t r, const qrow *a);
-/* IQ1_S and IQ1_M batch dots with AVX-512 VNNI */
+/* IQ1_S and IQ1_M single and batch dots with AVX-512 VNNI */
 float kavx512v_qdot_iq1_s(const weight *w, int64_t r, const qrow *a);
 float kavx512v_qdot_iq1_m(const weight *w, int64_t r, const qrow *a);
 void kavx512v_qdotn_iq1_s(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);

@@ -279,7 +279,7 @@ AVX512VNNI static void z4_s8(const uint8_t *codes, size_t row_bytes, const int8_
 {
     const size_t rstep = (size_t)stride * row_bytes;
     const int64_t sstep = stride * n32;
-    const size_t ahead = stride == 1 ? qd4_ahead(row_bytes, stride) : Z4_AHEAD;
+    const size_t ahead = stride == 1 ? qd4_ahead(row_bytes, 1) : Z4_AHEAD;
     const __m256i one = _mm256_set1_epi8(1), bias16 = _mm256_set1_epi16(-128);
     __m512 acc[2] = { _mm512_setzero_ps(), _mm512_setzero_ps() };
     int64_t i = 0;

@@ -1431,7 +1431,7 @@ static void test_qdot_small_native_random_blocks(void **st)
     if (!tabs[1]) printf("SKIP (SIMD half): no AVX2 on this CPU\n");
     /* IQ2_XXS, IQ2_XS, IQ2_S, IQ3_S: every grid index in turn (ggml's own rows need not have them
      * all), which the AVX-512 dots look up from tables of codes of their own; IQ1_S and IQ1_M:
-     * random indices, scales and delta signs (every value of a scale and of a delta-sign nibble) */
+     * random grid indices, scales and delta signs (random bytes), a finite d where each keeps it */
     enum { NTYPES = 12 };
     static const int types[NTYPES] = { GGML_TYPE_NVFP4,   GGML_TYPE_Q1_0,   GGML_TYPE_TQ1_0, GGML_TYPE_TQ2_0,
                                        GGML_TYPE_Q4_1,    GGML_TYPE_Q5_1,   GGML_TYPE_IQ2_XXS, GGML_TYPE_IQ2_XS,
