@@ -29,9 +29,10 @@ struct model {
     int q_dim, kv_dim;          /* n_head * head_dim, n_head_kv * head_dim */
     int att_dim, kv_dim_v;      /* n_head * head_dim_v, n_head_kv * head_dim_v (V's widths) */
     size_t kv_elt;              /* 2 (f16) or 4 (f32) */
-    void *kcache, *vcache;      /* per layer kv_rows[l] rows of kv_dim (kv_dim_v), from row kv_off[l] */
-    /* n_ctx rows a layer, or for a sliding-window layer (gpt-oss) a ring of
-     * n_swa + n_batch: position p in row p % kv_rows[l] */
+    void *kcache, *vcache;      /* layer l from row kv_off[l] on: kv_rows[l] rows of kv_dim (kv_dim_v), */
+    /* kept head by head (each KV head's kv_rows[l] rows of head_dim, then the next head's), so that
+     * attention reads one head's positions as one stream. n_ctx rows a layer, or for a
+     * sliding-window layer (gpt-oss) a ring of n_swa + n_batch: position p in row p % kv_rows[l] */
     size_t *kv_off;
     int *kv_rows;
     bool kv_ring;               /* some layer's rows are a ring */
