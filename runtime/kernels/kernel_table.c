@@ -13,7 +13,7 @@
  *            Q1_0, TQ1_0, TQ2_0, Q4_1 and Q5_1 dots
  *   VNNI     (AVX-VNNI) the Q8_0-shaped S-form dots and the IQ3 dot
  *   AVX512   (F, BW, VL, VBMI, GFNI) the IQ3, Q2_K, IQ2_XXS, IQ2_XS, IQ2_S
- *            and IQ3_S dots
+ *            and IQ3_S dots, the f16 attention's two kernels
  *   VNNI512  (AVX-512 VNNI) the four-row S8 and MXFP4 dots, the NVFP4, Q1_0,
  *            TQ1_0, TQ2_0, IQ1_S and IQ1_M dots, the Q4_1 and Q5_1 single
  *            dots, the MXFP4 batch dot
@@ -100,6 +100,7 @@
     .qdot[WF_SCODE] = kvnni_qdot_scode, .qdot4[WF_SCODE] = kvnni_qdot4_scode, .qdot[WF_IQ3] = kvnni_qdot_iq3,
 
 #define AVX512_LAYER                                                                                    \
+    .dot_f16_heads = kavx512_dot_f16_heads, .axpy_f16_heads = kavx512_axpy_f16_heads,                   \
     .qdot_ggml[GGML_TYPE_IQ2_XS] = kavx512_qdot_iq2_xs, .qdotn_ggml[GGML_TYPE_IQ2_XS] = kavx512_qdotn_iq2_xs, \
     .qdot_ggml[GGML_TYPE_IQ2_S] = kavx512_qdot_iq2_s, .qdotn_ggml[GGML_TYPE_IQ2_S] = kavx512_qdotn_iq2_s,    \
     .qdot_ggml[GGML_TYPE_IQ3_S] = kavx512_qdot_iq3_s, .qdotn_ggml[GGML_TYPE_IQ3_S] = kavx512_qdotn_iq3_s,    \

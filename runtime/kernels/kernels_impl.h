@@ -150,6 +150,10 @@ float kvnni_qdot_iq3(const weight *w, int64_t r, const qrow *a);
 
 /* ---- AVX-512 (F, BW, VL, VBMI, GFNI; "512" names: AVX-512 VNNI too) ---- */
 float kavx512_qdot_iq3(const weight *w, int64_t r, const qrow *a);
+void kavx512_dot_f16_heads(const uint16_t *const *a, int rows, const float *b, int nb, int64_t n, float *out,
+                           int64_t ostride);
+void kavx512_axpy_f16_heads(float *y, int ny, const float *w, int64_t wstride, const uint16_t *const *x, int rows,
+                            int64_t n);
 float kavx512_qdot_iq2_xs(const weight *w, int64_t r, const qrow *a);
 void kavx512_qdotn_iq2_xs(const weight *w, int64_t r, const qrow *a, int nt, float *y, int64_t ystride);
 float kavx512_qdot_iq2_s(const weight *w, int64_t r, const qrow *a);
