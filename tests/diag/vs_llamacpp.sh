@@ -116,9 +116,11 @@ awk_stats='
 # strata bench prints "prefill N tokens: X tokens/s ...", "decode ...", then
 # the memory read bandwidth it measures right after its decode and the decode
 # as a fraction of the floor that bandwidth sets; one run (of -i repetitions)
-# a round.
+# a round. Its context is -p + -n, as llama-bench sizes its own (the model
+# says 256 tokens, which a -p 2048 run would otherwise be cut to).
 strata_one() { # FORM THREADS -> "prefill decode bandwidth floor decode-spread"
-    "$here/bin/strata" bench "$dir/pack-$1" -t "$2" -p "$np" -n "$ng" -r "$inner" ${kernels:+--cpu-kernels "$kernels"} 2>/dev/null |
+    "$here/bin/strata" bench "$dir/pack-$1" -t "$2" -p "$np" -n "$ng" -c $((np + ng)) -r "$inner" \
+        ${kernels:+--cpu-kernels "$kernels"} 2>/dev/null |
         awk '/^(prefill|decode) / { match($0, /tokens: [0-9.]+/); v = substr($0, RSTART + 8, RLENGTH - 8) }
              /^prefill / { p = v }
              /^decode / { d = v; if (match($0, /spread [0-9.]+ %/)) s = substr($0, RSTART + 7, RLENGTH - 9) }
