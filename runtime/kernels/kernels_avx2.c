@@ -183,8 +183,8 @@ AVX2 void kavx2_axpy_f16(float *y, float a, const uint16_t *x, int64_t n)
  * order are dot_f16's (its bits), the row widened once for all of them
  * and the 2 x NB chains independent. NB is a constant in each copy. */
 AVX2 static inline __attribute__((always_inline)) void dot_f16_heads_nb(const uint16_t *const *a, int rows,
-                                                                        const float *b, const int NB, int64_t n,
-                                                                        float *out, int64_t ostride)
+                                                                        const float *b, int64_t n, float *out,
+                                                                        int64_t ostride, const int NB)
 {
     for (int r = 0; r < rows; r++) {
         const uint16_t *x = a[r];
@@ -217,21 +217,16 @@ AVX2 static inline __attribute__((always_inline)) void dot_f16_heads_nb(const ui
 AVX2 void kavx2_dot_f16_heads(const uint16_t *const *a, int rows, const float *b, int nb, int64_t n, float *out,
                               int64_t ostride)
 {
-    switch (nb) {
-    case 1: dot_f16_heads_nb(a, rows, b, 1, n, out, ostride); break;
-    case 2: dot_f16_heads_nb(a, rows, b, 2, n, out, ostride); break;
-    case 3: dot_f16_heads_nb(a, rows, b, 3, n, out, ostride); break;
-    default: dot_f16_heads_nb(a, rows, b, 4, n, out, ostride); break;
-    }
+    QD_CONST_1_TO_4(nb, dot_f16_heads_nb, a, rows, b, n, out, ostride);
 }
 
 /* kavx2_axpy_f16 of the rows in turn into NY heads' sums: each element of
  * each y meets the rows in order with axpy_f16's operation (a fused
  * multiply-add; the tail a product, then a sum), its bits; y is loaded and
  * stored once for all rows, each row widened once for all heads. */
-AVX2 static inline __attribute__((always_inline)) void axpy_f16_heads_ny(float *y, const int NY, const float *w,
-                                                                         int64_t wstride, const uint16_t *const *x,
-                                                                         int rows, int64_t n)
+AVX2 static inline __attribute__((always_inline)) void axpy_f16_heads_ny(float *y, const float *w, int64_t wstride,
+                                                                         const uint16_t *const *x, int rows,
+                                                                         int64_t n, const int NY)
 {
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
@@ -256,36 +251,13 @@ AVX2 static inline __attribute__((always_inline)) void axpy_f16_heads_ny(float *
             QD_UNROLL
             for (int c = 0; c < 4; c++) _mm256_storeu_ps(y + h * n + i + 8 * c, acc[h][c]);
     }
-    for (; i + 8 <= n; i += 8) {
-        __m256 acc[4];
-        QD_UNROLL
-        for (int h = 0; h < NY; h++) acc[h] = _mm256_loadu_ps(y + h * n + i);
-        for (int r = 0; r < rows; r++) {
-            const __m256 xv = load_h8(x[r] + i);
-            QD_UNROLL
-            for (int h = 0; h < NY; h++) acc[h] = _mm256_fmadd_ps(_mm256_set1_ps(w[h * wstride + r]), xv, acc[h]);
-        }
-        QD_UNROLL
-        for (int h = 0; h < NY; h++) _mm256_storeu_ps(y + h * n + i, acc[h]);
-    }
-    for (; i < n; i++)
-        QD_UNROLL
-        for (int h = 0; h < NY; h++) {
-            float v = y[h * n + i];
-            for (int r = 0; r < rows; r++) v += w[h * wstride + r] * _cvtsh_ss(x[r][i]);
-            y[h * n + i] = v;
-        }
+    axpy_f16_heads_rest(y, w, wstride, x, rows, n, i, NY);
 }
 
 AVX2 void kavx2_axpy_f16_heads(float *y, int ny, const float *w, int64_t wstride, const uint16_t *const *x, int rows,
                                int64_t n)
 {
-    switch (ny) {
-    case 1: axpy_f16_heads_ny(y, 1, w, wstride, x, rows, n); break;
-    case 2: axpy_f16_heads_ny(y, 2, w, wstride, x, rows, n); break;
-    case 3: axpy_f16_heads_ny(y, 3, w, wstride, x, rows, n); break;
-    default: axpy_f16_heads_ny(y, 4, w, wstride, x, rows, n); break;
-    }
+    QD_CONST_1_TO_4(ny, axpy_f16_heads_ny, y, w, wstride, x, rows, n);
 }
 
 AVX2 void kavx2_f16_to_f32(const uint16_t *src, float *dst, int64_t n)

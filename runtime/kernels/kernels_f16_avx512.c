@@ -73,8 +73,8 @@ AVX512F16 static inline __attribute__((always_inline)) void dot_heads_rows(const
 }
 
 AVX512F16 static inline __attribute__((always_inline)) void dot_heads_nb(const uint16_t *const *a, int rows,
-                                                                         const float *b, const int NB, int64_t n,
-                                                                         float *out, int64_t ostride)
+                                                                         const float *b, int64_t n, float *out,
+                                                                         int64_t ostride, const int NB)
 {
     int r = 0;
     for (; r + 4 <= rows; r += 4) dot_heads_rows(a + r, b, 4, NB, n, out + r, ostride);
@@ -84,23 +84,17 @@ AVX512F16 static inline __attribute__((always_inline)) void dot_heads_nb(const u
 AVX512F16 void kavx512_dot_f16_heads(const uint16_t *const *a, int rows, const float *b, int nb, int64_t n, float *out,
                                      int64_t ostride)
 {
-    switch (nb) {
-    case 1: dot_heads_nb(a, rows, b, 1, n, out, ostride); break;
-    case 2: dot_heads_nb(a, rows, b, 2, n, out, ostride); break;
-    case 3: dot_heads_nb(a, rows, b, 3, n, out, ostride); break;
-    default: dot_heads_nb(a, rows, b, 4, n, out, ostride); break;
-    }
+    QD_CONST_1_TO_4(nb, dot_heads_nb, a, rows, b, n, out, ostride);
 }
 
-/* kavx2_axpy_f16_heads on zmm: every element of every head's sum meets the
- * rows in order with a fused multiply-add where the AVX2 kernel's vectors
- * reach (all but the last n % 8) and a product then a sum beyond, as
- * there; y is loaded and stored once for all rows, each row widened once
- * for all heads. NY is a constant in each copy. */
-AVX512F16 static inline __attribute__((always_inline)) void axpy_heads_ny(float *y, const int NY, const float *w,
-                                                                          int64_t wstride,
+/* kavx2_axpy_f16_heads on zmm: the blocks of 32 elements in two zmm a
+ * head (a fused multiply-add per element and row, rows in order, as the
+ * AVX2 kernel's four ymm), the rest as there (axpy_f16_heads_rest); y is
+ * loaded and stored once for all rows, each row widened once for all
+ * heads. NY is a constant in each copy. */
+AVX512F16 static inline __attribute__((always_inline)) void axpy_heads_ny(float *y, const float *w, int64_t wstride,
                                                                           const uint16_t *const *x, int rows,
-                                                                          int64_t n)
+                                                                          int64_t n, const int NY)
 {
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
@@ -123,36 +117,13 @@ AVX512F16 static inline __attribute__((always_inline)) void axpy_heads_ny(float 
             QD_UNROLL
             for (int c = 0; c < 2; c++) _mm512_storeu_ps(y + h * n + i + 16 * c, acc[h][c]);
     }
-    for (; i + 8 <= n; i += 8) {
-        __m256 acc[4];
-        QD_UNROLL
-        for (int h = 0; h < NY; h++) acc[h] = _mm256_loadu_ps(y + h * n + i);
-        for (int r = 0; r < rows; r++) {
-            const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x[r] + i)));
-            QD_UNROLL
-            for (int h = 0; h < NY; h++) acc[h] = _mm256_fmadd_ps(_mm256_set1_ps(w[h * wstride + r]), xv, acc[h]);
-        }
-        QD_UNROLL
-        for (int h = 0; h < NY; h++) _mm256_storeu_ps(y + h * n + i, acc[h]);
-    }
-    for (; i < n; i++)
-        QD_UNROLL
-        for (int h = 0; h < NY; h++) {
-            float v = y[h * n + i];
-            for (int r = 0; r < rows; r++) v += w[h * wstride + r] * _cvtsh_ss(x[r][i]);
-            y[h * n + i] = v;
-        }
+    axpy_f16_heads_rest(y, w, wstride, x, rows, n, i, NY);
 }
 
 AVX512F16 void kavx512_axpy_f16_heads(float *y, int ny, const float *w, int64_t wstride, const uint16_t *const *x,
                                       int rows, int64_t n)
 {
-    switch (ny) {
-    case 1: axpy_heads_ny(y, 1, w, wstride, x, rows, n); break;
-    case 2: axpy_heads_ny(y, 2, w, wstride, x, rows, n); break;
-    case 3: axpy_heads_ny(y, 3, w, wstride, x, rows, n); break;
-    default: axpy_heads_ny(y, 4, w, wstride, x, rows, n); break;
-    }
+    QD_CONST_1_TO_4(ny, axpy_heads_ny, y, w, wstride, x, rows, n);
 }
 
 #endif

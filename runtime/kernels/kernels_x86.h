@@ -56,6 +56,48 @@ AVX2 static inline float hsum_ps(__m256 v)
  * operation and no order. */
 #define QD_PRAGMA(x) _Pragma(#x)
 #define QD_UNROLL QD_PRAGMA(GCC unroll 8)
+
+/* Calls F(args..., K) with K the constant 1, 2, 3 or 4 that k names (4 and
+ * up give 4): each copy of an always-inline F then has its count of heads
+ * fixed, so its accumulators stay in registers. */
+#define QD_CONST_1_TO_4(k, F, ...)                                                                      \
+    do {                                                                                                \
+        switch (k) {                                                                                    \
+        case 1: F(__VA_ARGS__, 1); break;                                                               \
+        case 2: F(__VA_ARGS__, 2); break;                                                               \
+        case 3: F(__VA_ARGS__, 3); break;                                                               \
+        default: F(__VA_ARGS__, 4); break;                                                              \
+        }                                                                                               \
+    } while (0)
+
+/* axpy_f16_heads from element i on, for what a kernel's wider blocks
+ * leave: eight elements at a time with a fused multiply-add, the last
+ * n % 8 with a product then a sum (axpy_f16's steps), each element meeting
+ * the rows in order; NY heads' sums at y + h * n. */
+AVX2 static inline __attribute__((always_inline)) void axpy_f16_heads_rest(float *y, const float *w, int64_t wstride,
+                                                                           const uint16_t *const *x, int rows,
+                                                                           int64_t n, int64_t i, const int NY)
+{
+    for (; i + 8 <= n; i += 8) {
+        __m256 acc[4];
+        QD_UNROLL
+        for (int h = 0; h < NY; h++) acc[h] = _mm256_loadu_ps(y + h * n + i);
+        for (int r = 0; r < rows; r++) {
+            const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x[r] + i)));
+            QD_UNROLL
+            for (int h = 0; h < NY; h++) acc[h] = _mm256_fmadd_ps(_mm256_set1_ps(w[h * wstride + r]), xv, acc[h]);
+        }
+        QD_UNROLL
+        for (int h = 0; h < NY; h++) _mm256_storeu_ps(y + h * n + i, acc[h]);
+    }
+    for (; i < n; i++)
+        QD_UNROLL
+        for (int h = 0; h < NY; h++) {
+            float v = y[h * n + i];
+            for (int r = 0; r < rows; r++) v += w[h * wstride + r] * _cvtsh_ss(x[r][i]);
+            y[h * n + i] = v;
+        }
+}
 /* Read-ahead distance of the four-row kernels. Adjacent rows (stride 1):
  * the same place in the next four rows. Rows a stride apart are four
  * sequential streams (each continues into its own next row), so each
