@@ -98,6 +98,7 @@ AVX2 static inline __attribute__((always_inline)) void axpy_f16_heads_rest(float
             y[h * n + i] = v;
         }
 }
+
 /* Read-ahead distance of the four-row kernels. Adjacent rows (stride 1):
  * the same place in the next four rows. Rows a stride apart are four
  * sequential streams (each continues into its own next row), so each
