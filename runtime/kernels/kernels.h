@@ -73,7 +73,7 @@ typedef struct qrow {
     int8_t *q;          /* n codes */
     float *d;           /* n / block scales */
     int32_t *sum16;     /* n / 16 sums of q (Q8_K's bsums) */
-    float *deq;         /* n values q * d: what the products see */
+    float *deq;         /* n values q * d: what the float products see (NULL: not made) */
     /* Q8_1 only (else unused, may be NULL): n / 32 values, each block's
      * ggml block_q8_1.s widened: fp16 of (sum of its q) x amax / 127, the
      * scale before its fp16 rounding. Q8_1's codes and d are Q8_0's. */
@@ -188,7 +188,8 @@ int qrow_block(int act);
 /* ggml's vec_dot_type for a native type, as a wact (WA_F32 when ggml keeps
  * the activation in float or this runtime does not know the type). */
 int kernels_ggml_act(int ggml_type);
-/* Quantizes x (a->n values, a->kind) into a, filling deq too. */
+/* Quantizes x (a->n values, a->kind) into a, filling deq too unless it is
+ * NULL (the integer kernels read only the codes and their sums). */
 void qrow_fill(const kernels *k, qrow *a, const float *x);
 /* 1 when qdot[w->form] computes W·a for this weight and a->kind = w->act:
  * S-forms whose groups tile the activation blocks (16, 32, 64... elements),

@@ -111,7 +111,7 @@ void qrow_fill(const kernels *k, qrow *a, const float *x)
     /* Block by block: an index division per element (blk is not a
      * constant here) cost 4 of the 5 us of a 2048-row fill, which decode
      * pays ~50 times per token on the calling thread. Same products. */
-    for (int64_t b = 0; b < a->n / blk; b++) {
+    for (int64_t b = 0; a->deq && b < a->n / blk; b++) {
         const float db = a->d[b];
         const int8_t *q = a->q + b * blk;
         float *deq = a->deq + b * blk;

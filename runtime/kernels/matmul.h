@@ -20,7 +20,9 @@
  *    (kernels.h, qrow) into `qbuf`; a mat-vec then uses the integer qdot
  *    kernel where kernels_qdot_ok(w), else the decoded row times the
  *    rounded activation (q * d). Without qbuf (or when cols is not a
- *    multiple of the block) the activation stays f32.
+ *    multiple of the block) the activation stays f32. A batch of 8 rows or
+ *    more is rounded row by row over the pool (each row on its own, so the
+ *    same values on any thread).
  * Needs MM_TILE * max cols floats of scratch per pool thread, and for
  * quantized activations MM_QBUF_BYTES(max rows of X, max cols) of qbuf. */
 #ifndef STRATA_MATMUL_H
@@ -49,10 +51,10 @@ typedef struct mm_ctx {
 
 void mm_mul(mm_ctx *c, const weight *w, const float *X, int B, float *Y);
 
-/* Y0 = X·W0ᵀ and Y1 = X·W1ᵀ (an expert's gate and up): for a mat-vec of two
- * weights of one shape and form on the integer kernels, X is rounded once
- * and both run as one pool loop (each task: its rows of W0, then the same
- * rows of W1), so one barrier instead of two; every output is the same
+/* Y0 = X·W0ᵀ and Y1 = X·W1ᵀ (an expert's gate and up): for two weights of
+ * one activation form and width on the integer kernels, X is rounded once
+ * and both run as one pool loop (a mat-vec's chunks, or a batch's tiles of
+ * W0 then of W1), so one barrier instead of two; every output is the same
  * kernel call as in mm_mul, hence bit-identical to two mm_mul calls, which
  * is what it does in every other case. */
 void mm_mul2(mm_ctx *c, const weight *w0, const weight *w1, const float *X, int B, float *Y0, float *Y1);
