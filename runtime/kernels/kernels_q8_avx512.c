@@ -336,9 +336,9 @@ static int z4_takes(const weight *w, const qrow *a)
 }
 
 /* z4_s8 for four adjacent rows against NT tokens (prefill), on ymm: one
- * accumulator per row and token, as the AVX2 kernel has per row (Zen 4
- * splits a zmm operation in two, so a zmm holding two rows saves nothing,
- * and a ymm fma can take its scale as a broadcast from memory). Each
+ * accumulator per row and token, as the AVX2 kernel has per row (a ymm fma
+ * takes its scale as a broadcast from memory). z4n_s8 runs the tokens in
+ * pairs on zmm (z4n_s8_np, below) and this only for an odd last one. Each
  * unit's codes are loaded once per row and met by every token; each
  * token's codes and bias once per unit and met by four rows; the scale
  * products sc * d of a chunk of units are made 16 at a time beforehand.
@@ -399,19 +399,105 @@ AVX512VNNI static inline __attribute__((always_inline)) void z4n_s8_nt(const uin
         for (int k = 0; k < 4; k++) y[t * ystride + k] = hsum_ps(acc[k][t]);
 }
 
+/* z4n_s8_nt for NP pairs of tokens on zmm: a pair's accumulator holds the
+ * two tokens' ymm accumulators lane by lane interleaved (lane 2j token 0's
+ * lane j, 2j + 1 token 1's), so one vpdpbusd, one conversion and one
+ * multiply-add do a row's unit for both: the row's unit with each dword
+ * doubled, the two tokens' codes and biases interleaved by dword, and the
+ * two scale products one broadcast pair. Every lane sees the integer, the
+ * product and the multiply-add the ymm kernel gives that token's lane, in
+ * the same unit order, and each token's lanes are taken back out in order
+ * for hsum_ps: its bits. Prefill through it against the ymm kernel for
+ * every token (the 1.18 GB MoEs of tests/diag/vs_llamacpp.sh, this 2-core
+ * Zen 5 machine, `strata bench -p 128`): Q8_0 experts 1.21-1.27x on one
+ * thread and 1.15-1.18x on two, Q4_K experts (their Q8_0 attention)
+ * 1.08-1.10x and 1.06-1.13x. */
+AVX512VNNI static inline __attribute__((always_inline)) void z4n_s8_np(const uint8_t *codes, size_t row_bytes,
+                                                                        const float *sc, int64_t n32,
+                                                                        const qrow *a, const int NP, float *y,
+                                                                        int64_t ystride)
+{
+    const __m256i one = _mm256_set1_epi8(1), bias16 = _mm256_set1_epi16(-128);
+    const __m512i dup = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    const __m512i ilv = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i ilv_hi = _mm512_add_epi32(ilv, _mm512_set1_epi32(8));
+    __m512 acc[4][4];
+    QD_UNROLL
+    for (int k = 0; k < 4; k++)
+        QD_UNROLL
+        for (int p = 0; p < NP; p++) acc[k][p] = _mm512_setzero_ps();
+    /* sd[k][p][2 i + t]: row k's scale times token 2p + t's, unit i */
+    float sd[4][4][2 * Z4N_CHUNK] __attribute__((aligned(64)));
+    const size_t ahead = 4 * row_bytes;
+    for (int64_t i0 = 0; i0 < n32; i0 += Z4N_CHUNK) {
+        const int n = n32 - i0 < Z4N_CHUNK ? (int)(n32 - i0) : Z4N_CHUNK;
+        for (int k = 0; k < 4; k++)
+            for (int p = 0; p < NP; p++) {
+                const float *s = sc + k * n32 + i0, *d0 = a[2 * p].d + i0, *d1 = a[2 * p + 1].d + i0;
+                int i = 0;
+                for (; i + 16 <= n; i += 16) {
+                    const __m512 sv = _mm512_loadu_ps(s + i);
+                    const __m512 m0 = _mm512_mul_ps(sv, _mm512_loadu_ps(d0 + i));
+                    const __m512 m1 = _mm512_mul_ps(sv, _mm512_loadu_ps(d1 + i));
+                    _mm512_store_ps(sd[k][p] + 2 * i, _mm512_permutex2var_ps(m0, ilv, m1));
+                    _mm512_store_ps(sd[k][p] + 2 * i + 16, _mm512_permutex2var_ps(m0, ilv_hi, m1));
+                }
+                for (; i < n; i++) {
+                    sd[k][p][2 * i] = s[i] * d0[i];
+                    sd[k][p][2 * i + 1] = s[i] * d1[i];
+                }
+            }
+        for (int i = 0; i < n; i++) {
+            const int64_t b = i0 + i;
+            __m512i wv[4];
+            QD_UNROLL
+            for (int k = 0; k < 4; k++) {
+                const uint8_t *ptr = codes + k * row_bytes + b * 32;
+                if (i % 2 == 0) _mm_prefetch((const char *)ptr + ahead, QD_HINT);
+                wv[k] = _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)ptr)));
+            }
+            QD_UNROLL
+            for (int p = 0; p < NP; p++) {
+                const __m256i q0 = _mm256_loadu_si256((const __m256i *)(a[2 * p].q + b * 32));
+                const __m256i q1 = _mm256_loadu_si256((const __m256i *)(a[2 * p + 1].q + b * 32));
+                const __m512i q = _mm512_permutex2var_epi32(_mm512_castsi256_si512(q0), ilv, _mm512_castsi256_si512(q1));
+                const __m512i bias = _mm512_permutex2var_epi32(
+                    _mm512_castsi256_si512(_mm256_madd_epi16(_mm256_maddubs_epi16(one, q0), bias16)), ilv,
+                    _mm512_castsi256_si512(_mm256_madd_epi16(_mm256_maddubs_epi16(one, q1), bias16)));
+                QD_UNROLL
+                for (int k = 0; k < 4; k++) {
+                    const __m512i sum = _mm512_dpbusd_epi32(bias, wv[k], q);
+                    double pair; /* the two tokens' products, one 8-byte broadcast */
+                    memcpy(&pair, sd[k][p] + 2 * i, sizeof pair);
+                    const __m512 sdv = _mm512_castpd_ps(_mm512_set1_pd(pair));
+                    acc[k][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), sdv, acc[k][p]);
+                }
+            }
+        }
+    }
+    const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    QD_UNROLL
+    for (int p = 0; p < NP; p++)
+        QD_UNROLL
+        for (int k = 0; k < 4; k++) {
+            const __m512 t = _mm512_permutexvar_ps(evens, acc[k][p]);
+            y[2 * p * ystride + k] = hsum_ps(_mm512_castps512_ps256(t));
+            y[(2 * p + 1) * ystride + k] = hsum_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(t), 1)));
+        }
+}
+
 AVX512VNNI static void z4n_s8(const uint8_t *codes, size_t row_bytes, const float *sc, int64_t n32, const qrow *a,
                               int nt, float *y, int64_t ystride)
 {
-    for (int t0 = 0; t0 < nt; t0 += 4) {
-        const qrow *at = a + t0;
-        float *yt = y + t0 * ystride;
-        switch (nt - t0 < 4 ? nt - t0 : 4) {
-        case 1: z4n_s8_nt(codes, row_bytes, sc, n32, at, 1, yt, ystride); break;
-        case 2: z4n_s8_nt(codes, row_bytes, sc, n32, at, 2, yt, ystride); break;
-        case 3: z4n_s8_nt(codes, row_bytes, sc, n32, at, 3, yt, ystride); break;
-        default: z4n_s8_nt(codes, row_bytes, sc, n32, at, 4, yt, ystride); break;
-        }
+    _Static_assert(KQ_NT_MAX == 8, "up to four pairs");
+    switch (nt / 2) {
+    case 0: break;
+    case 1: z4n_s8_np(codes, row_bytes, sc, n32, a, 1, y, ystride); break;
+    case 2: z4n_s8_np(codes, row_bytes, sc, n32, a, 2, y, ystride); break;
+    case 3: z4n_s8_np(codes, row_bytes, sc, n32, a, 3, y, ystride); break;
+    default: z4n_s8_np(codes, row_bytes, sc, n32, a, 4, y, ystride); break;
     }
+    if (nt % 2) z4n_s8_nt(codes, row_bytes, sc, n32, a + nt - 1, 1, y + (nt - 1) * ystride, ystride);
 }
 
 /* Rows r..r + 3 against nt <= KQ_NT_MAX tokens, y[k + t * ystride]: the
