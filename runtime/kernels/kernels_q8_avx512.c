@@ -349,6 +349,14 @@ static int z4_takes(const weight *w, const qrow *a)
  * registers. */
 #define Z4N_CHUNK 64
 
+/* Unit b of a row (32 codes), reading ahead in the row every other unit. */
+AVX512VNNI static inline __m256i z4n_unit(const uint8_t *row, int64_t b, size_t ahead, int read_ahead)
+{
+    const uint8_t *p = row + b * 32;
+    if (read_ahead) _mm_prefetch((const char *)p + ahead, QD_HINT);
+    return _mm256_loadu_si256((const __m256i *)p);
+}
+
 AVX512VNNI static inline __attribute__((always_inline)) void z4n_s8_nt(const uint8_t *codes, size_t row_bytes,
                                                                         const float *sc, int64_t n32,
                                                                         const qrow *a, const int NT, float *y,
@@ -376,11 +384,7 @@ AVX512VNNI static inline __attribute__((always_inline)) void z4n_s8_nt(const uin
             const int64_t b = i0 + i;
             __m256i wv[4];
             QD_UNROLL
-            for (int k = 0; k < 4; k++) {
-                const uint8_t *p = codes + k * row_bytes + b * 32;
-                if (i % 2 == 0) _mm_prefetch((const char *)p + ahead, QD_HINT);
-                wv[k] = _mm256_loadu_si256((const __m256i *)p);
-            }
+            for (int k = 0; k < 4; k++) wv[k] = z4n_unit(codes + k * row_bytes, b, ahead, i % 2 == 0);
             QD_UNROLL
             for (int t = 0; t < NT; t++) {
                 const __m256i q = _mm256_loadu_si256((const __m256i *)(a[t].q + b * 32));
@@ -451,11 +455,8 @@ AVX512VNNI static inline __attribute__((always_inline)) void z4n_s8_np(const uin
             const int64_t b = i0 + i;
             __m512i wv[4];
             QD_UNROLL
-            for (int k = 0; k < 4; k++) {
-                const uint8_t *ptr = codes + k * row_bytes + b * 32;
-                if (i % 2 == 0) _mm_prefetch((const char *)ptr + ahead, QD_HINT);
-                wv[k] = _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)ptr)));
-            }
+            for (int k = 0; k < 4; k++)
+                wv[k] = _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(z4n_unit(codes + k * row_bytes, b, ahead, i % 2 == 0)));
             QD_UNROLL
             for (int p = 0; p < NP; p++) {
                 const __m256i q0 = _mm256_loadu_si256((const __m256i *)(a[2 * p].q + b * 32));
