@@ -235,12 +235,19 @@ static void tile_task(void *arg, int task, int thread)
  * (stories260K's matrices are 64 x 64). Tasks run the same code either way. */
 #define MM_SERIAL_MACS (64 * 1024)
 
+/* n_tasks of fn(arg, task) doing macs multiply-adds in all: on the pool,
+ * or on this thread when they are too few. */
+static void run_macs(mm_ctx *c, int64_t macs, int n_tasks, pool_fn fn, void *arg)
+{
+    if (macs < MM_SERIAL_MACS)
+        for (int t = 0; t < n_tasks; t++) fn(arg, t, 0);
+    else
+        pool_run(c->pool, n_tasks, fn, arg);
+}
+
 static void run(mm_ctx *c, int n_tasks, pool_fn fn, mm_job *j)
 {
-    if ((int64_t)j->B * j->w->rows * j->w->cols < MM_SERIAL_MACS)
-        for (int t = 0; t < n_tasks; t++) fn(j, t, 0);
-    else
-        pool_run(c->pool, n_tasks, fn, j);
+    run_macs(c, (int64_t)j->B * j->w->rows * j->w->cols, n_tasks, fn, j);
 }
 
 static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
@@ -361,11 +368,7 @@ void mm_mul2(mm_ctx *c, const weight *w0, const weight *w1, const float *X, int 
     if (w0->act == w1->act && w0->cols == w1->cols && tiles_q(c, w0, B) && tiles_q(c, w1, B) &&
         quantize_rows(c, w0, X, B, 0, &a0)) {
         pair_job p = { { { c, w0, X, B, Y0, &a0 }, { c, w1, X, B, Y1, &a0 } }, n_tiles(w0) };
-        const int n = p.n0 + n_tiles(w1);
-        if ((int64_t)B * (w0->rows + w1->rows) * w0->cols < MM_SERIAL_MACS)
-            for (int t = 0; t < n; t++) pair_task(&p, t, 0);
-        else
-            pool_run(c->pool, n, pair_task, &p);
+        run_macs(c, (int64_t)B * (w0->rows + w1->rows) * w0->cols, p.n0 + n_tiles(w1), pair_task, &p);
         return;
     }
     mm_mul(c, w0, X, B, Y0);
