@@ -35,7 +35,11 @@
 # With -i N (N > 1) each run repeats its test N times (strata bench -r N,
 # llama-bench -r N): a run's figure is the median of its N, and a fourth
 # table gives each program's decode spread within its runs, the run-to-run
-# spread of one program on nearly the same machine.
+# spread of one program on nearly the same machine. After each form of each
+# round tests/diag/host_steadiness.c times the machine itself the same way (three
+# windows of reading memory on one and on two threads, three of arithmetic):
+# the last table says how steady memory-bound work could be while the two
+# programs ran, whatever the program.
 set -eu
 here=$(cd "$(dirname "$0")/../.." && pwd)
 forms="q8_0 q4_K iq3_xxs"
@@ -56,7 +60,7 @@ while [ $# -gt 0 ]; do
         -n) ng=$2; shift 2 ;;
         -d) dir=$2; shift 2 ;;
         -k) kernels=$2; shift 2 ;;
-        -h|--help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "vs_llamacpp.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -68,12 +72,15 @@ case $inner in ''|*[!0-9]*|0) echo "vs_llamacpp.sh: -i needs a positive count, n
 llamacpp_fetch_tools_native
 
 (cd "$here" && make -s bin/strata bin/iq3pack build/cc/bench/bench_moe_floor >/dev/null)
+host_probe=$(mktemp)
+trap 'rm -f "$host_probe"' EXIT
+${CC:-cc} -std=c11 -D_DEFAULT_SOURCE -O2 -Wall -Wextra -Werror -pthread "$here/tests/diag/host_steadiness.c" -o "$host_probe"
 if [ -n "$kernels" ] && ! "$here/bin/strata" --version | grep "^CPU kernels: " | tr -d , | tr ' ' '\n' | grep -qxF "$kernels"; then
     echo "vs_llamacpp.sh: -k $kernels: not a kernel table this CPU runs ($("$here/bin/strata" --version | sed -n 's/^CPU kernels: //p'))" >&2
     exit 2
 fi
 mkdir -p "$dir"
-trap 'rm -f "$dir"/*.part "$dir"/*.part.gguf' EXIT # an interrupted step leaves no half file
+trap 'rm -f "$dir"/*.part "$dir"/*.part.gguf "$host_probe"' EXIT # an interrupted step leaves no half file
 q8="$dir/q8_0.gguf"
 if [ ! -f "$q8" ]; then
     echo "writing the Q8_0 model (1.18 GB) ..."
@@ -151,8 +158,9 @@ llama_one() { # FORM THREADS -> "prefill decode - - decode-spread"
     echo "${pre% *} ${dec% *} - - ${dec#* }"
 }
 
-raw="$dir/raw.tsv"
+raw="$dir/raw.tsv" host="$dir/host.tsv"
 printf 'round\tform\tthreads\tprogram\tprefill\tdecode\tbandwidth\tfloor\tdspread\n' > "$raw"
+printf 'round\tkind\tmedian\tunit\tspread\n' > "$host"
 r=1
 while [ "$r" -le "$rounds" ]; do
     for f in $forms; do
@@ -163,6 +171,7 @@ while [ "$r" -le "$rounds" ]; do
                 printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$f" "$t" "$prog" $res >> "$raw"
             done
         done
+        "$host_probe" -b 1 -w 1.5 | awk -F'\t' -v r="$r" 'NR > 1 && NF == 5 { print r "\t" $2 "\t" $3 "\t" $4 "\t" $5 }' >> "$host"
     done
     echo "round $r of $rounds done"
     r=$((r + 1))
@@ -245,7 +254,7 @@ awk -F'\t' "$awk_stats"'
 # other within a few seconds, so this says how steady the program is on
 # nearly the same machine, which the spread across rounds (minutes apart,
 # the machine's phases between them) cannot.
-[ "$inner" -gt 1 ] || exit 0
+if [ "$inner" -gt 1 ]; then
 echo
 echo "decode spread within each run of $inner repetitions, (max - min) / median: median over the rounds and"
 echo "highest; and in how many of the rounds where llama.cpp's run stayed within 10 % strata's did too:"
@@ -267,3 +276,22 @@ awk -F'\t' "$awk_stats"'
             printf "%-8s %-7s | %-18s | %-18s | %d of %d\n", kk[1], kk[2], stat(k, "strata"), stat(k, "llama"), ok, q
         }
     }' "$raw" | sort
+fi
+# The machine alone, after each form of each round: a program's decode near its bandwidth
+# floor can be no steadier than the reads here, while arithmetic (what holds
+# a decode far from its floor) stays steady on the same machine.
+echo
+echo "the machine itself after each form of each round (tests/diag/host_steadiness.c): spread of three 1.5 s"
+echo "windows one after another, (max - min) / median: median over the times, highest, times over 10 %; median rate:"
+awk -F'\t' "$awk_stats"'
+    NR > 1 { k = $2; key[k] = 1; n[k]++; S[k, n[k]] = $5; M[k, n[k]] = $3; U[k] = $4 }
+    function med(A, k, m,   i, a) { for (i = 1; i <= m; i++) a[i] = A[k, i] + 0; return sortmed(a, m) }
+    END {
+        printf "%-24s | %-8s %-8s %-7s | %s\n", "kind", "median", "highest", "over", "rate"
+        for (k in key) {
+            over = 0
+            for (i = 1; i <= n[k]; i++) over += S[k, i] + 0 > 10
+            s = med(S, k, n[k]); h = hi
+            printf "%-24s | %4.1f %%   %4.1f %%   %d of %d  | %.2f %s\n", k, s, h, over, n[k], med(M, k, n[k]), U[k]
+        }
+    }' "$host" | sort
