@@ -291,8 +291,9 @@ static void bench_usage(FILE *fp)
                 "  512 MiB and at most a quarter of the memory this process may still use, cgroup limits\n"
                 "  included; a buffer under 4x the L3 cache is noted), and the median decode speed as a\n"
                 "  fraction of the floor that bandwidth sets. A spread over 10 %% gets a warning on stderr:\n"
-                "  that figure is unreliable (other load, CPU frequency scaling, or too few tokens: raise\n"
-                "  -n or -p).\n"
+                "  that figure is unreliable (other load, CPU frequency scaling, memory bandwidth that\n"
+                "  moves from second to second, as on many shared virtual machines, or too few tokens:\n"
+                "  raise -n or -p).\n"
                 "  On CUDA the floor uses the GPU's measured copy bandwidth, and the expert cache's hit\n"
                 "  rate, bytes moved and miss latency over the decode runs are printed (\"cache\" lines;\n"
                 "  absent on the CPU). --record-routing counts the first timed prefill and decode.\n"
@@ -427,8 +428,12 @@ static void report(model *m, const bench_opts *o, const device_stats *ds, const 
     }
     fflush(stdout);
     warn_spread("prefill", &pre, "other load on the machine, CPU frequency scaling or too few tokens per run (raise -p)");
-    warn_spread("decode", &dec, "other load on the machine, CPU frequency scaling or too few tokens per run (raise -n)");
-    warn_spread("bandwidth", &bws, "other load on the machine or CPU frequency scaling");
+    warn_spread("decode", &dec,
+                "other load on the machine, CPU frequency scaling, the machine's memory bandwidth moving (a decode "
+                "near its floor moves with it; common on shared virtual machines) or too few tokens per run (raise -n)");
+    warn_spread("bandwidth", &bws,
+                "other load on the machine, CPU frequency scaling or the machine's memory bandwidth moving (common on "
+                "shared virtual machines)");
 }
 
 /* ------------------------------------------------------ speculative decoding */
