@@ -72,15 +72,14 @@ case $inner in ''|*[!0-9]*|0) echo "vs_llamacpp.sh: -i needs a positive count, n
 llamacpp_fetch_tools_native
 
 (cd "$here" && make -s bin/strata bin/iq3pack build/cc/bench/bench_moe_floor >/dev/null)
-host_probe=$(mktemp)
-trap 'rm -f "$host_probe"' EXIT
-${CC:-cc} -std=c11 -D_DEFAULT_SOURCE -O2 -Wall -Wextra -Werror -pthread "$here/tests/diag/host_steadiness.c" -o "$host_probe"
+# the machine's own probe builds (it is built again for each sample, a second's work)
+sh "$here/tests/diag/host_steadiness.sh" --help >/dev/null
 if [ -n "$kernels" ] && ! "$here/bin/strata" --version | grep "^CPU kernels: " | tr -d , | tr ' ' '\n' | grep -qxF "$kernels"; then
     echo "vs_llamacpp.sh: -k $kernels: not a kernel table this CPU runs ($("$here/bin/strata" --version | sed -n 's/^CPU kernels: //p'))" >&2
     exit 2
 fi
 mkdir -p "$dir"
-trap 'rm -f "$dir"/*.part "$dir"/*.part.gguf "$host_probe"' EXIT # an interrupted step leaves no half file
+trap 'rm -f "$dir"/*.part "$dir"/*.part.gguf' EXIT # an interrupted step leaves no half file
 q8="$dir/q8_0.gguf"
 if [ ! -f "$q8" ]; then
     echo "writing the Q8_0 model (1.18 GB) ..."
@@ -171,7 +170,7 @@ while [ "$r" -le "$rounds" ]; do
                 printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$f" "$t" "$prog" $res >> "$raw"
             done
         done
-        "$host_probe" -b 1 -w 1.5 | awk -F'\t' -v r="$r" 'NR > 1 && NF == 5 { print r "\t" $2 "\t" $3 "\t" $4 "\t" $5 }' >> "$host"
+        sh "$here/tests/diag/host_steadiness.sh" -b 1 -w 1.5 | awk -F'\t' -v r="$r" 'NR > 1 && NF == 5 { print r "\t" $2 "\t" $3 "\t" $4 "\t" $5 }' >> "$host"
     done
     echo "round $r of $rounds done"
     r=$((r + 1))
